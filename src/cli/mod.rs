@@ -1,0 +1,130 @@
+//! The command-line front door: parse arguments (two layers: clap syntax, then a resolved
+//! `ops::Request`), run the request, print through [`output`], return the exit code.
+//!
+//! What it does not do: any format work (ops and formats do), or print anywhere but through
+//! [`output`].
+
+pub mod args;
+pub mod output;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::diag::Code;
+use crate::error::exit;
+use crate::formats::Format;
+use crate::ops::{self, Command, Request, Source};
+
+use args::{Cli, Cmd, FormatArg, InputArgs};
+use output::Style;
+
+/// Runs the command line; returns the process exit code.
+pub fn run(argv: Vec<OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
+    init_logging();
+    match cli.command {
+        Cmd::Parse(a) => run_input(Command::Parse, a, false),
+        Cmd::Validate(v) => run_input(Command::Validate, v.input, v.strict),
+        Cmd::Inspect(a) => run_input(Command::Inspect, a, false),
+        Cmd::Fmt(f) => run_input(Command::Fmt { check: f.check }, f.input, false),
+        Cmd::Mcp(m) => run_mcp(m),
+    }
+}
+
+/// clap errors: help and version go to stdout; anything else is `CLI_USAGE`, with clap's text
+/// dropped (it quotes arguments).
+fn usage_error(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { exit::USAGE } else { exit::OK }
+        }
+        _ => {
+            output::failure(Code::CLI_USAGE, None);
+            exit::USAGE
+        }
+    }
+}
+
+/// Logs go to stderr, value-free by construction (they carry codes and counts). `RUST_LOG`
+/// selects the level; dependencies are capped at `warn` whatever it says (rmcp logs whole
+/// requests at debug).
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let base = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
+    let directives = format!("{base},rmcp=warn,tokio=warn,clap=warn,clap_builder=warn");
+    let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(true)
+        .without_time()
+        .try_init();
+}
+
+fn format_of(arg: FormatArg) -> Format {
+    match arg {
+        FormatArg::Hl7 => Format::Hl7,
+        FormatArg::Fhir => Format::Fhir,
+        FormatArg::X12 => Format::X12,
+        FormatArg::Dicom => Format::Dicom,
+        FormatArg::Ccda => Format::Ccda,
+        FormatArg::Ncpdp => Format::Ncpdp,
+        FormatArg::Astm => Format::Astm,
+        FormatArg::Mllp => Format::Mllp,
+    }
+}
+
+fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
+    let source = if a.input == PathBuf::from("-") { Source::Stdin } else { Source::Path(a.input.clone()) };
+    let style = if a.quiet && !matches!(command, Command::Parse | Command::Fmt { check: false }) {
+        Style::Quiet
+    } else if a.json {
+        Style::Json
+    } else if command == Command::Parse {
+        Style::Pretty
+    } else {
+        Style::Human
+    };
+    let request = Request {
+        command,
+        source,
+        format: a.format.map(format_of),
+        limits: a.limits.limits(),
+        strict,
+        unsafe_show_values: a.unsafe_show_values,
+    };
+    let mut sink = output::Stdout::new(style);
+    let outcome = ops::run(request, &mut sink);
+    tracing::debug!(exit = outcome.exit, multi = outcome.multi, "request finished");
+    let flushed = sink.human_summary(&outcome).and_then(|()| sink.flush());
+    if let Some(code) = outcome.code {
+        output::failure(code, outcome.cause);
+        if let Some((excerpt, disclosure)) = &outcome.excerpt {
+            output::unsafe_excerpt(excerpt.expose_value(disclosure));
+        }
+        return outcome.exit;
+    }
+    if flushed.is_err() {
+        output::failure(Code::CLI_OUTPUT_FAILED, None);
+        return exit::IOERR;
+    }
+    outcome.exit
+}
+
+#[cfg(feature = "mcp")]
+fn run_mcp(m: args::McpArgs) -> u8 {
+    crate::mcp::serve_cli(m)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn run_mcp(_m: args::McpArgs) -> u8 {
+    output::failure_with(Code::CLI_PARSER_UNAVAILABLE, "the MCP server needs the cargo feature `mcp`");
+    exit::UNAVAILABLE
+}

@@ -1,0 +1,278 @@
+//! Diagnostics: a stable code, a severity and a structural location. Nothing else.
+//!
+//! [`Diagnostic`] is `Copy + 'static` and holds no string, byte slice or length of a value: a
+//! broken message can put a patient's name where a segment id belongs, so a location is built
+//! only from integers and names out of the standard's own schema (`&'static str`).
+//!
+//! Every [`Code`] is public API: registered in DIAGNOSTICS.md (a test checks the registry
+//! against [`Code::ALL`]), never renamed, never reused.
+//!
+//! Location grammar (documented in DIAGNOSTICS.md):
+//! - HL7 v2: `SEG[n]` (the n-th segment with that id, 1-based) followed by `-field[rep]`,
+//!   `.component`, `.subcomponent`, e.g. `PID[1]-5[1].1.2`. A segment whose id is neither a
+//!   standard id nor a Z id is written `segment[n]`, with `n` its 1-based position in the message.
+//! - A structural path from the standard's schema: `ADT_A01.PATIENT/PID`.
+//! - A byte position in the input: `offset:N`; a record in a stream: `record:N`.
+//! - Nothing: `-` (the finding concerns the whole input).
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// How bad a finding is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Processing of the record stopped.
+    Fatal,
+    /// The input does not conform.
+    Error,
+    /// Suspicious or non-canonical, but conformant in tolerant mode.
+    Warning,
+    /// For the reader's information; never affects a verdict.
+    Information,
+}
+
+impl Severity {
+    /// The stable lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Fatal => "fatal",
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Information => "information",
+        }
+    }
+
+    /// True for `fatal` and `error`: the verdict is negative.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Severity::Fatal | Severity::Error)
+    }
+}
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $name:ident => $sev:ident, $meaning:literal; )*) => {
+        /// A stable diagnostic or command-level code.
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
+        pub enum Code { $( $(#[$doc])* $name, )* }
+
+        impl Code {
+            /// Every code, in registry order.
+            pub const ALL: &'static [Code] = &[ $( Code::$name, )* ];
+
+            /// The stable SCREAMING_SNAKE name.
+            pub fn as_str(self) -> &'static str {
+                match self { $( Code::$name => stringify!($name), )* }
+            }
+
+            /// The severity this code is reported with by default.
+            pub fn default_severity(self) -> Severity {
+                match self { $( Code::$name => Severity::$sev, )* }
+            }
+
+            /// A fixed, value-free sentence saying what the code means.
+            pub fn meaning(self) -> &'static str {
+                match self { $( Code::$name => $meaning, )* }
+            }
+
+            /// Looks a code up by its stable name.
+            pub fn from_name(name: &str) -> Option<Code> {
+                match name { $( stringify!($name) => Some(Code::$name), )* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    // ---- command level -------------------------------------------------------------------
+    CLI_USAGE => Fatal, "the command line or tool arguments are not valid";
+    CLI_NO_INPUT => Fatal, "the input file does not exist or cannot be read";
+    CLI_EMPTY_INPUT => Fatal, "the input is empty or only white space";
+    CLI_FORMAT_UNDETECTED => Fatal, "the input matches no known format signature";
+    CLI_FORMAT_AMBIGUOUS => Fatal, "the input matches more than one format signature";
+    CLI_FORMAT_UNSUPPORTED => Fatal, "the operation is not implemented for this format";
+    CLI_PARSE_FAILED => Fatal, "the input could not be parsed";
+    CLI_INPUT_TOO_LARGE => Fatal, "the input exceeds a configured limit";
+    CLI_PARSER_UNAVAILABLE => Fatal, "the component is not built into this binary";
+    CLI_INTERNAL => Fatal, "an internal error occurred; no detail is shown";
+    CLI_OUTPUT_FAILED => Fatal, "the output could not be written";
+    CLI_RECORD_FAILED => Error, "at least one record of a stream failed to parse";
+    CLI_NOT_CANONICAL => Error, "fmt --check: the input is not in canonical form";
+
+    // ---- input and framing ---------------------------------------------------------------
+    BOM_PRESENT => Information, "the input starts with a UTF-8 byte order mark";
+    MLLP_FRAME_TRUNCATED => Error, "the last MLLP frame has no end block (0x1C 0x0D)";
+    MLLP_DATA_OUTSIDE_FRAME => Error, "bytes other than white space occur between MLLP frames";
+    MLLP_FRAME_EMPTY => Warning, "an MLLP frame holds no message";
+    MLLP_END_WITHOUT_CR => Warning, "an MLLP end block 0x1C is not followed by 0x0D";
+
+    // ---- HL7 v2 syntax -------------------------------------------------------------------
+    NO_MSH_SEGMENT => Fatal, "the message does not start with an MSH segment";
+    MSH_TOO_SHORT => Fatal, "the MSH segment is too short to hold its encoding characters";
+    INVALID_ENCODING_CHARACTERS => Fatal, "MSH-1/MSH-2 delimiters are missing, repeated or not allowed";
+    MSH_FIELD_MISSING => Error, "a required MSH field is empty";
+    MESSAGE_TYPE_INVALID => Error, "MSH-9 does not match the message type pattern";
+    VERSION_INVALID => Error, "MSH-12 does not match the version pattern";
+    PROCESSING_ID_INVALID => Error, "MSH-11 is not a valid processing id";
+    SEGMENT_ID_INVALID => Error, "a segment id is not three upper-case letters or digits";
+    SEGMENT_EMPTY => Warning, "an empty line occurs between segments";
+    SEGMENT_TERMINATOR_NONSTANDARD => Information, "segments end with LF or CR LF instead of CR";
+    Z_SEGMENT => Information, "a locally defined Z segment occurs";
+    UNKNOWN_SEGMENT => Information, "a segment id is not defined by any HL7 v2 version";
+    ESCAPE_UNTERMINATED => Error, "an escape sequence has no closing escape character";
+    ESCAPE_HEX_INVALID => Error, "a \\X..\\ escape does not hold an even number of hex digits";
+    ESCAPE_UNKNOWN => Warning, "an escape sequence is not defined by the standard; it is kept";
+    ESCAPE_NONCANONICAL => Information, "an escape sequence is written in a non-canonical form";
+    CHARSET_UNKNOWN => Warning, "MSH-18 names a character set this tool does not decode";
+    CHARSET_INVALID_BYTES => Error, "bytes are not valid in the declared character set";
+    CHARSET_NON_ASCII => Warning, "bytes above 0x7F occur in a message without MSH-18";
+    CONTROL_CHARACTER => Error, "a control character occurs inside a field";
+    TRUNCATION_CHARACTER => Information, "MSH-2 declares a truncation character (v2.7 and later)";
+    BATCH_HEADER_MISSING => Error, "a batch trailer occurs without its header";
+    BATCH_TRAILER_MISSING => Error, "a batch or file header has no trailer";
+    BATCH_COUNT_MISMATCH => Error, "BTS-1 or FTS-1 does not match the number of messages or batches";
+    BATCH_COUNT_INVALID => Error, "BTS-1 or FTS-1 is not a number";
+    BATCH_SEGMENT_MISPLACED => Error, "a batch header or trailer occurs out of order";
+}
+
+/// A name out of the standard's schema, or nothing when the name is not one.
+pub type SchemaName = Option<&'static str>;
+
+/// Where a finding is, built from numbers and schema names only.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Location {
+    /// The whole input.
+    Input,
+    /// A byte offset into the input (0-based).
+    Offset(u64),
+    /// A record of a multi-record input (1-based).
+    Record(u32),
+    /// An HL7 v2 position.
+    Hl7(Hl7Position),
+    /// A path of schema names (message structure, group, segment), such as `ADT_A01.PATIENT/PID`.
+    Path(&'static str, &'static str),
+}
+
+/// An HL7 v2 position; zero means "not this deep".
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Hl7Position {
+    /// The segment id when it is a standard or Z id; `None` otherwise.
+    pub segment: SchemaName,
+    /// 1-based: the occurrence among segments with that id, or, when `segment` is `None`, the
+    /// position of the segment in the message.
+    pub index: u32,
+    /// 1-based field number (0: the whole segment).
+    pub field: u32,
+    /// 1-based repetition (0: the whole field).
+    pub repetition: u32,
+    /// 1-based component (0: the whole repetition).
+    pub component: u32,
+    /// 1-based subcomponent (0: the whole component).
+    pub subcomponent: u32,
+}
+
+impl Hl7Position {
+    /// A segment-level position.
+    pub fn segment(segment: SchemaName, index: u32) -> Self {
+        Hl7Position { segment, index, ..Default::default() }
+    }
+
+    /// The same position, narrowed to a field (and first repetition when `repetition` is 0).
+    pub fn field(self, field: u32, repetition: u32) -> Self {
+        Hl7Position { field, repetition, component: 0, subcomponent: 0, ..self }
+    }
+
+    /// The same position, narrowed to a component and subcomponent.
+    pub fn component(self, component: u32, subcomponent: u32) -> Self {
+        Hl7Position { component, subcomponent, ..self }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Location::Input => f.write_str("-"),
+            Location::Offset(n) => write!(f, "offset:{n}"),
+            Location::Record(n) => write!(f, "record:{n}"),
+            Location::Path(a, b) if b.is_empty() => f.write_str(a),
+            Location::Path(a, b) => write!(f, "{a}/{b}"),
+            Location::Hl7(p) => {
+                match p.segment {
+                    Some(id) => write!(f, "{id}[{}]", p.index)?,
+                    None => write!(f, "segment[{}]", p.index)?,
+                }
+                if p.field > 0 {
+                    write!(f, "-{}", p.field)?;
+                    if p.repetition > 0 {
+                        write!(f, "[{}]", p.repetition)?;
+                    }
+                    if p.component > 0 {
+                        write!(f, ".{}", p.component)?;
+                        if p.subcomponent > 0 {
+                            write!(f, ".{}", p.subcomponent)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One finding: code, severity, location. `Copy + 'static` by construction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Diagnostic {
+    /// What.
+    pub code: Code,
+    /// How bad.
+    pub severity: Severity,
+    /// Where.
+    pub location: Location,
+}
+
+impl Diagnostic {
+    /// A finding with the code's default severity.
+    pub fn new(code: Code, location: Location) -> Self {
+        Diagnostic { code, severity: code.default_severity(), location }
+    }
+
+    /// The same finding with another severity (for `--strict`).
+    pub fn with_severity(self, severity: Severity) -> Self {
+        Diagnostic { severity, ..self }
+    }
+}
+
+/// Compile-time proof that a diagnostic cannot borrow or own a value.
+const _: () = {
+    const fn assert_copy_static<T: Copy + 'static>() {}
+    assert_copy_static::<Diagnostic>();
+    assert_copy_static::<Location>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hl7_location_grammar() {
+        let p = Hl7Position::segment(Some("PID"), 1).field(5, 1).component(1, 0);
+        assert_eq!(Location::Hl7(p).to_string(), "PID[1]-5[1].1");
+        let p = Hl7Position::segment(None, 7).field(3, 0);
+        assert_eq!(Location::Hl7(p).to_string(), "segment[7]-3");
+        assert_eq!(Location::Path("ADT_A01.PATIENT", "PID").to_string(), "ADT_A01.PATIENT/PID");
+    }
+
+    #[test]
+    fn codes_are_screaming_snake_and_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for code in Code::ALL {
+            let name = code.as_str();
+            assert!(name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
+            assert!(seen.insert(name));
+            assert_eq!(Code::from_name(name), Some(*code));
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! HL7 v2 (ER7, the pipe-and-hat encoding), complete at the syntax level.
+//!
+//! - [`parse`]: the lexer (delimiters, segments, fields; lazy repetitions and components);
+//! - [`escape`], [`charset`]: escape sequences and MSH-18 character sets;
+//! - [`stream`]: splitting a byte stream into message and batch-envelope records;
+//! - [`batch`]: FHS/BHS/BTS/FTS protocol and counts;
+//! - [`validate`]: syntax-level findings; [`inspect`]: a value-free summary;
+//! - [`write`] and [`fmt`]: the data-channel writers (typed JSON model, canonical ER7).
+//!
+//! What it does not do here: conformance to a version's structures and tables, and XML encoding.
+
+pub mod batch;
+pub mod charset;
+pub mod escape;
+pub mod fmt;
+pub mod inspect;
+pub mod parse;
+pub mod schema;
+pub mod segment_ids;
+pub mod stream;
+pub mod validate;
+pub mod write;
+
+pub use parse::{parse, Delimiters, Message};
+
+use super::Operation;
+
+/// The operations implemented for HL7 v2.
+pub const OPERATIONS: &[Operation] = &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt];

@@ -1,0 +1,278 @@
+//! Splits an HL7 v2 ER7 byte stream into records, incrementally.
+//!
+//! A record is one message (from an `MSH` line up to the next `MSH` or envelope line) or one batch
+//! envelope line (`FHS`, `BHS`, `BTS`, `FTS`). Plain concatenations of messages and FHS/BHS
+//! batches are both handled; memory is bounded by the largest record, not by the stream. Lines
+//! before the first header form a record of their own (which then fails with `NO_MSH_SEGMENT`).
+//!
+//! What it does not do: parse the records (see `parse`) or check batch counts (see `batch`).
+
+use std::io::{self, BufRead};
+
+use zeroize::Zeroize;
+
+use crate::limits::Limits;
+
+/// What a record is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A message (starts with MSH), or stray lines before the first header.
+    Message,
+    /// One of FHS, BHS, BTS, FTS.
+    Envelope(Envelope),
+}
+
+/// The batch envelope segments.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Envelope {
+    /// File header.
+    Fhs,
+    /// Batch header.
+    Bhs,
+    /// Batch trailer.
+    Bts,
+    /// File trailer.
+    Fts,
+}
+
+/// One record's raw bytes and where it started in the stream.
+#[derive(Debug)]
+pub struct Raw {
+    /// Message or envelope.
+    pub kind: Kind,
+    /// Byte offset of the record in the stream.
+    pub offset: u64,
+    /// The bytes (moved into the parsed message's zeroizing buffer), or `None` when the record
+    /// exceeded `max_input_bytes` and was skipped.
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Classifies the start of a line.
+fn line_kind(line: &[u8]) -> Option<Kind> {
+    let sep_ok = line.get(3).is_some_and(|&b| crate::detect::is_delimiter_byte(b));
+    let id = line.get(..3)?;
+    let kind = match id {
+        b"MSH" if sep_ok => Kind::Message,
+        b"FHS" if sep_ok => Kind::Envelope(Envelope::Fhs),
+        b"BHS" if sep_ok => Kind::Envelope(Envelope::Bhs),
+        b"BTS" if sep_ok || line.len() == 3 || matches!(line.get(3), Some(b'\r' | b'\n')) => Kind::Envelope(Envelope::Bts),
+        b"FTS" if sep_ok || line.len() == 3 || matches!(line.get(3), Some(b'\r' | b'\n')) => Kind::Envelope(Envelope::Fts),
+        _ => return None,
+    };
+    Some(kind)
+}
+
+/// An iterator of records over a buffered reader.
+#[derive(Debug)]
+pub struct Splitter<R> {
+    reader: R,
+    limits: Limits,
+    offset: u64,
+    /// The record being accumulated.
+    current: Vec<u8>,
+    current_kind: Kind,
+    current_offset: u64,
+    current_overflow: bool,
+    /// A line read ahead that starts the next record.
+    line: Vec<u8>,
+    line_overflow: bool,
+    first_line: bool,
+    done: bool,
+    /// An envelope record found while closing the previous record.
+    pending: Option<Raw>,
+}
+
+impl<R: BufRead> Splitter<R> {
+    /// Splits `reader`; `limits.max_input_bytes` bounds each record.
+    pub fn new(reader: R, limits: Limits) -> Self {
+        Splitter {
+            reader,
+            limits,
+            offset: 0,
+            current: Vec::new(),
+            current_kind: Kind::Message,
+            current_offset: 0,
+            current_overflow: false,
+            line: Vec::new(),
+            line_overflow: false,
+            first_line: true,
+            done: false,
+            pending: None,
+        }
+    }
+
+    /// Reads one line including its terminator (CR, LF or CR LF) into `self.line`.
+    /// Returns false at end of input. A line over the limit is dropped, flagged by `line_overflow`.
+    fn read_line(&mut self) -> io::Result<bool> {
+        self.line.zeroize();
+        self.line.clear();
+        self.line_overflow = false;
+        let max = self.limits.max_input_bytes;
+        loop {
+            let buf = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                return Ok(!self.line.is_empty() || self.line_overflow);
+            }
+            let (take, ended, cr) = match memchr::memchr2(b'\r', b'\n', buf) {
+                Some(i) => (i + 1, true, buf[i] == b'\r'),
+                None => (buf.len(), false, false),
+            };
+            if !self.line_overflow && (self.line.len() + take) as u64 <= max {
+                self.line.extend_from_slice(&buf[..take]);
+            } else {
+                self.line_overflow = true;
+                self.line.zeroize();
+                self.line.clear();
+            }
+            self.reader.consume(take);
+            self.offset += take as u64;
+            if ended {
+                if cr {
+                    let next = self.reader.fill_buf()?;
+                    if next.first() == Some(&b'\n') {
+                        if !self.line_overflow {
+                            self.line.push(b'\n');
+                        }
+                        self.reader.consume(1);
+                        self.offset += 1;
+                    }
+                }
+                return Ok(true);
+            }
+        }
+    }
+
+    fn take_current(&mut self) -> Option<Raw> {
+        let has_content = self.current_overflow || self.current.iter().any(|b| !b.is_ascii_whitespace());
+        let bytes = std::mem::take(&mut self.current);
+        let raw = Raw {
+            kind: self.current_kind,
+            offset: self.current_offset,
+            bytes: if self.current_overflow { None } else { Some(bytes) },
+        };
+        self.current_overflow = false;
+        has_content.then_some(raw)
+    }
+
+    fn next_record(&mut self) -> io::Result<Option<Raw>> {
+        if let Some(p) = self.pending.take() {
+            return Ok(Some(p));
+        }
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            let line_start = self.offset;
+            if !self.read_line()? {
+                self.done = true;
+                return Ok(self.take_current());
+            }
+            let mut line: &[u8] = &self.line;
+            if self.first_line {
+                self.first_line = false;
+                line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+            }
+            let kind = line_kind(line);
+            if kind.is_some() {
+                let finished = self.take_current();
+                self.current_kind = kind.unwrap_or(Kind::Message);
+                self.current_offset = line_start;
+                self.append_line();
+                // An envelope line is a record by itself.
+                if let Some(Kind::Envelope(_)) = kind {
+                    let env = self.take_current();
+                    return Ok(match (finished, env) {
+                        (Some(f), Some(e)) => {
+                            self.pending = Some(e);
+                            Some(f)
+                        }
+                        (Some(f), None) => Some(f),
+                        (None, e) => e,
+                    });
+                }
+                if finished.is_some() {
+                    return Ok(finished);
+                }
+            } else {
+                if self.current.is_empty() && !self.current_overflow {
+                    self.current_offset = line_start;
+                    self.current_kind = Kind::Message;
+                }
+                self.append_line();
+            }
+        }
+    }
+
+    fn append_line(&mut self) {
+        if self.line_overflow || (self.current.len() + self.line.len()) as u64 > self.limits.max_input_bytes {
+            self.current_overflow = true;
+            self.current.zeroize();
+            self.current.clear();
+        } else if !self.current_overflow {
+            self.current.extend_from_slice(&self.line);
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for Splitter<R> {
+    type Item = io::Result<Raw>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_record() {
+            Ok(Some(raw)) => Some(Ok(raw)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(input: &str) -> Vec<(Kind, u64)> {
+        Splitter::new(input.as_bytes(), Limits::default())
+            .map(|r| r.map(|r| (r.kind, r.offset)))
+            .collect::<io::Result<Vec<_>>>()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn splits_concatenated_messages() {
+        let k = kinds("MSH|^~\\&|A\rPID|1\rMSH|^~\\&|B\rPID|2\r");
+        assert_eq!(k, vec![(Kind::Message, 0), (Kind::Message, 17)]);
+    }
+
+    #[test]
+    fn splits_batches() {
+        let k = kinds("FHS|^~\\&\nBHS|^~\\&\nMSH|^~\\&|A\nPID|1\nBTS|1\nFTS|1\n");
+        let only: Vec<Kind> = k.iter().map(|x| x.0).collect();
+        assert_eq!(
+            only,
+            vec![
+                Kind::Envelope(Envelope::Fhs),
+                Kind::Envelope(Envelope::Bhs),
+                Kind::Message,
+                Kind::Envelope(Envelope::Bts),
+                Kind::Envelope(Envelope::Fts)
+            ]
+        );
+    }
+
+    #[test]
+    fn oversized_record_is_skipped_not_fatal() {
+        let limits = Limits { max_input_bytes: 16, ..Limits::default() };
+        let input = "MSH|^~\\&|AAAAAAAAAAAAAAAAAAAAAAAAA\rMSH|^~\\&|B\r";
+        let recs: Vec<Raw> = Splitter::new(input.as_bytes(), limits).filter_map(Result::ok).collect();
+        assert_eq!(recs.len(), 2);
+        assert!(recs[0].bytes.is_none());
+        assert!(recs[1].bytes.is_some());
+    }
+}

@@ -1,0 +1,261 @@
+//! Syntax-level validation of one HL7 v2 message: delimiters, MSH required fields and code
+//! patterns, segment ids, escapes, character set and control characters.
+//!
+//! Collects every finding (up to [`MAX_FINDINGS`] per message); never stops at the first.
+//! Findings are value-free by construction: a code, a severity and a structural position.
+//!
+//! What it does not do: conformance to a version's message structures, field definitions, data
+//! types and tables (that is the conformance validator's job, layered on top of this one), or
+//! batch counts (see `batch`).
+
+use crate::diag::{Code, Diagnostic, Hl7Position, Location, Severity};
+
+use super::charset::Charset;
+use super::escape;
+use super::parse::{Message, SegmentRef};
+use super::segment_ids;
+
+/// Findings beyond this count are dropped (the verdict is kept).
+pub const MAX_FINDINGS: usize = 1000;
+
+/// Validation options.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Options {
+    /// Every deviation is an error: warnings are raised to errors.
+    pub strict: bool,
+}
+
+struct Findings {
+    list: Vec<Diagnostic>,
+    strict: bool,
+}
+
+impl Findings {
+    fn push(&mut self, code: Code, location: Location) {
+        if self.list.len() >= MAX_FINDINGS {
+            return;
+        }
+        let mut d = Diagnostic::new(code, location);
+        if self.strict && d.severity == Severity::Warning {
+            d = d.with_severity(Severity::Error);
+        }
+        self.list.push(d);
+    }
+
+    fn at(&mut self, code: Code, p: Hl7Position) {
+        self.push(code, Location::Hl7(p));
+    }
+}
+
+/// Validates one message at the syntax level.
+pub fn validate(msg: &Message, options: Options) -> Vec<Diagnostic> {
+    let mut f = Findings { list: Vec::new(), strict: options.strict };
+    let t = msg.terminators();
+    if t.bom {
+        f.push(Code::BOM_PRESENT, Location::Input);
+    }
+    if t.lf > 0 || t.crlf > 0 {
+        f.push(Code::SEGMENT_TERMINATOR_NONSTANDARD, Location::Input);
+    }
+    if t.empty_lines > 0 {
+        f.push(Code::SEGMENT_EMPTY, Location::Input);
+    }
+    let msh = msh_checks(msg, &mut f);
+    for seg in msg.segments() {
+        segment_id_checks(seg, &mut f);
+    }
+    byte_checks(msg, msh, &mut f);
+    f.list
+}
+
+/// Validates a batch envelope record (FHS, BHS, BTS, FTS): segment id, escapes, bytes.
+/// The batch counts are the tracker's job.
+pub fn validate_envelope(msg: &Message, options: Options) -> Vec<Diagnostic> {
+    let mut f = Findings { list: Vec::new(), strict: options.strict };
+    if msg.terminators().bom {
+        f.push(Code::BOM_PRESENT, Location::Input);
+    }
+    for seg in msg.segments() {
+        segment_id_checks(seg, &mut f);
+    }
+    byte_checks(msg, MshFacts { charset: Charset::Default }, &mut f);
+    f.list
+}
+
+/// What the MSH checks learnt that later checks need.
+#[derive(Copy, Clone)]
+struct MshFacts {
+    charset: Charset,
+}
+
+fn msh_checks(msg: &Message, f: &mut Findings) -> MshFacts {
+    let msh = msg.msh();
+    let pos = msh.position();
+    for n in [9u32, 10, 11, 12] {
+        if msh.field(n).is_none_or(|fr| fr.is_empty()) {
+            f.at(Code::MSH_FIELD_MISSING, pos.field(n, 0));
+        }
+    }
+    if let Some(fr) = msh.field(9).filter(|fr| !fr.is_empty()) {
+        let d = fr.delimiters();
+        let ok = fr.bytes().classify(|b| message_type_ok(b, d.component, d.subcomponent));
+        if !ok {
+            f.at(Code::MESSAGE_TYPE_INVALID, pos.field(9, 0));
+        }
+    }
+    if let Some(fr) = msh.field(11).filter(|fr| !fr.is_empty()) {
+        let ok = fr.at(1, 1, 1).is_some_and(|b| b.classify(|v| matches!(v, b"P" | b"T" | b"D")));
+        if !ok {
+            f.at(Code::PROCESSING_ID_INVALID, pos.field(11, 1).component(1, 0));
+        }
+    }
+    if let Some(fr) = msh.field(12).filter(|fr| !fr.is_empty()) {
+        let ok = fr.at(1, 1, 1).is_some_and(|b| b.classify(version_ok));
+        if !ok {
+            f.at(Code::VERSION_INVALID, pos.field(12, 1).component(1, 0));
+        }
+        let before_2_7 = fr.at(1, 1, 1).is_some_and(|b| b.classify(|v| v.starts_with(b"2.") && version_minor(v) < Some(7)));
+        if msg.delimiters().truncation.is_some() && before_2_7 {
+            f.at(Code::TRUNCATION_CHARACTER, pos.field(2, 0));
+        }
+    }
+    let charset = msh.field(18).and_then(|fr| fr.at(1, 1, 1)).map_or(Charset::Default, |b| b.classify(Charset::from_msh18));
+    if charset == Charset::Unknown {
+        f.at(Code::CHARSET_UNKNOWN, pos.field(18, 1));
+    }
+    MshFacts { charset }
+}
+
+/// `ADT^A01^ADT_A01`, `ACK^A01`, `ACK`, `ADT^A01^ADT_A01^...` with code-shaped components.
+pub fn message_type_ok(v: &[u8], comp: u8, sub: u8) -> bool {
+    if v.contains(&sub) {
+        return false;
+    }
+    let mut parts = v.split(|b| *b == comp);
+    let code_ok = |p: &[u8]| p.len() == 3 && p[0].is_ascii_uppercase() && p.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    let Some(first) = parts.next() else { return false };
+    if !code_ok(first) {
+        return false;
+    }
+    if let Some(trigger) = parts.next() {
+        let ok = trigger.is_empty() || (trigger.len() == 3 && trigger.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
+        if !ok {
+            return false;
+        }
+    }
+    if let Some(structure) = parts.next() {
+        let ok = structure.is_empty()
+            || (structure.len() <= 7 && structure.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_'));
+        if !ok {
+            return false;
+        }
+    }
+    parts.next().is_none()
+}
+
+/// `2.1` ... `2.8.2`, `2.9`, and other `2.x[.y]` shapes.
+pub fn version_ok(v: &[u8]) -> bool {
+    let mut parts = v.split(|b| *b == b'.');
+    let all_digits = |p: &[u8]| !p.is_empty() && p.len() <= 2 && p.iter().all(u8::is_ascii_digit);
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(b"2"), Some(minor), None, None) => all_digits(minor),
+        (Some(b"2"), Some(minor), Some(patch), None) => all_digits(minor) && all_digits(patch),
+        _ => false,
+    }
+}
+
+fn version_minor(v: &[u8]) -> Option<u8> {
+    let minor = v.split(|b| *b == b'.').nth(1)?;
+    std::str::from_utf8(minor).ok()?.parse().ok()
+}
+
+fn segment_id_checks(seg: SegmentRef<'_>, f: &mut Findings) {
+    match seg.name() {
+        Some(name) if segment_ids::is_z(name) => f.at(Code::Z_SEGMENT, seg.position()),
+        Some(_) => {}
+        None => {
+            let well_formed = seg.id().classify(segment_ids::is_well_formed);
+            let code = if well_formed { Code::UNKNOWN_SEGMENT } else { Code::SEGMENT_ID_INVALID };
+            f.at(code, seg.position());
+        }
+    }
+}
+
+/// Escapes, character set and control characters, in one pass over the message bytes.
+///
+/// The scan records byte offsets only (inside this function); each becomes a structural position
+/// before it is reported.
+fn byte_checks(msg: &Message, facts: MshFacts, f: &mut Findings) {
+    let d = msg.delimiters();
+    let mut problems: Vec<(Code, usize)> = Vec::new();
+    let mut first_high: Option<usize> = None;
+    // MSH-1 and MSH-2 (FHS/BHS too) hold the delimiters themselves: look past them.
+    let header = msg.msh();
+    let msh2_end = if header.is_header() { header.field(2).map_or(header.offset(), |f| f.end_offset()) } else { header.offset() };
+    let skip_bom = if msg.terminators().bom { 3 } else { 0 };
+    msg.bytes().classify(|all| {
+        for (i, &b) in all.iter().enumerate().skip(skip_bom) {
+            if b >= 0x80 {
+                first_high.get_or_insert(i);
+            } else if b < 0x20 && b != b'\r' && b != b'\n' && b != b'\t' && problems.len() < MAX_FINDINGS {
+                problems.push((Code::CONTROL_CHARACTER, i));
+            }
+        }
+        let body = all.get(msh2_end..).unwrap_or_default();
+        if memchr::memchr(d.escape, body).is_some() {
+            for seq in escape::sequences(body, &d) {
+                if problems.len() >= MAX_FINDINGS {
+                    break;
+                }
+                if let Some(code) = escape::finding(&seq) {
+                    problems.push((code, msh2_end + seq.start));
+                }
+            }
+        }
+    });
+    problems.sort_by_key(|p| p.1);
+    for (code, offset) in problems {
+        f.at(code, msg.position_of(offset));
+    }
+    if let Some(first) = first_high {
+        charset_checks(msg, facts.charset, first, f);
+    }
+}
+
+fn charset_checks(msg: &Message, charset: Charset, first_high: usize, f: &mut Findings) {
+    match charset {
+        Charset::Latin | Charset::Unknown => {}
+        Charset::Default => f.at(Code::CHARSET_NON_ASCII, msg.position_of(first_high)),
+        Charset::Ascii => f.at(Code::CHARSET_INVALID_BYTES, msg.position_of(first_high)),
+        Charset::Utf8 => {
+            let mut offsets: Vec<usize> = Vec::new();
+            msg.bytes().classify(|b| {
+                let mut rest = b;
+                let mut base = 0usize;
+                while let Err(e) = std::str::from_utf8(rest) {
+                    let bad = base + e.valid_up_to();
+                    offsets.push(bad);
+                    if offsets.len() >= 100 {
+                        break;
+                    }
+                    let skip = e.valid_up_to() + e.error_len().unwrap_or(rest.len() - e.valid_up_to()).max(1);
+                    base += skip;
+                    rest = &rest[skip.min(rest.len())..];
+                }
+            });
+            let mut last = None;
+            for off in offsets {
+                let p = msg.position_of(off);
+                if last != Some(p) {
+                    f.at(Code::CHARSET_INVALID_BYTES, p);
+                    last = Some(p);
+                }
+            }
+        }
+    }
+}
+
+/// True when no finding is an error or fatal.
+pub fn is_valid(findings: &[Diagnostic]) -> bool {
+    !findings.iter().any(|d| d.severity.is_failure())
+}

@@ -1,0 +1,160 @@
+//! The boundary type: every field value of a message is a `Phi`.
+//!
+//! A [`Phi<T>`] owns a value and zeroizes it on drop (it is built on `secrecy::SecretBox`). A
+//! [`PhiBytes<'a>`] is a borrowed span of a zeroizing message buffer, so a parser can keep one
+//! buffer per message and hand out spans without an allocation per field.
+//!
+//! Neither type implements `Display`, `Serialize` or `Clone`; their `Debug` prints a placeholder.
+//! There are exactly two ways to read the value, both explicit and greppable:
+//!
+//! - [`Phi::expose_value`] / [`PhiBytes::expose_value`] take a [`Disclosure`], a capability that
+//!   only `ops` creates, for operations whose purpose is to return data, and that only the
+//!   data-channel writers receive. Diagnostics, errors and logs never hold one.
+//! - [`Phi::classify`] / [`PhiBytes::classify`] run a function over the value that may only
+//!   return a [`ValueFree`] type (a flag, a code, a small enum): this is how validators look at a
+//!   value without being able to carry it anywhere.
+//!
+//! What this module does not do: decide *whether* a value may be disclosed (that is the policy's
+//! job, in `ops`), or encode values (that is the data-channel writer's job).
+
+use std::fmt;
+
+use secrecy::{ExposeSecret, SecretBox};
+use zeroize::Zeroize;
+
+/// An owned message value, zeroized on drop, never displayed or serialized.
+pub struct Phi<T: Zeroize>(SecretBox<T>);
+
+impl<T: Zeroize> Phi<T> {
+    /// Wraps a value.
+    pub fn new(value: T) -> Self {
+        Phi(SecretBox::new(Box::new(value)))
+    }
+
+    /// Reads the value for the data channel. Requires the disclosure capability.
+    pub fn expose_value(&self, _disclosure: &Disclosure) -> &T {
+        self.0.expose_secret()
+    }
+
+    /// Runs `check` over the value; the result can only be a value-free type.
+    pub fn classify<R: ValueFree>(&self, check: impl FnOnce(&T) -> R) -> R {
+        check(self.0.expose_secret())
+    }
+
+    /// Borrows the value as a span, for owners such as a message buffer.
+    pub(crate) fn span(&self) -> PhiBytes<'_>
+    where
+        T: AsRef<[u8]>,
+    {
+        PhiBytes(self.0.expose_secret().as_ref())
+    }
+}
+
+impl<T: Zeroize> fmt::Debug for Phi<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Phi(<redacted>)")
+    }
+}
+
+/// A borrowed span of message bytes (inside a zeroizing buffer owned by a [`Phi`]).
+#[derive(Copy, Clone)]
+pub struct PhiBytes<'a>(&'a [u8]);
+
+impl<'a> PhiBytes<'a> {
+    /// Reads the bytes for the data channel. Requires the disclosure capability.
+    pub fn expose_value(self, _disclosure: &Disclosure) -> &'a [u8] {
+        self.0
+    }
+
+    /// Runs `check` over the bytes; the result can only be a value-free type.
+    pub fn classify<R: ValueFree>(self, check: impl FnOnce(&[u8]) -> R) -> R {
+        check(self.0)
+    }
+
+    /// True when the span holds no byte. Emptiness is structure, not content.
+    pub fn is_empty(self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// A sub-span; `range` is clamped to the span.
+    pub(crate) fn slice(self, start: usize, end: usize) -> PhiBytes<'a> {
+        let end = end.min(self.0.len());
+        let start = start.min(end);
+        PhiBytes(&self.0[start..end])
+    }
+
+    /// Crate-internal raw access for the parsers that build structure out of the bytes.
+    /// Only `formats::*` lexers use it; the architecture test pins where.
+    pub(crate) fn raw(self) -> &'a [u8] {
+        self.0
+    }
+}
+
+impl fmt::Debug for PhiBytes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PhiBytes(<redacted>)")
+    }
+}
+
+/// The capability to turn a value into output bytes.
+///
+/// Created only by `ops` (for parse, fmt, convert, redact and the `--unsafe-show-values` door),
+/// after the policy has decided. It is neither `Clone` nor `Copy`: it is lent, by reference, to
+/// the data-channel writer for the length of one operation.
+#[derive(Debug)]
+pub struct Disclosure {
+    _private: (),
+}
+
+impl Disclosure {
+    /// Grants disclosure. Called only from `ops` (checked by the architecture test).
+    pub(crate) fn grant() -> Disclosure {
+        Disclosure { _private: () }
+    }
+}
+
+/// A type that cannot carry a message value: flags, counts of structure, codes.
+///
+/// Sealed: only the types listed in this crate implement it.
+pub trait ValueFree: Copy + 'static + sealed::Sealed {}
+
+pub(crate) mod sealed {
+    /// Seals [`super::ValueFree`]: only this crate decides what is value-free.
+    pub trait Sealed {}
+}
+
+macro_rules! value_free {
+    ($($t:ty),* $(,)?) => {
+        $(impl sealed::Sealed for $t {} impl ValueFree for $t {})*
+    };
+}
+
+value_free!(
+    (),
+    bool,
+    crate::diag::Code,
+    crate::diag::Severity,
+    Option<crate::diag::Code>,
+);
+
+impl<A: ValueFree, B: ValueFree> sealed::Sealed for (A, B) {}
+impl<A: ValueFree, B: ValueFree> ValueFree for (A, B) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_is_a_placeholder() {
+        let phi = Phi::new(String::from("SMITH^JOHN"));
+        assert_eq!(format!("{phi:?}"), "Phi(<redacted>)");
+        let span = PhiBytes(b"SMITH");
+        assert_eq!(format!("{span:?}"), "PhiBytes(<redacted>)");
+    }
+
+    #[test]
+    fn classify_returns_value_free_results() {
+        let phi = Phi::new(b"19700101".to_vec());
+        assert!(phi.classify(|v| v.len() == 8));
+    }
+}
