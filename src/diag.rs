@@ -98,15 +98,11 @@ codes! {
     CLI_PARSER_UNAVAILABLE => Fatal, "the component is not built into this binary";
     CLI_INTERNAL => Fatal, "an internal error occurred; no detail is shown";
     CLI_OUTPUT_FAILED => Fatal, "the output could not be written";
-    CLI_RECORD_FAILED => Error, "at least one record of a stream failed to parse";
-    CLI_NOT_CANONICAL => Error, "fmt --check: the input is not in canonical form";
 
     // ---- input and framing ---------------------------------------------------------------
     BOM_PRESENT => Information, "the input starts with a UTF-8 byte order mark";
     MLLP_FRAME_TRUNCATED => Error, "the last MLLP frame has no end block (0x1C 0x0D)";
     MLLP_DATA_OUTSIDE_FRAME => Error, "bytes other than white space occur between MLLP frames";
-    MLLP_FRAME_EMPTY => Warning, "an MLLP frame holds no message";
-    MLLP_END_WITHOUT_CR => Warning, "an MLLP end block 0x1C is not followed by 0x0D";
 
     // ---- HL7 v2 syntax -------------------------------------------------------------------
     NO_MSH_SEGMENT => Fatal, "the message does not start with an MSH segment";
@@ -124,7 +120,6 @@ codes! {
     ESCAPE_UNTERMINATED => Error, "an escape sequence has no closing escape character";
     ESCAPE_HEX_INVALID => Error, "a \\X..\\ escape does not hold an even number of hex digits";
     ESCAPE_UNKNOWN => Warning, "an escape sequence is not defined by the standard; it is kept";
-    ESCAPE_NONCANONICAL => Information, "an escape sequence is written in a non-canonical form";
     CHARSET_UNKNOWN => Warning, "MSH-18 names a character set this tool does not decode";
     CHARSET_INVALID_BYTES => Error, "bytes are not valid in the declared character set";
     CHARSET_NON_ASCII => Warning, "bytes above 0x7F occur in a message without MSH-18";

@@ -59,7 +59,6 @@ pub fn exit_code_for(code: Code) -> u8 {
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,
         Code::CLI_OUTPUT_FAILED => exit::IOERR,
-        Code::CLI_NOT_CANONICAL => exit::INVALID,
         _ => exit::DATAERR,
     }
 }

@@ -255,16 +255,13 @@ fn fill_prefix(reader: &mut dyn Read) -> Result<Vec<u8>, Failure> {
     Ok(prefix)
 }
 
-/// A record's output, held back until we know whether the input is multi-record.
+/// One record's output.
 struct Pending {
     /// The object without `record`.
     json: Vec<u8>,
     findings: Vec<Diagnostic>,
     valid: Option<bool>,
     error: Option<Code>,
-    /// The fatal diagnostic of a failed record.
-    cause: Option<Diagnostic>,
-    excerpt: Option<Phi<Vec<u8>>>,
 }
 
 struct Runner<'r> {
@@ -273,9 +270,9 @@ struct Runner<'r> {
     disclosure: &'r Disclosure,
     /// Records seen.
     records: u64,
-    /// Always multi (MLLP streams, batches).
+    /// Several records: MLLP streams, batches, concatenations (known before the first is
+    /// processed, by reading one record ahead).
     multi: bool,
-    held: Option<Pending>,
     tracker: batch::Tracker,
     envelope_delims: Option<hl7v2::Delimiters>,
     any_failed_record: bool,
@@ -291,7 +288,6 @@ impl<'r> Runner<'r> {
             disclosure,
             records: 0,
             multi: framed,
-            held: None,
             tracker: batch::Tracker::default(),
             envelope_delims: None,
             any_failed_record: false,
@@ -309,8 +305,14 @@ impl<'r> Runner<'r> {
 
     fn run_er7(&mut self, input: impl BufRead) -> Result<(), Failure> {
         let limits = self.request.limits;
-        for raw in stream::Splitter::new(input, limits) {
+        let mut records = stream::Splitter::new(input, limits).peekable();
+        let mut first = true;
+        while let Some(raw) = records.next() {
             let raw = raw.map_err(|e| Failure::from(crate::error::from_read_io(&e)))?;
+            if first {
+                first = false;
+                self.multi |= matches!(raw.kind, stream::Kind::Envelope(_)) || records.peek().is_some();
+            }
             let mut out = Vec::new();
             self.record(raw, 0, &mut out)?;
             if !out.is_empty() {
@@ -327,7 +329,8 @@ impl<'r> Runner<'r> {
             match frame {
                 Frame::Problem { code, offset } => {
                     self.records += 1;
-                    self.failed_record(code, Some(Diagnostic::new(code, Location::Offset(offset))), None, "mllp")?;
+                    let cause = Diagnostic::new(code, Location::Offset(offset));
+                    self.failed_record(code, cause, None, "mllp", &mut Vec::new())?;
                 }
                 Frame::Content { bytes, offset, end_without_cr } => {
                     let mut out = Vec::new();
@@ -368,37 +371,24 @@ impl<'r> Runner<'r> {
         }
         let offset = base + raw.offset;
         let Some(bytes) = raw.bytes else {
-            return self.failed_record(Code::CLI_INPUT_TOO_LARGE, None, None, "hl7");
+            let cause = Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Offset(offset));
+            return self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, "hl7", out);
         };
         let limits = &self.request.limits;
-        let show = self.request.unsafe_show_values;
-        let keep = show.then(|| Phi::new(bytes.clone()));
-        let (parsed, envelope) = match raw.kind {
-            stream::Kind::Message => (hl7v2::parse::parse_at(bytes, offset, limits), None),
-            stream::Kind::Envelope(kind) => {
-                self.multi = true;
-                (hl7v2::parse::parse_envelope(bytes, offset, limits, self.envelope_delims), Some(kind))
-            }
+        let envelope = match raw.kind {
+            stream::Kind::Message => None,
+            stream::Kind::Envelope(kind) => Some(kind),
         };
+        let parsed = hl7v2::parse::parse_record(bytes, offset, limits, envelope.map(|_| self.envelope_delims));
         let msg = match parsed {
             Ok(m) => m,
-            Err(fatal) => {
-                if envelope.is_none() {
-                    self.tracker.message();
-                } else if let Some(kind) = envelope {
-                    let extra = self.tracker.envelope(kind, None);
-                    self.any_invalid |= !extra.is_empty();
+            Err((fatal, buf)) => {
+                match envelope {
+                    None => self.tracker.message(),
+                    Some(kind) => self.any_invalid |= !self.tracker.envelope(kind, None).is_empty(),
                 }
-                let excerpt = keep.as_ref().and_then(|b| {
-                    let b = b.span().raw();
-                    let at = match fatal.location {
-                        Location::Offset(o) => o.saturating_sub(offset) as usize,
-                        _ => 0,
-                    };
-                    excerpt_of(true, b, at)
-                });
                 let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
-                return self.failed_record(code, Some(fatal), excerpt, "hl7");
+                return self.failed_record(code, fatal, Some(buf), "hl7", out);
             }
         };
         let options = hl7v2::validate::Options { strict: self.request.strict };
@@ -426,17 +416,17 @@ impl<'r> Runner<'r> {
                 json.extend_from_slice(b",\"warnings\":");
                 findings_json(&findings, &mut json);
                 json.push(b'}');
-                self.hold(Pending { json, findings, valid: None, error: None, cause: None, excerpt: None })
+                self.emit(Pending { json, findings, valid: None, error: None });
             }
             Command::Validate => {
                 self.any_invalid |= !valid;
                 verdict_json("hl7", valid, &findings, &mut json);
-                self.hold(Pending { json, findings, valid: Some(valid), error: None, cause: None, excerpt: None })
+                self.emit(Pending { json, findings, valid: Some(valid), error: None });
             }
             Command::Inspect => {
                 let summary = hl7v2::inspect::summarize(&msg, &findings);
                 serde_json::to_writer(&mut json, &summary).map_err(|_| Failure::code(Code::CLI_INTERNAL))?;
-                self.hold(Pending { json, findings: Vec::new(), valid: None, error: None, cause: None, excerpt: None })
+                self.emit(Pending { json, findings: Vec::new(), valid: None, error: None });
             }
             Command::Fmt { check } => {
                 let start = out.len();
@@ -447,48 +437,56 @@ impl<'r> Runner<'r> {
                     if !canonical {
                         self.any_invalid = true;
                         json.extend_from_slice(b"{\"format\":\"hl7\",\"canonical\":false}");
-                        self.hold(Pending { json, findings: Vec::new(), valid: Some(false), error: None, cause: None, excerpt: None })
-                    } else {
-                        Ok(())
+                        self.emit(Pending { json, findings: Vec::new(), valid: Some(false), error: None });
                     }
-                } else {
-                    Ok(())
                 }
             }
         }
+        Ok(())
     }
 
-    fn failed_record(&mut self, code: Code, cause: Option<Diagnostic>, excerpt: Option<Phi<Vec<u8>>>, format: &str) -> Result<(), Failure> {
+    /// A record that could not be parsed. In a single-record input, the command fails (no
+    /// data). In a stream, the record is reported and the others go on; `fmt` passes the
+    /// record's bytes through unchanged so that nothing is lost.
+    fn failed_record(
+        &mut self,
+        code: Code,
+        cause: Diagnostic,
+        bytes: Option<Phi<Vec<u8>>>,
+        format: &str,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Failure> {
+        if !self.multi {
+            let at = match cause.location {
+                Location::Offset(o) => o as usize,
+                _ => 0,
+            };
+            let excerpt = bytes.as_ref().and_then(|b| excerpt_of(self.request.unsafe_show_values, b.span().raw(), at));
+            return Err(Failure { code, cause: Some(cause), excerpt });
+        }
         self.any_failed_record = true;
+        if self.fmt_mode() == Some(false) {
+            if let Some(b) = &bytes {
+                out.extend_from_slice(b.expose_value(self.disclosure));
+            }
+            return Ok(());
+        }
         let mut json = Vec::new();
         json.extend_from_slice(b"{\"format\":");
         crate::json::string(&mut json, format);
         json.extend_from_slice(b",\"error\":");
         crate::json::string(&mut json, code.as_str());
         json.push(b'}');
-        self.hold(Pending { json, findings: Vec::new(), valid: Some(false), error: Some(code), cause, excerpt })
-    }
-
-    /// Holds a record's output until the next record says whether the input is multi-record.
-    fn hold(&mut self, pending: Pending) -> Result<(), Failure> {
-        if let Some(prev) = self.held.take() {
-            self.multi = true;
-            self.emit(prev, self.records - 1);
-        }
-        if self.multi {
-            self.emit(pending, self.records);
-        } else {
-            self.held = Some(pending);
-        }
+        self.emit(Pending { json, findings: Vec::new(), valid: Some(false), error: Some(code) });
         Ok(())
     }
 
-    fn emit(&mut self, p: Pending, record: u64) {
+    fn emit(&mut self, p: Pending) {
         let mut json = Vec::with_capacity(p.json.len() + 16);
         let record = if self.multi {
-            json.extend_from_slice(format!("{{\"record\":{record},").as_bytes());
+            json.extend_from_slice(format!("{{\"record\":{},", self.records).as_bytes());
             json.extend_from_slice(p.json.get(1..).unwrap_or_default());
-            Some(record)
+            Some(self.records)
         } else {
             json.extend_from_slice(&p.json);
             None
@@ -512,17 +510,10 @@ impl<'r> Runner<'r> {
             self.records += 1;
             let mut json = Vec::new();
             verdict_json("hl7", false, &end, &mut json);
-            self.hold(Pending { json, findings: end, valid: Some(false), error: None, cause: None, excerpt: None })?;
+            self.emit(Pending { json, findings: end, valid: Some(false), error: None });
         }
         if self.records == 0 {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));
-        }
-        if let Some(single) = self.held.take() {
-            // A single record that failed to parse is a failure of the command, with no data.
-            if let Some(code) = single.error {
-                return Err(Failure { code, cause: single.cause, excerpt: single.excerpt });
-            }
-            self.emit(single, 1);
         }
         if self.output_failed {
             return Err(Failure::code(Code::CLI_OUTPUT_FAILED));

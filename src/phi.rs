@@ -140,6 +140,73 @@ value_free!(
 impl<A: ValueFree, B: ValueFree> sealed::Sealed for (A, B) {}
 impl<A: ValueFree, B: ValueFree> ValueFree for (A, B) {}
 
+/// Compile-time proof that `Phi` and `PhiBytes` are not `Display`, `Serialize` or (for `Phi`)
+/// `Clone`: each assertion is ambiguous, and fails to compile, if the trait is implemented.
+macro_rules! assert_not_impl {
+    ($t:ty: $($tr:path),+) => {
+        const _: fn() = || {
+            trait AmbiguousIfImpl<A> {
+                fn some_item() {}
+            }
+            impl<T: ?Sized> AmbiguousIfImpl<()> for T {}
+            $({
+                #[allow(dead_code)]
+                struct Invalid;
+                impl<T: ?Sized + $tr> AmbiguousIfImpl<Invalid> for T {}
+            })+
+            let _ = <$t as AmbiguousIfImpl<_>>::some_item;
+        };
+    };
+}
+
+assert_not_impl!(Phi<String>: fmt::Display);
+assert_not_impl!(Phi<String>: serde::Serialize);
+assert_not_impl!(Phi<String>: Clone);
+assert_not_impl!(Phi<Vec<u8>>: fmt::Display);
+assert_not_impl!(Phi<Vec<u8>>: serde::Serialize);
+assert_not_impl!(PhiBytes<'static>: fmt::Display);
+assert_not_impl!(PhiBytes<'static>: serde::Serialize);
+
+/// Compile-fail proofs (run as doc tests by `cargo test`): none of these compile.
+///
+/// `format!("{}", phi)`:
+/// ```compile_fail,E0277
+/// let phi = phiward::phi::Phi::new(String::from("DOE^JANE"));
+/// let _ = format!("{}", phi);
+/// ```
+///
+/// `serde_json::to_string(&phi)`:
+/// ```compile_fail,E0277
+/// let phi = phiward::phi::Phi::new(String::from("DOE^JANE"));
+/// let _ = serde_json::to_string(&phi);
+/// ```
+///
+/// `tracing::info!(%phi)`:
+/// ```compile_fail,E0277
+/// let phi = phiward::phi::Phi::new(String::from("DOE^JANE"));
+/// tracing::info!(%phi);
+/// ```
+///
+/// `phi.clone()`:
+/// ```compile_fail,E0599
+/// let phi = phiward::phi::Phi::new(String::from("DOE^JANE"));
+/// let _ = phi.clone();
+/// ```
+///
+/// Reading a value without the disclosure capability (its constructor is crate-private):
+/// ```compile_fail,E0624
+/// let phi = phiward::phi::Phi::new(String::from("DOE^JANE"));
+/// let d = phiward::phi::Disclosure::grant();
+/// let _ = phi.expose_value(&d);
+/// ```
+///
+/// And the control: `Debug` compiles and prints a placeholder.
+/// ```
+/// let phi = phiward::phi::Phi::new(String::from("DOE^JANE"));
+/// assert_eq!(format!("{phi:?}"), "Phi(<redacted>)");
+/// ```
+pub mod compile_fail_proofs {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

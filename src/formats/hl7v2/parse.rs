@@ -132,15 +132,37 @@ fn is_header_id(id: &[u8]) -> bool {
     matches!(id, b"MSH" | b"FHS" | b"BHS")
 }
 
-fn parse_with(bytes: Vec<u8>, base_offset: u64, limits: &Limits, envelope: Option<Delimiters>) -> Result<Message, Fatal> {
+/// Parses one record, giving the buffer back on failure (so a caller can pass the record
+/// through unchanged, or show an excerpt under the operator's explicit request).
+/// `envelope` is `None` for a message, `Some(inherited)` for a batch envelope segment.
+pub fn parse_record(
+    bytes: Vec<u8>,
+    base_offset: u64,
+    limits: &Limits,
+    envelope: Option<Option<Delimiters>>,
+) -> Result<Message, (Fatal, Phi<Vec<u8>>)> {
     let buf = Phi::new(bytes);
+    let indexed = index(buf.span().raw(), base_offset, limits, envelope.map(Option::unwrap_or_default));
+    match indexed {
+        Ok((delimiters, segments, fields, terminators)) => Ok(Message { buf, delimiters, segments, fields, terminators, base_offset }),
+        Err(fatal) => Err((fatal, buf)),
+    }
+}
+
+fn parse_with(bytes: Vec<u8>, base_offset: u64, limits: &Limits, envelope: Option<Delimiters>) -> Result<Message, Fatal> {
+    parse_record(bytes, base_offset, limits, envelope.map(Some)).map_err(|(fatal, _)| fatal)
+}
+
+type Index = (Delimiters, Vec<Segment>, Vec<Span>, Terminators);
+
+fn index(bytes: &[u8], base_offset: u64, limits: &Limits, envelope: Option<Delimiters>) -> Result<Index, Fatal> {
     let at = |offset: usize| Location::Offset(base_offset + offset as u64);
     let fatal = |code: Code, offset: usize| Diagnostic::new(code, at(offset));
-    let len = buf.span().raw().len();
+    let len = bytes.len();
     if len as u64 > limits.max_input_bytes || len > u32::MAX as usize {
         return Err(fatal(Code::CLI_INPUT_TOO_LARGE, 0));
     }
-    let mut lexer = Lexer { bytes: buf.span().raw(), pos: 0, terminators: Terminators::default() };
+    let mut lexer = Lexer { bytes, pos: 0, terminators: Terminators::default() };
     if lexer.bytes.starts_with(b"\xEF\xBB\xBF") {
         lexer.pos = 3;
         lexer.terminators.bom = true;
@@ -178,8 +200,7 @@ fn parse_with(bytes: Vec<u8>, base_offset: u64, limits: &Limits, envelope: Optio
     if segments.is_empty() {
         return Err(fatal(Code::NO_MSH_SEGMENT, head_start));
     }
-    let terminators = lexer.terminators;
-    Ok(Message { buf, delimiters, segments, fields, terminators, base_offset })
+    Ok((delimiters, segments, fields, lexer.terminators))
 }
 
 /// Reads MSH-1 and MSH-2 from the MSH line. Errors carry an offset within the line.

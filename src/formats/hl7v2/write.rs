@@ -61,15 +61,19 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"id\":");
         w.text_of(seg.id().expose_value(disclosure), out);
         out.extend_from_slice(b",\"fields\":[");
-        for (n, field) in seg.fields().enumerate() {
+        // Trailing empty fields carry no meaning (chapter 2 asks senders to omit them): the
+        // model leaves them out, so that a message and its canonical form have one model.
+        let last = seg.fields().filter(|f| !f.is_empty() || !f.is_splittable()).map(|f| f.position().field).max().unwrap_or(0);
+        for (n, field) in seg.fields().take(last as usize).enumerate() {
             if n > 0 {
                 out.push(b',');
             }
             out.push(b'[');
             if !field.is_splittable() {
                 w.text_of(field.bytes().expose_value(disclosure), out);
-            } else if !field.is_empty() {
-                for (r, rep) in field.repetitions().enumerate() {
+            } else {
+                let reps = trimmed(field.repetitions().collect());
+                for (r, rep) in reps.into_iter().enumerate() {
                     if r > 0 {
                         out.push(b',');
                     }
@@ -81,6 +85,14 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         out.extend_from_slice(b"]}");
     }
     out.extend_from_slice(b"]}");
+}
+
+/// Drops trailing empty parts (a field `A^^` means the same as `A`).
+fn trimmed(mut parts: Vec<Part<'_>>) -> Vec<Part<'_>> {
+    while parts.last().is_some_and(|p| p.bytes.is_empty()) {
+        parts.pop();
+    }
+    parts
 }
 
 struct Writer<'d> {
@@ -97,8 +109,13 @@ impl Writer<'_> {
         let raw = part.bytes.expose_value(self.disclosure);
         match seps.split_first() {
             Some((&sep, rest)) if raw.contains(&sep) => {
+                let parts = trimmed(part.split(Some(sep)).collect());
+                if parts.len() <= 1 {
+                    let only = parts.into_iter().next().unwrap_or(part);
+                    return self.level(only, rest, out);
+                }
                 out.push(b'[');
-                for (i, sub) in part.split(Some(sep)).enumerate() {
+                for (i, sub) in parts.into_iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }

@@ -1,0 +1,9 @@
+//! Crate internals published for the project's own tooling, not for users: no stability promise.
+//!
+//! - [`fuzzing`]: the fuzz harness bodies. Each `fuzz/fuzz_targets/*.rs` is one line calling
+//!   one of them, and `tests/fuzz_replay.rs` replays the committed corpus through the same
+//!   functions on the stable toolchain.
+//!
+//! What it does not do: anything the CLI or the MCP server calls. It is `#[doc(hidden)]`.
+
+pub mod fuzzing;

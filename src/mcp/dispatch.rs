@@ -1,0 +1,329 @@
+//! Dispatch: a tool name and its raw JSON arguments in, the structured reply out.
+//!
+//! Arguments are read by this module from the raw JSON object, never through a typed
+//! deserializer whose error text would quote the offending value. A problem with the arguments
+//! (unknown tool, missing or non-string `content`, a `format` outside the enum, bad base64) is a
+//! `failed` reply with `CLI_USAGE` that echoes neither the name nor the value. Properties the
+//! input schema does not declare are ignored.
+//!
+//! The reply's `data` is built from the very bytes `ops` hands to its sink, which are the bytes
+//! the CLI's `--json` prints, so the two front doors cannot disagree.
+//!
+//! What it does not do: talk to a transport (see [`super::server`]), log any argument, or turn
+//! on `--unsafe-show-values` (there is no such door over MCP).
+
+use std::io;
+
+use serde_json::{Map, Value};
+use zeroize::Zeroize;
+
+use crate::diag::Code;
+use crate::error::exit_code_for;
+use crate::formats::Format;
+use crate::limits::Limits;
+use crate::ops::{self, Command, Item, Request, Sink, Source, Status};
+use crate::phi::{Disclosure, Phi};
+
+use super::tools::Tool;
+
+/// The server's start-up configuration, shared by every call.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// Limits applied to each call's input.
+    pub limits: Limits,
+}
+
+/// A structured reply: the `structuredContent` of a `tools/call` result.
+#[derive(Debug)]
+pub struct Reply {
+    /// The status.
+    pub status: Status,
+    /// The CLI's exit code for the same call.
+    pub exit: u8,
+    /// The code, only when failed.
+    pub code: Option<Code>,
+    /// The data, absent when failed: what `phiward <tool> --json` prints.
+    pub data: Option<Value>,
+}
+
+impl Reply {
+    /// A failed reply with this code.
+    pub fn failed(code: Code) -> Reply {
+        Reply { status: Status::Failed, exit: exit_code_for(code), code: Some(code), data: None }
+    }
+
+    /// True when the MCP result is marked as an error (status `failed`).
+    pub fn is_error(&self) -> bool {
+        self.status == Status::Failed
+    }
+
+    /// The structured object: `{ok, status, exit, code?, data?}`.
+    pub fn into_value(self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("ok".to_owned(), Value::Bool(self.status == Status::Success));
+        let status = match self.status {
+            Status::Success => "success",
+            Status::Verdict => "verdict",
+            Status::Failed => "failed",
+        };
+        obj.insert("status".to_owned(), Value::from(status));
+        obj.insert("exit".to_owned(), Value::from(self.exit));
+        if let Some(code) = self.code {
+            obj.insert("code".to_owned(), Value::from(code.as_str()));
+        }
+        if let Some(data) = self.data {
+            obj.insert("data".to_owned(), data);
+        }
+        Value::Object(obj)
+    }
+}
+
+/// Runs one tool call. Never panics on any input; a panic inside an operation becomes a
+/// `CLI_INTERNAL` reply.
+pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Config) -> Reply {
+    let Some(tool) = Tool::from_name(name) else {
+        tracing::debug!(code = Code::CLI_USAGE.as_str(), "unknown tool");
+        return Reply::failed(Code::CLI_USAGE);
+    };
+    let run = std::panic::AssertUnwindSafe(|| call(tool, arguments, config));
+    let reply = std::panic::catch_unwind(run).unwrap_or_else(|_| Reply::failed(Code::CLI_INTERNAL));
+    tracing::debug!(
+        tool = tool.as_str(),
+        exit = reply.exit,
+        code = reply.code.map_or("-", Code::as_str),
+        "tool call finished"
+    );
+    reply
+}
+
+fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> Reply {
+    let mut args = arguments.unwrap_or_default();
+    let input = match read_arguments(tool, &mut args, &config.limits) {
+        Ok(input) => input,
+        Err(code) => {
+            scrub(args);
+            return Reply::failed(code);
+        }
+    };
+    scrub(args);
+    let command = match tool {
+        Tool::Parse => Command::Parse,
+        Tool::Validate => Command::Validate,
+        Tool::Inspect => Command::Inspect,
+        // The conversion issue plugs in here: `ops` has no convert command yet, so no format
+        // supports it.
+        Tool::Convert => return Reply::failed(Code::CLI_FORMAT_UNSUPPORTED),
+    };
+    let request = Request {
+        command,
+        source: Source::Bytes(input.bytes),
+        format: input.format,
+        limits: config.limits,
+        strict: false,
+        unsafe_show_values: false,
+    };
+    let mut sink = Collect::default();
+    let outcome = ops::run(request, &mut sink);
+    if let Some(code) = outcome.code {
+        return Reply { status: Status::Failed, exit: outcome.exit, code: Some(code), data: None };
+    }
+    let data = match sink.into_data(outcome.multi) {
+        Ok(data) => data,
+        Err(code) => return Reply::failed(code),
+    };
+    Reply { status: outcome.status, exit: outcome.exit, code: None, data: Some(data) }
+}
+
+/// The input of a call, as read from its arguments.
+struct Input {
+    bytes: Phi<Vec<u8>>,
+    format: Option<Format>,
+}
+
+/// Reads the declared properties; ignores the others.
+fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) -> Result<Input, Code> {
+    let content = args.remove("content");
+    let base64 = match tool {
+        Tool::Convert => None,
+        _ => args.remove("content_base64"),
+    };
+    let bytes = match (content, base64) {
+        (Some(Value::String(text)), None) => text.into_bytes(),
+        (None, Some(Value::String(mut encoded))) => {
+            let decoded = decode_base64(encoded.as_bytes(), limits);
+            encoded.zeroize();
+            decoded?
+        }
+        (content, base64) => {
+            scrub_value(content);
+            scrub_value(base64);
+            return Err(Code::CLI_USAGE);
+        }
+    };
+    let bytes = Phi::new(bytes);
+    if bytes.classify(|b| b.len() as u64 > limits.max_input_bytes) {
+        return Err(Code::CLI_INPUT_TOO_LARGE);
+    }
+    let format = match tool {
+        Tool::Convert => {
+            match args.get("to") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) if s == "fhir" => {}
+                Some(_) => return Err(Code::CLI_USAGE),
+            }
+            None
+        }
+        _ => match args.get("format") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(Format::from_name(s).ok_or(Code::CLI_USAGE)?),
+            Some(_) => return Err(Code::CLI_USAGE),
+        },
+    };
+    Ok(Input { bytes, format })
+}
+
+/// Zeroizes the strings of the arguments that were not consumed, then drops them.
+fn scrub(args: Map<String, Value>) {
+    for (_, v) in args {
+        scrub_value(Some(v));
+    }
+}
+
+fn scrub_value(v: Option<Value>) {
+    match v {
+        Some(Value::String(mut s)) => s.zeroize(),
+        Some(Value::Array(items)) => items.into_iter().for_each(|v| scrub_value(Some(v))),
+        Some(Value::Object(map)) => scrub(map),
+        _ => {}
+    }
+}
+
+/// Decodes standard base64 (padding optional, ASCII white space ignored). Stops at the input
+/// limit instead of allocating past it.
+fn decode_base64(text: &[u8], limits: &Limits) -> Result<Vec<u8>, Code> {
+    fn sextet(b: u8) -> Option<u32> {
+        match b {
+            b'A'..=b'Z' => Some(u32::from(b - b'A')),
+            b'a'..=b'z' => Some(u32::from(b - b'a') + 26),
+            b'0'..=b'9' => Some(u32::from(b - b'0') + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let cap = usize::try_from(limits.max_input_bytes).unwrap_or(usize::MAX);
+    let mut out = Vec::with_capacity((text.len() / 4 * 3).min(cap.saturating_add(3)));
+    let mut acc = 0u32;
+    let mut n = 0u8;
+    let mut padding = 0u8;
+    for &b in text {
+        if b.is_ascii_whitespace() {
+            continue;
+        }
+        if b == b'=' {
+            padding += 1;
+            continue;
+        }
+        let Some(v) = (if padding == 0 { sextet(b) } else { None }) else {
+            out.zeroize();
+            return Err(Code::CLI_USAGE);
+        };
+        acc = (acc << 6) | v;
+        n += 1;
+        if n == 4 {
+            out.extend_from_slice(&[(acc >> 16) as u8, (acc >> 8) as u8, acc as u8]);
+            acc = 0;
+            n = 0;
+            if out.len() > cap {
+                out.zeroize();
+                return Err(Code::CLI_INPUT_TOO_LARGE);
+            }
+        }
+    }
+    let ok = match n {
+        0 => padding == 0,
+        2 => {
+            out.push((acc >> 4) as u8);
+            padding == 0 || padding == 2
+        }
+        3 => {
+            out.extend_from_slice(&[(acc >> 10) as u8, (acc >> 2) as u8]);
+            padding == 0 || padding == 1
+        }
+        _ => false,
+    };
+    acc.zeroize();
+    if ok {
+        Ok(out)
+    } else {
+        out.zeroize();
+        Err(Code::CLI_USAGE)
+    }
+}
+
+/// Collects the JSON objects of a run (one per record), as the CLI's `--json` would print them.
+#[derive(Default)]
+struct Collect {
+    objects: Vec<Vec<u8>>,
+}
+
+impl Sink for Collect {
+    fn item(&mut self, item: Item<'_>, _disclosure: &Disclosure) -> io::Result<()> {
+        match item {
+            Item::Json { json, .. } => {
+                self.objects.push(json.to_vec());
+                Ok(())
+            }
+            // Canonical bytes (`fmt`) are not a tool's data.
+            Item::Bytes(_) => Ok(()),
+        }
+    }
+}
+
+impl Collect {
+    /// One object, or `{"records": [...]}` for a multi-record input.
+    fn into_data(mut self, multi: bool) -> Result<Value, Code> {
+        let mut values = Vec::with_capacity(self.objects.len());
+        let mut parsed = Ok(());
+        for json in &mut self.objects {
+            // The objects are our own JSON: a failure here is a bug, reported without text.
+            match serde_json::from_slice::<Value>(json) {
+                Ok(v) => values.push(v),
+                Err(_) => parsed = Err(Code::CLI_INTERNAL),
+            }
+            json.zeroize();
+        }
+        parsed?;
+        if !multi && values.len() == 1 {
+            return Ok(values.pop().unwrap_or(Value::Null));
+        }
+        let mut obj = Map::new();
+        obj.insert("records".to_owned(), Value::Array(values));
+        Ok(Value::Object(obj))
+    }
+}
+
+impl std::fmt::Debug for Collect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Collect({} objects)", self.objects.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips() {
+        let limits = Limits::default();
+        assert_eq!(decode_base64(b"TVNIfA==", &limits), Ok(b"MSH|".to_vec()));
+        assert_eq!(decode_base64(b"TVNIfF4", &limits), Ok(b"MSH|^".to_vec()));
+        assert_eq!(decode_base64(b"TVNI\nfF5+", &limits), Ok(b"MSH|^~".to_vec()));
+        assert_eq!(decode_base64(b"", &limits), Ok(Vec::new()));
+        assert_eq!(decode_base64(b"TVNIfA=x", &limits), Err(Code::CLI_USAGE));
+        assert_eq!(decode_base64(b"T", &limits), Err(Code::CLI_USAGE));
+        assert_eq!(decode_base64(b"TV-I", &limits), Err(Code::CLI_USAGE));
+        let small = Limits { max_input_bytes: 2, ..Limits::default() };
+        assert_eq!(decode_base64(b"TVNIfF5+", &small), Err(Code::CLI_INPUT_TOO_LARGE));
+    }
+}

@@ -1,0 +1,308 @@
+//! The four MCP tools (`parse`, `validate`, `inspect`, `convert`): names, titles, descriptions,
+//! annotations, input schemas and output schemas, as `tools/list` shows them.
+//!
+//! The descriptions name the formats each operation supports in this build: they are read from
+//! the support matrix ([`Format::supports`]), so they cannot drift from what the tools do.
+//!
+//! The output schema is the reply envelope of [`super::dispatch::Reply`]: `ok`, `status`,
+//! `exit`, `code` (failed only) and `data` (absent when failed), where `data` is what
+//! `phiward <tool> --json` prints for the same input: one object, or `{"records": [...]}` for a
+//! multi-record input.
+//!
+//! What it does not do: run anything (see [`super::dispatch`]) or validate arguments against
+//! these schemas (arguments are read by our own code, which ignores undeclared properties).
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool as McpTool, ToolAnnotations};
+use serde_json::{Value, json};
+
+use crate::formats::{Format, Operation};
+
+/// One of the tools.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Tool {
+    /// The message as typed JSON.
+    Parse,
+    /// A verdict with value-free findings.
+    Validate,
+    /// A value-free summary.
+    Inspect,
+    /// Conversion to a FHIR R4 Bundle.
+    Convert,
+}
+
+impl Tool {
+    /// Every tool, in `tools/list` order.
+    pub const ALL: [Tool; 4] = [Tool::Parse, Tool::Validate, Tool::Inspect, Tool::Convert];
+
+    /// The tool name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tool::Parse => "parse",
+            Tool::Validate => "validate",
+            Tool::Inspect => "inspect",
+            Tool::Convert => "convert",
+        }
+    }
+
+    /// Looks a tool up by name (exact match).
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// The operation of the support matrix this tool runs.
+    pub fn operation(self) -> Operation {
+        match self {
+            Tool::Parse => Operation::Parse,
+            Tool::Validate => Operation::Validate,
+            Tool::Inspect => Operation::Inspect,
+            Tool::Convert => Operation::Convert,
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Tool::Parse => "Parse a healthcare message",
+            Tool::Validate => "Validate a healthcare message",
+            Tool::Inspect => "Summarize a healthcare message",
+            Tool::Convert => "Convert a healthcare message to FHIR R4",
+        }
+    }
+
+    fn description(self) -> String {
+        let what = match self {
+            Tool::Parse => {
+                "Use this when you need the contents of a message as structured JSON: every segment, \
+                 field, repetition and component, with escapes decoded. The reply's `data` is \
+                 `{format, model, warnings}` (or `{records: [...]}` for a stream or batch). This is \
+                 the only tool whose reply carries the message's values."
+            }
+            Tool::Validate => {
+                "Use this to check whether a message conforms to its standard before sending, storing \
+                 or converting it. The reply's `data` is `{format, valid, findings}` (or \
+                 `{records: [...]}`); each finding is a code, a severity and a structural location \
+                 (such as `PID[1]-5[1].1`), never a value. `status` is `verdict` and `ok` false when the \
+                 message is invalid."
+            }
+            Tool::Inspect => {
+                "Use this for a quick look at what a message is without reading its contents: message \
+                 type, version, segment counts and finding counts. The reply's `data` is a value-free \
+                 summary (or `{records: [...]}`)."
+            }
+            Tool::Convert => {
+                "Use this to turn a message into a FHIR R4 Bundle. The reply's `data` is \
+                 `{format, bundle, findings}`. `to` may only be `fhir`."
+            }
+        };
+        let formats: Vec<&str> =
+            Format::ALL.into_iter().filter(|f| f.supports(self.operation())).map(Format::as_str).collect();
+        let formats = if formats.is_empty() { "none yet".to_owned() } else { formats.join(", ") };
+        let input = match self {
+            Tool::Convert => "Pass the message as text in `content`.",
+            _ => {
+                "Pass the message as text in `content` (or as base64 in `content_base64` for binary \
+                 input), and `format` when you know it (omitted means detect)."
+            }
+        };
+        format!(
+            "{what} {input} Formats this build supports for {}: {formats}. Local and read-only: \
+             nothing is stored or sent anywhere. A reply with status `failed` carries only a code \
+             (for example CLI_PARSE_FAILED, CLI_FORMAT_UNSUPPORTED) and the CLI exit code.",
+            self.as_str()
+        )
+    }
+
+    /// The JSON Schema of the tool's arguments.
+    pub fn input_schema(self) -> Value {
+        let content = json!({
+            "type": "string",
+            "description": "The message as text (HL7 v2 segments separated by CR or LF, FHIR JSON or \
+                            XML, ...). Required unless `content_base64` is given."
+        });
+        match self {
+            Tool::Convert => json!({
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string", "description": "The message as text."},
+                    "to": {
+                        "type": "string",
+                        "enum": ["fhir"],
+                        "default": "fhir",
+                        "description": "The target format: FHIR R4 (the only one)."
+                    }
+                },
+                "required": ["content"],
+                "additionalProperties": false
+            }),
+            _ => json!({
+                "type": "object",
+                "properties": {
+                    "content": content,
+                    "content_base64": {
+                        "type": "string",
+                        "contentEncoding": "base64",
+                        "description": "The message as base64 (standard alphabet, padded), for binary \
+                                        formats such as DICOM or for bytes that are not UTF-8. Give \
+                                        either this or `content`, not both."
+                    },
+                    "format": {
+                        "type": "string",
+                        "enum": Format::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+                        "description": "The message format; omit it to detect the format from the \
+                                        first bytes."
+                    }
+                },
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    /// The JSON Schema of the tool's structured result.
+    pub fn output_schema(self) -> Value {
+        let data = match self {
+            Tool::Parse => {
+                let one = json!({
+                    "type": "object",
+                    "properties": {
+                        "format": {"type": "string"},
+                        "model": {"type": "object"},
+                        "warnings": findings_schema()
+                    },
+                    "required": ["format", "model", "warnings"]
+                });
+                with_records(one)
+            }
+            Tool::Validate => {
+                let one = json!({
+                    "type": "object",
+                    "properties": {
+                        "format": {"type": "string"},
+                        "valid": {"type": "boolean"},
+                        "findings": findings_schema()
+                    },
+                    "required": ["format", "valid", "findings"]
+                });
+                with_records(one)
+            }
+            Tool::Inspect => {
+                let one = json!({
+                    "type": "object",
+                    "properties": {"format": {"type": "string"}},
+                    "required": ["format"]
+                });
+                with_records(one)
+            }
+            Tool::Convert => {
+                let one = json!({
+                    "type": "object",
+                    "properties": {
+                        "format": {"type": "string"},
+                        "bundle": {"type": "object"},
+                        "findings": findings_schema()
+                    },
+                    "required": ["format", "bundle", "findings"]
+                });
+                with_records(one)
+            }
+        };
+        json!({
+            "type": "object",
+            "properties": {
+                "ok": {"type": "boolean", "description": "True when status is success."},
+                "status": {
+                    "type": "string",
+                    "enum": ["success", "verdict", "failed"],
+                    "description": "success: exit 0; verdict: data with a negative result; failed: no data."
+                },
+                "exit": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 255,
+                    "description": "The exit code of `phiward` on the command line for the same call."
+                },
+                "code": {
+                    "type": "string",
+                    "pattern": "^[A-Z][A-Z0-9_]*$",
+                    "description": "Only when failed: the stable code (see DIAGNOSTICS.md)."
+                },
+                "data": data
+            },
+            "required": ["ok", "status", "exit"],
+            "additionalProperties": false
+        })
+    }
+
+    /// The tool as `tools/list` shows it.
+    pub fn definition(self) -> McpTool {
+        let annotations = ToolAnnotations::with_title(self.title())
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false);
+        McpTool::new(self.as_str(), self.description(), schema_object(self.input_schema()))
+            .with_title(self.title())
+            .with_raw_output_schema(schema_object(self.output_schema()))
+            .with_annotations(annotations)
+    }
+}
+
+/// Every tool definition, in `tools/list` order.
+pub fn definitions() -> Vec<McpTool> {
+    Tool::ALL.into_iter().map(Tool::definition).collect()
+}
+
+fn schema_object(v: Value) -> Arc<JsonObject> {
+    match v {
+        Value::Object(map) => Arc::new(map),
+        // The schemas above are object literals.
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+fn findings_schema() -> Value {
+    json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string"},
+                "severity": {"type": "string", "enum": ["fatal", "error", "warning", "information"]},
+                "location": {"type": "string"}
+            },
+            "required": ["code", "severity", "location"]
+        }
+    })
+}
+
+/// `one`, or `{"records": [...]}` whose items are `one` or a failed record, each with `record`.
+fn with_records(one: Value) -> Value {
+    let failed_record = json!({
+        "type": "object",
+        "properties": {
+            "record": {"type": "integer", "minimum": 1},
+            "format": {"type": "string"},
+            "error": {"type": "string"}
+        },
+        "required": ["record", "format", "error"]
+    });
+    let mut item = one.clone();
+    if let Some(obj) = item.as_object_mut() {
+        if let Some(Value::Object(props)) = obj.get_mut("properties") {
+            props.insert("record".to_owned(), json!({"type": "integer", "minimum": 1}));
+        }
+        if let Some(Value::Array(req)) = obj.get_mut("required") {
+            req.push(Value::from("record"));
+        }
+    }
+    json!({
+        "anyOf": [
+            one,
+            {
+                "type": "object",
+                "properties": {"records": {"type": "array", "items": {"anyOf": [item, failed_record]}}},
+                "required": ["records"]
+            }
+        ]
+    })
+}

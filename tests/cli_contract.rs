@@ -1,0 +1,177 @@
+//! The command-line contract: the exit-code matrix, the one-line failure grammar, help and
+//! version, limits, standard input, and the `--unsafe-show-values` door.
+
+use crate::common::{assert_failure_line, code, fixture, run, run_stdin, run_with};
+
+const VALID: &str = "MSH|^~\\&|APP|FAC|RCV|RFAC|20240101120000||ADT^A01^ADT_A01|C1|P|2.5.1\rPID|1||12345^^^HOSP^MR||DOE^JANE\r";
+
+fn valid_path() -> String {
+    fixture("hl7v2/valid/v2.5_adt_a01_lf.hl7").to_string_lossy().into_owned()
+}
+
+#[test]
+fn valid_message_exits_0() {
+    let o = run_stdin(&["validate", "-"], VALID.as_bytes());
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty());
+}
+
+#[test]
+fn invalid_message_exits_1() {
+    let bad = VALID.replace("ADT^A01^ADT_A01", "adt");
+    let o = run_stdin(&["validate", "--json", "-"], bad.as_bytes());
+    assert_eq!(code(&o), 1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["format"], "hl7");
+}
+
+#[test]
+fn missing_file_exits_66() {
+    let o = run(&["validate", "/nonexistent/smith_john.hl7"]);
+    assert_eq!(code(&o), 66);
+    assert_failure_line(&o, "CLI_NO_INPUT");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("smith"), "the file name must not be shown");
+}
+
+#[test]
+fn directory_exits_66() {
+    let dir = fixture("hl7v2");
+    let o = run(&["inspect", dir.to_str().unwrap_or_default()]);
+    assert_eq!(code(&o), 66);
+    assert_failure_line(&o, "CLI_NO_INPUT");
+}
+
+#[test]
+fn empty_input_exits_65() {
+    for input in [&b""[..], b"   \r\n\t "] {
+        let o = run_stdin(&["validate", "-"], input);
+        assert_eq!(code(&o), 65);
+        assert_failure_line(&o, "CLI_EMPTY_INPUT");
+    }
+}
+
+#[test]
+fn garbage_exits_65() {
+    let o = run_stdin(&["parse", "-"], b"\x00\x01\x02garbage \xff\xfe");
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_FORMAT_UNDETECTED");
+}
+
+#[test]
+fn unknown_flag_exits_2() {
+    let o = run(&["validate", "--no-such-flag", "x"]);
+    assert_eq!(code(&o), 2);
+    assert_failure_line(&o, "CLI_USAGE");
+    let o = run(&["frobnicate"]);
+    assert_eq!(code(&o), 2);
+    assert_failure_line(&o, "CLI_USAGE");
+    let o = run(&["validate", "--format", "smith", "x"]);
+    assert_eq!(code(&o), 2);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("smith"), "usage errors must not echo arguments");
+}
+
+#[test]
+fn ambiguous_exits_65() {
+    let mut both = b"MSH|^~\\&|A|B".to_vec();
+    both.resize(128, b'|');
+    both.extend_from_slice(b"DICM");
+    let o = run_stdin(&["inspect", "-"], &both);
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_FORMAT_AMBIGUOUS");
+    let o = run_stdin(&["inspect", "-"], b"<ClinicalDocument xmlns=\"http://hl7.org/fhir\"/>");
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_FORMAT_AMBIGUOUS");
+}
+
+#[test]
+fn unsupported_cell_exits_65() {
+    let o = run_stdin(&["validate", "-"], b"ISA*00*          *00*          *ZZ*SENDER~");
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
+    let o = run_stdin(&["parse", "--format", "astm", "-"], b"H|\\^&|||");
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
+}
+
+#[test]
+fn parse_failure_exits_65_with_cause() {
+    let o = run_stdin(&["parse", "-"], b"MSH|^~");
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_PARSE_FAILED");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("MSH_TOO_SHORT"));
+    let o = run_stdin(&["parse", "--format", "hl7", "-"], b"PID|1||X\r");
+    assert_eq!(code(&o), 65);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("NO_MSH_SEGMENT"));
+    let o = run_stdin(&["validate", "-"], b"MSH|^^\\&|X\r");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("INVALID_ENCODING_CHARACTERS"));
+}
+
+#[test]
+fn input_limits_exit_65() {
+    let o = run_stdin(&["validate", "--max-input-bytes", "20", "-"], VALID.as_bytes());
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_INPUT_TOO_LARGE");
+    let o = run_stdin(&["validate", "--max-segments", "1", "-"], VALID.as_bytes());
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_INPUT_TOO_LARGE");
+    let o = run_stdin(&["validate", "--max-field-bytes", "3", "-"], VALID.as_bytes());
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_INPUT_TOO_LARGE");
+}
+
+#[test]
+fn version_and_help() {
+    let o = run(&["--version"]);
+    assert_eq!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("phiward "));
+    for cmd in ["parse", "validate", "inspect", "fmt", "mcp"] {
+        let o = run(&[cmd, "--help"]);
+        assert_eq!(code(&o), 0, "{cmd} --help");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("Usage:"), "{cmd} --help has no usage");
+        assert!(!text.contains('\x1b'), "no colour codes");
+    }
+    let o = run_with(&["--help"], None, &[("NO_COLOR", "1")]);
+    assert!(!o.stdout.contains(&0x1b));
+}
+
+#[test]
+fn stdin_and_file_agree() {
+    let bytes = std::fs::read(valid_path()).expect("fixture");
+    let a = run(&["inspect", "--json", &valid_path()]);
+    let b = run_stdin(&["inspect", "--json", "-"], &bytes);
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn quiet_prints_nothing_on_stdout() {
+    let o = run_stdin(&["validate", "--quiet", "-"], VALID.replace("ADT^A01^ADT_A01", "x").as_bytes());
+    assert_eq!(code(&o), 1);
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn unsafe_show_values_is_the_one_door() {
+    let input = b"MSH|^~\\&|SECRETNAME|X\rPID|1\rMSH|^~";
+    let plain = run_stdin(&["parse", "--format", "hl7", "-"], b"MSH|^^\\&|SECRETNAME|X\r");
+    assert!(!String::from_utf8_lossy(&plain.stderr).contains("SECRETNAME"));
+    let shown = run_stdin(&["parse", "--unsafe-show-values", "--format", "hl7", "-"], b"MSH|^^\\&|SECRETNAME|X\r");
+    let err = String::from_utf8_lossy(&shown.stderr);
+    assert!(err.contains("SECRETNAME"), "the operator door shows the bytes: {err}");
+    assert!(err.lines().next().is_some_and(|l| l.starts_with("phiward: CLI_PARSE_FAILED: ")));
+    let _ = input;
+}
+
+#[test]
+fn multi_record_lines_and_exit_codes() {
+    let stream = fixture("hl7v2/invalid/mllp_truncated_last_frame.mllp");
+    let o = run(&["parse", "--json", stream.to_str().unwrap_or_default()]);
+    assert_eq!(code(&o), 65, "a failed record makes the exit 65");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    assert!(lines.len() >= 2);
+    assert!(lines.iter().all(|l| l["record"].is_u64()));
+    assert!(lines.iter().any(|l| l["error"] == "MLLP_FRAME_TRUNCATED"));
+    assert!(lines.iter().filter(|l| l.get("model").is_some()).count() >= 1, "good records are kept");
+}

@@ -1,0 +1,85 @@
+//! Shared helpers for the integration tests.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A path under fixtures/.
+pub fn fixture(rel: &str) -> PathBuf {
+    root().join("fixtures").join(rel)
+}
+
+/// The phiward binary built for this test run.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_phiward"))
+}
+
+/// Runs phiward with `args`, stdin from `stdin` when given, and extra environment.
+pub fn run_with(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.env_remove("RUST_LOG");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.spawn().expect("spawn phiward");
+    if let Some(data) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin pipe");
+        let data = data.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    child.wait_with_output().expect("wait phiward")
+}
+
+/// Runs phiward with `args`.
+pub fn run(args: &[&str]) -> Output {
+    run_with(args, None, &[])
+}
+
+/// Runs phiward on bytes given on stdin.
+pub fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    run_with(args, Some(input), &[])
+}
+
+/// The exit code (-1 when killed by a signal).
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// Asserts the failure contract: exactly one stderr line `phiward: CODE: ...`, nothing on stdout.
+pub fn assert_failure_line(o: &Output, expected_code: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "stderr must be one line, got {err:?}");
+    assert!(lines[0].starts_with(&format!("phiward: {expected_code}: ")), "stderr {err:?} does not carry {expected_code}");
+    assert!(o.stdout.is_empty(), "stdout must be empty on failure");
+}
+
+/// Every file under a directory, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
