@@ -339,10 +339,18 @@ impl<'r> Runner<'r> {
                         out.push(mllp::START);
                     }
                     let before = out.len();
-                    let content = Phi::new(bytes);
-                    for raw in stream::Splitter::new(content.span().raw(), limits) {
-                        let raw = raw.map_err(|_| Failure::code(Code::CLI_INTERNAL))?;
+                    let ranges = stream::split_slice(&bytes);
+                    if let [(kind, _)] = ranges.as_slice() {
+                        // The common case, one message per frame: no copy.
+                        let raw = stream::Raw { kind: *kind, offset: 0, bytes: Some(bytes) };
                         self.record(raw, offset, &mut out)?;
+                    } else {
+                        let content = Phi::new(bytes);
+                        for (kind, range) in ranges {
+                            let piece = content.span().slice(range.start, range.end).raw().to_vec();
+                            let raw = stream::Raw { kind, offset: range.start as u64, bytes: Some(piece) };
+                            self.record(raw, offset, &mut out)?;
+                        }
                     }
                     if end_without_cr && self.fmt_mode() == Some(true) {
                         self.any_invalid = true;

@@ -313,23 +313,19 @@ fn split_segment(
     let is_header = is_header_id(&text[..id_len]);
     let max_field = limits.max_field_bytes as usize;
     if id_len < text.len() {
-        let mut cursor = id_len + 1; // just after the first field separator
+        let first = id_len + 1; // just after the first field separator
         if is_header {
             // MSH-1 is the separator itself; MSH-2 runs to the next separator and is not split.
             fields.push(Span { start: line.start + id_len as u32, end: line.start + id_len as u32 + 1 });
         }
-        loop {
-            let rest = &text[cursor..];
-            let len = memchr::memchr(d.field, rest).unwrap_or(rest.len());
-            if len > max_field {
-                return Err(line.start as usize + cursor);
+        let mut start = first;
+        // One iterator over the line: far cheaper than a memchr call per field.
+        for sep in memchr::memchr_iter(d.field, &text[first..]).map(|i| first + i).chain(std::iter::once(text.len())) {
+            if sep - start > max_field {
+                return Err(line.start as usize + start);
             }
-            let start = line.start + cursor as u32;
-            fields.push(Span { start, end: start + len as u32 });
-            cursor += len + 1;
-            if cursor > text.len() {
-                break;
-            }
+            fields.push(Span { start: line.start + start as u32, end: line.start + sep as u32 });
+            start = sep + 1;
         }
     }
     let field_count = fields.len() as u32 - first_field;

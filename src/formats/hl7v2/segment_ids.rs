@@ -11,17 +11,33 @@ const STANDARD: &[&str] = &[
     "ABS", "ACC", "ADD", "ADJ", "AFF", "AIG", "AIL", "AIP", "AIS", "AL1", "APR", "ARQ", "ARV", "AUT", "BHS", "BLC",
     "BLG", "BPO", "BPX", "BTS", "BTX", "BUI", "CDM", "CDO", "CER", "CM0", "CM1", "CM2", "CNS", "CON", "CSP", "CSR",
     "CSS", "CTD", "CTI", "CTR", "DB1", "DEV", "DG1", "DMI", "DON", "DPS", "DRG", "DSC", "DSP", "DST", "ECD", "ECR",
-    "EDU", "EQL", "EQP", "EQU", "ERQ", "ERR", "EVN", "FAC", "FHS", "FT1", "FTS", "GOL", "GP1", "GP2", "GT1",
-    "IAM", "IAR", "IIM", "ILT", "IN1", "IN2", "IN3", "INV", "IPC", "IPR", "ISD", "ITM", "IVC", "IVT", "LAN", "LCC",
-    "LCH", "LDP", "LOC", "LRL", "MCP", "MFA", "MFE", "MFI", "MRG", "MSA", "MSH", "NCK", "NDS", "NK1", "NPU", "NSC",
-    "NST", "NTE", "OBR", "OBX", "ODS", "ODT", "OM1", "OM2", "OM3", "OM4", "OM5", "OM6", "OM7", "OMC", "ORC", "ORG",
-    "ORO", "OVR", "PAC", "PCE", "PCR", "PD1", "PDA", "PDC", "PEO", "PES", "PID", "PKG", "PMT", "PR1", "PRA", "PRB",
-    "PRC", "PRD", "PRT", "PSG", "PSH", "PSL", "PSS", "PTH", "PV1", "PV2", "PYE", "QAK", "QID", "QPD", "QRD", "QRF",
-    "QRI", "RCP", "RDF", "RDT", "REL", "RF1", "RFI", "RGS", "RMI", "ROL", "RQ1", "RQD", "RX1", "RXA", "RXC", "RXD",
-    "RXE", "RXG", "RXO", "RXR", "RXV", "SAC", "SCD", "SCH", "SCP", "SDD", "SFT", "SGH", "SGT", "SHP", "SID", "SLT",
-    "SPM", "SPR", "STF", "STZ", "TCC", "TCD", "TQ1", "TQ2", "TXA", "UAC", "UB1", "UB2", "URD", "URS", "VAR", "VND",
-    "VTQ",
+    "EDU", "EQL", "EQP", "EQU", "ERQ", "ERR", "EVN", "FAC", "FHS", "FT1", "FTS", "GOL", "GP1", "GP2", "GT1", "IAM",
+    "IAR", "IIM", "ILT", "IN1", "IN2", "IN3", "INV", "IPC", "IPR", "ISD", "ITM", "IVC", "IVT", "LAN", "LCC", "LCH",
+    "LDP", "LOC", "LRL", "MCP", "MFA", "MFE", "MFI", "MRG", "MSA", "MSH", "NCK", "NDS", "NK1", "NPU", "NSC", "NST",
+    "NTE", "OBR", "OBX", "ODS", "ODT", "OM1", "OM2", "OM3", "OM4", "OM5", "OM6", "OM7", "OMC", "ORC", "ORG", "ORO",
+    "OVR", "PAC", "PCE", "PCR", "PD1", "PDA", "PDC", "PEO", "PES", "PID", "PKG", "PM1", "PMT", "PR1", "PRA", "PRB",
+    "PRC", "PRD", "PRT", "PSG", "PSH", "PSL", "PSS", "PTH", "PV1", "PV2", "PYE", "QAK", "QCK", "QID", "QPD", "QRD",
+    "QRF", "QRI", "RCP", "RDF", "RDT", "REL", "RF1", "RFI", "RGS", "RMI", "ROL", "RQ1", "RQD", "RX1", "RXA", "RXC",
+    "RXD", "RXE", "RXG", "RXO", "RXR", "RXV", "SAC", "SCD", "SCH", "SCP", "SDD", "SFT", "SGH", "SGT", "SHP", "SID",
+    "SLT", "SPM", "SPR", "STF", "STZ", "TCC", "TCD", "TQ1", "TQ2", "TXA", "UAC", "UB1", "UB2", "URD", "URS", "VAR",
+    "VND", "VTQ",
 ];
+
+const fn key_of(a: u8, b: u8, c: u8) -> u32 {
+    (a as u32) << 16 | (b as u32) << 8 | c as u32
+}
+
+/// `STANDARD` as sorted integer keys (same order: ASCII order equals key order).
+static STANDARD_KEYS: [u32; STANDARD.len()] = {
+    let mut keys = [0u32; STANDARD.len()];
+    let mut i = 0;
+    while i < STANDARD.len() {
+        let b = STANDARD[i].as_bytes();
+        keys[i] = key_of(b[0], b[1], b[2]);
+        i += 1;
+    }
+    keys
+};
 
 const ALNUM: &[u8; 36] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
@@ -53,8 +69,8 @@ pub fn schema_name(id: &[u8]) -> Option<&'static str> {
         let i = alnum_index(id[1])? * 36 + alnum_index(id[2])?;
         return std::str::from_utf8(&Z_IDS[i]).ok();
     }
-    let s = std::str::from_utf8(id).ok()?;
-    STANDARD.binary_search(&s).ok().map(|i| STANDARD[i])
+    let key = key_of(id[0], id[1], id[2]);
+    STANDARD_KEYS.binary_search(&key).ok().map(|i| STANDARD[i])
 }
 
 /// True for a Z id.
@@ -77,7 +93,8 @@ pub(crate) struct Counter {
 impl Counter {
     /// Adds one occurrence of `name` and returns its 1-based occurrence number.
     pub fn bump(&mut self, name: &'static str) -> u32 {
-        if let Some(entry) = self.seen.iter_mut().find(|(n, _)| std::ptr::eq(*n, name) || *n == name) {
+        // Names come from the static tables above, one string per id: pointer equality is identity.
+        if let Some(entry) = self.seen.iter_mut().find(|(n, _)| n.as_ptr() == name.as_ptr()) {
             entry.1 += 1;
             return entry.1;
         }

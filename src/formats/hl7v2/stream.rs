@@ -104,7 +104,8 @@ impl<R: BufRead> Splitter<R> {
     /// Reads one line including its terminator (CR, LF or CR LF) into `self.line`.
     /// Returns false at end of input. A line over the limit is dropped, flagged by `line_overflow`.
     fn read_line(&mut self) -> io::Result<bool> {
-        self.line.zeroize();
+        // Cleared, not zeroized, per line: the bytes are overwritten by the next line and the
+        // whole buffer is zeroized when the splitter is dropped.
         self.line.clear();
         self.line_overflow = false;
         let max = self.limits.max_input_bytes;
@@ -218,6 +219,57 @@ impl<R: BufRead> Splitter<R> {
     }
 }
 
+impl<R> Drop for Splitter<R> {
+    fn drop(&mut self) {
+        self.line.zeroize();
+        self.current.zeroize();
+    }
+}
+
+/// Splits bytes already in memory (an MLLP frame's content) into record ranges, without
+/// copying. Same rules as [`Splitter`]; white-space-only stretches are not records.
+pub fn split_slice(bytes: &[u8]) -> Vec<(Kind, std::ops::Range<usize>)> {
+    let mut out: Vec<(Kind, std::ops::Range<usize>)> = Vec::new();
+    let mut current: Option<(Kind, usize)> = None;
+    let mut pos = 0usize;
+    let close = |out: &mut Vec<(Kind, std::ops::Range<usize>)>, cur: Option<(Kind, usize)>, end: usize| {
+        if let Some((kind, start)) = cur {
+            if bytes[start..end].iter().any(|b| !b.is_ascii_whitespace()) {
+                out.push((kind, start..end));
+            }
+        }
+    };
+    while pos < bytes.len() {
+        let rest = &bytes[pos..];
+        let line_start = pos;
+        let probe = if pos == 0 { rest.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(rest) } else { rest };
+        let kind = line_kind(probe);
+        let end = match memchr::memchr2(b'\r', b'\n', rest) {
+            Some(i) if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') => pos + i + 2,
+            Some(i) => pos + i + 1,
+            None => bytes.len(),
+        };
+        match kind {
+            Some(Kind::Envelope(e)) => {
+                close(&mut out, current.take(), line_start);
+                out.push((Kind::Envelope(e), line_start..end));
+            }
+            Some(Kind::Message) => {
+                close(&mut out, current.take(), line_start);
+                current = Some((Kind::Message, line_start));
+            }
+            None => {
+                if current.is_none() {
+                    current = Some((Kind::Message, line_start));
+                }
+            }
+        }
+        pos = end;
+    }
+    close(&mut out, current, bytes.len());
+    out
+}
+
 impl<R: BufRead> Iterator for Splitter<R> {
     type Item = io::Result<Raw>;
 
@@ -264,6 +316,19 @@ mod tests {
                 Kind::Envelope(Envelope::Fts)
             ]
         );
+    }
+
+    #[test]
+    fn slice_splitting_agrees_with_the_reader() {
+        for input in [
+            "MSH|^~\\&|A\rPID|1\rMSH|^~\\&|B\rPID|2\r",
+            "FHS|^~\\&\nBHS|^~\\&\nMSH|^~\\&|A\nPID|1\nBTS|1\nFTS|1\n",
+            "\r\nPID|0\rMSH|^~\\&|A\r\n\r\n",
+        ] {
+            let a: Vec<(Kind, u64)> = kinds(input);
+            let b: Vec<(Kind, u64)> = split_slice(input.as_bytes()).into_iter().map(|(k, r)| (k, r.start as u64)).collect();
+            assert_eq!(a, b, "{input:?}");
+        }
     }
 
     #[test]

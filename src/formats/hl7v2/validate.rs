@@ -187,20 +187,26 @@ fn segment_id_checks(seg: SegmentRef<'_>, f: &mut Findings) {
 /// before it is reported.
 fn byte_checks(msg: &Message, facts: MshFacts, f: &mut Findings) {
     let d = msg.delimiters();
-    let mut problems: Vec<(Code, usize)> = Vec::new();
-    let mut first_high: Option<usize> = None;
     // MSH-1 and MSH-2 (FHS/BHS too) hold the delimiters themselves: look past them.
     let header = msg.msh();
     let msh2_end = if header.is_header() { header.field(2).map_or(header.offset(), |f| f.end_offset()) } else { header.offset() };
     let skip_bom = if msg.terminators().bom { 3 } else { 0 };
+    let mut problems: Vec<(Code, usize)> = Vec::new();
+    let mut first_high: Option<usize> = None;
     msg.bytes().classify(|all| {
-        for (i, &b) in all.iter().enumerate().skip(skip_bom) {
-            if b >= 0x80 {
-                first_high.get_or_insert(i);
-            } else if b < 0x20 && b != b'\r' && b != b'\n' && b != b'\t' && problems.len() < MAX_FINDINGS {
-                problems.push((Code::CONTROL_CHARACTER, i));
+        let all = all.get(skip_bom..).unwrap_or_default();
+        let (has_control, has_high) = scan_flags(all);
+        if has_control || has_high {
+            for (i, &b) in all.iter().enumerate() {
+                if b >= 0x80 {
+                    first_high.get_or_insert(i + skip_bom);
+                } else if is_control(b) && problems.len() < MAX_FINDINGS {
+                    problems.push((Code::CONTROL_CHARACTER, i + skip_bom));
+                }
             }
         }
+    });
+    msg.bytes().classify(|all| {
         let body = all.get(msh2_end..).unwrap_or_default();
         if memchr::memchr(d.escape, body).is_some() {
             for seq in escape::sequences(body, &d) {
@@ -220,6 +226,29 @@ fn byte_checks(msg: &Message, facts: MshFacts, f: &mut Findings) {
     if let Some(first) = first_high {
         charset_checks(msg, facts.charset, first, f);
     }
+}
+
+/// A control character that may not occur in a message (CR and LF end segments; TAB is
+/// tolerated in text).
+fn is_control(b: u8) -> bool {
+    b < 0x20 && b != b'\r' && b != b'\n' && b != b'\t'
+}
+
+/// Whether the bytes hold a control character, and a byte above 0x7F. Branch-free, so the
+/// compiler vectorizes it: this is the hot path of validation.
+fn scan_flags(bytes: &[u8]) -> (bool, bool) {
+    let mut control = 0u8;
+    let mut high = 0u8;
+    for chunk in bytes.chunks(4096) {
+        for &b in chunk {
+            high |= b & 0x80;
+            control |= u8::from(b < 0x20) & u8::from(b != b'\r') & u8::from(b != b'\n') & u8::from(b != b'\t');
+        }
+        if control != 0 && high != 0 {
+            break;
+        }
+    }
+    (control != 0, high != 0)
 }
 
 fn charset_checks(msg: &Message, charset: Charset, first_high: usize, f: &mut Findings) {
