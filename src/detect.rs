@@ -143,7 +143,10 @@ fn xml_root(body: &[u8]) -> Option<XmlRoot<'_>> {
             let end = memchr::memmem::find(rest, b"-->")?;
             rest = &rest[end + 3..];
         } else if rest.starts_with(b"<!") {
+            // A doctype with an internal subset ends at `]>` (the FHIR reader refuses it).
             let end = memchr::memchr(b'>', rest)?;
+            let subset = memchr::memchr(b'[', &rest[..end]).is_some();
+            let end = if subset { memchr::memmem::find(rest, b"]>").map(|p| p + 1)? } else { end };
             rest = &rest[end + 1..];
         } else {
             break;

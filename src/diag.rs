@@ -12,6 +12,8 @@
 //!   `.component`, `.subcomponent`, e.g. `PID[1]-5[1].1.2`. A segment whose id is neither a
 //!   standard id nor a Z id is written `segment[n]`, with `n` its 1-based position in the message.
 //! - A structural path from the standard's schema: `ADT_A01.PATIENT/PID`.
+//! - FHIR: `Patient.name[0].given[1]` (0-based indexes on repeating elements), qualified by
+//!   `/offset:N` (an element without a definition) or `/invariant:key` (see [`FhirPath`]).
 //! - A byte position in the input: `offset:N`; a record in a stream: `record:N`.
 //! - Nothing: `-` (the finding concerns the whole input).
 
@@ -130,6 +132,60 @@ codes! {
     BATCH_COUNT_MISMATCH => Error, "BTS-1 or FTS-1 does not match the number of messages or batches";
     BATCH_COUNT_INVALID => Error, "BTS-1 or FTS-1 is not a number";
     BATCH_SEGMENT_MISPLACED => Error, "a batch header or trailer occurs out of order";
+
+    // ---- HL7 v2 conformance --------------------------------------------------------------
+    // formats/hl7v2/conformance: a message against its version's definitions. Rows in
+    // docs/diagnostics-hl7v2-conformance.md. With --strict, warnings and the information codes
+    // marked "deviation" there become errors.
+    VERSION_UNKNOWN => Warning, "MSH-12 names a version without definitions here; the nearest known version is used";
+    STRUCTURE_UNKNOWN => Information, "MSH-9 names a message structure or event the version does not define; segment order is checked only if the event gives one";
+    STRUCTURE_MISMATCH => Warning, "MSH-9.3 names a structure other than the one the version gives the message type and event";
+    SEGMENT_UNEXPECTED => Error, "a segment of the message structure occurs where the structure does not allow it";
+    SEGMENT_REPEATED => Error, "a segment occurs more often than the message structure allows";
+    SEGMENT_NOT_IN_STRUCTURE => Warning, "a standard segment occurs that the message structure does not define";
+    SEGMENT_MISSING => Error, "a segment the message structure requires is absent";
+    GROUP_MISSING => Error, "a segment group the message structure requires is absent";
+    FIELD_REQUIRED_MISSING => Error, "a field the segment definition requires is empty";
+    FIELD_REPEATED => Error, "a field has more repetitions than its definition allows";
+    FIELD_NOT_DEFINED => Information, "a field beyond the segment's definition in the declared version is populated";
+    FIELD_WITHDRAWN => Information, "a field the declared version withdraws is populated";
+    COMPONENT_REQUIRED_MISSING => Warning, "a component the data type requires is empty in a populated field";
+    COMPONENT_NOT_DEFINED => Information, "a component or subcomponent beyond the data type's definition is populated";
+    LENGTH_EXCEEDED => Warning, "a field repetition or component is longer than the version's maximum length";
+    DATE_INVALID => Error, "a DT value is not a date YYYY[MM[DD]]";
+    DATETIME_INVALID => Error, "a DTM or TS value is not a date and time YYYY[MM[DD[HH[MM[SS[.S...]]]]]][+/-ZZZZ]";
+    TIME_INVALID => Error, "a TM value is not a time HH[MM[SS[.S...]]][+/-ZZZZ]";
+    DATETIME_PRECISION => Warning, "a date or time uses a precision the declared version does not define (a later version does)";
+    NUMBER_INVALID => Error, "an NM value is not a number";
+    SEQUENCE_ID_INVALID => Error, "an SI value is not a non-negative integer";
+    TABLE_VALUE_UNKNOWN => Error, "an ID value is not in its HL7-defined table";
+    TRAILING_DELIMITER => Warning, "a field, component or subcomponent separator ends a segment or field (reported with --strict only)";
+
+    // ---- FHIR ----------------------------------------------------------------------------
+    JSON_SYNTAX => Fatal, "the input is not well-formed JSON";
+    JSON_DUPLICATE_KEY => Error, "a JSON object has the same key twice";
+    JSON_TYPE_INVALID => Error, "a JSON value has the wrong kind (object, array, string, number, boolean, null) for its element";
+    JSON_ARRAY_EXPECTED => Error, "a repeating FHIR element is not written as a JSON array";
+    JSON_ARRAY_UNEXPECTED => Error, "a non-repeating FHIR element is written as a JSON array";
+    JSON_ARRAY_EMPTY => Error, "a JSON array is empty";
+    JSON_PRIMITIVE_MISMATCH => Error, "the arrays of a primitive element and its _element differ in length or are both null at a position";
+    XML_SYNTAX => Fatal, "the input is not well-formed XML";
+    XML_DTD_FORBIDDEN => Fatal, "the XML input has a document type declaration; DTDs and entities are refused";
+    XML_NAMESPACE_INVALID => Error, "an XML element or attribute is not in the FHIR (for div, the XHTML) namespace";
+    XML_TEXT_UNEXPECTED => Error, "text occurs where FHIR XML allows only elements";
+    ELEMENT_OUT_OF_ORDER => Error, "an XML element occurs after a sibling that the FHIR definitions order after it";
+    RESOURCE_TYPE_MISSING => Error, "a resource has no resourceType";
+    RESOURCE_TYPE_UNKNOWN => Error, "resourceType names no FHIR R4 resource";
+    UNKNOWN_ELEMENT => Error, "an element is not defined for its parent; it is located by byte offset";
+    CARDINALITY_MIN => Error, "a required element is missing or occurs too few times";
+    CARDINALITY_MAX => Error, "an element occurs more times than allowed, or two types of a choice element occur";
+    PRIMITIVE_INVALID => Error, "a primitive value does not match the syntax or range of its type";
+    CODE_INVALID => Error, "a code is not in the value set of a required binding";
+    CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
+    REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
+    FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
+    INVARIANT_FAILED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
+    INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
 }
 
 /// A name out of the standard's schema, or nothing when the name is not one.
@@ -149,6 +205,8 @@ pub enum Location {
     Hl7(Hl7Position),
     /// A path of schema names (message structure, group, segment), such as `ADT_A01.PATIENT/PID`.
     Path(&'static str, &'static str),
+    /// A FHIR element path such as `Patient.name[0].given[1]` (see [`FhirPath`]).
+    Fhir(FhirPath),
 }
 
 /// An HL7 v2 position; zero means "not this deep".
@@ -192,8 +250,9 @@ impl fmt::Display for Location {
             Location::Input => f.write_str("-"),
             Location::Offset(n) => write!(f, "offset:{n}"),
             Location::Record(n) => write!(f, "record:{n}"),
-            Location::Path(a, b) if b.is_empty() => f.write_str(a),
+            Location::Path(a, "") => f.write_str(a),
             Location::Path(a, b) => write!(f, "{a}/{b}"),
+            Location::Fhir(ref p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,
@@ -214,6 +273,118 @@ impl fmt::Display for Location {
                 Ok(())
             }
         }
+    }
+}
+
+/// A name of the FHIR definitions: an element (or resource type) name, and the type of a choice
+/// element (`value` + `Quantity` renders `valueQuantity`; `""` when not a choice). Instances live
+/// in the decoded definition tables, so a path holds thin `&'static` references to them.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct FhirName {
+    /// The element name (`name`, `value`), or a resource type.
+    pub name: &'static str,
+    /// The type of a choice element (`Quantity`), or `""`.
+    pub choice_type: &'static str,
+}
+
+/// A FHIR location: `Patient.name[0].given[1]`, optionally qualified by the byte offset of an
+/// element that has no definition (`Patient.contact[0]/offset:123`) or by the key of an
+/// invariant (`Patient/invariant:dom-6`). Paths deeper than [`FhirPath::CAPACITY`] steps keep
+/// their first 3 and last steps, with `...` for the steps left out. Indexes are 0-based and
+/// present on repeating elements only.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FhirPath {
+    names: [Option<&'static FhirName>; FhirPath::CAPACITY],
+    /// `u32::MAX`: not a repeating element.
+    indexes: [u32; FhirPath::CAPACITY],
+    len: u8,
+    skipped: u16,
+    /// The byte offset of an element without a definition.
+    pub offset: Option<u32>,
+    /// The key of an invariant (`ele-1`).
+    pub invariant: Option<&'static &'static str>,
+}
+
+impl FhirPath {
+    /// Most steps kept.
+    pub const CAPACITY: usize = 6;
+    const HEAD: usize = 3;
+
+    /// An empty path (renders `-`).
+    pub const fn new() -> Self {
+        FhirPath {
+            names: [None; FhirPath::CAPACITY],
+            indexes: [u32::MAX; FhirPath::CAPACITY],
+            len: 0,
+            skipped: 0,
+            offset: None,
+            invariant: None,
+        }
+    }
+
+    /// Appends a step (`index` for repeating elements), dropping middle steps beyond the
+    /// capacity.
+    pub fn push(&mut self, name: &'static FhirName, index: Option<u32>) {
+        let len = usize::from(self.len);
+        let index = index.unwrap_or(u32::MAX);
+        if len < Self::CAPACITY {
+            self.names[len] = Some(name);
+            self.indexes[len] = index;
+            self.len += 1;
+        } else {
+            self.names.copy_within(Self::HEAD + 1.., Self::HEAD);
+            self.indexes.copy_within(Self::HEAD + 1.., Self::HEAD);
+            self.names[Self::CAPACITY - 1] = Some(name);
+            self.indexes[Self::CAPACITY - 1] = index;
+            self.skipped = self.skipped.saturating_add(1);
+        }
+    }
+
+    /// The number of steps kept.
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// True when the path has no step.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for FhirPath {
+    fn default() -> Self {
+        FhirPath::new()
+    }
+}
+
+impl fmt::Display for FhirPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.len == 0 {
+            f.write_str("-")?;
+        }
+        for i in 0..usize::from(self.len) {
+            let Some(step) = self.names[i] else { continue };
+            if i == Self::HEAD && self.skipped > 0 {
+                f.write_str("...")?;
+            } else if i > 0 {
+                f.write_str(".")?;
+            }
+            f.write_str(step.name)?;
+            let mut ty = step.choice_type.chars();
+            if let Some(first) = ty.next() {
+                write!(f, "{}{}", first.to_ascii_uppercase(), ty.as_str())?;
+            }
+            if self.indexes[i] != u32::MAX {
+                write!(f, "[{}]", self.indexes[i])?;
+            }
+        }
+        if let Some(o) = self.offset {
+            write!(f, "/offset:{o}")?;
+        }
+        if let Some(key) = self.invariant {
+            write!(f, "/invariant:{key}")?;
+        }
+        Ok(())
     }
 }
 
@@ -258,6 +429,35 @@ mod tests {
         let p = Hl7Position::segment(None, 7).field(3, 0);
         assert_eq!(Location::Hl7(p).to_string(), "segment[7]-3");
         assert_eq!(Location::Path("ADT_A01.PATIENT", "PID").to_string(), "ADT_A01.PATIENT/PID");
+    }
+
+    #[test]
+    fn fhir_location_grammar() {
+        static PATIENT: FhirName = FhirName { name: "Patient", choice_type: "" };
+        static NAME: FhirName = FhirName { name: "name", choice_type: "" };
+        static GIVEN: FhirName = FhirName { name: "given", choice_type: "" };
+        static OBSERVATION: FhirName = FhirName { name: "Observation", choice_type: "" };
+        static VALUE: FhirName = FhirName { name: "value", choice_type: "dateTime" };
+        static ITEM: FhirName = FhirName { name: "item", choice_type: "" };
+        static KEY: &str = "ele-1";
+        let mut p = FhirPath::new();
+        p.push(&PATIENT, None);
+        p.push(&NAME, Some(0));
+        p.push(&GIVEN, Some(1));
+        assert_eq!(Location::Fhir(p).to_string(), "Patient.name[0].given[1]");
+        let mut q = FhirPath::new();
+        q.push(&OBSERVATION, None);
+        q.push(&VALUE, None);
+        q.invariant = Some(&KEY);
+        assert_eq!(Location::Fhir(q).to_string(), "Observation.valueDateTime/invariant:ele-1");
+        let mut deep = FhirPath::new();
+        deep.push(&PATIENT, None);
+        for i in 0..10 {
+            deep.push(&ITEM, Some(i));
+        }
+        deep.offset = Some(77);
+        assert_eq!(Location::Fhir(deep).to_string(), "Patient.item[0].item[1]...item[7].item[8].item[9]/offset:77");
+        assert!(std::mem::size_of::<Diagnostic>() <= 104, "{}", std::mem::size_of::<Diagnostic>());
     }
 
     #[test]

@@ -80,9 +80,9 @@ impl From<Code> for Error {
 /// Maps an io error on reading input to a code, by kind only.
 pub fn from_read_io(err: &std::io::Error) -> Error {
     match err.kind() {
-        std::io::ErrorKind::NotFound
-        | std::io::ErrorKind::PermissionDenied
-        | std::io::ErrorKind::IsADirectory => Error::new(Code::CLI_NO_INPUT),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::IsADirectory => {
+            Error::new(Code::CLI_NO_INPUT)
+        }
         std::io::ErrorKind::InvalidData => Error::new(Code::CLI_PARSE_FAILED),
         _ => Error::new(Code::CLI_NO_INPUT),
     }

@@ -7,26 +7,45 @@
 
 /// Appends `s` as a JSON string literal.
 pub fn string(out: &mut Vec<u8>, s: &str) {
+    string_utf8(out, s.as_bytes());
+}
+
+/// Which bytes need an escape in a JSON string: `"`, `\`, and control characters (and DEL,
+/// escaped for readability of logs that might capture the data channel).
+static NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0x7F] = true;
+    t
+};
+
+/// Appends bytes that are valid UTF-8 (the caller guarantees it) as a JSON string literal.
+pub fn string_utf8(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
     out.push(b'"');
-    let bytes = s.as_bytes();
     let mut last = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x00..=0x1F | 0x7F => {
-                out.extend_from_slice(&bytes[last..i]);
-                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
-                last = i + 1;
-                continue;
-            }
-            _ => continue,
-        };
+        if !NEEDS_ESCAPE[b as usize] {
+            continue;
+        }
         out.extend_from_slice(&bytes[last..i]);
-        out.extend_from_slice(esc);
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xF) as usize]]);
+            }
+        }
         last = i + 1;
     }
     out.extend_from_slice(&bytes[last..]);

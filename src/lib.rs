@@ -14,6 +14,8 @@ pub mod detect;
 pub mod diag;
 pub mod error;
 pub mod formats;
+#[doc(hidden)]
+pub mod internal;
 pub mod json;
 pub mod limits;
 #[cfg(feature = "mcp")]

@@ -14,6 +14,8 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 
+mod fhir;
+
 use serde::Serialize;
 
 use crate::detect;
@@ -79,6 +81,8 @@ pub struct Request {
     pub strict: bool,
     /// The operator asked to see the bytes near a parse failure (CLI only).
     pub unsafe_show_values: bool,
+    /// The input is NDJSON: one record per line (FHIR).
+    pub ndjson: bool,
 }
 
 /// The status of an outcome.
@@ -163,13 +167,22 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
         }
         let format = match request.format {
             Some(f) => f,
-            None => detect::detect(&prefix).map_err(|code| Failure { code, cause: None, excerpt: excerpt_of(show, &prefix, 0) })?,
+            None => detect::detect(&prefix).map_err(|code| Failure {
+                code,
+                cause: None,
+                excerpt: excerpt_of(show, &prefix, 0),
+            })?,
         };
         if detect::skip_bom_and_space(&prefix).is_empty() && format != Format::Dicom {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));
         }
         if !format.supports(request.command.operation()) {
             return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
+        }
+        if format == Format::Fhir {
+            let mut runner = Runner::new(&request, sink, &disclosure, request.ndjson);
+            runner.run_fhir(io::Cursor::new(prefix).chain(reader))?;
+            return runner.finish();
         }
         let body = detect::skip_bom_and_space(&prefix);
         let framed = format == Format::Mllp || (format == Format::Hl7 && body.first() == Some(&mllp::START));
@@ -399,7 +412,10 @@ impl<'r> Runner<'r> {
                 return self.failed_record(code, fatal, Some(buf), "hl7", out);
             }
         };
-        let options = hl7v2::validate::Options { strict: self.request.strict };
+        let options = hl7v2::validate::Options {
+            strict: self.request.strict,
+            syntax_only: matches!(self.request.command, Command::Parse | Command::Fmt { .. }),
+        };
         let mut findings = match envelope {
             None => {
                 self.tracker.message();

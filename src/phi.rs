@@ -129,13 +129,7 @@ macro_rules! value_free {
     };
 }
 
-value_free!(
-    (),
-    bool,
-    crate::diag::Code,
-    crate::diag::Severity,
-    Option<crate::diag::Code>,
-);
+value_free!((), bool, crate::diag::Code, crate::diag::Severity, Option<crate::diag::Code>,);
 
 impl<A: ValueFree, B: ValueFree> sealed::Sealed for (A, B) {}
 impl<A: ValueFree, B: ValueFree> ValueFree for (A, B) {}

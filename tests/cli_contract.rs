@@ -3,7 +3,7 @@
 
 use crate::common::{assert_failure_line, code, fixture, run, run_stdin, run_with};
 
-const VALID: &str = "MSH|^~\\&|APP|FAC|RCV|RFAC|20240101120000||ADT^A01^ADT_A01|C1|P|2.5.1\rPID|1||12345^^^HOSP^MR||DOE^JANE\r";
+const VALID: &str = "MSH|^~\\&|APP|FAC|RCV|RFAC|20240101120000||ADT^A01^ADT_A01|C1|P|2.5.1\rEVN|A01|20240101120000\rPID|1||12345^^^HOSP^MR||DOE^JANE||19700101|F\rPV1|1|I\r";
 
 fn valid_path() -> String {
     fixture("hl7v2/valid/v2.5_adt_a01_lf.hl7").to_string_lossy().into_owned()

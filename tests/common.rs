@@ -61,7 +61,10 @@ pub fn assert_failure_line(o: &Output, expected_code: &str) {
     let err = String::from_utf8_lossy(&o.stderr);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "stderr must be one line, got {err:?}");
-    assert!(lines[0].starts_with(&format!("phiward: {expected_code}: ")), "stderr {err:?} does not carry {expected_code}");
+    assert!(
+        lines[0].starts_with(&format!("phiward: {expected_code}: ")),
+        "stderr {err:?} does not carry {expected_code}"
+    );
     assert!(o.stdout.is_empty(), "stdout must be empty on failure");
 }
 

@@ -74,7 +74,11 @@ fn inspect_segment_counts_match_manifest() {
         if let Some(Value::Object(segs)) = entry.get("segments") {
             for (k, v) in segs {
                 // Ids that are neither standard nor Z are counted under "?" by inspect.
-                let key = if phiward::formats::hl7v2::segment_ids::schema_name(k.as_bytes()).is_some() { k.clone() } else { "?".into() };
+                let key = if phiward::formats::hl7v2::segment_ids::schema_name(k.as_bytes()).is_some() {
+                    k.clone()
+                } else {
+                    "?".into()
+                };
                 *expected.entry(key).or_default() += v.as_u64().unwrap_or(0);
             }
         }

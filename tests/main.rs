@@ -3,15 +3,27 @@
 //! Table of contents (one module per concern; CLI tests run the real binary):
 //! - `common`: helpers (run the binary, fixtures, marker scanning).
 //! - `cli_contract`: exit-code matrix, stderr line grammar, --help/--version, limits.
+//! - `fhir`: every fixture under fixtures/fhir through every command, against its manifest;
+//!   round trips, XML/JSON agreement, exact decimals, NDJSON, markers.
 //! - `hl7v2_fixtures`: every fixture under fixtures/hl7v2 through every command, against the manifest.
+//! - `hl7v2_conformance`: fixtures/hl7v2/conformance, one rule each, against their expected
+//!   findings in the default and `--strict` modes; findings of every HL7 v2 fixture are value-free.
 //! - `no_leak`: marker fixtures, broken in many ways, through every command with RUST_LOG=trace.
 //! - `registry`: DIAGNOSTICS.md against `Code::ALL`.
 //! - `architecture`: the Architecture Invariants of ARCHITECTURE.md.
+//! - `fuzz_replay`: the committed fuzz corpus and every minimised crash, through the library's
+//!   fuzz harnesses (`phiward::internal::fuzzing`), plus one regression test per bug found.
+//! - `mcp`: the MCP server: tool definitions, dispatch against the CLI's --json, argument
+//!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy.
 
 mod common;
 
 mod architecture;
 mod cli_contract;
+mod fhir;
+mod fuzz_replay;
+mod hl7v2_conformance;
 mod hl7v2_fixtures;
+mod mcp;
 mod no_leak;
 mod registry;

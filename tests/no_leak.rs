@@ -10,12 +10,12 @@
 
 use crate::common::{files_under, fixture, run_with};
 
-fn has_marker(bytes: &[u8]) -> bool {
+pub(crate) fn has_marker(bytes: &[u8]) -> bool {
     bytes.windows(4).any(|w| &w[..3] == b"MKR" && w[3].is_ascii_digit())
 }
 
 /// Broken variants of one input.
-fn variants(original: &[u8]) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn variants(original: &[u8]) -> Vec<(String, Vec<u8>)> {
     let mut out = vec![("original".to_owned(), original.to_vec())];
     let n = original.len();
     for tenth in 1..10 {
@@ -69,7 +69,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[test]
 fn markers_never_leave_the_data_channel() {
     let files = files_under(&fixture("hl7v2/markers"));
-    let files: Vec<_> = files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "hl7" || e == "mllp")).collect();
+    let files: Vec<_> =
+        files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "hl7" || e == "mllp")).collect();
     assert!(files.len() >= 5, "marker fixtures missing");
     let commands: &[&[&str]] = &[
         &["parse"],

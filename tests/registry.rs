@@ -67,8 +67,12 @@ fn every_fixture_triggers_its_code() {
         args.push(&p);
         let o = crate::common::run(&args);
         let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        assert!(all.contains(&format!("\"{name}\"")) || all.contains(&format!("{name}:")) || all.contains(&format!("({name} ")),
-            "{f} does not trigger {name}: {all}");
+        assert!(
+            all.contains(&format!("\"{name}\""))
+                || all.contains(&format!("{name}:"))
+                || all.contains(&format!("({name} ")),
+            "{f} does not trigger {name}: {all}"
+        );
         checked += 1;
     }
     assert!(checked >= 25, "only {checked} fixtures checked");

@@ -147,14 +147,18 @@ def children_of(definition) -> tuple[str, tuple]:
 # --------------------------------------------------------------------------
 
 
-def usage_for(min_max: tuple[int, int], dict_opt) -> str:
+def usage_for(min_max: tuple[int, int], dict_opt, newer_opt=None) -> str:
+    """hl7apy gives min/max only and marks some conditional fields required
+    (OBX-2 and OBX-4 in 2.7 and 2.8): the dictionary's `C` wins, and for the
+    versions without a dictionary (2.8.x) the 2.7.1 dictionary's `C` at the
+    same position does (HL7 never renumbers fields)."""
     lo, hi = min_max
     if hi == 0:
         return "X"
+    if dict_opt == 3 or (dict_opt is None and lo >= 1 and newer_opt == 3):
+        return "C"
     if lo >= 1:
         return "R"
-    if dict_opt == 3:
-        return "C"
     if dict_opt == 4:
         return "B"
     return "O"
@@ -207,7 +211,7 @@ def element_record(apy_child, dict_entry, apy_def, name_entry=None) -> dict:
     return {
         "dt": dt,
         "name": long_name,
-        "usage": usage_for(min_max, d.get("opt") if d else None),
+        "usage": usage_for(min_max, d.get("opt") if d else None, name_entry.get("opt") if name_entry else None),
         "reps": reps_for(min_max, d.get("rep") if d else None),
         "len": min(length, 0xFFFFFFFF),
         "table": table or 0,
@@ -225,8 +229,17 @@ def build_segments(apy, dseg, nseg, seg_names) -> tuple[list, dict]:
         nfields = nseg.get(sid, {}).get("fields", [])
         fields = []
         for i, child in enumerate(kids):
-            dentry = dfields[i] if i < len(dfields) else None
-            nentry = nfields[i] if i < len(nfields) else None
+            # hl7apy 2.6 and later leave withdrawn fields out (EVN starts at EVN_2 in 2.8):
+            # place each field at the position its name gives, and fill the gaps with
+            # withdrawn placeholders, so that positions stay the standard's.
+            position = field_position(child[0], i + 1)
+            while len(fields) + 1 < position:
+                at = len(fields)
+                dentry = dfields[at] if at < len(dfields) else None
+                fields.append(withdrawn_record(dentry))
+            at = len(fields)
+            dentry = dfields[at] if at < len(dfields) else None
+            nentry = nfields[at] if at < len(nfields) else None
             rec = element_record(child, dentry, child[1], nentry)
             fields.append(rec)
             if rec["table"]:
@@ -234,6 +247,24 @@ def build_segments(apy, dseg, nseg, seg_names) -> tuple[list, dict]:
         name = (dseg.get(sid, {}).get("desc") or "").strip() or seg_names.get(sid, "")
         segments.append({"id": sid, "name": name, "fields": fields})
     return segments, uses
+
+
+def field_position(name: str, default: int) -> int:
+    """The 1-based position in an hl7apy field name such as `EVN_2`."""
+    m = re.fullmatch(r"[A-Z0-9]{3}_(\d+)", name)
+    return int(m.group(1)) if m else default
+
+
+def component_position(name: str, default: int) -> int:
+    """The 1-based position in an hl7apy component name such as `XTN_2`."""
+    m = re.search(r"_(\d+)$", name)
+    return int(m.group(1)) if m else default
+
+
+def withdrawn_record(dict_entry) -> dict:
+    """A field hl7apy leaves out because the version withdraws it."""
+    name = (dict_entry.get("desc") or "").strip() if dict_entry else ""
+    return {"dt": "", "name": name, "usage": "X", "reps": 1, "len": 0, "table": 0}
 
 
 def build_datatypes(apy, dtypes, ntypes, dt_names, used_types: set[str]) -> tuple[list, dict]:
@@ -248,8 +279,15 @@ def build_datatypes(apy, dtypes, ntypes, dt_names, used_types: set[str]) -> tupl
         nsub = (nentry or {}).get("subfields") or []
         comps = []
         for i, child in enumerate(kids):
-            rec = element_record(child, dsub[i] if i < len(dsub) else None, child[1],
-                                 nsub[i] if i < len(nsub) else None)
+            # As for fields: a component hl7apy leaves out (2.6 XTN starts at XTN_2) keeps
+            # its position through a withdrawn placeholder.
+            position = component_position(child[0], i + 1)
+            while len(comps) + 1 < position:
+                at = len(comps)
+                comps.append(withdrawn_record(dsub[at] if at < len(dsub) else None))
+            at = len(comps)
+            rec = element_record(child, dsub[at] if at < len(dsub) else None, child[1],
+                                 nsub[at] if at < len(nsub) else None)
             comps.append(rec)
             if rec["table"]:
                 uses.setdefault(rec["table"], []).append(rec["dt"])
@@ -301,6 +339,28 @@ def build_structures(apy) -> list:
         ]
         out.append({"id": sid, "kids": nodes})
     return out
+
+
+# Known defects of the sources, corrected from the standard's text:
+# (version, structure, path of group names, child index) -> fields to set.
+STRUCTURE_ERRATA = {
+    # HL7 2.2 chapter 4, ORM^O01: {ORC [<OBR|RQD|RQ1|RXO|ODS|ODT> [{NTE}] [{OBX [{NTE}]}]]
+    # [BLG]}.  hl7apy flattens the optional OBX group and marks its NTE required.
+    ("2.2", "ORM_O01", ("ORM_O01_ORDER", "ORM_O01_ORDER_DETAIL"), 3): {"required": 0},
+}
+
+
+def apply_errata(hl7v: str, structures: list) -> None:
+    for (version, sid, path, index), fix in STRUCTURE_ERRATA.items():
+        if version != hl7v:
+            continue
+        nodes = next((s["kids"] for s in structures if s["id"] == sid), None)
+        for name in path:
+            group = next((n for n in nodes or [] if n["name"] == name), None)
+            nodes = group["kids"] if group else None
+        if not nodes or index >= len(nodes):
+            raise SystemExit(f"erratum {version} {sid} {path} {index} does not apply")
+        nodes[index].update(fix)
 
 
 def flatten(nodes) -> list[str]:
@@ -556,6 +616,7 @@ def main() -> int:
         used = {f["dt"] for s in segments for f in s["fields"]}
         datatypes, dt_uses = build_datatypes(apy, dtypes, ntypes, dt_names, used)
         structures = build_structures(apy)
+        apply_errata(hl7v, structures)
         events = build_events(hl7v, structures, listing, dmsgs, getattr(apy, "TABLES", None))
         uses: dict[int, list[str]] = {}
         for src in (seg_uses, dt_uses):
@@ -711,6 +772,17 @@ Derived, not read from a source:
   (`PATIENT_NAME` -> `Patient Name`).  Segment and data type long names
   missing from a version's dictionary come from the newest dictionary
   version that has them.
+* One structure erratum: in 2.2 `ORM_O01`, the NTE that follows OBX is
+  optional (hl7apy flattens the standard's `[{{OBX [{{NTE}}]}}]` and marks it
+  required); see `STRUCTURE_ERRATA` in the generator.
+* Optionality `C` where hl7apy says required and the dictionary says
+  conditional (OBX-2 and OBX-4 in 2.7); for 2.8.x, where the 2.7.1
+  dictionary says conditional at the same position.
+* Positions of withdrawn fields and components: hl7apy 2.6 and later leave
+  some out (EVN-1 in 2.8, DG1-7 to DG1-11 in 2.6, XTN.1 in 2.6, ...); each
+  element is placed at the position its hl7apy name gives (`EVN_2` -> 2) and
+  the gaps hold withdrawn (`X`) placeholders without a data type, so that
+  positions are the standard's.
 
 Not available from these sources: maximum lengths for 2.8.x, W/X
 optionality as distinct codes (hl7apy's `max 0` fields are marked `X`),

@@ -17,10 +17,13 @@ let invalid = 0;
 let first = null;
 for (const text of fhirResources(process.argv[2])) {
   try {
-    validateResource(JSON.parse(text)); // throws OperationOutcomeError on errors
+    validateResource(JSON.parse(text)); // throws OperationOutcomeError on errors; returns warnings
   } catch (e) {
     invalid++;
-    if (first === null) first = String(e?.message ?? e).slice(0, 300);
+    if (first === null) {
+      const issue = e?.outcome?.issue?.find((i) => i.severity === 'error' || i.severity === 'fatal');
+      first = (issue ? `${issue.details?.text} (${issue.expression?.[0]})` : String(e?.message ?? e)).slice(0, 300);
+    }
   }
   n++;
 }

@@ -71,6 +71,9 @@ pub struct InputArgs {
     /// Print nothing on standard output except requested data (parse, fmt); the exit code tells.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The input is NDJSON (FHIR): one resource per line, one output record per line.
+    #[arg(long)]
+    pub ndjson: bool,
     /// Operator door: after a parse failure, also print up to 200 bytes of the input near the
     /// failure on standard error. These bytes may contain patient data.
     #[arg(long)]
@@ -110,7 +113,8 @@ impl LimitArgs {
 pub struct ValidateArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Every deviation is an error (warnings count against the verdict).
+    /// Every deviation is an error: warnings count against the verdict, and so do HL7 v2
+    /// conformance deviations the default mode tolerates (docs/hl7v2-conformance.md).
     #[arg(long)]
     pub strict: bool,
 }

@@ -8,7 +8,6 @@ pub mod args;
 pub mod output;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 use clap::Parser;
 
@@ -38,7 +37,7 @@ pub fn run(argv: Vec<OsString>) -> u8 {
 
 /// clap errors: help and version go to stdout; anything else is `CLI_USAGE`, with clap's text
 /// dropped (it quotes arguments).
-fn usage_error(e: &clap::Error) -> u8 {
+pub(crate) fn usage_error(e: &clap::Error) -> u8 {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -60,12 +59,22 @@ pub fn init_logging() {
     let base = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
     let directives = format!("{base},rmcp=warn,tokio=warn,clap=warn,clap_builder=warn");
     let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
+    // The directives above can be outdone by a more specific one (`RUST_LOG=rmcp::service=trace`):
+    // this second filter caps the dependencies whatever `RUST_LOG` says.
+    let cap = tracing_subscriber::filter::filter_fn(|meta| {
+        let dependency = ["rmcp", "tokio", "clap"].iter().any(|d| meta.target().starts_with(d));
+        !dependency || *meta.level() <= tracing::Level::WARN
+    });
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(true)
         .without_time()
-        .try_init();
+        .finish()
+        .with(cap);
+    let _ = subscriber.try_init();
 }
 
 fn format_of(arg: FormatArg) -> Format {
@@ -82,7 +91,7 @@ fn format_of(arg: FormatArg) -> Format {
 }
 
 fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
-    let source = if a.input == PathBuf::from("-") { Source::Stdin } else { Source::Path(a.input.clone()) };
+    let source = if a.input.as_os_str() == "-" { Source::Stdin } else { Source::Path(a.input.clone()) };
     let style = if a.quiet && !matches!(command, Command::Parse | Command::Fmt { check: false }) {
         Style::Quiet
     } else if a.json {
@@ -99,6 +108,7 @@ fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
         limits: a.limits.limits(),
         strict,
         unsafe_show_values: a.unsafe_show_values,
+        ndjson: a.ndjson,
     };
     let mut sink = output::Stdout::new(style);
     let outcome = ops::run(request, &mut sink);

@@ -52,7 +52,13 @@ impl Stdout {
     /// Writes a closing summary line in human style for multi-record validation.
     pub fn human_summary(&mut self, outcome: &Outcome) -> io::Result<()> {
         if self.style == Style::Human && outcome.multi && (self.counts.0 + self.counts.1) > 0 {
-            writeln!(self.out, "{} records: {} valid, {} not", self.counts.0 + self.counts.1, self.counts.0, self.counts.1)?;
+            writeln!(
+                self.out,
+                "{} records: {} valid, {} not",
+                self.counts.0 + self.counts.1,
+                self.counts.0,
+                self.counts.1
+            )?;
         }
         Ok(())
     }
@@ -88,7 +94,13 @@ impl Sink for Stdout {
                             let word = if v { "valid" } else { "invalid" };
                             writeln!(self.out, "{prefix}{word}")?;
                             for d in findings {
-                                writeln!(self.out, "  {:<11} {:<32} {}", d.severity.as_str(), d.code.as_str(), d.location)?;
+                                writeln!(
+                                    self.out,
+                                    "  {:<11} {:<32} {}",
+                                    d.severity.as_str(),
+                                    d.code.as_str(),
+                                    d.location
+                                )?;
                             }
                             Ok(())
                         }
@@ -232,11 +244,17 @@ fn in_string_at(_json: &[u8], _start: usize, _end: usize) -> bool {
 
 /// Prints the one stderr line of a failure.
 pub fn failure(code: Code, cause: Option<crate::diag::Diagnostic>) {
-    let mut err = io::stderr().lock();
-    let _ = match cause {
-        Some(d) => writeln!(err, "phiward: {}: {} ({} at {})", code.as_str(), code.meaning(), d.code.as_str(), d.location),
-        None => writeln!(err, "phiward: {}: {}", code.as_str(), code.meaning()),
-    };
+    let _ = writeln!(io::stderr().lock(), "{}", failure_line(code, cause));
+}
+
+/// The one stderr line of a failure, without its newline: `phiward: CODE: meaning`, and
+/// ` (CAUSE at LOCATION)` when a fatal diagnostic caused it. Built from a code's fixed text and
+/// a value-free location only (the fuzz harnesses check this rendering).
+pub fn failure_line(code: Code, cause: Option<crate::diag::Diagnostic>) -> String {
+    match cause {
+        Some(d) => format!("phiward: {}: {} ({} at {})", code.as_str(), code.meaning(), d.code.as_str(), d.location),
+        None => format!("phiward: {}: {}", code.as_str(), code.meaning()),
+    }
 }
 
 /// Prints the one stderr line of a failure, with a fixed hint.

@@ -129,7 +129,10 @@ impl<R: BufRead> Deframer<R> {
                         self.reader.consume(i);
                         self.offset += i as u64;
                         content.zeroize();
-                        return Ok(Frame::Problem { code: Code::MLLP_FRAME_TRUNCATED, offset: start.saturating_sub(1) });
+                        return Ok(Frame::Problem {
+                            code: Code::MLLP_FRAME_TRUNCATED,
+                            offset: start.saturating_sub(1),
+                        });
                     }
                     self.reader.consume(i + 1);
                     self.offset += i as u64 + 1;

@@ -8,6 +8,7 @@
 //! Architecture Invariant: `formats/` depends only on `phi`, `diag`, `limits` (and `detect` for
 //! delimiter rules); it knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
 
+pub mod fhir;
 pub mod hl7v2;
 pub mod mllp;
 
@@ -105,7 +106,8 @@ impl Format {
         match self {
             Format::Hl7 => hl7v2::OPERATIONS,
             Format::Mllp => mllp::OPERATIONS,
-            Format::Fhir | Format::X12 | Format::Dicom | Format::Ccda | Format::Ncpdp | Format::Astm => &[],
+            Format::Fhir => fhir::OPERATIONS,
+            Format::X12 | Format::Dicom | Format::Ccda | Format::Ncpdp | Format::Astm => &[],
         }
     }
 

@@ -121,6 +121,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         limits: config.limits,
         strict: false,
         unsafe_show_values: false,
+        ndjson: input.ndjson,
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);
@@ -138,6 +139,8 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
 struct Input {
     bytes: Phi<Vec<u8>>,
     format: Option<Format>,
+    /// One record per line (FHIR NDJSON), as the CLI's `--ndjson`.
+    ndjson: bool,
 }
 
 /// Reads the declared properties; ignores the others.
@@ -179,7 +182,12 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
             Some(_) => return Err(Code::CLI_USAGE),
         },
     };
-    Ok(Input { bytes, format })
+    let ndjson = match (tool, args.get("ndjson")) {
+        (Tool::Convert, _) | (_, None | Some(Value::Null)) => false,
+        (_, Some(Value::Bool(b))) => *b,
+        (_, Some(_)) => return Err(Code::CLI_USAGE),
+    };
+    Ok(Input { bytes, format, ndjson })
 }
 
 /// Zeroizes the strings of the arguments that were not consumed, then drops them.

@@ -151,6 +151,12 @@ impl Tool {
                         "enum": Format::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
                         "description": "The message format; omit it to detect the format from the \
                                         first bytes."
+                    },
+                    "ndjson": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "The content is NDJSON (FHIR): one resource per line, one \
+                                        record per line in `data.records`."
                     }
                 },
                 "additionalProperties": false

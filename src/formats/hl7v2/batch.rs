@@ -42,15 +42,13 @@ impl Tracker {
     /// record (`None` when it could not be parsed).
     pub fn envelope(&mut self, kind: Envelope, segment: Option<&Message>) -> Vec<Diagnostic> {
         let mut out = Vec::new();
-        let count = |n: u32| -> Result<Option<u64>, ()> {
-            let Some(msg) = segment else { return Ok(None) };
-            let Some(field) = msg.msh().field(n) else { return Ok(None) };
-            let v = field.at(1, 1, 1);
-            match v.map(|b| b.classify(parse_count_tag)) {
-                None | Some(CountTag::Empty) => Ok(None),
-                Some(CountTag::Invalid) => Err(()),
-                Some(CountTag::Number(n)) => Ok(Some(n)),
-            }
+        // A count field and where it is. The position is the field's own: the splitter knows a
+        // trailer by its first three bytes, so under the inherited field separator its id may
+        // not read `BTS`/`FTS` (found by fuzzing: batch_count_position_names_a_missing_segment).
+        let count = |n: u32| -> Option<(CountTag, Location)> {
+            let field = segment?.msh().field(n)?;
+            let tag = field.at(1, 1, 1).map_or(CountTag::Empty, |b| b.classify(parse_count_tag));
+            Some((tag, Location::Hl7(field.position())))
         };
         match kind {
             Envelope::Fhs => {
@@ -75,11 +73,11 @@ impl Tracker {
                     out.push(Diagnostic::new(Code::BATCH_HEADER_MISSING, at("BTS", 0)));
                 } else {
                     match count(1) {
-                        Err(()) => out.push(Diagnostic::new(Code::BATCH_COUNT_INVALID, at("BTS", 1))),
-                        Ok(Some(n)) if n != self.messages_in_batch => {
-                            out.push(Diagnostic::new(Code::BATCH_COUNT_MISMATCH, at("BTS", 1)));
+                        Some((CountTag::Invalid, at)) => out.push(Diagnostic::new(Code::BATCH_COUNT_INVALID, at)),
+                        Some((CountTag::Number(n), at)) if n != self.messages_in_batch => {
+                            out.push(Diagnostic::new(Code::BATCH_COUNT_MISMATCH, at));
                         }
-                        Ok(_) => {}
+                        _ => {}
                     }
                 }
                 self.batch_open = false;
@@ -93,11 +91,11 @@ impl Tracker {
                     out.push(Diagnostic::new(Code::BATCH_HEADER_MISSING, at("FTS", 0)));
                 } else {
                     match count(1) {
-                        Err(()) => out.push(Diagnostic::new(Code::BATCH_COUNT_INVALID, at("FTS", 1))),
-                        Ok(Some(n)) if n != self.batches_in_file => {
-                            out.push(Diagnostic::new(Code::BATCH_COUNT_MISMATCH, at("FTS", 1)));
+                        Some((CountTag::Invalid, at)) => out.push(Diagnostic::new(Code::BATCH_COUNT_INVALID, at)),
+                        Some((CountTag::Number(n), at)) if n != self.batches_in_file => {
+                            out.push(Diagnostic::new(Code::BATCH_COUNT_MISMATCH, at));
                         }
-                        Ok(_) => {}
+                        _ => {}
                     }
                 }
                 self.file_open = false;

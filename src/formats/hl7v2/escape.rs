@@ -90,7 +90,10 @@ fn classify(body: &[u8], d: &Delimiters) -> Kind {
                 Kind::BadHex
             }
         }
-        [b'.', b's', b'p', rest @ ..] | [b'.', b's', b'k', rest @ ..] | [b'.', b'i', b'n', rest @ ..] | [b'.', b't', b'i', rest @ ..] => {
+        [b'.', b's', b'p', rest @ ..]
+        | [b'.', b's', b'k', rest @ ..]
+        | [b'.', b'i', b'n', rest @ ..]
+        | [b'.', b't', b'i', rest @ ..] => {
             let n = rest.strip_prefix(b" ").unwrap_or(rest);
             let n = n.strip_prefix(b"+").or_else(|| n.strip_prefix(b"-")).unwrap_or(n);
             if n.iter().all(u8::is_ascii_digit) { Kind::Verbatim } else { Kind::Unknown }

@@ -16,6 +16,7 @@ use super::parse::{Delimiters, Message};
 pub fn canonical(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let d = msg.delimiters();
     for seg in msg.segments() {
+        let line_start = out.len();
         out.extend_from_slice(seg.id().expose_value(disclosure));
         let mut pending_empty = 0usize;
         for field in seg.fields() {
@@ -39,6 +40,12 @@ pub fn canonical(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
             }
             pending_empty = 0;
             out.extend_from_slice(&value);
+        }
+        // A segment whose id is empty or blank and whose fields are all empty would be written
+        // as a blank line, which a parser skips: keep its first field separator so the segment
+        // survives (found by fuzzing: fmt_blank_segment_vanishes).
+        if pending_empty > 0 && out[line_start..].iter().all(|b| *b == b' ' || *b == b'\t') {
+            out.push(d.field);
         }
         out.push(b'\r');
     }

@@ -4,13 +4,15 @@
 //! - [`escape`], [`charset`]: escape sequences and MSH-18 character sets;
 //! - [`stream`]: splitting a byte stream into message and batch-envelope records;
 //! - [`batch`]: FHS/BHS/BTS/FTS protocol and counts;
-//! - [`validate`]: syntax-level findings; [`inspect`]: a value-free summary;
+//! - [`validate`]: syntax-level findings, then [`conformance`] to the declared version's
+//!   structures, fields, data types and tables; [`inspect`]: a value-free summary;
 //! - [`write`] and [`fmt`]: the data-channel writers (typed JSON model, canonical ER7).
 //!
-//! What it does not do here: conformance to a version's structures and tables, and XML encoding.
+//! What it does not do here: conformance profiles, and XML encoding.
 
 pub mod batch;
 pub mod charset;
+pub mod conformance;
 pub mod escape;
 pub mod fmt;
 pub mod inspect;
@@ -21,7 +23,7 @@ pub mod stream;
 pub mod validate;
 pub mod write;
 
-pub use parse::{parse, Delimiters, Message};
+pub use parse::{Delimiters, Message, parse};
 
 use super::Operation;
 

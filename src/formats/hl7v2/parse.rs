@@ -35,7 +35,14 @@ pub struct Delimiters {
 
 impl Default for Delimiters {
     fn default() -> Self {
-        Delimiters { field: b'|', component: b'^', repetition: b'~', escape: b'\\', subcomponent: b'&', truncation: None }
+        Delimiters {
+            field: b'|',
+            component: b'^',
+            repetition: b'~',
+            escape: b'\\',
+            subcomponent: b'&',
+            truncation: None,
+        }
     }
 }
 
@@ -124,7 +131,12 @@ pub fn parse_at(bytes: Vec<u8>, base_offset: u64, limits: &Limits) -> Result<Mes
 
 /// Parses a batch envelope segment (`FHS`, `BHS`, `BTS`, `FTS`) as a one-segment message.
 /// `FHS`/`BHS` declare their own delimiters; `BTS`/`FTS` use `inherited` (or the defaults).
-pub fn parse_envelope(bytes: Vec<u8>, base_offset: u64, limits: &Limits, inherited: Option<Delimiters>) -> Result<Message, Fatal> {
+pub fn parse_envelope(
+    bytes: Vec<u8>,
+    base_offset: u64,
+    limits: &Limits,
+    inherited: Option<Delimiters>,
+) -> Result<Message, Fatal> {
     parse_with(bytes, base_offset, limits, Some(inherited.unwrap_or_default()))
 }
 
@@ -144,12 +156,19 @@ pub fn parse_record(
     let buf = Phi::new(bytes);
     let indexed = index(buf.span().raw(), base_offset, limits, envelope.map(Option::unwrap_or_default));
     match indexed {
-        Ok((delimiters, segments, fields, terminators)) => Ok(Message { buf, delimiters, segments, fields, terminators, base_offset }),
+        Ok((delimiters, segments, fields, terminators)) => {
+            Ok(Message { buf, delimiters, segments, fields, terminators, base_offset })
+        }
         Err(fatal) => Err((fatal, buf)),
     }
 }
 
-fn parse_with(bytes: Vec<u8>, base_offset: u64, limits: &Limits, envelope: Option<Delimiters>) -> Result<Message, Fatal> {
+fn parse_with(
+    bytes: Vec<u8>,
+    base_offset: u64,
+    limits: &Limits,
+    envelope: Option<Delimiters>,
+) -> Result<Message, Fatal> {
     parse_record(bytes, base_offset, limits, envelope.map(Some)).map_err(|(fatal, _)| fatal)
 }
 

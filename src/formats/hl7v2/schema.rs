@@ -118,9 +118,7 @@ impl Version {
     /// whitespace ignored).
     pub fn parse(text: &[u8]) -> Option<Version> {
         let text = text.trim_ascii();
-        Version::ALL
-            .into_iter()
-            .find(|v| v.as_str().as_bytes() == text)
+        Version::ALL.into_iter().find(|v| v.as_str().as_bytes() == text)
     }
 
     /// The known version closest to `text`: an exact match, else the newest
@@ -226,9 +224,7 @@ fn numeric_parts(text: &[u8]) -> Option<Vec<u32>> {
         if part.is_empty() || part.len() > 4 || !part.iter().all(u8::is_ascii_digit) {
             return None;
         }
-        let n = part
-            .iter()
-            .fold(0u32, |acc, &d| acc * 10 + u32::from(d - b'0'));
+        let n = part.iter().fold(0u32, |acc, &d| acc * 10 + u32::from(d - b'0'));
         out.push(n);
     }
     Some(out)
@@ -475,9 +471,7 @@ pub struct TableDef {
 impl TableDef {
     /// Whether `code` is one of the listed values.
     pub fn contains(&self, code: &[u8]) -> bool {
-        self.values
-            .binary_search_by(|v| v.as_bytes().cmp(code))
-            .is_ok()
+        self.values.binary_search_by(|v| v.as_bytes().cmp(code)).is_ok()
     }
 
     /// Whether HL7 defines the table's values.
@@ -505,10 +499,7 @@ impl Schema {
 
     /// The segment with id `id`, e.g. `b"PID"`.
     pub fn segment(&self, id: &[u8]) -> Option<&SegmentDef> {
-        let i = self
-            .segments
-            .binary_search_by(|s| s.id.as_bytes().cmp(id))
-            .ok()?;
+        let i = self.segments.binary_search_by(|s| s.id.as_bytes().cmp(id)).ok()?;
         self.segments.get(i)
     }
 
@@ -522,9 +513,7 @@ impl Schema {
     pub fn structure_for(&self, msg_code: &[u8], trigger: &[u8]) -> Option<&'static str> {
         let find = |trig: &[u8]| {
             self.events
-                .binary_search_by(|e| {
-                    (e.code.as_bytes(), e.trigger.as_bytes()).cmp(&(msg_code, trig))
-                })
+                .binary_search_by(|e| (e.code.as_bytes(), e.trigger.as_bytes()).cmp(&(msg_code, trig)))
                 .ok()
                 .and_then(|i| self.events.get(i))
                 .map(|e| e.structure)
@@ -588,11 +577,7 @@ pub struct DecodeError {
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "HL7 v2 tables: {} corrupt at byte {}: {}",
-            self.file, self.offset, self.what
-        )
+        write!(f, "HL7 v2 tables: {} corrupt at byte {}: {}", self.file, self.offset, self.what)
     }
 }
 
@@ -617,14 +602,8 @@ pub fn schema(v: Version) -> &'static Schema {
 
 /// Like [`schema`], but returns the decode error instead of panicking.
 pub fn try_schema(v: Version) -> Result<&'static Schema, DecodeError> {
-    let slot = SCHEMAS.get(v.slot()).ok_or(DecodeError {
-        file: "?",
-        offset: 0,
-        what: "no slot for version",
-    })?;
-    slot.get_or_init(|| decode(v.data_version(), v.data()))
-        .as_ref()
-        .map_err(Clone::clone)
+    let slot = SCHEMAS.get(v.slot()).ok_or(DecodeError { file: "?", offset: 0, what: "no slot for version" })?;
+    slot.get_or_init(|| decode(v.data_version(), v.data())).as_ref().map_err(Clone::clone)
 }
 
 const SEGMENT_IDS: &str = include_str!("schema/segment_ids.txt");
@@ -706,31 +685,16 @@ struct Reader {
 
 impl Reader {
     fn new(file: &'static str, buf: &'static [u8]) -> Reader {
-        Reader {
-            buf,
-            pos: 0,
-            file,
-            strings: &[],
-        }
+        Reader { buf, pos: 0, file, strings: &[] }
     }
 
     fn err(&self, what: &'static str) -> DecodeError {
-        DecodeError {
-            file: self.file,
-            offset: self.pos,
-            what,
-        }
+        DecodeError { file: self.file, offset: self.pos, what }
     }
 
     fn take(&mut self, n: usize) -> Result<&'static [u8], DecodeError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .ok_or_else(|| self.err("overflow"))?;
-        let out = self
-            .buf
-            .get(self.pos..end)
-            .ok_or_else(|| self.err("truncated"))?;
+        let end = self.pos.checked_add(n).ok_or_else(|| self.err("overflow"))?;
+        let out = self.buf.get(self.pos..end).ok_or_else(|| self.err("truncated"))?;
         self.pos = end;
         Ok(out)
     }
@@ -766,10 +730,7 @@ impl Reader {
 
     fn str(&mut self) -> Result<&'static str, DecodeError> {
         let i = usize::from(self.u16()?);
-        self.strings
-            .get(i)
-            .copied()
-            .ok_or_else(|| self.err("bad string index"))
+        self.strings.get(i).copied().ok_or_else(|| self.err("bad string index"))
     }
 
     fn element(&mut self, position: usize) -> Result<ElementDef, DecodeError> {
@@ -828,14 +789,7 @@ impl Reader {
                 },
                 _ => name,
             };
-            out.push(Node {
-                kind,
-                name,
-                short_name,
-                required,
-                repeat,
-                children,
-            });
+            out.push(Node { kind, name, short_name, required, repeat, children });
         }
         Ok(out.into_boxed_slice())
     }
@@ -843,11 +797,7 @@ impl Reader {
 
 /// The shared string table, borrowed straight from the embedded bytes.
 fn strings() -> Result<&'static [&'static str], DecodeError> {
-    STRINGS
-        .get_or_init(decode_strings)
-        .as_ref()
-        .map(|b| &**b)
-        .map_err(Clone::clone)
+    STRINGS.get_or_init(decode_strings).as_ref().map(|b| &**b).map_err(Clone::clone)
 }
 
 fn decode_strings() -> Result<Box<[&'static str]>, DecodeError> {
@@ -865,10 +815,7 @@ fn decode_strings() -> Result<Box<[&'static str]>, DecodeError> {
     let mut at = 0usize;
     for &len in lens {
         let end = at + usize::from(len);
-        out.push(
-            blob.get(at..end)
-                .ok_or_else(|| r.err("bad string length"))?,
-        );
+        out.push(blob.get(at..end).ok_or_else(|| r.err("bad string length"))?);
         at = end;
     }
     Ok(out.into_boxed_slice())
@@ -898,12 +845,7 @@ fn decode(version: Version, data: &'static [u8]) -> Result<Schema, DecodeError> 
         let name = r.str()?;
         let flags = r.u8()?;
         let components = r.elements()?;
-        datatypes.push(DataTypeDef {
-            id,
-            name,
-            primitive: flags & DT_FLAG_PRIMITIVE != 0,
-            components,
-        });
+        datatypes.push(DataTypeDef { id, name, primitive: flags & DT_FLAG_PRIMITIVE != 0, components });
     }
 
     let n = usize::from(r.u16()?);
@@ -920,11 +862,7 @@ fn decode(version: Version, data: &'static [u8]) -> Result<Schema, DecodeError> 
         let code = r.str()?;
         let trigger = r.str()?;
         let structure = r.str()?;
-        events.push(EventDef {
-            code,
-            trigger,
-            structure,
-        });
+        events.push(EventDef { code, trigger, structure });
     }
 
     let n = usize::from(r.u16()?);
@@ -960,15 +898,9 @@ fn decode(version: Version, data: &'static [u8]) -> Result<Schema, DecodeError> 
     let sorted = segments.windows(2).all(|w| w[0].id < w[1].id)
         && datatypes.windows(2).all(|w| w[0].id < w[1].id)
         && structures.windows(2).all(|w| w[0].id < w[1].id)
-        && events
-            .windows(2)
-            .all(|w| (w[0].code, w[0].trigger) < (w[1].code, w[1].trigger))
+        && events.windows(2).all(|w| (w[0].code, w[0].trigger) < (w[1].code, w[1].trigger))
         && tables.windows(2).all(|w| w[0].number < w[1].number)
-        && tables.iter().all(|t| {
-            t.values
-                .windows(2)
-                .all(|w| w[0].as_bytes() < w[1].as_bytes())
-        });
+        && tables.iter().all(|t| t.values.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()));
     if !sorted {
         return Err(r.err("lists not sorted"));
     }
@@ -1031,14 +963,8 @@ mod tests {
         assert_eq!(s.structure_for(b"ACK", b"A01"), Some("ACK"));
         assert_eq!(s.structure_for(b"ZZZ", b"Z99"), None);
         // 2.1 and 2.2 have one structure per event.
-        assert_eq!(
-            schema(Version::V2_2).structure_for(b"ADT", b"A04"),
-            Some("ADT_A04")
-        );
-        assert_eq!(
-            schema(Version::V2_3).structure_for(b"ADT", b"A04"),
-            Some("ADT_A01")
-        );
+        assert_eq!(schema(Version::V2_2).structure_for(b"ADT", b"A04"), Some("ADT_A04"));
+        assert_eq!(schema(Version::V2_3).structure_for(b"ADT", b"A04"), Some("ADT_A01"));
     }
 
     #[test]
@@ -1050,11 +976,7 @@ mod tests {
         assert_eq!(first.kind, NodeKind::Segment);
         assert!(first.required);
         assert_eq!(first.repeat, Repeat::Once);
-        let proc_group = adt
-            .children
-            .iter()
-            .find(|n| n.short_name == "PROCEDURE")
-            .expect("PROCEDURE group");
+        let proc_group = adt.children.iter().find(|n| n.short_name == "PROCEDURE").expect("PROCEDURE group");
         assert_eq!(proc_group.name, "ADT_A01_PROCEDURE");
         assert!(proc_group.is_group());
         assert!(!proc_group.required);
@@ -1097,12 +1019,7 @@ mod tests {
             let f = schema(v).field(b"MSH", 9).expect("MSH-9");
             assert_eq!(f.base_data_type(), "CM", "{v}");
         }
-        for v in [
-            Version::V2_5,
-            Version::V2_5_1,
-            Version::V2_6,
-            Version::V2_8_2,
-        ] {
+        for v in [Version::V2_5, Version::V2_5_1, Version::V2_6, Version::V2_8_2] {
             let f = schema(v).field(b"MSH", 9).expect("MSH-9");
             assert_eq!(f.data_type, "MSG", "{v}");
         }
@@ -1128,12 +1045,7 @@ mod tests {
         assert_eq!(t1.kind, TableKind::User);
         assert!(t1.contains(b"F"));
         assert!(!t1.values_approximate);
-        assert!(
-            schema(Version::V2_1)
-                .tables()
-                .iter()
-                .any(|t| t.values_approximate)
-        );
+        assert!(schema(Version::V2_1).tables().iter().any(|t| t.values_approximate));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Which segment ids may appear in a diagnostic: the ids the standard defines (v2.1 to v2.8.2,
-//! plus the batch envelope) and locally defined Z ids.
+//! Which segment ids may appear in a diagnostic: the ids the standard defines (v2.1 to v2.8.2 from
+//! the generated schema, a few v2.9 additions such as OH1-OH4, plus the batch envelope) and
+//! locally defined Z ids.
 //!
 //! A segment id is part of the message, so a broken message can put a value where an id
 //! belongs; only ids that are schema names are shown. Everything else is `segment[n]`.
@@ -11,16 +12,16 @@ const STANDARD: &[&str] = &[
     "ABS", "ACC", "ADD", "ADJ", "AFF", "AIG", "AIL", "AIP", "AIS", "AL1", "APR", "ARQ", "ARV", "AUT", "BHS", "BLC",
     "BLG", "BPO", "BPX", "BTS", "BTX", "BUI", "CDM", "CDO", "CER", "CM0", "CM1", "CM2", "CNS", "CON", "CSP", "CSR",
     "CSS", "CTD", "CTI", "CTR", "DB1", "DEV", "DG1", "DMI", "DON", "DPS", "DRG", "DSC", "DSP", "DST", "ECD", "ECR",
-    "EDU", "EQL", "EQP", "EQU", "ERQ", "ERR", "EVN", "FAC", "FHS", "FT1", "FTS", "GOL", "GP1", "GP2", "GT1", "IAM",
-    "IAR", "IIM", "ILT", "IN1", "IN2", "IN3", "INV", "IPC", "IPR", "ISD", "ITM", "IVC", "IVT", "LAN", "LCC", "LCH",
-    "LDP", "LOC", "LRL", "MCP", "MFA", "MFE", "MFI", "MRG", "MSA", "MSH", "NCK", "NDS", "NK1", "NPU", "NSC", "NST",
-    "NTE", "OBR", "OBX", "ODS", "ODT", "OM1", "OM2", "OM3", "OM4", "OM5", "OM6", "OM7", "OMC", "ORC", "ORG", "ORO",
-    "OVR", "PAC", "PCE", "PCR", "PD1", "PDA", "PDC", "PEO", "PES", "PID", "PKG", "PM1", "PMT", "PR1", "PRA", "PRB",
-    "PRC", "PRD", "PRT", "PSG", "PSH", "PSL", "PSS", "PTH", "PV1", "PV2", "PYE", "QAK", "QCK", "QID", "QPD", "QRD",
-    "QRF", "QRI", "RCP", "RDF", "RDT", "REL", "RF1", "RFI", "RGS", "RMI", "ROL", "RQ1", "RQD", "RX1", "RXA", "RXC",
-    "RXD", "RXE", "RXG", "RXO", "RXR", "RXV", "SAC", "SCD", "SCH", "SCP", "SDD", "SFT", "SGH", "SGT", "SHP", "SID",
-    "SLT", "SPM", "SPR", "STF", "STZ", "TCC", "TCD", "TQ1", "TQ2", "TXA", "UAC", "UB1", "UB2", "URD", "URS", "VAR",
-    "VND", "VTQ",
+    "EDU", "EQL", "EQP", "EQU", "ERQ", "ERR", "EVN", "FAC", "FHS", "FT1", "FTS", "GOL", "GP1", "GP2", "GSC", "GSP",
+    "GSR", "GT1", "IAM", "IAR", "IIM", "ILT", "IN1", "IN2", "IN3", "INV", "IPC", "IPR", "ISD", "ITM", "IVC", "IVT",
+    "LAN", "LCC", "LCH", "LDP", "LOC", "LRL", "MCP", "MFA", "MFE", "MFI", "MRG", "MSA", "MSH", "NCK", "NDS", "NK1",
+    "NPU", "NSC", "NST", "NTE", "OBR", "OBX", "ODS", "ODT", "OH1", "OH2", "OH3", "OH4", "OM1", "OM2", "OM3", "OM4",
+    "OM5", "OM6", "OM7", "OMC", "ORC", "ORG", "ORO", "OVR", "PAC", "PCE", "PCR", "PD1", "PDA", "PDC", "PEO", "PES",
+    "PID", "PKG", "PM1", "PMT", "PR1", "PRA", "PRB", "PRC", "PRD", "PRT", "PSG", "PSH", "PSL", "PSS", "PTH", "PV1",
+    "PV2", "PYE", "QAK", "QCK", "QID", "QPD", "QRD", "QRF", "QRI", "RCP", "RDF", "RDT", "REL", "RF1", "RFI", "RGS",
+    "RMI", "ROL", "RQ1", "RQD", "RX1", "RXA", "RXC", "RXD", "RXE", "RXG", "RXO", "RXR", "RXV", "SAC", "SCD", "SCH",
+    "SCP", "SDD", "SFT", "SGH", "SGT", "SHP", "SID", "SLT", "SPM", "SPR", "STF", "STZ", "TCC", "TCD", "TQ1", "TQ2",
+    "TXA", "UAC", "UB1", "UB2", "URD", "URS", "VAR", "VND", "VTQ",
 ];
 
 const fn key_of(a: u8, b: u8, c: u8) -> u32 {

@@ -55,8 +55,12 @@ fn line_kind(line: &[u8]) -> Option<Kind> {
         b"MSH" if sep_ok => Kind::Message,
         b"FHS" if sep_ok => Kind::Envelope(Envelope::Fhs),
         b"BHS" if sep_ok => Kind::Envelope(Envelope::Bhs),
-        b"BTS" if sep_ok || line.len() == 3 || matches!(line.get(3), Some(b'\r' | b'\n')) => Kind::Envelope(Envelope::Bts),
-        b"FTS" if sep_ok || line.len() == 3 || matches!(line.get(3), Some(b'\r' | b'\n')) => Kind::Envelope(Envelope::Fts),
+        b"BTS" if sep_ok || line.len() == 3 || matches!(line.get(3), Some(b'\r' | b'\n')) => {
+            Kind::Envelope(Envelope::Bts)
+        }
+        b"FTS" if sep_ok || line.len() == 3 || matches!(line.get(3), Some(b'\r' | b'\n')) => {
+            Kind::Envelope(Envelope::Fts)
+        }
         _ => return None,
     };
     Some(kind)
@@ -326,7 +330,8 @@ mod tests {
             "\r\nPID|0\rMSH|^~\\&|A\r\n\r\n",
         ] {
             let a: Vec<(Kind, u64)> = kinds(input);
-            let b: Vec<(Kind, u64)> = split_slice(input.as_bytes()).into_iter().map(|(k, r)| (k, r.start as u64)).collect();
+            let b: Vec<(Kind, u64)> =
+                split_slice(input.as_bytes()).into_iter().map(|(k, r)| (k, r.start as u64)).collect();
             assert_eq!(a, b, "{input:?}");
         }
     }

@@ -1,12 +1,13 @@
-//! Syntax-level validation of one HL7 v2 message: delimiters, MSH required fields and code
+//! Validation of one HL7 v2 message at the syntax level: delimiters, MSH required fields and code
 //! patterns, segment ids, escapes, character set and control characters.
 //!
 //! Collects every finding (up to [`MAX_FINDINGS`] per message); never stops at the first.
 //! Findings are value-free by construction: a code, a severity and a structural position.
 //!
-//! What it does not do: conformance to a version's message structures, field definitions, data
-//! types and tables (that is the conformance validator's job, layered on top of this one), or
-//! batch counts (see `batch`).
+//! Then appends the findings of `conformance` (the message against its version's structures,
+//! field definitions, data types and tables), within the same cap.
+//!
+//! What it does not do: batch counts (see `batch`).
 
 use crate::diag::{Code, Diagnostic, Hl7Position, Location, Severity};
 
@@ -23,6 +24,9 @@ pub const MAX_FINDINGS: usize = 1000;
 pub struct Options {
     /// Every deviation is an error: warnings are raised to errors.
     pub strict: bool,
+    /// Syntax only: skip conformance to the version's structures, fields, types and tables
+    /// (`parse` reports syntax warnings only, and stays at lexer speed).
+    pub syntax_only: bool,
 }
 
 struct Findings {
@@ -65,6 +69,9 @@ pub fn validate(msg: &Message, options: Options) -> Vec<Diagnostic> {
         segment_id_checks(seg, &mut f);
     }
     byte_checks(msg, msh, &mut f);
+    if !options.syntax_only {
+        super::conformance::append(msg, options, &mut f.list);
+    }
     f.list
 }
 
@@ -114,12 +121,14 @@ fn msh_checks(msg: &Message, f: &mut Findings) -> MshFacts {
         if !ok {
             f.at(Code::VERSION_INVALID, pos.field(12, 1).component(1, 0));
         }
-        let before_2_7 = fr.at(1, 1, 1).is_some_and(|b| b.classify(|v| v.starts_with(b"2.") && version_minor(v) < Some(7)));
+        let before_2_7 =
+            fr.at(1, 1, 1).is_some_and(|b| b.classify(|v| v.starts_with(b"2.") && version_minor(v) < Some(7)));
         if msg.delimiters().truncation.is_some() && before_2_7 {
             f.at(Code::TRUNCATION_CHARACTER, pos.field(2, 0));
         }
     }
-    let charset = msh.field(18).and_then(|fr| fr.at(1, 1, 1)).map_or(Charset::Default, |b| b.classify(Charset::from_msh18));
+    let charset =
+        msh.field(18).and_then(|fr| fr.at(1, 1, 1)).map_or(Charset::Default, |b| b.classify(Charset::from_msh18));
     if charset == Charset::Unknown {
         f.at(Code::CHARSET_UNKNOWN, pos.field(18, 1));
     }
@@ -132,20 +141,24 @@ pub fn message_type_ok(v: &[u8], comp: u8, sub: u8) -> bool {
         return false;
     }
     let mut parts = v.split(|b| *b == comp);
-    let code_ok = |p: &[u8]| p.len() == 3 && p[0].is_ascii_uppercase() && p.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    let code_ok = |p: &[u8]| {
+        p.len() == 3 && p[0].is_ascii_uppercase() && p.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    };
     let Some(first) = parts.next() else { return false };
     if !code_ok(first) {
         return false;
     }
     if let Some(trigger) = parts.next() {
-        let ok = trigger.is_empty() || (trigger.len() == 3 && trigger.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
+        let ok = trigger.is_empty()
+            || (trigger.len() == 3 && trigger.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
         if !ok {
             return false;
         }
     }
     if let Some(structure) = parts.next() {
         let ok = structure.is_empty()
-            || (structure.len() <= 7 && structure.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_'));
+            || (structure.len() <= 7
+                && structure.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_'));
         if !ok {
             return false;
         }
@@ -189,7 +202,8 @@ fn byte_checks(msg: &Message, facts: MshFacts, f: &mut Findings) {
     let d = msg.delimiters();
     // MSH-1 and MSH-2 (FHS/BHS too) hold the delimiters themselves: look past them.
     let header = msg.msh();
-    let msh2_end = if header.is_header() { header.field(2).map_or(header.offset(), |f| f.end_offset()) } else { header.offset() };
+    let msh2_end =
+        if header.is_header() { header.field(2).map_or(header.offset(), |f| f.end_offset()) } else { header.offset() };
     let skip_bom = if msg.terminators().bom { 3 } else { 0 };
     let mut problems: Vec<(Code, usize)> = Vec::new();
     let mut first_high: Option<usize> = None;

@@ -17,7 +17,7 @@ use crate::phi::Disclosure;
 
 use super::charset::Charset;
 use super::escape;
-use super::parse::{Delimiters, Message, Part};
+use super::parse::{Delimiters, Message};
 
 /// Appends the message model as compact JSON.
 pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
@@ -28,12 +28,15 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         .field(18)
         .and_then(|f| f.at(1, 1, 1))
         .map_or(Charset::Default, |b| Charset::from_msh18(b.expose_value(disclosure)));
+    let utf8 = std::str::from_utf8(all).is_ok();
     let charset = match declared {
-        Charset::Default if std::str::from_utf8(all).is_ok() => Charset::Utf8,
+        Charset::Default if utf8 => Charset::Utf8,
         Charset::Default => Charset::Latin,
         other => other,
     };
-    let mut w = Writer { d, charset, disclosure, scratch: Vec::new(), text: String::new() };
+    // Slices of a valid UTF-8 buffer cut at ASCII delimiters are valid UTF-8: no per-value check.
+    let verbatim = utf8 && matches!(charset, Charset::Utf8 | Charset::Ascii | Charset::Unknown);
+    let mut w = Writer { d, charset, verbatim, scratch: Vec::new(), text: String::new() };
     out.extend_from_slice(b"{\"delimiters\":{");
     let mut first = true;
     for (name, b) in [
@@ -51,9 +54,10 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         first = false;
         json::string(out, name);
         out.push(b':');
-        json::string(out, &char::from(b).to_string());
+        json::string(out, char::from(b).encode_utf8(&mut [0u8; 4]));
     }
     out.extend_from_slice(b"},\"segments\":[");
+    let seps = [d.repetition, d.component, d.subcomponent];
     for (i, seg) in msg.segments().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -63,21 +67,27 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         out.extend_from_slice(b",\"fields\":[");
         // Trailing empty fields carry no meaning (chapter 2 asks senders to omit them): the
         // model leaves them out, so that a message and its canonical form have one model.
-        let last = seg.fields().filter(|f| !f.is_empty() || !f.is_splittable()).map(|f| f.position().field).max().unwrap_or(0);
+        let last = seg
+            .fields()
+            .filter(|f| !f.is_splittable() || !only_separators(f.bytes().expose_value(disclosure), &seps))
+            .map(|f| f.position().field)
+            .max()
+            .unwrap_or(0);
         for (n, field) in seg.fields().take(last as usize).enumerate() {
             if n > 0 {
                 out.push(b',');
             }
             out.push(b'[');
+            let raw = field.bytes().expose_value(disclosure);
             if !field.is_splittable() {
-                w.text_of(field.bytes().expose_value(disclosure), out);
-            } else {
-                let reps = trimmed(field.repetitions().collect());
-                for (r, rep) in reps.into_iter().enumerate() {
+                w.text_of(raw, out);
+            } else if !only_separators(raw, &seps) {
+                let reps = trim_trailing(raw, d.repetition, &seps[1..]);
+                for (r, rep) in reps.split(|b| *b == d.repetition).enumerate() {
                     if r > 0 {
                         out.push(b',');
                     }
-                    w.level(rep, &[d.component, d.subcomponent], out);
+                    w.level(rep, &seps[1..], out);
                 }
             }
             out.push(b']');
@@ -87,35 +97,44 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
     out.extend_from_slice(b"]}");
 }
 
-/// Drops trailing empty parts (a field `A^^` means the same as `A`).
-fn trimmed(mut parts: Vec<Part<'_>>) -> Vec<Part<'_>> {
-    while parts.last().is_some_and(|p| p.bytes.is_empty()) {
-        parts.pop();
-    }
-    parts
+/// True when `bytes` holds nothing but separators: an empty part at every level below.
+fn only_separators(bytes: &[u8], seps: &[u8]) -> bool {
+    bytes.iter().all(|b| seps.contains(b))
 }
 
-struct Writer<'d> {
+/// Cuts trailing parts (split at `sep`) that are empty at every lower level (`lower`).
+fn trim_trailing<'a>(bytes: &'a [u8], sep: u8, lower: &[u8]) -> &'a [u8] {
+    let mut end = bytes.len();
+    while let Some(pos) = memchr::memrchr(sep, &bytes[..end]) {
+        if only_separators(&bytes[pos + 1..end], lower) {
+            end = pos;
+        } else {
+            break;
+        }
+    }
+    &bytes[..end]
+}
+
+struct Writer {
     d: Delimiters,
     charset: Charset,
-    disclosure: &'d Disclosure,
+    /// Values can be written as they are (valid UTF-8 already).
+    verbatim: bool,
     scratch: Vec<u8>,
     text: String,
 }
 
-impl Writer<'_> {
+impl Writer {
     /// A repetition (seps = component, subcomponent) or a component (seps = subcomponent).
-    fn level(&mut self, part: Part<'_>, seps: &[u8], out: &mut Vec<u8>) {
-        let raw = part.bytes.expose_value(self.disclosure);
+    fn level(&mut self, raw: &[u8], seps: &[u8], out: &mut Vec<u8>) {
         match seps.split_first() {
-            Some((&sep, rest)) if raw.contains(&sep) => {
-                let parts = trimmed(part.split(Some(sep)).collect());
-                if parts.len() <= 1 {
-                    let only = parts.into_iter().next().unwrap_or(part);
-                    return self.level(only, rest, out);
+            Some((&sep, rest)) if memchr::memchr(sep, raw).is_some() => {
+                let kept = trim_trailing(raw, sep, rest);
+                if memchr::memchr(sep, kept).is_none() {
+                    return self.level(kept, rest, out);
                 }
                 out.push(b'[');
-                for (i, sub) in parts.into_iter().enumerate() {
+                for (i, sub) in kept.split(|b| *b == sep).enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
@@ -123,7 +142,7 @@ impl Writer<'_> {
                 }
                 out.push(b']');
             }
-            Some((_, rest)) => self.level(part, rest, out),
+            Some((_, rest)) => self.level(raw, rest, out),
             None => self.leaf(raw, out),
         }
     }
@@ -133,22 +152,35 @@ impl Writer<'_> {
             out.extend_from_slice(b"null");
             return;
         }
+        if memchr::memchr(self.d.escape, raw).is_none() {
+            return self.text_of(raw, out);
+        }
         self.scratch.clear();
         escape::decode(raw, &self.d, &mut self.scratch);
-        self.text.clear();
-        self.charset.decode_into(&self.scratch, &mut self.text);
-        json::string(out, &self.text);
+        let decoded = std::mem::take(&mut self.scratch);
+        // Hex escapes can produce bytes that are not UTF-8: checked here, not assumed.
+        let verbatim = self.verbatim && std::str::from_utf8(&decoded).is_ok();
+        self.text_with(&decoded, verbatim, out);
+        self.scratch = decoded;
         zeroize::Zeroize::zeroize(&mut self.scratch);
     }
 
     fn text_of(&mut self, raw: &[u8], out: &mut Vec<u8>) {
+        self.text_with(raw, self.verbatim, out);
+    }
+
+    fn text_with(&mut self, raw: &[u8], verbatim: bool, out: &mut Vec<u8>) {
+        if verbatim || raw.is_ascii() {
+            json::string_utf8(out, raw);
+            return;
+        }
         self.text.clear();
         self.charset.decode_into(raw, &mut self.text);
         json::string(out, &self.text);
     }
 }
 
-impl Drop for Writer<'_> {
+impl Drop for Writer {
     fn drop(&mut self) {
         zeroize::Zeroize::zeroize(&mut self.scratch);
         zeroize::Zeroize::zeroize(&mut self.text);

@@ -37,6 +37,9 @@ struct Delims {
 
 const DEFAULT: Delims = Delims { field: b'|', component: b'^', repetition: b'~', escape: b'\\', subcomponent: b'&' };
 
+/// The visitor of [`walk`]: a value piece in, its replacement written to the output.
+type Visit<'v> = dyn FnMut(Piece, &[u8], &mut Vec<u8>) + 'v;
+
 fn is_line_end(b: u8) -> bool {
     matches!(b, b'\r' | b'\n' | 0x0B | 0x1C)
 }
@@ -120,7 +123,7 @@ fn value_field(field: &[u8], d: &Delims, out: &mut Vec<u8>, visit: &mut impl FnM
     let structural = |b: u8| b == d.component || b == d.repetition || b == d.subcomponent;
     let mut run_start = 0;
     let mut i = 0;
-    let flush = |from: usize, to: usize, out: &mut Vec<u8>, visit: &mut dyn FnMut(Piece, &[u8], &mut Vec<u8>)| {
+    let flush = |from: usize, to: usize, out: &mut Vec<u8>, visit: &mut Visit<'_>| {
         if to > from {
             visit(Piece::Value, &field[from..to], out);
         }
@@ -190,12 +193,12 @@ mod tests {
 
     #[test]
     fn markers_replace_values_and_keep_structure() {
-        let input = b"MSH|^~\\&|APP^FAC|X||||ADT^A01|C1|P|2.5\rPID|1||DOE^JANE~SMITH&J\\F\\x\rBOGUS|a\r";
+        let input = b"MSH|^~\\&|APP^FAC|X|||||ADT^A01|C1|P|2.5\rPID|1||DOE^JANE~SMITH&J\\F\\x\rBOGUS|a\r";
         let out = inject_markers(input);
         let text = String::from_utf8_lossy(&out);
         assert_eq!(
             text,
-            "MSH|^~\\&|MKR1X^MKR2X|MKR3X||||ADT^A01|MKR4X|P|2.5\rPID|MKR5X||MKR6X^MKR7X~MKR8X&MKR9X\\F\\MKR10X\rMKR11X|MKR12X\r"
+            "MSH|^~\\&|MKR1X^MKR2X|MKR3X|||||ADT^A01|MKR4X|P|2.5\rPID|MKR5X||MKR6X^MKR7X~MKR8X&MKR9X\\F\\MKR10X\rMKR11X|MKR12X\r"
         );
         let r = runs(b"PID|1||DOE^JANE\\Zsecret\\");
         assert_eq!(r, vec![b"1".to_vec(), b"DOE".to_vec(), b"JANE".to_vec(), b"Zsecret".to_vec()]);

@@ -1,0 +1,175 @@
+//! Bundle checks: references between entries resolve, and `fullUrl` agrees with the entry's
+//! resource.
+//!
+//! For every Bundle in the document (nested ones included), each `Reference.reference` inside an
+//! entry's resource is resolved the way the FHIR R4 specification describes (Bundle, section
+//! "Resolving references in Bundles"):
+//!
+//! - `urn:uuid:` and `urn:oid:` references SHALL resolve to an entry's `fullUrl`: otherwise
+//!   `REFERENCE_UNRESOLVED` (error);
+//! - relative references (`Patient/123`, optionally with `/_history/v`) resolve against the
+//!   entry's RESTful base, or to an entry with that type and id; in `document` and `message`
+//!   Bundles, which must be self-contained, an unresolved one is a warning; elsewhere the
+//!   server may hold it and nothing is reported;
+//! - absolute URLs and local references (`#id`, checked by invariant `ref-1`) are not reported.
+//!
+//! `fullUrl` that is a RESTful URL (`http(s)://.../Type/id`, optionally with `/_history/v`)
+//! must end with the resource's type and id: otherwise `FULLURL_MISMATCH`.
+//!
+//! What it does not do: fetch anything, check reference target types, or check conditional
+//! references (`Patient?identifier=...`, transactions only).
+
+use std::collections::HashSet;
+
+use crate::diag::{Code, Location, Severity};
+
+use super::definitions as defs;
+use super::model::Document;
+use super::validate::Findings;
+
+/// Runs the Bundle checks over every Bundle of the document.
+pub(super) fn check(doc: &Document, f: &mut Findings) {
+    let Some(bundle_ty) = defs::type_id(b"Bundle") else { return };
+    let Some(reference_ty) = defs::type_id(b"Reference") else { return };
+    for b in 0..doc.nodes().len() as u32 {
+        let node = doc.node(b);
+        if !node.is_resource() || node.ty != Some(bundle_ty) {
+            continue;
+        }
+        let self_contained =
+            doc.named(b, "type").next().is_some_and(|t| matches!(doc.value(t), b"document" | b"message"));
+        // Entries: (entry node, fullUrl node, resource node).
+        let entries: Vec<(u32, Option<u32>, Option<u32>)> = doc
+            .named(b, "entry")
+            .map(|e| {
+                let full = doc.named(e, "fullUrl").find(|&u| doc.node(u).has_value());
+                let res = doc.named(e, "resource").find(|&r| doc.node(r).ty.is_some());
+                (e, full, res)
+            })
+            .collect();
+        let mut full_urls: HashSet<&[u8]> = HashSet::new();
+        let mut type_ids: HashSet<(&str, &[u8])> = HashSet::new();
+        for &(_, full, res) in &entries {
+            if let Some(u) = full {
+                full_urls.insert(doc.value(u));
+            }
+            if let Some(r) = res {
+                if let (Some(ty), Some(id)) = (doc.node(r).ty, resource_id(doc, r)) {
+                    type_ids.insert((defs::type_name(ty), id));
+                }
+            }
+        }
+        for &(_, full, res) in &entries {
+            let (Some(u), Some(r)) = (full, res) else { continue };
+            if let Some((ty, id)) = restful_tail(doc.value(u)) {
+                let agrees = doc.node(r).ty.is_some_and(|t| defs::type_name(t).as_bytes() == ty)
+                    && resource_id(doc, r).is_some_and(|rid| rid == id);
+                if !agrees {
+                    f.push(Code::FULLURL_MISMATCH, Location::Fhir(doc.path(u)));
+                }
+            }
+        }
+        for &(_, full, res) in &entries {
+            let Some(r) = res else { continue };
+            let base = full.and_then(|u| restful_base(doc.value(u)));
+            for n in r..doc.node(r).end {
+                if doc.node(n).ty != Some(reference_ty) || doc.node(n).is_unknown() {
+                    continue;
+                }
+                let Some(refn) = doc.named(n, "reference").find(|&x| doc.node(x).has_value()) else { continue };
+                let v = doc.value(refn);
+                let resolved = if v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:") {
+                    full_urls.contains(v)
+                } else if v.starts_with(b"#") || v.contains(&b'?') || is_absolute(v) {
+                    true
+                } else {
+                    resolve_relative(v, base, &full_urls, &type_ids)
+                };
+                if resolved {
+                    continue;
+                }
+                let location = Location::Fhir(doc.path(refn));
+                let relative = !(v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:"));
+                if !relative {
+                    f.push(Code::REFERENCE_UNRESOLVED, location);
+                } else if self_contained {
+                    f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
+                }
+            }
+        }
+    }
+}
+
+fn resource_id(doc: &Document, r: u32) -> Option<&[u8]> {
+    doc.named(r, "id").find(|&i| doc.node(i).has_value()).map(|i| doc.value(i))
+}
+
+fn is_absolute(v: &[u8]) -> bool {
+    v.starts_with(b"http://") || v.starts_with(b"https://")
+}
+
+/// Strips `/_history/v` from a URL.
+fn without_history(v: &[u8]) -> &[u8] {
+    match memchr::memmem::rfind(v, b"/_history/") {
+        Some(p) => &v[..p],
+        None => v,
+    }
+}
+
+/// `(Type, id)` when `url` is a RESTful URL `http(s)://.../Type/id` (Type a resource type).
+fn restful_tail(url: &[u8]) -> Option<(&[u8], &[u8])> {
+    if !is_absolute(url) {
+        return None;
+    }
+    let url = without_history(url);
+    let mut parts = url.rsplitn(3, |b| *b == b'/');
+    let id = parts.next()?;
+    let ty = parts.next()?;
+    parts.next()?;
+    let is_type = defs::type_id(ty).is_some_and(defs::is_resource);
+    (is_type && !id.is_empty()).then_some((ty, id))
+}
+
+/// The base of a RESTful `fullUrl` (everything before `Type/id`), with the trailing slash.
+fn restful_base(url: &[u8]) -> Option<&[u8]> {
+    let (ty, id) = restful_tail(url)?;
+    let url = without_history(url);
+    url.len().checked_sub(ty.len() + id.len() + 1).map(|end| &url[..end])
+}
+
+fn resolve_relative(
+    v: &[u8],
+    base: Option<&[u8]>,
+    full_urls: &HashSet<&[u8]>,
+    type_ids: &HashSet<(&str, &[u8])>,
+) -> bool {
+    let v = without_history(v);
+    let mut parts = v.splitn(2, |b| *b == b'/');
+    let (Some(ty), Some(id)) = (parts.next(), parts.next()) else { return false };
+    if let Some(base) = base {
+        let mut url = Vec::with_capacity(base.len() + v.len());
+        url.extend_from_slice(base);
+        url.extend_from_slice(v);
+        let hit = full_urls.contains(url.as_slice());
+        zeroize::Zeroize::zeroize(&mut url);
+        if hit {
+            return true;
+        }
+    }
+    let Ok(ty) = std::str::from_utf8(ty) else { return false };
+    type_ids.contains(&(ty, id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restful_urls() {
+        assert_eq!(restful_tail(b"http://x.org/fhir/Patient/1"), Some((&b"Patient"[..], &b"1"[..])));
+        assert_eq!(restful_tail(b"http://x.org/fhir/Patient/1/_history/2"), Some((&b"Patient"[..], &b"1"[..])));
+        assert_eq!(restful_tail(b"urn:uuid:1"), None);
+        assert_eq!(restful_tail(b"http://x.org/fhir/Nothing/1"), None);
+        assert_eq!(restful_base(b"http://x.org/fhir/Patient/1"), Some(&b"http://x.org/fhir/"[..]));
+    }
+}

@@ -1,0 +1,882 @@
+//! The FHIRPath evaluator over the element tree of `model`.
+//!
+//! Collections are `Vec<Val>`; elements are node indexes, so navigation allocates no value.
+//! Semantics follow FHIRPath N1: empty propagation, three-valued logic, singleton evaluation of
+//! collections, equality of elements by their children, `descendants()` in document order,
+//! choice elements by their base name (`value`) or their typed name (`valueQuantity`), the
+//! type names of the FHIR model for `is`/`as`/`ofType` (and, for primitives, their System
+//! equivalents: `Boolean` matches `boolean`). Variables: `%resource`, `%rootResource`,
+//! `%context`, `%ucum`, `%sct`, `%loinc`.
+//!
+//! An evaluation that meets something outside this subset (a singleton expected and several
+//! items found, an unknown variable) stops with an [`EvalError`]; its invariant is then
+//! reported as unchecked rather than guessed.
+//!
+//! What it does not do: terminology (`memberOf`), `conformsTo`, dates relative to now,
+//! resolution of references outside the document.
+
+use std::cmp::Ordering;
+
+use super::html;
+use super::parse::{Expr, Func, Op};
+use super::value::{self, Temporal, Val};
+use crate::formats::fhir::definitions::{self as defs, Kind};
+use crate::formats::fhir::model::{Document, NONE};
+use crate::formats::fhir::primitive;
+
+/// The evaluation could not be completed within the supported subset.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EvalError;
+
+type R = Result<Vec<Val>, EvalError>;
+
+/// The environment of one evaluation.
+#[derive(Debug)]
+pub struct Env<'d> {
+    /// The document.
+    pub doc: &'d Document,
+    /// `%resource`
+    pub resource: u32,
+    /// `%rootResource`
+    pub root_resource: u32,
+    /// `%context`
+    pub context: u32,
+    /// Children by name of large elements, shared by the evaluations of one document.
+    pub cache: &'d NavCache,
+}
+
+/// A cache of `navigate` over elements with many descendants (a Bundle with thousands of
+/// entries is navigated once per entry by `bdl-3`'s `%resource.type`).
+#[derive(Debug, Default)]
+pub struct NavCache(std::cell::RefCell<std::collections::HashMap<(u32, String), Vec<u32>>>);
+
+/// Elements with more descendants than this are cached.
+const CACHE_ABOVE: u32 = 64;
+
+struct Scope<'a> {
+    this: &'a [Val],
+    index: Option<usize>,
+}
+
+impl Env<'_> {
+    /// Evaluates `e` with the context node as focus.
+    pub fn run(&self, e: &Expr) -> Result<Option<bool>, EvalError> {
+        let focus = [Val::Node(self.context)];
+        let scope = Scope { this: &focus, index: None };
+        let out = self.eval(e, &focus, &scope, 0)?;
+        Ok(match out.as_slice() {
+            [] => None,
+            [Val::Bool(b)] => Some(*b),
+            [_] => Some(true),
+            _ => return Err(EvalError),
+        })
+    }
+
+    fn eval(&self, e: &Expr, focus: &[Val], scope: &Scope<'_>, depth: u32) -> R {
+        if depth > 64 {
+            return Err(EvalError);
+        }
+        let d = depth + 1;
+        Ok(match e {
+            Expr::Empty => Vec::new(),
+            Expr::Bool(b) => vec![Val::Bool(*b)],
+            Expr::Str(s) => vec![Val::string(s.clone())],
+            Expr::Int(i) => vec![Val::Int(*i)],
+            Expr::Dec(s) => vec![Val::Dec(s.parse().map_err(|_| EvalError)?)],
+            Expr::DateTime(s) => vec![Val::Temporal(Temporal::parse(s.as_bytes()).ok_or(EvalError)?)],
+            Expr::Quantity(n, u) => {
+                vec![Val::Quantity(n.parse().map_err(|_| EvalError)?, zeroize::Zeroizing::new(u.clone()))]
+            }
+            Expr::This => scope.this.to_vec(),
+            Expr::Index => scope.index.map(|i| vec![Val::Int(i as i64)]).ok_or(EvalError)?,
+            Expr::Var(v) => match v.as_str() {
+                "resource" => vec![Val::Node(self.resource)],
+                "rootResource" => vec![Val::Node(self.root_resource)],
+                "context" => vec![Val::Node(self.context)],
+                "ucum" => vec![Val::string("http://unitsofmeasure.org".into())],
+                "sct" => vec![Val::string("http://snomed.info/sct".into())],
+                "loinc" => vec![Val::string("http://loinc.org".into())],
+                _ => return Err(EvalError),
+            },
+            Expr::Ident(name) => self.navigate(focus, name, true),
+            Expr::Member(target, name) => {
+                let t = self.eval(target, focus, scope, d)?;
+                self.navigate(&t, name, false)
+            }
+            Expr::Indexer(target, idx) => {
+                let t = self.eval(target, focus, scope, d)?;
+                let i = self.eval(idx, focus, scope, d)?;
+                match i.as_slice() {
+                    [Val::Int(n)] if *n >= 0 => t.into_iter().nth(*n as usize).into_iter().collect(),
+                    [] => Vec::new(),
+                    _ => return Err(EvalError),
+                }
+            }
+            Expr::Neg(inner) => {
+                let v = self.eval(inner, focus, scope, d)?;
+                match self.single_prim(&v)? {
+                    None => Vec::new(),
+                    Some(Val::Int(i)) => vec![Val::Int(-i)],
+                    Some(Val::Dec(x)) => vec![Val::Dec(-x)],
+                    Some(Val::Quantity(x, u)) => vec![Val::Quantity(-x, u)],
+                    Some(_) => return Err(EvalError),
+                }
+            }
+            Expr::Is(target, ty) => {
+                let t = self.eval(target, focus, scope, d)?;
+                match t.as_slice() {
+                    [] => Vec::new(),
+                    [v] => vec![Val::Bool(self.is_type(v, ty))],
+                    _ => return Err(EvalError),
+                }
+            }
+            Expr::As(target, ty) => {
+                let t = self.eval(target, focus, scope, d)?;
+                if t.len() > 1 {
+                    return Err(EvalError);
+                }
+                t.into_iter().filter(|v| self.is_type(v, ty)).collect()
+            }
+            Expr::Binary(op, a, b) => self.binary(*op, a, b, focus, scope, d)?,
+            Expr::Call(target, f, args) => {
+                let input = match target {
+                    Some(t) => self.eval(t, focus, scope, d)?,
+                    None => focus.to_vec(),
+                };
+                self.call(*f, input, args, focus, scope, d)?
+            }
+        })
+    }
+
+    /// Children of the focus items named `name` (or, for a leading identifier, the focus itself
+    /// when `name` is its type).
+    fn navigate(&self, focus: &[Val], name: &str, leading: bool) -> Vec<Val> {
+        let doc = self.doc;
+        let mut out = Vec::new();
+        for v in focus {
+            let Val::Node(n) = *v else { continue };
+            let before = out.len();
+            let big =
+                doc.node(n).end.saturating_sub(n) > CACHE_ABOVE && name.starts_with(|c: char| c.is_ascii_lowercase());
+            if big {
+                if let Some(hit) = self.cache.0.borrow().get(&(n, name.to_owned())) {
+                    out.extend(hit.iter().map(|&c| Val::Node(c)));
+                    continue;
+                }
+            }
+            for c in doc.children(n) {
+                let node = doc.node(c);
+                if node.is_unknown() {
+                    continue;
+                }
+                if node.name == name {
+                    out.push(Val::Node(c));
+                    continue;
+                }
+                // `valueQuantity`: a choice element by its typed name.
+                if let (Some(rest), Some(t)) = (name.strip_prefix(node.name), node.ty) {
+                    let is_choice = node.elem.and_then(defs::element).is_some_and(|d| d.choice);
+                    if is_choice && !rest.is_empty() && rest.eq_ignore_ascii_case(defs::type_name(t)) {
+                        out.push(Val::Node(c));
+                    }
+                }
+            }
+            if leading && out.len() == before && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                if let Some(t) = doc.node(n).ty {
+                    if defs::derives_from(t, name) {
+                        out.push(Val::Node(n));
+                    }
+                }
+            }
+            if big {
+                let found: Vec<u32> =
+                    out[before..].iter().filter_map(|v| if let Val::Node(c) = v { Some(*c) } else { None }).collect();
+                self.cache.0.borrow_mut().insert((n, name.to_owned()), found);
+            }
+        }
+        out
+    }
+
+    fn type_name_of(&self, v: &Val) -> &'static str {
+        match v {
+            Val::Node(n) => match self.doc.node(*n).ty {
+                Some(t) => defs::type_name(t),
+                None => "BackboneElement",
+            },
+            other => other.type_name(),
+        }
+    }
+
+    fn is_type(&self, v: &Val, ty: &str) -> bool {
+        match v {
+            Val::Node(n) => match self.doc.node(*n).ty {
+                Some(t) if defs::kind(t) == Kind::Primitive => {
+                    let name = defs::type_name(t);
+                    name == ty || (ty.eq_ignore_ascii_case(name) && ty.starts_with(|c: char| c.is_ascii_uppercase()))
+                }
+                Some(t) => defs::derives_from(t, ty),
+                None => ty == "BackboneElement" || ty == "Element",
+            },
+            other => other.type_name().eq_ignore_ascii_case(ty),
+        }
+    }
+
+    /// The value of a primitive element as a FHIRPath value.
+    fn prim(&self, v: &Val) -> Option<Val> {
+        let Val::Node(n) = *v else { return Some(v.clone()) };
+        let doc = self.doc;
+        let node = doc.node(n);
+        let ty = node.ty?;
+        if defs::kind(ty) != Kind::Primitive {
+            if defs::type_name(ty) == "Quantity" || defs::derives_from(ty, "Quantity") {
+                let value = doc.named(n, "value").find(|&c| doc.node(c).has_value())?;
+                let x: f64 = std::str::from_utf8(doc.value(value)).ok()?.parse().ok()?;
+                let unit = doc
+                    .named(n, "code")
+                    .chain(doc.named(n, "unit"))
+                    .find(|&c| doc.node(c).has_value())
+                    .map(|c| String::from_utf8_lossy(doc.value(c)).into_owned())
+                    .unwrap_or_default();
+                return Some(Val::Quantity(x, zeroize::Zeroizing::new(unit)));
+            }
+            return None;
+        }
+        if !node.has_value() {
+            return None;
+        }
+        let raw = doc.value(n);
+        Some(match defs::type_name(ty) {
+            "boolean" => Val::Bool(raw == b"true"),
+            "integer" | "positiveInt" | "unsignedInt" => Val::Int(primitive::integer(raw)?),
+            "decimal" => Val::Dec(std::str::from_utf8(raw).ok()?.parse().ok()?),
+            "date" | "dateTime" | "instant" | "time" => match Temporal::parse(raw) {
+                Some(t) => Val::Temporal(t),
+                None => Val::string(String::from_utf8_lossy(raw).into_owned()),
+            },
+            _ => Val::string(String::from_utf8_lossy(raw).into_owned()),
+        })
+    }
+
+    fn single_prim(&self, c: &[Val]) -> Result<Option<Val>, EvalError> {
+        match c {
+            [] => Ok(None),
+            [v] => Ok(self.prim(v)),
+            _ => Err(EvalError),
+        }
+    }
+
+    fn single_str(&self, c: &[Val]) -> Result<Option<zeroize::Zeroizing<String>>, EvalError> {
+        Ok(match self.single_prim(c)? {
+            Some(Val::Str(s)) => Some(s),
+            Some(Val::Int(i)) => Some(zeroize::Zeroizing::new(i.to_string())),
+            _ => None,
+        })
+    }
+
+    /// Singleton evaluation to a boolean: empty is `None`.
+    fn truth(&self, c: &[Val]) -> Result<Option<bool>, EvalError> {
+        match c {
+            [] => Ok(None),
+            [Val::Bool(b)] => Ok(Some(*b)),
+            [Val::Node(n)] if self.doc.node(*n).ty.is_some_and(|t| defs::type_name(t) == "boolean") => {
+                Ok(self.prim(&c[0]).map(|v| matches!(v, Val::Bool(true))))
+            }
+            [_] => Ok(Some(true)),
+            _ => Err(EvalError),
+        }
+    }
+
+    /// The bytes that decide equality of a string-like item (no allocation), when it is one.
+    fn text_key<'v>(&'v self, v: &'v Val) -> Option<&'v [u8]> {
+        match v {
+            Val::Str(s) => Some(s.as_bytes()),
+            Val::Node(n) => {
+                let node = self.doc.node(*n);
+                let t = node.ty?;
+                if !node.has_value() || defs::kind(t) != Kind::Primitive {
+                    return None;
+                }
+                match defs::type_name(t) {
+                    "boolean" | "integer" | "positiveInt" | "unsignedInt" | "decimal" | "date" | "dateTime"
+                    | "instant" | "time" => None,
+                    _ => Some(self.doc.value(*n)),
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// True when no two items are equal; sorts text keys when every item has one.
+    fn distinct_items(&self, items: &[Val]) -> bool {
+        if items.len() > 8 {
+            let keys: Option<Vec<&[u8]>> = items.iter().map(|v| self.text_key(v)).collect();
+            if let Some(mut keys) = keys {
+                keys.sort_unstable();
+                return keys.windows(2).all(|w| w[0] != w[1]);
+            }
+        }
+        items.iter().enumerate().all(|(i, v)| !self.contains_item(&items[..i], v))
+    }
+
+    /// The items of `items` without repeats, in order.
+    fn dedup(&self, items: Vec<Val>) -> Vec<Val> {
+        let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+        let mut out: Vec<Val> = Vec::with_capacity(items.len());
+        for v in items {
+            if let Some(k) = self.text_key(&v) {
+                if !seen.insert(k.to_vec()) {
+                    continue;
+                }
+                if out.iter().any(|o| self.text_key(o).is_none() && self.eq_items(o, &v) == Some(true)) {
+                    continue;
+                }
+            } else if self.contains_item(&out, &v) {
+                continue;
+            }
+            out.push(v);
+        }
+        for mut k in seen.into_iter() {
+            zeroize::Zeroize::zeroize(&mut k);
+        }
+        out
+    }
+
+    /// Equality of two items (elements compare by value, complex ones by their children).
+    fn eq_items(&self, a: &Val, b: &Val) -> Option<bool> {
+        if let (Some(x), Some(y)) = (self.text_key(a), self.text_key(b)) {
+            return Some(x == y);
+        }
+        if let (Val::Node(x), Val::Node(y)) = (a, b) {
+            let (nx, ny) = (self.doc.node(*x), self.doc.node(*y));
+            let complex = |t: Option<defs::TypeId>| t.is_none_or(|t| defs::kind(t) != Kind::Primitive);
+            if complex(nx.ty) || complex(ny.ty) {
+                return Some(self.deep_equal(*x, *y));
+            }
+        }
+        let pa = self.prim(a)?;
+        let pb = self.prim(b)?;
+        value::equal(&pa, &pb)
+    }
+
+    fn deep_equal(&self, x: u32, y: u32) -> bool {
+        let doc = self.doc;
+        let (nx, ny) = (doc.node(x), doc.node(y));
+        if nx.ty != ny.ty || nx.name != ny.name || doc.value(x) != doc.value(y) {
+            return false;
+        }
+        let cx: Vec<u32> = doc.children(x).filter(|&c| !doc.node(c).is_unknown()).collect();
+        let cy: Vec<u32> = doc.children(y).filter(|&c| !doc.node(c).is_unknown()).collect();
+        cx.len() == cy.len() && cx.iter().zip(&cy).all(|(a, b)| self.deep_equal(*a, *b))
+    }
+
+    fn equals(&self, a: &[Val], b: &[Val]) -> Option<bool> {
+        if a.is_empty() || b.is_empty() {
+            return None;
+        }
+        if a.len() != b.len() {
+            return Some(false);
+        }
+        let mut all = true;
+        for (x, y) in a.iter().zip(b) {
+            match self.eq_items(x, y) {
+                Some(true) => {}
+                Some(false) => return Some(false),
+                None => all = false,
+            }
+        }
+        if all { Some(true) } else { None }
+    }
+
+    fn equivalent(&self, a: &[Val], b: &[Val]) -> bool {
+        if a.is_empty() && b.is_empty() {
+            return true;
+        }
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| match (self.prim(x), self.prim(y)) {
+                (Some(Val::Str(s)), Some(Val::Str(t))) => {
+                    let lower = |w: &str| w.chars().flat_map(char::to_lowercase).collect::<Vec<char>>();
+                    let (mut a, mut b) = (s.split_whitespace(), t.split_whitespace());
+                    loop {
+                        match (a.next(), b.next()) {
+                            (None, None) => break true,
+                            (Some(x), Some(y)) => {
+                                let (mut lx, mut ly) = (lower(x), lower(y));
+                                let same = lx == ly;
+                                zeroize::Zeroize::zeroize(&mut lx);
+                                zeroize::Zeroize::zeroize(&mut ly);
+                                if !same {
+                                    break false;
+                                }
+                            }
+                            _ => break false,
+                        }
+                    }
+                }
+                _ => self.eq_items(x, y).unwrap_or(false),
+            })
+    }
+
+    fn contains_item(&self, coll: &[Val], item: &Val) -> bool {
+        coll.iter().any(|c| self.eq_items(c, item) == Some(true))
+    }
+
+    fn binary(&self, op: Op, a: &Expr, b: &Expr, focus: &[Val], scope: &Scope<'_>, d: u32) -> R {
+        // Short-circuit logic.
+        if matches!(op, Op::And | Op::Or | Op::Implies) {
+            let l = self.eval(a, focus, scope, d)?;
+            let l = self.truth(&l)?;
+            match (op, l) {
+                (Op::And, Some(false)) => return Ok(vec![Val::Bool(false)]),
+                (Op::Or, Some(true)) => return Ok(vec![Val::Bool(true)]),
+                (Op::Implies, Some(false)) => return Ok(vec![Val::Bool(true)]),
+                _ => {}
+            }
+            let r = self.eval(b, focus, scope, d)?;
+            let r = self.truth(&r)?;
+            let out = match op {
+                Op::And => match (l, r) {
+                    (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                },
+                Op::Or => match (l, r) {
+                    (_, Some(true)) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                },
+                _ => match (l, r) {
+                    (_, Some(true)) => Some(true),
+                    (Some(true), Some(false)) => Some(false),
+                    _ => None,
+                },
+            };
+            return Ok(out.map(Val::Bool).into_iter().collect());
+        }
+        let l = self.eval(a, focus, scope, d)?;
+        let r = self.eval(b, focus, scope, d)?;
+        let boolean = |x: Option<bool>| -> Vec<Val> { x.map(Val::Bool).into_iter().collect() };
+        Ok(match op {
+            Op::Xor => match (self.truth(&l)?, self.truth(&r)?) {
+                (Some(x), Some(y)) => vec![Val::Bool(x != y)],
+                _ => Vec::new(),
+            },
+            Op::Union => {
+                let mut all = l;
+                all.extend(r);
+                self.dedup(all)
+            }
+            Op::Eq => boolean(self.equals(&l, &r)),
+            Op::Ne => boolean(self.equals(&l, &r).map(|b| !b)),
+            Op::Equiv => vec![Val::Bool(self.equivalent(&l, &r))],
+            Op::NotEquiv => vec![Val::Bool(!self.equivalent(&l, &r))],
+            Op::In | Op::Contains => {
+                let (item, coll) = if op == Op::In { (&l, &r) } else { (&r, &l) };
+                match item.as_slice() {
+                    [] => Vec::new(),
+                    [v] => vec![Val::Bool(self.contains_item(coll, v))],
+                    _ => return Err(EvalError),
+                }
+            }
+            Op::Lt | Op::Gt | Op::Le | Op::Ge => {
+                let (Some(x), Some(y)) = (self.single_prim(&l)?, self.single_prim(&r)?) else { return Ok(Vec::new()) };
+                match value::compare(&x, &y) {
+                    None => Vec::new(),
+                    Some(o) => vec![Val::Bool(match op {
+                        Op::Lt => o == Ordering::Less,
+                        Op::Gt => o == Ordering::Greater,
+                        Op::Le => o != Ordering::Greater,
+                        _ => o != Ordering::Less,
+                    })],
+                }
+            }
+            Op::Concat => {
+                let x = self.single_str(&l)?;
+                let y = self.single_str(&r)?;
+                let (x, y) = (x.as_deref().map_or("", String::as_str), y.as_deref().map_or("", String::as_str));
+                let mut joined = String::with_capacity(x.len() + y.len());
+                joined.push_str(x);
+                joined.push_str(y);
+                vec![Val::string(joined)]
+            }
+            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::IntDiv | Op::Mod => {
+                let (Some(x), Some(y)) = (self.single_prim(&l)?, self.single_prim(&r)?) else { return Ok(Vec::new()) };
+                arithmetic(op, x, y)?.into_iter().collect()
+            }
+            Op::And | Op::Or | Op::Implies => Vec::new(),
+        })
+    }
+
+    fn call(&self, f: Func, input: Vec<Val>, args: &[Expr], outer: &[Val], scope: &Scope<'_>, d: u32) -> R {
+        let doc = self.doc;
+        // Arguments that are not evaluated per item see the caller's focus and `$this`.
+        let arg = |k: usize| -> R {
+            match args.get(k) {
+                Some(a) => self.eval(a, outer, scope, d),
+                None => Err(EvalError),
+            }
+        };
+        let type_arg = |k: usize| -> Result<&str, EvalError> {
+            match args.get(k) {
+                Some(Expr::Ident(t)) => Ok(t.as_str()),
+                Some(Expr::Member(_, t)) => Ok(t.as_str()),
+                _ => Err(EvalError),
+            }
+        };
+        let b = |x: bool| Ok(vec![Val::Bool(x)]);
+        match f {
+            Func::Empty => b(input.is_empty()),
+            Func::Exists => {
+                if args.is_empty() {
+                    return b(!input.is_empty());
+                }
+                let hits = self.filter(&input, &args[0], d)?;
+                b(!hits.is_empty())
+            }
+            Func::Not => Ok(self.truth(&input)?.map(|x| Val::Bool(!x)).into_iter().collect()),
+            Func::Count => Ok(vec![Val::Int(input.len() as i64)]),
+            Func::Where => self.filter(&input, args.first().ok_or(EvalError)?, d),
+            Func::All => {
+                let crit = args.first().ok_or(EvalError)?;
+                for (i, v) in input.iter().enumerate() {
+                    let this = [v.clone()];
+                    let s = Scope { this: &this, index: Some(i) };
+                    let r = self.eval(crit, &this, &s, d)?;
+                    if self.truth(&r)? != Some(true) {
+                        return b(false);
+                    }
+                }
+                b(true)
+            }
+            Func::Select => {
+                let proj = args.first().ok_or(EvalError)?;
+                let mut out = Vec::new();
+                for (i, v) in input.iter().enumerate() {
+                    let this = [v.clone()];
+                    let s = Scope { this: &this, index: Some(i) };
+                    out.extend(self.eval(proj, &this, &s, d)?);
+                }
+                Ok(out)
+            }
+            Func::IsDistinct => b(self.distinct_items(&input)),
+            Func::Distinct => Ok(self.dedup(input)),
+            Func::First => Ok(input.into_iter().take(1).collect()),
+            Func::Last => Ok(input.into_iter().last().into_iter().collect()),
+            Func::Tail => Ok(input.into_iter().skip(1).collect()),
+            Func::Single => match input.len() {
+                0 | 1 => Ok(input),
+                _ => Err(EvalError),
+            },
+            Func::Skip | Func::Take => {
+                let n = match arg(0)?.as_slice() {
+                    [Val::Int(n)] => (*n).max(0) as usize,
+                    _ => return Err(EvalError),
+                };
+                Ok(if f == Func::Skip {
+                    input.into_iter().skip(n).collect()
+                } else {
+                    input.into_iter().take(n).collect()
+                })
+            }
+            Func::StartsWith | Func::EndsWith | Func::ContainsStr => {
+                let Some(s) = self.single_str(&input)? else { return Ok(Vec::new()) };
+                let Some(p) = self.single_str(&arg(0)?)? else { return Ok(Vec::new()) };
+                b(match f {
+                    Func::StartsWith => s.starts_with(p.as_str()),
+                    Func::EndsWith => s.ends_with(p.as_str()),
+                    _ => s.contains(p.as_str()),
+                })
+            }
+            Func::Matches | Func::ReplaceMatches => {
+                let Some(s) = self.single_str(&input)? else { return Ok(Vec::new()) };
+                // Patterns come from the definitions only: a literal argument.
+                let Some(Expr::Str(p)) = args.first() else { return Err(EvalError) };
+                let re = super::regex(p).ok_or(EvalError)?;
+                if f == Func::Matches {
+                    // The core invariants are written as whole-value patterns, and FHIR's
+                    // validators match them so (the FHIRPath 2.0 `matchesFull`).
+                    return b(re.anchored.is_match(s.as_str()));
+                }
+                let Some(with) = self.single_str(&arg(1)?)? else { return Ok(Vec::new()) };
+                Ok(vec![Val::string(re.search.replace_all(s.as_str(), with.as_str()).into_owned())])
+            }
+            Func::Replace => {
+                let Some(s) = self.single_str(&input)? else { return Ok(Vec::new()) };
+                let (Some(p), Some(w)) = (self.single_str(&arg(0)?)?, self.single_str(&arg(1)?)?) else {
+                    return Ok(Vec::new());
+                };
+                Ok(vec![Val::string(s.replace(p.as_str(), w.as_str()))])
+            }
+            Func::Length => {
+                Ok(self.single_str(&input)?.map(|s| Val::Int(s.chars().count() as i64)).into_iter().collect())
+            }
+            Func::Upper | Func::Lower => Ok(self
+                .single_str(&input)?
+                .map(|s| Val::string(if f == Func::Upper { s.to_uppercase() } else { s.to_lowercase() }))
+                .into_iter()
+                .collect()),
+            Func::IndexOf => {
+                let (Some(s), Some(p)) = (self.single_str(&input)?, self.single_str(&arg(0)?)?) else {
+                    return Ok(Vec::new());
+                };
+                Ok(vec![Val::Int(s.find(p.as_str()).map_or(-1, |i| s[..i].chars().count() as i64))])
+            }
+            Func::Substring => {
+                let Some(s) = self.single_str(&input)? else { return Ok(Vec::new()) };
+                let start = match arg(0)?.as_slice() {
+                    [Val::Int(n)] => *n,
+                    _ => return Ok(Vec::new()),
+                };
+                let len = if args.len() > 1 {
+                    match arg(1)?.as_slice() {
+                        [Val::Int(n)] => Some((*n).max(0) as usize),
+                        _ => return Ok(Vec::new()),
+                    }
+                } else {
+                    None
+                };
+                let count = s.chars().count() as i64;
+                if start < 0 || start >= count {
+                    return Ok(Vec::new());
+                }
+                let it = s.chars().skip(start as usize);
+                let out: String = match len {
+                    Some(l) => it.take(l).collect(),
+                    None => it.collect(),
+                };
+                Ok(vec![Val::string(out)])
+            }
+            Func::HasValue => b(matches!(input.as_slice(), [Val::Node(n)] if doc.node(*n).has_value())),
+            Func::Trace => Ok(input),
+            Func::Descendants => {
+                let mut out = Vec::new();
+                for v in &input {
+                    if let Val::Node(n) = *v {
+                        let end = doc.node(n).end;
+                        let mut c = n + 1;
+                        while c < end {
+                            let node = doc.node(c);
+                            if node.is_unknown() {
+                                c = node.end.max(c + 1);
+                                continue;
+                            }
+                            out.push(Val::Node(c));
+                            c += 1;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            Func::Children => {
+                let mut out = Vec::new();
+                for v in &input {
+                    if let Val::Node(n) = *v {
+                        out.extend(doc.children(n).filter(|&c| !doc.node(c).is_unknown()).map(Val::Node));
+                    }
+                }
+                Ok(out)
+            }
+            Func::ToInteger => Ok(match self.single_prim(&input)? {
+                Some(Val::Int(i)) => vec![Val::Int(i)],
+                Some(Val::Bool(x)) => vec![Val::Int(i64::from(x))],
+                Some(Val::Str(s)) => primitive::integer(s.as_bytes()).map(Val::Int).into_iter().collect(),
+                _ => Vec::new(),
+            }),
+            Func::ToDecimal => Ok(match self.single_prim(&input)? {
+                Some(Val::Int(i)) => vec![Val::Dec(i as f64)],
+                Some(Val::Dec(x)) => vec![Val::Dec(x)],
+                Some(Val::Str(s)) if primitive::decimal(s.as_bytes()) => s.parse().map(Val::Dec).into_iter().collect(),
+                _ => Vec::new(),
+            }),
+            Func::ToStr => {
+                // Decimals keep their source text (cnt-3 looks for the decimal point).
+                if let [Val::Node(n)] = input.as_slice() {
+                    if doc.node(*n).has_value() {
+                        return Ok(vec![Val::string(String::from_utf8_lossy(doc.value(*n)).into_owned())]);
+                    }
+                }
+                Ok(match self.single_prim(&input)? {
+                    Some(Val::Str(s)) => vec![Val::Str(s)],
+                    Some(Val::Int(i)) => vec![Val::string(i.to_string())],
+                    Some(Val::Dec(x)) => vec![Val::string(x.to_string())],
+                    Some(Val::Bool(x)) => vec![Val::string(x.to_string())],
+                    _ => Vec::new(),
+                })
+            }
+            Func::Iif => {
+                let scope_in = Scope { this: &input, index: scope.index };
+                let c = self.eval(args.first().ok_or(EvalError)?, &input, &scope_in, d)?;
+                let which = if self.truth(&c)? == Some(true) { 1 } else { 2 };
+                match args.get(which) {
+                    Some(e) => self.eval(e, &input, &scope_in, d),
+                    None => Ok(Vec::new()),
+                }
+            }
+            Func::HtmlChecks => match input.as_slice() {
+                [Val::Node(n)] => b(html::checks(doc.value(*n))),
+                [] => Ok(Vec::new()),
+                _ => Err(EvalError),
+            },
+            Func::Is => {
+                let t = type_arg(0)?;
+                match input.as_slice() {
+                    [] => Ok(Vec::new()),
+                    [v] => b(self.is_type(v, t)),
+                    _ => Err(EvalError),
+                }
+            }
+            Func::As | Func::OfType => {
+                let t = type_arg(0)?;
+                Ok(input.into_iter().filter(|v| self.is_type(v, t) && !self.type_name_of(v).is_empty()).collect())
+            }
+            Func::AllFalse | Func::AllTrue | Func::AnyTrue | Func::AnyFalse => {
+                let mut flags = Vec::with_capacity(input.len());
+                for v in &input {
+                    flags.push(self.truth(std::slice::from_ref(v))?.unwrap_or(false));
+                }
+                b(match f {
+                    Func::AllFalse => flags.iter().all(|x| !x),
+                    Func::AllTrue => flags.iter().all(|x| *x),
+                    Func::AnyTrue => flags.iter().any(|x| *x),
+                    _ => flags.iter().any(|x| !x),
+                })
+            }
+            Func::Combine => {
+                let mut out = input;
+                out.extend(arg(0)?);
+                Ok(out)
+            }
+            Func::Union => {
+                let mut all = input;
+                all.extend(arg(0)?);
+                Ok(self.dedup(all))
+            }
+            Func::Intersect | Func::Exclude => {
+                let other = arg(0)?;
+                let keep = f == Func::Intersect;
+                let mut out: Vec<Val> = Vec::new();
+                for v in input {
+                    if self.contains_item(&other, &v) == keep && !(keep && self.contains_item(&out, &v)) {
+                        out.push(v);
+                    }
+                }
+                Ok(out)
+            }
+            Func::Resolve => Ok(input.iter().filter_map(|v| self.resolve(v)).map(Val::Node).collect()),
+            Func::Extension => {
+                let Some(url) = self.single_str(&arg(0)?)? else { return Ok(Vec::new()) };
+                let mut out = Vec::new();
+                for v in &input {
+                    if let Val::Node(n) = *v {
+                        for e in doc.named(n, "extension") {
+                            if doc.named(e, "url").any(|u| doc.value(u) == url.as_bytes()) {
+                                out.push(Val::Node(e));
+                            }
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    fn filter(&self, input: &[Val], crit: &Expr, d: u32) -> R {
+        let mut out = Vec::new();
+        for (i, v) in input.iter().enumerate() {
+            let this = [v.clone()];
+            let s = Scope { this: &this, index: Some(i) };
+            let r = self.eval(crit, &this, &s, d)?;
+            if self.truth(&r)? == Some(true) {
+                out.push(v.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// `resolve()` within the document: `#id` to a contained resource of the root resource;
+    /// otherwise, inside a Bundle, to an entry by `fullUrl` or by `Type/id`.
+    fn resolve(&self, v: &Val) -> Option<u32> {
+        let doc = self.doc;
+        let Val::Node(n) = *v else { return None };
+        let r =
+            if doc.node(n).has_value() { n } else { doc.named(n, "reference").find(|&c| doc.node(c).has_value())? };
+        let reference = doc.value(r);
+        if let Some(id) = reference.strip_prefix(b"#") {
+            return doc
+                .named(self.root_resource, "contained")
+                .find(|&c| doc.named(c, "id").any(|i| doc.value(i) == id));
+        }
+        // The nearest enclosing Bundle.
+        let mut cur = doc.node(n).parent;
+        while cur != NONE {
+            let node = doc.node(cur);
+            if node.is_resource() && node.ty.is_some_and(|t| defs::type_name(t) == "Bundle") {
+                break;
+            }
+            cur = node.parent;
+        }
+        if cur == NONE {
+            return None;
+        }
+        for e in doc.named(cur, "entry") {
+            let res = doc.named(e, "resource").next();
+            if doc.named(e, "fullUrl").any(|u| doc.value(u) == reference) {
+                return res;
+            }
+            if let Some(res) = res {
+                let ty = doc.node(res).ty.map(defs::type_name).unwrap_or("");
+                let tail = reference.strip_prefix(ty.as_bytes()).and_then(|t| t.strip_prefix(b"/"));
+                if let Some(id) = tail {
+                    if !ty.is_empty() && doc.named(res, "id").any(|i| doc.value(i) == id) {
+                        return Some(res);
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+fn arithmetic(op: Op, x: Val, y: Val) -> Result<Option<Val>, EvalError> {
+    Ok(Some(match (x, y) {
+        (Val::Int(a), Val::Int(b)) => match op {
+            Op::Add => Val::Int(a.checked_add(b).ok_or(EvalError)?),
+            Op::Sub => Val::Int(a.checked_sub(b).ok_or(EvalError)?),
+            Op::Mul => Val::Int(a.checked_mul(b).ok_or(EvalError)?),
+            Op::Div => {
+                if b == 0 {
+                    return Ok(None);
+                }
+                Val::Dec(a as f64 / b as f64)
+            }
+            Op::IntDiv => {
+                if b == 0 {
+                    return Ok(None);
+                }
+                Val::Int(a.div_euclid(b))
+            }
+            Op::Mod => {
+                if b == 0 {
+                    return Ok(None);
+                }
+                Val::Int(a.rem_euclid(b))
+            }
+            _ => return Err(EvalError),
+        },
+        (Val::Str(a), Val::Str(b)) if op == Op::Add => Val::string(format!("{}{}", a.as_str(), b.as_str())),
+        (a, b) => {
+            let num = |v: &Val| match v {
+                Val::Int(i) => Some(*i as f64),
+                Val::Dec(x) => Some(*x),
+                _ => None,
+            };
+            let (Some(a), Some(b)) = (num(&a), num(&b)) else { return Err(EvalError) };
+            Val::Dec(match op {
+                Op::Add => a + b,
+                Op::Sub => a - b,
+                Op::Mul => a * b,
+                Op::Div if b != 0.0 => a / b,
+                _ => return Ok(None),
+            })
+        }
+    }))
+}

@@ -1,0 +1,193 @@
+//! `htmlChecks()`: the FHIR narrative rules for `Narrative.div` (invariants txt-1 and txt-2).
+//!
+//! txt-1: only the basic HTML formatting elements and attributes (HTML 4.0 chapters 7-11 and
+//! 15, `a`, `img`, internal `style`): no `script`, `form`, `object`, `iframe`..., no event
+//! attribute (`on*`), no `javascript:` link. txt-2: some non-white-space content (text or an
+//! image). The outer element is a `div`.
+//!
+//! A small scanner over the markup, linear and allocation-free; it returns a verdict only.
+//!
+//! What it does not do: check well-formedness beyond tag balance of the outer `div` (the XML
+//! reader does that for XML input), or validate CSS.
+
+const ALLOWED: &[&str] = &[
+    "a",
+    "abbr",
+    "acronym",
+    "address",
+    "b",
+    "bdo",
+    "big",
+    "blockquote",
+    "br",
+    "caption",
+    "cite",
+    "code",
+    "col",
+    "colgroup",
+    "dd",
+    "dfn",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "img",
+    "kbd",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "q",
+    "samp",
+    "small",
+    "span",
+    "strong",
+    "sub",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "tt",
+    "ul",
+    "var",
+    "ins",
+    "del",
+    "s",
+    "u",
+    "center",
+    "font",
+    "map",
+    "area",
+];
+
+/// True when the XHTML of a narrative passes txt-1 and txt-2.
+pub fn checks(v: &[u8]) -> bool {
+    let v = v.trim_ascii();
+    if !v.starts_with(b"<div") {
+        return false;
+    }
+    let mut i = 0;
+    let mut content = false;
+    let mut first = true;
+    while i < v.len() {
+        if v[i] != b'<' {
+            if v[i] == b'&' || !v[i].is_ascii_whitespace() {
+                content = true;
+            }
+            i += 1;
+            continue;
+        }
+        // Comments, CDATA, processing instructions.
+        if v[i..].starts_with(b"<!--") {
+            match memchr::memmem::find(&v[i..], b"-->") {
+                Some(p) => i += p + 3,
+                None => return false,
+            }
+            continue;
+        }
+        if v[i..].starts_with(b"<!") || v[i..].starts_with(b"<?") {
+            return false;
+        }
+        let Some(end) = memchr::memchr(b'>', &v[i..]) else { return false };
+        let tag = &v[i + 1..i + end];
+        i += end + 1;
+        if tag.starts_with(b"/") {
+            continue;
+        }
+        let name_end = tag.iter().position(|b| b.is_ascii_whitespace() || *b == b'/').unwrap_or(tag.len());
+        let qname = &tag[..name_end];
+        let local = match memchr::memchr(b':', qname) {
+            Some(p) => &qname[p + 1..],
+            None => qname,
+        };
+        if first && !local.eq_ignore_ascii_case(b"div") {
+            return false;
+        }
+        first = false;
+        if !ALLOWED.iter().any(|a| a.as_bytes().eq_ignore_ascii_case(local)) {
+            return false;
+        }
+        if local.eq_ignore_ascii_case(b"img") {
+            content = true;
+        }
+        if !attributes_ok(&tag[name_end..]) {
+            return false;
+        }
+    }
+    content
+}
+
+fn attributes_ok(attrs: &[u8]) -> bool {
+    let mut i = 0;
+    while i < attrs.len() {
+        while i < attrs.len() && (attrs[i].is_ascii_whitespace() || attrs[i] == b'/') {
+            i += 1;
+        }
+        let s = i;
+        while i < attrs.len() && !attrs[i].is_ascii_whitespace() && attrs[i] != b'=' && attrs[i] != b'/' {
+            i += 1;
+        }
+        let name = &attrs[s..i];
+        if name.get(..2).is_some_and(|p| p.eq_ignore_ascii_case(b"on")) {
+            return false;
+        }
+        while i < attrs.len() && attrs[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if attrs.get(i) == Some(&b'=') {
+            i += 1;
+            while i < attrs.len() && attrs[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let (vs, ve) = match attrs.get(i) {
+                Some(&q @ (b'"' | b'\'')) => {
+                    let start = i + 1;
+                    let end = memchr::memchr(q, &attrs[start..]).map_or(attrs.len(), |p| start + p);
+                    i = end + 1;
+                    (start, end)
+                }
+                _ => {
+                    let start = i;
+                    while i < attrs.len() && !attrs[i].is_ascii_whitespace() {
+                        i += 1;
+                    }
+                    (start, i)
+                }
+            };
+            let value = attrs.get(vs..ve).unwrap_or_default().trim_ascii_start();
+            let link = name.eq_ignore_ascii_case(b"href") || name.eq_ignore_ascii_case(b"src");
+            if link && value.get(..11).is_some_and(|p| p.eq_ignore_ascii_case(b"javascript:")) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checks;
+
+    #[test]
+    fn narrative_rules() {
+        assert!(checks(b"<div xmlns=\"http://www.w3.org/1999/xhtml\"><p>Hi <b>there</b></p></div>"));
+        assert!(!checks(b"<div xmlns=\"http://www.w3.org/1999/xhtml\">  </div>"));
+        assert!(!checks(b"<div xmlns=\"http://www.w3.org/1999/xhtml\"><script>x</script></div>"));
+        assert!(!checks(b"<div xmlns=\"http://www.w3.org/1999/xhtml\"><p onclick=\"x\">a</p></div>"));
+        assert!(!checks(b"<div><a href=\" JavaScript:x\">a</a></div>"));
+        assert!(checks(b"<div><img src=\"#a\"/></div>"));
+        assert!(!checks(b"<p>a</p>"));
+    }
+}

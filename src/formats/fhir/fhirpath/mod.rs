@@ -1,0 +1,156 @@
+//! A FHIRPath engine of our own, for the invariants of the FHIR R4 core definitions.
+//!
+//! [`parse`] compiles an expression, [`eval`] evaluates it over the element tree; [`value`] holds
+//! the non-element values, [`html`] the narrative checks behind `htmlChecks()`.
+//! [`check_invariants`] runs every invariant that applies to each element of a document
+//! (those of its element definition and of its type) and reports `INVARIANT_FAILED` when one
+//! evaluates to `false`, with the invariant's severity (warning for best practices).
+//!
+//! An invariant the engine cannot evaluate (a function outside the subset, or an evaluation that
+//! leaves the subset) is reported once per key and document as `INVARIANT_UNCHECKED`
+//! (information); an invariant whose result is empty (unknown, for example dates of different
+//! precision) passes. [`coverage`] says how many core invariants compile.
+//!
+//! What it does not do: expressions from anywhere but the core definitions (profiles, user
+//! input), terminology functions, `conformsTo`.
+
+pub mod eval;
+pub mod html;
+pub mod parse;
+pub mod value;
+
+use std::sync::{Mutex, OnceLock};
+
+use crate::diag::{Code, Location, Severity};
+
+use super::definitions::{self as defs, ElemRef};
+use super::model::{Document, NONE};
+use super::validate::Findings;
+
+/// Compiled invariants, by constraint number (compiled on first use).
+fn compiled(n: u16) -> Option<&'static Result<parse::Expr, parse::CompileError>> {
+    static CACHE: OnceLock<Vec<OnceLock<Result<parse::Expr, parse::CompileError>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| defs::constraints().iter().map(|_| OnceLock::new()).collect());
+    let slot = cache.get(usize::from(n))?;
+    let c = defs::constraint(n)?;
+    Some(slot.get_or_init(|| parse::compile(c.expression)))
+}
+
+/// A compiled regular expression of an invariant: anchored (for `matches`) and not (for
+/// `replaceMatches`).
+#[derive(Debug)]
+pub struct Regex {
+    anchored: regex_lite::Regex,
+    search: regex_lite::Regex,
+}
+
+/// The compiled form of a pattern from the definitions (cached; the set is finite).
+fn regex(pattern: &str) -> Option<&'static Regex> {
+    static CACHE: Mutex<Vec<(String, &'static Regex)>> = Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().ok()?;
+    if let Some((_, r)) = cache.iter().find(|(p, _)| p == pattern) {
+        return Some(r);
+    }
+    if cache.len() >= 256 {
+        return None;
+    }
+    let anchored = regex_lite::Regex::new(&format!("^(?:{pattern})$")).ok()?;
+    let search = regex_lite::Regex::new(pattern).ok()?;
+    let r: &'static Regex = Box::leak(Box::new(Regex { anchored, search }));
+    cache.push((pattern.to_string(), r));
+    Some(r)
+}
+
+/// `(compiled, total)`: how many invariants of the core definitions the engine compiles.
+pub fn coverage() -> (usize, usize) {
+    let all = defs::constraints();
+    let ok = (0..all.len() as u16).filter(|&n| compiled(n).is_some_and(|c| c.is_ok())).count();
+    (ok, all.len())
+}
+
+/// The invariants that apply to node `i`: its element definition's and its type's.
+fn applicable(doc: &Document, i: u32, out: &mut Vec<u16>) {
+    out.clear();
+    let node = doc.node(i);
+    let mut add = |list: &[u16]| {
+        for &c in list {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    };
+    if let Some(d) = node.elem.and_then(defs::element) {
+        add(&d.constraints);
+    }
+    if let Some(t) = node.ty {
+        if let Some(d) = defs::element(ElemRef { ty: t, idx: 0 }) {
+            add(&d.constraints);
+        }
+    }
+}
+
+/// Evaluates every applicable invariant of every element of the document.
+pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
+    let mut list = Vec::new();
+    let mut unchecked: Vec<&'static str> = Vec::new();
+    let cache = eval::NavCache::default();
+    for i in 0..doc.nodes().len() as u32 {
+        let node = doc.node(i);
+        if node.is_unknown() {
+            continue;
+        }
+        applicable(doc, i, &mut list);
+        if list.is_empty() {
+            continue;
+        }
+        let resource = doc.resource_of(i);
+        let res_node = doc.node(resource);
+        let root_resource = if res_node.name == "contained" && res_node.parent != NONE {
+            doc.resource_of(res_node.parent)
+        } else {
+            resource
+        };
+        let env = eval::Env { doc, resource, root_resource, context: i, cache: &cache };
+        for &c in &list {
+            let Some(constraint) = defs::constraint(c) else { continue };
+            let result = match compiled(c) {
+                Some(Ok(expr)) => env.run(expr).ok(),
+                _ => None,
+            };
+            match result {
+                Some(Some(false)) => {
+                    let mut path = doc.path(i);
+                    path.invariant = defs::constraint_key(c);
+                    let severity = if constraint.error { Severity::Error } else { Severity::Warning };
+                    f.push_with(Code::INVARIANT_FAILED, severity, Location::Fhir(path));
+                }
+                Some(_) => {}
+                None => {
+                    if !unchecked.contains(&constraint.key) {
+                        unchecked.push(constraint.key);
+                        let mut path = doc.path(i);
+                        path.invariant = defs::constraint_key(c);
+                        f.push(Code::INVARIANT_UNCHECKED, Location::Fhir(path));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every core invariant compiles; the share is stated in docs/fhir.md.
+    #[test]
+    fn coverage_of_the_core_invariants() {
+        let (ok, total) = coverage();
+        let failing: Vec<&str> = (0..total as u16)
+            .filter(|&n| compiled(n).is_some_and(|c| c.is_err()))
+            .filter_map(|n| defs::constraint(n).map(|c| c.key))
+            .collect();
+        assert!(total >= 240, "{total}");
+        assert!(ok == total, "{ok}/{total}: {failing:?}");
+    }
+}

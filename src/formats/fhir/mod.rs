@@ -1,0 +1,51 @@
+//! FHIR R4 (4.0.1): JSON and XML reading, validation against the core definitions, inspection
+//! and canonical re-serialization.
+//!
+//! - [`json`] and [`xml`]: the syntax parsers (bounded, value-free errors);
+//! - [`read_json`], [`read_xml`]: the element tree of [`model`], resolved against
+//!   [`definitions`] (the generated tables of the core StructureDefinitions and value sets);
+//! - [`primitive`]: the primitive types' syntax; [`fhirpath`]: the invariant engine;
+//! - [`validate`]: structure, cardinality, types, primitives, bindings, Bundle references,
+//!   invariants; [`inspect`]: a value-free summary;
+//! - [`write`] and [`fmt`]: the data-channel writers (FHIR JSON; canonical JSON and XML).
+//!
+//! What it does not do: profiles other than the core, terminology services (value sets that
+//! need SNOMED CT, LOINC, ... are not checked), FHIR versions other than R4, RDF/Turtle.
+
+pub mod bundle;
+pub mod definitions;
+pub mod fhirpath;
+pub mod fmt;
+pub mod inspect;
+pub mod json;
+pub mod model;
+pub mod primitive;
+pub mod read_json;
+pub mod read_xml;
+pub mod validate;
+pub mod write;
+pub mod xml;
+
+pub use model::{Document, Syntax};
+
+use super::Operation;
+
+/// The operations implemented for FHIR.
+pub const OPERATIONS: &[Operation] = &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt];
+
+/// Reads one FHIR resource, JSON or XML (chosen by the first byte after a BOM and white
+/// space). A fatal diagnostic (syntax, limits, no resource) is an `Err`.
+pub fn read(mut input: Vec<u8>, limits: &crate::limits::Limits) -> Result<Document, crate::diag::Diagnostic> {
+    let bom = input.starts_with(b"\xEF\xBB\xBF");
+    if bom {
+        // Offsets stay those of the input: the mark becomes white space.
+        input[..3].copy_from_slice(b"   ");
+    }
+    let xml = crate::detect::skip_bom_and_space(&input).first() == Some(&b'<');
+    let mut doc = if xml { read_xml::read(input, limits)? } else { read_json::read(input, limits)? };
+    if bom {
+        doc.findings
+            .insert(0, crate::diag::Diagnostic::new(crate::diag::Code::BOM_PRESENT, crate::diag::Location::Input));
+    }
+    Ok(doc)
+}

@@ -1,0 +1,368 @@
+//! Syntax and range of the FHIR R4 primitive types (the lexical space of section 2.24.0.1).
+//!
+//! Each check is written by hand to run in linear time with no allocation, and agrees with the
+//! regular expression the core definitions give for the type (a unit test compares them on a
+//! corpus); where the definitions' regex is looser than the prose of the specification, the
+//! prose wins: calendar dates must exist (no 30 February), integers fit 32 bits, no value is
+//! empty, strings hold no control character other than TAB, CR and LF.
+//!
+//! What it does not do: check `xhtml` content beyond its outer `div` (see the FHIRPath
+//! `htmlChecks()`), resolve URIs, or decode base64.
+
+/// True when `v` is a valid lexical value of the primitive type `ty` (unknown types pass).
+pub fn is_valid(ty: &str, v: &[u8]) -> bool {
+    if v.is_empty() {
+        return false;
+    }
+    match ty {
+        "boolean" => v == b"true" || v == b"false",
+        "integer" => integer(v).is_some_and(|n| i32::try_from(n).is_ok()),
+        "unsignedInt" => !v.starts_with(b"-") && integer(v).is_some_and(|n| (0..=i64::from(i32::MAX)).contains(&n)),
+        "positiveInt" => {
+            v[0] != b'-' && v[0] != b'0' && integer(v).is_some_and(|n| (1..=i64::from(i32::MAX)).contains(&n))
+        }
+        "decimal" => decimal(v),
+        "string" | "markdown" => string(v),
+        "code" => code(v),
+        "id" => v.len() <= 64 && v.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.'),
+        "uri" | "url" | "canonical" => std::str::from_utf8(v).is_ok_and(|s| !s.chars().any(char::is_whitespace)),
+        "oid" => oid(v),
+        "uuid" => uuid(v),
+        "base64Binary" => base64(v),
+        "instant" => date_time(v, true),
+        "dateTime" => date_time(v, false),
+        "date" => date(v).is_some_and(|rest| rest.is_empty()),
+        "time" => time(v).is_some_and(|rest| rest.is_empty()),
+        "xhtml" => {
+            let t = v.trim_ascii();
+            t.starts_with(b"<div") && (t.ends_with(b"</div>") || t.ends_with(b"/>"))
+        }
+        _ => true,
+    }
+}
+
+/// `-?(0|[1-9][0-9]*)` as a number (None when malformed or beyond i64).
+pub fn integer(v: &[u8]) -> Option<i64> {
+    let (neg, digits) = match v.strip_prefix(b"-") {
+        Some(d) => (true, d),
+        None => (false, v),
+    };
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if digits.len() > 1 && digits[0] == b'0' {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for d in digits {
+        n = n * 10 + i64::from(d - b'0');
+    }
+    Some(if neg { -n } else { n })
+}
+
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+pub fn decimal(v: &[u8]) -> bool {
+    let mut i = usize::from(v.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let s = *i;
+        while v.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - s
+    };
+    let start = i;
+    let n = digits(&mut i);
+    if n == 0 || (n > 1 && v[start] == b'0') {
+        return false;
+    }
+    if v.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    if let Some(b'e' | b'E') = v.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = v.get(i) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == v.len()
+}
+
+fn string(v: &[u8]) -> bool {
+    v.len() <= 1024 * 1024 * 4
+        && std::str::from_utf8(v).is_ok()
+        && v.iter().all(|&b| b >= 0x20 || b == b'\t' || b == b'\r' || b == b'\n')
+}
+
+/// `[^\s]+(\s[^\s]+)*`: no leading, trailing or doubled white space.
+fn code(v: &[u8]) -> bool {
+    let Ok(s) = std::str::from_utf8(v) else { return false };
+    let mut prev_space = true;
+    for c in s.chars() {
+        let space = c.is_whitespace();
+        if space && prev_space {
+            return false;
+        }
+        prev_space = space;
+    }
+    !prev_space
+}
+
+fn oid(v: &[u8]) -> bool {
+    let Some(rest) = v.strip_prefix(b"urn:oid:") else { return false };
+    let mut arcs = rest.split(|b| *b == b'.');
+    let first_ok = matches!(arcs.next(), Some([b'0'..=b'2']));
+    let mut n = 0;
+    for arc in arcs {
+        n += 1;
+        if arc.is_empty() || !arc.iter().all(u8::is_ascii_digit) || (arc.len() > 1 && arc[0] == b'0') {
+            return false;
+        }
+    }
+    first_ok && n > 0
+}
+
+fn uuid(v: &[u8]) -> bool {
+    let Some(rest) = v.strip_prefix(b"urn:uuid:") else { return false };
+    rest.len() == 36
+        && rest.iter().enumerate().all(|(i, &b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        })
+}
+
+/// `(\s*([0-9a-zA-Z\+/=]){4}\s*)+`: groups of four, white space only between groups.
+fn base64(v: &[u8]) -> bool {
+    let mut n = 0usize;
+    for &b in v {
+        if b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=' {
+            n += 1;
+        } else if b.is_ascii_whitespace() {
+            if n % 4 != 0 {
+                return false;
+            }
+        } else {
+            return false;
+        }
+    }
+    n > 0 && n % 4 == 0
+}
+
+fn two(v: &[u8], i: usize) -> Option<u32> {
+    match (v.get(i), v.get(i + 1)) {
+        (Some(a @ b'0'..=b'9'), Some(b @ b'0'..=b'9')) => Some(u32::from(a - b'0') * 10 + u32::from(b - b'0')),
+        _ => None,
+    }
+}
+
+/// Reads `YYYY(-MM(-DD)?)?`; returns the rest of the input.
+fn date(v: &[u8]) -> Option<&[u8]> {
+    let year = v.get(..4)?;
+    if !year.iter().all(u8::is_ascii_digit) || year == b"0000" {
+        return None;
+    }
+    let y: u32 = year.iter().fold(0, |a, d| a * 10 + u32::from(d - b'0'));
+    let rest = &v[4..];
+    if rest.first() != Some(&b'-') {
+        return Some(rest);
+    }
+    let m = two(rest, 1)?;
+    if !(1..=12).contains(&m) {
+        return None;
+    }
+    let rest = &rest[3..];
+    if rest.first() != Some(&b'-') {
+        return Some(rest);
+    }
+    let d = two(rest, 1)?;
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if d == 0 || d > days {
+        return None;
+    }
+    Some(&rest[3..])
+}
+
+/// Reads `hh:mm:ss(.s+)?`; returns the rest.
+fn time(v: &[u8]) -> Option<&[u8]> {
+    let h = two(v, 0)?;
+    let m = two(v, 3)?;
+    let s = two(v, 6)?;
+    if v.get(2) != Some(&b':') || v.get(5) != Some(&b':') || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let mut i = 8;
+    if v.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while v.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+    }
+    Some(&v[i..])
+}
+
+/// `Z` or `(+|-)hh:mm` with hh 00..13 (or 14:00).
+fn zone(v: &[u8]) -> bool {
+    if v == b"Z" {
+        return true;
+    }
+    if v.len() != 6 || !matches!(v[0], b'+' | b'-') || v[3] != b':' {
+        return false;
+    }
+    match (two(v, 1), two(v, 4)) {
+        (Some(14), Some(0)) => true,
+        (Some(h), Some(m)) => h <= 13 && m <= 59,
+        _ => false,
+    }
+}
+
+fn date_time(v: &[u8], instant: bool) -> bool {
+    let Some(rest) = date(v) else { return false };
+    if rest.is_empty() {
+        return !instant;
+    }
+    // A time needs a full date.
+    if v.len() - rest.len() != 10 {
+        return false;
+    }
+    let Some(rest) = rest.strip_prefix(b"T") else { return false };
+    let Some(rest) = time(rest) else { return false };
+    zone(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::fhir::definitions as defs;
+
+    const SAMPLES: &[&str] = &[
+        "",
+        "0",
+        "-0",
+        "00",
+        "1",
+        "+1",
+        "-1",
+        "2147483647",
+        "2147483648",
+        "-2147483648",
+        "1.0",
+        "1.",
+        ".5",
+        "1e5",
+        "1E+05",
+        "-0.0",
+        "01.5",
+        "true",
+        "false",
+        "True",
+        "abc",
+        "a b",
+        " a",
+        "a ",
+        "a  b",
+        "a\tb",
+        "ab\u{1}",
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "abc-1.2",
+        "abc_1",
+        "urn:oid:1.2.3",
+        "urn:oid:3.1",
+        "urn:oid:1.02",
+        "urn:oid:1",
+        "urn:uuid:c757873d-ec9a-4326-a141-556f43239520",
+        "urn:uuid:C757873D-EC9A-4326-A141-556F43239520",
+        "QUJD",
+        "QUJDRA==",
+        "QUJ",
+        "QU JD",
+        "QUJD RA==",
+        "QUJD\nRA==",
+        "1970",
+        "0000",
+        "1970-13",
+        "1970-02-29",
+        "2000-02-29",
+        "1900-02-29",
+        "1970-04-31",
+        "1970-01-01",
+        "1970-1-01",
+        "1970-01-01T10:00:00Z",
+        "1970-01-01T10:00:00",
+        "1970-01-01T10:00Z",
+        "1970-01-01T24:00:00Z",
+        "1970-01-01T23:59:60.123+14:00",
+        "1970-01-01T23:59:59+14:01",
+        "1970-01-01T23:59:59-13:59",
+        "1970-01T10:00:00Z",
+        "10:00:00",
+        "10:00",
+        "23:59:60.5",
+        "24:00:00",
+        "http://x.org/a b",
+        "http://x.org/a",
+    ];
+
+    /// The hand-written checks agree with the core definitions' regexes, except where the
+    /// prose of the specification is stricter (documented in the module doc).
+    #[test]
+    fn agrees_with_the_definitions_regexes() {
+        for ty in [
+            "boolean",
+            "integer",
+            "unsignedInt",
+            "positiveInt",
+            "decimal",
+            "string",
+            "code",
+            "id",
+            "uri",
+            "oid",
+            "uuid",
+            "base64Binary",
+            "instant",
+            "dateTime",
+            "date",
+            "time",
+        ] {
+            let id = defs::type_id(ty.as_bytes()).expect("type");
+            let rx = defs::primitive_regex(id).expect("regex");
+            let re = regex_lite::Regex::new(&format!("^(?:{rx})$")).expect("compiles");
+            for s in SAMPLES {
+                let ours = is_valid(ty, s.as_bytes());
+                let theirs = re.is_match(s);
+                let stricter = !ours
+                    && theirs
+                    && (s.is_empty()
+                        || matches!(*s, "2147483648" | "1970-02-29" | "1900-02-29" | "1970-04-31")
+                        || s.contains('\u{1}'));
+                assert!(ours == theirs || stricter, "{ty} {s:?}: ours {ours}, regex {theirs}");
+            }
+        }
+    }
+
+    #[test]
+    fn examples() {
+        assert!(is_valid("date", b"2024-02-29"));
+        assert!(!is_valid("date", b"2023-02-29"));
+        assert!(is_valid("instant", b"2015-02-07T13:28:17.239+02:00"));
+        assert!(!is_valid("instant", b"2015-02-07"));
+        assert!(is_valid("decimal", b"123456789012345678901234567890.000000000000000001"));
+        assert!(!is_valid("integer", b"12345678901"));
+        assert!(!is_valid("string", b""));
+    }
+}

@@ -1,0 +1,267 @@
+//! Validation of one FHIR resource against the R4 core definitions.
+//!
+//! Checks, in one walk over the element tree: the findings of reading (unknown elements,
+//! JSON/XML shape), cardinality of every defined child (`CARDINALITY_MIN`/`MAX`; two types of
+//! one choice element count as two occurrences), primitive syntax (`PRIMITIVE_INVALID`),
+//! bindings to the bundled value sets (`CODE_INVALID` for required, `CODE_NOT_IN_VALUESET` as a
+//! warning for extensible and information for preferred), references between the entries of a
+//! Bundle and `fullUrl`/`id` agreement ([`super::bundle`]), and the invariants of the core
+//! definitions through the FHIRPath engine ([`super::fhirpath`]).
+//!
+//! Findings are value-free by construction. At most [`MAX_FINDINGS`] are kept.
+//!
+//! What it does not do: profiles (`meta.profile` is not followed), terminology beyond the
+//! bundled expansions, reference target types, or resolution outside the input.
+
+use crate::diag::{Code, Diagnostic, Location, Severity};
+
+use super::definitions::{self as defs, Kind, Strength};
+use super::model::{Document, ValueKind};
+use super::primitive;
+use super::read_json::json_kind_of;
+use super::{bundle, fhirpath};
+
+/// Findings beyond this count are dropped (the verdict is kept).
+pub const MAX_FINDINGS: usize = 1000;
+
+/// Validation options.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Options {
+    /// Warnings are raised to errors.
+    pub strict: bool,
+}
+
+/// Collects findings, applying `strict` and the cap.
+#[derive(Debug)]
+pub(super) struct Findings {
+    list: Vec<Diagnostic>,
+    strict: bool,
+    /// True once a finding of severity error or fatal is kept.
+    has_failure: bool,
+}
+
+impl Findings {
+    pub(super) fn new(strict: bool) -> Self {
+        Findings { list: Vec::new(), strict, has_failure: false }
+    }
+
+    /// Adds a finding with the code's default severity.
+    pub(super) fn push(&mut self, code: Code, location: Location) {
+        self.push_with(code, code.default_severity(), location);
+    }
+
+    /// Adds a finding with an explicit severity.
+    pub(super) fn push_with(&mut self, code: Code, severity: Severity, location: Location) {
+        let severity = if self.strict && severity == Severity::Warning { Severity::Error } else { severity };
+        let d = Diagnostic::new(code, location).with_severity(severity);
+        if self.list.len() >= MAX_FINDINGS {
+            // The cap never hides the verdict: a first failure replaces the last finding.
+            if severity.is_failure() && !self.has_failure {
+                self.list.pop();
+                self.list.push(d);
+                self.has_failure = true;
+            }
+            return;
+        }
+        self.has_failure |= severity.is_failure();
+        self.list.push(d);
+    }
+}
+
+/// Validates a document.
+pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
+    let mut f = Findings::new(options.strict);
+    for d in doc.findings() {
+        f.push_with(d.code, d.severity, d.location);
+    }
+    let mut counts: Vec<(u16, u32, u32)> = Vec::new();
+    for i in 0..doc.nodes().len() as u32 {
+        let node = doc.node(i);
+        if node.is_unknown() {
+            continue;
+        }
+        if let Some(ctx) = node.ctx {
+            cardinality(doc, i, ctx, &mut counts, &mut f);
+        }
+        if let (Some(ty), true) = (node.ty, node.has_value()) {
+            primitive_check(doc, i, ty, &mut f);
+        }
+        if let Some((strength, vs)) = node.elem.and_then(defs::element).and_then(|d| d.binding) {
+            binding(doc, i, strength, vs, &mut f);
+        }
+    }
+    bundle::check(doc, &mut f);
+    fhirpath::check_invariants(doc, &mut f);
+    f.list
+}
+
+/// True when no finding is an error or fatal.
+pub fn is_valid(findings: &[Diagnostic]) -> bool {
+    !findings.iter().any(|d| d.severity.is_failure())
+}
+
+fn cardinality(doc: &Document, i: u32, ctx: defs::ElemRef, counts: &mut Vec<(u16, u32, u32)>, f: &mut Findings) {
+    counts.clear();
+    for c in doc.children(i) {
+        let child = doc.node(c);
+        let Some(elem) = child.elem else { continue };
+        if elem.ty != ctx.ty {
+            continue;
+        }
+        match counts.iter_mut().find(|(idx, _, _)| *idx == elem.idx) {
+            Some(entry) => {
+                entry.1 += 1;
+                if let Some(def) = defs::element(elem) {
+                    if entry.1 == def.max.saturating_add(1) {
+                        entry.2 = c;
+                    }
+                }
+            }
+            None => {
+                counts.push((elem.idx, 1, if defs::element(elem).is_some_and(|d| d.max == 0) { c } else { u32::MAX }))
+            }
+        }
+    }
+    let defs_of = defs::type_def(ctx.ty);
+    let primitive = defs_of.kind == Kind::Primitive;
+    for &child in defs::children(ctx) {
+        let Some(def) = defs_of.elements.get(usize::from(child)) else { continue };
+        if primitive && def.name == "value" {
+            // The value of a primitive is not a child element (checked as the value itself).
+            continue;
+        }
+        let (count, first_extra) =
+            counts.iter().find(|(idx, _, _)| *idx == child).map_or((0, u32::MAX), |(_, n, extra)| (*n, *extra));
+        if count < def.min {
+            let path = doc.path_of_missing(i, defs::ElemRef { ty: ctx.ty, idx: child });
+            f.push(Code::CARDINALITY_MIN, Location::Fhir(path));
+        }
+        if count > def.max {
+            let at = if first_extra == u32::MAX { i } else { first_extra };
+            f.push(Code::CARDINALITY_MAX, Location::Fhir(doc.path(at)));
+        }
+    }
+}
+
+fn primitive_check(doc: &Document, i: u32, ty: defs::TypeId, f: &mut Findings) {
+    if defs::kind(ty) != Kind::Primitive {
+        return;
+    }
+    let node = doc.node(i);
+    let name = defs::type_name(ty);
+    // A JSON value of the wrong kind was reported when reading.
+    if node.value_kind == ValueKind::Number || node.value_kind == ValueKind::Bool {
+        if json_kind_of(name) != node.value_kind {
+            return;
+        }
+    } else if node.value_kind == ValueKind::String
+        && doc.syntax() == super::Syntax::Json
+        && json_kind_of(name) != ValueKind::String
+    {
+        return;
+    }
+    let ok = doc.value_span(i).classify(|v| primitive::is_valid(name, v));
+    if !ok {
+        f.push(Code::PRIMITIVE_INVALID, Location::Fhir(doc.path(i)));
+    }
+}
+
+fn binding(doc: &Document, i: u32, strength: Strength, vs: u16, f: &mut Findings) {
+    let Some(set) = defs::value_set(vs) else { return };
+    let node = doc.node(i);
+    let Some(ty) = node.ty else { return };
+    let in_set = match defs::type_name(ty) {
+        "code" | "string" | "uri" => {
+            if !node.has_value() {
+                return;
+            }
+            doc.value_span(i).classify(|v| set.contains(None, v))
+        }
+        "Coding" => match coding_in(doc, i, set) {
+            Some(ok) => ok,
+            None => return,
+        },
+        "CodeableConcept" => {
+            let mut any = false;
+            let mut ok = false;
+            for c in doc.named(i, "coding") {
+                if let Some(hit) = coding_in(doc, c, set) {
+                    any = true;
+                    ok |= hit;
+                }
+            }
+            if !any {
+                return;
+            }
+            ok
+        }
+        "Quantity" => {
+            // Bound on the unit code (`Quantity.code` with `system`).
+            match coding_in(doc, i, set) {
+                Some(ok) => ok,
+                None => return,
+            }
+        }
+        _ => return,
+    };
+    if in_set {
+        return;
+    }
+    let location = Location::Fhir(doc.path(i));
+    match strength {
+        Strength::Required => f.push(Code::CODE_INVALID, location),
+        Strength::Extensible => f.push_with(Code::CODE_NOT_IN_VALUESET, Severity::Warning, location),
+        Strength::Preferred => f.push_with(Code::CODE_NOT_IN_VALUESET, Severity::Information, location),
+    }
+}
+
+/// Whether a Coding-like node (`system` + `code` children) is in the set; `None` without a code.
+fn coding_in(doc: &Document, i: u32, set: &defs::ValueSet) -> Option<bool> {
+    let code = doc.named(i, "code").find(|&c| doc.node(c).has_value())?;
+    let system = doc.named(i, "system").find(|&c| doc.node(c).has_value());
+    let code_bytes = doc.value(code);
+    Some(match system {
+        Some(s) => set.contains(Some(doc.value(s)), code_bytes),
+        None => set.contains(None, code_bytes),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+
+    fn findings(input: &str) -> Vec<String> {
+        let doc = crate::formats::fhir::read(input.as_bytes().to_vec(), &Limits::default()).expect("reads");
+        validate(&doc, Options::default()).iter().map(|d| format!("{} {}", d.code.as_str(), d.location)).collect()
+    }
+
+    #[test]
+    fn structure_and_invariants() {
+        let f = findings(
+            r#"{"resourceType":"Patient","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"},"gender":"f","contact":[{}],"name":[{"given":["A"],"_given":[{"id":"g"}]}]}"#,
+        );
+        assert_eq!(
+            f,
+            [
+                "CODE_INVALID Patient.gender",
+                "INVARIANT_FAILED Patient.contact[0]/invariant:ele-1",
+                "INVARIANT_FAILED Patient.contact[0]/invariant:pat-1",
+            ]
+        );
+    }
+
+    #[test]
+    fn xml_reads_like_json() {
+        let xml = r#"<Patient xmlns="http://hl7.org/fhir"><text><status value="generated"/><div xmlns="http://www.w3.org/1999/xhtml">x</div></text><birthDate value="1970-02-30"/><deceasedBoolean value="true"/><deceasedDateTime value="2020"/></Patient>"#;
+        assert_eq!(findings(xml), ["CARDINALITY_MAX Patient.deceasedDateTime", "PRIMITIVE_INVALID Patient.birthDate"]);
+    }
+
+    #[test]
+    fn strict_raises_warnings() {
+        let doc =
+            crate::formats::fhir::read(br#"{"resourceType":"Patient"}"#.to_vec(), &Limits::default()).expect("reads");
+        assert!(is_valid(&validate(&doc, Options::default())));
+        assert!(!is_valid(&validate(&doc, Options { strict: true })));
+    }
+}

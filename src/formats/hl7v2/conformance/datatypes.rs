@@ -1,0 +1,291 @@
+//! Syntax of the HL7 v2 primitive data types that have one (chapter 2A): `DT`, `DTM` (and the
+//! time of `TS`), `TM`, `NM`, `SI`, and lookups of `ID` values in HL7-defined tables.
+//!
+//! Each check runs inside `PhiBytes::classify` and returns a [`Verdict`], a value-free result.
+//! Dates and times are checked against the grammar of the declared version ([`Era`]) and,
+//! separately, against a tolerant grammar, the union of all versions' (any precision down to the
+//! year, a time-zone offset on any date/time, up to four fractional digits, more as a
+//! deviation). A value the tolerant grammar accepts but the version's does not is
+//! [`Verdict::Nonstandard`]; calendar ranges (month, day of month with leap years, hour, minute,
+//! second, offset) are always enforced.
+//!
+//! What it does not do: unescape (a value holding an escape sequence fails the numeric and
+//! date checks, as it should: those types have no characters to escape), or check `ST`, `TX`,
+//! `FT` (any text), `IS` (user-defined tables) or the composite types (see `fields`).
+
+use crate::formats::hl7v2::schema::TableDef;
+
+use super::plan::{CodeSet, Era};
+
+/// The outcome of a value check.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Conformant in the declared version.
+    Ok,
+    /// Accepted by common practice or a later version, not by the declared version.
+    Nonstandard,
+    /// Not a value of the type in any version.
+    Invalid,
+}
+
+impl crate::phi::sealed::Sealed for Verdict {}
+impl crate::phi::ValueFree for Verdict {}
+
+fn digits(v: &[u8]) -> bool {
+    v.iter().all(u8::is_ascii_digit)
+}
+
+fn num(v: &[u8]) -> u32 {
+    v.iter().fold(0u32, |acc, d| acc.saturating_mul(10).saturating_add(u32::from(d.wrapping_sub(b'0'))))
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// Splits a trailing `+ZZZZ` / `-ZZZZ` offset. `Err` when the offset is malformed.
+fn split_offset(v: &[u8]) -> Result<(&[u8], bool), ()> {
+    let Some(at) = v.iter().position(|b| *b == b'+' || *b == b'-') else { return Ok((v, false)) };
+    let (body, zone) = v.split_at(at);
+    let zone = zone.get(1..).unwrap_or_default();
+    let ok = zone.len() == 4 && digits(zone) && num(&zone[..2]) <= 14 && num(&zone[2..]) <= 59;
+    if ok { Ok((body, true)) } else { Err(()) }
+}
+
+/// `YYYY[MM[DD]]`, with calendar ranges. `len` is 4, 6 or 8.
+fn date_parts_ok(v: &[u8]) -> bool {
+    if !matches!(v.len(), 4 | 6 | 8) || !digits(v) {
+        return false;
+    }
+    let year = num(&v[..4]);
+    if v.len() >= 6 {
+        let month = num(&v[4..6]);
+        if !(1..=12).contains(&month) {
+            return false;
+        }
+        if v.len() == 8 {
+            let day = num(&v[6..8]);
+            if day == 0 || day > days_in_month(year, month) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// `HH[MM[SS]]` ranges; `v` is 2, 4 or 6 digits.
+fn clock_ok(v: &[u8]) -> bool {
+    if !matches!(v.len(), 2 | 4 | 6) || !digits(v) {
+        return false;
+    }
+    num(&v[..2]) <= 23 && (v.len() < 4 || num(&v[2..4]) <= 59) && (v.len() < 6 || num(&v[4..6]) <= 59)
+}
+
+/// Splits `.S...` fractional seconds; returns (main, fraction digits count or None). `Err` when
+/// the fraction is empty or not digits.
+fn split_fraction(v: &[u8]) -> Result<(&[u8], Option<usize>), ()> {
+    match v.iter().position(|b| *b == b'.') {
+        None => Ok((v, None)),
+        Some(at) => {
+            let frac = v.get(at + 1..).unwrap_or_default();
+            if frac.is_empty() || !digits(frac) {
+                return Err(());
+            }
+            Ok((&v[..at], Some(frac.len())))
+        }
+    }
+}
+
+/// `DT`: `YYYY[MM[DD]]` (2.1 and 2.2: `YYYYMMDD`). No offset.
+pub(crate) fn date(v: &[u8], era: Era) -> Verdict {
+    if !date_parts_ok(v) {
+        return Verdict::Invalid;
+    }
+    if era == Era::V2_1 && v.len() != 8 {
+        return Verdict::Nonstandard;
+    }
+    Verdict::Ok
+}
+
+/// `TM`: `HH[MM[SS[.S[S[S[S]]]]]][+/-ZZZZ]` (2.1 and 2.2: minutes required).
+pub(crate) fn time(v: &[u8], era: Era) -> Verdict {
+    let Ok((body, _)) = split_offset(v) else { return Verdict::Invalid };
+    let Ok((clock, frac)) = split_fraction(body) else { return Verdict::Invalid };
+    if !clock_ok(clock) || (frac.is_some() && clock.len() != 6) {
+        return Verdict::Invalid;
+    }
+    if frac.is_some_and(|n| n > 4) || (era == Era::V2_1 && clock.len() == 2) {
+        return Verdict::Nonstandard;
+    }
+    Verdict::Ok
+}
+
+/// `DTM` and the time of `TS`: `YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ]`; 2.3 and 2.4
+/// write hours and minutes together; 2.1 and 2.2 need the full date.
+pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
+    let Ok((body, _)) = split_offset(v) else { return Verdict::Invalid };
+    let Ok((main, frac)) = split_fraction(body) else { return Verdict::Invalid };
+    if main.len() < 4 || !digits(main) {
+        return Verdict::Invalid;
+    }
+    let (day, clock) = main.split_at(main.len().min(8));
+    if !date_parts_ok(day) || (!clock.is_empty() && (day.len() != 8 || !clock_ok(clock))) {
+        return Verdict::Invalid;
+    }
+    if frac.is_some() && clock.len() != 6 {
+        return Verdict::Invalid;
+    }
+    let nonstandard = frac.is_some_and(|n| n > 4)
+        || match era {
+            Era::V2_1 => day.len() != 8 || clock.len() == 2,
+            Era::V2_3 => clock.len() == 2,
+            Era::V2_5 => false,
+        };
+    if nonstandard { Verdict::Nonstandard } else { Verdict::Ok }
+}
+
+/// `NM`: an optional sign, digits, an optional decimal point (`+1`, `-0.5`, `.5`, `5.`).
+pub(crate) fn number(v: &[u8]) -> bool {
+    let body = match v.first() {
+        Some(b'+' | b'-') => &v[1..],
+        _ => v,
+    };
+    let mut seen_digit = false;
+    let mut seen_point = false;
+    for &b in body {
+        match b {
+            b'0'..=b'9' => seen_digit = true,
+            b'.' if !seen_point => seen_point = true,
+            _ => return false,
+        }
+    }
+    seen_digit
+}
+
+/// `SI`: a non-negative integer.
+pub(crate) fn sequence_id(v: &[u8]) -> bool {
+    !v.is_empty() && digits(v)
+}
+
+/// Where a value stands against an HL7-defined table.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Coded {
+    /// Listed (or matching a pattern the table itself defines).
+    Listed,
+    /// A local code: starts with `Z` (HL7 reserves Z codes for local use).
+    Local,
+    /// Not listed.
+    Unlisted,
+}
+
+impl crate::phi::sealed::Sealed for Coded {}
+impl crate::phi::ValueFree for Coded {}
+
+/// Looks `v` up in `set`. Beyond its values it accepts what the table itself defines as
+/// patterns (table 0396: `HL7nnnn` and `99zzz`).
+pub(crate) fn coded(v: &[u8], set: &CodeSet) -> Coded {
+    if set.contains(v) {
+        return Coded::Listed;
+    }
+    if set.number == 396 {
+        let hl7 = v.len() == 7 && v.starts_with(b"HL7") && digits(&v[3..]);
+        let local = v.len() > 2 && v.starts_with(b"99") && v[2..].iter().all(u8::is_ascii_alphanumeric);
+        if hl7 || local {
+            return Coded::Listed;
+        }
+    }
+    if v.first() == Some(&b'Z') { Coded::Local } else { Coded::Unlisted }
+}
+
+/// Whether a value outside `table` is only a warning: approximate value lists (2.1 to 2.3,
+/// from an unversioned source), and the tables HL7 maintains outside the standard's text and
+/// extends between versions: 0396 (coding systems), 0291 (subtype of referenced data, MIME
+/// subtypes) and 0834 (MIME types).
+pub(crate) fn is_open(table: &TableDef) -> bool {
+    table.values_approximate || matches!(table.number, 291 | 396 | 834)
+}
+
+/// Characters in a UTF-8 (or single-byte) value: bytes that do not continue a UTF-8 sequence.
+pub(crate) fn char_count(v: &[u8]) -> usize {
+    v.iter().filter(|b| (**b & 0xC0) != 0x80).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Verdict::{Invalid, Nonstandard, Ok};
+
+    #[test]
+    fn dates() {
+        assert_eq!(date(b"20240229", Era::V2_5), Ok);
+        assert_eq!(date(b"20230229", Era::V2_5), Invalid);
+        assert_eq!(date(b"202402", Era::V2_5), Ok);
+        assert_eq!(date(b"2024", Era::V2_5), Ok);
+        assert_eq!(date(b"2024", Era::V2_1), Nonstandard);
+        assert_eq!(date(b"20241301", Era::V2_5), Invalid);
+        assert_eq!(date(b"2024-02-01", Era::V2_5), Invalid);
+        assert_eq!(date(b"20240201-0500", Era::V2_5), Invalid);
+        assert_eq!(date(b"", Era::V2_5), Invalid);
+        assert_eq!(date(b"19840312 ", Era::V2_5), Invalid);
+    }
+
+    #[test]
+    fn datetimes() {
+        assert_eq!(datetime(b"20240311093100-0700", Era::V2_5), Ok);
+        assert_eq!(datetime(b"20240311093100.1234+0100", Era::V2_5), Ok);
+        assert_eq!(datetime(b"20240311093100.123456", Era::V2_5), Nonstandard);
+        assert_eq!(datetime(b"2024031109", Era::V2_5), Ok);
+        assert_eq!(datetime(b"2024031109", Era::V2_3), Nonstandard);
+        assert_eq!(datetime(b"202403110931", Era::V2_3), Ok);
+        assert_eq!(datetime(b"2024", Era::V2_3), Ok);
+        assert_eq!(datetime(b"2024", Era::V2_1), Nonstandard);
+        assert_eq!(datetime(b"20240311", Era::V2_1), Ok);
+        assert_eq!(datetime(b"20240311-0700", Era::V2_5), Ok);
+        assert_eq!(datetime(b"20240311250000", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"20240311236000", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"2024031109310", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"20240311093100-07", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"20240311093100+1500", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"2024031109.5", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"20240311093100.", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"2024-03-11T09:31", Era::V2_5), Invalid);
+        assert_eq!(datetime(b"-0700", Era::V2_5), Invalid);
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(time(b"0930", Era::V2_5), Ok);
+        assert_eq!(time(b"09", Era::V2_5), Ok);
+        assert_eq!(time(b"09", Era::V2_1), Nonstandard);
+        assert_eq!(time(b"093015.25-0500", Era::V2_5), Ok);
+        assert_eq!(time(b"2400", Era::V2_5), Invalid);
+        assert_eq!(time(b"0960", Era::V2_5), Invalid);
+        assert_eq!(time(b"9:30", Era::V2_5), Invalid);
+    }
+
+    #[test]
+    fn numbers() {
+        for ok in [&b"1"[..], b"-1", b"+1.5", b".5", b"5.", b"0012"] {
+            assert!(number(ok), "{ok:?}");
+        }
+        for bad in [&b""[..], b"-", b".", b"1.2.3", b"1e5", b" 1", b"1,5", b"<5"] {
+            assert!(!number(bad), "{bad:?}");
+        }
+        assert!(sequence_id(b"12"));
+        assert!(!sequence_id(b"-1"));
+        assert!(!sequence_id(b""));
+        assert!(!sequence_id(b"1.0"));
+    }
+
+    #[test]
+    fn characters() {
+        assert_eq!(char_count("Zoë".as_bytes()), 3);
+        assert_eq!(char_count(b"abc"), 3);
+    }
+}

@@ -1,0 +1,450 @@
+//! Per-version plans: the parts of the HL7 v2 definitions (`schema`) that the conformance
+//! checks need, resolved once per version so that checking a field is an index lookup.
+//!
+//! A [`Plan`] holds, for every segment and composite data type of one version, its elements
+//! (fields or components) with the check their data type calls for, the repetition and length
+//! limits, and the HL7-defined table to look values up in. Structure plans (see `structure`) are
+//! compiled lazily, per structure, on first use. Plans live in statics for the life of the
+//! process (bounded by the size of the embedded tables, not by any input).
+//!
+//! What it does not do: read messages. It also corrects two known defects of the sources: the
+//! 2.1 `TS` components are both marked required (only the time is), and before 2.5 `TS.1` is
+//! typed `ST` where the standard gives the date/time grammar.
+
+use std::sync::OnceLock;
+
+use crate::formats::hl7v2::schema::{self, ElementDef, Schema, TableDef, TableKind, Usage, Version};
+
+use super::structure::StructurePlan;
+
+/// Which date/time grammar of the standard applies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Era {
+    /// 2.1 and 2.2: `DT` is `YYYYMMDD`, `TM` is `HHMM[SS[.SSSS]]`, `TS` starts with a full date.
+    V2_1,
+    /// 2.3 and 2.4: `DT` is `YYYY[MM[DD]]`, hours and minutes go together.
+    V2_3,
+    /// 2.5 and later: `DTM` is `YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ]`.
+    V2_5,
+}
+
+/// What a primitive value is checked for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// Nothing can be said (`CM` in 2.1, `varies` not resolved, no data type).
+    Opaque,
+    /// Text (`ST`, `TX`, `FT`, `TN`, ...): any characters; extra components are reported.
+    Text,
+    /// `DT`.
+    Date,
+    /// `DTM`, and the time of a `TS`.
+    DateTime,
+    /// `TM`.
+    Time,
+    /// `NM`.
+    Number,
+    /// `SI`.
+    SequenceId,
+    /// `ID`: a value of an HL7-defined table.
+    Hl7Coded,
+    /// `IS`: a value of a user-defined table (never an error).
+    UserCoded,
+}
+
+/// The data type of an element, resolved.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Ty {
+    /// A primitive, with its check.
+    Primitive(Check),
+    /// A composite: an index into [`Plan::types`].
+    Composite(u16),
+    /// `varies`: the type is given by another field (OBX-5 by OBX-2).
+    Varies,
+}
+
+/// One field of a segment or component of a composite type.
+#[derive(Debug)]
+pub(crate) struct Elem {
+    /// Usage `R`.
+    pub required: bool,
+    /// Required here but in neither neighbouring version (fields only): a missing value is a
+    /// warning by default.
+    pub required_alone: bool,
+    /// Usage `X`: withdrawn or not supported.
+    pub withdrawn: bool,
+    /// Maximum number of occurrences; 0 for unbounded.
+    pub max_reps: u32,
+    /// Maximum length in characters; 0 when the sources give none.
+    pub max_len: u32,
+    /// The HL7-defined table the value must come from, as an index into the plan's code sets
+    /// (only for `ID`, only when the table is HL7-defined and its values are known).
+    pub table: Option<u16>,
+    pub ty: Ty,
+}
+
+/// A composite data type.
+#[derive(Debug)]
+pub(crate) struct TypePlan {
+    pub components: Box<[Elem]>,
+}
+
+/// A segment.
+#[derive(Debug)]
+pub(crate) struct SegmentPlan {
+    pub id: &'static str,
+    pub fields: Box<[Elem]>,
+}
+
+/// The values of an HL7-defined table, packed for lookup without string comparison: codes of
+/// up to 7 bytes as integers (bytes and length), longer ones as sorted byte strings. Entries the
+/// source wrote as a list (`L,M,N`) count as their parts.
+#[derive(Debug)]
+pub(crate) struct CodeSet {
+    /// The table number (0396 ...).
+    pub number: u16,
+    /// A value outside the list is a warning, not an error (see `datatypes::is_open`).
+    pub open: bool,
+    keys: Box<[u64]>,
+    long: Box<[&'static [u8]]>,
+}
+
+impl CodeSet {
+    fn new(table: &'static TableDef) -> CodeSet {
+        let mut keys = Vec::with_capacity(table.values.len());
+        let mut long = Vec::new();
+        for value in table.values.iter() {
+            let mut add = |v: &'static [u8]| match pack(v) {
+                Some(k) => keys.push(k),
+                None => long.push(v),
+            };
+            add(value.as_bytes());
+            if value.contains(',') {
+                value.as_bytes().split(|b| *b == b',').for_each(&mut add);
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        long.sort_unstable();
+        long.dedup();
+        CodeSet { number: table.number, open: super::datatypes::is_open(table), keys: keys.into(), long: long.into() }
+    }
+
+    /// Whether `v` is one of the table's values.
+    pub fn contains(&self, v: &[u8]) -> bool {
+        match pack(v) {
+            // Most tables are short: a linear scan beats the branches of a binary search.
+            Some(k) if self.keys.len() <= 32 => self.keys.contains(&k),
+            Some(k) => self.keys.binary_search(&k).is_ok(),
+            None => self.long.binary_search(&v).is_ok(),
+        }
+    }
+}
+
+/// Up to 7 bytes and the length in one integer.
+fn pack(v: &[u8]) -> Option<u64> {
+    if v.len() > 7 {
+        return None;
+    }
+    if v.is_empty() {
+        return Some(0);
+    }
+    let mut k = 0u64;
+    for &b in v {
+        k = (k << 8) | u64::from(b);
+    }
+    Some((k << (8 * (8 - v.len()))) | v.len() as u64)
+}
+
+/// Everything the checks need for one version.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub schema: &'static Schema,
+    pub era: Era,
+    codes: Box<[CodeSet]>,
+    /// The data types with ids of up to 7 bytes, by packed id (OBX-2 lookups).
+    type_keys: Box<[(u64, Ty)]>,
+    types: Box<[TypePlan]>,
+    segments: Box<[SegmentPlan]>,
+    structures: Box<[OnceLock<Option<StructurePlan>>]>,
+}
+
+static PLANS: [OnceLock<Option<Plan>>; 13] = [const { OnceLock::new() }; 13];
+
+/// The plan of version `v` (2.7.1 shares 2.7's), built on first use. `None` only if the embedded
+/// tables are corrupt, which the schema's unit tests rule out.
+pub(crate) fn plan(v: Version) -> Option<&'static Plan> {
+    let data = v.data_version();
+    let slot = Version::ALL.iter().position(|x| *x == data)?;
+    PLANS.get(slot)?.get_or_init(|| build(data)).as_ref()
+}
+
+impl Plan {
+    /// The segment with this id, when the version defines it.
+    pub fn segment(&self, id: &str) -> Option<&SegmentPlan> {
+        let i = self.schema.segments().binary_search_by(|s| s.id.cmp(id)).ok()?;
+        self.segments.get(i)
+    }
+
+    /// A code set by index.
+    pub fn codes(&self, index: u16) -> Option<&CodeSet> {
+        self.codes.get(usize::from(index))
+    }
+
+    /// A composite type by index.
+    pub fn composite(&self, index: u16) -> Option<&TypePlan> {
+        self.types.get(usize::from(index))
+    }
+
+    /// The type named `id` in this version (for OBX-5, typed by OBX-2).
+    pub fn type_named(&self, id: &[u8]) -> Option<Ty> {
+        if let Some(key) = pack(id) {
+            let i = self.type_keys.binary_search_by_key(&key, |(k, _)| *k).ok()?;
+            return self.type_keys.get(i).map(|(_, ty)| *ty);
+        }
+        let i = self.schema.datatypes().binary_search_by(|d| d.id.as_bytes().cmp(id)).ok()?;
+        let def = self.schema.datatypes().get(i)?;
+        Some(resolve(self.schema, def.id))
+    }
+
+    /// The index of the structure named `id` (bytes from MSH-9.3, or a schema id).
+    pub fn structure_index(&self, id: &[u8]) -> Option<u16> {
+        let i = self.schema.structures().binary_search_by(|s| s.id.as_bytes().cmp(id)).ok()?;
+        u16::try_from(i).ok()
+    }
+
+    /// The compiled structure at `index`, built on first use.
+    pub fn structure(&'static self, index: u16) -> Option<&'static StructurePlan> {
+        let def = self.schema.structures().get(usize::from(index))?;
+        self.structures.get(usize::from(index))?.get_or_init(|| StructurePlan::compile(def)).as_ref()
+    }
+}
+
+fn era_of(v: Version) -> Era {
+    match v {
+        Version::V2_1 | Version::V2_2 => Era::V2_1,
+        Version::V2_3 | Version::V2_3_1 | Version::V2_4 => Era::V2_3,
+        _ => Era::V2_5,
+    }
+}
+
+/// Code sets, built as elements refer to tables.
+struct Tables {
+    schema: &'static Schema,
+    sets: Vec<CodeSet>,
+    index: std::collections::BTreeMap<u16, Option<u16>>,
+}
+
+impl Tables {
+    /// The code set of table `n`, when it is HL7-defined with a known list of values.
+    fn set(&mut self, n: u16) -> Option<u16> {
+        if let Some(i) = self.index.get(&n) {
+            return *i;
+        }
+        let table = self
+            .schema
+            .table(n)
+            .filter(|t| t.kind == TableKind::Hl7 && !t.values.is_empty() && !t.values.iter().any(|v| is_elision(v)));
+        let i = table.and_then(|t| {
+            let i = u16::try_from(self.sets.len()).ok()?;
+            self.sets.push(CodeSet::new(t));
+            Some(i)
+        });
+        self.index.insert(n, i);
+        i
+    }
+}
+
+fn build(v: Version) -> Option<Plan> {
+    let schema = schema::try_schema(v).ok()?;
+    let mut tables = Tables { schema, sets: Vec::new(), index: std::collections::BTreeMap::new() };
+    let types = schema
+        .datatypes()
+        .iter()
+        .map(|d| {
+            let is_ts = d.id == "TS";
+            let components = d
+                .components
+                .iter()
+                .map(|c| {
+                    let mut e = elem(schema, c, &mut tables);
+                    if is_ts && c.position == 1 {
+                        e.ty = Ty::Primitive(Check::DateTime);
+                    }
+                    if is_ts && c.position == 2 {
+                        e.required = false;
+                    }
+                    e
+                })
+                .collect();
+            TypePlan { components }
+        })
+        .collect();
+    let neighbours = neighbours(v);
+    let segments = schema
+        .segments()
+        .iter()
+        .map(|s| {
+            let fields = s
+                .fields
+                .iter()
+                .map(|f| {
+                    let mut e = elem(schema, f, &mut tables);
+                    e.required_alone = e.required && required_alone(&neighbours, s.id, f.position);
+                    e
+                })
+                .collect();
+            SegmentPlan { id: s.id, fields }
+        })
+        .collect();
+    let structures = schema.structures().iter().map(|_| OnceLock::new()).collect();
+    let mut type_keys: Vec<(u64, Ty)> =
+        schema.datatypes().iter().filter_map(|d| Some((pack(d.id.as_bytes())?, resolve(schema, d.id)))).collect();
+    type_keys.sort_unstable_by_key(|(k, _)| *k);
+    Some(Plan {
+        schema,
+        era: era_of(v),
+        codes: tables.sets.into(),
+        type_keys: type_keys.into(),
+        types,
+        segments,
+        structures,
+    })
+}
+
+/// The versions just before and after `v` (with their own tables).
+fn neighbours(v: Version) -> Vec<&'static Schema> {
+    let data: Vec<Version> = Version::ALL.into_iter().filter(|x| x.data_version() == *x).collect();
+    let Some(i) = data.iter().position(|x| *x == v) else { return Vec::new() };
+    [i.checked_sub(1), Some(i + 1)]
+        .into_iter()
+        .flatten()
+        .filter_map(|j| data.get(j))
+        .filter_map(|x| schema::try_schema(*x).ok())
+        .collect()
+}
+
+/// Whether field `position` of segment `id` is required in no neighbouring version that
+/// defines it (and at least one does): the sources disagree, and the version's `R` is likely
+/// theirs, not the standard's (OBX-4 in 2.3.1).
+fn required_alone(neighbours: &[&'static Schema], id: &str, position: u16) -> bool {
+    let mut seen = false;
+    for n in neighbours {
+        if let Some(f) = n.field(id.as_bytes(), usize::from(position)) {
+            if f.usage == Usage::Required {
+                return false;
+            }
+            seen = true;
+        }
+    }
+    seen
+}
+
+fn elem(schema: &'static Schema, def: &ElementDef, tables: &mut Tables) -> Elem {
+    let ty = resolve(schema, def.data_type);
+    let table = match ty {
+        Ty::Primitive(Check::Hl7Coded) => def.table.and_then(|n| tables.set(n)),
+        _ => None,
+    };
+    Elem {
+        required: def.usage == Usage::Required,
+        required_alone: false,
+        withdrawn: def.usage == Usage::Withdrawn,
+        max_reps: def.repeat.max().map_or(0, u32::from),
+        max_len: def.max_len.unwrap_or(0),
+        table,
+        ty,
+    }
+}
+
+/// A value list the source abbreviates (`…`, `...`): not a list to check against.
+fn is_elision(value: &str) -> bool {
+    value.contains('…') || value == "..."
+}
+
+/// The type named `id`: a primitive check by name, or a composite by index.
+fn resolve(schema: &Schema, id: &str) -> Ty {
+    let primitive = |name: &str| match name {
+        "DT" => Some(Check::Date),
+        "DTM" => Some(Check::DateTime),
+        "TM" => Some(Check::Time),
+        "NM" => Some(Check::Number),
+        "SI" => Some(Check::SequenceId),
+        "ID" => Some(Check::Hl7Coded),
+        "IS" => Some(Check::UserCoded),
+        "" | "CM" => Some(Check::Opaque),
+        _ => None,
+    };
+    if id == "varies" {
+        return Ty::Varies;
+    }
+    if let Some(check) = primitive(id) {
+        return Ty::Primitive(check);
+    }
+    for candidate in [id, schema_base(id)] {
+        let found = schema.datatypes().binary_search_by(|d| d.id.cmp(candidate)).ok();
+        if let Some(i) = found {
+            let Some(def) = schema.datatypes().get(i) else { break };
+            if def.primitive || def.components.is_empty() {
+                return Ty::Primitive(primitive(def.id).unwrap_or(Check::Text));
+            }
+            if let Ok(index) = u16::try_from(i) {
+                return Ty::Composite(index);
+            }
+        }
+    }
+    Ty::Primitive(Check::Opaque)
+}
+
+/// `CM_MSG` -> `CM`, `DR_SIMPLE` -> `DR`.
+fn schema_base(id: &str) -> &str {
+    id.split_once('_').map_or(id, |(head, _)| head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_codes() {
+        assert_ne!(pack(b"A"), pack(b"A\0"));
+        assert_ne!(pack(b""), pack(b"\0"));
+        assert_eq!(pack(b"ADT_A01").map(|k| k & 0xFF), Some(7));
+        assert_eq!(pack(b"ADT_A01X"), None);
+        let Some(p) = plan(Version::V2_5_1) else { panic!("no plan") };
+        let Some(msh) = p.segment("MSH") else { panic!("no MSH") };
+        let Some(Ty::Composite(msg)) = Some(msh.fields[8].ty) else { panic!("MSH-9 MSG") };
+        let t354 = p.composite(msg).and_then(|t| t.components[2].table).and_then(|i| p.codes(i));
+        assert!(t354.is_some_and(|t| t.contains(b"ADT_A01") && !t.contains(b"ADT_A0")));
+        // 0301 lists `L,M,N` as one entry in the source.
+        let Some(Ty::Composite(hd)) = p.type_named(b"HD") else { panic!("HD") };
+        let t301 = p.composite(hd).and_then(|t| t.components[2].table).and_then(|i| p.codes(i));
+        assert!(t301.is_some_and(|t| t.contains(b"M") && t.contains(b"ISO")));
+    }
+
+    #[test]
+    fn every_version_plans() {
+        for v in Version::ALL {
+            let p = plan(v).unwrap_or_else(|| panic!("no plan for {v}"));
+            assert!(p.segment("MSH").is_some(), "{v}");
+        }
+    }
+
+    #[test]
+    fn types_resolve() {
+        let Some(p) = plan(Version::V2_5_1) else { panic!("no plan") };
+        let Some(pid) = p.segment("PID") else { panic!("no PID") };
+        assert!(matches!(pid.fields[4].ty, Ty::Composite(_)), "PID-5 XPN");
+        assert_eq!(pid.fields[0].ty, Ty::Primitive(Check::SequenceId), "PID-1 SI");
+        assert!(pid.fields[4].max_reps == 0 && pid.fields[4].required);
+        let Some(obx) = p.segment("OBX") else { panic!("no OBX") };
+        assert_eq!(obx.fields[4].ty, Ty::Varies);
+        let t85 = obx.fields[10].table.and_then(|i| p.codes(i));
+        assert!(t85.is_some_and(|t| t.number == 85 && t.contains(b"F") && !t.contains(b"FF")), "OBX-11 ID table 0085");
+        assert_eq!(p.type_named(b"NM"), Some(Ty::Primitive(Check::Number)));
+        // 2.3: TS.1 is ST in the source, checked as a date/time.
+        let Some(p) = plan(Version::V2_3) else { panic!("no plan") };
+        let Some(Ty::Composite(ts)) = p.type_named(b"TS") else { panic!("TS composite") };
+        let ts = p.composite(ts).map(|t| &t.components[0].ty);
+        assert_eq!(ts, Some(&Ty::Primitive(Check::DateTime)));
+    }
+}

@@ -1,0 +1,638 @@
+//! Fuzz harness bodies, one per parser and entry point. Each `fuzz/fuzz_targets/<name>.rs` calls
+//! the function of the same name; `tests/fuzz_replay.rs` replays `fuzz/corpus/` and
+//! `fuzz/regressions/` through them under `cargo test`.
+//!
+//! Targets: [`hl7v2`] (one message: parse, validate, inspect, fmt round trip), [`mllp`]
+//! (deframing), [`batch`] (record splitting and the batch protocol), [`detect`] (format sniffing)
+//! [`pipeline`] (`ops::run` on bytes, every command) and, with the `mcp` feature, `mcp` (the MCP
+//! tool dispatcher). FHIR and policy targets join in their own issues.
+//!
+//! Oracles, in every target (a failed oracle panics, which is how libFuzzer sees it):
+//! - no panic and no hang (loops are bounded by the input; libFuzzer's `-timeout` backs this up);
+//! - every diagnostic location lies inside the input (offsets, and HL7 positions that name an
+//!   existing segment, field, repetition, component and subcomponent);
+//! - round trip where a serializer exists: parse, fmt, parse gives the same model (up to the
+//!   trailing empty parts that canonical form drops), and fmt is idempotent;
+//! - differential: a reader that hands out one byte at a time sees the same records and frames
+//!   as one that hands out the whole input;
+//! - no leak: every rendered diagnostic, failure line, value-free JSON item and log line matches
+//!   the grammar of codes, schema names and numbers, and no value run of the input shows in it
+//!   (see `oracle`). Each target runs twice: on the input as given, and on the input with every
+//!   value rewritten into a unique marker token (`MKR1X`, ...), where the check is exact.
+//!
+//! The harnesses stand in for `ops`: they grant a [`Disclosure`] to run the data-channel writers
+//! (fmt and the model writer) for the round trip. `tests/architecture.rs` allows
+//! `Disclosure::grant`, `expose_value` and `.raw()` under `src/internal/` for that reason.
+//!
+//! What it does not do: print anything, or run outside tests and fuzzing.
+
+mod logs;
+mod oracle;
+mod values;
+
+use std::io::{self, BufReader};
+
+use serde_json::Value;
+
+use crate::diag::{Code, Diagnostic, Location, Severity};
+use crate::formats::hl7v2::stream::{self, Kind};
+use crate::formats::hl7v2::{self, batch, fmt, inspect, validate, write};
+use crate::formats::{Format, mllp};
+use crate::limits::Limits;
+use crate::ops::{self, Command, Item, Outcome, Request, Sink, Source, Status};
+use crate::phi::{Disclosure, Phi};
+
+use oracle::Secondary;
+
+/// Runs `one` on the input as given, then on its marker-injected rewrite.
+fn both_modes(data: &[u8], one: fn(&[u8], bool)) {
+    logs::install();
+    one(data, false);
+    one(&values::inject_markers(data), true);
+}
+
+/// Limits small enough that the fuzzer reaches every limit path.
+fn tight_limits() -> Limits {
+    Limits { max_input_bytes: 48, max_segments: 4, max_field_bytes: 16, max_depth: 4, max_records: 3 }
+}
+
+// ---- hl7v2 --------------------------------------------------------------------------------
+
+/// One HL7 v2 message: parse, validate (tolerant and strict), inspect, fmt round trip.
+pub fn hl7v2(data: &[u8]) {
+    both_modes(data, hl7v2_one);
+}
+
+fn hl7v2_one(input: &[u8], markers: bool) {
+    let mut sec = Secondary::default();
+    let len = input.len() as u64;
+    for limits in [Limits::default(), tight_limits()] {
+        match hl7v2::parse(input.to_vec(), &limits) {
+            Err(fatal) => {
+                let expected = [
+                    Code::NO_MSH_SEGMENT,
+                    Code::MSH_TOO_SHORT,
+                    Code::INVALID_ENCODING_CHARACTERS,
+                    Code::CLI_INPUT_TOO_LARGE,
+                ];
+                assert!(expected.contains(&fatal.code), "unexpected fatal code {}", fatal.code.as_str());
+                oracle::offset_inside(&fatal, len);
+                sec.failure(Code::CLI_PARSE_FAILED, Some(fatal));
+            }
+            Ok(msg) => {
+                message_oracles(&msg, len, &mut sec);
+                round_trip(&msg, &limits);
+            }
+        }
+    }
+    sec.log(logs::take());
+    sec.check(input, markers);
+}
+
+/// Validate (both modes) and inspect one parsed message; positions and rendering.
+fn message_oracles(msg: &hl7v2::Message, limit: u64, sec: &mut Secondary) {
+    let mut tolerant = Vec::new();
+    for strict in [false, true] {
+        let findings = validate::validate(msg, validate::Options { strict, ..Default::default() });
+        assert!(findings.len() <= validate::MAX_FINDINGS, "more findings than MAX_FINDINGS");
+        for d in &findings {
+            assert!(!(strict && d.severity == Severity::Warning), "a warning survived strict mode");
+            oracle::offset_inside(d, limit);
+            oracle::hl7_position_inside(msg, d);
+            sec.diagnostic(d);
+        }
+        sec.json_item(&verdict_json(&findings));
+        if !strict {
+            tolerant = findings;
+        }
+    }
+    let summary = inspect::summarize(msg, &tolerant);
+    assert_eq!(summary.segments.values().map(|n| *n as usize).sum::<usize>(), summary.segment_count, "inspect counts");
+    assert_eq!(summary.segment_count, msg.segment_count(), "inspect segment count");
+    let json = serde_json::to_vec(&summary).unwrap_or_else(|_| panic!("inspect summary does not serialize"));
+    sec.json_item(&json);
+}
+
+fn verdict_json(findings: &[Diagnostic]) -> Vec<u8> {
+    let mut json = Vec::new();
+    json.extend_from_slice(b"{\"format\":\"hl7\",\"valid\":");
+    json.extend_from_slice(if validate::is_valid(findings) { b"true" } else { b"false" });
+    json.extend_from_slice(b",\"findings\":");
+    ops::findings_json(findings, &mut json);
+    json.push(b'}');
+    json
+}
+
+/// parse, fmt, parse: the same model up to dropped trailing empties; fmt is idempotent.
+fn round_trip(msg: &hl7v2::Message, limits: &Limits) {
+    // Stands in for ops (see the module doc): the writers need the capability.
+    let disclosure = Disclosure::grant();
+    let mut canon = Vec::new();
+    fmt::canonical(msg, &disclosure, &mut canon);
+    let again = match hl7v2::parse(canon.clone(), limits) {
+        Ok(m) => m,
+        Err(d) => panic!("the canonical form does not parse: {} at {}", d.code.as_str(), d.location),
+    };
+    let mut canon2 = Vec::new();
+    fmt::canonical(&again, &disclosure, &mut canon2);
+    assert!(canon == canon2, "fmt is not idempotent");
+    assert_eq!(again.segment_count(), msg.segment_count(), "fmt changed the number of segments");
+    let mut before = model(msg, &disclosure);
+    let after = model(&again, &disclosure);
+    normalize_model(&mut before);
+    assert!(before == after, "parse, fmt, parse changed the model");
+}
+
+fn model(msg: &hl7v2::Message, disclosure: &Disclosure) -> Value {
+    let mut out = Vec::new();
+    write::model_json(msg, disclosure, &mut out);
+    serde_json::from_slice(&out).unwrap_or_else(|_| panic!("the parse model is not valid JSON"))
+}
+
+/// Drops what canonical form drops: trailing empty fields, repetitions, components and
+/// subcomponents, and collapses a list left with one part to that part.
+fn normalize_model(v: &mut Value) {
+    let Some(segments) = v.get_mut("segments").and_then(Value::as_array_mut) else { return };
+    for seg in segments {
+        let header = matches!(seg.get("id").and_then(Value::as_str), Some("MSH" | "FHS" | "BHS"));
+        let Some(fields) = seg.get_mut("fields").and_then(Value::as_array_mut) else { continue };
+        let fixed = if header { 2.min(fields.len()) } else { 0 };
+        for f in fields.iter_mut().skip(fixed) {
+            if let Some(reps) = f.as_array_mut() {
+                reps.iter_mut().for_each(normalize_part);
+                while reps.last().is_some_and(is_empty_text) {
+                    reps.pop();
+                }
+            }
+        }
+        while fields.len() > fixed && fields.last().is_some_and(|f| f.as_array().is_some_and(Vec::is_empty)) {
+            fields.pop();
+        }
+    }
+}
+
+fn normalize_part(p: &mut Value) {
+    if let Value::Array(items) = p {
+        items.iter_mut().for_each(normalize_part);
+        while items.last().is_some_and(is_empty_text) {
+            items.pop();
+        }
+        match items.len() {
+            0 => *p = Value::String(String::new()),
+            1 => *p = items.pop().unwrap_or_default(),
+            _ => {}
+        }
+    }
+}
+
+fn is_empty_text(v: &Value) -> bool {
+    v.as_str().is_some_and(str::is_empty)
+}
+
+// ---- mllp ---------------------------------------------------------------------------------
+
+/// MLLP deframing.
+pub fn mllp(data: &[u8]) {
+    both_modes(data, mllp_one);
+}
+
+/// A frame, comparable.
+#[derive(Debug, PartialEq, Eq)]
+enum FrameView {
+    Content { len: usize, offset: u64, end_without_cr: bool },
+    Problem { code: Code, offset: u64 },
+}
+
+fn frames(reader: impl io::BufRead, limits: Limits, input_len: usize) -> Vec<FrameView> {
+    let mut out = Vec::new();
+    for f in mllp::Deframer::new(reader, limits) {
+        let f = f.unwrap_or_else(|_| panic!("reading from memory cannot fail"));
+        out.push(match f {
+            mllp::Frame::Content { bytes, offset, end_without_cr } => {
+                FrameView::Content { len: bytes.len(), offset, end_without_cr }
+            }
+            mllp::Frame::Problem { code, offset } => FrameView::Problem { code, offset },
+        });
+        assert!(out.len() <= input_len + 1, "the deframer does not stop");
+    }
+    out
+}
+
+fn mllp_one(input: &[u8], markers: bool) {
+    let mut sec = Secondary::default();
+    for limits in [Limits::default(), tight_limits()] {
+        let whole = frames(input, limits, input.len());
+        let chunked = frames(BufReader::with_capacity(1, input), limits, input.len());
+        assert_eq!(whole, chunked, "frames depend on how the input is read");
+        let mut last_end = 0u64;
+        for f in &whole {
+            match *f {
+                FrameView::Content { len, offset, .. } => {
+                    let start = offset as usize;
+                    assert!(
+                        start >= 1 && input.get(start - 1) == Some(&mllp::START),
+                        "content does not follow a start block"
+                    );
+                    let content = input.get(start..start + len).unwrap_or_else(|| panic!("frame past the input"));
+                    assert!(
+                        !content.contains(&mllp::START) && !content.contains(&mllp::END),
+                        "a frame holds a block byte"
+                    );
+                    assert_eq!(input.get(start + len), Some(&mllp::END), "content does not end at an end block");
+                    assert!(offset > last_end || last_end == 0, "frames out of order");
+                    last_end = offset;
+                }
+                FrameView::Problem { code, offset } => {
+                    let expected =
+                        [Code::MLLP_FRAME_TRUNCATED, Code::MLLP_DATA_OUTSIDE_FRAME, Code::CLI_INPUT_TOO_LARGE];
+                    assert!(expected.contains(&code), "unexpected MLLP problem {}", code.as_str());
+                    assert!((offset as usize) < input.len(), "problem offset past the input");
+                    let d = Diagnostic::new(code, Location::Offset(offset));
+                    sec.diagnostic(&d);
+                    sec.failure(code, Some(d));
+                }
+            }
+        }
+    }
+    sec.log(logs::take());
+    sec.check(input, markers);
+}
+
+// ---- batch --------------------------------------------------------------------------------
+
+/// Record splitting (`stream::Splitter`) and the batch protocol (`batch::Tracker`).
+pub fn batch(data: &[u8]) {
+    both_modes(data, batch_one);
+}
+
+fn split(reader: impl io::BufRead, limits: Limits, input_len: usize) -> Vec<stream::Raw> {
+    let mut out = Vec::new();
+    for r in stream::Splitter::new(reader, limits) {
+        out.push(r.unwrap_or_else(|_| panic!("reading from memory cannot fail")));
+        assert!(out.len() <= input_len + 1, "the splitter does not stop");
+    }
+    out
+}
+
+fn same_records(a: &[stream::Raw], b: &[stream::Raw]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.kind == y.kind && x.offset == y.offset && x.bytes == y.bytes)
+}
+
+/// Records are in order, are exactly the input bytes at their offsets, and what lies between
+/// them is white space (or a leading BOM).
+fn records_cover(input: &[u8], records: &[stream::Raw]) {
+    let mut pos = 0usize;
+    for r in records {
+        let start = r.offset as usize;
+        assert!(start >= pos, "records overlap or are out of order");
+        let gap = &input[pos..start];
+        let gap = if pos == 0 { gap.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(gap) } else { gap };
+        assert!(gap.iter().all(u8::is_ascii_whitespace), "bytes lost between records");
+        let Some(bytes) = &r.bytes else {
+            pos = start;
+            continue;
+        };
+        assert_eq!(input.get(start..start + bytes.len()), Some(&bytes[..]), "record bytes differ from the input");
+        let body = if start == 0 { bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes) } else { bytes };
+        assert!(body.iter().any(|b| !b.is_ascii_whitespace()), "a record holds only white space");
+        if let Kind::Envelope(_) = r.kind {
+            let line_end = body.iter().position(|&b| b == b'\r' || b == b'\n').unwrap_or(body.len());
+            assert!(
+                body[line_end..].iter().all(|&b| b == b'\r' || b == b'\n'),
+                "an envelope record holds more than one line"
+            );
+        }
+        pos = start + bytes.len();
+    }
+    let tail = &input[pos..];
+    let tail = if pos == 0 { tail.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(tail) } else { tail };
+    assert!(tail.iter().all(u8::is_ascii_whitespace), "bytes lost after the last record");
+}
+
+fn batch_one(input: &[u8], markers: bool) {
+    let mut sec = Secondary::default();
+    let len = input.len() as u64;
+    let limits = Limits::default();
+    let whole = split(input, limits, input.len());
+    let chunked = split(BufReader::with_capacity(1, input), limits, input.len());
+    assert!(same_records(&whole, &chunked), "records depend on how the input is read");
+    records_cover(input, &whole);
+    // The in-memory splitter (used for MLLP frame contents) agrees with the reader.
+    let slices = stream::split_slice(input);
+    let from_reader: Vec<(Kind, usize, usize)> =
+        whole.iter().map(|r| (r.kind, r.offset as usize, r.bytes.as_ref().map_or(0, Vec::len))).collect();
+    let from_slice: Vec<(Kind, usize, usize)> = slices.iter().map(|(k, r)| (*k, r.start, r.len())).collect();
+    assert_eq!(from_reader, from_slice, "split_slice disagrees with the Splitter");
+    let tight = split(input, tight_limits(), input.len());
+    assert!(tight.windows(2).all(|w| w[0].offset < w[1].offset), "records out of order under tight limits");
+
+    let mut tracker = batch::Tracker::default();
+    let mut delims = None;
+    for raw in whole {
+        let Some(bytes) = raw.bytes else { continue };
+        let end = raw.offset + bytes.len() as u64;
+        let options = validate::Options::default();
+        match raw.kind {
+            Kind::Message => {
+                tracker.message();
+                match hl7v2::parse::parse_at(bytes, raw.offset, &limits) {
+                    Ok(msg) => message_oracles(&msg, len, &mut sec),
+                    Err(fatal) => {
+                        assert!(
+                            matches!(fatal.location, Location::Offset(n) if n >= raw.offset && n <= end),
+                            "fatal outside its record"
+                        );
+                        sec.failure(Code::CLI_PARSE_FAILED, Some(fatal));
+                    }
+                }
+            }
+            Kind::Envelope(kind) => match hl7v2::parse::parse_envelope(bytes, raw.offset, &limits, delims) {
+                Ok(msg) => {
+                    if matches!(kind, stream::Envelope::Fhs | stream::Envelope::Bhs) {
+                        delims = Some(msg.delimiters());
+                    }
+                    for d in validate::validate_envelope(&msg, options) {
+                        oracle::offset_inside(&d, len);
+                        oracle::hl7_position_inside(&msg, &d);
+                        sec.diagnostic(&d);
+                    }
+                    for d in tracker.envelope(kind, Some(&msg)) {
+                        if matches!(d.code, Code::BATCH_COUNT_INVALID | Code::BATCH_COUNT_MISMATCH) {
+                            oracle::hl7_position_inside(&msg, &d);
+                        }
+                        tracker_diagnostic(&d, &mut sec);
+                    }
+                }
+                Err(fatal) => {
+                    assert!(
+                        matches!(fatal.location, Location::Offset(n) if n >= raw.offset && n <= end),
+                        "fatal outside its record"
+                    );
+                    sec.failure(Code::CLI_PARSE_FAILED, Some(fatal));
+                    for d in tracker.envelope(kind, None) {
+                        tracker_diagnostic(&d, &mut sec);
+                    }
+                }
+            },
+        }
+    }
+    for d in tracker.finish() {
+        tracker_diagnostic(&d, &mut sec);
+    }
+    assert!(tracker.finish().is_empty(), "finish is not idempotent");
+    sec.log(logs::take());
+    sec.check(input, markers);
+}
+
+fn tracker_diagnostic(d: &Diagnostic, sec: &mut Secondary) {
+    let Location::Hl7(p) = d.location else { panic!("a batch finding without an HL7 position") };
+    // A count is located at its own field; a trailer recognised by its first three bytes may
+    // have another id under the inherited separator (then `segment[1]`).
+    let count = matches!(d.code, Code::BATCH_COUNT_INVALID | Code::BATCH_COUNT_MISMATCH);
+    let envelope = matches!(p.segment, Some("FHS" | "BHS" | "BTS" | "FTS")) || (count && p.segment.is_none());
+    assert!(envelope && p.index == 1, "batch finding not on an envelope segment");
+    sec.diagnostic(d);
+}
+
+// ---- detect -------------------------------------------------------------------------------
+
+/// Format detection.
+pub fn detect(data: &[u8]) {
+    logs::install();
+    let mut sec = Secondary::default();
+    let result = crate::detect::detect(data);
+    let body = crate::detect::skip_bom_and_space(data);
+    assert!(data.ends_with(body) && body.first().is_none_or(|b| !b.is_ascii_whitespace()), "skip_bom_and_space");
+    let dicom_at = |b: &[u8]| b.get(128..132) == Some(b"DICM");
+    match result {
+        Ok(Format::Hl7) => assert!(matches!(body.get(..3), Some(b"MSH" | b"FHS" | b"BHS")), "hl7 without a header"),
+        Ok(Format::Mllp) => assert_eq!(body.first(), Some(&mllp::START), "mllp without a start block"),
+        Ok(Format::Dicom) => assert!(dicom_at(data), "dicom without DICM"),
+        Ok(_) => {}
+        Err(code) => {
+            let expected = [Code::CLI_EMPTY_INPUT, Code::CLI_FORMAT_UNDETECTED, Code::CLI_FORMAT_AMBIGUOUS];
+            assert!(expected.contains(&code), "unexpected detection code {}", code.as_str());
+            assert!(code != Code::CLI_EMPTY_INPUT || body.is_empty(), "empty input that is not empty");
+            sec.failure(code, None);
+        }
+    }
+    // A BOM and white space in front change nothing (DICOM's signature sits at a fixed offset).
+    let mut padded = b"\xEF\xBB\xBF \r\n\t".to_vec();
+    padded.extend_from_slice(data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data));
+    if !dicom_at(data) && !dicom_at(&padded) {
+        assert_eq!(crate::detect::detect(&padded), result, "leading BOM or white space changed detection");
+    }
+    sec.log(logs::take());
+    sec.check(data, false);
+}
+
+// ---- pipeline -----------------------------------------------------------------------------
+
+/// `ops::run` on bytes, for every command; the outcome, the failure line and the value-free
+/// items are checked; parse and fmt data are the data channel and exempt (fmt output must be a
+/// fixed point of fmt).
+pub fn pipeline(data: &[u8]) {
+    both_modes(data, pipeline_one);
+}
+
+/// A sink that keeps what it receives.
+#[derive(Debug, Default)]
+struct Collect {
+    items: Vec<Collected>,
+    bytes: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Collected {
+    record: Option<u64>,
+    json: Vec<u8>,
+    findings: Vec<Diagnostic>,
+}
+
+impl Sink for Collect {
+    fn item(&mut self, item: Item<'_>, _disclosure: &Disclosure) -> io::Result<()> {
+        match item {
+            Item::Bytes(b) => self.bytes.extend_from_slice(b),
+            Item::Json { record, json, findings, .. } => {
+                self.items.push(Collected { record, json: json.to_vec(), findings: findings.to_vec() })
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run_op(input: &[u8], command: Command, format: Option<Format>, strict: bool) -> (Outcome, Collect) {
+    let request = Request {
+        command,
+        source: Source::Bytes(Phi::new(input.to_vec())),
+        format,
+        limits: Limits::default(),
+        strict,
+        unsafe_show_values: false,
+        ndjson: false,
+    };
+    let mut sink = Collect::default();
+    let outcome = ops::run(request, &mut sink);
+    (outcome, sink)
+}
+
+fn pipeline_one(input: &[u8], markers: bool) {
+    let mut sec = Secondary::default();
+    let len = input.len() as u64;
+    let runs = [
+        (Command::Parse, None, false),
+        (Command::Validate, None, false),
+        (Command::Validate, None, true),
+        (Command::Inspect, None, false),
+        (Command::Fmt { check: false }, None, false),
+        (Command::Fmt { check: true }, None, false),
+        (Command::Validate, Some(Format::Hl7), false),
+        (Command::Validate, Some(Format::Mllp), false),
+    ];
+    for (command, format, strict) in runs {
+        let (outcome, got) = run_op(input, command, format, strict);
+        outcome_ok(&outcome, &got, command);
+        for item in &got.items {
+            sec.json_item(&item.json);
+            for d in &item.findings {
+                oracle::offset_inside(d, len);
+                sec.diagnostic(d);
+            }
+        }
+        if let Some(code) = outcome.code {
+            if let Some(cause) = &outcome.cause {
+                oracle::offset_inside(cause, len);
+            }
+            sec.failure(code, outcome.cause);
+        }
+        if command == (Command::Fmt { check: false }) && outcome.status == Status::Success && !got.bytes.is_empty() {
+            fmt_fixed_point(&got.bytes);
+        }
+    }
+    sec.log(logs::take());
+    sec.check(input, markers);
+}
+
+/// Outcome invariants: status, exit code and code agree; records are numbered in order.
+fn outcome_ok(o: &Outcome, got: &Collect, command: Command) {
+    assert!(o.excerpt.is_none(), "an excerpt without --unsafe-show-values");
+    match o.status {
+        Status::Success => assert!(o.exit == 0 && o.code.is_none() && o.cause.is_none(), "success with a code"),
+        Status::Verdict => assert!(matches!(o.exit, 1 | 65) && o.code.is_none(), "verdict with a code or a bad exit"),
+        Status::Failed => {
+            let code = o.code.unwrap_or_else(|| panic!("failure without a code"));
+            assert_eq!(o.exit, crate::error::exit_code_for(code), "failure exit code");
+            assert!(got.items.is_empty() || code == Code::CLI_INPUT_TOO_LARGE, "a failed command emitted items");
+        }
+    }
+    let numbers: Vec<Option<u64>> = got.items.iter().map(|i| i.record).collect();
+    if numbers.iter().any(Option::is_none) {
+        assert!(numbers.len() <= 1, "several items without record numbers");
+    } else if matches!(command, Command::Fmt { .. }) {
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "records out of order");
+    } else {
+        let expected: Vec<Option<u64>> = (1..=numbers.len() as u64).map(Some).collect();
+        assert_eq!(numbers, expected, "records not numbered 1..n");
+    }
+}
+
+// ---- mcp ----------------------------------------------------------------------------------
+
+/// The MCP tool dispatcher (`mcp::dispatch`, feature `mcp`). An input that is a JSON object
+/// `{"name": .., "arguments": {..}}` is dispatched as it is; any other input picks a tool by its
+/// first byte and passes the rest as `content`. Checked: no caught panic (`CLI_INTERNAL`), the
+/// reply envelope agrees with itself, failed replies and value-free data follow the grammar, and
+/// no value of the arguments shows in them.
+#[cfg(feature = "mcp")]
+pub fn mcp(data: &[u8]) {
+    logs::install();
+    mcp_one(data, false);
+    if !data.starts_with(b"{") {
+        let mut marked = data.get(..1).unwrap_or_default().to_vec();
+        marked.extend_from_slice(&values::inject_markers(data.get(1..).unwrap_or_default()));
+        mcp_one(&marked, true);
+    }
+}
+
+#[cfg(feature = "mcp")]
+fn mcp_one(input: &[u8], markers: bool) {
+    use serde_json::Map;
+    const TOOLS: [&str; 5] = ["parse", "validate", "inspect", "convert", "fmt"];
+    let mut runs: Vec<Vec<u8>> = Vec::new();
+    let (name, arguments) = match serde_json::from_slice::<Value>(input) {
+        Ok(Value::Object(mut req)) if input.starts_with(b"{") => {
+            let name = req.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let args = match req.remove("arguments") {
+                Some(Value::Object(m)) => Some(m),
+                _ => None,
+            };
+            collect_strings(&Value::Object(req), &mut runs);
+            if let Some(m) = &args {
+                for (k, v) in m {
+                    runs.push(k.as_bytes().to_vec());
+                    match v {
+                        Value::String(text) if k == "content" => runs.extend(values::runs(text.as_bytes())),
+                        other => collect_strings(other, &mut runs),
+                    }
+                }
+            }
+            (name, args)
+        }
+        _ => {
+            let tool = TOOLS[usize::from(input.first().copied().unwrap_or(0)) % TOOLS.len()];
+            let content = String::from_utf8_lossy(input.get(1..).unwrap_or_default()).into_owned();
+            runs.extend(values::runs(content.as_bytes()));
+            let mut args = Map::new();
+            args.insert("content".to_owned(), Value::String(content));
+            (tool.to_owned(), Some(args))
+        }
+    };
+    let reply = crate::mcp::dispatch(&name, arguments, &crate::mcp::Config::default());
+    assert_ne!(reply.code, Some(Code::CLI_INTERNAL), "dispatch caught a panic or an internal error");
+    let mut sec = Secondary::default();
+    match reply.code {
+        Some(code) => {
+            assert!(reply.status == Status::Failed && reply.data.is_none(), "a code without a failed status");
+            assert_eq!(reply.exit, crate::error::exit_code_for(code), "failed reply exit code");
+        }
+        None => assert!(reply.status != Status::Failed && reply.data.is_some(), "a failed reply without a code"),
+    }
+    let mut value = reply.into_value();
+    let data = value.as_object_mut().and_then(|o| o.remove("data"));
+    sec.reply_envelope(&value);
+    if let Some(data) = data {
+        let items = match data.get("records").and_then(Value::as_array) {
+            Some(list) => list.clone(),
+            None => vec![data],
+        };
+        for item in items {
+            sec.json_item(item.to_string().as_bytes());
+        }
+    }
+    sec.log(logs::take());
+    sec.check_runs(runs, markers);
+}
+
+/// Every string (and object key) of a JSON value, as value runs.
+#[cfg(feature = "mcp")]
+fn collect_strings(v: &Value, out: &mut Vec<Vec<u8>>) {
+    match v {
+        Value::String(s) => out.push(s.as_bytes().to_vec()),
+        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        Value::Object(map) => {
+            for (k, val) in map {
+                out.push(k.as_bytes().to_vec());
+                collect_strings(val, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// fmt's output is canonical: `fmt --check` accepts it and fmt returns it unchanged.
+fn fmt_fixed_point(canonical: &[u8]) {
+    let (check, _) = run_op(canonical, Command::Fmt { check: true }, None, false);
+    assert_eq!(check.status, Status::Success, "fmt --check rejects fmt's own output");
+    let (_, again) = run_op(canonical, Command::Fmt { check: false }, None, false);
+    assert!(again.bytes == canonical, "fmt is not idempotent through ops");
+}

@@ -1,0 +1,652 @@
+//! The oracles shared by every fuzz target: the grammar of the secondary channel, the no-leak
+//! check, and the positions of diagnostics.
+//!
+//! The secondary channel is everything a value must never reach: rendered diagnostics
+//! (`CODE severity location`), the failure line the CLI prints, the JSON items of validate,
+//! inspect, failed records and `fmt --check` (and the `warnings` of parse), and log lines. A
+//! harness gathers it in a [`Secondary`]; [`Secondary::check`] then asserts:
+//!
+//! - **grammar**: each line and JSON item matches the fixed grammar of registered codes,
+//!   severity words, code meanings, schema names (segment ids, structure and group names) and
+//!   numbers (the location grammar of `diag`);
+//! - **no leak**: after blanking every vocabulary word and number, no window of 4 bytes of the
+//!   input's value runs (see `values`) that holds a letter, a control byte or a byte above 0x7F
+//!   occurs in what is left; in marker mode, no marker token occurs at all.
+//!
+//! Exceptions, by contract: the `messageType` and `version` of an inspect summary are copied from
+//! MSH-9/MSH-12 when they match the standard's code patterns; they are checked against those
+//! patterns and then left out of the leak check.
+//!
+//! A failed oracle panics (that is what libFuzzer reports); the message may quote the rendered
+//! line, which is fuzz data.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::diag::{Code, Diagnostic, Hl7Position, Location, Severity};
+use crate::formats::hl7v2::{Message, schema, segment_ids};
+
+use super::values;
+
+/// The secondary-channel text produced while running one input.
+#[derive(Debug, Default)]
+pub(super) struct Secondary {
+    /// Lines that passed the grammar; the leak check runs over them.
+    text: Vec<u8>,
+    /// Lines already recorded (the same finding renders in several places).
+    seen: HashSet<String>,
+    /// Log messages: checked for markers only.
+    markers_only: Vec<u8>,
+}
+
+const SEVERITIES: [Severity; 4] = [Severity::Fatal, Severity::Error, Severity::Warning, Severity::Information];
+
+fn severity_from(s: &str) -> Option<Severity> {
+    SEVERITIES.into_iter().find(|v| v.as_str() == s)
+}
+
+impl Secondary {
+    fn push_line(&mut self, line: &str) {
+        if self.seen.insert(line.to_owned()) {
+            self.text.extend_from_slice(line.as_bytes());
+            self.text.push(b'\n');
+        }
+    }
+
+    /// Renders a diagnostic as the CLI's human output does (`CODE severity location`), checks its
+    /// grammar and records it.
+    pub(super) fn diagnostic(&mut self, d: &Diagnostic) {
+        let line = format!("{} {} {}", d.code.as_str(), d.severity.as_str(), d.location);
+        diagnostic_line_ok(&line);
+        self.push_line(&line);
+    }
+
+    /// The failure line of `cli::output::failure`, checked and recorded.
+    pub(super) fn failure(&mut self, code: Code, cause: Option<Diagnostic>) {
+        let line = crate::cli::output::failure_line(code, cause);
+        failure_line_ok(&line);
+        if let Some(d) = cause {
+            self.diagnostic(&d);
+        }
+        self.push_line(&line);
+    }
+
+    /// A value-free JSON item (validate, inspect, failed record, `fmt --check`); parse items pass
+    /// only their `warnings`. Checks the shape and records the item.
+    pub(super) fn json_item(&mut self, json: &[u8]) {
+        let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(json) else {
+            panic!("a JSON item is not a JSON object");
+        };
+        if let Some(r) = map.get("record") {
+            assert!(r.as_u64().is_some_and(|n| n >= 1), "record is not a positive number");
+        }
+        let format = map.get("format").and_then(Value::as_str).unwrap_or_default().to_owned();
+        assert!(crate::formats::Format::from_name(&format).is_some(), "unknown format in a JSON item");
+        if map.contains_key("model") {
+            // parse: the model is the data channel; only the warnings are secondary.
+            let warnings = map.remove("warnings").unwrap_or(Value::Array(Vec::new()));
+            findings_ok(&warnings);
+            let kept = serde_json::json!({ "format": format, "warnings": warnings });
+            self.push_line(&kept.to_string());
+            return;
+        }
+        let keys: BTreeSet<String> = map.keys().cloned().collect();
+        let allowed: &[&str] = if map.contains_key("error") {
+            let code = map.get("error").and_then(Value::as_str).unwrap_or_default();
+            assert!(Code::from_name(code).is_some(), "failed record with an unregistered code");
+            &["record", "format", "error"]
+        } else if map.contains_key("canonical") {
+            assert_eq!(map.get("canonical"), Some(&Value::Bool(false)), "fmt --check item must say false");
+            &["record", "format", "canonical"]
+        } else if map.contains_key("valid") {
+            assert!(map.get("valid").is_some_and(Value::is_boolean), "valid is not a boolean");
+            findings_ok(map.get("findings").unwrap_or(&Value::Null));
+            &["record", "format", "valid", "findings"]
+        } else if format == "fhir" {
+            fhir_inspect_ok(&map);
+            &[
+                "record",
+                "format",
+                "syntax",
+                "fhirVersion",
+                "resourceType",
+                "bundleType",
+                "entryCount",
+                "resources",
+                "containedCount",
+                "elementCount",
+                "unknownElementCount",
+                "extensionCount",
+                "profileCount",
+                "warningCount",
+                "errorCount",
+            ]
+        } else {
+            inspect_ok(&mut map);
+            &["record", "format", "messageType", "version", "segmentCount", "segments", "warningCount", "errorCount"]
+        };
+        for k in &keys {
+            assert!(allowed.contains(&k.as_str()), "unexpected key {k:?} in a JSON item");
+        }
+        self.push_line(&Value::Object(map).to_string());
+    }
+
+    /// An MCP reply envelope `{ok, status, exit, code?}` without its data, checked and recorded.
+    #[cfg(feature = "mcp")]
+    pub(super) fn reply_envelope(&mut self, v: &Value) {
+        let obj = v.as_object().unwrap_or_else(|| panic!("an MCP reply is not an object"));
+        for (k, val) in obj {
+            let ok = match k.as_str() {
+                "ok" => val.is_boolean(),
+                "status" => matches!(val.as_str(), Some("success" | "verdict" | "failed")),
+                "exit" => val.as_u64().is_some(),
+                "code" => val.as_str().and_then(Code::from_name).is_some(),
+                _ => false,
+            };
+            assert!(ok, "MCP reply field {k:?} outside the grammar");
+        }
+        self.push_line(&v.to_string());
+    }
+
+    /// What a run logged (see `logs`): field values get both leak checks; message texts, which
+    /// are program text, only the exact marker check.
+    pub(super) fn log(&mut self, (messages, fields): (Vec<u8>, Vec<u8>)) {
+        self.text.extend_from_slice(&fields);
+        self.markers_only.extend_from_slice(&messages);
+    }
+
+    /// The no-leak check against the value runs of `input`; in marker mode, also no marker.
+    pub(super) fn check(&self, input: &[u8], markers: bool) {
+        self.check_runs(values::runs(input), markers);
+    }
+
+    /// As [`Secondary::check`], with the value runs given.
+    pub(super) fn check_runs(&self, runs: Vec<Vec<u8>>, markers: bool) {
+        let scrubbed = scrub(&self.text);
+        if markers {
+            let mut all = scrubbed.clone();
+            all.extend_from_slice(&self.markers_only);
+            let mut rest = &all[..];
+            while let Some(p) = memchr::memmem::find(rest, values::MARKER_PREFIX) {
+                let after = &rest[p + 3..];
+                let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+                assert!(
+                    !(digits > 0 && after.get(digits) == Some(&b'X')),
+                    "marker leaked into the secondary channel: {}",
+                    String::from_utf8_lossy(&self.text)
+                );
+                rest = after;
+            }
+        }
+        if !scrubbed.iter().any(|&b| significant(b)) {
+            return; // no window with a significant byte can match
+        }
+        for run in runs {
+            for w in run.windows(4) {
+                if w.iter().any(|&b| significant(b)) && memchr::memmem::find(&scrubbed, w).is_some() {
+                    panic!(
+                        "value bytes {:?} leaked into the secondary channel: {}",
+                        String::from_utf8_lossy(w),
+                        String::from_utf8_lossy(&self.text)
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A byte that grammar text (numbers, punctuation) never holds once vocabulary is blanked.
+fn significant(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b >= 0x80 || (b < 0x20 && b != b'\n')
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Blanks vocabulary words and numbers; what is left should be punctuation and white space.
+fn scrub(text: &[u8]) -> Vec<u8> {
+    let mut out = text.to_vec();
+    let mut i = 0;
+    while i < out.len() {
+        if !is_word_byte(out[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < out.len() && is_word_byte(out[i]) {
+            i += 1;
+        }
+        let word = std::str::from_utf8(&out[start..i]).unwrap_or_default();
+        if is_vocabulary(word) {
+            out[start..i].fill(b' ');
+        }
+    }
+    out
+}
+
+fn is_vocabulary(word: &str) -> bool {
+    word.bytes().all(|b| b.is_ascii_digit())
+        || segment_ids::schema_name(word.as_bytes()).is_some()
+        || vocabulary().contains(word)
+        || schema_names().contains(word)
+        || fhir_word(word)
+}
+
+/// FHIR names: type names, element names, invariant keys (split at `-`), from the definitions.
+fn fhir_names() -> &'static HashSet<&'static str> {
+    use crate::formats::fhir::definitions as defs;
+    static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut out = HashSet::new();
+        for id in defs::all_types() {
+            let t = defs::type_def(id);
+            out.insert(t.name);
+            out.extend(t.elements.iter().map(|e| e.name).filter(|n| !n.is_empty()));
+        }
+        for c in defs::constraints() {
+            out.extend(c.key.split('-'));
+        }
+        out
+    })
+}
+
+/// A FHIR name, or a choice element rendered with its type (`value` + `DateTime`).
+fn fhir_word(word: &str) -> bool {
+    let names = fhir_names();
+    if names.contains(word) {
+        return true;
+    }
+    word.char_indices().skip(1).any(|(i, c)| {
+        if !c.is_ascii_uppercase() || !names.contains(&word[..i]) {
+            return false;
+        }
+        let ty = &word[i..];
+        let lower = format!("{}{}", c.to_ascii_lowercase(), &ty[1..]);
+        names.contains(ty) || names.contains(lower.as_str())
+    })
+}
+
+/// Code names, severity words, the words of code meanings, JSON keys and fixed words.
+fn vocabulary() -> &'static HashSet<&'static str> {
+    static WORDS: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    WORDS.get_or_init(|| {
+        let mut w: HashSet<&'static str> = HashSet::new();
+        for code in Code::ALL {
+            w.insert(code.as_str());
+            w.extend(
+                code.meaning().split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|s| !s.is_empty()),
+            );
+        }
+        w.extend(SEVERITIES.iter().map(|s| s.as_str()));
+        w.extend(crate::formats::Format::ALL.iter().map(|f| f.as_str()));
+        w.extend(crate::formats::Operation::ALL.iter().map(|o| o.as_str()));
+        w.extend([
+            "phiward",
+            "at",
+            "segment",
+            "offset",
+            "record",
+            "format",
+            "valid",
+            "findings",
+            "code",
+            "severity",
+            "location",
+            "error",
+            "canonical",
+            "warnings",
+            "segmentCount",
+            "segments",
+            "warningCount",
+            "errorCount",
+            "true",
+            "false",
+            "null",
+            "invariant",
+            "syntax",
+            "json",
+            "xml",
+            "fhirVersion",
+            "resourceType",
+            "bundleType",
+            "entryCount",
+            "resources",
+            "containedCount",
+            "elementCount",
+            "unknownElementCount",
+            "extensionCount",
+            "profileCount",
+        ]);
+        w
+    })
+}
+
+/// Structure ids, group names and segment ids of every version's schema.
+fn schema_names() -> &'static HashSet<&'static str> {
+    static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        fn nodes(out: &mut HashSet<&'static str>, list: &[schema::Node]) {
+            for n in list {
+                out.insert(n.name);
+                out.insert(n.short_name);
+                nodes(out, &n.children);
+            }
+        }
+        let mut out = HashSet::new();
+        for v in [
+            schema::Version::V2_1,
+            schema::Version::V2_2,
+            schema::Version::V2_3,
+            schema::Version::V2_3_1,
+            schema::Version::V2_4,
+            schema::Version::V2_5,
+            schema::Version::V2_5_1,
+            schema::Version::V2_6,
+            schema::Version::V2_7,
+            schema::Version::V2_8,
+            schema::Version::V2_8_1,
+            schema::Version::V2_8_2,
+        ] {
+            let Ok(s) = schema::try_schema(v) else { continue };
+            for st in s.structures() {
+                out.insert(st.id);
+                nodes(&mut out, &st.children);
+            }
+        }
+        out.extend(schema::known_segment_ids());
+        out
+    })
+}
+
+// ---- grammar ------------------------------------------------------------------------------
+
+fn diagnostic_line_ok(line: &str) {
+    let mut parts = line.splitn(3, ' ');
+    let (code, sev, loc) = (parts.next(), parts.next(), parts.next());
+    assert!(code.and_then(Code::from_name).is_some(), "unregistered code in {line:?}");
+    assert!(sev.and_then(severity_from).is_some(), "bad severity in {line:?}");
+    assert!(loc.is_some_and(location_ok), "location outside the grammar in {line:?}");
+}
+
+fn failure_line_ok(line: &str) {
+    let rest = line.strip_prefix("phiward: ").unwrap_or_else(|| panic!("failure line without prefix: {line:?}"));
+    let (name, rest) = rest.split_once(": ").unwrap_or_else(|| panic!("failure line without code: {line:?}"));
+    let code = Code::from_name(name).unwrap_or_else(|| panic!("unregistered code in {line:?}"));
+    let rest =
+        rest.strip_prefix(code.meaning()).unwrap_or_else(|| panic!("failure line meaning is not the code's: {line:?}"));
+    if rest.is_empty() {
+        return;
+    }
+    let cause = rest.strip_prefix(" (").and_then(|r| r.strip_suffix(')'));
+    let (cname, loc) =
+        cause.and_then(|c| c.split_once(" at ")).unwrap_or_else(|| panic!("bad failure cause in {line:?}"));
+    assert!(Code::from_name(cname).is_some(), "unregistered cause code in {line:?}");
+    assert!(location_ok(loc), "cause location outside the grammar in {line:?}");
+}
+
+fn findings_ok(v: &Value) {
+    let list = v.as_array().unwrap_or_else(|| panic!("findings is not an array"));
+    for f in list {
+        let obj = f.as_object().unwrap_or_else(|| panic!("a finding is not an object"));
+        assert_eq!(obj.len(), 3, "a finding has keys other than code, severity, location");
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_else(|| panic!("finding without {k}"));
+        diagnostic_line_ok(&format!("{} {} {}", s("code"), s("severity"), s("location")));
+    }
+}
+
+/// Checks an inspect summary and removes the two pattern-checked code fields.
+fn inspect_ok(map: &mut serde_json::Map<String, Value>) {
+    if let Some(t) = map.remove("messageType") {
+        let t = t.as_str().unwrap_or_default();
+        let ok = crate::formats::hl7v2::validate::message_type_ok(t.as_bytes(), b'^', b'&');
+        assert!(ok && t.len() <= 24, "messageType does not match the pattern: {t:?}");
+    }
+    if let Some(v) = map.remove("version") {
+        let v = v.as_str().unwrap_or_default();
+        assert!(crate::formats::hl7v2::validate::version_ok(v.as_bytes()), "version does not match the pattern: {v:?}");
+    }
+    for k in ["segmentCount", "warningCount", "errorCount"] {
+        assert!(map.get(k).and_then(Value::as_u64).is_some(), "inspect {k} is not a number");
+    }
+    let segs = map.get("segments").and_then(Value::as_object).unwrap_or_else(|| panic!("inspect segments missing"));
+    for (id, n) in segs {
+        assert!(
+            id == "?" || segment_ids::schema_name(id.as_bytes()).is_some(),
+            "inspect segment key {id:?} is not a schema id"
+        );
+        assert!(n.as_u64().is_some_and(|n| n >= 1), "inspect segment count is not positive");
+    }
+}
+
+/// Checks a FHIR inspect summary: names from the definitions, fixed words, numbers.
+fn fhir_inspect_ok(map: &serde_json::Map<String, Value>) {
+    for (k, v) in map {
+        match v {
+            Value::String(text) => {
+                let ok = matches!(text.as_str(), "fhir" | "json" | "xml" | "4.0.1") || fhir_word(text);
+                assert!(ok, "FHIR summary {k} is not a schema name: {text:?}");
+            }
+            Value::Number(_) => {}
+            Value::Object(inner) => {
+                for (name, n) in inner {
+                    assert!(fhir_word(name), "FHIR summary key {name:?} is not a schema name");
+                    assert!(n.as_u64().is_some(), "FHIR summary count is not a number");
+                }
+            }
+            _ => panic!("FHIR summary {k} has an unexpected kind"),
+        }
+    }
+}
+
+fn number(s: &str) -> Option<u64> {
+    if s.is_empty() || s.len() > 20 || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The location grammar of `diag`.
+pub(super) fn location_ok(s: &str) -> bool {
+    if s == "-" {
+        return true;
+    }
+    if let Some(n) = s.strip_prefix("offset:") {
+        return number(n).is_some();
+    }
+    if let Some(n) = s.strip_prefix("record:") {
+        return number(n).is_some_and(|n| n >= 1);
+    }
+    hl7_location_ok(s) || path_ok(s) || fhir_location_ok(s)
+}
+
+/// `Type.element[n].valueQuantity`, `...` for steps left out, then optionally `/offset:N` and
+/// `/invariant:key`; `-` for the empty path.
+fn fhir_location_ok(s: &str) -> bool {
+    let mut parts = s.split('/');
+    let main = parts.next().unwrap_or_default();
+    let mut seen_invariant = false;
+    for q in parts {
+        if let Some(n) = q.strip_prefix("offset:") {
+            if number(n).is_none() || seen_invariant {
+                return false;
+            }
+        } else if let Some(key) = q.strip_prefix("invariant:") {
+            let known = crate::formats::fhir::definitions::constraints().iter().any(|c| c.key == key);
+            if !known || seen_invariant {
+                return false;
+            }
+            seen_invariant = true;
+        } else {
+            return false;
+        }
+    }
+    if main == "-" {
+        return true;
+    }
+    let main = main.replace("...", ".");
+    !main.is_empty()
+        && main.split('.').all(|step| {
+            let (name, index) = match step.split_once('[') {
+                Some((n, rest)) => (n, Some(rest)),
+                None => (step, None),
+            };
+            fhir_word(name) && index.is_none_or(|i| i.strip_suffix(']').and_then(number).is_some())
+        })
+}
+
+/// `SEG[n]` or `segment[n]`, then optionally `-f`, `[r]`, `.c`, `.s`.
+fn hl7_location_ok(s: &str) -> bool {
+    let Some((seg, rest)) = s.split_once('[') else { return false };
+    if seg != "segment" && segment_ids::schema_name(seg.as_bytes()).is_none() {
+        return false;
+    }
+    let Some((idx, mut rest)) = rest.split_once(']') else { return false };
+    if number(idx).is_none() {
+        return false;
+    }
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(r) = rest.strip_prefix('-') else { return false };
+    let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+    if number(&r[..end]).is_none_or(|n| n == 0) {
+        return false;
+    }
+    rest = &r[end..];
+    if let Some(r) = rest.strip_prefix('[') {
+        let Some((rep, after)) = r.split_once(']') else { return false };
+        if number(rep).is_none_or(|n| n == 0) {
+            return false;
+        }
+        rest = after;
+    }
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(r) = rest.strip_prefix('.') else { return false };
+    let mut parts = r.split('.');
+    let comp = parts.next();
+    let sub = parts.next();
+    parts.next().is_none()
+        && comp.and_then(number).is_some_and(|n| n > 0)
+        && sub.is_none_or(|s| number(s).is_some_and(|n| n > 0))
+}
+
+/// `Structure.Group/SEG`: every name is a name of the standard's schema.
+fn path_ok(s: &str) -> bool {
+    let (a, b) = s.split_once('/').unwrap_or((s, ""));
+    let names = schema_names();
+    let name_ok = |n: &str| names.contains(n) || segment_ids::schema_name(n.as_bytes()).is_some();
+    !a.is_empty() && a.split('.').all(name_ok) && (b.is_empty() || b.split('.').all(name_ok))
+}
+
+// ---- positions ----------------------------------------------------------------------------
+
+/// A diagnostic's location is inside the input: offsets within `[0, limit]`.
+pub(super) fn offset_inside(d: &Diagnostic, limit: u64) {
+    let n = match d.location {
+        Location::Offset(n) => n,
+        Location::Fhir(p) => p.offset.map_or(0, u64::from),
+        _ => 0,
+    };
+    assert!(n <= limit, "{} at offset {n} past the end of the input ({limit})", d.code.as_str());
+}
+
+/// An HL7 v2 position names a segment, field, repetition, component and subcomponent that exist
+/// in `msg`. `MSH_FIELD_MISSING` names a field that may be absent.
+pub(super) fn hl7_position_inside(msg: &Message, d: &Diagnostic) {
+    let Location::Hl7(p) = d.location else { return };
+    let what = d.code.as_str();
+    assert!(p.index >= 1, "{what}: segment index 0");
+    let seg = match p.segment {
+        Some(id) => msg.segments().filter(|s| s.name() == Some(id)).nth(p.index as usize - 1),
+        None => msg.segments().nth(p.index as usize - 1).filter(|s| s.name().is_none()),
+    };
+    let Some(seg) = seg else { panic!("{what}: no segment at {}", d.location) };
+    if p.field == 0 {
+        assert!(p.repetition == 0 && p.component == 0 && p.subcomponent == 0, "{what}: parts without a field");
+        return;
+    }
+    // These codes name what is absent: the segment exists, the field (or component) may not.
+    if d.code == Code::MSH_FIELD_MISSING {
+        assert!(seg.is_header() && p.field >= 3, "{what}: not a header field at {}", d.location);
+        return;
+    }
+    if d.code == Code::FIELD_REQUIRED_MISSING {
+        return;
+    }
+    let Some(field) = seg.field(p.field) else { panic!("{what}: no field at {}", d.location) };
+    if d.code == Code::COMPONENT_REQUIRED_MISSING {
+        let p = Hl7Position { component: 0, subcomponent: 0, ..p };
+        part_inside(field, p, what);
+        return;
+    }
+    part_inside(field, p, what);
+}
+
+fn part_inside(field: crate::formats::hl7v2::parse::FieldRef<'_>, p: Hl7Position, what: &str) {
+    if !field.is_splittable() {
+        assert!(p.repetition <= 1 && p.component <= 1 && p.subcomponent <= 1, "{what}: parts of MSH-1/MSH-2");
+        return;
+    }
+    let d = field.delimiters();
+    let rep_no = p.repetition.max(1) as usize;
+    let Some(rep) = field.repetitions().nth(rep_no - 1) else { panic!("{what}: no repetition {rep_no}") };
+    if p.component == 0 {
+        assert_eq!(p.subcomponent, 0, "{what}: subcomponent without component");
+        return;
+    }
+    let Some(comp) = rep.split(Some(d.component)).nth(p.component as usize - 1) else {
+        panic!("{what}: no component {}", p.component)
+    };
+    if p.subcomponent > 0 {
+        let n = comp.split(Some(d.subcomponent)).count();
+        assert!(p.subcomponent as usize <= n, "{what}: no subcomponent {}", p.subcomponent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_grammar() {
+        for ok in [
+            "-",
+            "offset:0",
+            "offset:17",
+            "record:3",
+            "PID[1]",
+            "PID[1]-5[1].1.2",
+            "segment[7]-3",
+            "ZPD[2]-1.1",
+            "MSH[1]-12[1].1",
+        ] {
+            assert!(location_ok(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "offset:",
+            "offset:01",
+            "record:0",
+            "JOHN[1]",
+            "PID[1]-",
+            "PID[1]-0",
+            "PID[1]-5[1].1.2.3",
+            "PID[x]",
+            "Doe/PID",
+        ] {
+            assert!(!location_ok(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn scrub_keeps_only_foreign_words() {
+        let s = scrub(b"ESCAPE_UNKNOWN warning PID[1]-5 the input JOHN");
+        let left: Vec<u8> = s.into_iter().filter(|b| b.is_ascii_alphanumeric()).collect();
+        assert_eq!(left, b"JOHN");
+    }
+}

@@ -1,0 +1,83 @@
+//! The MCP front door (cargo feature `mcp`, on by default): a stdio server built on `rmcp` with
+//! four tools, `parse`, `validate`, `inspect` and `convert`.
+//!
+//! Usable as a library: [`tools::definitions`] (what `tools/list` shows), [`dispatch()`] (a tool
+//! name and raw JSON arguments to the structured reply, synchronously, without a transport) and
+//! [`serve_stdio`] (serves this process's stdin/stdout). `phiward mcp` and the `phiward-mcp`
+//! binary both end in [`serve_cli`].
+//!
+//! The boundary: a reply's `data` is the only place a message value can appear, and it is
+//! exactly what `phiward <tool> --json` prints for the same input (both come from `ops::run`).
+//! Failed replies carry a code and an exit code only. Arguments are read from the raw JSON by
+//! our own code, so nothing the caller sent is echoed in an error; rmcp's logging is capped at
+//! `warn` (it logs whole requests at `debug`); there is no `--unsafe-show-values` over MCP.
+//!
+//! What it does not do: open files or the network (the message comes in the arguments), or keep
+//! state between calls.
+
+pub mod dispatch;
+mod policy;
+pub mod server;
+pub mod tools;
+pub mod transport;
+
+pub use dispatch::{Config, Reply, dispatch};
+pub use server::{Server, serve_stdio};
+pub use tools::{Tool, definitions};
+
+use crate::cli::args::McpArgs;
+use crate::cli::output;
+use crate::diag::Code;
+use crate::error::{exit, exit_code_for};
+
+/// Resolves the start-up options (limits, `--policy`) and serves stdio; returns the exit code.
+pub fn serve_cli(args: McpArgs) -> u8 {
+    let mut config = Config { limits: args.limits.limits() };
+    if let Some(path) = &args.policy {
+        match policy::load(path) {
+            Ok(p) => config.limits = p.apply(config.limits),
+            Err(code) => {
+                output::failure_with(code, "the --policy file could not be loaded");
+                return exit_code_for(code);
+            }
+        }
+    }
+    tracing::debug!(max_input_bytes = config.limits.max_input_bytes, "serving MCP on stdio");
+    match serve_stdio(config) {
+        Ok(()) => exit::OK,
+        Err(code) => {
+            output::failure(code, None);
+            exit_code_for(code)
+        }
+    }
+}
+
+/// The `phiward-mcp` binary: the same server as `phiward mcp`, with the same options.
+pub fn main_entry() -> u8 {
+    use clap::Parser;
+
+    /// phiward-mcp: serve phiward's tools over the Model Context Protocol on stdio.
+    #[derive(Debug, Parser)]
+    #[command(name = "phiward-mcp", version, about, long_about = None)]
+    struct Cli {
+        #[command(flatten)]
+        args: McpArgs,
+    }
+
+    std::panic::set_hook(Box::new(|_| {}));
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let run = move || match Cli::try_parse_from(argv) {
+        Ok(cli) => {
+            crate::cli::init_logging();
+            serve_cli(cli.args)
+        }
+        Err(e) => crate::cli::usage_error(&e),
+    };
+    match std::panic::catch_unwind(run) {
+        Ok(code) => code,
+        Err(_) => {
+            output::failure(Code::CLI_INTERNAL, None);
+            exit::SOFTWARE
+        }
+    }
+}

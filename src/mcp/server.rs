@@ -1,0 +1,112 @@
+//! The MCP server: one struct, a `list_tools`/`call_tool` pair, served over stdio.
+//!
+//! Each call is stateless: the arguments go to [`dispatch`], whose reply becomes the result's
+//! structured content and, serialized once as JSON, its text content. A `failed` reply is
+//! marked as an error result. The server never answers a tool call with a JSON-RPC error: an
+//! unknown tool or bad arguments are `failed` replies with `CLI_USAGE`, so nothing the caller
+//! sent is echoed back by a protocol error message.
+//!
+//! What it does not do: read arguments (dispatch does) or write to stdout (the transport does).
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+
+use crate::diag::Code;
+
+use super::dispatch::{Config, Reply, dispatch};
+use super::tools;
+use super::transport::{LineTransport, Rejected};
+
+/// The phiward MCP server.
+#[derive(Debug, Clone)]
+pub struct Server {
+    config: Arc<Config>,
+    tools: Arc<Vec<McpTool>>,
+}
+
+impl Server {
+    /// A server with this configuration.
+    pub fn new(config: Config) -> Server {
+        Server { config: Arc::new(config), tools: Arc::new(tools::definitions()) }
+    }
+
+    /// Runs one call to completion (the body of `tools/call`).
+    pub fn call(&self, params: CallToolRequestParams) -> CallToolResult {
+        result(dispatch(&params.name, params.arguments, &self.config))
+    }
+}
+
+/// The `tools/call` result for a reply.
+pub fn result(reply: Reply) -> CallToolResult {
+    let is_error = reply.is_error();
+    let value = reply.into_value();
+    let text = serde_json::to_string(&value).unwrap_or_else(|_| String::from("{}"));
+    let mut result = if is_error { CallToolResult::error(Vec::new()) } else { CallToolResult::success(Vec::new()) };
+    result.content = vec![ContentBlock::text(text)];
+    result.structured_content = Some(value);
+    result
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("phiward", env!("CARGO_PKG_VERSION"));
+        info.with_instructions(
+            "phiward parses, validates and summarizes healthcare messages (HL7 v2 and the formats \
+             the tool descriptions list), locally. Pass the message text in `content`. Only the \
+             `data` of a reply can hold message values; failed replies carry a code only.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(Rejected(code)) = context.extensions.get::<Rejected>() {
+            return Ok(result(Reply::failed(*code)).into());
+        }
+        Ok(self.call(request).into())
+    }
+}
+
+/// Serves MCP over this process's stdin and stdout until the client closes stdin.
+///
+/// Builds a single-threaded runtime; each call runs to completion before the next is read.
+/// Returns the code of a failure to start or serve.
+pub fn serve_stdio(config: Config) -> Result<(), Code> {
+    let max_line = usize::try_from(config.limits.max_input_bytes.saturating_mul(6).saturating_add(1024 * 1024))
+        .unwrap_or(usize::MAX);
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_time().build().map_err(|_| Code::CLI_INTERNAL)?;
+    let (transport, writer) =
+        LineTransport::spawn(std::io::stdin(), std::io::stdout(), max_line).map_err(|_| Code::CLI_INTERNAL)?;
+    let served = runtime.block_on(async move {
+        let running = match Server::new(config).serve(transport).await {
+            Ok(running) => running,
+            // The client went away before initializing: nothing to serve.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            // The first message was not `initialize`: the client does not speak MCP.
+            Err(_) => return Err(Code::CLI_USAGE),
+        };
+        running.waiting().await.map(|_| ()).map_err(|_| Code::CLI_INTERNAL)
+    });
+    drop(runtime);
+    // Every reply has been handed to the writer; wait for it to be written.
+    let _ = writer.join();
+    served
+}

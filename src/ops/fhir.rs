@@ -1,0 +1,113 @@
+//! The FHIR branch of the orchestrator: reads the whole input (bounded by
+//! `Limits::max_input_bytes`), splits it into records when it is NDJSON (`--ndjson`: one
+//! resource per non-blank line), and runs each record through the FHIR pipeline, emitting items
+//! the same way as the HL7 v2 path (`hold`/`emit`, one JSON object per record when the input is
+//! multi-record).
+//!
+//! Byte offsets in the findings of an NDJSON record are relative to the start of its line.
+//!
+//! What it does not do: stream a single resource (a FHIR document is read whole; records of an
+//! NDJSON input are processed one at a time but the input is read whole).
+
+use std::io::Read;
+
+use zeroize::Zeroizing;
+
+use super::{Command, Failure, Pending, Runner, verdict_json};
+use crate::diag::Code;
+use crate::formats::fhir;
+use crate::phi::Phi;
+
+impl Runner<'_> {
+    /// Runs every record of a FHIR input.
+    pub(super) fn run_fhir(&mut self, input: impl Read) -> Result<(), Failure> {
+        let max = self.request.limits.max_input_bytes;
+        let mut all = Zeroizing::new(Vec::new());
+        input
+            .take(max.saturating_add(1))
+            .read_to_end(&mut all)
+            .map_err(|e| Failure::from(crate::error::from_read_io(&e)))?;
+        if all.len() as u64 > max {
+            return Err(Failure::code(Code::CLI_INPUT_TOO_LARGE));
+        }
+        if !self.request.ndjson {
+            let bytes = std::mem::take(&mut *all);
+            return self.fhir_record(bytes);
+        }
+        for line in all.split(|b| *b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.fhir_record(line.to_vec())?;
+        }
+        Ok(())
+    }
+
+    fn fhir_record(&mut self, bytes: Vec<u8>) -> Result<(), Failure> {
+        self.records += 1;
+        if self.records > self.request.limits.max_records {
+            return Err(Failure::code(Code::CLI_INPUT_TOO_LARGE));
+        }
+        // A copy for the operator's excerpt, or for `fmt` to pass a failed record through.
+        let keep_copy = self.request.unsafe_show_values || (self.multi && self.fmt_mode() == Some(false));
+        let keep = keep_copy.then(|| Phi::new(bytes.clone()));
+        let doc = match fhir::read(bytes, &self.request.limits) {
+            Ok(doc) => doc,
+            Err(fatal) => {
+                let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
+                let mut out = Zeroizing::new(Vec::new());
+                self.failed_record(code, fatal, keep, "fhir", &mut out)?;
+                if !out.is_empty() {
+                    out.push(b'\n');
+                    self.emit_bytes(&out);
+                }
+                return Ok(());
+            }
+        };
+        let options = fhir::validate::Options { strict: self.request.strict };
+        let mut json = Vec::with_capacity(256);
+        match self.request.command {
+            Command::Parse => {
+                json.extend_from_slice(b"{\"format\":\"fhir\",\"model\":");
+                fhir::write::resource_json(&doc, self.disclosure, false, &mut json);
+                json.extend_from_slice(b",\"warnings\":");
+                super::findings_json(doc.findings(), &mut json);
+                json.push(b'}');
+                let findings = doc.findings().to_vec();
+                self.emit(Pending { json, findings, valid: None, error: None });
+                Ok(())
+            }
+            Command::Validate => {
+                let findings = fhir::validate::validate(&doc, options);
+                let valid = fhir::validate::is_valid(&findings);
+                self.any_invalid |= !valid;
+                verdict_json("fhir", valid, &findings, &mut json);
+                self.emit(Pending { json, findings, valid: Some(valid), error: None });
+                Ok(())
+            }
+            Command::Inspect => {
+                let findings = fhir::validate::validate(&doc, options);
+                let summary = fhir::inspect::summarize(&doc, &findings);
+                serde_json::to_writer(&mut json, &summary).map_err(|_| Failure::code(Code::CLI_INTERNAL))?;
+                self.emit(Pending { json, findings: Vec::new(), valid: None, error: None });
+                Ok(())
+            }
+            Command::Fmt { check } => {
+                let mut out = Zeroizing::new(Vec::new());
+                fhir::fmt::canonical(&doc, self.disclosure, self.request.ndjson, &mut out);
+                if check {
+                    if fhir::fmt::is_canonical(&doc, self.disclosure, self.request.ndjson, &out) {
+                        return Ok(());
+                    }
+                    self.any_invalid = true;
+                    json.extend_from_slice(b"{\"format\":\"fhir\",\"canonical\":false}");
+                    self.emit(Pending { json, findings: Vec::new(), valid: Some(false), error: None });
+                    return Ok(());
+                }
+                self.emit_bytes(&out);
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! FHIR R4: every fixture under fixtures/fhir through every command, checked against
+//! fixtures/fhir/manifest.json; round trips; JSON and XML agreement; no value on a secondary
+//! channel.
+//!
+//! - `validate`: the exit code matches the manifest (valid 0, invalid 1, parse_fails 65/66/...),
+//!   the expected codes occur, and a valid file has no finding of severity error;
+//! - `inspect`: the resource type and the resources held, by type;
+//! - `parse` then `fmt`: the canonical output is canonical (`fmt --check` exits 0 on it) and
+//!   parses back to the same model; the XML and JSON forms of one patient give the same model;
+//! - decimals keep their exact text; NDJSON gives one line per record;
+//! - markers: every value of a resource replaced by a unique token; validate and inspect
+//!   (valid, broken and unparseable variants) never show one, and neither does stderr.
+
+use serde_json::Value;
+
+use crate::common::{code, fixture, run, run_stdin};
+
+fn manifest() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture("fhir/manifest.json")).expect("manifest");
+    match serde_json::from_str(&text) {
+        Ok(Value::Array(a)) => a,
+        _ => panic!("manifest is not an array"),
+    }
+}
+
+fn lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}")))
+        .collect()
+}
+
+fn args_for<'a>(entry: &Value, cmd: &'a str, path: &'a str) -> Vec<&'a str> {
+    let mut a = vec![cmd, "--json", path];
+    if entry["syntax"] == "ndjson" {
+        a.push("--ndjson");
+    }
+    a
+}
+
+#[test]
+fn validate_matches_manifest() {
+    let mut checked = 0;
+    for entry in manifest() {
+        let file = entry["file"].as_str().unwrap_or_default();
+        let path = fixture(&format!("fhir/{file}"));
+        let path = path.to_str().unwrap_or_default();
+        let o = run(&args_for(&entry, "validate", path));
+        let expected_codes: Vec<&str> =
+            entry["codes"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        match entry["expect"].as_str() {
+            Some("valid") | Some("invalid") => {
+                let want = if entry["expect"] == "valid" { 0 } else { 1 };
+                assert_eq!(code(&o), want, "{file}: {}", String::from_utf8_lossy(&o.stdout));
+                let mut seen: Vec<String> = Vec::new();
+                for line in lines(&o.stdout) {
+                    for f in line["findings"].as_array().into_iter().flatten() {
+                        seen.push(f["code"].as_str().unwrap_or_default().to_owned());
+                        if want == 0 {
+                            assert!(f["severity"] != "error" && f["severity"] != "fatal", "{file}: {f}");
+                        }
+                        assert_ne!(f["code"], "INVARIANT_UNCHECKED", "{file}: an invariant was not evaluated: {f}");
+                    }
+                }
+                for c in &expected_codes {
+                    assert!(seen.iter().any(|s| s == c), "{file}: expected {c} among {seen:?}");
+                }
+            }
+            _ => {
+                assert!(matches!(code(&o), 65 | 66 | 69), "{file}: exit {}", code(&o));
+                let err = String::from_utf8_lossy(&o.stderr);
+                let out = String::from_utf8_lossy(&o.stdout);
+                for c in &expected_codes {
+                    assert!(err.contains(c) || out.contains(c), "{file}: expected {c} in {err} / {out}");
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 60, "only {checked} fixtures");
+}
+
+#[test]
+fn inspect_matches_manifest() {
+    for entry in manifest() {
+        if entry["expect"] == "parse_fails" {
+            continue;
+        }
+        let file = entry["file"].as_str().unwrap_or_default();
+        let path = fixture(&format!("fhir/{file}"));
+        let o = run(&args_for(&entry, "inspect", path.to_str().unwrap_or_default()));
+        assert_eq!(code(&o), 0, "{file}");
+        for line in lines(&o.stdout) {
+            assert_eq!(line["format"], "fhir");
+            assert_eq!(line["resourceType"], entry["resourceType"], "{file}");
+            let want = entry.get("resources").cloned().unwrap_or(Value::Object(Default::default()));
+            assert_eq!(line["resources"], want, "{file}");
+        }
+    }
+}
+
+fn model_of(bytes: &[u8], extra: &[&str]) -> Value {
+    let mut args = vec!["parse", "--json", "-"];
+    args.extend_from_slice(extra);
+    let o = run_stdin(&args, bytes);
+    assert_eq!(code(&o), 0, "parse failed: {}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("parse output is JSON");
+    v["model"].clone()
+}
+
+#[test]
+fn fmt_is_canonical_and_round_trips() {
+    for entry in manifest() {
+        if entry["expect"] == "parse_fails" || entry["syntax"] == "ndjson" {
+            continue;
+        }
+        let file = entry["file"].as_str().unwrap_or_default();
+        let bytes = std::fs::read(fixture(&format!("fhir/{file}"))).expect("fixture");
+        let o = run_stdin(&["fmt", "-"], &bytes);
+        assert_eq!(code(&o), 0, "{file}");
+        let canonical = o.stdout;
+        let check = run_stdin(&["fmt", "--check", "-"], &canonical);
+        assert_eq!(code(&check), 0, "{file}: fmt output is not canonical");
+        if entry["expect"] == "valid" {
+            assert_eq!(model_of(&canonical, &[]), model_of(&bytes, &[]), "{file}: fmt changed the model");
+        }
+    }
+}
+
+#[test]
+fn xml_and_json_forms_agree() {
+    let json = std::fs::read(fixture("fhir/valid/patient_full.json")).expect("json");
+    let xml = std::fs::read(fixture("fhir/valid/patient_full.xml")).expect("xml");
+    assert_eq!(model_of(&xml, &[]), model_of(&json, &[]));
+}
+
+#[test]
+fn decimals_are_kept_exactly() {
+    let path = fixture("fhir/valid/observation_decimal_exact.json");
+    let o = run(&["parse", "--json", path.to_str().unwrap_or_default()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("\"value\":0.1000000000000000055511151231257827021181583404541015625"), "{text}");
+}
+
+#[test]
+fn ndjson_gives_one_line_per_record() {
+    let path = fixture("fhir/valid/patients.ndjson");
+    let o = run(&["validate", "--json", "--ndjson", path.to_str().unwrap_or_default()]);
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 3);
+    assert_eq!(out[2]["record"], 3);
+    let o = run(&["fmt", "--ndjson", path.to_str().unwrap_or_default()]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
+}
+
+/// Replaces every string value of a JSON resource (not keys, not resourceType) by a marker.
+fn mark(v: &mut Value, n: &mut u32) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k != "resourceType" {
+                    mark(x, n);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| mark(x, n)),
+        Value::String(s) => {
+            *n += 1;
+            *s = format!("ZQX{n:05}QZ");
+        }
+        _ => {}
+    }
+}
+
+fn assert_no_marker(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    assert!(!text.contains("ZQX"), "{what} shows a value: {text}");
+}
+
+#[test]
+fn no_value_reaches_a_secondary_channel() {
+    for file in ["valid/patient_full.json", "valid/bundle_document.json", "valid/medication_request_contained.json"] {
+        let bytes = std::fs::read(fixture(&format!("fhir/{file}"))).expect("fixture");
+        let mut v: Value = serde_json::from_slice(&bytes).expect("json");
+        let mut n = 0;
+        mark(&mut v, &mut n);
+        let marked = serde_json::to_vec(&v).expect("json");
+        // Also: a marker as an unknown key, and a truncated (unparseable) copy.
+        let mut unknown = v.clone();
+        if let Value::Object(m) = &mut unknown {
+            m.insert("ZQX99999QZ".into(), Value::String("ZQX99998QZ".into()));
+        }
+        let unknown = serde_json::to_vec(&unknown).expect("json");
+        let truncated = marked[..marked.len() / 2].to_vec();
+        for input in [&marked, &unknown, &truncated] {
+            for cmd in ["validate", "inspect"] {
+                for style in [&["--json"][..], &[][..]] {
+                    let mut args = vec![cmd, "-"];
+                    args.extend_from_slice(style);
+                    let o = run_stdin(&args, input);
+                    assert_no_marker(&format!("{file} {cmd} stdout"), &o.stdout);
+                    assert_no_marker(&format!("{file} {cmd} stderr"), &o.stderr);
+                }
+            }
+            for cmd in ["parse", "fmt"] {
+                let o = run_stdin(&[cmd, "-"], input);
+                assert_no_marker(&format!("{file} {cmd} stderr"), &o.stderr);
+            }
+            let o = run_stdin(&["fmt", "--check", "-"], input);
+            assert_no_marker(&format!("{file} fmt --check stdout"), &o.stdout);
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Replays the committed fuzz corpus (`fuzz/corpus/<target>/`) and every minimised crash
+//! (`fuzz/regressions/<target>/`) through the library's harness bodies
+//! (`phiward::internal::fuzzing`), on the stable toolchain, without cargo-fuzz.
+//!
+//! Every harness runs over every file (a seed for one target is a fine input for another); then
+//! one test per bug the fuzzers found, named after it, replays its minimised input.
+
+use std::path::{Path, PathBuf};
+
+use phiward::internal::fuzzing;
+
+use crate::common::{files_under, root};
+
+/// A harness body: the input bytes in, a panic on a failed oracle.
+type Harness = fn(&[u8]);
+
+/// The harnesses, by target name (the `mcp` target needs the `mcp` feature).
+fn targets() -> Vec<(&'static str, Harness)> {
+    #[allow(unused_mut)] // pushed to with the `mcp` feature
+    let mut t: Vec<(&'static str, Harness)> = vec![
+        ("hl7v2", fuzzing::hl7v2),
+        ("mllp", fuzzing::mllp),
+        ("batch", fuzzing::batch),
+        ("detect", fuzzing::detect),
+        ("pipeline", fuzzing::pipeline),
+    ];
+    #[cfg(feature = "mcp")]
+    t.push(("mcp", fuzzing::mcp));
+    t
+}
+
+fn harness(name: &str) -> Harness {
+    targets().into_iter().find(|(n, _)| *n == name).map(|(_, h)| h).unwrap_or_else(|| panic!("no target {name}"))
+}
+
+fn fuzz_dir() -> PathBuf {
+    root().join("fuzz")
+}
+
+/// Every corpus and regression file, of every target.
+fn all_inputs() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["corpus", "regressions"] {
+        out.extend(files_under(&fuzz_dir().join(dir)).into_iter().filter(|p| !is_hidden(p)));
+    }
+    out
+}
+
+fn is_hidden(p: &Path) -> bool {
+    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') || n == "README.md")
+}
+
+fn replay(harness: Harness, inputs: &[PathBuf]) {
+    let mut failed = Vec::new();
+    for path in inputs {
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        if std::panic::catch_unwind(|| harness(&data)).is_err() {
+            failed.push(path.strip_prefix(fuzz_dir()).unwrap_or(path).display().to_string());
+        }
+    }
+    assert!(failed.is_empty(), "fuzz oracles failed on: {failed:#?}");
+}
+
+fn replay_target(name: &str) {
+    let inputs = all_inputs();
+    assert!(inputs.len() > 50, "the committed fuzz corpus is missing");
+    replay(harness(name), &inputs);
+}
+
+#[test]
+fn corpus_hl7v2() {
+    replay_target("hl7v2");
+}
+
+#[test]
+fn corpus_mllp() {
+    replay_target("mllp");
+}
+
+#[test]
+fn corpus_batch() {
+    replay_target("batch");
+}
+
+#[test]
+fn corpus_detect() {
+    replay_target("detect");
+}
+
+#[test]
+fn corpus_pipeline() {
+    replay_target("pipeline");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn corpus_mcp() {
+    replay_target("mcp");
+}
+
+/// Every target directory in fuzz/corpus and fuzz/regressions has a harness.
+#[test]
+fn every_corpus_directory_has_a_harness() {
+    for dir in ["corpus", "regressions"] {
+        let Ok(rd) = std::fs::read_dir(fuzz_dir().join(dir)) else { continue };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() {
+                let known = targets().iter().any(|(n, _)| *n == name) || (name == "mcp" && cfg!(not(feature = "mcp")));
+                assert!(known, "fuzz/{dir}/{name} has no harness");
+            }
+        }
+    }
+}
+
+// ---- one test per bug found by the fuzzers, named after it ----------------------------------
+
+/// Replays `fuzz/regressions/<target>/<file>` through the target's harness.
+fn regression(target: &str, file: &str) {
+    let path = fuzz_dir().join("regressions").join(target).join(file);
+    assert!(path.is_file(), "missing regression input {}", path.display());
+    replay(harness(target), &[path]);
+}
+
+/// The parse model kept the separators of a part whose subparts were all empty (`MSH-3` = `^`
+/// came out as the text `"^"`), so a message and its canonical form had two models.
+#[test]
+fn model_empty_part_keeps_separator() {
+    regression("hl7v2", "model_empty_part_keeps_separator");
+}
+
+/// fmt wrote a segment with an empty id and only empty fields as a blank line, which the parser
+/// skips: fmt's output lost a segment and `fmt --check` rejected it.
+#[test]
+fn fmt_blank_segment_vanishes() {
+    regression("pipeline", "fmt_blank_segment_vanishes");
+    regression("hl7v2", "../pipeline/fmt_blank_segment_vanishes");
+}
+
+/// A trailer recognised by its first bytes (`BTS\`) but whose id under the inherited field
+/// separator is not `BTS` had its count finding located at `BTS[1]-1`, a segment the record
+/// does not have.
+#[test]
+fn batch_count_position_names_a_missing_segment() {
+    regression("batch", "batch_count_position_names_a_missing_segment");
+}

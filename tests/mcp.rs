@@ -1,0 +1,444 @@
+//! The MCP server: `phiward::mcp::dispatch` called directly, and `phiward mcp` / `phiward-mcp`
+//! spoken to over stdio with hand-written JSON-RPC.
+//!
+//! - the tool definitions (names, titles, annotations, schemas);
+//! - `data` equals `phiward <tool> --json` for every fixture, and `exit` its exit code;
+//! - argument errors are `failed`/`CLI_USAGE`/exit 2 and echo nothing; undeclared properties
+//!   are ignored; `convert` answers `CLI_FORMAT_UNSUPPORTED` until the conversion lands;
+//! - markers never leave `data` (the no-leak variants through every tool);
+//! - over stdio: the exchange, malformed requests answered with their id, a line over the
+//!   transport's limit answered `CLI_INPUT_TOO_LARGE` while the server keeps serving, nothing of
+//!   a message on stderr under `RUST_LOG=trace`, start-up options (`--policy`, limits);
+//! - without the `mcp` feature, `phiward mcp` exits 69 with `CLI_PARSER_UNAVAILABLE`.
+//!
+//! The real-client acceptance test (the official Python SDK) is tests/peers/mcp_client.py.
+
+#[cfg(feature = "mcp")]
+use std::io::Write;
+#[cfg(feature = "mcp")]
+use std::process::{Command, Stdio};
+
+#[cfg(feature = "mcp")]
+use phiward::mcp::{self, Config, Tool};
+#[cfg(feature = "mcp")]
+use serde_json::{Value, json};
+
+#[cfg(feature = "mcp")]
+use crate::common::{files_under, fixture, run_stdin};
+#[cfg(feature = "mcp")]
+use crate::no_leak::{has_marker, variants};
+
+#[cfg(feature = "mcp")]
+fn call(tool: &str, args: Value) -> Value {
+    let args = match args {
+        Value::Object(map) => Some(map),
+        Value::Null => None,
+        _ => panic!("arguments must be an object or null"),
+    };
+    mcp::dispatch(tool, args, &Config::default()).into_value()
+}
+
+#[cfg(feature = "mcp")]
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("fixture is UTF-8")
+}
+
+/// What `phiward <tool> --json` gives: exit code and data (one object, or `{"records"}`).
+#[cfg(feature = "mcp")]
+fn cli(tool: &str, input: &[u8], format: Option<&str>, ndjson: bool) -> (i32, Option<Value>) {
+    let mut args = vec![tool, "--json", "-"];
+    if let Some(f) = format {
+        args.extend(["--format", f]);
+    }
+    if ndjson {
+        args.push("--ndjson");
+    }
+    let o = run_stdin(&args, input);
+    let lines: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("--json prints JSON lines"))
+        .collect();
+    let data = match lines.len() {
+        0 => None,
+        1 if lines[0].get("record").is_none() => Some(lines[0].clone()),
+        _ => Some(json!({ "records": lines })),
+    };
+    (o.status.code().unwrap_or(-1), data)
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn tools_list_shows_four_annotated_tools_with_schemas() {
+    let tools = mcp::definitions();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["parse", "validate", "inspect", "convert"]);
+    for t in &tools {
+        let v = serde_json::to_value(t).expect("a tool serializes");
+        assert!(v["title"].as_str().is_some_and(|s| !s.is_empty()), "{} title", t.name);
+        assert!(
+            v["description"].as_str().is_some_and(|s| s.contains("Formats this build supports")),
+            "{} description",
+            t.name
+        );
+        assert_eq!(v["annotations"]["readOnlyHint"], true);
+        assert_eq!(v["annotations"]["idempotentHint"], true);
+        assert_eq!(v["annotations"]["openWorldHint"], false);
+        assert_eq!(v["inputSchema"]["additionalProperties"], false);
+        assert_eq!(v["outputSchema"]["type"], "object");
+        assert_eq!(v["outputSchema"]["required"], json!(["ok", "status", "exit"]));
+    }
+    let parse = serde_json::to_value(&tools[0]).expect("serializes");
+    let formats = parse["inputSchema"]["properties"]["format"]["enum"].as_array().expect("format enum").len();
+    assert_eq!(formats, 8);
+    assert!(
+        parse["description"].as_str().is_some_and(|d| d.contains("hl7")),
+        "the support matrix is in the description"
+    );
+    let convert = serde_json::to_value(&tools[3]).expect("serializes");
+    assert_eq!(convert["inputSchema"]["properties"]["to"]["enum"], json!(["fhir"]));
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn data_and_exit_equal_the_cli_json_for_every_fixture() {
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(fixture("")).expect("fixtures/").flatten() {
+        files.extend(files_under(&dir.path().join("valid")));
+        files.extend(files_under(&dir.path().join("invalid")));
+    }
+    assert!(files.len() > 50, "fixtures missing");
+    let mut compared = 0;
+    for file in &files {
+        let input = std::fs::read(file).expect("fixture");
+        let ndjson = file.extension().is_some_and(|e| e == "ndjson");
+        let mut args = match std::str::from_utf8(&input) {
+            Ok(s) => json!({ "content": s }),
+            Err(_) => json!({ "content_base64": base64(&input) }),
+        };
+        if ndjson {
+            args["ndjson"] = json!(true);
+        }
+        for tool in ["parse", "validate", "inspect"] {
+            let reply = call(tool, args.clone());
+            let (exit, data) = cli(tool, &input, None, ndjson);
+            let ctx = format!("{} / {tool}", file.display());
+            assert_eq!(reply["exit"], json!(exit), "exit: {ctx}");
+            match reply["status"].as_str() {
+                Some("failed") => {
+                    assert!(reply.get("data").is_none(), "failed has no data: {ctx}");
+                    assert!(reply["code"].as_str().is_some(), "failed has a code: {ctx}");
+                }
+                Some("success") => {
+                    assert_eq!(exit, 0, "{ctx}");
+                    assert_eq!(reply.get("data"), data.as_ref(), "data: {ctx}");
+                }
+                Some("verdict") => {
+                    assert_ne!(exit, 0, "{ctx}");
+                    assert_eq!(reply.get("data"), data.as_ref(), "data: {ctx}");
+                }
+                other => panic!("status {other:?}: {ctx}"),
+            }
+            assert_eq!(reply["ok"], json!(reply["status"] == "success"), "ok: {ctx}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 150);
+}
+
+#[cfg(feature = "mcp")]
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(A[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn base64_content_gives_the_same_reply_as_text() {
+    let input = std::fs::read(fixture("hl7v2/valid/charset_8859-1_v2.5.hl7")).expect("fixture");
+    let reply = call("parse", json!({ "content_base64": base64(&input), "format": "hl7" }));
+    assert_eq!(reply["status"], "success", "{reply}");
+    let (_, data) = cli("parse", &input, Some("hl7"), false);
+    assert_eq!(reply.get("data"), data.as_ref());
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn argument_errors_are_cli_usage_and_echo_nothing() {
+    let msg = text(&std::fs::read(fixture("hl7v2/markers/markers_adt_a01_v2.5.1.hl7")).expect("fixture"));
+    let usage = json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"});
+    let cases: Vec<(&str, Value)> = vec![
+        ("MKR00001X", json!({ "content": msg })),
+        ("validate", Value::Null),
+        ("validate", json!({})),
+        ("validate", json!({ "content": 42 })),
+        ("validate", json!({ "content": ["MKR00002X"] })),
+        ("parse", json!({ "content": null })),
+        ("parse", json!({ "content": msg, "content_base64": "TUtS" })),
+        ("parse", json!({ "content_base64": "MKR00003X!" })),
+        ("inspect", json!({ "content": msg, "format": "MKR00004X" })),
+        ("inspect", json!({ "content": msg, "format": 3 })),
+        ("convert", json!({ "content": msg, "to": "MKR00005X" })),
+        ("convert", json!({ "to": "fhir" })),
+        ("validate", json!({ "content": msg, "ndjson": "MKR00006X" })),
+    ];
+    for (tool, args) in cases {
+        let reply = call(tool, args.clone());
+        assert_eq!(reply, usage, "{tool} {args}");
+    }
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn undeclared_properties_are_ignored() {
+    let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
+    let plain = call("validate", json!({ "content": msg }));
+    let extra = call("validate", json!({ "content": msg, "strict": true, "MKR00001X": "MKR00002X" }));
+    assert_eq!(plain, extra);
+    assert_ne!(plain["status"], "failed", "{plain}");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn convert_is_unsupported_until_the_conversion_lands() {
+    let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
+    let reply = call("convert", json!({ "content": msg, "to": "fhir" }));
+    assert_eq!(reply, json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_FORMAT_UNSUPPORTED"}));
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn content_over_the_input_limit_is_too_large() {
+    let config = Config { limits: phiward::limits::Limits { max_input_bytes: 64, ..Default::default() } };
+    let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
+    let args = json!({ "content": msg });
+    let reply = mcp::dispatch("validate", args.as_object().cloned(), &config).into_value();
+    assert_eq!(reply, json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_INPUT_TOO_LARGE"}));
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn markers_never_leave_the_data_of_an_mcp_reply() {
+    let files = files_under(&fixture("hl7v2/markers"));
+    assert!(files.len() >= 5, "marker fixtures missing");
+    let mut calls = 0;
+    for file in &files {
+        let original = std::fs::read(file).expect("fixture");
+        for (what, input) in variants(&original) {
+            let content = match std::str::from_utf8(&input) {
+                Ok(s) => json!({ "content": s }),
+                Err(_) => json!({ "content_base64": base64(&input) }),
+            };
+            for format in [None, Some("hl7")] {
+                let mut args = content.clone();
+                if let Some(f) = format {
+                    args["format"] = json!(f);
+                }
+                for tool in Tool::ALL {
+                    let reply = call(tool.as_str(), args.clone());
+                    calls += 1;
+                    let ctx = format!("{} / {what} / {} / {format:?}", file.display(), tool.as_str());
+                    let failed = reply["status"] == "failed";
+                    if failed || matches!(tool, Tool::Validate | Tool::Inspect) {
+                        assert!(!has_marker(reply.to_string().as_bytes()), "marker in a reply: {ctx}");
+                    }
+                    let mut outside = reply.clone();
+                    outside.as_object_mut().map(|o| o.remove("data"));
+                    assert!(!has_marker(outside.to_string().as_bytes()), "marker outside data: {ctx}");
+                }
+            }
+        }
+    }
+    assert!(calls > 500);
+}
+
+/// Runs a server with `args`, feeds it `lines` and end of input, returns (exit, replies, stderr).
+#[cfg(feature = "mcp")]
+fn exchange(bin: &str, args: &[&str], lines: &[Vec<u8>]) -> (i32, Vec<Value>, String) {
+    let mut child = Command::new(bin)
+        .args(args)
+        .env("RUST_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the MCP server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input: Vec<u8> = lines.iter().flat_map(|l| l.iter().copied().chain([b'\n'])).collect();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait for the MCP server");
+    writer.join().expect("writer");
+    let replies = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("the server writes JSON lines"))
+        .collect();
+    (out.status.code().unwrap_or(-1), replies, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[cfg(feature = "mcp")]
+fn line(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).expect("serializes")
+}
+
+#[cfg(feature = "mcp")]
+fn handshake() -> Vec<Vec<u8>> {
+    vec![
+        line(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})),
+        line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+    ]
+}
+
+#[cfg(feature = "mcp")]
+fn tool_call(id: u64, name: &str, arguments: Value) -> Vec<u8> {
+    line(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}))
+}
+
+#[cfg(feature = "mcp")]
+fn reply(replies: &[Value], id: u64) -> &Value {
+    replies.iter().find(|r| r["id"] == json!(id)).unwrap_or_else(|| panic!("no reply to request {id}"))
+}
+
+#[cfg(feature = "mcp")]
+fn structured(replies: &[Value], id: u64) -> &Value {
+    let r = reply(replies, id);
+    let sc = &r["result"]["structuredContent"];
+    let text = r["result"]["content"][0]["text"].as_str().expect("text content");
+    assert_eq!(
+        &serde_json::from_str::<Value>(text).expect("text is JSON"),
+        sc,
+        "text content is the structured object"
+    );
+    assert_eq!(r["result"]["isError"], json!(sc["status"] == "failed"));
+    sc
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn stdio_exchange_answers_every_request_and_leaks_nothing() {
+    let markers = std::fs::read(fixture("hl7v2/markers/markers_adt_a01_v2.5.1.hl7")).expect("fixture");
+    let msg = text(&markers);
+    let mut lines = handshake();
+    lines.push(line(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})));
+    lines.push(tool_call(2, "validate", json!({ "content": msg })));
+    lines.push(tool_call(3, "MKR00001X", json!({ "content": msg })));
+    // `arguments` that is not an object: rmcp cannot read it as a tool call.
+    lines.push(tool_call(4, "parse", json!("MKR00002X")));
+    // Not JSON from the middle on: the id is recovered from the head.
+    let mut broken =
+        br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"parse","arguments":{"content":"MKR00003X"#
+            .to_vec();
+    broken.extend_from_slice(b"\x01 MKR00004X");
+    lines.push(broken);
+    // A request that is not a tool call, malformed: a JSON-RPC error with its id, fixed text.
+    lines.push(line(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": "MKR00005X"})));
+    lines.push(b"MKR00006X not json at all".to_vec());
+    lines.push(tool_call(7, "parse", json!({ "content": msg })));
+    lines.push(tool_call(8, "inspect", json!({ "content": "MSH|^^^^|MKR00007X" })));
+    let bin = env!("CARGO_BIN_EXE_phiward");
+    let (exit, replies, stderr) = exchange(bin, &["mcp"], &lines);
+    assert_eq!(exit, 0, "stderr: {}", stderr.len());
+    assert_eq!(reply(&replies, 0)["result"]["serverInfo"]["name"], "phiward");
+    assert_eq!(reply(&replies, 1)["result"]["tools"].as_array().map(Vec::len), Some(4));
+    assert_ne!(structured(&replies, 2)["status"], "failed");
+    let usage = json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"});
+    assert_eq!(structured(&replies, 3), &usage);
+    assert_eq!(structured(&replies, 4), &usage);
+    assert_eq!(structured(&replies, 5), &usage);
+    assert_eq!(reply(&replies, 6)["error"]["code"], -32600);
+    let parsed = structured(&replies, 7);
+    assert_eq!(parsed["status"], "success");
+    assert!(has_marker(parsed["data"].to_string().as_bytes()), "parse data carries the values");
+    assert_eq!(structured(&replies, 8)["status"], "failed");
+    assert_eq!(replies.len(), 9, "one reply per request, none for the unreadable line");
+    for r in &replies {
+        if r["id"] != 7 {
+            assert!(!has_marker(r.to_string().as_bytes()), "marker in reply {}", r["id"]);
+        }
+    }
+    assert!(!has_marker(stderr.as_bytes()), "marker on stderr");
+    assert!(stderr.contains("tool call finished"), "trace logging was on");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn an_oversized_request_is_too_large_and_the_server_keeps_serving() {
+    let msg = text(&std::fs::read(fixture("hl7v2/markers/markers_adt_a01_v2.5.1.hl7")).expect("fixture"));
+    let mut lines = handshake();
+    // Over --max-input-bytes, under the transport's line limit.
+    lines.push(tool_call(1, "validate", json!({ "content": msg.repeat(4) })));
+    // Over the transport's line limit (6 x 1000 + 1 MiB): never buffered whole.
+    lines.push(tool_call(2, "parse", json!({ "content": msg.repeat(2 * 1024 * 1024 / msg.len()) })));
+    lines.push(tool_call(3, "inspect", json!({ "content": msg[..800].to_owned() })));
+    let bin = env!("CARGO_BIN_EXE_phiward");
+    let (exit, replies, stderr) = exchange(bin, &["mcp", "--max-input-bytes", "1000"], &lines);
+    assert_eq!(exit, 0);
+    let too_large = json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_INPUT_TOO_LARGE"});
+    assert_eq!(structured(&replies, 1), &too_large);
+    assert_eq!(structured(&replies, 2), &too_large);
+    assert_ne!(structured(&replies, 3)["status"], "failed");
+    assert!(!has_marker(stderr.as_bytes()));
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn the_phiward_mcp_binary_serves_the_same_tools() {
+    let mut lines = handshake();
+    lines.push(line(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})));
+    lines.push(tool_call(2, "validate", json!({ "content": "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|2.5.1\rEVN|A01|20240101\rPID|1||1\rPV1|1|I\r" })));
+    let (exit, replies, _) = exchange(env!("CARGO_BIN_EXE_phiward-mcp"), &[], &lines);
+    assert_eq!(exit, 0);
+    let names: Vec<Value> =
+        reply(&replies, 1)["result"]["tools"].as_array().expect("tools").iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(names, [json!("parse"), json!("validate"), json!("inspect"), json!("convert")]);
+    assert_ne!(structured(&replies, 2)["status"], "failed");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn a_policy_sets_limits_and_a_bad_policy_stops_the_start() {
+    let dir = std::env::temp_dir().join(format!("phiward-mcp-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let good = dir.join("limits.json");
+    std::fs::write(&good, br#"{"limits": {"maxInputBytes": 100}}"#).expect("write");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, br#"{"limits": {"maxInputBytes": "MKR00001X"}}"#).expect("write");
+    let bin = env!("CARGO_BIN_EXE_phiward");
+    let mut lines = handshake();
+    lines.push(tool_call(1, "validate", json!({ "content": format!("MSH|^~\\&|{}", "A".repeat(200)) })));
+    let (exit, replies, _) = exchange(bin, &["mcp", "--policy", good.to_str().expect("utf-8 path")], &lines);
+    assert_eq!(exit, 0);
+    assert_eq!(structured(&replies, 1)["code"], "CLI_INPUT_TOO_LARGE");
+    let (exit, replies, stderr) = exchange(bin, &["mcp", "--policy", bad.to_str().expect("utf-8 path")], &handshake());
+    assert_eq!((exit, replies.len()), (2, 0));
+    assert!(stderr.starts_with("phiward: CLI_USAGE: ") && stderr.lines().count() == 1, "{stderr}");
+    assert!(!has_marker(stderr.as_bytes()));
+    let missing = dir.join("missing.json");
+    let (exit, _, stderr) = exchange(bin, &["mcp", "--policy", missing.to_str().expect("utf-8 path")], &handshake());
+    assert_eq!(exit, 66);
+    assert!(!stderr.contains("missing.json"), "the path is not shown");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(not(feature = "mcp"))]
+#[test]
+fn without_the_feature_phiward_mcp_exits_69() {
+    let o = crate::common::run(&["mcp"]);
+    assert_eq!(o.status.code(), Some(69));
+    crate::common::assert_failure_line(&o, "CLI_PARSER_UNAVAILABLE");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("feature `mcp`"));
+}

@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""The MCP acceptance test: a real client (the official Python SDK, `mcp` on PyPI) against
+`phiward mcp` over stdio.
+
+    python3 tests/peers/mcp_client.py [PATH/TO/phiward]     # default: target/debug/phiward
+
+It creates target/peers-venv and installs the pinned SDK there when `mcp` cannot be imported,
+then runs itself again inside that venv (nothing is installed system-wide). Without a binary at
+the given path it runs `cargo build` first.
+
+What it checks, on one connection per server start:
+- initialize; tools/list shows parse, validate, inspect, convert, each with a title, a
+  description, read-only/idempotent/closed-world annotations and input and output schemas;
+- every tool on valid, invalid and unparseable inputs of every format this build supports (as
+  the tool descriptions list them; the others must answer CLI_FORMAT_UNSUPPORTED), with the
+  format given and omitted; every reply validates against the tool's output schema, its text
+  content is the same object, `isError` is set exactly when failed, and `exit` and `data` equal
+  what `phiward <tool> --json` gives for the same input;
+- argument errors (unknown tool, missing, non-string or doubled content, bad format, bad base64)
+  are failed/CLI_USAGE/exit 2 and echo nothing; undeclared properties are ignored;
+- marker fixtures, whole and broken in many ways: no marker in any failed reply, in any
+  validate or inspect reply, or on the server's stderr under RUST_LOG=trace;
+- limits: an oversized request (in content, and as a line over the transport's limit) is failed
+  with CLI_INPUT_TOO_LARGE and the server keeps serving;
+- 1,000 sequential calls mixing good and bad inputs: every call answered, the server still up,
+  resident memory flat (printed, and bounded).
+
+Ends with the line `N passed, N failed`; exit status 1 when anything failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+VENV = ROOT / "target" / "peers-venv"
+SDK = "mcp==2.3.0"
+
+
+def ensure_sdk() -> None:
+    try:
+        import mcp  # noqa: F401
+        import jsonschema  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if os.environ.get("PHIWARD_MCP_TEST_REEXEC"):
+        sys.exit("mcp_client.py: the MCP SDK is still not importable inside " + str(VENV))
+    py = VENV / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    probe = subprocess.run([str(py), "-c", "import mcp, jsonschema"], capture_output=True)
+    if probe.returncode != 0:
+        subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", SDK], check=True)
+    env = dict(os.environ, PHIWARD_MCP_TEST_REEXEC="1")
+    os.execve(str(py), [str(py), str(Path(__file__).resolve()), *sys.argv[1:]], env)
+
+
+ensure_sdk()
+
+import anyio  # noqa: E402
+import jsonschema  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+MARKER = "MKR"
+TOOLS = ["parse", "validate", "inspect", "convert"]
+FORMATS = ["hl7", "fhir", "dicom", "x12", "ccda", "ncpdp", "astm", "mllp"]
+BINARY_FORMATS = {"dicom"}
+# fixtures/<dir>/{valid,invalid}/ for each format, and which files belong to it.
+FIXTURE_DIRS = {
+    "hl7": ("hl7v2", lambda p: p.suffix != ".mllp" and p.suffix != ".bin"),
+    "mllp": ("hl7v2", lambda p: p.suffix == ".mllp"),
+    "fhir": ("fhir", lambda p: True),
+    "dicom": ("dicom", lambda p: True),
+    "x12": ("x12", lambda p: True),
+    "ccda": ("ccda", lambda p: True),
+    "ncpdp": ("ncpdp", lambda p: True),
+    "astm": ("astm", lambda p: True),
+}
+# Inputs that no parser of the format can read.
+UNPARSEABLE = {
+    "hl7": b"MSH",
+    "mllp": b"\x0bnot a message\x1c\r",
+    "fhir": b"{\"resourceType\": ",
+    "dicom": b"\x00" * 64,
+    "x12": b"ISA*00*",
+    "ccda": b"<ClinicalDocument",
+    "ncpdp": b"<Message",
+    "astm": b"H|\\^&",
+}
+
+passed = 0
+failed = 0
+failures: list[str] = []
+
+
+def check(ok: bool, what: str) -> bool:
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr, flush=True)
+    return ok
+
+
+class Client:
+    """One server process and one MCP session."""
+
+    def __init__(self, session: ClientSession, schemas: dict[str, dict]):
+        self.session = session
+        self.schemas = schemas
+
+    async def call(self, tool: str, arguments: dict | None, label: str) -> dict | None:
+        try:
+            result = await self.session.call_tool(tool, arguments)
+        except Exception as e:  # the SDK raises when a reply does not match the output schema
+            check(False, f"{label}: call raised {type(e).__name__}")
+            return None
+        sc = result.structured_content
+        if not check(isinstance(sc, dict), f"{label}: structured content is an object"):
+            return None
+        schema = self.schemas.get(tool)
+        if schema is not None:
+            errors = list(jsonschema.Draft202012Validator(schema).iter_errors(sc))
+            check(not errors, f"{label}: reply validates against the output schema")
+        texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+        check(len(texts) == 1 and json.loads(texts[0]) == sc, f"{label}: text content is the structured object")
+        status = sc.get("status")
+        check(bool(result.is_error) == (status == "failed"), f"{label}: isError exactly when failed")
+        check(sc.get("ok") == (status == "success"), f"{label}: ok exactly when success")
+        if status == "failed":
+            check("data" not in sc and isinstance(sc.get("code"), str), f"{label}: failed has a code and no data")
+            check(set(sc) == {"ok", "status", "exit", "code"}, f"{label}: failed carries only the code")
+        else:
+            check("data" in sc and "code" not in sc, f"{label}: {status} has data and no code")
+        return sc
+
+
+def cli_json(binary: Path, tool: str, data: bytes, fmt: str | None, ndjson: bool = False) -> tuple[int, object]:
+    """What `phiward <tool> --json` exits with and prints (one object, or {records})."""
+    args = [str(binary), tool, "--json", "-"]
+    if fmt:
+        args += ["--format", fmt]
+    if ndjson:
+        args.append("--ndjson")
+    p = subprocess.run(args, input=data, capture_output=True, env={**os.environ, "RUST_LOG": ""})
+    lines = [json.loads(line) for line in p.stdout.decode("utf-8").splitlines() if line.strip()]
+    if not lines:
+        return p.returncode, None
+    if len(lines) == 1 and "record" not in lines[0]:
+        return p.returncode, lines[0]
+    return p.returncode, {"records": lines}
+
+
+def content_args(data: bytes, fmt: str | None) -> dict:
+    args: dict = {}
+    text = None
+    if fmt not in BINARY_FORMATS:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+    if text is not None:
+        args["content"] = text
+    else:
+        args["content_base64"] = base64.b64encode(data).decode("ascii")
+    if fmt:
+        args["format"] = fmt
+    return args
+
+
+def supported(tools: dict[str, dict]) -> dict[str, set[str]]:
+    out = {}
+    for name, tool in tools.items():
+        m = re.search(r"Formats this build supports for \w+: ([^.]*)\.", tool["description"])
+        out[name] = set() if not m or m.group(1) == "none yet" else {f.strip() for f in m.group(1).split(",")}
+    return out
+
+
+def fixtures(fmt: str, kind: str) -> list[Path]:
+    d, keep = FIXTURE_DIRS[fmt]
+    base = ROOT / "fixtures" / d / kind
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.rglob("*") if p.is_file() and keep(p))
+
+
+def breakages(data: bytes) -> list[bytes]:
+    """Ways to break a message so that it cannot be parsed or does not validate."""
+    out = [
+        data[: len(data) // 2],
+        data[: len(data) // 3],
+        data[3:],
+        data.replace(b"MSH|^~\\&", b"MSH|^^^^", 1),
+        data.replace(b"MSH|", b"XXX|", 1),
+        data.replace(b"MSH", b"", 1),
+        b"\x00" + data,
+        data.replace(b"|", b"\x00", 3),
+        data.replace(b"\r", b"\rZZ\x01|", 2),
+        b"PID|" + data,
+        data.replace(b"^", b"\\X0\\", 2),
+        b"\x0b" + data,
+        data + b"\x1c",
+        data.replace(b"|", b"", 1),
+    ]
+    return out
+
+
+def no_marker(obj, label: str) -> None:
+    check(MARKER not in json.dumps(obj), f"{label}: no marker in the reply")
+
+
+async def list_tools(session: ClientSession) -> dict[str, dict]:
+    result = await session.list_tools()
+    tools = {}
+    for t in result.tools:
+        tools[t.name] = t.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return tools
+
+
+def server(binary: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=str(binary), args=["mcp", *extra], env={"RUST_LOG": "trace"})
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def server_pid(binary: Path) -> int | None:
+    """The pid of our phiward child (the SDK does not expose it)."""
+    me = os.getpid()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            exe = os.readlink(d / "exe")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me and Path(exe).resolve() == binary.resolve():
+            return int(d.name)
+    return None
+
+
+async def main_session(binary: Path, errlog) -> None:
+    async with stdio_client(server(binary), errlog=errlog) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60) as session:
+            init = await session.initialize()
+            check(init.server_info.name == "phiward", "initialize: server name")
+            check(init.capabilities.tools is not None, "initialize: tools capability")
+            tools = await list_tools(session)
+            check(sorted(tools) == sorted(TOOLS), "tools/list: the four tools")
+            for name, t in tools.items():
+                ann = t.get("annotations", {})
+                check(bool(t.get("title")) and len(t.get("description", "")) > 80, f"{name}: title and description")
+                check(
+                    ann.get("readOnlyHint") is True and ann.get("idempotentHint") is True and ann.get("openWorldHint") is False,
+                    f"{name}: annotations read-only, idempotent, closed-world",
+                )
+                check(t["inputSchema"].get("additionalProperties") is False, f"{name}: input schema closed")
+                check(t.get("outputSchema", {}).get("type") == "object", f"{name}: output schema")
+                jsonschema.Draft202012Validator.check_schema(t["outputSchema"])
+            schemas = {n: t["outputSchema"] for n, t in tools.items()}
+            client = Client(session, schemas)
+            matrix = supported(tools)
+            print("support matrix:", {k: sorted(v) for k, v in matrix.items()}, file=sys.stderr)
+
+            await formats_against_cli(client, binary, matrix)
+            await argument_errors(client)
+            await markers(client)
+            await soak(client, binary)
+
+
+async def formats_against_cli(client: Client, binary: Path, matrix: dict[str, set[str]]) -> None:
+    for tool in TOOLS:
+        for fmt in FORMATS:
+            label = f"{tool}/{fmt}"
+            if fmt not in matrix[tool]:
+                sample = (fixtures(fmt, "valid") or [None])[0]
+                data = sample.read_bytes() if sample else UNPARSEABLE[fmt]
+                args = content_args(data, fmt) if tool != "convert" else {"content": data.decode("utf-8", "replace")}
+                sc = await client.call(tool, args, f"{label} unsupported")
+                if sc:
+                    check(
+                        sc.get("code") in ("CLI_FORMAT_UNSUPPORTED", "CLI_PARSER_UNAVAILABLE"),
+                        f"{label}: unsupported format is CLI_FORMAT_UNSUPPORTED",
+                    )
+                continue
+            cases = [(p, "valid") for p in fixtures(fmt, "valid")] + [(p, "invalid") for p in fixtures(fmt, "invalid")]
+            check(bool(cases), f"{label}: fixtures exist for a supported format")
+            for path, kind in cases:
+                data = path.read_bytes()
+                ndjson = path.suffix == ".ndjson"
+                for given in (fmt, None):
+                    name = f"{label} {path.name} format={'given' if given else 'detected'}"
+                    args = content_args(data, given)
+                    if ndjson:
+                        args["ndjson"] = True
+                    sc = await client.call(tool, args, name)
+                    if sc is None:
+                        continue
+                    exit_code, printed = cli_json(binary, tool, data, given, ndjson)
+                    check(sc["exit"] == exit_code, f"{name}: exit {sc['exit']} equals the CLI's {exit_code}")
+                    if sc["status"] != "failed":
+                        check(sc["data"] == printed, f"{name}: data equals the CLI's --json")
+                    # Whether a valid fixture validates clean is the fixture tests' business;
+                    # here it must at least be read.
+                    if kind == "valid":
+                        want = ("success",) if tool in ("parse", "inspect") else ("success", "verdict")
+                        check(sc["status"] in want, f"{name}: a valid fixture is read")
+            sc = await client.call(tool, content_args(UNPARSEABLE[fmt], fmt), f"{label} unparseable")
+            if sc:
+                # A stream reports a record it cannot read as a failed record (a verdict, exit 65).
+                records = (sc.get("data") or {}).get("records") or []
+                stream_failure = sc["status"] == "verdict" and sc["exit"] == 65 and all("error" in r for r in records)
+                check(sc["status"] == "failed" or stream_failure, f"{label}: unparseable input is failed")
+
+
+async def argument_errors(client: Client) -> None:
+    msg = (ROOT / "fixtures/hl7v2/markers/markers_adt_a01_v2.5.1.hl7").read_bytes().decode("utf-8")
+    cases = [
+        ("unknown tool", "MKR-tool-name", {"content": msg}),
+        ("missing content", "validate", {"format": "hl7"}),
+        ("no arguments", "validate", None),
+        ("numeric content", "validate", {"content": 12345}),
+        ("object content", "parse", {"content": {"v": "MKR00001X"}}),
+        ("null content", "inspect", {"content": None}),
+        ("content and base64", "parse", {"content": msg, "content_base64": "TUtS"}),
+        ("bad base64", "parse", {"content_base64": "MKR00001X!!"}),
+        ("bad format", "validate", {"content": msg, "format": "MKR00002X"}),
+        ("numeric format", "validate", {"content": msg, "format": 7}),
+        ("convert to cda", "convert", {"content": msg, "to": "MKR00003X"}),
+        ("convert missing content", "convert", {"to": "fhir"}),
+        ("non-boolean ndjson", "validate", {"content": msg, "ndjson": "MKR00005X"}),
+    ]
+    for label, tool, args in cases:
+        sc = await client.call(tool, args, f"usage: {label}")
+        if sc:
+            check(sc == {"ok": False, "status": "failed", "exit": 2, "code": "CLI_USAGE"}, f"usage: {label}: CLI_USAGE, exit 2")
+            no_marker(sc, f"usage: {label}")
+    plain = await client.call("validate", {"content": msg}, "undeclared property: reference")
+    extra = await client.call("validate", {"content": msg, "strict": True, "MKR_extra": "MKR00004X"}, "undeclared property")
+    check(plain is not None and plain == extra, "undeclared properties are ignored")
+
+
+def declared_format(path: Path) -> str:
+    """The format a fixture is in, from its folder (fixtures/<dir>/...) and extension."""
+    d = path.relative_to(ROOT / "fixtures").parts[0]
+    if d == "hl7v2":
+        return "mllp" if path.suffix == ".mllp" else "hl7"
+    return d
+
+
+async def markers(client: Client) -> None:
+    files = sorted(p for d in (ROOT / "fixtures").iterdir() if (d / "markers").is_dir() for p in (d / "markers").iterdir())
+    check(len(files) >= 5, "marker fixtures exist")
+    for path in files:
+        data = path.read_bytes()
+        for tool in ("validate", "inspect", "parse", "convert"):
+            sc = await client.call(tool, content_args(data, None), f"markers {path.name} {tool}")
+            if sc and (tool != "parse" or sc["status"] == "failed"):
+                no_marker(sc, f"markers {path.name} {tool}")
+            for i, broken in enumerate(breakages(data)):
+                for fmt in (None, declared_format(path)):
+                    label = f"markers {path.name} broken#{i} {tool} format={fmt}"
+                    args = content_args(broken, fmt) if tool != "convert" else {"content": broken.decode("utf-8", "replace")}
+                    sc = await client.call(tool, args, label)
+                    if sc and (tool != "parse" or sc["status"] == "failed"):
+                        no_marker(sc, label)
+
+
+async def soak(client: Client, binary: Path) -> None:
+    good = (ROOT / "fixtures/hl7v2/valid").glob("*.hl7")
+    good = [p.read_bytes() for p in sorted(good)][:10]
+    bad = [b"MSH", b"\x00\x01\x02", b"", b"PID|1"]
+    pid = server_pid(binary)
+    check(pid is not None, "soak: server process found")
+    answered = 0
+    rss = {}
+    started = time.perf_counter()
+    for i in range(1000):
+        tool = ("validate", "inspect", "parse", "convert")[i % 4]
+        if i % 3 == 2:
+            args: dict | None = {"content": bad[i % len(bad)].decode("latin-1")}
+        elif i % 17 == 5:
+            args = {"nope": 1}
+        else:
+            args = content_args(good[i % len(good)], None)
+        try:
+            result = await client.session.call_tool(tool, args)
+            if isinstance(result.structured_content, dict) and "status" in result.structured_content:
+                answered += 1
+        except Exception:
+            pass
+        if pid and i + 1 in (100, 1000):
+            rss[i + 1] = rss_kib(pid)
+    elapsed = time.perf_counter() - started
+    check(answered == 1000, f"soak: every call answered ({answered}/1000)")
+    pong = await client.session.send_ping()
+    check(pong is not None, "soak: server still up after 1,000 calls")
+    if pid:
+        growth = rss[1000] - rss[100]
+        print(f"soak: 1000 calls in {elapsed:.2f} s; RSS after 100 calls {rss[100]} KiB, after 1000 {rss[1000]} KiB", file=sys.stderr)
+        check(growth < 4096, f"soak: memory flat (RSS grew {growth} KiB from call 100 to call 1000)")
+
+
+async def limits_session(binary: Path, errlog) -> None:
+    params = server(binary, "--max-input-bytes", "4096")
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=60) as session:
+            await session.initialize()
+            tools = await list_tools(session)
+            client = Client(session, {n: t["outputSchema"] for n, t in tools.items()})
+            msg = (ROOT / "fixtures/hl7v2/markers/markers_adt_a01_v2.5.1.hl7").read_bytes().decode("utf-8")
+            big = (msg * (8192 // len(msg) + 1))[:8192]
+            sc = await client.call("validate", {"content": big}, "limits: content over the limit")
+            if sc:
+                check(sc.get("code") == "CLI_INPUT_TOO_LARGE" and sc["exit"] == 65, "limits: CLI_INPUT_TOO_LARGE, exit 65")
+                no_marker(sc, "limits: content over the limit")
+            huge = msg * (3 * 1024 * 1024 // len(msg))
+            sc = await client.call("parse", {"content": huge}, "limits: line over the transport limit")
+            if sc:
+                check(sc.get("code") == "CLI_INPUT_TOO_LARGE", "limits: a huge line is CLI_INPUT_TOO_LARGE")
+                no_marker(sc, "limits: line over the transport limit")
+            sc = await client.call("inspect", {"content": msg[:2000]}, "limits: a call after the oversized ones")
+            check(sc is not None and sc["status"] != "failed", "limits: the server keeps serving")
+
+
+def main() -> int:
+    binary = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "debug" / "phiward"
+    if not binary.exists():
+        subprocess.run(["cargo", "build", "--quiet"], cwd=ROOT, check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        # A private copy: the server and the CLI it is compared with are the same build even if
+        # the target directory is rebuilt meanwhile.
+        copy = Path(tmp) / "phiward"
+        shutil.copy2(binary, copy)
+        binary = copy
+        err_path = Path(tmp) / "stderr.log"
+        with open(err_path, "w") as errlog:
+            anyio.run(main_session, binary, errlog)
+            anyio.run(limits_session, binary, errlog)
+        stderr = err_path.read_text(errors="replace")
+        check(MARKER not in stderr, "server stderr under RUST_LOG=trace carries no marker")
+        check("tool call finished" in stderr, "server stderr shows the trace logs were on")
+    for f in failures[:40]:
+        print("  failed:", f, file=sys.stderr)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

