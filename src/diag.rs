@@ -162,14 +162,14 @@ codes! {
     TRAILING_DELIMITER => Warning, "a field, component or subcomponent separator ends a segment or field (reported with --strict only)";
 
     // ---- FHIR ----------------------------------------------------------------------------
-    JSON_SYNTAX => Fatal, "the input is not well-formed JSON";
+    MALFORMED_JSON => Fatal, "the input is not well-formed JSON";
     JSON_DUPLICATE_KEY => Error, "a JSON object has the same key twice";
-    JSON_TYPE_INVALID => Error, "a JSON value has the wrong kind (object, array, string, number, boolean, null) for its element";
+    TYPE_MISMATCH => Error, "a JSON value has the wrong kind (object, array, string, number, boolean, null) for its element";
     JSON_ARRAY_EXPECTED => Error, "a repeating FHIR element is not written as a JSON array";
     JSON_ARRAY_UNEXPECTED => Error, "a non-repeating FHIR element is written as a JSON array";
     JSON_ARRAY_EMPTY => Error, "a JSON array is empty";
     JSON_PRIMITIVE_MISMATCH => Error, "the arrays of a primitive element and its _element differ in length or are both null at a position";
-    XML_SYNTAX => Fatal, "the input is not well-formed XML";
+    MALFORMED_XML => Fatal, "the input is not well-formed XML";
     XML_DTD_FORBIDDEN => Fatal, "the XML input has a document type declaration; DTDs and entities are refused";
     XML_NAMESPACE_INVALID => Error, "an XML element or attribute is not in the FHIR (for div, the XHTML) namespace";
     XML_TEXT_UNEXPECTED => Error, "text occurs where FHIR XML allows only elements";
@@ -184,7 +184,7 @@ codes! {
     CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
     REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
-    INVARIANT_FAILED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
+    INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
 }
 

@@ -83,6 +83,17 @@ pub struct Request {
     pub unsafe_show_values: bool,
     /// The input is NDJSON: one record per line (FHIR).
     pub ndjson: bool,
+    /// `fmt` only: the syntax to write (FHIR); `None` keeps the input's syntax.
+    pub to: Option<Syntax>,
+}
+
+/// A FHIR syntax, for `fmt --to`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// FHIR JSON.
+    Json,
+    /// FHIR XML.
+    Xml,
 }
 
 /// The status of an outcome.
@@ -177,6 +188,10 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));
         }
         if !format.supports(request.command.operation()) {
+            return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
+        }
+        if request.to.is_some() && (format != Format::Fhir || (request.ndjson && request.to == Some(Syntax::Xml))) {
+            // Only FHIR has two syntaxes; an NDJSON record is one line of JSON.
             return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
         }
         if format == Format::Fhir {

@@ -95,6 +95,13 @@ fn inspect_matches_manifest() {
             assert_eq!(line["resourceType"], entry["resourceType"], "{file}");
             let want = entry.get("resources").cloned().unwrap_or(Value::Object(Default::default()));
             assert_eq!(line["resources"], want, "{file}");
+            assert!(line["issueCount"].is_u64(), "{file}: {line}");
+            if entry["resourceType"] == "Bundle" {
+                assert!(line["bundleType"].is_string() && line["entryCount"].is_u64(), "{file}: {line}");
+                assert!(line["entryResourceTypes"].is_object(), "{file}: {line}");
+            } else {
+                assert!(line.get("bundleType").is_none() && line.get("entryResourceTypes").is_none(), "{file}");
+            }
         }
     }
 }
@@ -132,6 +139,25 @@ fn xml_and_json_forms_agree() {
     let json = std::fs::read(fixture("fhir/valid/patient_full.json")).expect("json");
     let xml = std::fs::read(fixture("fhir/valid/patient_full.xml")).expect("xml");
     assert_eq!(model_of(&xml, &[]), model_of(&json, &[]));
+}
+
+#[test]
+fn fmt_to_xml_and_back_gives_the_same_canonical_json() {
+    // patient_full.json has extensions, a primitive `_element` (`given`) and a narrative.
+    let bytes = std::fs::read(fixture("fhir/valid/patient_full.json")).expect("fixture");
+    let canonical = run_stdin(&["fmt", "-"], &bytes);
+    assert_eq!(code(&canonical), 0);
+    let xml = run_stdin(&["fmt", "--to", "xml", "-"], &bytes);
+    assert_eq!(code(&xml), 0, "{}", String::from_utf8_lossy(&xml.stderr));
+    assert!(xml.stdout.starts_with(b"<?xml"), "not XML");
+    let ok = run_stdin(&["validate", "--json", "-"], &xml.stdout);
+    assert_eq!(code(&ok), 0, "{}", String::from_utf8_lossy(&ok.stdout));
+    let back = run_stdin(&["fmt", "--to", "json", "-"], &xml.stdout);
+    assert_eq!(code(&back), 0, "{}", String::from_utf8_lossy(&back.stderr));
+    assert_eq!(String::from_utf8_lossy(&back.stdout), String::from_utf8_lossy(&canonical.stdout));
+    // Only FHIR has two syntaxes.
+    let hl7 = run_stdin(&["fmt", "--to", "xml", "-"], b"MSH|^~\\&|A|B|C|D|20200101||ADT^A01|1|P|2.5\r");
+    assert_eq!(code(&hl7), 65);
 }
 
 #[test]

@@ -127,6 +127,19 @@ pub struct FmtArgs {
     /// Print nothing but a verdict: exit 1 when the input is not canonical.
     #[arg(long)]
     pub check: bool,
+    /// FHIR only: write this syntax (JSON in, XML out or the reverse); the default keeps the
+    /// input's syntax. Any other format fails with CLI_FORMAT_UNSUPPORTED.
+    #[arg(long, value_enum, value_name = "SYNTAX")]
+    pub to: Option<SyntaxArg>,
+}
+
+/// The syntaxes accepted by `fmt --to`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SyntaxArg {
+    /// FHIR JSON.
+    Json,
+    /// FHIR XML.
+    Xml,
 }
 
 /// `mcp` options.

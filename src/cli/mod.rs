@@ -16,7 +16,7 @@ use crate::error::exit;
 use crate::formats::Format;
 use crate::ops::{self, Command, Request, Source};
 
-use args::{Cli, Cmd, FormatArg, InputArgs};
+use args::{Cli, Cmd, FormatArg, InputArgs, SyntaxArg};
 use output::Style;
 
 /// Runs the command line; returns the process exit code.
@@ -30,7 +30,13 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Cmd::Parse(a) => run_input(Command::Parse, a, false),
         Cmd::Validate(v) => run_input(Command::Validate, v.input, v.strict),
         Cmd::Inspect(a) => run_input(Command::Inspect, a, false),
-        Cmd::Fmt(f) => run_input(Command::Fmt { check: f.check }, f.input, false),
+        Cmd::Fmt(f) => {
+            let to = f.to.map(|t| match t {
+                SyntaxArg::Json => ops::Syntax::Json,
+                SyntaxArg::Xml => ops::Syntax::Xml,
+            });
+            run_input_to(Command::Fmt { check: f.check }, f.input, false, to)
+        }
         Cmd::Mcp(m) => run_mcp(m),
     }
 }
@@ -91,6 +97,10 @@ fn format_of(arg: FormatArg) -> Format {
 }
 
 fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
+    run_input_to(command, a, strict, None)
+}
+
+fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Syntax>) -> u8 {
     let source = if a.input.as_os_str() == "-" { Source::Stdin } else { Source::Path(a.input.clone()) };
     let style = if a.quiet && !matches!(command, Command::Parse | Command::Fmt { check: false }) {
         Style::Quiet
@@ -109,6 +119,7 @@ fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
         strict,
         unsafe_show_values: a.unsafe_show_values,
         ndjson: a.ndjson,
+        to,
     };
     let mut sink = output::Stdout::new(style);
     let outcome = ops::run(request, &mut sink);

@@ -470,6 +470,7 @@ fn run_op(input: &[u8], command: Command, format: Option<Format>, strict: bool) 
         strict,
         unsafe_show_values: false,
         ndjson: false,
+        to: None,
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);

@@ -122,6 +122,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         strict: false,
         unsafe_show_values: false,
         ndjson: input.ndjson,
+        to: None,
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);

@@ -13,7 +13,7 @@ use std::io::Read;
 
 use zeroize::Zeroizing;
 
-use super::{Command, Failure, Pending, Runner, verdict_json};
+use super::{Command, Failure, Pending, Runner, Syntax, verdict_json};
 use crate::diag::Code;
 use crate::formats::fhir;
 use crate::phi::Phi;
@@ -95,7 +95,12 @@ impl Runner<'_> {
             }
             Command::Fmt { check } => {
                 let mut out = Zeroizing::new(Vec::new());
-                fhir::fmt::canonical(&doc, self.disclosure, self.request.ndjson, &mut out);
+                let syntax = match self.request.to {
+                    None => doc.syntax(),
+                    Some(Syntax::Json) => fhir::model::Syntax::Json,
+                    Some(Syntax::Xml) => fhir::model::Syntax::Xml,
+                };
+                fhir::fmt::canonical_as(&doc, syntax, self.disclosure, self.request.ndjson, &mut out);
                 if check {
                     if fhir::fmt::is_canonical(&doc, self.disclosure, self.request.ndjson, &out) {
                         return Ok(());

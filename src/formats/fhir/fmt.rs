@@ -9,8 +9,11 @@
 //! references for TAB, LF and CR), `Narrative.div` written as it was read, elements without a
 //! definition last, as they were read; a final newline.
 //!
-//! What it does not do: change values, convert between JSON and XML (`parse` gives JSON), keep
-//! XML comments, or re-indent inside `div`.
+//! [`canonical_as`] converts: JSON in, canonical XML out, or the reverse (`fmt --to`). Elements
+//! without a definition are written only in the syntax they were read in (a JSON key with no
+//! definition is left out of XML output, and the reverse).
+//!
+//! What it does not do: change values, keep XML comments, or re-indent inside `div`.
 
 use crate::phi::Disclosure;
 
@@ -19,7 +22,13 @@ use super::model::{Document, Syntax, ValueKind};
 
 /// Appends the canonical form of `doc`; `line` writes one compact line (NDJSON records).
 pub fn canonical(doc: &Document, disclosure: &Disclosure, line: bool, out: &mut Vec<u8>) {
-    match doc.syntax() {
+    canonical_as(doc, doc.syntax(), disclosure, line, out);
+}
+
+/// Appends the canonical form of `doc` in `syntax` (JSON in, XML out, or the reverse); `line`
+/// writes one compact JSON line (NDJSON records; no effect on XML).
+pub fn canonical_as(doc: &Document, syntax: Syntax, disclosure: &Disclosure, line: bool, out: &mut Vec<u8>) {
+    match syntax {
         Syntax::Json => {
             super::write::resource_json(doc, disclosure, !line, out);
             if line {
@@ -30,7 +39,7 @@ pub fn canonical(doc: &Document, disclosure: &Disclosure, line: bool, out: &mut 
     }
 }
 
-/// True when `canonical` (from [`canonical`]) is byte for byte the input of `doc` (the final
+/// True when `canonical` (from [`canonical`] or [`canonical_as`]) is byte for byte the input of `doc` (the final
 /// newline of an NDJSON line aside).
 pub fn is_canonical(doc: &Document, disclosure: &Disclosure, line: bool, canonical: &[u8]) -> bool {
     let input = doc.input.span().expose_value(disclosure);
@@ -91,6 +100,10 @@ impl Writer<'_> {
                 continue;
             }
             let Some(def) = n.elem.and_then(defs::element) else { continue };
+            if n.is_unknown() && doc.syntax() != Syntax::Xml {
+                // A wrapper whose resource could not be typed, read from JSON: no XML for it.
+                continue;
+            }
             if def.xml_attr && n.has_value() && doc.children(c).next().is_none() {
                 let rank = match def.name {
                     "id" => 0,

@@ -1,6 +1,8 @@
 //! A value-free summary of one FHIR resource: its type, the syntax it was read in, counts of
 //! elements and of the resources it holds by type (Bundle entries, contained resources), the
-//! Bundle type (only when it is a code of the required value set), and finding counts.
+//! Bundle type (only when it is a code of the required value set), the entries' resources by
+//! type (`entryResourceTypes`), and finding counts (`issueCount`: every finding, information
+//! included).
 //!
 //! What it does not report: ids, URLs (`fullUrl`, profiles, references), codes other than the
 //! Bundle type, or any other value. Profile URLs are counted, not shown.
@@ -32,6 +34,9 @@ pub struct Summary {
     /// Bundle entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry_count: Option<usize>,
+    /// The resources of the Bundle's entries (`entry.resource`), by type; Bundle only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_resource_types: Option<BTreeMap<&'static str, u32>>,
     /// Resources held inside the root (entries, contained, parameters), by type.
     pub resources: BTreeMap<&'static str, u32>,
     /// Contained resources (at any depth).
@@ -48,6 +53,8 @@ pub struct Summary {
     pub warning_count: usize,
     /// Findings of severity error or fatal.
     pub error_count: usize,
+    /// All findings, whatever their severity (information included).
+    pub issue_count: usize,
 }
 
 /// Summarizes a document, given its validation findings.
@@ -88,6 +95,19 @@ pub fn summarize(doc: &Document, findings: &[Diagnostic]) -> Summary {
             extensions += 1;
         }
     }
+    let entry_resource_types = is_bundle.then(|| {
+        let mut by_type = BTreeMap::new();
+        for r in doc.named(0, "entry").flat_map(|e| doc.named(e, "resource")) {
+            let n = doc.node(r);
+            if n.is_unknown() || !n.is_resource() {
+                continue;
+            }
+            if let Some(t) = n.ty {
+                *by_type.entry(defs::type_name(t)).or_insert(0) += 1;
+            }
+        }
+        by_type
+    });
     let profile_count = doc.named(0, "meta").flat_map(|m| doc.named(m, "profile")).count();
     Summary {
         format: "fhir",
@@ -99,6 +119,7 @@ pub fn summarize(doc: &Document, findings: &[Diagnostic]) -> Summary {
         resource_type,
         bundle_type,
         entry_count: is_bundle.then(|| doc.named(0, "entry").count()),
+        entry_resource_types,
         resources,
         contained_count: contained,
         element_count: elements,
@@ -107,5 +128,6 @@ pub fn summarize(doc: &Document, findings: &[Diagnostic]) -> Summary {
         profile_count,
         warning_count: findings.iter().filter(|f| f.severity == Severity::Warning).count(),
         error_count: findings.iter().filter(|f| f.severity.is_failure()).count(),
+        issue_count: findings.len(),
     }
 }

@@ -132,7 +132,7 @@ impl Iterator for Children<'_> {
 /// A fatal parse error: a code and a byte offset.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Error {
-    /// `JSON_SYNTAX`, `CHARSET_INVALID_BYTES` or `CLI_INPUT_TOO_LARGE`.
+    /// `MALFORMED_JSON`, `CHARSET_INVALID_BYTES` or `CLI_INPUT_TOO_LARGE`.
     pub code: Code,
     /// Byte offset in the input.
     pub offset: u64,
@@ -155,7 +155,7 @@ pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
     p.value(None, 0)?;
     p.ws();
     if p.i < p.b.len() {
-        return Err(p.err(Code::JSON_SYNTAX));
+        return Err(p.err(Code::MALFORMED_JSON));
     }
     Ok(Tree { nodes: p.nodes, text: p.text, duplicate_keys: p.dups })
 }
@@ -198,7 +198,7 @@ impl Parser<'_> {
     }
 
     fn value(&mut self, key: Option<(Span, u32)>, depth: u32) -> Result<(), Error> {
-        let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::JSON_SYNTAX)) };
+        let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::MALFORMED_JSON)) };
         match c {
             b'{' | b'[' => {
                 if depth >= self.limits.max_depth {
@@ -227,7 +227,7 @@ impl Parser<'_> {
                     _ => (b"null", Kind::Null),
                 };
                 if !self.b[self.i..].starts_with(word) {
-                    return Err(self.err(Code::JSON_SYNTAX));
+                    return Err(self.err(Code::MALFORMED_JSON));
                 }
                 let n = self.push(kind, key)?;
                 self.i += word.len();
@@ -247,7 +247,7 @@ impl Parser<'_> {
                 self.nodes[n].text = Span { start: text_start as u32, len: (self.i - start) as u32 };
                 self.nodes[n].end_offset = self.i as u32;
             }
-            _ => return Err(self.err(Code::JSON_SYNTAX)),
+            _ => return Err(self.err(Code::MALFORMED_JSON)),
         }
         Ok(())
     }
@@ -262,14 +262,14 @@ impl Parser<'_> {
         loop {
             self.ws();
             if self.b.get(self.i) != Some(&b'"') {
-                return Err(self.err(Code::JSON_SYNTAX));
+                return Err(self.err(Code::MALFORMED_JSON));
             }
             let key_offset = self.i as u32;
             let key = self.string()?;
             keys.push((key, key_offset));
             self.ws();
             if self.b.get(self.i) != Some(&b':') {
-                return Err(self.err(Code::JSON_SYNTAX));
+                return Err(self.err(Code::MALFORMED_JSON));
             }
             self.i += 1;
             self.ws();
@@ -281,7 +281,7 @@ impl Parser<'_> {
                     self.i += 1;
                     break;
                 }
-                _ => return Err(self.err(Code::JSON_SYNTAX)),
+                _ => return Err(self.err(Code::MALFORMED_JSON)),
             }
         }
         if keys.len() > 1 {
@@ -312,7 +312,7 @@ impl Parser<'_> {
                     self.i += 1;
                     return Ok(());
                 }
-                _ => return Err(self.err(Code::JSON_SYNTAX)),
+                _ => return Err(self.err(Code::MALFORMED_JSON)),
             }
         }
     }
@@ -329,12 +329,12 @@ impl Parser<'_> {
                     self.i += 1;
                 }
             }
-            _ => return Err(self.err(Code::JSON_SYNTAX)),
+            _ => return Err(self.err(Code::MALFORMED_JSON)),
         }
         if b.get(self.i) == Some(&b'.') {
             self.i += 1;
             if !b.get(self.i).is_some_and(u8::is_ascii_digit) {
-                return Err(self.err(Code::JSON_SYNTAX));
+                return Err(self.err(Code::MALFORMED_JSON));
             }
             while b.get(self.i).is_some_and(u8::is_ascii_digit) {
                 self.i += 1;
@@ -346,7 +346,7 @@ impl Parser<'_> {
                 self.i += 1;
             }
             if !b.get(self.i).is_some_and(u8::is_ascii_digit) {
-                return Err(self.err(Code::JSON_SYNTAX));
+                return Err(self.err(Code::MALFORMED_JSON));
             }
             while b.get(self.i).is_some_and(u8::is_ascii_digit) {
                 self.i += 1;
@@ -389,7 +389,7 @@ impl Parser<'_> {
                 }
                 Some(b'\\') => {
                     self.i += 1;
-                    let Some(&e) = self.b.get(self.i) else { return Err(self.err(Code::JSON_SYNTAX)) };
+                    let Some(&e) = self.b.get(self.i) else { return Err(self.err(Code::MALFORMED_JSON)) };
                     self.i += 1;
                     let simple = match e {
                         b'"' => Some(b'"'),
@@ -403,7 +403,7 @@ impl Parser<'_> {
                         b'u' => None,
                         _ => {
                             self.i -= 1;
-                            return Err(self.err(Code::JSON_SYNTAX));
+                            return Err(self.err(Code::MALFORMED_JSON));
                         }
                     };
                     if let Some(s) = simple {
@@ -414,24 +414,24 @@ impl Parser<'_> {
                     let hi = self.hex4()?;
                     let cp = if (0xD800..0xDC00).contains(&hi) {
                         if self.b.get(self.i) != Some(&b'\\') || self.b.get(self.i + 1) != Some(&b'u') {
-                            return Err(Error { code: Code::JSON_SYNTAX, offset: at as u64 });
+                            return Err(Error { code: Code::MALFORMED_JSON, offset: at as u64 });
                         }
                         self.i += 2;
                         let lo = self.hex4()?;
                         if !(0xDC00..0xE000).contains(&lo) {
-                            return Err(Error { code: Code::JSON_SYNTAX, offset: at as u64 });
+                            return Err(Error { code: Code::MALFORMED_JSON, offset: at as u64 });
                         }
                         0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
                     } else if (0xDC00..0xE000).contains(&hi) {
-                        return Err(Error { code: Code::JSON_SYNTAX, offset: at as u64 });
+                        return Err(Error { code: Code::MALFORMED_JSON, offset: at as u64 });
                     } else {
                         hi
                     };
-                    let ch = char::from_u32(cp).ok_or(Error { code: Code::JSON_SYNTAX, offset: at as u64 })?;
+                    let ch = char::from_u32(cp).ok_or(Error { code: Code::MALFORMED_JSON, offset: at as u64 })?;
                     let mut buf = [0u8; 4];
                     self.text.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
                 }
-                _ => return Err(self.err(Code::JSON_SYNTAX)),
+                _ => return Err(self.err(Code::MALFORMED_JSON)),
             }
         }
     }
@@ -439,12 +439,12 @@ impl Parser<'_> {
     fn hex4(&mut self) -> Result<u32, Error> {
         let mut v = 0u32;
         for _ in 0..4 {
-            let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::JSON_SYNTAX)) };
+            let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::MALFORMED_JSON)) };
             let d = match c {
                 b'0'..=b'9' => c - b'0',
                 b'a'..=b'f' => c - b'a' + 10,
                 b'A'..=b'F' => c - b'A' + 10,
-                _ => return Err(self.err(Code::JSON_SYNTAX)),
+                _ => return Err(self.err(Code::MALFORMED_JSON)),
             };
             v = v * 16 + u32::from(d);
             self.i += 1;
@@ -492,11 +492,11 @@ mod tests {
 
     #[test]
     fn rejects_bad_syntax_with_offsets() {
-        assert_eq!(p("{\"a\":1,}").map(|_| ()), Err(Error { code: Code::JSON_SYNTAX, offset: 7 }));
-        assert_eq!(p("[01]").map(|_| ()).map_err(|e| e.code), Err(Code::JSON_SYNTAX));
-        assert_eq!(p("\"\\ud800\"").map(|_| ()).map_err(|e| e.code), Err(Code::JSON_SYNTAX));
-        assert_eq!(p("\"a\u{1}\"").map(|_| ()).map_err(|e| e.code), Err(Code::JSON_SYNTAX));
-        assert_eq!(p("{} x").map(|_| ()).map_err(|e| e.code), Err(Code::JSON_SYNTAX));
+        assert_eq!(p("{\"a\":1,}").map(|_| ()), Err(Error { code: Code::MALFORMED_JSON, offset: 7 }));
+        assert_eq!(p("[01]").map(|_| ()).map_err(|e| e.code), Err(Code::MALFORMED_JSON));
+        assert_eq!(p("\"\\ud800\"").map(|_| ()).map_err(|e| e.code), Err(Code::MALFORMED_JSON));
+        assert_eq!(p("\"a\u{1}\"").map(|_| ()).map_err(|e| e.code), Err(Code::MALFORMED_JSON));
+        assert_eq!(p("{} x").map(|_| ()).map_err(|e| e.code), Err(Code::MALFORMED_JSON));
         assert_eq!(
             parse(b"\"\xff\"", &Limits::default()).map(|_| ()).map_err(|e| e.code),
             Err(Code::CHARSET_INVALID_BYTES)

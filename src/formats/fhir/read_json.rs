@@ -4,7 +4,7 @@
 //! primitive extensions (`_birthDate`, and the parallel arrays of repeating primitives with
 //! `null` placeholders), resources inside resources (`resourceType`), arrays for repeating
 //! elements. Findings made here are structural and value-free: `UNKNOWN_ELEMENT` (by byte
-//! offset), `JSON_DUPLICATE_KEY`, `JSON_TYPE_INVALID`, `JSON_ARRAY_EXPECTED`,
+//! offset), `JSON_DUPLICATE_KEY`, `TYPE_MISMATCH`, `JSON_ARRAY_EXPECTED`,
 //! `JSON_ARRAY_UNEXPECTED`, `JSON_ARRAY_EMPTY`, `JSON_PRIMITIVE_MISMATCH`,
 //! `RESOURCE_TYPE_UNKNOWN`/`MISSING`.
 //!
@@ -238,7 +238,7 @@ impl Reader<'_> {
         for (index, item) in items.into_iter().enumerate() {
             let n = *tree.node(item);
             if n.kind != J::Object {
-                self.finding(Code::JSON_TYPE_INVALID, parent, Some(n.offset));
+                self.finding(Code::TYPE_MISMATCH, parent, Some(n.offset));
                 continue;
             }
             let index = index as u32;
@@ -283,7 +283,7 @@ impl Reader<'_> {
                 let code = if repeats && g.value.is_some() && g.ext.is_some() {
                     Code::JSON_PRIMITIVE_MISMATCH
                 } else {
-                    Code::JSON_TYPE_INVALID
+                    Code::TYPE_MISMATCH
                 };
                 let at = values.get(index).or(exts.get(index)).map_or(key_offset, |&x| tree.node(x).offset);
                 self.finding(code, parent, Some(at));
@@ -292,7 +292,7 @@ impl Reader<'_> {
             if let Some(v) = values.get(index).copied().filter(|&v| tree.node(v).kind == J::Null) {
                 // A null value is only a placeholder in a repeating element's array.
                 if !repeats {
-                    self.finding(Code::JSON_TYPE_INVALID, parent, Some(tree.node(v).offset));
+                    self.finding(Code::TYPE_MISMATCH, parent, Some(tree.node(v).offset));
                 }
             }
             let mut node = model::blank(parent, key_offset);
@@ -312,13 +312,13 @@ impl Reader<'_> {
                 match kind {
                     Some(k) => {
                         if k != wanted {
-                            self.finding(Code::JSON_TYPE_INVALID, parent, Some(n.offset));
+                            self.finding(Code::TYPE_MISMATCH, parent, Some(n.offset));
                         }
                         node.value_kind = if def.xhtml && k == ValueKind::String { ValueKind::Xhtml } else { k };
                         node.value = n.text;
                     }
                     None => {
-                        self.finding(Code::JSON_TYPE_INVALID, parent, Some(n.offset));
+                        self.finding(Code::TYPE_MISMATCH, parent, Some(n.offset));
                         // Keep the content for fmt, without interpreting it.
                         node.flags = flag::UNKNOWN;
                         node.name_text = n.key.unwrap_or_default();
@@ -334,7 +334,7 @@ impl Reader<'_> {
                 if tree.node(e).kind == J::Object {
                     self.members(e, i, ElemRef { ty: t, idx: 0 }, false, true)?;
                 } else {
-                    self.finding(Code::JSON_TYPE_INVALID, parent, Some(tree.node(e).offset));
+                    self.finding(Code::TYPE_MISMATCH, parent, Some(tree.node(e).offset));
                 }
             }
             self.b.close(i);

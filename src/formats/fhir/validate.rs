@@ -245,8 +245,8 @@ mod tests {
             f,
             [
                 "CODE_INVALID Patient.gender",
-                "INVARIANT_FAILED Patient.contact[0]/invariant:ele-1",
-                "INVARIANT_FAILED Patient.contact[0]/invariant:pat-1",
+                "INVARIANT_VIOLATED Patient.contact[0]/invariant:ele-1",
+                "INVARIANT_VIOLATED Patient.contact[0]/invariant:pat-1",
             ]
         );
     }

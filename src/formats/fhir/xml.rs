@@ -8,7 +8,7 @@
 //! The result is a flat tree of elements in pre-order ([`Tree`]) with their attributes (decoded
 //! into one zeroizing buffer), the byte span of each element, and the offset of the first
 //! non-white-space text directly inside each element. Errors are a code and a byte offset:
-//! `XML_SYNTAX`, `XML_DTD_FORBIDDEN`, `CHARSET_INVALID_BYTES` (input is not UTF-8, or declares
+//! `MALFORMED_XML`, `XML_DTD_FORBIDDEN`, `CHARSET_INVALID_BYTES` (input is not UTF-8, or declares
 //! another encoding), `CLI_INPUT_TOO_LARGE` (depth, element count, attribute size).
 //!
 //! What it does not do: validate against a schema, keep comments or processing instructions,
@@ -137,13 +137,13 @@ pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
     };
     p.prolog()?;
     if p.b.get(p.i) != Some(&b'<') {
-        return Err(p.err(Code::XML_SYNTAX));
+        return Err(p.err(Code::MALFORMED_XML));
     }
     p.element(0)?;
     // Misc after the root: comments, PIs, white space.
     p.misc()?;
     if p.i != p.b.len() {
-        return Err(p.err(Code::XML_SYNTAX));
+        return Err(p.err(Code::MALFORMED_XML));
     }
     Ok(Tree { elements: p.elements, attrs: p.attrs, text: p.text })
 }
@@ -187,7 +187,7 @@ impl P<'_> {
                 self.i += p + end.len();
                 Ok(())
             }
-            None => Err(self.err(Code::XML_SYNTAX)),
+            None => Err(self.err(Code::MALFORMED_XML)),
         }
     }
 
@@ -232,7 +232,7 @@ impl P<'_> {
     fn name(&mut self) -> Result<(u32, u32), Error> {
         let s = self.i;
         if !self.b.get(self.i).is_some_and(|c| is_name_start(*c)) {
-            return Err(self.err(Code::XML_SYNTAX));
+            return Err(self.err(Code::MALFORMED_XML));
         }
         while self.b.get(self.i).is_some_and(|c| is_name(*c)) {
             self.i += 1;
@@ -266,26 +266,26 @@ impl P<'_> {
         if prefix.0 == prefix.1 {
             Ok((Ns::None, local))
         } else {
-            Err(Error { code: Code::XML_SYNTAX, offset: u64::from(q.0) })
+            Err(Error { code: Code::MALFORMED_XML, offset: u64::from(q.0) })
         }
     }
 
     /// Decodes an attribute value between quotes into `text`.
     fn attr_value(&mut self) -> Result<Span, Error> {
-        let Some(&q) = self.b.get(self.i) else { return Err(self.err(Code::XML_SYNTAX)) };
+        let Some(&q) = self.b.get(self.i) else { return Err(self.err(Code::MALFORMED_XML)) };
         if q != b'"' && q != b'\'' {
-            return Err(self.err(Code::XML_SYNTAX));
+            return Err(self.err(Code::MALFORMED_XML));
         }
         self.i += 1;
         let start = self.text.len();
         loop {
-            let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::XML_SYNTAX)) };
+            let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::MALFORMED_XML)) };
             match c {
                 _ if c == q => {
                     self.i += 1;
                     break;
                 }
-                b'<' => return Err(self.err(Code::XML_SYNTAX)),
+                b'<' => return Err(self.err(Code::MALFORMED_XML)),
                 b'&' => self.reference()?,
                 b'\t' | b'\n' | b'\r' => {
                     self.text.push(b' ');
@@ -307,7 +307,7 @@ impl P<'_> {
     fn reference(&mut self) -> Result<(), Error> {
         let at = self.i;
         let Some(semi) = memchr::memchr(b';', &self.b[self.i..self.b.len().min(self.i + 12)]) else {
-            return Err(self.err(Code::XML_SYNTAX));
+            return Err(self.err(Code::MALFORMED_XML));
         };
         let body = &self.b[self.i + 1..self.i + semi];
         let ch = match body {
@@ -326,7 +326,7 @@ impl P<'_> {
                 };
                 match n.and_then(char::from_u32) {
                     Some(c) if c != '\0' => c,
-                    _ => return Err(Error { code: Code::XML_SYNTAX, offset: at as u64 }),
+                    _ => return Err(Error { code: Code::MALFORMED_XML, offset: at as u64 }),
                 }
             }
         };
@@ -354,15 +354,15 @@ impl P<'_> {
             self.ws();
             match self.b.get(self.i) {
                 Some(b'>') | Some(b'/') => break,
-                Some(_) if self.i == before => return Err(self.err(Code::XML_SYNTAX)),
+                Some(_) if self.i == before => return Err(self.err(Code::MALFORMED_XML)),
                 Some(_) => {}
-                None => return Err(self.err(Code::XML_SYNTAX)),
+                None => return Err(self.err(Code::MALFORMED_XML)),
             }
             let at = self.i as u32;
             let an = self.name()?;
             self.ws();
             if self.b.get(self.i) != Some(&b'=') {
-                return Err(self.err(Code::XML_SYNTAX));
+                return Err(self.err(Code::MALFORMED_XML));
             }
             self.i += 1;
             self.ws();
@@ -386,7 +386,7 @@ impl P<'_> {
                 continue;
             }
             if raw_attrs.iter().any(|(n, _, _)| self.slice(*n) == aname) {
-                return Err(Error { code: Code::XML_SYNTAX, offset: u64::from(at) });
+                return Err(Error { code: Code::MALFORMED_XML, offset: u64::from(at) });
             }
             raw_attrs.push((an, value, at));
         }
@@ -414,11 +414,11 @@ impl P<'_> {
             // End tag.
             let close = self.name()?;
             if self.slice(close) != self.slice(qname) {
-                return Err(Error { code: Code::XML_SYNTAX, offset: u64::from(close.0) });
+                return Err(Error { code: Code::MALFORMED_XML, offset: u64::from(close.0) });
             }
             self.ws();
             if self.b.get(self.i) != Some(&b'>') {
-                return Err(self.err(Code::XML_SYNTAX));
+                return Err(self.err(Code::MALFORMED_XML));
             }
             self.i += 1;
         }
@@ -433,7 +433,7 @@ impl P<'_> {
     /// Content up to and including the `</` of the end tag.
     fn content(&mut self, index: usize, depth: u32) -> Result<(), Error> {
         loop {
-            let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::XML_SYNTAX)) };
+            let Some(&c) = self.b.get(self.i) else { return Err(self.err(Code::MALFORMED_XML)) };
             if c != b'<' {
                 if c == b'&' {
                     let mark = self.text.len();
@@ -445,7 +445,7 @@ impl P<'_> {
                     continue;
                 }
                 if c == b'>' && self.b[..self.i].ends_with(b"]]") {
-                    return Err(self.err(Code::XML_SYNTAX));
+                    return Err(self.err(Code::MALFORMED_XML));
                 }
                 if !c.is_ascii_whitespace() && self.elements[index].text_at.is_none() {
                     self.elements[index].text_at = Some(self.i as u32);
@@ -500,9 +500,9 @@ mod tests {
     fn refuses_dtds_and_unknown_entities() {
         let xxe = "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><Patient xmlns=\"http://hl7.org/fhir\">&e;</Patient>";
         assert_eq!(p(xxe).map(|_| ()).map_err(|e| e.code), Err(Code::XML_DTD_FORBIDDEN));
-        assert_eq!(p("<a>&nbsp;</a>").map(|_| ()).map_err(|e| e.code), Err(Code::XML_SYNTAX));
-        assert_eq!(p("<a><b></a>").map(|_| ()).map_err(|e| e.code), Err(Code::XML_SYNTAX));
-        assert_eq!(p("<a x='1' x='2'/>").map(|_| ()).map_err(|e| e.code), Err(Code::XML_SYNTAX));
+        assert_eq!(p("<a>&nbsp;</a>").map(|_| ()).map_err(|e| e.code), Err(Code::MALFORMED_XML));
+        assert_eq!(p("<a><b></a>").map(|_| ()).map_err(|e| e.code), Err(Code::MALFORMED_XML));
+        assert_eq!(p("<a x='1' x='2'/>").map(|_| ()).map_err(|e| e.code), Err(Code::MALFORMED_XML));
         assert_eq!(
             p("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a/>").map(|_| ()).map_err(|e| e.code),
             Err(Code::CHARSET_INVALID_BYTES)

@@ -114,6 +114,7 @@ impl Secondary {
                 "resourceType",
                 "bundleType",
                 "entryCount",
+                "entryResourceTypes",
                 "resources",
                 "containedCount",
                 "elementCount",
@@ -122,6 +123,7 @@ impl Secondary {
                 "profileCount",
                 "warningCount",
                 "errorCount",
+                "issueCount",
             ]
         } else {
             inspect_ok(&mut map);
@@ -313,6 +315,8 @@ fn vocabulary() -> &'static HashSet<&'static str> {
             "resourceType",
             "bundleType",
             "entryCount",
+            "entryResourceTypes",
+            "issueCount",
             "resources",
             "containedCount",
             "elementCount",

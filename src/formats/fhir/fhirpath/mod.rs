@@ -3,7 +3,7 @@
 //! [`parse`] compiles an expression, [`eval`] evaluates it over the element tree; [`value`] holds
 //! the non-element values, [`html`] the narrative checks behind `htmlChecks()`.
 //! [`check_invariants`] runs every invariant that applies to each element of a document
-//! (those of its element definition and of its type) and reports `INVARIANT_FAILED` when one
+//! (those of its element definition and of its type) and reports `INVARIANT_VIOLATED` when one
 //! evaluates to `false`, with the invariant's severity (warning for best practices).
 //!
 //! An invariant the engine cannot evaluate (a function outside the subset, or an evaluation that
@@ -122,7 +122,7 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
                     let mut path = doc.path(i);
                     path.invariant = defs::constraint_key(c);
                     let severity = if constraint.error { Severity::Error } else { Severity::Warning };
-                    f.push_with(Code::INVARIANT_FAILED, severity, Location::Fhir(path));
+                    f.push_with(Code::INVARIANT_VIOLATED, severity, Location::Fhir(path));
                 }
                 Some(_) => {}
                 None => {
