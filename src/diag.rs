@@ -100,6 +100,7 @@ codes! {
     CLI_PARSER_UNAVAILABLE => Fatal, "the component is not built into this binary";
     CLI_INTERNAL => Fatal, "an internal error occurred; no detail is shown";
     CLI_OUTPUT_FAILED => Fatal, "the output could not be written";
+    CLI_KEY_INVALID => Fatal, "the key file holds fewer than 16 or more than 4096 bytes";
 
     // ---- input and framing ---------------------------------------------------------------
     BOM_PRESENT => Information, "the input starts with a UTF-8 byte order mark";

@@ -54,7 +54,7 @@ impl Error {
 /// The exit code for a failure with this code.
 pub fn exit_code_for(code: Code) -> u8 {
     match code {
-        Code::CLI_USAGE => exit::USAGE,
+        Code::CLI_USAGE | Code::CLI_KEY_INVALID => exit::USAGE,
         Code::CLI_NO_INPUT => exit::NOINPUT,
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,

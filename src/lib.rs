@@ -17,6 +17,7 @@ pub mod formats;
 #[doc(hidden)]
 pub mod internal;
 pub mod json;
+pub mod keys;
 pub mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
