@@ -592,11 +592,12 @@ static STRINGS: OnceLock<Result<Box<[&'static str]>, DecodeError>> = OnceLock::n
 ///
 /// Only if the embedded data files are corrupt, which the unit test
 /// `every_version_decodes` rules out for the files compiled in.  Use
-/// [`try_schema`] to handle that case instead.
+/// [`try_schema`] to handle that case instead. The panic payload is the code
+/// `CLI_INTERNAL`, never a rendered message (the front doors turn a panic into that code).
 pub fn schema(v: Version) -> &'static Schema {
     match try_schema(v) {
         Ok(s) => s,
-        Err(e) => panic!("{e}"),
+        Err(_) => std::panic::panic_any(crate::diag::Code::CLI_INTERNAL),
     }
 }
 
