@@ -7,7 +7,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 fx="$here/../fixtures/hl7v2"
 out="$here/corpus"
 rm -rf "$out"
-mkdir -p "$out"/{hl7v2,mllp,batch,detect,pipeline,mcp}
+mkdir -p "$out"/{hl7v2,mllp,batch,detect,pipeline,mcp,fhir_json,fhir_xml}
 
 copy() { # copy TARGET FILE...
   local t="$1"; shift
@@ -28,6 +28,18 @@ copy batch "$fx"/valid/batch_*.hl7 "$fx"/valid/multi_*.hl7 "$fx"/invalid/b*s_*.h
   "$fx"/markers/markers_batch_*.hl7 "$fx"/markers/markers_2msgs_*.hl7 "$fx"/valid/bom_*.hl7
 # pipeline: everything through ops.
 copy pipeline "$fx"/valid/* "$fx"/invalid/* "$fx"/markers/*
+
+# fhir_json, fhir_xml: every FHIR fixture of that syntax (valid and invalid).
+ff="$here/../fixtures/fhir"
+copy fhir_json "$ff"/valid/*.json "$ff"/invalid/*.json
+copy fhir_xml "$ff"/valid/*.xml "$ff"/invalid/*.xml
+# ... plus the XML form of every valid JSON fixture, when a phiward build is at hand.
+bin="$here/../target/debug/phiward"
+if [ -x "$bin" ]; then
+  for f in "$ff"/valid/*.json; do
+    "$bin" fmt --to xml "$f" > "$out/fhir_xml/from_json__$(basename "$f" .json).xml" || true
+  done
+fi
 
 # detect: one of each signature (synthetic, hand-written here).
 d="$out/detect"

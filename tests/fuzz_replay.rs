@@ -24,6 +24,8 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("batch", fuzzing::batch),
         ("detect", fuzzing::detect),
         ("pipeline", fuzzing::pipeline),
+        ("fhir_json", fuzzing::fhir_json),
+        ("fhir_xml", fuzzing::fhir_xml),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -90,6 +92,16 @@ fn corpus_detect() {
 #[test]
 fn corpus_pipeline() {
     replay_target("pipeline");
+}
+
+#[test]
+fn corpus_fhir_json() {
+    replay_target("fhir_json");
+}
+
+#[test]
+fn corpus_fhir_xml() {
+    replay_target("fhir_xml");
 }
 
 #[cfg(feature = "mcp")]
@@ -160,4 +172,12 @@ fn canonical_form_longer_than_tight_limit() {
 #[test]
 fn mcp_reply_envelope_words() {
     regression("mcp", "mcp_reply_envelope_words");
+}
+
+/// A narrative `div` in the wrong namespace passed JSON validation (the check only looked for
+/// `<div` and `</div>`), while the XML syntax cannot carry it: JSON to XML to JSON lost it. The
+/// xhtml primitive is now parsed as XML and must be a `div` in the XHTML namespace.
+#[test]
+fn div_wrong_namespace_valid_in_json() {
+    regression("fhir_json", "div_wrong_namespace_valid_in_json");
 }

@@ -4,8 +4,9 @@
 //!
 //! Targets: [`hl7v2`] (one message: parse, validate, inspect, fmt round trip), [`mllp`]
 //! (deframing), [`batch`] (record splitting and the batch protocol), [`detect`] (format sniffing)
-//! [`pipeline`] (`ops::run` on bytes, every command) and, with the `mcp` feature, `mcp` (the MCP
-//! tool dispatcher). FHIR and policy targets join in their own issues.
+//! [`pipeline`] (`ops::run` on bytes, every command), [`fhir_json`] and [`fhir_xml`] (one FHIR
+//! resource: read, validate, inspect, canonical round trip in both syntaxes) and, with the `mcp`
+//! feature, `mcp` (the MCP tool dispatcher).
 //!
 //! Oracles, in every target (a failed oracle panics, which is how libFuzzer sees it):
 //! - no panic and no hang (loops are bounded by the input; libFuzzer's `-timeout` backs this up);
@@ -26,6 +27,7 @@
 //!
 //! What it does not do: print anything, or run outside tests and fuzzing.
 
+mod fhir_values;
 mod logs;
 mod oracle;
 mod values;
@@ -537,6 +539,99 @@ fn outcome_ok(o: &Outcome, got: &Collect, command: Command) {
         let expected: Vec<Option<u64>> = (1..=numbers.len() as u64).map(Some).collect();
         assert_eq!(numbers, expected, "records not numbered 1..n");
     }
+}
+
+// ---- fhir ---------------------------------------------------------------------------------
+
+/// One FHIR JSON resource: read, validate (tolerant and strict), inspect, canonical round trip
+/// (JSON, and JSON to XML to JSON). Marker mode rewrites every JSON string value.
+pub fn fhir_json(data: &[u8]) {
+    logs::install();
+    fhir_one(data, fhir_values::json_runs(data), false);
+    let marked = fhir_values::json_markers(data);
+    fhir_one(&marked, fhir_values::json_runs(&marked), true);
+}
+
+/// One FHIR XML resource, as [`fhir_json`]. Marker mode rewrites every attribute value (but
+/// namespace declarations) and every text run.
+pub fn fhir_xml(data: &[u8]) {
+    logs::install();
+    fhir_one(data, fhir_values::xml_runs(data), false);
+    let marked = fhir_values::xml_markers(data);
+    fhir_one(&marked, fhir_values::xml_runs(&marked), true);
+}
+
+/// Limits small enough that the fuzzer reaches the FHIR readers' limit paths.
+fn tight_fhir_limits() -> Limits {
+    Limits { max_input_bytes: 2048, max_segments: 64, max_field_bytes: 32, max_depth: 6, max_records: 3 }
+}
+
+fn fhir_one(input: &[u8], runs: Vec<Vec<u8>>, markers: bool) {
+    use crate::formats::fhir;
+    let mut sec = Secondary::default();
+    let len = input.len() as u64;
+    for limits in [Limits::default(), tight_fhir_limits()] {
+        match fhir::read(input.to_vec(), &limits) {
+            Err(fatal) => {
+                assert!(fatal.severity == Severity::Fatal, "a read failure that is not fatal");
+                oracle::offset_inside(&fatal, len);
+                sec.failure(Code::CLI_PARSE_FAILED, Some(fatal));
+            }
+            Ok(doc) => {
+                let mut tolerant = Vec::new();
+                for strict in [false, true] {
+                    let findings = fhir::validate::validate(&doc, fhir::validate::Options { strict });
+                    for d in &findings {
+                        assert!(!(strict && d.severity == Severity::Warning), "a warning survived strict mode");
+                        oracle::offset_inside(d, len);
+                        sec.diagnostic(d);
+                    }
+                    if !strict {
+                        tolerant = findings;
+                    }
+                }
+                let summary = fhir::inspect::summarize(&doc, &tolerant);
+                let json =
+                    serde_json::to_vec(&summary).unwrap_or_else(|_| panic!("inspect summary does not serialize"));
+                sec.json_item(&json);
+                fhir_round_trip(&doc, fhir::validate::is_valid(&tolerant));
+            }
+        }
+    }
+    sec.log(logs::take());
+    sec.check_runs(runs, markers);
+}
+
+/// Canonical form reads back and is a fixed point, in the input's syntax; a valid document the
+/// reader took without findings also survives JSON to XML to JSON unchanged (an invalid one need
+/// not: a boolean written as a string has no XML form that keeps the mistake).
+fn fhir_round_trip(doc: &crate::formats::fhir::Document, valid: bool) {
+    use crate::formats::fhir::{self, Syntax};
+    // Stands in for ops (see the module doc): the writers need the capability.
+    let disclosure = Disclosure::grant();
+    let mut canon = Vec::new();
+    fhir::fmt::canonical(doc, &disclosure, false, &mut canon);
+    let again = match fhir::read(canon.clone(), &Limits::default()) {
+        Ok(d) => d,
+        Err(d) => panic!("the canonical form does not read: {} at {}", d.code.as_str(), d.location),
+    };
+    let mut canon2 = Vec::new();
+    fhir::fmt::canonical(&again, &disclosure, false, &mut canon2);
+    assert!(canon == canon2, "fhir fmt is not idempotent");
+    if !valid || !doc.findings().is_empty() {
+        return;
+    }
+    let mut json = Vec::new();
+    fhir::fmt::canonical_as(doc, Syntax::Json, &disclosure, false, &mut json);
+    let mut xml = Vec::new();
+    fhir::fmt::canonical_as(doc, Syntax::Xml, &disclosure, false, &mut xml);
+    let from_xml = match fhir::read(xml, &Limits::default()) {
+        Ok(d) => d,
+        Err(d) => panic!("the XML form does not read: {} at {}", d.code.as_str(), d.location),
+    };
+    let mut json2 = Vec::new();
+    fhir::fmt::canonical_as(&from_xml, Syntax::Json, &disclosure, false, &mut json2);
+    assert!(json == json2, "JSON to XML to JSON changed the resource");
 }
 
 // ---- mcp ----------------------------------------------------------------------------------

@@ -216,8 +216,23 @@ fn scrub(text: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The codes of the required value set `bundle-type`: inspect copies `Bundle.type` only when it
+/// is one of them.
+const BUNDLE_TYPES: [&str; 9] = [
+    "document",
+    "message",
+    "transaction",
+    "transaction-response",
+    "batch",
+    "batch-response",
+    "history",
+    "searchset",
+    "collection",
+];
+
 fn is_vocabulary(word: &str) -> bool {
     word.bytes().all(|b| b.is_ascii_digit())
+        || BUNDLE_TYPES.iter().any(|t| t.split('-').any(|w| w == word))
         || segment_ids::schema_name(word.as_bytes()).is_some()
         || vocabulary().contains(word)
         || schema_names().contains(word)
@@ -426,7 +441,9 @@ fn fhir_inspect_ok(map: &serde_json::Map<String, Value>) {
         assert!(k.bytes().all(|b| b.is_ascii_alphabetic()), "FHIR summary key {k:?} is not an identifier");
         match v {
             Value::String(text) => {
-                let ok = matches!(text.as_str(), "fhir" | "json" | "xml" | "4.0.1") || fhir_word(text);
+                let ok = matches!(text.as_str(), "fhir" | "json" | "xml" | "4.0.1")
+                    || fhir_word(text)
+                    || (k == "bundleType" && BUNDLE_TYPES.contains(&text.as_str()));
                 assert!(ok, "FHIR summary {k} is not a schema name: {text:?}");
             }
             Value::Number(_) => {}
