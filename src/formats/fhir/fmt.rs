@@ -175,7 +175,7 @@ impl Writer<'_> {
             self.out.extend_from_slice(n.value.of(self.values));
             return;
         }
-        if def.types.first() == Some(&TypeRef::Resource) {
+        if n.is_resource() || def.types.first() == Some(&TypeRef::Resource) {
             self.indent(depth);
             self.out.push(b'<');
             self.out.extend_from_slice(&name);

@@ -242,7 +242,9 @@ impl Reader<'_> {
                 continue;
             }
             let index = index as u32;
-            if ty == TypeRef::Resource {
+            // Any resource, or one resource type (`Bundle.entry.response.outcome` is an
+            // OperationOutcome): either way the object carries its own `resourceType`.
+            if ty == TypeRef::Resource || matches!(ty, TypeRef::Type(t) if defs::is_resource(t)) {
                 self.resource(item, parent, Some(elem), def.name, index, key_offset)?;
                 continue;
             }

@@ -185,6 +185,12 @@ impl Reader<'_> {
                 Some(t) => TypeRef::Type(t),
                 None => def.types.first().copied().unwrap_or(TypeRef::Backbone),
             };
+            // A resource-typed element (`Bundle.entry.response.outcome`) wraps its resource like
+            // `contained` does.
+            let ty = match ty {
+                TypeRef::Type(t) if defs::is_resource(t) => TypeRef::Resource,
+                other => other,
+            };
             match ty {
                 TypeRef::Resource => {
                     let mut inner = tree.children(c);

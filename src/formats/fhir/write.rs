@@ -154,7 +154,9 @@ impl Writer<'_> {
             if primitive {
                 self.primitive_group(&name, &g.nodes, repeats, first);
             } else {
-                let resource = def.types.first() == Some(&TypeRef::Resource);
+                // `contained`, `entry.resource`, and elements typed as one resource type
+                // (`entry.response.outcome`) carry their own `resourceType`.
+                let resource = first_node.is_resource() || def.types.first() == Some(&TypeRef::Resource);
                 self.key(first, &name);
                 if repeats {
                     self.open(b'[');
