@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Validates every official FHIR R4 example (npm `hl7.fhir.r4.examples` 4.0.1, the examples of
+the published specification, CC0) with phiward, and checks the verdicts against the list below
+of examples that are themselves wrong, each with the rule it breaks.
+
+    python3 tests/peers/r4_examples.py PHIWARD_BINARY [--verbose]
+
+The package is fetched once with `npm pack` into target/r4-examples/ (never committed). All
+files go through one `phiward validate --ndjson --json` process: a JSON text's line breaks are
+white space, so joining each file into one line changes nothing. Exit 1 when an example outside
+the list gets an error-severity finding (a false positive of ours), or a listed one passes (the
+list is stale), or the counts do not add up.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+WORK = ROOT / "target" / "r4-examples"
+PACKAGE = "hl7.fhir.r4.examples@4.0.1"
+
+EMPTY_DIV = "txt-2 (and txt-1): the narrative div is empty"
+FULLURL = "an entry's fullUrl ends in a different id than its resource's id (FULLURL_MISMATCH)"
+NO_BASE = "SearchParameter.base is required (1..*) and absent"
+
+# The examples that are wrong, and why (verified one by one against the R4 definitions).
+KNOWN_WRONG = {
+    "ActivityDefinition-blood-tubes-supply.json": EMPTY_DIV,
+    "ActivityDefinition-heart-valve-replacement.json": EMPTY_DIV,
+    "EventDefinition-example.json": EMPTY_DIV,
+    "Questionnaire-zika-virus-exposure-assessment.json": EMPTY_DIV,
+    "Bundle-10bb101f-a121-4264-a920-67be9cb82c74.json": FULLURL,
+    "Bundle-3a0707d3-549e-4467-b8b8-5a2ab3800efe.json": FULLURL,
+    "Bundle-lri-example.json": FULLURL,
+    "Bundle-dataelements.json": "bdl-7: the same fullUrl occurs twice without distinct meta.versionId",
+    "Bundle-v2-valuesets.json": "a CodeSystem code ends in a no-break space (mis-encoded), not a valid code",
+    "CodeSystem-v2-0550.json": "codes end in (or are) a no-break space (mis-encoded), not valid codes",
+    "ImplementationGuide-fhir.json": "ImplementationGuide.name and .status are required (1..1) and absent",
+    "ig-r4.json": "ImplementationGuide.name and .status are required (1..1) and absent",
+    "Questionnaire-qs1.json": "Questionnaire.item.linkId is required (1..1) and absent in nested items",
+    "SearchParameter-codesystem-extensions-CodeSystem-author.json": NO_BASE,
+    "SearchParameter-codesystem-extensions-CodeSystem-effective.json": NO_BASE,
+    "SearchParameter-codesystem-extensions-CodeSystem-end.json": NO_BASE,
+    "SearchParameter-codesystem-extensions-CodeSystem-keyword.json": NO_BASE,
+    "SearchParameter-codesystem-extensions-CodeSystem-workflow.json": NO_BASE,
+    "SearchParameter-valueset-extensions-ValueSet-author.json": NO_BASE,
+    "SearchParameter-valueset-extensions-ValueSet-effective.json": NO_BASE,
+    "SearchParameter-valueset-extensions-ValueSet-end.json": NO_BASE,
+    "SearchParameter-valueset-extensions-ValueSet-keyword.json": NO_BASE,
+    "SearchParameter-valueset-extensions-ValueSet-workflow.json": NO_BASE,
+    "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json":
+        "the id has 67 characters; an id has at most 64",
+    "StructureDefinition-Definition.json": "sdf-4: not abstract and no baseDefinition",
+    "StructureDefinition-Event.json": "sdf-4: not abstract and no baseDefinition",
+    "StructureDefinition-FiveWs.json": "sdf-4: not abstract and no baseDefinition",
+    "StructureDefinition-Request.json": "sdf-4: not abstract and no baseDefinition",
+}
+
+
+def fetch() -> Path:
+    pkg = WORK / "package"
+    if not (pkg / "package.json").is_file():
+        WORK.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "pack", "--silent", PACKAGE], cwd=WORK, check=True, stdout=subprocess.DEVNULL)
+        tgz = next(WORK.glob("hl7.fhir.r4.examples-*.tgz"))
+        subprocess.run(["tar", "xzf", tgz.name], cwd=WORK, check=True)
+    return pkg
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary, verbose = sys.argv[1], "--verbose" in sys.argv
+    pkg = fetch()
+    files = sorted(f for f in os.listdir(pkg) if f.endswith(".json") and f not in ("package.json", ".index.json"))
+    stream = WORK / "all.ndjson"
+    with open(stream, "wb") as out:
+        for f in files:
+            out.write((pkg / f).read_bytes().replace(b"\r", b" ").replace(b"\n", b" ") + b"\n")
+    p = subprocess.run([binary, "validate", "--ndjson", "--json", str(stream)], capture_output=True)
+    errors: dict[int, list[str]] = {}
+    for line in p.stdout.decode().splitlines():
+        d = json.loads(line)
+        found = [f"{x['code']} {x.get('location', '')}" for x in d.get("findings", []) if x.get("severity") in ("error", "fatal")]
+        if "code" in d:
+            found.append(d["code"])
+        errors[d.get("record")] = found
+    failed = []
+    if len(errors) != len(files):
+        failed.append(f"{len(files)} files but {len(errors)} output records")
+    flagged = {f: errors.get(i, ["MISSING"]) for i, f in enumerate(files, 1) if errors.get(i, ["MISSING"])}
+    for f, errs in flagged.items():
+        if f not in KNOWN_WRONG:
+            failed.append(f"false positive? {f}: {'; '.join(errs[:5])}")
+    for f in KNOWN_WRONG:
+        if f in files and f not in flagged:
+            failed.append(f"listed as wrong but passes: {f}")
+    codes = collections.Counter(e.split()[0] for errs in flagged.values() for e in errs)
+    if verbose:
+        for f, errs in flagged.items():
+            print(f"{f}: {KNOWN_WRONG.get(f, '?')}: {'; '.join(errs[:4])}")
+    print(f"R4 examples: {len(files)} validated, {len(files) - len(flagged)} without error findings, "
+          f"{len(flagged)} with (all {len(KNOWN_WRONG)} known-wrong examples: {'yes' if not failed else 'see below'}); "
+          f"error codes {dict(sorted(codes.items()))}")
+    for line in failed:
+        print("FAIL: " + line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
