@@ -25,6 +25,11 @@ static NEEDS_ESCAPE: [bool; 256] = {
     t
 };
 
+/// Whether `b` needs an escape in a JSON string literal.
+pub fn needs_escape(b: u8) -> bool {
+    NEEDS_ESCAPE[usize::from(b)]
+}
+
 /// Appends bytes that are valid UTF-8 (the caller guarantees it) as a JSON string literal.
 pub fn string_utf8(out: &mut Vec<u8>, bytes: &[u8]) {
     out.reserve(bytes.len() + 2);

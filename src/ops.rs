@@ -580,10 +580,60 @@ pub fn findings_json(findings: &[Diagnostic], out: &mut Vec<u8>) {
         out.extend_from_slice(b",\"severity\":");
         crate::json::string(out, d.severity.as_str());
         out.extend_from_slice(b",\"location\":");
-        crate::json::string(out, &d.location.to_string());
+        location_json(&d.location, out);
         out.push(b'}');
     }
     out.push(b']');
+}
+
+/// A location as a JSON string: HL7 v2 positions (most findings of a stream) are written
+/// directly, byte for byte what `Location`'s `Display` gives, without a `String` per finding.
+fn location_json(location: &Location, out: &mut Vec<u8>) {
+    if let Location::Hl7(p) = location {
+        let id = p.segment.unwrap_or("segment");
+        if id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            out.push(b'"');
+            out.extend_from_slice(id.as_bytes());
+            out.push(b'[');
+            decimal(p.index, out);
+            out.push(b']');
+            if p.field > 0 {
+                out.push(b'-');
+                decimal(p.field, out);
+                if p.repetition > 0 {
+                    out.push(b'[');
+                    decimal(p.repetition, out);
+                    out.push(b']');
+                }
+                if p.component > 0 {
+                    out.push(b'.');
+                    decimal(p.component, out);
+                    if p.subcomponent > 0 {
+                        out.push(b'.');
+                        decimal(p.subcomponent, out);
+                    }
+                }
+            }
+            out.push(b'"');
+            return;
+        }
+    }
+    crate::json::string(out, &location.to_string());
+}
+
+/// `n` in decimal.
+fn decimal(mut n: u32, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 10];
+    let mut start = digits.len();
+    for slot in digits.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+        start -= 1;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(start..).unwrap_or_default());
 }
 
 fn verdict_json(format: &str, valid: bool, findings: &[Diagnostic], out: &mut Vec<u8>) {
@@ -592,4 +642,32 @@ fn verdict_json(format: &str, valid: bool, findings: &[Diagnostic], out: &mut Ve
     out.extend_from_slice(if valid { b",\"valid\":true,\"findings\":" } else { b",\"valid\":false,\"findings\":" });
     findings_json(findings, out);
     out.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::{Hl7Position, Location};
+
+    #[test]
+    fn locations_are_written_as_displayed() {
+        let base = Hl7Position::segment(Some("OBX"), 12);
+        for p in [
+            base,
+            base.field(5, 0),
+            base.field(10, 2),
+            base.field(6, 1).component(3, 0),
+            base.field(6, 1).component(3, 14),
+        ] {
+            for p in [p, Hl7Position { segment: None, ..p }] {
+                let mut fast = Vec::new();
+                super::location_json(&Location::Hl7(p), &mut fast);
+                let mut slow = Vec::new();
+                crate::json::string(&mut slow, &Location::Hl7(p).to_string());
+                assert_eq!(fast, slow);
+            }
+        }
+        let mut out = Vec::new();
+        super::decimal(4_294_967_295, &mut out);
+        assert_eq!(out, b"4294967295");
+    }
 }

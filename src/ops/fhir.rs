@@ -1,15 +1,17 @@
 //! The FHIR branch of the orchestrator: reads the whole input (bounded by
-//! `Limits::max_input_bytes`), splits it into records when it is NDJSON (`--ndjson`: one
-//! resource per non-blank line), and runs each record through the FHIR pipeline, emitting items
+//! `Limits::max_input_bytes`), or, when it is NDJSON (`--ndjson`: one resource per non-blank
+//! line), one line at a time, and runs each record through the FHIR pipeline, emitting items
 //! the same way as the HL7 v2 path (`hold`/`emit`, one JSON object per record when the input is
 //! multi-record).
 //!
 //! Byte offsets in the findings of an NDJSON record are relative to the start of its line.
 //!
-//! What it does not do: stream a single resource (a FHIR document is read whole; records of an
-//! NDJSON input are processed one at a time but the input is read whole).
+//! NDJSON is read one line at a time (memory bounded by the longest line, the whole input still
+//! by `max_input_bytes`).
+//!
+//! What it does not do: stream a single resource (a FHIR document is read whole).
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 
 use zeroize::Zeroizing;
 
@@ -22,6 +24,9 @@ impl Runner<'_> {
     /// Runs every record of a FHIR input.
     pub(super) fn run_fhir(&mut self, input: impl Read) -> Result<(), Failure> {
         let max = self.request.limits.max_input_bytes;
+        if self.request.ndjson {
+            return self.run_ndjson(BufReader::with_capacity(64 * 1024, input.take(max.saturating_add(1))), max);
+        }
         let mut all = Zeroizing::new(Vec::new());
         input
             .take(max.saturating_add(1))
@@ -30,18 +35,33 @@ impl Runner<'_> {
         if all.len() as u64 > max {
             return Err(Failure::code(Code::CLI_INPUT_TOO_LARGE));
         }
-        if !self.request.ndjson {
-            let bytes = std::mem::take(&mut *all);
-            return self.fhir_record(bytes);
-        }
-        for line in all.split(|b| *b == b'\n') {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if line.iter().all(u8::is_ascii_whitespace) {
+        let bytes = std::mem::take(&mut *all);
+        self.fhir_record(bytes)
+    }
+
+    /// NDJSON, one line at a time: memory is bounded by the longest line. The whole input is
+    /// still bounded by `max` (`CLI_INPUT_TOO_LARGE` when the total goes over it; the records
+    /// before are already out, as for a stream over `max_records`).
+    fn run_ndjson(&mut self, mut input: impl BufRead, max: u64) -> Result<(), Failure> {
+        let mut line = Zeroizing::new(Vec::new());
+        let mut total = 0u64;
+        loop {
+            line.clear();
+            let n = input.read_until(b'\n', &mut line).map_err(|e| Failure::from(crate::error::from_read_io(&e)))?;
+            if n == 0 {
+                return Ok(());
+            }
+            total += n as u64;
+            if total > max {
+                return Err(Failure::code(Code::CLI_INPUT_TOO_LARGE));
+            }
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            if text.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            self.fhir_record(line.to_vec())?;
+            self.fhir_record(text.to_vec())?;
         }
-        Ok(())
     }
 
     fn fhir_record(&mut self, bytes: Vec<u8>) -> Result<(), Failure> {

@@ -129,9 +129,18 @@ pub(crate) fn time(v: &[u8], era: Era) -> Verdict {
 /// `DTM` and the time of `TS`: `YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ]`; 2.3 and 2.4
 /// write hours and minutes together; 2.1 and 2.2 need the full date.
 pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
-    let Ok((body, _)) = split_offset(v) else { return Verdict::Invalid };
-    let Ok((main, frac)) = split_fraction(body) else { return Verdict::Invalid };
-    if main.len() < 4 || !digits(main) {
+    // Most values are digits alone: no offset or fraction to split off.
+    let (main, frac) = if digits(v) {
+        (v, None)
+    } else {
+        let Ok((body, _)) = split_offset(v) else { return Verdict::Invalid };
+        let Ok((main, frac)) = split_fraction(body) else { return Verdict::Invalid };
+        if !digits(main) {
+            return Verdict::Invalid;
+        }
+        (main, frac)
+    };
+    if main.len() < 4 {
         return Verdict::Invalid;
     }
     let (day, clock) = main.split_at(main.len().min(8));
