@@ -605,12 +605,20 @@ pub fn scan_codings(
     path: &std::path::Path,
     limits: &Limits,
 ) -> Result<Vec<crate::terminology::conceptmap::Coding>, Code> {
+    let max = usize::try_from(limits.max_input_bytes).unwrap_or(usize::MAX);
+    let bytes = crate::terminology::import::read_bounded_bytes(path, max)?;
+    scan_codings_in(bytes, limits)
+}
+
+/// [`scan_codings`] of a message in memory (the MCP `map_codes` tool's `content`).
+pub fn scan_codings_in(bytes: Vec<u8>, limits: &Limits) -> Result<Vec<crate::terminology::conceptmap::Coding>, Code> {
     use crate::diag::{Hl7Position, Location};
     use crate::formats::hl7v2::schema;
     use crate::terminology::conceptmap::Coding;
 
-    let max = usize::try_from(limits.max_input_bytes).unwrap_or(usize::MAX);
-    let bytes = crate::terminology::import::read_bounded_bytes(path, max)?;
+    if bytes.len() as u64 > limits.max_input_bytes {
+        return Err(Code::CLI_INPUT_TOO_LARGE);
+    }
     let disclosure = Disclosure::grant();
     let format = detect::detect(&bytes)?;
     let mut out = Vec::new();

@@ -331,4 +331,19 @@ fn mcp_find_equivalent_equals_the_cli() {
     }
     let bad = dispatch("find_equivalent", json!({"term": "x", "limit": 0}).as_object().cloned(), &Config::default());
     assert_eq!(bad.into_value(), json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"}));
+    // map_codes over MCP: a message in `content` is scanned as `--scan` does.
+    let msg = std::fs::read_to_string(fixture("terminology/oru_r01.hl7")).expect("fixture");
+    let map = std::fs::read_to_string(fixture("terminology/conceptmap_loinc_local.json")).expect("fixture");
+    let args = json!({"conceptmap": map, "content": msg});
+    let reply = dispatch("map_codes", args.as_object().cloned(), &Config::default()).into_value();
+    let cli = run(&[
+        "map-codes",
+        "--json",
+        "--map",
+        fixture("terminology/conceptmap_loinc_local.json").to_str().expect("path"),
+        "--scan",
+        fixture("terminology/oru_r01.hl7").to_str().expect("path"),
+    ]);
+    assert_eq!(reply["status"], "verdict");
+    assert_eq!(reply["data"]["results"], json_of(&cli)["results"]);
 }

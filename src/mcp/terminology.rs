@@ -19,7 +19,7 @@ use crate::ops::Status;
 use crate::terminology::find::{self, Query};
 use crate::terminology::{self as term, Catalog, System};
 
-use super::dispatch::Reply;
+use super::dispatch::{Config, Reply};
 
 /// The name of the `find_equivalent` tool.
 pub const FIND_EQUIVALENT: &str = "find_equivalent";
@@ -242,11 +242,11 @@ pub fn definitions() -> Vec<McpTool> {
 }
 
 /// Runs a terminology tool; `None` when `name` is not one.
-pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, catalog: &Catalog) -> Option<Reply> {
+pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Config) -> Option<Reply> {
     let args = arguments.unwrap_or_default();
     match name {
-        FIND_EQUIVALENT => Some(find_equivalent(&args, catalog)),
-        MAP_CODES => Some(map_codes(&args)),
+        FIND_EQUIVALENT => Some(find_equivalent(&args, &config.catalog)),
+        MAP_CODES => Some(map_codes(&args, &config.limits)),
         _ => None,
     }
 }
@@ -295,8 +295,8 @@ fn find_equivalent(args: &Map<String, Value>, catalog: &Catalog) -> Reply {
     Reply { status, exit, code: None, data: Some(data) }
 }
 
-fn map_codes(args: &Map<String, Value>) -> Reply {
-    match term::conceptmap::run_mcp(args) {
+fn map_codes(args: &Map<String, Value>, limits: &crate::limits::Limits) -> Reply {
+    match term::conceptmap::run_mcp(args, limits) {
         Ok((data, all_mapped)) => {
             let (status, exit) =
                 if all_mapped { (Status::Success, exit::OK) } else { (Status::Verdict, exit::INVALID) };

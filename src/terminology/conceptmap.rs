@@ -240,8 +240,9 @@ pub fn codings_from_ndjson(text: &[u8]) -> Result<Vec<Coding>, Code> {
     Ok(out)
 }
 
-/// The `map_codes` MCP tool: `map` or `conceptmap`, and `codings`.
-pub fn run_mcp(args: &Map<String, Value>) -> Result<(Value, bool), Code> {
+/// The `map_codes` MCP tool: `map` or `conceptmap`, and `codings` or `content` (a message to
+/// scan, see `ops::scan_codings`).
+pub fn run_mcp(args: &Map<String, Value>, limits: &crate::limits::Limits) -> Result<(Value, bool), Code> {
     let map = match (args.get("map"), args.get("conceptmap")) {
         (Some(Value::String(url)), None) => ConceptMap::bundled(url).ok_or(Code::CONCEPTMAP_INVALID)?,
         (None, Some(Value::String(text))) => ConceptMap::from_json(text.as_bytes())?,
@@ -267,7 +268,7 @@ pub fn run_mcp(args: &Map<String, Value>) -> Result<(Value, bool), Code> {
                 })
                 .collect::<Result<Vec<_>, _>>()?
         }
-        (None, Some(Value::String(_))) => return Err(Code::CLI_PARSER_UNAVAILABLE),
+        (None, Some(Value::String(text))) => crate::ops::scan_codings_in(text.as_bytes().to_vec(), limits)?,
         _ => return Err(Code::CLI_USAGE),
     };
     Ok(map_codes(&map, &codings))

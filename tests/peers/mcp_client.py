@@ -329,6 +329,10 @@ async def terminology(client: Client, session: ClientSession, binary: Path) -> N
     sc = await client.call("map_codes", {"conceptmap": json.dumps(cm), "codings": [{"system": "http://a", "code": "1"}]},
                            "map_codes user map")
     check(sc is not None and sc["data"]["results"][0]["targets"][0]["code"] == "one", "map_codes: user map translates")
+    msg = (ROOT / "fixtures" / "terminology" / "oru_r01.hl7").read_text()
+    sc = await client.call("map_codes", {"map": GENDER_V2, "content": msg}, "map_codes scan")
+    check(sc is not None and sc["status"] == "verdict" and any(r["location"] == "OBX[1]-3[1].1" for r in sc["data"]["results"]),
+          "map_codes: content is scanned (HL7 v2 CE fields)")
     for label, args in [("unknown map", {"map": "http://example.org/MKR00012X", "codings": []}),
                         ("not a map", {"conceptmap": "MKR00013X", "codings": []}), ("no map", {"codings": []})]:
         sc = await client.call("map_codes", args, f"map_codes {label}")
