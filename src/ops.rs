@@ -640,11 +640,24 @@ pub fn scan_codings_in(bytes: Vec<u8>, limits: &Limits) -> Result<Vec<crate::ter
                     if !matches!(fdef.base_data_type(), "CE" | "CWE" | "CNE") {
                         continue;
                     }
-                    for r in 1..=field.repetitions().count() {
+                    if !field.is_splittable() {
+                        continue;
+                    }
+                    let delimiters = field.delimiters();
+                    // One pass over repetitions and components (no `at`, which rescans).
+                    for (r, rep) in field.repetitions().enumerate() {
+                        let components: Vec<&[u8]> = rep
+                            .split(Some(delimiters.component))
+                            .take(6)
+                            .map(|c| {
+                                c.split(Some(delimiters.subcomponent))
+                                    .next()
+                                    .map(|s| s.bytes.expose_value(&disclosure))
+                                    .unwrap_or_default()
+                            })
+                            .collect();
                         for (code_c, system_c) in [(1u32, 3u32), (4, 6)] {
-                            let value = |c: u32| {
-                                field.at(r, c as usize, 1).map(|b| b.expose_value(&disclosure)).unwrap_or_default()
-                            };
+                            let value = |c: u32| components.get(c as usize - 1).copied().unwrap_or_default();
                             let (code, system) = (value(code_c), value(system_c));
                             if code.is_empty() {
                                 continue;
@@ -653,7 +666,8 @@ pub fn scan_codings_in(bytes: Vec<u8>, limits: &Limits) -> Result<Vec<crate::ter
                             else {
                                 continue;
                             };
-                            let p: Hl7Position = position.field(position.field, r as u32).component(code_c, 0);
+                            let repetition = u32::try_from(r + 1).unwrap_or(u32::MAX);
+                            let p: Hl7Position = position.field(position.field, repetition).component(code_c, 0);
                             out.push(Coding {
                                 location: Location::Hl7(p).to_string(),
                                 system: v2_system_uri(system),

@@ -347,3 +347,63 @@ fn mcp_find_equivalent_equals_the_cli() {
     assert_eq!(reply["status"], "verdict");
     assert_eq!(reply["data"]["results"], json_of(&cli)["results"]);
 }
+
+/// Marker terms and codes go to stdout (the caller's own data) and never to stderr, even with
+/// every log on; findings never carry them.
+#[test]
+fn markers_never_reach_stderr_or_findings() {
+    use crate::common::run_with;
+    use crate::no_leak::has_marker;
+    let env = [("RUST_LOG", "trace")];
+    let o = run_with(&["find-equivalent", "--json", "MKR00101X diabetes"], None, &env);
+    assert_eq!(code(&o), 0);
+    assert!(!has_marker(&o.stderr));
+    let o = run_with(&["find-equivalent", "-"], Some(b"MKR00102X".as_slice()), &env);
+    assert_eq!(code(&o), 1);
+    assert!(!has_marker(&o.stderr));
+    let o = run_with(
+        &["map-codes", "--json", "--map", GENDER_V2, "--system", "MKR00103X", "--code", "MKR00104X"],
+        None,
+        &env,
+    );
+    assert_eq!(code(&o), 1);
+    assert!(!has_marker(&o.stderr));
+    assert!(!has_marker(json_of(&o)["findings"].to_string().as_bytes()));
+    for f in crate::common::files_under(&fixture("hl7v2/markers")) {
+        let p = f.to_str().expect("path");
+        let o = run_with(&["map-codes", "--json", "--map", GENDER_V2, "--scan", p], None, &env);
+        assert!(!has_marker(&o.stderr), "{p}");
+        if let Ok(v) = serde_json::from_slice::<Value>(&o.stdout) {
+            assert!(!has_marker(v["findings"].to_string().as_bytes()), "{p}");
+        }
+    }
+}
+
+/// Garbage never panics the index builder, the search or the importers.
+#[test]
+fn garbage_never_panics() {
+    use phiward::terminology::index::Index;
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let alphabet: Vec<char> = "ab\t\n\r#d é|,\"<>=DescriptorUI*NEWRECORD UI = MH = ".chars().collect();
+    let dir = data_dir("garbage");
+    for i in 0..300 {
+        let len = (next() % 300) as usize;
+        let text: String = (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
+        if let Ok(index) = Index::build(text.clone()) {
+            for q in ["a", "b d", "", "é"] {
+                let _ = index.search(&phiward::terminology::score::normalize(q), i % 2 == 0);
+            }
+        }
+        let file = dir.join("input");
+        std::fs::write(&file, &text).expect("write");
+        for system in [System::Rxnorm, System::Loinc, System::Icd11, System::Mesh] {
+            let _ = phiward::terminology::import::import(system, &file, &dir.join("out"), None);
+        }
+    }
+}
