@@ -10,8 +10,30 @@
 //! hand it text).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-use super::score::{from_counts, normalize, token_set};
+use super::score::{from_counts, normalize, normalize_into, token_set};
+
+/// A small multiply-rotate hasher (the FxHash scheme) for the token table: the keys are our own
+/// index's tokens, iteration order never reaches output, and SipHash's cost dominated loading.
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl Hasher for TokenHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type TokenMap = HashMap<String, u32, BuildHasherDefault<TokenHasher>>;
 
 /// The largest index text accepted (an imported file is converted first; this bounds memory).
 pub const MAX_INDEX_BYTES: usize = 512 * 1024 * 1024;
@@ -43,7 +65,7 @@ pub struct Index {
     text: String,
     concepts: Vec<Concept>,
     labels: Vec<Label>,
-    tokens: HashMap<String, u32>,
+    tokens: TokenMap,
     postings: Vec<Vec<u32>>,
 }
 
@@ -69,9 +91,10 @@ impl Index {
             text: String::new(),
             concepts: Vec::new(),
             labels: Vec::new(),
-            tokens: HashMap::new(),
+            tokens: TokenMap::default(),
             postings: Vec::new(),
         };
+        let mut norm = String::new();
         let mut offset = 0usize;
         for line in text.split_inclusive('\n') {
             let start = offset;
@@ -101,7 +124,7 @@ impl Index {
                 if s == e {
                     continue;
                 }
-                let norm = normalize(&text[s..e]);
+                normalize_into(&text[s..e], &mut norm);
                 let set = token_set(&norm);
                 let label = u32::try_from(index.labels.len()).map_err(|_| TOO_LARGE)?;
                 for t in &set {

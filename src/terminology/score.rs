@@ -16,6 +16,13 @@ use unicode_normalization::char::is_combining_mark;
 /// The normalized form of `text`: `[a-z0-9]` tokens separated by single spaces.
 pub fn normalize(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    normalize_into(text, &mut out);
+    out
+}
+
+/// [`normalize`] into a buffer (cleared first), so that an index build reuses one allocation.
+pub fn normalize_into(text: &str, out: &mut String) {
+    out.clear();
     let mut pending_space = false;
     let mut push = |c: char, out: &mut String| {
         if c.is_ascii_lowercase() || c.is_ascii_digit() {
@@ -30,17 +37,16 @@ pub fn normalize(text: &str) -> String {
     };
     if text.is_ascii() {
         for b in text.bytes() {
-            push(char::from(b.to_ascii_lowercase()), &mut out);
+            push(char::from(b.to_ascii_lowercase()), out);
         }
     } else {
         for c in text.chars().flat_map(char::to_lowercase).nfd() {
             if is_combining_mark(c) {
                 continue;
             }
-            push(c, &mut out);
+            push(c, out);
         }
     }
-    out
 }
 
 /// The distinct tokens of a normalized text, sorted.
