@@ -187,6 +187,14 @@ codes! {
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
+
+    // ---- terminology ---------------------------------------------------------------------
+    // terminology/: find-equivalent, map-codes, the importers. Rows in DIAGNOSTICS.md.
+    TERMINOLOGY_FILE_INVALID => Fatal, "the terminology file is not in the format its importer reads";
+    TERMINOLOGY_DATA_DIR_UNAVAILABLE => Fatal, "the terminology data folder is not set or cannot be written";
+    CONCEPTMAP_INVALID => Fatal, "the ConceptMap is not a FHIR R4 ConceptMap in JSON, or no bundled map has that URL";
+    CODE_UNMAPPED => Error, "a code has no target in the ConceptMap (or its system has no group there)";
+    CODE_MAPPED_NARROWER => Information, "a code maps only to a target that is narrower, wider or inexact";
 }
 
 /// A name out of the standard's schema, or nothing when the name is not one.

@@ -24,6 +24,8 @@ pub mod exit {
     pub const UNAVAILABLE: u8 = 69;
     /// Internal error.
     pub const SOFTWARE: u8 = 70;
+    /// The terminology data folder cannot be created or written (sysexits EX_CANTCREAT).
+    pub const CANTCREAT: u8 = 73;
     /// Output could not be written (sysexits EX_IOERR).
     pub const IOERR: u8 = 74;
 }
@@ -59,6 +61,7 @@ pub fn exit_code_for(code: Code) -> u8 {
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,
         Code::CLI_OUTPUT_FAILED => exit::IOERR,
+        Code::TERMINOLOGY_DATA_DIR_UNAVAILABLE => exit::CANTCREAT,
         _ => exit::DATAERR,
     }
 }

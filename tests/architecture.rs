@@ -157,3 +157,17 @@ fn every_file_has_a_module_doc() {
         assert!(first.starts_with("//!"), "{path} does not open with a //! doc");
     }
 }
+
+/// Architecture Invariant: phiward has no network code: terminology (and everything else) is
+/// answered from data on this machine.
+#[test]
+fn no_network_code() {
+    for pattern in ["std::net", "TcpStream", "UdpSocket", "reqwest", "hyper::", "ureq"] {
+        let bad = offenders(pattern, &[]);
+        assert!(bad.is_empty(), "{pattern} in {bad:?}");
+    }
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap_or_default();
+    for dep in ["reqwest", "hyper", "ureq", "curl"] {
+        assert!(!manifest.contains(&format!("\n{dep} ")), "{dep} in Cargo.toml");
+    }
+}

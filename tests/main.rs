@@ -13,6 +13,8 @@
 //! - `architecture`: the Architecture Invariants of ARCHITECTURE.md.
 //! - `fuzz_replay`: the committed fuzz corpus and every minimised crash, through the library's
 //!   fuzz harnesses (`phiward::internal::fuzzing`), plus one regression test per bug found.
+//! - `terminology`: find-equivalent (score reference values, exact names first), terminology list
+//!   licences, the importers on synthetic files, map-codes, MCP against the CLI.
 //! - `mcp`: the MCP server: tool definitions, dispatch against the CLI's --json, argument
 //!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy.
 
@@ -27,3 +29,4 @@ mod hl7v2_fixtures;
 mod mcp;
 mod no_leak;
 mod registry;
+mod terminology;

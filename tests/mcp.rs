@@ -69,15 +69,16 @@ fn cli(tool: &str, input: &[u8], format: Option<&str>, ndjson: bool) -> (i32, Op
 
 #[cfg(feature = "mcp")]
 #[test]
-fn tools_list_shows_four_annotated_tools_with_schemas() {
+fn tools_list_shows_annotated_tools_with_schemas() {
     let tools = mcp::definitions();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["parse", "validate", "inspect", "convert"]);
+    assert_eq!(names, ["parse", "validate", "inspect", "convert", "find_equivalent", "map_codes"]);
     for t in &tools {
+        let message_tool = Tool::from_name(&t.name).is_some();
         let v = serde_json::to_value(t).expect("a tool serializes");
         assert!(v["title"].as_str().is_some_and(|s| !s.is_empty()), "{} title", t.name);
         assert!(
-            v["description"].as_str().is_some_and(|s| s.contains("Formats this build supports")),
+            !message_tool || v["description"].as_str().is_some_and(|s| s.contains("Formats this build supports")),
             "{} description",
             t.name
         );
@@ -221,7 +222,8 @@ fn convert_is_unsupported_until_the_conversion_lands() {
 #[cfg(feature = "mcp")]
 #[test]
 fn content_over_the_input_limit_is_too_large() {
-    let config = Config { limits: phiward::limits::Limits { max_input_bytes: 64, ..Default::default() } };
+    let config =
+        Config { limits: phiward::limits::Limits { max_input_bytes: 64, ..Default::default() }, ..Config::default() };
     let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
     let args = json!({ "content": msg });
     let reply = mcp::dispatch("validate", args.as_object().cloned(), &config).into_value();
@@ -353,7 +355,7 @@ fn stdio_exchange_answers_every_request_and_leaks_nothing() {
     let (exit, replies, stderr) = exchange(bin, &["mcp"], &lines);
     assert_eq!(exit, 0, "stderr: {}", stderr.len());
     assert_eq!(reply(&replies, 0)["result"]["serverInfo"]["name"], "phiward");
-    assert_eq!(reply(&replies, 1)["result"]["tools"].as_array().map(Vec::len), Some(4));
+    assert_eq!(reply(&replies, 1)["result"]["tools"].as_array().map(Vec::len), Some(6));
     assert_ne!(structured(&replies, 2)["status"], "failed");
     let usage = json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"});
     assert_eq!(structured(&replies, 3), &usage);
@@ -404,7 +406,17 @@ fn the_phiward_mcp_binary_serves_the_same_tools() {
     assert_eq!(exit, 0);
     let names: Vec<Value> =
         reply(&replies, 1)["result"]["tools"].as_array().expect("tools").iter().map(|t| t["name"].clone()).collect();
-    assert_eq!(names, [json!("parse"), json!("validate"), json!("inspect"), json!("convert")]);
+    assert_eq!(
+        names,
+        [
+            json!("parse"),
+            json!("validate"),
+            json!("inspect"),
+            json!("convert"),
+            json!("find_equivalent"),
+            json!("map_codes")
+        ]
+    );
     assert_ne!(structured(&replies, 2)["status"], "failed");
 }
 

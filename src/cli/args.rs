@@ -33,6 +33,133 @@ pub enum Cmd {
     Fmt(FmtArgs),
     /// Serve the Model Context Protocol over stdio (for AI agents).
     Mcp(McpArgs),
+    /// Find the concepts of other code systems whose names match a term (offline, lexical
+    /// score; docs/terminology.md). Exit 1 when no code system has a match.
+    FindEquivalent(FindArgs),
+    /// Translate codes through a FHIR R4 ConceptMap (a file, or a bundled one by URL). Exit 1
+    /// when a code is unmapped.
+    MapCodes(MapArgs),
+    /// Terminology data: what is available, and importing what cannot be bundled.
+    #[command(subcommand)]
+    Terminology(TerminologyCmd),
+}
+
+/// `find-equivalent` options.
+#[derive(Debug, Args)]
+pub struct FindArgs {
+    /// The term to look up, or `-` to read it from standard input (keeps it off the argument list).
+    #[arg(value_name = "TERM|-")]
+    pub term: String,
+    /// Results per code system, 1 to 10.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub limit: u8,
+    /// The code system the term comes from (excluded from the search).
+    #[arg(long, value_enum, value_name = "SYSTEM")]
+    pub source: Option<SystemArg>,
+    /// A code system to search (repeatable; default: all).
+    #[arg(long, value_enum, value_name = "SYSTEM")]
+    pub target: Vec<SystemArg>,
+    /// Compact JSON (the MCP tool's `data`).
+    #[arg(long)]
+    pub json: bool,
+    /// Include deprecated concepts (left out by default).
+    #[arg(long)]
+    pub include_deprecated: bool,
+    /// The data folder of imported terminology.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The code systems of `find-equivalent` and the importers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SystemArg {
+    /// ICD-10-CM.
+    Icd10cm,
+    /// ICD-11 MMS.
+    Icd11,
+    /// LOINC.
+    Loinc,
+    /// RxNorm.
+    Rxnorm,
+    /// MeSH descriptors.
+    Mesh,
+}
+
+impl SystemArg {
+    /// The code system.
+    pub fn system(self) -> crate::terminology::System {
+        use crate::terminology::System;
+        match self {
+            SystemArg::Icd10cm => System::Icd10cm,
+            SystemArg::Icd11 => System::Icd11,
+            SystemArg::Loinc => System::Loinc,
+            SystemArg::Rxnorm => System::Rxnorm,
+            SystemArg::Mesh => System::Mesh,
+        }
+    }
+}
+
+/// `terminology` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TerminologyCmd {
+    /// What is available: bundled and imported datasets, vintage, licence, citation.
+    List(ListArgs),
+    /// Import a file you obtained under its own licence into the data folder.
+    Import(ImportArgs),
+}
+
+/// `terminology list` options.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Compact JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The data folder of imported terminology.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// `terminology import` options.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The code system: rxnorm (RXNCONSO.RRF), loinc (Loinc.csv), icd11 (WHO linearization
+    /// tab-separated file), mesh (MeSH descriptor XML, desc*.xml).
+    #[arg(value_enum, value_name = "SYSTEM")]
+    pub system: SystemArg,
+    /// The file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The release (vintage) to record, e.g. `2026-01`; default: unknown.
+    #[arg(long, value_name = "RELEASE")]
+    pub vintage: Option<String>,
+    /// The data folder of imported terminology.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// `map-codes` options.
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// The ConceptMap: a FHIR R4 JSON file, or the URL of a bundled one (`terminology list`).
+    #[arg(long, value_name = "FILE|URL")]
+    pub map: String,
+    /// One code to translate (with `--system`).
+    #[arg(long, value_name = "CODE", requires = "system", conflicts_with_all = ["batch", "scan"])]
+    pub code: Option<String>,
+    /// The code system of `--code`.
+    #[arg(long, value_name = "URI")]
+    pub system: Option<String>,
+    /// A file (or `-`) of NDJSON codings, one `{"system": ..., "code": ...}` per line.
+    #[arg(long, value_name = "FILE|-", conflicts_with = "scan")]
+    pub batch: Option<PathBuf>,
+    /// A message (HL7 v2 or FHIR): every CWE/CE/CNE component pair and Coding element.
+    #[arg(long, value_name = "FILE|-")]
+    pub scan: Option<PathBuf>,
+    /// Compact JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// The formats accepted by `--format`.
@@ -148,6 +275,9 @@ pub struct McpArgs {
     /// A policy file (sets limits; the redaction policy language extends it).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The data folder of imported terminology (for find_equivalent).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod output;
+mod terminology;
 
 use std::ffi::OsString;
 
@@ -38,6 +39,10 @@ pub fn run(argv: Vec<OsString>) -> u8 {
             run_input_to(Command::Fmt { check: f.check }, f.input, false, to)
         }
         Cmd::Mcp(m) => run_mcp(m),
+        Cmd::FindEquivalent(f) => terminology::find(f),
+        Cmd::MapCodes(m) => terminology::map_codes(m),
+        Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),
+        Cmd::Terminology(args::TerminologyCmd::Import(i)) => terminology::import(i),
     }
 }
 

@@ -276,3 +276,21 @@ pub fn unsafe_excerpt(bytes: &[u8]) {
     let _ = writeln!(io::stderr().lock(), "phiward: unsafe-show-values: {text}");
     zeroize::Zeroize::zeroize(&mut text);
 }
+
+/// Prints a JSON value on stdout: compact on one line, or pretty. Used by the terminology
+/// commands, whose output is built as a value (the term is the caller's own data).
+pub fn json_value(value: &serde_json::Value, compact: bool) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    let text = if compact { serde_json::to_string(value) } else { serde_json::to_string_pretty(value) };
+    let text = text.map_err(|_| io::Error::other("serialize"))?;
+    out.write_all(text.as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Prints text on stdout as it is (the human rendering of a terminology command).
+pub fn text(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}

@@ -31,6 +31,8 @@ use super::tools::Tool;
 pub struct Config {
     /// Limits applied to each call's input.
     pub limits: Limits,
+    /// The terminology available to `find_equivalent` (bundled, and imported in the data folder).
+    pub catalog: std::sync::Arc<crate::terminology::Catalog>,
 }
 
 /// A structured reply: the `structuredContent` of a `tools/call` result.
@@ -81,6 +83,9 @@ impl Reply {
 /// Runs one tool call. Never panics on any input; a panic inside an operation becomes a
 /// `CLI_INTERNAL` reply.
 pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Config) -> Reply {
+    if let Some(reply) = terminology_tool(name, arguments.as_ref(), config) {
+        return reply;
+    }
     let Some(tool) = Tool::from_name(name) else {
         tracing::debug!(code = Code::CLI_USAGE.as_str(), "unknown tool");
         return Reply::failed(Code::CLI_USAGE);
@@ -94,6 +99,17 @@ pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Conf
         "tool call finished"
     );
     reply
+}
+
+/// The terminology tools (`find_equivalent`, `map_codes`), with the same panic guard.
+fn terminology_tool(name: &str, arguments: Option<&Map<String, Value>>, config: &Config) -> Option<Reply> {
+    if name != super::terminology::FIND_EQUIVALENT && name != super::terminology::MAP_CODES {
+        return None;
+    }
+    let run = std::panic::AssertUnwindSafe(|| super::terminology::dispatch(name, arguments.cloned(), config));
+    let reply = std::panic::catch_unwind(run).ok().flatten().unwrap_or_else(|| Reply::failed(Code::CLI_INTERNAL));
+    tracing::debug!(tool = name, exit = reply.exit, code = reply.code.map_or("-", Code::as_str), "tool call finished");
+    Some(reply)
 }
 
 fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> Reply {

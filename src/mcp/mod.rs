@@ -18,6 +18,7 @@
 pub mod dispatch;
 mod policy;
 pub mod server;
+pub mod terminology;
 pub mod tools;
 pub mod transport;
 
@@ -32,7 +33,8 @@ use crate::error::{exit, exit_code_for};
 
 /// Resolves the start-up options (limits, `--policy`) and serves stdio; returns the exit code.
 pub fn serve_cli(args: McpArgs) -> u8 {
-    let mut config = Config { limits: args.limits.limits() };
+    let catalog = crate::terminology::Catalog::new(crate::terminology::data_dir(args.data_dir.as_deref()));
+    let mut config = Config { limits: args.limits.limits(), catalog: std::sync::Arc::new(catalog) };
     if let Some(path) = &args.policy {
         match policy::load(path) {
             Ok(p) => config.limits = p.apply(config.limits),

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool as McpTool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -55,12 +56,14 @@ pub fn result(reply: Reply) -> CallToolResult {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_resources().build());
         info.server_info = Implementation::new("phiward", env!("CARGO_PKG_VERSION"));
         info.with_instructions(
             "phiward parses, validates and summarizes healthcare messages (HL7 v2 and the formats \
              the tool descriptions list), locally. Pass the message text in `content`. Only the \
-             `data` of a reply can hold message values; failed replies carry a code only.",
+             `data` of a reply can hold message values; failed replies carry a code only. \
+             find_equivalent and map_codes answer from terminology data on this machine; their \
+             licences and citations are in the resource info://licenses.",
         )
     }
 
@@ -70,6 +73,34 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = super::terminology::RESOURCES
+            .iter()
+            .map(|(uri, name, title, description, mime)| {
+                Resource::new(*uri, *name).with_title(*title).with_description(*description).with_mime_type(*mime)
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let Some(text) = super::terminology::read_resource(&request.uri, &self.config.catalog) else {
+            // The URI is not echoed.
+            return Err(ErrorData::resource_not_found("unknown resource", None));
+        };
+        let mime = super::terminology::RESOURCES.iter().find(|r| r.0 == request.uri).map_or("text/plain", |r| r.4);
+        let contents = ResourceContents::text(text, request.uri).with_mime_type(mime);
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn call_tool(

@@ -255,7 +255,9 @@ impl Tool {
 
 /// Every tool definition, in `tools/list` order.
 pub fn definitions() -> Vec<McpTool> {
-    Tool::ALL.into_iter().map(Tool::definition).collect()
+    let mut tools: Vec<McpTool> = Tool::ALL.into_iter().map(Tool::definition).collect();
+    tools.extend(super::terminology::definitions());
+    tools
 }
 
 fn schema_object(v: Value) -> Arc<JsonObject> {

@@ -74,6 +74,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 MARKER = "MKR"
 TOOLS = ["parse", "validate", "inspect", "convert"]
+TERMINOLOGY_TOOLS = ["find_equivalent", "map_codes"]
 FORMATS = ["hl7", "fhir", "dicom", "x12", "ccda", "ncpdp", "astm", "mllp"]
 BINARY_FORMATS = {"dicom"}
 # fixtures/<dir>/{valid,invalid}/ for each format, and which files belong to it.
@@ -265,7 +266,7 @@ async def main_session(binary: Path, errlog) -> None:
             check(init.server_info.name == "phiward", "initialize: server name")
             check(init.capabilities.tools is not None, "initialize: tools capability")
             tools = await list_tools(session)
-            check(sorted(tools) == sorted(TOOLS), "tools/list: the four tools")
+            check(sorted(tools) == sorted(TOOLS + TERMINOLOGY_TOOLS), "tools/list: the message and terminology tools")
             for name, t in tools.items():
                 ann = t.get("annotations", {})
                 check(bool(t.get("title")) and len(t.get("description", "")) > 80, f"{name}: title and description")
@@ -282,9 +283,75 @@ async def main_session(binary: Path, errlog) -> None:
             print("support matrix:", {k: sorted(v) for k, v in matrix.items()}, file=sys.stderr)
 
             await formats_against_cli(client, binary, matrix)
+            await terminology(client, session, binary)
             await argument_errors(client)
             await markers(client)
             await soak(client, binary)
+
+
+GENDER_V2 = "http://hl7.org/fhir/ConceptMap/cm-administrative-gender-v2"
+COMMON_TERMS = ["diabetes mellitus", "hypertension", "asthma", "aspirin", "metformin", "cholera", "influenza",
+                "hemoglobin", "glucose", "pneumonia", "migraine", "hipertensão", "MKR00009X marker term"]
+
+
+async def terminology(client: Client, session: ClientSession, binary: Path) -> None:
+    """find_equivalent and map_codes: every reply validates against the declared output schema
+    (Client.call), equals the CLI's --json, and the resources list and read."""
+    for term in COMMON_TERMS:
+        for args in ({"term": term}, {"term": term, "limit": 10, "source_terminology": "mesh"},
+                     {"term": term, "target_terminologies": ["icd10cm", "rxnorm"], "include_deprecated": True}):
+            sc = await client.call("find_equivalent", args, f"find_equivalent {args}")
+            if sc and sc["status"] != "failed":
+                data = sc["data"]
+                check(data["term"] == term, "find_equivalent: term echoed in data")
+                check(data["ranking"]["method"] == "lexical", "find_equivalent: lexical ranking")
+                check(data["results"].get("rxnorm", {"found": False})["found"] is False, "find_equivalent: rxnorm not offline")
+                no_marker({k: v for k, v in sc.items() if k != "data"}, "find_equivalent: marker outside data")
+        cli = subprocess.run([str(binary), "find-equivalent", "--json", term], capture_output=True)
+        sc = await client.call("find_equivalent", {"term": term}, f"find_equivalent {term} vs CLI")
+        if sc and "data" in sc:
+            check(json.loads(cli.stdout) == sc["data"], f"find_equivalent {term}: data equals the CLI --json")
+            check(cli.returncode == sc["exit"], f"find_equivalent {term}: exit equals the CLI")
+    for label, args in [("no term", {}), ("numeric term", {"term": 7}), ("limit 0", {"term": "x", "limit": 0}),
+                        ("limit 11", {"term": "x", "limit": 11}), ("bad system", {"term": "x", "source_terminology": "MKR00010X"}),
+                        ("bad targets", {"term": "x", "target_terminologies": "mesh"})]:
+        sc = await client.call("find_equivalent", args, f"find_equivalent {label}")
+        check(sc is not None and sc.get("code") == "CLI_USAGE", f"find_equivalent {label}: CLI_USAGE")
+    codings = [{"system": "http://hl7.org/fhir/administrative-gender", "code": c} for c in ("female", "male", "MKR00011X")]
+    sc = await client.call("map_codes", {"map": GENDER_V2, "codings": codings}, "map_codes bundled")
+    check(sc is not None and sc["status"] == "verdict" and sc["data"]["unmapped"] == 1, "map_codes: one unmapped is a verdict")
+    if sc:
+        no_marker(sc["data"]["findings"], "map_codes: findings value-free")
+    sc = await client.call("map_codes", {"map": GENDER_V2, "codings": codings[:2]}, "map_codes all mapped")
+    check(sc is not None and sc["status"] == "success", "map_codes: all mapped is success")
+    cm = {"resourceType": "ConceptMap", "url": "http://example.org/cm", "group": [
+        {"source": "http://a", "target": "http://b", "element": [{"code": "1", "target": [{"code": "one", "equivalence": "equal"}]}]}]}
+    sc = await client.call("map_codes", {"conceptmap": json.dumps(cm), "codings": [{"system": "http://a", "code": "1"}]},
+                           "map_codes user map")
+    check(sc is not None and sc["data"]["results"][0]["targets"][0]["code"] == "one", "map_codes: user map translates")
+    msg = (ROOT / "fixtures" / "terminology" / "oru_r01.hl7").read_text()
+    sc = await client.call("map_codes", {"map": GENDER_V2, "content": msg}, "map_codes scan")
+    check(sc is not None and sc["status"] == "verdict" and any(r["location"] == "OBX[1]-3[1].1" for r in sc["data"]["results"]),
+          "map_codes: content is scanned (HL7 v2 CE fields)")
+    for label, args in [("unknown map", {"map": "http://example.org/MKR00012X", "codings": []}),
+                        ("not a map", {"conceptmap": "MKR00013X", "codings": []}), ("no map", {"codings": []})]:
+        sc = await client.call("map_codes", args, f"map_codes {label}")
+        check(sc is not None and sc["status"] == "failed", f"map_codes {label}: failed")
+        if sc:
+            no_marker(sc, f"map_codes {label}")
+    listed = await session.list_resources()
+    uris = sorted(str(r.uri) for r in listed.resources)
+    check(uris == ["info://licenses", "info://terminology"], "resources/list: info://licenses and info://terminology")
+    lic = await session.read_resource("info://licenses")
+    text = lic.contents[0].text
+    for needle in ["icd10cm", "mesh", "loinc", "conceptmaps", "ucum", "Regenstrief", "National Library of Medicine",
+                   "Licence:", "Citation:"]:
+        check(needle in text, f"info://licenses mentions {needle}")
+    info = json.loads((await session.read_resource("info://terminology")).contents[0].text)
+    check({d["dataset"] for d in info["datasets"]} >= {"icd10cm", "mesh", "loinc", "conceptmaps", "ucum"},
+          "info://terminology lists every bundled dataset")
+    check(all(d["license"] and d["citation"] for d in info["datasets"]), "info://terminology: licence and citation each")
+    check(GENDER_V2 in info["conceptmaps"], "info://terminology lists the bundled ConceptMaps")
 
 
 async def formats_against_cli(client: Client, binary: Path, matrix: dict[str, set[str]]) -> None:

@@ -1,0 +1,341 @@
+//! The terminology tools (`find_equivalent`, `map_codes`) and resources (`info://licenses`,
+//! `info://terminology`): definitions with input and output schemas, and dispatch.
+//!
+//! Arguments are read from the raw JSON object by this module (never through a typed
+//! deserializer whose error text would quote a value); a bad argument is a `failed` reply with
+//! `CLI_USAGE` that echoes nothing. Properties the input schema does not declare are ignored.
+//!
+//! What it does not do: log an argument (the term and the codes are caller data, returned in
+//! `data` only) or reach the network.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool as McpTool, ToolAnnotations};
+use serde_json::{Map, Value, json};
+
+use crate::diag::Code;
+use crate::error::exit;
+use crate::ops::Status;
+use crate::terminology::find::{self, Query};
+use crate::terminology::{self as term, Catalog, System};
+
+use super::dispatch::{Config, Reply};
+
+/// The name of the `find_equivalent` tool.
+pub const FIND_EQUIVALENT: &str = "find_equivalent";
+/// The name of the `map_codes` tool.
+pub const MAP_CODES: &str = "map_codes";
+/// The URI of the licences resource.
+pub const LICENSES_URI: &str = "info://licenses";
+/// The URI of the terminology listing resource.
+pub const TERMINOLOGY_URI: &str = "info://terminology";
+
+fn systems_enum() -> Vec<&'static str> {
+    System::ALL.iter().map(|s| s.as_str()).collect()
+}
+
+/// The input schema of `find_equivalent`.
+pub fn find_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "term": {"type": "string", "minLength": 1, "maxLength": find::MAX_TERM_BYTES,
+                     "description": "The term to look up (a disease, drug, lab test...)."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": find::MAX_LIMIT, "default": find::DEFAULT_LIMIT,
+                      "description": "Results per code system."},
+            "source_terminology": {"type": "string", "enum": systems_enum(),
+                                   "description": "The code system the term comes from: excluded from the search."},
+            "target_terminologies": {"type": "array", "items": {"type": "string", "enum": systems_enum()},
+                                     "description": "The code systems to search (default: all); the source is subtracted."},
+            "include_deprecated": {"type": "boolean", "default": false,
+                                   "description": "Include deprecated concepts (left out by default)."}
+        },
+        "required": ["term"],
+        "additionalProperties": false
+    })
+}
+
+fn nullable_string() -> Value {
+    json!({"type": ["string", "null"]})
+}
+
+/// The schema of `find_equivalent`'s `data` (what `phiward find-equivalent --json` prints).
+pub fn find_data_schema() -> Value {
+    let item = json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string"},
+            "title": {"type": "string"},
+            "uri": {"type": "string"},
+            "match_score": {"type": "number", "minimum": 0, "maximum": 1},
+            "rank": {"type": "integer", "minimum": 1},
+            "matched_label": {"type": "string"},
+            "deprecated": {"type": "boolean"}
+        },
+        "required": ["code", "title", "uri", "match_score", "rank"]
+    });
+    let result = json!({
+        "type": "object",
+        "properties": {
+            "found": {"type": "boolean"},
+            "error": nullable_string(),
+            "items": {"type": "array", "items": item}
+        },
+        "required": ["found", "error", "items"]
+    });
+    let provenance = json!({
+        "type": "object",
+        "properties": {
+            "source": {"type": "string"},
+            "source_url": nullable_string(),
+            "data_vintage": nullable_string(),
+            "retrieved_at": nullable_string(),
+            "citation": nullable_string(),
+            "license": nullable_string(),
+            "retrieval": {"type": "null"},
+            "derived": {"type": "boolean"},
+            "derivation": {"type": "string"}
+        },
+        "required": ["source", "source_url", "data_vintage", "retrieved_at", "citation", "license", "retrieval", "derived"]
+    });
+    json!({
+        "type": "object",
+        "properties": {
+            "term": {"type": "string"},
+            "source_terminology": {"type": ["string", "null"], "enum": [Value::Null, "icd10cm", "icd11", "loinc", "rxnorm", "mesh"]},
+            "searched_terminologies": {"type": "array", "items": {"type": "string", "enum": systems_enum()}},
+            "results": {"type": "object", "additionalProperties": result},
+            "groups": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "normalized_title": {"type": "string"},
+                    "terminologies": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+                    "members": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"terminology": {"type": "string"}, "code": {"type": "string"}, "rank": {"type": "integer"}},
+                        "required": ["terminology", "code", "rank"]
+                    }}
+                },
+                "required": ["normalized_title", "terminologies", "members"]
+            }},
+            "ranking": {"type": "object", "properties": {"method": {"const": "lexical"}, "note": {"type": "string"}},
+                        "required": ["method", "note"]},
+            "provenance": {"type": "array", "items": provenance},
+            "attribution": {"type": "string"}
+        },
+        "required": ["term", "source_terminology", "searched_terminologies", "results", "groups", "ranking",
+                     "provenance", "attribution"]
+    })
+}
+
+/// The input schema of `map_codes`.
+pub fn map_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "map": {"type": "string", "description": "The canonical URL of a bundled ConceptMap (see info://terminology)."},
+            "conceptmap": {"type": "string", "description": "A FHIR R4 ConceptMap as JSON text (instead of `map`)."},
+            "codings": {"type": "array", "maxItems": 10000, "items": {
+                "type": "object",
+                "properties": {"system": {"type": "string"}, "code": {"type": "string"}},
+                "required": ["system", "code"]
+            }, "description": "The codings to translate."},
+            "content": {"type": "string", "description": "Instead of `codings`: a message (HL7 v2 or FHIR) whose \
+                        CWE/CE/CNE components and Coding elements are translated."}
+        },
+        "additionalProperties": false
+    })
+}
+
+/// The schema of `map_codes`' `data` (what `phiward map-codes --json` prints).
+pub fn map_data_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "map": {"type": "string"},
+            "mapped": {"type": "integer", "minimum": 0},
+            "unmapped": {"type": "integer", "minimum": 0},
+            "results": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "location": {"type": "string"},
+                    "system": {"type": "string"},
+                    "code": {"type": "string"},
+                    "mapped": {"type": "boolean"},
+                    "targets": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"system": {"type": "string"}, "code": {"type": "string"}, "equivalence": {"type": "string"}},
+                        "required": ["system", "code", "equivalence"]
+                    }}
+                },
+                "required": ["location", "system", "code", "mapped", "targets"]
+            }},
+            "findings": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"code": {"type": "string"}, "severity": {"type": "string"}, "location": {"type": "string"}},
+                "required": ["code", "severity", "location"]
+            }}
+        },
+        "required": ["map", "mapped", "unmapped", "results", "findings"]
+    })
+}
+
+fn envelope(data: Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean", "description": "True when status is success."},
+            "status": {"type": "string", "enum": ["success", "verdict", "failed"],
+                       "description": "success: exit 0; verdict: data with a negative result (nothing found, \
+                                       something unmapped); failed: no data."},
+            "exit": {"type": "integer", "minimum": 0, "maximum": 255,
+                     "description": "The exit code of `phiward` on the command line for the same call."},
+            "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$",
+                     "description": "Only when failed: the stable code (see DIAGNOSTICS.md)."},
+            "data": data
+        },
+        "required": ["ok", "status", "exit"],
+        "additionalProperties": false
+    })
+}
+
+fn schema_object(v: Value) -> Arc<JsonObject> {
+    match v {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// The two tool definitions, as `tools/list` shows them.
+pub fn definitions() -> Vec<McpTool> {
+    let annotations = |title: &str| {
+        ToolAnnotations::with_title(title).read_only(true).destructive(false).idempotent(true).open_world(false)
+    };
+    let find_title = "Find equivalent concepts across code systems";
+    let map_title = "Translate codes through a FHIR ConceptMap";
+    vec![
+        McpTool::new(
+            FIND_EQUIVALENT,
+            "Use this to find the codes of other code systems (ICD-10-CM, ICD-11, LOINC, RxNorm, MeSH) whose \
+             names match a term, offline: the term never leaves this machine. Every concept of every searched \
+             index is scored by a published lexical score (0 to 1; synonyms such as inclusion terms count, and \
+             the matching label is reported) before `limit` applies per code system; `rank` is global. A code \
+             system that is not available offline is `found: false` with an error saying how to import it. \
+             Lexical similarity is not clinical equivalence: review the candidates.",
+            schema_object(find_input_schema()),
+        )
+        .with_title(find_title)
+        .with_raw_output_schema(schema_object(envelope(find_data_schema())))
+        .with_annotations(annotations(find_title)),
+        McpTool::new(
+            MAP_CODES,
+            "Use this to translate codes through a FHIR R4 ConceptMap: a bundled one by canonical URL (`map`, \
+             listed in info://terminology) or your own as JSON (`conceptmap`). Give `codings` \
+             ([{system, code}]) or a message in `content` (HL7 v2 CWE/CE/CNE components, FHIR Coding \
+             elements). `status` is `verdict` and `ok` false when a code is unmapped; findings are value-free.",
+            schema_object(map_input_schema()),
+        )
+        .with_title(map_title)
+        .with_raw_output_schema(schema_object(envelope(map_data_schema())))
+        .with_annotations(annotations(map_title)),
+    ]
+}
+
+/// Runs a terminology tool; `None` when `name` is not one.
+pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Config) -> Option<Reply> {
+    let args = arguments.unwrap_or_default();
+    match name {
+        FIND_EQUIVALENT => Some(find_equivalent(&args, &config.catalog)),
+        MAP_CODES => Some(map_codes(&args, &config.limits)),
+        _ => None,
+    }
+}
+
+fn system_arg(v: &Value) -> Result<System, Code> {
+    v.as_str().and_then(System::from_name).ok_or(Code::CLI_USAGE)
+}
+
+fn read_find(args: &Map<String, Value>) -> Result<Query, Code> {
+    let term = match args.get("term") {
+        Some(Value::String(s)) if s.len() > find::MAX_TERM_BYTES => return Err(Code::CLI_INPUT_TOO_LARGE),
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(Code::CLI_USAGE),
+    };
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => find::DEFAULT_LIMIT,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=find::MAX_LIMIT as u64).contains(&n) => n as usize,
+            _ => return Err(Code::CLI_USAGE),
+        },
+    };
+    let source = match args.get("source_terminology") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(system_arg(v)?),
+    };
+    let targets = match args.get("target_terminologies") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.iter().map(system_arg).collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(Code::CLI_USAGE),
+    };
+    let include_deprecated = match args.get("include_deprecated") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(Code::CLI_USAGE),
+    };
+    Ok(Query { term, limit, source, targets, include_deprecated })
+}
+
+fn find_equivalent(args: &Map<String, Value>, catalog: &Catalog) -> Reply {
+    let query = match read_find(args) {
+        Ok(q) => q,
+        Err(code) => return Reply::failed(code),
+    };
+    let (data, any) = find::find_equivalent(&query, catalog);
+    let (status, exit) = if any { (Status::Success, exit::OK) } else { (Status::Verdict, exit::INVALID) };
+    Reply { status, exit, code: None, data: Some(data) }
+}
+
+fn map_codes(args: &Map<String, Value>, limits: &crate::limits::Limits) -> Reply {
+    match term::conceptmap::run_mcp(args, limits) {
+        Ok((data, all_mapped)) => {
+            let (status, exit) =
+                if all_mapped { (Status::Success, exit::OK) } else { (Status::Verdict, exit::INVALID) };
+            Reply { status, exit, code: None, data: Some(data) }
+        }
+        Err(code) => Reply::failed(code),
+    }
+}
+
+/// The resources, as `resources/list` shows them: `(uri, name, title, description, mime type)`.
+pub const RESOURCES: [(&str, &str, &str, &str, &str); 2] = [
+    (
+        LICENSES_URI,
+        "licenses",
+        "Terminology licences and citations",
+        "Every terminology dataset's licence, citation and notice (LOINC), bundled and imported.",
+        "text/markdown",
+    ),
+    (
+        TERMINOLOGY_URI,
+        "terminology",
+        "Terminology loaded",
+        "What find_equivalent and map_codes can use: code systems (bundled, imported, unavailable), \
+         datasets with vintage, size, licence and citation, and the bundled ConceptMaps.",
+        "application/json",
+    ),
+];
+
+/// The text of a resource, or `None` for an unknown URI.
+pub fn read_resource(uri: &str, catalog: &Catalog) -> Option<String> {
+    match uri {
+        LICENSES_URI => Some(term::licenses_text(catalog)),
+        TERMINOLOGY_URI => {
+            let mut listing = term::listing(catalog);
+            if let Some(obj) = listing.as_object_mut() {
+                obj.insert("conceptmaps".into(), Value::from(term::conceptmap::bundled_urls()));
+            }
+            serde_json::to_string_pretty(&listing).ok()
+        }
+        _ => None,
+    }
+}
