@@ -221,7 +221,8 @@ fn convert_is_unsupported_until_the_conversion_lands() {
 #[cfg(feature = "mcp")]
 #[test]
 fn content_over_the_input_limit_is_too_large() {
-    let config = Config { limits: phiward::limits::Limits { max_input_bytes: 64, ..Default::default() } };
+    let config =
+        Config { limits: phiward::limits::Limits { max_input_bytes: 64, ..Default::default() }, ..Default::default() };
     let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
     let args = json!({ "content": msg });
     let reply = mcp::dispatch("validate", args.as_object().cloned(), &config).into_value();

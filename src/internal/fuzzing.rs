@@ -473,6 +473,8 @@ fn run_op(input: &[u8], command: Command, format: Option<Format>, strict: bool) 
         unsafe_show_values: false,
         ndjson: false,
         to: None,
+        policy: None,
+        key: None,
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);
