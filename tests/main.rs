@@ -15,6 +15,9 @@
 //!   fuzz harnesses (`phiward::internal::fuzzing`), plus one regression test per bug found.
 //! - `mcp`: the MCP server: tool definitions, dispatch against the CLI's --json, argument
 //!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy.
+//! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
+//!   action, manifest), `policy check` (shipped policies, policies that do not load), and
+//!   enforcement of `--policy` on parse/fmt and over MCP.
 
 mod common;
 
@@ -26,4 +29,5 @@ mod hl7v2_conformance;
 mod hl7v2_fixtures;
 mod mcp;
 mod no_leak;
+mod redact;
 mod registry;

@@ -3,8 +3,9 @@
 //!
 //! Each primitive value is decided by the first rule whose selector matches it or one of its
 //! ancestors (up to its nearest resource); a value no rule matches is removed, and so are elements
-//! without a definition. Free text (narrative `div`, `markdown`, anything inside an `Attachment`
-//! or `Annotation`, `value[x]` strings) is kept only by a `keep` rule with `free_text = true`.
+//! without a definition. Free text (narrative `div`, `markdown`, an `Attachment`'s data, url and
+//! title, anything inside an `Annotation`, `value[x]` strings) is kept only by a `keep` rule
+//! with `free_text = true`.
 //! An element is written when something under it is; a `Narrative` without its `div` is dropped
 //! whole, and a kept `Extension` keeps its `url`.
 //!
@@ -311,7 +312,12 @@ fn is_free_text(doc: &Document, chain: &[u32]) -> bool {
     if node.name == "value" && ty == "string" {
         return true;
     }
-    chain.iter().any(|&c| matches!(type_of(doc, c), "Attachment" | "Annotation"))
+    // In an attachment: its content, address and title (not its content type, language, size).
+    let in_attachment = chain.get(1).is_some_and(|&p| type_of(doc, p) == "Attachment");
+    if in_attachment && matches!(node.name, "data" | "url" | "title") {
+        return true;
+    }
+    chain.iter().any(|&c| type_of(doc, c) == "Annotation")
 }
 
 /// True when `sel` matches the node at `chain[0]`.

@@ -225,6 +225,15 @@ impl<'p> Redactor<'p> {
                             continue;
                         }
                         Action::Remove => continue,
+                        // A fixed value replaces the whole field, not each of its parts.
+                        Action::Replace(ref v) => {
+                            escape_into(v.as_bytes(), &d, out);
+                            continue;
+                        }
+                        Action::Empty => {
+                            out.extend_from_slice(b"\"\"");
+                            continue;
+                        }
                         _ => {}
                     }
                 }
