@@ -24,6 +24,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("batch", fuzzing::batch),
         ("detect", fuzzing::detect),
         ("pipeline", fuzzing::pipeline),
+        ("policy", fuzzing::policy),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -90,6 +91,11 @@ fn corpus_detect() {
 #[test]
 fn corpus_pipeline() {
     replay_target("pipeline");
+}
+
+#[test]
+fn corpus_policy() {
+    replay_target("policy");
 }
 
 #[cfg(feature = "mcp")]
