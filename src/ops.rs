@@ -644,6 +644,17 @@ impl<'r> Runner<'r> {
     }
 }
 
+/// Enforcement for FHIR JSON that phiward produces itself (the hook for `convert`'s Bundle):
+/// under a policy whose disclosure is `redacted` the JSON is redacted by the FHIR rules (ids,
+/// fullUrls and references rewritten consistently); otherwise it is returned as is. On failure
+/// nothing may be released (the caller fails the record with the code).
+pub fn enforce_fhir_json(request: &Request, json: Vec<u8>, disclosure: &Disclosure) -> Result<Vec<u8>, Code> {
+    match request.redaction() {
+        None => Ok(json),
+        Some(p) => policy::fhir::redact_fhir_json(p, request.key.as_deref(), json, &request.limits, disclosure, true),
+    }
+}
+
 /// `[{"code":..,"severity":..,"location":..}, ...]`
 pub fn findings_json(findings: &[Diagnostic], out: &mut Vec<u8>) {
     out.push(b'[');
