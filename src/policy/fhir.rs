@@ -159,7 +159,7 @@ impl<'p> Redactor<'p> {
             }
             let ty = type_of(doc, i);
             if ty == "Narrative" && !doc.named(i, "div").any(|c| edits.kept[c as usize]) {
-                let end = (doc.node(i).end as usize).min(n);
+                let end = (doc.node(i).end as usize).clamp(i as usize, n);
                 for k in &mut edits.kept[i as usize..end] {
                     *k = false;
                 }

@@ -4,7 +4,8 @@
 //! field, repetition, component or subcomponent level); a value no rule matches is removed. Free
 //! text (fields of type FT and TX, OBX-5 when OBX-2 is FT, TX, ST, ED or RP, NTE-3) is kept only
 //! by a `keep` rule with `free_text = true`. A segment whose id is neither standard nor Z is
-//! dropped; MSH-1 and MSH-2 (the delimiters) are always kept. The output is in canonical form
+//! dropped; MSH-1 and MSH-2 (the delimiters) are always kept; a field of type SI or NM that a
+//! `keep` rule keeps whole is dropped when its value is not a number. The output is in canonical form
 //! (no trailing empty fields or parts), so it parses and redacting it again changes nothing.
 //!
 //! What it does not do: validate the message, or re-encode character sets.
@@ -83,6 +84,18 @@ impl Rule {
 
 fn type_matches(selector: &str, ty: &str) -> bool {
     selector == ty || (selector == "DTM" && matches!(ty, "TS" | "DT"))
+}
+
+/// False for a value of a numeric type (SI, NM) that is not a number: `keep` drops it.
+fn fits_type(ty: &str, raw: &[u8]) -> bool {
+    match ty {
+        "SI" => raw.iter().all(u8::is_ascii_digit),
+        "NM" => {
+            let body = raw.strip_prefix(b"-").or_else(|| raw.strip_prefix(b"+")).unwrap_or(raw);
+            body.iter().filter(|b| **b == b'.').count() <= 1 && body.iter().all(|b| b.is_ascii_digit() || *b == b'.')
+        }
+        _ => true,
+    }
 }
 
 /// True for fields holding free text.
@@ -220,6 +233,11 @@ impl<'p> Redactor<'p> {
                 if r.whole_field() {
                     self.counts.rule(usize::from(first));
                     match r.action {
+                        Action::Keep if !fits_type(ty, raw) => {
+                            // A kept number that is not a number is not what the rule meant.
+                            self.counts.fail_closed += 1;
+                            continue;
+                        }
                         Action::Keep => {
                             out.extend_from_slice(raw);
                             continue;
