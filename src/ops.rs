@@ -467,15 +467,15 @@ impl<'r> Runner<'r> {
             }
         };
         if let Some(r) = self.hl7_redactor.as_mut() {
-            let mut red = Vec::with_capacity(msg.bytes().expose_value(self.disclosure).len());
-            r.redact(&msg, self.disclosure, &mut red);
             if self.request.command == Command::Redact {
                 if envelope.is_none() {
                     self.tracker.message();
                 }
-                out.extend_from_slice(&red);
+                r.redact(&msg, self.disclosure, out);
                 return Ok(());
             }
+            let mut red = Vec::with_capacity(msg.bytes().expose_value(self.disclosure).len());
+            r.redact(&msg, self.disclosure, &mut red);
             let again = hl7v2::parse::parse_record(red, offset, limits, envelope.map(|_| self.envelope_delims));
             msg = match again {
                 Ok(m) => m,

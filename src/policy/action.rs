@@ -214,7 +214,19 @@ pub fn year(value: &[u8]) -> Option<&[u8]> {
 const RESTRICTED_ZIP3: &str = include_str!("../../policy/restricted-zip3.txt");
 
 fn is_restricted(zip3: &[u8]) -> bool {
-    RESTRICTED_ZIP3.lines().map(str::trim).filter(|l| !l.starts_with('#')).any(|l| l.as_bytes() == zip3)
+    static LIST: std::sync::OnceLock<Vec<[u8; 3]>> = std::sync::OnceLock::new();
+    let list = LIST.get_or_init(|| {
+        RESTRICTED_ZIP3
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.len() == 3 && !l.starts_with('#'))
+            .map(|l| {
+                let b = l.as_bytes();
+                [b[0], b[1], b[2]]
+            })
+            .collect()
+    });
+    list.iter().any(|z| z == zip3)
 }
 
 /// `generalize_zip`: the first three digits (`000` for restricted prefixes), or nothing when the

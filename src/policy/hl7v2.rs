@@ -103,6 +103,28 @@ fn is_free_text(seg: &[u8], n: u32, ty: &str) -> bool {
     matches!(ty, "FT" | "TX" | "ED" | "RP") || (seg == b"NTE" && n == 3) || (seg == b"OBX" && n == 5 && ty == "ST")
 }
 
+/// The rules that can decide one field, resolved once per segment id and version.
+#[derive(Debug, Default)]
+struct FieldPlan {
+    /// The field's data type in the version (`""` when unknown).
+    ty: &'static str,
+    /// Free text.
+    free: bool,
+    /// Candidate rules, in policy order (`keep` rules that cannot keep free text left out).
+    rules: Vec<u16>,
+}
+
+/// The plan of one segment id in one version.
+#[derive(Debug, Default)]
+struct SegmentPlan {
+    /// The segment is dropped whole by this rule.
+    drop: Option<u16>,
+    /// Fields 1..=n of the definition.
+    fields: Vec<FieldPlan>,
+    /// Segment-level candidates (for OBX-5, whose type comes from OBX-2).
+    rules: Vec<u16>,
+}
+
 /// Redacts HL7 v2 messages under one policy (and key), record after record.
 #[derive(Debug)]
 pub struct Redactor<'p> {
@@ -110,10 +132,23 @@ pub struct Redactor<'p> {
     key: Option<&'p Key>,
     /// Counts for the manifest.
     pub counts: Counts,
-    by_segment: BTreeMap<[u8; 3], Vec<u16>>,
+    plans: Vec<SegmentPlan>,
+    plan_index: BTreeMap<([u8; 3], Version), usize>,
     field_rules: Vec<u16>,
     scratch: Vec<u8>,
     scratch2: Vec<u8>,
+}
+
+fn field_plan(policy: &Policy, seg_rules: &[u16], id: &[u8], n: u32, ty: &'static str, rules: &mut Vec<u16>) -> bool {
+    let free = is_free_text(id, n, ty);
+    rules.clear();
+    for &i in seg_rules {
+        let r = &policy.hl7v2[usize::from(i)];
+        if r.matches_field(n, ty) && !(free && r.action == Action::Keep && !r.free_text) {
+            rules.push(i);
+        }
+    }
+    free
 }
 
 impl<'p> Redactor<'p> {
@@ -123,25 +158,42 @@ impl<'p> Redactor<'p> {
             policy,
             key,
             counts: Counts::new(policy),
-            by_segment: BTreeMap::new(),
+            plans: Vec::new(),
+            plan_index: BTreeMap::new(),
             field_rules: Vec::new(),
             scratch: Vec::new(),
             scratch2: Vec::new(),
         }
     }
 
-    fn segment_rules(&mut self, id: [u8; 3]) -> Vec<u16> {
-        if let Some(v) = self.by_segment.get(&id) {
-            return v.clone();
+    fn plan(&mut self, id: [u8; 3], version: Version) -> usize {
+        if let Some(&i) = self.plan_index.get(&(id, version)) {
+            return i;
         }
-        let v: Vec<u16> = (0..self.policy.hl7v2.len() as u16)
-            .filter(|&i| match &self.policy.hl7v2[usize::from(i)].select {
+        let policy = self.policy;
+        let rules: Vec<u16> = (0..policy.hl7v2.len() as u16)
+            .filter(|&i| match &policy.hl7v2[usize::from(i)].select {
                 select::Hl7::Type(_) => true,
                 select::Hl7::Path { segment, .. } => segment.matches(&id),
             })
             .collect();
-        self.by_segment.insert(id, v.clone());
-        v
+        let drop = rules.first().copied().filter(|&f| {
+            let r = &policy.hl7v2[usize::from(f)];
+            matches!(r.select, select::Hl7::Path { whole_segment: true, .. }) && r.action == Action::Remove
+        });
+        let segdef = schema::schema(version).segment(&id);
+        let count = segdef.map_or(0, |s| s.fields.len());
+        let mut fields = Vec::with_capacity(count);
+        for n in 1..=count as u32 {
+            let ty = segdef.and_then(|s| s.field(n as usize)).map_or("", |f| f.base_data_type());
+            let mut r = Vec::new();
+            let free = field_plan(policy, &rules, &id, n, ty, &mut r);
+            fields.push(FieldPlan { ty, free, rules: r });
+        }
+        self.plans.push(SegmentPlan { drop, fields, rules });
+        let i = self.plans.len() - 1;
+        self.plan_index.insert((id, version), i);
+        i
     }
 
     /// Appends the redacted form of `msg` to `out`.
@@ -155,7 +207,6 @@ impl<'p> Redactor<'p> {
                 f.bytes().expose_value(disclosure).split(|b| *b == d.component).next().and_then(Version::nearest)
             })
             .unwrap_or(Version::V2_5_1);
-        let schema = schema::schema(version);
         let mut ctx = Context::new(self.key);
         if let Some(pid3) = msg.segment("PID").and_then(|s| s.field(3)) {
             let raw = pid3.bytes().expose_value(disclosure);
@@ -174,15 +225,11 @@ impl<'p> Redactor<'p> {
                 continue;
             }
             let id = [nb[0], nb[1], nb[2]];
-            let rules = self.segment_rules(id);
-            if let Some(&first) = rules.first() {
-                let r = &self.policy.hl7v2[usize::from(first)];
-                if matches!(r.select, select::Hl7::Path { whole_segment: true, .. }) && r.action == Action::Remove {
-                    self.counts.rule(usize::from(first));
-                    continue;
-                }
+            let pi = self.plan(id, version);
+            if let Some(rule) = self.plans[pi].drop {
+                self.counts.rule(usize::from(rule));
+                continue;
             }
-            let segdef = schema.segment(nb);
             let line_start = out.len();
             out.extend_from_slice(nb);
             let mut min_len = out.len();
@@ -209,19 +256,23 @@ impl<'p> Redactor<'p> {
                 if raw.is_empty() {
                     continue;
                 }
-                let ty = if nb == b"OBX" && n == 5 {
-                    obx2.unwrap_or("")
-                } else {
-                    segdef.and_then(|s| s.field(n as usize)).map_or("", |f| f.base_data_type())
-                };
-                let free = is_free_text(nb, n, ty);
-                self.field_rules.clear();
-                for &i in &rules {
-                    let r = &self.policy.hl7v2[usize::from(i)];
-                    if r.matches_field(n, ty) && !(free && r.action == Action::Keep && !r.free_text) {
-                        self.field_rules.push(i);
+                let plan = &self.plans[pi];
+                let known = if nb == b"OBX" && n == 5 { None } else { plan.fields.get((n as usize).wrapping_sub(1)) };
+                let (ty, free) = match known {
+                    Some(fp) => {
+                        self.field_rules.clear();
+                        self.field_rules.extend_from_slice(&fp.rules);
+                        (fp.ty, fp.free)
                     }
-                }
+                    None => {
+                        // OBX-5 is typed by OBX-2; a field past the definition has no type.
+                        let ty = if nb == b"OBX" && n == 5 { obx2.unwrap_or("") } else { "" };
+                        let mut r = std::mem::take(&mut self.field_rules);
+                        let free = field_plan(self.policy, &plan.rules, nb, n, ty, &mut r);
+                        self.field_rules = r;
+                        (ty, free)
+                    }
+                };
                 let Some(&first) = self.field_rules.first() else {
                     self.counts.fail_closed += 1;
                     if free {
