@@ -260,8 +260,14 @@ impl<'p> Redactor<'p> {
                 let known = if nb == b"OBX" && n == 5 { None } else { plan.fields.get((n as usize).wrapping_sub(1)) };
                 let (ty, free) = match known {
                     Some(fp) => {
+                        // Copied only when the field is decided part by part.
+                        let whole = fp.rules.first().is_none_or(|&f| self.policy.hl7v2[usize::from(f)].whole_field());
                         self.field_rules.clear();
-                        self.field_rules.extend_from_slice(&fp.rules);
+                        if whole {
+                            self.field_rules.extend(fp.rules.first());
+                        } else {
+                            self.field_rules.extend_from_slice(&fp.rules);
+                        }
                         (fp.ty, fp.free)
                     }
                     None => {

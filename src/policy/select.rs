@@ -87,6 +87,11 @@ fn number(s: &str) -> Option<Option<u32>> {
 
 /// The static name of an HL7 v2 data type id, when a version defines it.
 pub fn hl7_type_name(id: &str) -> Option<&'static str> {
+    // The types OBX-2 names most often, without a table lookup.
+    const COMMON: &[&str] = &["NM", "ST", "CE", "CWE", "TX", "FT", "SN", "DT", "TS", "DTM", "ED", "RP", "TM", "CNE"];
+    if let Some(t) = COMMON.iter().find(|t| **t == id) {
+        return Some(t);
+    }
     for v in [schema::Version::V2_8_2, schema::Version::V2_5_1, schema::Version::V2_3, schema::Version::V2_1] {
         if let Some(d) = schema::schema(v).datatype(id) {
             return Some(d.id);
