@@ -225,6 +225,19 @@ fn an_mllp_stream_stays_framed_and_is_redacted_record_by_record() {
     assert!(!has_marker(&out));
 }
 
+#[test]
+fn ndjson_is_redacted_line_by_line_and_stays_valid() {
+    let f = fixture("fhir/valid/patients.ndjson");
+    let (exit, out, _) = redact(&["--ndjson", path(&f)]);
+    assert_eq!(exit, 0);
+    let lines_in = std::fs::read(&f).expect("read").split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+    assert_eq!(out.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count(), lines_in);
+    let o = run_stdin(&["validate", "--ndjson", "--format", "fhir", "-"], &out);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    let o = run_stdin(&["redact", "--ndjson", "--format", "fhir", "-"], &out);
+    assert_eq!(o.stdout, out, "not idempotent");
+}
+
 #[cfg(feature = "mcp")]
 mod mcp {
     use std::sync::Arc;
