@@ -102,6 +102,18 @@ codes! {
     CLI_OUTPUT_FAILED => Fatal, "the output could not be written";
     CLI_KEY_INVALID => Fatal, "the key file holds fewer than 16 or more than 4096 bytes";
 
+    // ---- policy (load, lint, enforcement) ------------------------------------------------
+    POLICY_SYNTAX => Fatal, "the policy file is not valid TOML (or not UTF-8)";
+    POLICY_UNKNOWN_KEY => Fatal, "the policy file has a key or table this version does not know";
+    POLICY_INVALID_VALUE => Fatal, "a policy value has the wrong type or is out of range";
+    POLICY_UNKNOWN_SELECTOR => Fatal, "a policy rule's selector names no segment, field, element or type";
+    POLICY_UNKNOWN_ACTION => Fatal, "a policy rule names an action that does not exist";
+    POLICY_ACTION_NOT_ALLOWED => Fatal, "a policy rule applies an action to a type it cannot apply to";
+    POLICY_KEY_REQUIRED => Fatal, "the policy uses a keyed action (hash, pseudonym, date_shift) and no key file was given";
+    POLICY_RULE_SHADOWED => Warning, "a policy rule can never apply: an earlier rule matches everything it matches";
+    POLICY_TOOL_NOT_ALLOWED => Fatal, "the policy does not allow this tool";
+    POLICY_SHOW_VALUES_FORBIDDEN => Fatal, "the policy forbids --unsafe-show-values";
+
     // ---- input and framing ---------------------------------------------------------------
     BOM_PRESENT => Information, "the input starts with a UTF-8 byte order mark";
     MLLP_FRAME_TRUNCATED => Error, "the last MLLP frame has no end block (0x1C 0x0D)";
@@ -216,6 +228,13 @@ pub enum Location {
     Path(&'static str, &'static str),
     /// A FHIR element path such as `Patient.name[0].given[1]` (see [`FhirPath`]).
     Fhir(FhirPath),
+    /// A position in a policy file: 1-based line and column (in characters).
+    Policy {
+        /// 1-based line.
+        line: u32,
+        /// 1-based column.
+        column: u32,
+    },
 }
 
 /// An HL7 v2 position; zero means "not this deep".
@@ -262,6 +281,7 @@ impl fmt::Display for Location {
             Location::Path(a, "") => f.write_str(a),
             Location::Path(a, b) => write!(f, "{a}/{b}"),
             Location::Fhir(ref p) => p.fmt(f),
+            Location::Policy { line, column } => write!(f, "policy:{line}:{column}"),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,

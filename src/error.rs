@@ -56,7 +56,17 @@ impl Error {
 /// The exit code for a failure with this code.
 pub fn exit_code_for(code: Code) -> u8 {
     match code {
-        Code::CLI_USAGE | Code::CLI_KEY_INVALID => exit::USAGE,
+        Code::CLI_USAGE
+        | Code::CLI_KEY_INVALID
+        | Code::POLICY_SYNTAX
+        | Code::POLICY_UNKNOWN_KEY
+        | Code::POLICY_INVALID_VALUE
+        | Code::POLICY_UNKNOWN_SELECTOR
+        | Code::POLICY_UNKNOWN_ACTION
+        | Code::POLICY_ACTION_NOT_ALLOWED
+        | Code::POLICY_KEY_REQUIRED
+        | Code::POLICY_TOOL_NOT_ALLOWED
+        | Code::POLICY_SHOW_VALUES_FORBIDDEN => exit::USAGE,
         Code::CLI_NO_INPUT => exit::NOINPUT,
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,

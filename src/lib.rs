@@ -23,6 +23,7 @@ pub mod limits;
 pub mod mcp;
 pub mod ops;
 pub mod phi;
+pub mod policy;
 pub mod terminology;
 
 /// The binary's entry point: runs the CLI, turning a panic into `CLI_INTERNAL` (exit 70) without

@@ -24,8 +24,11 @@ use crate::error::{Error, exit};
 use crate::formats::hl7v2::{self, batch, stream};
 use crate::formats::mllp::{self, Frame};
 use crate::formats::{Format, Operation};
+use crate::keys::Key;
 use crate::limits::Limits;
 use crate::phi::{Disclosure, Phi};
+use crate::policy::{self, Disclosure as PolicyDisclosure, Policy};
+use std::sync::Arc;
 
 /// What to do.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -41,6 +44,8 @@ pub enum Command {
         /// Exit 1 when the input is not canonical, instead of printing the canonical form.
         check: bool,
     },
+    /// The message de-identified under the request's policy, in the same format.
+    Redact,
 }
 
 impl Command {
@@ -51,6 +56,7 @@ impl Command {
             Command::Validate => Operation::Validate,
             Command::Inspect => Operation::Inspect,
             Command::Fmt { .. } => Operation::Fmt,
+            Command::Redact => Operation::Redact,
         }
     }
 }
@@ -85,6 +91,19 @@ pub struct Request {
     pub ndjson: bool,
     /// `fmt` only: the syntax to write (FHIR); `None` keeps the input's syntax.
     pub to: Option<Syntax>,
+    /// The policy: required by `redact`; for `parse` and `fmt`, data is redacted under it when
+    /// its disclosure is `redacted`.
+    pub policy: Option<Arc<Policy>>,
+    /// The key for keyed actions (hash, pseudonym, date_shift).
+    pub key: Option<Arc<Key>>,
+}
+
+impl Request {
+    /// The policy under which data is redacted, if any.
+    fn redaction(&self) -> Option<&Policy> {
+        let p = self.policy.as_deref()?;
+        (self.command == Command::Redact || p.disclosure == PolicyDisclosure::Redacted).then_some(p)
+    }
 }
 
 /// A FHIR syntax, for `fmt --to`.
@@ -123,6 +142,8 @@ pub struct Outcome {
     pub excerpt: Option<(Phi<Vec<u8>>, Disclosure)>,
     /// True when the input held several records.
     pub multi: bool,
+    /// `redact`: the value-free manifest (JSON).
+    pub manifest: Option<Vec<u8>>,
 }
 
 impl Outcome {
@@ -134,6 +155,7 @@ impl Outcome {
             cause: None,
             excerpt: None,
             multi: false,
+            manifest: None,
         }
     }
 }
@@ -186,6 +208,12 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
         };
         if detect::skip_bom_and_space(&prefix).is_empty() && format != Format::Dicom {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));
+        }
+        if request.command == Command::Redact && request.policy.is_none() {
+            return Err(Failure::code(Code::CLI_USAGE));
+        }
+        if let Some(p) = request.redaction() {
+            p.check_key(request.key.is_some()).map_err(|e| Failure::code(e.code))?;
         }
         if !format.supports(request.command.operation()) {
             return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
@@ -294,6 +322,8 @@ struct Pending {
 
 struct Runner<'r> {
     request: &'r Request,
+    hl7_redactor: Option<policy::hl7v2::Redactor<'r>>,
+    fhir_redactor: Option<policy::fhir::Redactor<'r>>,
     sink: &'r mut dyn Sink,
     disclosure: &'r Disclosure,
     /// Records seen.
@@ -310,8 +340,11 @@ struct Runner<'r> {
 
 impl<'r> Runner<'r> {
     fn new(request: &'r Request, sink: &'r mut dyn Sink, disclosure: &'r Disclosure, framed: bool) -> Self {
+        let key = request.key.as_deref();
         Runner {
             request,
+            hl7_redactor: request.redaction().map(|p| policy::hl7v2::Redactor::new(p, key)),
+            fhir_redactor: request.redaction().map(|p| policy::fhir::Redactor::new(p, key)),
             sink,
             disclosure,
             records: 0,
@@ -327,8 +360,14 @@ impl<'r> Runner<'r> {
     fn fmt_mode(&self) -> Option<bool> {
         match self.request.command {
             Command::Fmt { check } => Some(check),
+            Command::Redact => Some(false),
             _ => None,
         }
+    }
+
+    /// True when values pass through a policy before they leave.
+    fn redacting(&self) -> bool {
+        self.hl7_redactor.is_some()
     }
 
     fn run_er7(&mut self, input: impl BufRead) -> Result<(), Failure> {
@@ -416,7 +455,7 @@ impl<'r> Runner<'r> {
             stream::Kind::Envelope(kind) => Some(kind),
         };
         let parsed = hl7v2::parse::parse_record(bytes, offset, limits, envelope.map(|_| self.envelope_delims));
-        let msg = match parsed {
+        let mut msg = match parsed {
             Ok(m) => m,
             Err((fatal, buf)) => {
                 match envelope {
@@ -427,6 +466,22 @@ impl<'r> Runner<'r> {
                 return self.failed_record(code, fatal, Some(buf), "hl7", out);
             }
         };
+        if let Some(r) = self.hl7_redactor.as_mut() {
+            if self.request.command == Command::Redact {
+                if envelope.is_none() {
+                    self.tracker.message();
+                }
+                r.redact(&msg, self.disclosure, out);
+                return Ok(());
+            }
+            let mut red = Vec::with_capacity(msg.bytes().expose_value(self.disclosure).len());
+            r.redact(&msg, self.disclosure, &mut red);
+            let again = hl7v2::parse::parse_record(red, offset, limits, envelope.map(|_| self.envelope_delims));
+            msg = match again {
+                Ok(m) => m,
+                Err((fatal, _)) => return self.failed_record(Code::CLI_PARSE_FAILED, fatal, None, "hl7", out),
+            };
+        }
         let options = hl7v2::validate::Options {
             strict: self.request.strict,
             syntax_only: matches!(self.request.command, Command::Parse | Command::Fmt { .. }),
@@ -467,6 +522,7 @@ impl<'r> Runner<'r> {
                 serde_json::to_writer(&mut json, &summary).map_err(|_| Failure::code(Code::CLI_INTERNAL))?;
                 self.emit(Pending { json, findings: Vec::new(), valid: None, error: None });
             }
+            Command::Redact => {}
             Command::Fmt { check } => {
                 let start = out.len();
                 hl7v2::fmt::canonical(&msg, self.disclosure, out);
@@ -505,6 +561,13 @@ impl<'r> Runner<'r> {
         }
         self.any_failed_record = true;
         if self.fmt_mode() == Some(false) {
+            if self.redacting() {
+                // Under a policy a record that does not parse cannot be redacted: it is left out.
+                if let Some(r) = self.hl7_redactor.as_mut() {
+                    r.counts.fail_closed += 1;
+                }
+                return Ok(());
+            }
             if let Some(b) = &bytes {
                 out.extend_from_slice(b.expose_value(self.disclosure));
             }
@@ -564,7 +627,31 @@ impl<'r> Runner<'r> {
         } else {
             (exit::OK, Status::Success)
         };
-        Ok(Outcome { exit, status, code: None, cause: None, excerpt: None, multi: self.multi })
+        let manifest = match (self.request.command, self.request.policy.as_deref()) {
+            (Command::Redact, Some(p)) => {
+                let mut counts = policy::manifest::Counts::new(p);
+                if let Some(r) = &self.hl7_redactor {
+                    counts.add(&r.counts);
+                }
+                if let Some(r) = &self.fhir_redactor {
+                    counts.add(&r.counts);
+                }
+                Some(policy::manifest::json(p, &counts, self.request.key.is_some()))
+            }
+            _ => None,
+        };
+        Ok(Outcome { exit, status, code: None, cause: None, excerpt: None, multi: self.multi, manifest })
+    }
+}
+
+/// Enforcement for FHIR JSON that phiward produces itself (the hook for `convert`'s Bundle):
+/// under a policy whose disclosure is `redacted` the JSON is redacted by the FHIR rules (ids,
+/// fullUrls and references rewritten consistently); otherwise it is returned as is. On failure
+/// nothing may be released (the caller fails the record with the code).
+pub fn enforce_fhir_json(request: &Request, json: Vec<u8>, disclosure: &Disclosure) -> Result<Vec<u8>, Code> {
+    match request.redaction() {
+        None => Ok(json),
+        Some(p) => policy::fhir::redact_fhir_json(p, request.key.as_deref(), json, &request.limits, disclosure, true),
     }
 }
 

@@ -55,7 +55,16 @@ fn only_ops_grants_disclosure() {
 /// canonical bytes), the operator door in the CLI, and the MCP result builder.
 #[test]
 fn only_data_channel_writers_expose_values() {
-    let allowed = ["src/phi.rs", "src/ops.rs", "src/cli/mod.rs", "src/internal/", "src/mcp/"];
+    let allowed = [
+        "src/phi.rs",
+        "src/ops.rs",
+        "src/cli/mod.rs",
+        "src/internal/",
+        "src/mcp/",
+        // The redaction engines are data-channel writers: they write a message under a policy.
+        "src/policy/hl7v2.rs",
+        "src/policy/fhir.rs",
+    ];
     let mut bad = Vec::new();
     for (path, text) in sources() {
         let is_writer = path.starts_with("src/formats/") && (path.ends_with("/write.rs") || path.ends_with("/fmt.rs"));

@@ -26,6 +26,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("pipeline", fuzzing::pipeline),
         ("fhir_json", fuzzing::fhir_json),
         ("fhir_xml", fuzzing::fhir_xml),
+        ("policy", fuzzing::policy),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -102,6 +103,11 @@ fn corpus_fhir_json() {
 #[test]
 fn corpus_fhir_xml() {
     replay_target("fhir_xml");
+}
+
+#[test]
+fn corpus_policy() {
+    replay_target("policy");
 }
 
 #[cfg(feature = "mcp")]

@@ -17,6 +17,9 @@
 //!   licences, the importers on synthetic files, map-codes, MCP against the CLI.
 //! - `mcp`: the MCP server: tool definitions, dispatch against the CLI's --json, argument
 //!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy.
+//! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
+//!   action, manifest), `policy check` (shipped policies, policies that do not load), and
+//!   enforcement of `--policy` on parse/fmt and over MCP.
 
 mod common;
 
@@ -28,5 +31,6 @@ mod hl7v2_conformance;
 mod hl7v2_fixtures;
 mod mcp;
 mod no_leak;
+mod redact;
 mod registry;
 mod terminology;

@@ -223,7 +223,7 @@ fn convert_is_unsupported_until_the_conversion_lands() {
 #[test]
 fn content_over_the_input_limit_is_too_large() {
     let config =
-        Config { limits: phiward::limits::Limits { max_input_bytes: 64, ..Default::default() }, ..Config::default() };
+        Config { limits: phiward::limits::Limits { max_input_bytes: 64, ..Default::default() }, ..Default::default() };
     let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
     let args = json!({ "content": msg });
     let reply = mcp::dispatch("validate", args.as_object().cloned(), &config).into_value();
@@ -425,10 +425,11 @@ fn the_phiward_mcp_binary_serves_the_same_tools() {
 fn a_policy_sets_limits_and_a_bad_policy_stops_the_start() {
     let dir = std::env::temp_dir().join(format!("phiward-mcp-policy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let good = dir.join("limits.json");
-    std::fs::write(&good, br#"{"limits": {"maxInputBytes": 100}}"#).expect("write");
-    let bad = dir.join("bad.json");
-    std::fs::write(&bad, br#"{"limits": {"maxInputBytes": "MKR00001X"}}"#).expect("write");
+    let good = dir.join("limits.toml");
+    std::fs::write(&good, b"[policy]\nname = \"t\"\ndisclosure = \"full\"\n[limits]\nmax_input_bytes = 100\n")
+        .expect("write");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, b"[policy]\nname = \"t\"\n[limits]\nmax_input_bytes = \"MKR00001X\"\n").expect("write");
     let bin = env!("CARGO_BIN_EXE_phiward");
     let mut lines = handshake();
     lines.push(tool_call(1, "validate", json!({ "content": format!("MSH|^~\\&|{}", "A".repeat(200)) })));
@@ -437,12 +438,12 @@ fn a_policy_sets_limits_and_a_bad_policy_stops_the_start() {
     assert_eq!(structured(&replies, 1)["code"], "CLI_INPUT_TOO_LARGE");
     let (exit, replies, stderr) = exchange(bin, &["mcp", "--policy", bad.to_str().expect("utf-8 path")], &handshake());
     assert_eq!((exit, replies.len()), (2, 0));
-    assert!(stderr.starts_with("phiward: CLI_USAGE: ") && stderr.lines().count() == 1, "{stderr}");
+    assert!(stderr.starts_with("phiward: POLICY_INVALID_VALUE: ") && stderr.lines().count() == 1, "{stderr}");
     assert!(!has_marker(stderr.as_bytes()));
-    let missing = dir.join("missing.json");
+    let missing = dir.join("missing.toml");
     let (exit, _, stderr) = exchange(bin, &["mcp", "--policy", missing.to_str().expect("utf-8 path")], &handshake());
     assert_eq!(exit, 66);
-    assert!(!stderr.contains("missing.json"), "the path is not shown");
+    assert!(!stderr.contains("missing.toml"), "the path is not shown");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

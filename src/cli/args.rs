@@ -31,6 +31,12 @@ pub enum Cmd {
     Inspect(InputArgs),
     /// Print the canonical form (CR terminators, normalized escapes, no trailing delimiters).
     Fmt(FmtArgs),
+    /// Print the message de-identified under a policy (Safe Harbor by default), in the same
+    /// format; what no rule names is removed.
+    Redact(RedactArgs),
+    /// Work with policy files.
+    #[command(subcommand)]
+    Policy(PolicyCmd),
     /// Serve the Model Context Protocol over stdio (for AI agents).
     Mcp(McpArgs),
     /// Find the concepts of other code systems whose names match a term (offline, lexical
@@ -162,6 +168,34 @@ pub struct MapArgs {
     pub limits: LimitArgs,
 }
 
+/// `policy` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCmd {
+    /// Load and lint a policy: exit 0 when it loads with no findings, 1 otherwise.
+    Check(PolicyCheckArgs),
+}
+
+/// `policy check` options.
+#[derive(Debug, Args)]
+pub struct PolicyCheckArgs {
+    /// The policy file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Compact JSON findings.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `redact` options.
+#[derive(Debug, Args)]
+pub struct RedactArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Write the value-free manifest (JSON) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+}
+
 /// The formats accepted by `--format`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
@@ -205,6 +239,13 @@ pub struct InputArgs {
     /// failure on standard error. These bytes may contain patient data.
     #[arg(long)]
     pub unsafe_show_values: bool,
+    /// A policy file (TOML, policy/README.md): data is redacted under it when its disclosure is
+    /// `redacted`; its limits apply.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// A key file for the policy's keyed actions (hash, pseudonym, date_shift).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -272,9 +313,13 @@ pub enum SyntaxArg {
 /// `mcp` options.
 #[derive(Debug, Args)]
 pub struct McpArgs {
-    /// A policy file (sets limits; the redaction policy language extends it).
+    /// A policy file (TOML, policy/README.md): redaction of every tool's data, allowed tools,
+    /// limits.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// A key file for the policy's keyed actions.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
     /// The data folder of imported terminology (for find_equivalent).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,

@@ -13,9 +13,12 @@ use std::ffi::OsString;
 use clap::Parser;
 
 use crate::diag::Code;
-use crate::error::exit;
+use crate::error::{exit, exit_code_for};
 use crate::formats::Format;
+use crate::keys::Key;
 use crate::ops::{self, Command, Request, Source};
+use crate::policy::Policy;
+use std::sync::Arc;
 
 use args::{Cli, Cmd, FormatArg, InputArgs, SyntaxArg};
 use output::Style;
@@ -38,12 +41,35 @@ pub fn run(argv: Vec<OsString>) -> u8 {
             });
             run_input_to(Command::Fmt { check: f.check }, f.input, false, to)
         }
+        Cmd::Redact(r) => run_redact(r),
+        Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
         Cmd::Mcp(m) => run_mcp(m),
         Cmd::FindEquivalent(f) => terminology::find(f),
         Cmd::MapCodes(m) => terminology::map_codes(m),
         Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),
         Cmd::Terminology(args::TerminologyCmd::Import(i)) => terminology::import(i),
     }
+}
+
+/// `policy check`: load, then lint; findings on stdout.
+fn policy_check(c: &args::PolicyCheckArgs) -> u8 {
+    let findings = match crate::policy::load_file(&c.file) {
+        Ok(p) => crate::policy::lint::lint(&p),
+        Err(e) if e.line == 0 => {
+            output::failure(e.code, None);
+            return exit_code_for(e.code);
+        }
+        Err(e) => vec![e.diagnostic()],
+    };
+    if output::findings(&findings, c.json).is_err() {
+        return exit::IOERR;
+    }
+    if findings.is_empty() { exit::OK } else { exit::INVALID }
+}
+
+fn run_redact(r: args::RedactArgs) -> u8 {
+    let manifest = r.manifest.clone();
+    run_request(Command::Redact, r.input, false, None, manifest)
 }
 
 /// clap errors: help and version go to stdout; anything else is `CLI_USAGE`, with clap's text
@@ -106,8 +132,71 @@ fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
 }
 
 fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Syntax>) -> u8 {
+    run_request(command, a, strict, to, None)
+}
+
+/// The policy and key of a request: `--policy` (Safe Harbor for `redact` without one) and
+/// `--key-file`. Errors are printed here.
+/// A resolved policy and key.
+type PolicyAndKey = (Option<Arc<Policy>>, Option<Arc<Key>>);
+
+fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
+    let key = match &a.key_file {
+        Some(path) => match Key::from_file(path) {
+            Ok(k) => Some(Arc::new(k)),
+            Err(e) => {
+                output::failure(e.code(), None);
+                return Err(e.exit_code());
+            }
+        },
+        None => None,
+    };
+    let loaded = match (&a.policy, command) {
+        (Some(path), _) => Some(crate::policy::load_file(path)),
+        (None, Command::Redact) => Some(crate::policy::load(crate::policy::SAFE_HARBOR.as_bytes())),
+        (None, _) => None,
+    };
+    let policy = match loaded {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => {
+            output::failure(e.code, (e.line > 0).then(|| e.diagnostic()));
+            return Err(exit_code_for(e.code));
+        }
+    };
+    if let Some(p) = &policy {
+        let redacting = command == Command::Redact || p.disclosure == crate::policy::Disclosure::Redacted;
+        if redacting && matches!(command, Command::Parse | Command::Fmt { .. } | Command::Redact) {
+            if let Err(e) = p.check_key(key.is_some()) {
+                output::failure(e.code, Some(e.diagnostic()));
+                return Err(exit_code_for(e.code));
+            }
+        }
+        if a.unsafe_show_values && !p.allow_unsafe_show_values {
+            output::failure(Code::POLICY_SHOW_VALUES_FORBIDDEN, None);
+            return Err(exit_code_for(Code::POLICY_SHOW_VALUES_FORBIDDEN));
+        }
+    }
+    Ok((policy.map(Arc::new), key))
+}
+
+fn run_request(
+    command: Command,
+    a: InputArgs,
+    strict: bool,
+    to: Option<ops::Syntax>,
+    manifest: Option<std::path::PathBuf>,
+) -> u8 {
+    let (policy, key) = match policy_and_key(command, &a) {
+        Ok(pk) => pk,
+        Err(exit) => return exit,
+    };
+    let limits = match &policy {
+        Some(p) => p.apply_limits(a.limits.limits()),
+        None => a.limits.limits(),
+    };
     let source = if a.input.as_os_str() == "-" { Source::Stdin } else { Source::Path(a.input.clone()) };
-    let style = if a.quiet && !matches!(command, Command::Parse | Command::Fmt { check: false }) {
+    let style = if a.quiet && !matches!(command, Command::Parse | Command::Fmt { check: false } | Command::Redact) {
         Style::Quiet
     } else if a.json {
         Style::Json
@@ -120,11 +209,13 @@ fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Sy
         command,
         source,
         format: a.format.map(format_of),
-        limits: a.limits.limits(),
+        limits,
         strict,
         unsafe_show_values: a.unsafe_show_values,
         ndjson: a.ndjson,
         to,
+        policy,
+        key,
     };
     let mut sink = output::Stdout::new(style);
     let outcome = ops::run(request, &mut sink);
@@ -140,6 +231,12 @@ fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Sy
     if flushed.is_err() {
         output::failure(Code::CLI_OUTPUT_FAILED, None);
         return exit::IOERR;
+    }
+    if let (Some(path), Some(m)) = (manifest, &outcome.manifest) {
+        if std::fs::write(path, m).is_err() {
+            output::failure(Code::CLI_OUTPUT_FAILED, None);
+            return exit::IOERR;
+        }
     }
     outcome.exit
 }

@@ -242,6 +242,23 @@ fn in_string_at(_json: &[u8], _start: usize, _end: usize) -> bool {
     false
 }
 
+/// Writes value-free findings on stdout (`policy check`): one `location severity CODE: meaning`
+/// line each, or one JSON array.
+pub fn findings(findings: &[crate::diag::Diagnostic], json: bool) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    if json {
+        let mut buf = Vec::new();
+        crate::ops::findings_json(findings, &mut buf);
+        buf.push(b'\n');
+        out.write_all(&buf)?;
+        return out.flush();
+    }
+    for d in findings {
+        writeln!(out, "{} {} {}: {}", d.location, d.severity.as_str(), d.code.as_str(), d.code.meaning())?;
+    }
+    out.flush()
+}
+
 /// Prints the one stderr line of a failure.
 pub fn failure(code: Code, cause: Option<crate::diag::Diagnostic>) {
     let _ = writeln!(io::stderr().lock(), "{}", failure_line(code, cause));

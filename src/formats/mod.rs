@@ -50,12 +50,20 @@ pub enum Operation {
     Fmt,
     /// Conversion to FHIR R4.
     Convert,
+    /// De-identification under a policy (same format out).
+    Redact,
 }
 
 impl Operation {
     /// Every operation, in a stable order.
-    pub const ALL: [Operation; 5] =
-        [Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Convert];
+    pub const ALL: [Operation; 6] = [
+        Operation::Parse,
+        Operation::Validate,
+        Operation::Inspect,
+        Operation::Fmt,
+        Operation::Convert,
+        Operation::Redact,
+    ];
 
     /// The stable lower-case name, as on the command line.
     pub fn as_str(self) -> &'static str {
@@ -65,6 +73,7 @@ impl Operation {
             Operation::Inspect => "inspect",
             Operation::Fmt => "fmt",
             Operation::Convert => "convert",
+            Operation::Redact => "redact",
         }
     }
 }

@@ -475,6 +475,8 @@ fn run_op(input: &[u8], command: Command, format: Option<Format>, strict: bool) 
         unsafe_show_values: false,
         ndjson: false,
         to: None,
+        policy: None,
+        key: None,
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);
@@ -733,6 +735,42 @@ fn fmt_fixed_point(canonical: &[u8]) {
     assert_eq!(check.status, Status::Success, "fmt --check rejects fmt's own output");
     let (_, again) = run_op(canonical, Command::Fmt { check: false }, None, false);
     assert!(again.bytes == canonical, "fmt is not idempotent through ops");
+}
+
+/// Target `policy`: policy file bytes. Loading never panics; an error is a `POLICY_*` code (or
+/// `CLI_INPUT_TOO_LARGE`) at a line and column inside the input, rendered `policy:L:C`; a policy
+/// that loads lints, and redacts a fixed HL7 v2 message and FHIR resource without panicking, into
+/// output that parses again.
+pub fn policy(data: &[u8]) {
+    match crate::policy::load(data) {
+        Err(e) => {
+            assert!(e.code.as_str().starts_with("POLICY_") || e.code == Code::CLI_INPUT_TOO_LARGE);
+            let lines = data.iter().filter(|b| **b == b'\n').count() as u32 + 1;
+            assert!(e.line <= lines, "line outside the input");
+            assert!(e.column as usize <= data.len() + 1, "column outside the input");
+            let shown = e.diagnostic().location.to_string();
+            assert!(shown.starts_with("policy:") && shown[7..].bytes().all(|b| b.is_ascii_digit() || b == b':'));
+        }
+        Ok(p) => {
+            let _ = crate::policy::lint::lint(&p);
+            let key = crate::keys::Key::from_bytes(b"fuzzing-key-0123456789".to_vec()).ok();
+            let disclosure = Disclosure::grant();
+            let limits = Limits::default();
+            const HL7: &[u8] = b"MSH|^~\\&|A|B|C|D|20240101120000||ADT^A01|1|P|2.5.1\rPID|1||123^^^H^MR||DOE^JANE||19500101|F|||1 ST^^CITY^ST^02139\rOBX|1|TX|X^Y||free text||||||F\rZZZ|1\r";
+            if let Ok(msg) = hl7v2::parse::parse(HL7.to_vec(), &limits) {
+                let mut r = crate::policy::hl7v2::Redactor::new(&p, key.as_ref());
+                let mut out = Vec::new();
+                r.redact(&msg, &disclosure, &mut out);
+                assert!(hl7v2::parse::parse(out, &limits).is_ok(), "redacted HL7 v2 does not parse");
+            }
+            const FHIR: &[u8] = br#"{"resourceType":"Patient","id":"p1","name":[{"family":"Doe"}],"birthDate":"1950-01-01","address":[{"postalCode":"02139"}],"managingOrganization":{"reference":"Organization/o1"}}"#;
+            if let Ok(out) =
+                crate::policy::fhir::redact_fhir_json(&p, key.as_ref(), FHIR.to_vec(), &limits, &disclosure, true)
+            {
+                assert!(crate::formats::fhir::read(out, &limits).is_ok(), "redacted FHIR does not parse");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,10 @@ use super::tools::Tool;
 pub struct Config {
     /// Limits applied to each call's input.
     pub limits: Limits,
+    /// The policy (`--policy`): which tools may be called, and whether data is redacted.
+    pub policy: Option<std::sync::Arc<crate::policy::Policy>>,
+    /// The key for the policy's keyed actions.
+    pub key: Option<std::sync::Arc<crate::keys::Key>>,
     /// The terminology available to `find_equivalent` (bundled, and imported in the data folder).
     pub catalog: std::sync::Arc<crate::terminology::Catalog>,
 }
@@ -113,6 +117,9 @@ fn terminology_tool(name: &str, arguments: Option<&Map<String, Value>>, config: 
 }
 
 fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> Reply {
+    if config.policy.as_ref().is_some_and(|p| !p.allows_tool(tool.as_str())) {
+        return Reply::failed(Code::POLICY_TOOL_NOT_ALLOWED);
+    }
     let mut args = arguments.unwrap_or_default();
     let input = match read_arguments(tool, &mut args, &config.limits) {
         Ok(input) => input,
@@ -139,6 +146,8 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         unsafe_show_values: false,
         ndjson: input.ndjson,
         to: None,
+        policy: config.policy.clone(),
+        key: config.key.clone(),
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);

@@ -16,7 +16,6 @@
 //! state between calls.
 
 pub mod dispatch;
-mod policy;
 pub mod server;
 pub mod terminology;
 pub mod tools;
@@ -34,13 +33,27 @@ use crate::error::{exit, exit_code_for};
 /// Resolves the start-up options (limits, `--policy`) and serves stdio; returns the exit code.
 pub fn serve_cli(args: McpArgs) -> u8 {
     let catalog = crate::terminology::Catalog::new(crate::terminology::data_dir(args.data_dir.as_deref()));
-    let mut config = Config { limits: args.limits.limits(), catalog: std::sync::Arc::new(catalog) };
+    let mut config =
+        Config { limits: args.limits.limits(), policy: None, key: None, catalog: std::sync::Arc::new(catalog) };
+    if let Some(path) = &args.key_file {
+        match crate::keys::Key::from_file(path) {
+            Ok(k) => config.key = Some(std::sync::Arc::new(k)),
+            Err(e) => {
+                output::failure(e.code(), None);
+                return e.exit_code();
+            }
+        }
+    }
     if let Some(path) = &args.policy {
-        match policy::load(path) {
-            Ok(p) => config.limits = p.apply(config.limits),
-            Err(code) => {
-                output::failure_with(code, "the --policy file could not be loaded");
-                return exit_code_for(code);
+        let loaded = crate::policy::load_file(path).and_then(|p| p.check_key(config.key.is_some()).map(|()| p));
+        match loaded {
+            Ok(p) => {
+                config.limits = p.apply_limits(config.limits);
+                config.policy = Some(std::sync::Arc::new(p));
+            }
+            Err(e) => {
+                output::failure(e.code, (e.line > 0).then(|| e.diagnostic()));
+                return exit_code_for(e.code);
             }
         }
     }

@@ -34,7 +34,10 @@ pub struct Server {
 impl Server {
     /// A server with this configuration.
     pub fn new(config: Config) -> Server {
-        Server { config: Arc::new(config), tools: Arc::new(tools::definitions()) }
+        // A policy's `tools` list also decides what `tools/list` shows.
+        let allowed = |t: &tools::Tool| config.policy.as_ref().is_none_or(|p| p.allows_tool(t.as_str()));
+        let defs = tools::Tool::ALL.into_iter().filter(allowed).map(tools::Tool::definition).collect();
+        Server { config: Arc::new(config), tools: Arc::new(defs) }
     }
 
     /// Runs one call to completion (the body of `tools/call`).

@@ -70,9 +70,10 @@ impl Runner<'_> {
             return Err(Failure::code(Code::CLI_INPUT_TOO_LARGE));
         }
         // A copy for the operator's excerpt, or for `fmt` to pass a failed record through.
-        let keep_copy = self.request.unsafe_show_values || (self.multi && self.fmt_mode() == Some(false));
+        let keep_copy =
+            self.request.unsafe_show_values || (self.multi && self.fmt_mode() == Some(false) && !self.redacting());
         let keep = keep_copy.then(|| Phi::new(bytes.clone()));
-        let doc = match fhir::read(bytes, &self.request.limits) {
+        let mut doc = match fhir::read(bytes, &self.request.limits) {
             Ok(doc) => doc,
             Err(fatal) => {
                 let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
@@ -85,6 +86,21 @@ impl Runner<'_> {
                 return Ok(());
             }
         };
+        if let Some(r) = self.fhir_redactor.as_mut() {
+            let mut red = Zeroizing::new(Vec::new());
+            crate::policy::fhir::redact(r, &doc, self.disclosure, self.request.ndjson, &mut red);
+            if self.request.command == Command::Redact {
+                self.emit_bytes(&red);
+                return Ok(());
+            }
+            doc = match fhir::read(std::mem::take(&mut *red), &self.request.limits) {
+                Ok(d) => d,
+                Err(fatal) => {
+                    let mut out = Zeroizing::new(Vec::new());
+                    return self.failed_record(Code::CLI_PARSE_FAILED, fatal, None, "fhir", &mut out);
+                }
+            };
+        }
         let options = fhir::validate::Options { strict: self.request.strict };
         let mut json = Vec::with_capacity(256);
         match self.request.command {
@@ -113,6 +129,7 @@ impl Runner<'_> {
                 self.emit(Pending { json, findings: Vec::new(), valid: None, error: None });
                 Ok(())
             }
+            Command::Redact => Ok(()),
             Command::Fmt { check } => {
                 let mut out = Zeroizing::new(Vec::new());
                 let syntax = match self.request.to {

@@ -19,6 +19,7 @@ use crate::phi::Disclosure;
 
 use super::definitions::{self as defs, Kind, TypeRef};
 use super::model::{Document, Syntax, ValueKind};
+use super::write::{Edits, ValueEdit};
 
 /// Appends the canonical form of `doc`; `line` writes one compact line (NDJSON records).
 pub fn canonical(doc: &Document, disclosure: &Disclosure, line: bool, out: &mut Vec<u8>) {
@@ -39,6 +40,19 @@ pub fn canonical_as(doc: &Document, syntax: Syntax, disclosure: &Disclosure, lin
     }
 }
 
+/// The canonical form of `doc` in its own syntax with `edits` applied (redaction).
+pub fn canonical_edited(doc: &Document, disclosure: &Disclosure, line: bool, edits: &Edits, out: &mut Vec<u8>) {
+    match doc.syntax() {
+        Syntax::Json => {
+            super::write::resource_json_edited(doc, disclosure, !line, Some(edits), out);
+            if line {
+                out.push(b'\n');
+            }
+        }
+        Syntax::Xml => resource_xml_edited(doc, disclosure, Some(edits), out),
+    }
+}
+
 /// True when `canonical` (from [`canonical`] or [`canonical_as`]) is byte for byte the input of `doc` (the final
 /// newline of an NDJSON line aside).
 pub fn is_canonical(doc: &Document, disclosure: &Disclosure, line: bool, canonical: &[u8]) -> bool {
@@ -49,7 +63,12 @@ pub fn is_canonical(doc: &Document, disclosure: &Disclosure, line: bool, canonic
 
 /// Appends the resource as canonical FHIR XML.
 fn resource_xml(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
+    resource_xml_edited(doc, disclosure, None, out);
+}
+
+fn resource_xml_edited(doc: &Document, disclosure: &Disclosure, edits: Option<&Edits>, out: &mut Vec<u8>) {
     let mut w = Writer {
+        edits,
         doc,
         values: doc.values.span().expose_value(disclosure),
         input: doc.input.span().expose_value(disclosure),
@@ -61,13 +80,31 @@ fn resource_xml(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
 }
 
 struct Writer<'a> {
+    edits: Option<&'a Edits>,
     doc: &'a Document,
     values: &'a [u8],
     input: &'a [u8],
     out: &'a mut Vec<u8>,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
+    fn kept(&self, i: u32) -> bool {
+        self.edits.is_none_or(|e| e.kept(i))
+    }
+
+    /// The value written for node `i` (`None`: no value).
+    fn text_of(&self, i: u32) -> Option<&'a [u8]> {
+        let doc: &'a Document = self.doc;
+        let values: &'a [u8] = self.values;
+        let node = doc.node(i);
+        let edits: Option<&'a Edits> = self.edits;
+        match edits.map(|e| e.value(i)) {
+            Some(ValueEdit::Removed) => None,
+            Some(ValueEdit::Replaced(v)) => Some(v),
+            _ => node.has_value().then(|| node.value.of(values)),
+        }
+    }
+
     fn indent(&mut self, depth: usize) {
         for _ in 0..depth {
             self.out.extend_from_slice(b"  ");
@@ -94,6 +131,9 @@ impl Writer<'_> {
         let mut elems: Vec<(u16, u32)> = Vec::new();
         let mut unknown: Vec<u32> = Vec::new();
         for c in doc.children(i) {
+            if !self.kept(c) {
+                continue;
+            }
             let n = doc.node(c);
             if n.is_unknown() && n.elem.is_none() {
                 unknown.push(c);
@@ -104,7 +144,7 @@ impl Writer<'_> {
                 // A wrapper whose resource could not be typed, read from JSON: no XML for it.
                 continue;
             }
-            if def.xml_attr && n.has_value() && doc.children(c).next().is_none() {
+            if def.xml_attr && self.text_of(c).is_some() && !doc.children(c).any(|g| self.kept(g)) {
                 let rank = match def.name {
                     "id" => 0,
                     "url" => 1,
@@ -122,13 +162,15 @@ impl Writer<'_> {
             self.out.push(b' ');
             self.out.extend_from_slice(n.name.as_bytes());
             self.out.extend_from_slice(b"=\"");
-            self.escaped(n.value.of(self.values));
+            let v = self.text_of(*a).unwrap_or_default();
+            self.escaped(v);
             self.out.push(b'"');
         }
         let primitive = node.ty.is_some_and(|t| defs::kind(t) == Kind::Primitive) && node.parent != super::model::NONE;
-        if primitive && node.has_value() && node.value_kind != ValueKind::Xhtml {
+        if primitive && node.value_kind != ValueKind::Xhtml && self.text_of(i).is_some() {
             self.out.extend_from_slice(b" value=\"");
-            self.escaped(node.value.of(self.values));
+            let v = self.text_of(i).unwrap_or_default();
+            self.escaped(v);
             self.out.push(b'"');
         }
         let show_unknown = doc.syntax() == Syntax::Xml && !unknown.is_empty();

@@ -31,7 +31,8 @@ pub use model::{Document, Syntax};
 use super::Operation;
 
 /// The operations implemented for FHIR.
-pub const OPERATIONS: &[Operation] = &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt];
+pub const OPERATIONS: &[Operation] =
+    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact];
 
 /// Reads one FHIR resource, JSON or XML (chosen by the first byte after a BOM and white
 /// space). A fatal diagnostic (syntax, limits, no resource) is an `Err`.

@@ -29,6 +29,52 @@ use super::read_json::json_kind_of;
 
 /// Appends the resource as FHIR JSON; `pretty` selects the canonical layout.
 pub fn resource_json(doc: &Document, disclosure: &Disclosure, pretty: bool, out: &mut Vec<u8>) {
+    resource_json_edited(doc, disclosure, pretty, None, out);
+}
+
+/// What a writer changes while writing (redaction): which nodes are written and which values
+/// are replaced or left out. Sized like the document's nodes; a node outside is written as read.
+#[derive(Debug, Default)]
+pub struct Edits {
+    /// `false`: the node (and everything under it) is not written.
+    pub kept: Vec<bool>,
+    /// The node's value.
+    pub values: Vec<ValueEdit>,
+}
+
+/// An edit of one primitive value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ValueEdit {
+    /// As read.
+    #[default]
+    Same,
+    /// Left out (the node stays for its extensions).
+    Removed,
+    /// Replaced by this text.
+    Replaced(Vec<u8>),
+}
+
+impl Edits {
+    /// True when node `i` is written.
+    pub fn kept(&self, i: u32) -> bool {
+        self.kept.get(i as usize).copied().unwrap_or(true)
+    }
+
+    /// The edit of node `i`'s value.
+    pub fn value(&self, i: u32) -> &ValueEdit {
+        static SAME: ValueEdit = ValueEdit::Same;
+        self.values.get(i as usize).unwrap_or(&SAME)
+    }
+}
+
+/// As [`resource_json`], with `edits` applied.
+pub fn resource_json_edited(
+    doc: &Document,
+    disclosure: &Disclosure,
+    pretty: bool,
+    edits: Option<&Edits>,
+    out: &mut Vec<u8>,
+) {
     let mut w = Writer {
         doc,
         values: doc.values.span().expose_value(disclosure),
@@ -36,6 +82,7 @@ pub fn resource_json(doc: &Document, disclosure: &Disclosure, pretty: bool, out:
         out,
         pretty,
         depth: 0,
+        edits,
     };
     w.resource(0);
     if pretty {
@@ -50,6 +97,7 @@ struct Writer<'a> {
     out: &'a mut Vec<u8>,
     pretty: bool,
     depth: usize,
+    edits: Option<&'a Edits>,
 }
 
 /// One JSON property of an element: the nodes of one element (and type, for a choice).
@@ -59,7 +107,28 @@ struct Group {
     nodes: Vec<u32>,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
+    fn kept(&self, i: u32) -> bool {
+        self.edits.is_none_or(|e| e.kept(i))
+    }
+
+    /// The value written for node `i` (`None`: no value).
+    fn text_of(&self, i: u32) -> Option<&'a [u8]> {
+        let doc: &'a Document = self.doc;
+        let values: &'a [u8] = self.values;
+        let node = doc.node(i);
+        let edits: Option<&'a Edits> = self.edits;
+        match edits.map(|e| e.value(i)) {
+            Some(ValueEdit::Removed) => None,
+            Some(ValueEdit::Replaced(v)) => Some(v),
+            _ => node.has_value().then(|| node.value.of(values)),
+        }
+    }
+
+    fn has_kept_children(&self, i: u32) -> bool {
+        self.doc.children(i).any(|c| self.kept(c))
+    }
+
     fn newline(&mut self) {
         if self.pretty {
             self.out.push(b'\n');
@@ -119,6 +188,9 @@ impl Writer<'_> {
         let mut groups: Vec<Group> = Vec::new();
         let mut unknown: Vec<u32> = Vec::new();
         for c in doc.children(i) {
+            if !self.kept(c) {
+                continue;
+            }
             let n = doc.node(c);
             // Unknown nodes with a definition (a resource of unknown type, a primitive holding
             // an object) stay with their element; the others follow in input order.
@@ -201,8 +273,8 @@ impl Writer<'_> {
 
     fn primitive_group(&mut self, name: &[u8], nodes: &[u32], repeats: bool, first: &mut bool) {
         let doc = self.doc;
-        let any_value = nodes.iter().any(|&n| doc.node(n).has_value() || doc.node(n).is_unknown());
-        let any_ext = nodes.iter().any(|&n| doc.children(n).next().is_some() && !doc.node(n).is_unknown());
+        let any_value = nodes.iter().any(|&n| self.text_of(n).is_some() || doc.node(n).is_unknown());
+        let any_ext = nodes.iter().any(|&n| self.has_kept_children(n) && !doc.node(n).is_unknown());
         if any_value {
             self.key(first, name);
             if repeats {
@@ -215,7 +287,7 @@ impl Writer<'_> {
                 }
                 if doc.node(n).is_unknown() {
                     self.opaque(n);
-                } else if doc.node(n).has_value() {
+                } else if self.text_of(n).is_some() {
                     self.value(n);
                 } else {
                     self.out.extend_from_slice(b"null");
@@ -238,7 +310,7 @@ impl Writer<'_> {
                 if repeats {
                     self.item_sep(&mut first_item);
                 }
-                if doc.children(n).next().is_some() && !doc.node(n).is_unknown() {
+                if self.has_kept_children(n) && !doc.node(n).is_unknown() {
                     self.open(b'{');
                     let mut f = true;
                     self.members(n, &mut f, true);
@@ -255,8 +327,11 @@ impl Writer<'_> {
 
     fn value(&mut self, i: u32) {
         let node = *self.doc.node(i);
-        let text = node.value.of(self.values);
+        let replaced = matches!(self.edits.map(|e| e.value(i)), Some(ValueEdit::Replaced(_)));
+        let text = self.text_of(i).unwrap_or_default();
         let literal = match node.value_kind {
+            ValueKind::Number if replaced => primitive::decimal(text),
+            ValueKind::Bool if replaced => text == b"true" || text == b"false",
             ValueKind::Number | ValueKind::Bool => self.doc.syntax() == Syntax::Json,
             _ if self.doc.syntax() == Syntax::Xml => {
                 let ty = node.ty.map(defs::type_name).unwrap_or("string");

@@ -1,0 +1,416 @@
+//! FHIR redaction: decides every value of a document under a policy and writes the document
+//! with those edits (through the FHIR writers, `write::Edits`).
+//!
+//! Each primitive value is decided by the first rule whose selector matches it or one of its
+//! ancestors (up to its nearest resource); a value no rule matches is removed, and so are elements
+//! without a definition. Free text (narrative `div`, `markdown`, an `Attachment`'s data, url and
+//! title, anything inside an `Annotation`, `value[x]` strings) is kept only by a `keep` rule
+//! with `free_text = true`.
+//! An element is written when something under it is; a `Narrative` without its `div` is dropped
+//! whole, and a kept `Extension` keeps its `url`.
+//!
+//! Identifiers that make a document hang together (resource ids, `fullUrl`s, references) are
+//! rewritten by `sequence`, `pseudonym` or `hash` part by part: `Patient/123` becomes
+//! `Patient/<new>`, `urn:uuid:...` a new UUID, `#c1` `#<new>`, with the same new value for the
+//! same old one, so that references keep resolving.
+//!
+//! What it does not do: validate (run `validate` on the output), or redact inside `div` (a
+//! narrative is kept or removed whole).
+
+use std::ops::Range;
+
+use toml::de::DeTable;
+
+use super::action::{self, Action, Context};
+use super::manifest::Counts;
+use super::select::{self, FHIR_DATE_TYPES, Root};
+use super::{Ctx, LoadError, Policy};
+use crate::diag::Code;
+use crate::formats::fhir::definitions as defs;
+use crate::formats::fhir::model::{Document, NONE, ValueKind};
+use crate::formats::fhir::write::{Edits, ValueEdit};
+use crate::keys::Key;
+use crate::phi::Disclosure;
+
+/// A FHIR rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// The selector.
+    pub select: select::Fhir,
+    /// The action.
+    pub action: Action,
+    /// `keep` also keeps free text.
+    pub free_text: bool,
+    /// Line and column of the rule's selector in the policy file.
+    pub at: (u32, u32),
+}
+
+impl Rule {
+    pub(super) fn build(ctx: &Ctx<'_>, t: &DeTable<'_>, span: Range<usize>) -> Result<Rule, LoadError> {
+        let parts = super::rule_parts(ctx, t, span)?;
+        let select = select::Fhir::parse(parts.select).map_err(|c| ctx.err(c, parts.select_span.clone()))?;
+        let ty = select.data_type();
+        let allowed = match &parts.action {
+            Action::Empty => false,
+            a if a.is_date_action() => ty.is_none_or(|t| FHIR_DATE_TYPES.contains(&t)),
+            Action::GeneralizeZip => ty.is_none_or(|t| t == "string"),
+            Action::CapAge => ty.is_none_or(|t| matches!(t, "Age" | "Quantity" | "decimal" | "integer")),
+            _ => true,
+        };
+        if !allowed {
+            return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
+        }
+        Ok(Rule { select, action: parts.action, free_text: parts.free_text, at: ctx.at(parts.select_span) })
+    }
+}
+
+/// Redacts FHIR documents under one policy (and key), record after record.
+#[derive(Debug)]
+pub struct Redactor<'p> {
+    policy: &'p Policy,
+    key: Option<&'p Key>,
+    /// Counts for the manifest.
+    pub counts: Counts,
+}
+
+fn type_of(doc: &Document, i: u32) -> &'static str {
+    doc.node(i).ty.map_or("", defs::type_name)
+}
+
+impl<'p> Redactor<'p> {
+    /// A redactor.
+    pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
+        Redactor { policy, key, counts: Counts::new(policy) }
+    }
+
+    /// The edits for `doc` (and counts).
+    pub fn edits(&mut self, doc: &Document, disclosure: &Disclosure) -> Edits {
+        self.counts.records += 1;
+        let nodes = doc.nodes();
+        let n = nodes.len();
+        let mut edits = Edits { kept: vec![false; n], values: vec![ValueEdit::Same; n] };
+        let mut own = vec![false; n];
+        let mut ctx = Context::new(self.key);
+        ctx.patient = patient_of(doc, disclosure);
+        let offset = self.policy.hl7v2.len();
+        let mut chain: Vec<u32> = Vec::new();
+        for i in 0..n as u32 {
+            let node = doc.node(i);
+            if node.is_unknown() {
+                self.counts.fail_closed += 1;
+                continue;
+            }
+            if !node.has_value() {
+                continue;
+            }
+            // The chain from the node up to its nearest resource (inclusive).
+            chain.clear();
+            let mut cur = i;
+            while cur != NONE && chain.len() < 256 {
+                chain.push(cur);
+                let c = doc.node(cur);
+                if c.is_resource() || c.parent == NONE {
+                    break;
+                }
+                cur = c.parent;
+            }
+            let free = is_free_text(doc, &chain);
+            let found =
+                self.policy.fhir.iter().position(|r| {
+                    matches(doc, &chain, &r.select) && !(free && r.action == Action::Keep && !r.free_text)
+                });
+            let Some(ri) = found else {
+                self.counts.fail_closed += 1;
+                if free {
+                    self.counts.free_text_removed += 1;
+                }
+                continue;
+            };
+            self.counts.rule(offset + ri);
+            let value = doc.value_span(i).expose_value(disclosure);
+            let edit = self.apply(doc, i, &self.policy.fhir[ri].action, value, &mut ctx);
+            match edit {
+                None => {}
+                Some(e) => {
+                    own[i as usize] = true;
+                    edits.values[i as usize] = e;
+                }
+            }
+        }
+        // A node is written when it, or something under it, is.
+        for i in (0..n).rev() {
+            if own[i] {
+                edits.kept[i] = true;
+            }
+            if edits.kept[i] {
+                let p = nodes[i].parent;
+                if p != NONE {
+                    edits.kept[p as usize] = true;
+                }
+            }
+        }
+        if let Some(k) = edits.kept.first_mut() {
+            *k = true;
+        }
+        // Fix-ups: a narrative needs its div; a kept extension keeps its url.
+        for i in 0..n as u32 {
+            if !edits.kept[i as usize] {
+                continue;
+            }
+            let ty = type_of(doc, i);
+            if ty == "Narrative" && !doc.named(i, "div").any(|c| edits.kept[c as usize]) {
+                let end = (doc.node(i).end as usize).clamp(i as usize, n);
+                for k in &mut edits.kept[i as usize..end] {
+                    *k = false;
+                }
+            } else if ty == "Extension" {
+                for c in doc.named(i, "url") {
+                    edits.kept[c as usize] = true;
+                    own[c as usize] = true;
+                    if edits.values[c as usize] == ValueEdit::Removed {
+                        edits.values[c as usize] = ValueEdit::Same;
+                    }
+                }
+            }
+        }
+        // A value left out of a node kept for its extensions.
+        for i in 0..n {
+            if edits.kept[i] && !own[i] && nodes[i].has_value() {
+                edits.values[i] = ValueEdit::Removed;
+            }
+        }
+        edits
+    }
+
+    /// The edit of one value (`None`: removed).
+    fn apply(
+        &mut self,
+        doc: &Document,
+        i: u32,
+        action: &Action,
+        value: &[u8],
+        ctx: &mut Context<'_>,
+    ) -> Option<ValueEdit> {
+        let node = doc.node(i);
+        let ty = type_of(doc, i);
+        let replaced = |v: Vec<u8>| Some(ValueEdit::Replaced(v));
+        let is_ref = matches!(node.name, "reference" | "fullUrl" | "url") || ty == "id" || node.name == "id";
+        match action {
+            Action::Keep => Some(ValueEdit::Same),
+            Action::Remove | Action::Empty => None,
+            Action::Replace(s) => replaced(s.as_bytes().to_vec()),
+            Action::Mask(k) => replaced(action::mask(value, *k)),
+            Action::Hash | Action::Pseudonym | Action::Sequence if is_ref => {
+                self.counts.ids_rewritten += 1;
+                let key = self.key;
+                let mut f = |id: &[u8], uuid: bool| -> Vec<u8> {
+                    match action {
+                        Action::Sequence => {
+                            let n = ctx.sequence(id);
+                            if uuid {
+                                format!("00000000-0000-4000-8000-{n:012}").into_bytes()
+                            } else {
+                                n.to_string().into_bytes()
+                            }
+                        }
+                        _ if uuid => {
+                            let plain: Vec<u8> = id.iter().copied().filter(|b| *b != b'-').collect();
+                            let h = action::hash(key, &plain);
+                            let h = String::from_utf8_lossy(&h).into_owned();
+                            let g = |r: Range<usize>| h.get(r).unwrap_or("0");
+                            format!("{}-{}-{}-{}-{}", g(0..8), g(8..12), g(12..16), g(16..20), g(20..32)).into_bytes()
+                        }
+                        Action::Hash => action::hash(key, id),
+                        _ => action::pseudonym(key, id),
+                    }
+                };
+                rewrite_ref(value, &mut f).map(ValueEdit::Replaced)
+            }
+            Action::Hash => replaced(action::hash(self.key, value)),
+            Action::Pseudonym => replaced(action::pseudonym(self.key, value)),
+            Action::Sequence => replaced(ctx.sequence(value).to_string().into_bytes()),
+            Action::DateShift(days) => {
+                let v = action::shift_date(value, ctx.shift_days(*days), true)?;
+                if ty == "instant" && v.len() < 20 {
+                    return None;
+                }
+                replaced(v)
+            }
+            Action::GeneralizeDate => {
+                let y = action::year(value)?;
+                if ty == "instant" {
+                    let mut v = y.to_vec();
+                    v.extend_from_slice(b"-01-01T00:00:00Z");
+                    return replaced(v);
+                }
+                if ty == "time" {
+                    return None;
+                }
+                replaced(y.to_vec())
+            }
+            Action::GeneralizeZip => action::zip(value.trim_ascii()).map(ValueEdit::Replaced),
+            Action::CapAge => {
+                let over: &[u8] = if node.value_kind == ValueKind::Number { b"90" } else { b"90+" };
+                action::cap_age(value.trim_ascii(), over).map(ValueEdit::Replaced)
+            }
+        }
+    }
+}
+
+/// Rewrites the identifier parts of a reference, `fullUrl` or id with `f` (`uuid`: the part is
+/// a UUID and its replacement must be one). A bare resource type (`Patient`, a transaction's
+/// `request.url`) is kept, a search (`Patient?...`) is reduced to its type.
+fn rewrite_ref(value: &[u8], f: &mut dyn FnMut(&[u8], bool) -> Vec<u8>) -> Option<Vec<u8>> {
+    let is_type = |s: &[u8]| defs::type_id(s).is_some_and(defs::is_resource);
+    if is_type(value) {
+        return Some(value.to_vec());
+    }
+    if let Some(q) = value.iter().position(|b| *b == b'?') {
+        return is_type(&value[..q]).then(|| value[..q].to_vec());
+    }
+    if let Some(rest) = value.strip_prefix(b"#") {
+        let mut out = b"#".to_vec();
+        out.extend_from_slice(&f(rest, false));
+        return Some(out);
+    }
+    if let Some(rest) = value.strip_prefix(b"urn:uuid:") {
+        let mut out = b"urn:uuid:".to_vec();
+        out.extend_from_slice(&f(rest, true));
+        return Some(out);
+    }
+    if value.starts_with(b"urn:") {
+        return None;
+    }
+    let mut parts: Vec<&[u8]> = value.split(|b| *b == b'/').collect();
+    if parts.len() >= 4 && parts[parts.len() - 2] == b"_history" {
+        parts.truncate(parts.len() - 2);
+    }
+    if parts.len() >= 2 && is_type(parts[parts.len() - 2]) {
+        let id = parts[parts.len() - 1];
+        let mut out = Vec::new();
+        for p in &parts[..parts.len() - 1] {
+            out.extend_from_slice(p);
+            out.push(b'/');
+        }
+        out.extend_from_slice(&f(id, false));
+        return Some(out);
+    }
+    if value.contains(&b'/') || value.contains(&b':') {
+        return None;
+    }
+    Some(f(value, false))
+}
+
+/// True when the chain (node first, up to its resource) is free text.
+fn is_free_text(doc: &Document, chain: &[u32]) -> bool {
+    let Some(&leaf) = chain.first() else { return false };
+    let node = doc.node(leaf);
+    let ty = type_of(doc, leaf);
+    if node.value_kind == ValueKind::Xhtml || matches!(ty, "xhtml" | "markdown") {
+        return true;
+    }
+    if node.name == "value" && ty == "string" {
+        return true;
+    }
+    // In an attachment: its content, address and title (not its content type, language, size).
+    let in_attachment = chain.get(1).is_some_and(|&p| type_of(doc, p) == "Attachment");
+    if in_attachment && matches!(node.name, "data" | "url" | "title") {
+        return true;
+    }
+    chain.iter().any(|&c| type_of(doc, c) == "Annotation")
+}
+
+/// True when `sel` matches the node at `chain[0]`.
+fn matches(doc: &Document, chain: &[u32], sel: &select::Fhir) -> bool {
+    // Try each ancestor-or-self as the selector's root.
+    for (k, &a) in chain.iter().enumerate() {
+        let root_ok = match sel.root {
+            Root::Resource(t) => {
+                let node = doc.node(a);
+                (node.is_resource() || node.parent == NONE) && t.is_none_or(|t| type_of(doc, a) == t)
+            }
+            Root::Type(t) => type_of(doc, a) == t,
+        };
+        if !root_ok {
+            continue;
+        }
+        // The names from the root down to the leaf: chain[k-1], ..., chain[0].
+        let below = k;
+        if sel.steps.len() > below {
+            continue;
+        }
+        let ok = sel.steps.iter().enumerate().all(|(s, step)| step_matches(doc, chain[k - 1 - s], step));
+        if ok {
+            return true;
+        }
+    }
+    false
+}
+
+/// True when node `i` is the element `step` (`value`, or a choice spelled with its type:
+/// `valueQuantity`).
+fn step_matches(doc: &Document, i: u32, step: &str) -> bool {
+    let name = doc.node(i).name;
+    if name == step {
+        return true;
+    }
+    let Some(rest) = step.strip_prefix(name) else { return false };
+    let ty = type_of(doc, i);
+    let mut chars = ty.chars();
+    match chars.next() {
+        Some(f) => {
+            rest.len() == ty.len()
+                && rest.starts_with(f.to_ascii_uppercase())
+                && rest[f.len_utf8()..] == *chars.as_str()
+        }
+        None => false,
+    }
+}
+
+/// The patient's identifier for `date_shift`: the first Patient resource's id, else the first
+/// `Patient/...` reference.
+fn patient_of(doc: &Document, disclosure: &Disclosure) -> Vec<u8> {
+    let nodes = doc.nodes();
+    for i in 0..nodes.len() as u32 {
+        let n = doc.node(i);
+        if n.is_resource() && type_of(doc, i) == "Patient" {
+            if let Some(id) = doc.named(i, "id").next() {
+                return doc.value_span(id).expose_value(disclosure).to_vec();
+            }
+        }
+    }
+    for i in 0..nodes.len() as u32 {
+        if doc.node(i).name == "reference" {
+            let v = doc.value_span(i).expose_value(disclosure);
+            if let Some(id) = v.strip_prefix(b"Patient/") {
+                return id.to_vec();
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// Redacts one FHIR document: appends its redacted canonical form (JSON or XML, as read;
+/// `line`: one compact JSON line).
+pub fn redact(redactor: &mut Redactor<'_>, doc: &Document, disclosure: &Disclosure, line: bool, out: &mut Vec<u8>) {
+    let edits = redactor.edits(doc, disclosure);
+    crate::formats::fhir::fmt::canonical_edited(doc, disclosure, line, &edits, out);
+}
+
+/// The enforcement hook for FHIR JSON produced inside phiward (e.g. `convert`'s Bundle): parses
+/// `json`, redacts it under `policy`, and returns the redacted FHIR JSON (pretty unless `line`).
+/// Fails with a code when `json` does not parse (then nothing may be released).
+pub fn redact_fhir_json(
+    policy: &Policy,
+    key: Option<&Key>,
+    json: Vec<u8>,
+    limits: &crate::limits::Limits,
+    disclosure: &Disclosure,
+    line: bool,
+) -> Result<Vec<u8>, Code> {
+    let doc = crate::formats::fhir::read(json, limits).map_err(|_| Code::CLI_INTERNAL)?;
+    let mut r = Redactor::new(policy, key);
+    let mut out = Vec::new();
+    redact(&mut r, &doc, disclosure, line, &mut out);
+    Ok(out)
+}
