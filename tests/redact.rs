@@ -268,6 +268,28 @@ mod mcp {
         }
     }
 
+    /// `convert` under a redacting policy: the message is redacted by the HL7 v2 rules, then the
+    /// Bundle by the FHIR rules; no marker of the HL7 v2 marker fixtures reaches the reply.
+    #[test]
+    fn convert_replies_under_a_redacted_policy_carry_no_marker() {
+        let config = config(phiward::policy::AGENT);
+        let mut converted = 0;
+        for f in files_under(&fixture("redact/markers")) {
+            let input = std::fs::read(&f).expect("read");
+            if !input.starts_with(b"MSH") && !input.starts_with(b"\x0b") {
+                continue;
+            }
+            let args = json!({ "content": String::from_utf8(input).expect("utf-8"), "to": "fhir" });
+            let reply = dispatch("convert", args.as_object().cloned(), &config).into_value();
+            assert_ne!(reply["status"], "failed", "{f:?}: {reply}");
+            assert!(!has_marker(reply.to_string().as_bytes()), "{f:?}: a marker in the reply");
+            let full = dispatch("convert", args.as_object().cloned(), &Config::default()).into_value();
+            assert!(has_marker(full.to_string().as_bytes()), "{f:?}: the unredacted Bundle should carry markers");
+            converted += 1;
+        }
+        assert!(converted >= 1, "no HL7 v2 marker fixture converted");
+    }
+
     #[test]
     fn a_tool_the_policy_does_not_list_fails() {
         let text = "[policy]\nname = \"t\"\ntools = [\"validate\"]\n";
@@ -277,6 +299,12 @@ mod mcp {
         assert_eq!(reply["code"], "POLICY_TOOL_NOT_ALLOWED");
         let reply = dispatch("validate", args.as_object().cloned(), &config).into_value();
         assert_ne!(reply["status"], "failed");
+        // The terminology tools answer to the same list.
+        let args = json!({ "term": "diabetes" });
+        let reply = dispatch("find_equivalent", args.as_object().cloned(), &config).into_value();
+        assert_eq!(reply["code"], "POLICY_TOOL_NOT_ALLOWED");
+        let listed = phiward::mcp::Server::new(config).tools_list_names();
+        assert_eq!(listed, vec!["validate".to_owned()]);
     }
 
     #[test]

@@ -110,6 +110,9 @@ fn terminology_tool(name: &str, arguments: Option<&Map<String, Value>>, config: 
     if name != super::terminology::FIND_EQUIVALENT && name != super::terminology::MAP_CODES {
         return None;
     }
+    if config.policy.as_ref().is_some_and(|p| !p.allows_tool(name)) {
+        return Some(Reply::failed(Code::POLICY_TOOL_NOT_ALLOWED));
+    }
     let run = std::panic::AssertUnwindSafe(|| super::terminology::dispatch(name, arguments.cloned(), config));
     let reply = std::panic::catch_unwind(run).ok().flatten().unwrap_or_else(|| Reply::failed(Code::CLI_INTERNAL));
     tracing::debug!(tool = name, exit = reply.exit, code = reply.code.map_or("-", Code::as_str), "tool call finished");

@@ -35,9 +35,14 @@ impl Server {
     /// A server with this configuration.
     pub fn new(config: Config) -> Server {
         // A policy's `tools` list also decides what `tools/list` shows.
-        let allowed = |t: &tools::Tool| config.policy.as_ref().is_none_or(|p| p.allows_tool(t.as_str()));
-        let defs = tools::Tool::ALL.into_iter().filter(allowed).map(tools::Tool::definition).collect();
+        let allowed = |t: &McpTool| config.policy.as_ref().is_none_or(|p| p.allows_tool(&t.name));
+        let defs = tools::definitions().into_iter().filter(allowed).collect();
         Server { config: Arc::new(config), tools: Arc::new(defs) }
+    }
+
+    /// The names `tools/list` shows (the policy's `tools` filter applied).
+    pub fn tools_list_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name.to_string()).collect()
     }
 
     /// Runs one call to completion (the body of `tools/call`).
