@@ -41,6 +41,8 @@ pub enum Command {
         /// Exit 1 when the input is not canonical, instead of printing the canonical form.
         check: bool,
     },
+    /// HL7 v2 to a FHIR R4 Bundle (options in [`Request::convert`]).
+    Convert,
 }
 
 impl Command {
@@ -51,6 +53,7 @@ impl Command {
             Command::Validate => Operation::Validate,
             Command::Inspect => Operation::Inspect,
             Command::Fmt { .. } => Operation::Fmt,
+            Command::Convert => Operation::Convert,
         }
     }
 }
@@ -85,6 +88,8 @@ pub struct Request {
     pub ndjson: bool,
     /// `fmt` only: the syntax to write (FHIR); `None` keeps the input's syntax.
     pub to: Option<Syntax>,
+    /// `convert` only: the conversion options.
+    pub convert: crate::convert::Options,
 }
 
 /// A FHIR syntax, for `fmt --to`.
@@ -194,7 +199,7 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
             // Only FHIR has two syntaxes; an NDJSON record is one line of JSON.
             return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
         }
-        if format == Format::Fhir {
+        if format == Format::Fhir && request.command != Command::Convert {
             let mut runner = Runner::new(&request, sink, &disclosure, request.ndjson);
             runner.run_fhir(io::Cursor::new(prefix).chain(reader))?;
             return runner.finish();
@@ -427,6 +432,32 @@ impl<'r> Runner<'r> {
                 return self.failed_record(code, fatal, Some(buf), "hl7", out);
             }
         };
+        if self.request.command == Command::Convert {
+            if let Some(kind) = envelope {
+                // Batch envelopes (FHS/BHS/BTS/FTS) carry no patient data to convert.
+                self.tracker.envelope(kind, Some(&msg));
+                return Ok(());
+            }
+            self.tracker.message();
+            let converted = crate::convert::hl7v2_fhir::convert(
+                &msg,
+                &self.request.convert,
+                self.records,
+                &self.request.limits,
+                self.disclosure,
+            );
+            let valid = hl7v2::validate::is_valid(&converted.findings);
+            self.any_invalid |= !valid;
+            let mut json = Vec::with_capacity(converted.bundle.len() + 64);
+            json.extend_from_slice(b"{\"format\":\"fhir\",\"bundle\":");
+            json.extend_from_slice(&converted.bundle);
+            json.extend_from_slice(b",\"findings\":");
+            findings_json(&converted.findings, &mut json);
+            json.push(b'}');
+            let findings = converted.findings.clone();
+            self.emit(Pending { json, findings, valid: None, error: None });
+            return Ok(());
+        }
         let options = hl7v2::validate::Options {
             strict: self.request.strict,
             syntax_only: matches!(self.request.command, Command::Parse | Command::Fmt { .. }),
@@ -467,6 +498,8 @@ impl<'r> Runner<'r> {
                 serde_json::to_writer(&mut json, &summary).map_err(|_| Failure::code(Code::CLI_INTERNAL))?;
                 self.emit(Pending { json, findings: Vec::new(), valid: None, error: None });
             }
+            // Handled above, before validation.
+            Command::Convert => {}
             Command::Fmt { check } => {
                 let start = out.len();
                 hl7v2::fmt::canonical(&msg, self.disclosure, out);

@@ -37,8 +37,41 @@ pub fn run(argv: Vec<OsString>) -> u8 {
             });
             run_input_to(Command::Fmt { check: f.check }, f.input, false, to)
         }
+        Cmd::Convert(c) => run_convert(c),
         Cmd::Mcp(m) => run_mcp(m),
     }
+}
+
+fn run_convert(c: args::ConvertArgs) -> u8 {
+    let args::TargetArg::Fhir = c.to;
+    let mut options = crate::convert::Options {
+        bundle_type: match c.bundle_type {
+            args::BundleTypeArg::Message => crate::convert::BundleType::Message,
+            args::BundleTypeArg::Collection => crate::convert::BundleType::Collection,
+            args::BundleTypeArg::Transaction => crate::convert::BundleType::Transaction,
+        },
+        default_offset_minutes: c.default_timezone,
+        ..crate::convert::Options::default()
+    };
+    if let Some(path) = &c.naming_systems {
+        match crate::convert::naming::NamingSystems::from_file(path) {
+            Ok(n) => options.naming = n,
+            Err(e) => {
+                output::failure(e.code(), None);
+                return crate::error::exit_code_for(e.code());
+            }
+        }
+    }
+    if let Some(path) = &c.id_key_file {
+        match crate::keys::Key::from_file(path) {
+            Ok(k) => options.key = Some(k),
+            Err(e) => {
+                output::failure(e.code(), None);
+                return crate::error::exit_code_for(e.code());
+            }
+        }
+    }
+    run_request(Command::Convert, c.input, false, None, options)
 }
 
 /// clap errors: help and version go to stdout; anything else is `CLI_USAGE`, with clap's text
@@ -101,12 +134,22 @@ fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
 }
 
 fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Syntax>) -> u8 {
+    run_request(command, a, strict, to, crate::convert::Options::default())
+}
+
+fn run_request(
+    command: Command,
+    a: InputArgs,
+    strict: bool,
+    to: Option<ops::Syntax>,
+    convert: crate::convert::Options,
+) -> u8 {
     let source = if a.input.as_os_str() == "-" { Source::Stdin } else { Source::Path(a.input.clone()) };
-    let style = if a.quiet && !matches!(command, Command::Parse | Command::Fmt { check: false }) {
+    let style = if a.quiet && !matches!(command, Command::Parse | Command::Convert | Command::Fmt { check: false }) {
         Style::Quiet
     } else if a.json {
         Style::Json
-    } else if command == Command::Parse {
+    } else if matches!(command, Command::Parse | Command::Convert) {
         Style::Pretty
     } else {
         Style::Human
@@ -120,6 +163,7 @@ fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Sy
         unsafe_show_values: a.unsafe_show_values,
         ndjson: a.ndjson,
         to,
+        convert,
     };
     let mut sink = output::Stdout::new(style);
     let outcome = ops::run(request, &mut sink);

@@ -17,7 +17,8 @@ use crate::limits::Limits;
 use super::Operation;
 
 /// The operations implemented for MLLP streams (each frame's content is HL7 v2).
-pub const OPERATIONS: &[Operation] = &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt];
+pub const OPERATIONS: &[Operation] =
+    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Convert];
 
 /// Start block.
 pub const START: u8 = 0x0B;

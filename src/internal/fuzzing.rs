@@ -473,6 +473,7 @@ fn run_op(input: &[u8], command: Command, format: Option<Format>, strict: bool) 
         unsafe_show_values: false,
         ndjson: false,
         to: None,
+        convert: crate::convert::Options::default(),
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);

@@ -130,6 +130,18 @@ impl Tool {
                         "enum": ["fhir"],
                         "default": "fhir",
                         "description": "The target format: FHIR R4 (the only one)."
+                    },
+                    "bundle_type": {
+                        "type": "string",
+                        "enum": ["message", "collection", "transaction"],
+                        "default": "message",
+                        "description": "The Bundle type (transaction: PUT entries by deterministic id)."
+                    },
+                    "default_timezone": {
+                        "type": "string",
+                        "pattern": "^([+-][0-9]{2}:[0-9]{2}|Z)$",
+                        "description": "Offset for timestamps without one; without it they are reduced to \
+                                        their date (and reported)."
                     }
                 },
                 "required": ["content"],

@@ -28,4 +28,5 @@ pub use parse::{Delimiters, Message, parse};
 use super::Operation;
 
 /// The operations implemented for HL7 v2.
-pub const OPERATIONS: &[Operation] = &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt];
+pub const OPERATIONS: &[Operation] =
+    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Convert];
