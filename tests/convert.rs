@@ -216,8 +216,11 @@ fn naming_systems_give_identifier_systems() {
     let dir = std::env::temp_dir().join(format!("phiward-convert-ns-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let table = dir.join("naming.txt");
-    std::fs::write(&table, "# authority uri\nMERCYHOSP http://mercy.example.org/fhir/sid/mrn\nUSSSA http://hl7.org/fhir/sid/us-ssn\n")
-        .expect("table");
+    std::fs::write(
+        &table,
+        "# authority uri\nMERCYHOSP http://mercy.example.org/fhir/sid/mrn\nUSSSA http://hl7.org/fhir/sid/us-ssn\n",
+    )
+    .expect("table");
     let t = table.to_string_lossy().into_owned();
     let input = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
     let (_, without) = convert(&[], &input);
@@ -229,7 +232,8 @@ fn naming_systems_give_identifier_systems() {
     let bad = dir.join("bad.txt");
     std::fs::write(&bad, "MERCYHOSP not a uri\n").expect("table");
     let b = bad.to_string_lossy().into_owned();
-    let out = run(&["convert", "--naming-systems", &b, fixture("hl7v2/convert/adt_a01.hl7").to_str().unwrap_or_default()]);
+    let out =
+        run(&["convert", "--naming-systems", &b, fixture("hl7v2/convert/adt_a01.hl7").to_str().unwrap_or_default()]);
     crate::common::assert_failure_line(&out, "CLI_NAMING_SYSTEMS_INVALID");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -239,12 +243,26 @@ const NO_OFFSET: &[u8] = b"MSH|^~\\&|A|B|C|D|20260301101500||ADT^A04^ADT_A01|TZ1
 #[test]
 fn timestamps_without_offset_use_the_default_or_become_dates() {
     let (_, plain) = convert(&[], NO_OFFSET);
-    let enc = plain[0]["bundle"]["entry"].as_array().expect("entries").iter().find(|e| e["resource"]["resourceType"] == "Encounter").cloned().unwrap_or_default();
+    let enc = plain[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Encounter")
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(enc["resource"]["period"]["start"], "2026-03-01");
-    assert!(codes_at(&plain[0], "CONVERT_TIMEZONE_MISSING").iter().any(|l| l == "PV1[1]-44[1]->Encounter.period.start"));
+    assert!(
+        codes_at(&plain[0], "CONVERT_TIMEZONE_MISSING").iter().any(|l| l == "PV1[1]-44[1]->Encounter.period.start")
+    );
     assert!(plain[0]["bundle"].get("timestamp").is_none(), "an instant needs an offset");
     let (_, tz) = convert(&["--default-timezone", "+02:00"], NO_OFFSET);
-    let enc = tz[0]["bundle"]["entry"].as_array().expect("entries").iter().find(|e| e["resource"]["resourceType"] == "Encounter").cloned().unwrap_or_default();
+    let enc = tz[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Encounter")
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(enc["resource"]["period"]["start"], "2026-03-01T10:15:00+02:00");
     assert_eq!(tz[0]["bundle"]["timestamp"], "2026-03-01T10:15:00+02:00");
     // The host's zone never matters.
@@ -256,7 +274,13 @@ fn timestamps_without_offset_use_the_default_or_become_dates() {
 fn unknown_codes_are_kept_and_reported() {
     let (_, out) = convert(&[], NO_OFFSET);
     assert!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED").iter().any(|l| l == "PID[1]-8[1]->Patient.gender"));
-    let patient = out[0]["bundle"]["entry"].as_array().expect("entries").iter().find(|e| e["resource"]["resourceType"] == "Patient").cloned().unwrap_or_default();
+    let patient = out[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Patient")
+        .cloned()
+        .unwrap_or_default();
     assert!(patient["resource"].get("gender").is_none(), "never coerced");
     assert_eq!(patient["resource"]["_gender"]["extension"][0]["valueString"], "X", "kept");
 }
@@ -325,13 +349,15 @@ fn mark(input: &[u8]) -> Vec<u8> {
 #[test]
 fn markers_never_reach_a_finding_or_stderr() {
     let mut inputs: Vec<Vec<u8>> = messages().iter().map(|f| mark(&std::fs::read(f).expect("fixture"))).collect();
-    inputs.extend(
-        files_under(&fixture("hl7v2/markers")).iter().map(|f| std::fs::read(f).expect("marker fixture")),
-    );
+    inputs.extend(files_under(&fixture("hl7v2/markers")).iter().map(|f| std::fs::read(f).expect("marker fixture")));
     let mut findings = 0;
     for input in &inputs {
         assert!(has_marker(input));
-        for args in [&["convert", "--json", "-"][..], &["convert", "-"][..], &["convert", "--json", "--default-timezone", "Z", "-"][..]] {
+        for args in [
+            &["convert", "--json", "-"][..],
+            &["convert", "-"][..],
+            &["convert", "--json", "--default-timezone", "Z", "-"][..],
+        ] {
             let o = run_with(args, Some(input), &[("RUST_LOG", "trace")]);
             assert!(!has_marker(&o.stderr), "marker on stderr");
             if args.contains(&"--json") {

@@ -222,11 +222,13 @@ fn convert_data_is_the_cli_json() {
         assert_eq!(reply["status"], "success", "{name}");
     }
     let bytes = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
-    let reply = call("convert", json!({ "content": text(&bytes), "bundle_type": "transaction", "default_timezone": "-05:00" }));
+    let reply =
+        call("convert", json!({ "content": text(&bytes), "bundle_type": "transaction", "default_timezone": "-05:00" }));
     assert_eq!(reply["data"]["bundle"]["type"], "transaction");
     let reply = call("convert", json!({ "content": text(&bytes), "bundle_type": "document" }));
     assert_eq!(reply["code"], "CLI_USAGE");
-    let fhir = std::fs::read(fixture("fhir/valid/condition.json")).unwrap_or_else(|_| b"{\"resourceType\":\"Patient\"}".to_vec());
+    let fhir = std::fs::read(fixture("fhir/valid/condition.json"))
+        .unwrap_or_else(|_| b"{\"resourceType\":\"Patient\"}".to_vec());
     let reply = call("convert", json!({ "content": text(&fhir) }));
     assert_eq!(reply, json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_FORMAT_UNSUPPORTED"}));
 }
