@@ -372,3 +372,32 @@ fn markers_never_reach_a_finding_or_stderr() {
     }
     assert!(findings > 500, "only {findings} findings checked");
 }
+
+/// Every HL7 v2 fixture of the repository (valid, invalid, conformance, markers, MLLP streams)
+/// converts without a panic or a hang: exit 0, 1 or 65, and on failure only the failure line.
+#[test]
+fn every_hl7_fixture_converts_or_fails_cleanly() {
+    let mut runs = 0;
+    for file in files_under(&fixture("hl7v2")) {
+        let name = file.to_string_lossy().into_owned();
+        if !(name.ends_with(".hl7") || name.ends_with(".mllp") || name.ends_with(".txt")) {
+            continue;
+        }
+        let o = run(&["convert", "--json", &name]);
+        runs += 1;
+        let c = code(&o);
+        assert!([0, 1, 65].contains(&c), "{name}: exit {c}");
+        if o.stdout.is_empty() {
+            // A batch without messages converts to nothing; anything else is a failure line.
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.is_empty() || (err.starts_with("phiward: ") && err.lines().count() == 1), "{name}: {err}");
+        } else {
+            assert!(o.stderr.is_empty(), "{name}: stderr with data");
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                let v: Value = serde_json::from_str(line).expect("JSON line");
+                assert!(v.get("bundle").is_some() || v.get("error").is_some(), "{name}");
+            }
+        }
+    }
+    assert!(runs > 100, "only {runs} fixtures");
+}
