@@ -401,3 +401,17 @@ fn every_hl7_fixture_converts_or_fails_cleanly() {
     }
     assert!(runs > 100, "only {runs} fixtures");
 }
+
+/// Regression: a second PID (a second merge of an ADT^A40) must not attach its MRG to the first
+/// patient.
+#[test]
+fn a_second_patient_is_reported_not_merged_into_the_first() {
+    let mut input = std::fs::read(fixture("hl7v2/convert/adt_a40.hl7")).expect("fixture");
+    input.extend_from_slice(b"PID|1||PATID3001^^^MERCYHOSP^MR||OTHER^PERSON\rMRG|PATID3000^^^MERCYHOSP^MR\r");
+    let (c, out) = convert(&[], &input);
+    assert_eq!(c, 0);
+    check_bundle(&out[0], "message", "a40 twice");
+    let unmapped = codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED");
+    assert!(unmapped.contains(&"PID[2]->-".to_owned()) && unmapped.contains(&"MRG[2]->-".to_owned()), "{unmapped:?}");
+    assert_eq!(patient_ids(&out[0]).len(), 2, "the survivor and the first merged patient only");
+}

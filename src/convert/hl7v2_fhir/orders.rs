@@ -3,8 +3,8 @@
 //! by OBX-2), NTE (notes of the resource before it), SPM (Specimen), RXA and RXR (Immunization),
 //! ORC and RXO (MedicationRequest), SCH and AIS (Appointment), TXA and its OBX (DocumentReference).
 //!
-//! What it does not do: TQ1/TQ2 timing, OBX-4 grouping into Observation components, ROL, AIL/AIP
-//! (reported, not mapped).
+//! What it does not do: TQ1/TQ2 timing, OBX-4 grouping into Observation components, ROL, AIL/AIP,
+//! a second patient in one message (from a second PID on, every segment is reported, not mapped).
 
 use crate::diag::Code;
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
@@ -34,6 +34,9 @@ struct State<'a> {
     appointment: Option<usize>,
     document: Option<usize>,
     document_text: Vec<String>,
+    /// A second PID was seen: what follows belongs to another patient (ADT^A40 and ORU^R01 may
+    /// carry several); it is reported, not attached to the first one.
+    other_patient: bool,
 }
 
 /// Walks the segments after MSH, in order.
@@ -43,6 +46,13 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
     for (i, &seg) in segs.iter().enumerate() {
         let next = segs.get(i + 1).and_then(|s| s.name());
         let name = seg.name();
+        if name == Some("PID") && st.patient.is_some() {
+            st.other_patient = true;
+        }
+        if st.other_patient {
+            ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+            continue;
+        }
         match name {
             Some("MSH") if i == 0 => continue,
             Some("EVN") => {
