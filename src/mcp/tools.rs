@@ -91,8 +91,11 @@ impl Tool {
                  summary (or `{records: [...]}`)."
             }
             Tool::Convert => {
-                "Use this to turn a message into a FHIR R4 Bundle. The reply's `data` is \
-                 `{format, bundle, findings}`. `to` may only be `fhir`."
+                "Use this to turn an HL7 v2 message into a FHIR R4 Bundle (one per message). The reply's \
+                 `data` is `{format, bundle, findings}`: the findings are value-free and list what was \
+                 not mapped (v2 position -> FHIR element). `to` may only be `fhir`; `bundle_type` is \
+                 message (default), collection or transaction; `default_timezone` (+HH:MM) applies to \
+                 times without an offset, which are otherwise reduced to their date."
             }
         };
         let formats: Vec<&str> =
