@@ -101,6 +101,7 @@ codes! {
     CLI_INTERNAL => Fatal, "an internal error occurred; no detail is shown";
     CLI_OUTPUT_FAILED => Fatal, "the output could not be written";
     CLI_KEY_INVALID => Fatal, "the key file holds fewer than 16 or more than 4096 bytes";
+    CLI_NAMING_SYSTEMS_INVALID => Fatal, "the naming-system file is not UTF-8 lines of an authority and an absolute URI";
 
     // ---- policy (load, lint, enforcement) ------------------------------------------------
     POLICY_SYNTAX => Fatal, "the policy file is not valid TOML (or not UTF-8)";
@@ -207,6 +208,21 @@ codes! {
     CONCEPTMAP_INVALID => Fatal, "the ConceptMap is not a FHIR R4 ConceptMap in JSON, or no bundled map has that URL";
     CODE_UNMAPPED => Error, "a code has no target in the ConceptMap (or its system has no group there)";
     CODE_MAPPED_NARROWER => Information, "a code maps only to a target that is narrower, wider or inexact";
+    // ---- conversion (HL7 v2 to FHIR R4) ---------------------------------------------------
+    // Location: the v2 position, `->`, the FHIR element path (`-` when there is none).
+    CONVERT_MESSAGE_UNSUPPORTED => Warning, "MSH-9 names a message type or event the converter is not built for; its segments are converted one by one";
+    CONVERT_SEGMENT_UNMAPPED => Warning, "a segment has no mapping here (or nothing to attach to); none of its fields is in the Bundle";
+    CONVERT_FIELD_UNMAPPED => Information, "a populated field (or a further repetition) has no mapping; it is not in the Bundle";
+    CONVERT_COMPONENT_UNMAPPED => Information, "a populated component has no mapping; it is not in the Bundle";
+    CONVERT_CODE_UNMAPPED => Warning, "a code has no equivalent in the FHIR value set; it is kept (v2 table coding or originalText extension), not coerced";
+    CONVERT_CODE_SYSTEM_UNKNOWN => Warning, "a coding system name has no known URI and no naming-system entry; the coding has no system";
+    CONVERT_IDENTIFIER_SYSTEM_UNKNOWN => Warning, "an assigning authority has no naming-system entry; the identifier has no system (the authority is kept as assigner)";
+    CONVERT_TIMEZONE_MISSING => Warning, "a time without offset, and no --default-timezone: reduced to the date (or left out where FHIR needs an instant)";
+    CONVERT_PRECISION_INSUFFICIENT => Warning, "a timestamp is less precise than the FHIR instant its element needs; it is left out";
+    CONVERT_VALUE_INVALID => Warning, "a value does not match its v2 data type (number, date, time); it is kept as text where FHIR allows, else left out";
+    CONVERT_VALUE_TYPE_UNSUPPORTED => Warning, "OBX-2 names a value type without a FHIR mapping here; dataAbsentReason is set";
+    CONVERT_VALUE_MISSING => Warning, "an element FHIR requires has no source in the message; a data-absent-reason extension stands in";
+    CONVERT_CONTROL_ID_MISSING => Warning, "MSH-10 is empty; resource ids derive from the record number instead";
 }
 
 /// A name out of the standard's schema, or nothing when the name is not one.
@@ -235,6 +251,9 @@ pub enum Location {
         /// 1-based column.
         column: u32,
     },
+    /// A conversion: the HL7 v2 position and the FHIR element path it maps to (`-`: none), a
+    /// name from the FHIR definitions: `PID[1]-8->Patient.gender`.
+    Convert(Hl7Position, &'static str),
 }
 
 /// An HL7 v2 position; zero means "not this deep".
@@ -282,6 +301,10 @@ impl fmt::Display for Location {
             Location::Path(a, b) => write!(f, "{a}/{b}"),
             Location::Fhir(ref p) => p.fmt(f),
             Location::Policy { line, column } => write!(f, "policy:{line}:{column}"),
+            Location::Convert(p, path) => {
+                Location::Hl7(p).fmt(f)?;
+                write!(f, "->{path}")
+            }
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,
@@ -458,6 +481,8 @@ mod tests {
         let p = Hl7Position::segment(None, 7).field(3, 0);
         assert_eq!(Location::Hl7(p).to_string(), "segment[7]-3");
         assert_eq!(Location::Path("ADT_A01.PATIENT", "PID").to_string(), "ADT_A01.PATIENT/PID");
+        let p = Hl7Position::segment(Some("PID"), 1).field(8, 1);
+        assert_eq!(Location::Convert(p, "Patient.gender").to_string(), "PID[1]-8[1]->Patient.gender");
     }
 
     #[test]

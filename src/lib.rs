@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod convert;
 pub mod detect;
 pub mod diag;
 pub mod error;

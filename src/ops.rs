@@ -46,6 +46,8 @@ pub enum Command {
     },
     /// The message de-identified under the request's policy, in the same format.
     Redact,
+    /// HL7 v2 to a FHIR R4 Bundle (options in [`Request::convert`]).
+    Convert,
 }
 
 impl Command {
@@ -57,6 +59,7 @@ impl Command {
             Command::Inspect => Operation::Inspect,
             Command::Fmt { .. } => Operation::Fmt,
             Command::Redact => Operation::Redact,
+            Command::Convert => Operation::Convert,
         }
     }
 }
@@ -96,6 +99,8 @@ pub struct Request {
     pub policy: Option<Arc<Policy>>,
     /// The key for keyed actions (hash, pseudonym, date_shift).
     pub key: Option<Arc<Key>>,
+    /// `convert` only: the conversion options.
+    pub convert: crate::convert::Options,
 }
 
 impl Request {
@@ -222,7 +227,7 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
             // Only FHIR has two syntaxes; an NDJSON record is one line of JSON.
             return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
         }
-        if format == Format::Fhir {
+        if format == Format::Fhir && request.command != Command::Convert {
             let mut runner = Runner::new(&request, sink, &disclosure, request.ndjson);
             runner.run_fhir(io::Cursor::new(prefix).chain(reader))?;
             return runner.finish();
@@ -482,6 +487,44 @@ impl<'r> Runner<'r> {
                 Err((fatal, _)) => return self.failed_record(Code::CLI_PARSE_FAILED, fatal, None, "hl7", out),
             };
         }
+        if self.request.command == Command::Convert {
+            if let Some(kind) = envelope {
+                // Batch envelopes (FHS/BHS/BTS/FTS) carry no patient data to convert.
+                self.tracker.envelope(kind, Some(&msg));
+                return Ok(());
+            }
+            self.tracker.message();
+            let mut converted = crate::convert::hl7v2_fhir::convert(
+                &msg,
+                &self.request.convert,
+                self.records,
+                &self.request.limits,
+                self.disclosure,
+            );
+            // Under a redacting policy the message was redacted by the HL7 v2 rules above; the
+            // Bundle is then redacted by the FHIR rules (ids, fullUrls and references rewritten
+            // consistently). A Bundle that cannot be redacted is not released.
+            let mut bundle =
+                match enforce_fhir_json(self.request, std::mem::take(&mut converted.bundle), self.disclosure) {
+                    Ok(b) => b,
+                    Err(code) => {
+                        let at = Location::Record(u32::try_from(self.records).unwrap_or(u32::MAX));
+                        return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", out);
+                    }
+                };
+            let valid = hl7v2::validate::is_valid(&converted.findings);
+            self.any_invalid |= !valid;
+            let mut json = Vec::with_capacity(bundle.len() + 64);
+            json.extend_from_slice(b"{\"format\":\"fhir\",\"bundle\":");
+            json.extend_from_slice(&bundle);
+            zeroize::Zeroize::zeroize(&mut bundle);
+            json.extend_from_slice(b",\"findings\":");
+            findings_json(&converted.findings, &mut json);
+            json.push(b'}');
+            let findings = converted.findings.clone();
+            self.emit(Pending { json, findings, valid: None, error: None });
+            return Ok(());
+        }
         let options = hl7v2::validate::Options {
             strict: self.request.strict,
             syntax_only: matches!(self.request.command, Command::Parse | Command::Fmt { .. }),
@@ -523,6 +566,8 @@ impl<'r> Runner<'r> {
                 self.emit(Pending { json, findings: Vec::new(), valid: None, error: None });
             }
             Command::Redact => {}
+            // Handled above, before validation.
+            Command::Convert => {}
             Command::Fmt { check } => {
                 let start = out.len();
                 hl7v2::fmt::canonical(&msg, self.disclosure, out);

@@ -9,6 +9,8 @@
 //! - `hl7v2_conformance`: fixtures/hl7v2/conformance, one rule each, against their expected
 //!   findings in the default and `--strict` modes; findings of every HL7 v2 fixture are value-free.
 //! - `no_leak`: marker fixtures, broken in many ways, through every command with RUST_LOG=trace.
+//! - `convert`: HL7 v2 to FHIR R4 Bundles: validity, references, ids, determinism, golden
+//!   outputs, options (keys, naming systems, time zones), markers.
 //! - `registry`: DIAGNOSTICS.md against `Code::ALL`.
 //! - `architecture`: the Architecture Invariants of ARCHITECTURE.md.
 //! - `fuzz_replay`: the committed fuzz corpus and every minimised crash, through the library's
@@ -25,6 +27,7 @@ mod common;
 
 mod architecture;
 mod cli_contract;
+mod convert;
 mod fhir;
 mod fuzz_replay;
 mod hl7v2_conformance;

@@ -4,7 +4,7 @@
 //! - the tool definitions (names, titles, annotations, schemas);
 //! - `data` equals `phiward <tool> --json` for every fixture, and `exit` its exit code;
 //! - argument errors are `failed`/`CLI_USAGE`/exit 2 and echo nothing; undeclared properties
-//!   are ignored; `convert` answers `CLI_FORMAT_UNSUPPORTED` until the conversion lands;
+//!   are ignored; `convert`'s data is `phiward convert --json`'s (FHIR input is unsupported);
 //! - markers never leave `data` (the no-leak variants through every tool);
 //! - over stdio: the exchange, malformed requests answered with their id, a line over the
 //!   transport's limit answered `CLI_INPUT_TOO_LARGE` while the server keeps serving, nothing of
@@ -213,9 +213,24 @@ fn undeclared_properties_are_ignored() {
 
 #[cfg(feature = "mcp")]
 #[test]
-fn convert_is_unsupported_until_the_conversion_lands() {
-    let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
-    let reply = call("convert", json!({ "content": msg, "to": "fhir" }));
+fn convert_data_is_the_cli_json() {
+    for name in ["oru_r01", "adt_a01", "siu_s15"] {
+        let bytes = std::fs::read(fixture(&format!("hl7v2/convert/{name}.hl7"))).expect("fixture");
+        let reply = call("convert", json!({ "content": text(&bytes), "to": "fhir" }));
+        let (exit, data) = cli("convert", &bytes, None, false);
+        assert_eq!(reply["exit"], json!(exit), "{name}");
+        assert_eq!(reply["data"], data.unwrap_or_default(), "{name}");
+        assert_eq!(reply["status"], "success", "{name}");
+    }
+    let bytes = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
+    let reply =
+        call("convert", json!({ "content": text(&bytes), "bundle_type": "transaction", "default_timezone": "-05:00" }));
+    assert_eq!(reply["data"]["bundle"]["type"], "transaction");
+    let reply = call("convert", json!({ "content": text(&bytes), "bundle_type": "document" }));
+    assert_eq!(reply["code"], "CLI_USAGE");
+    let fhir = std::fs::read(fixture("fhir/valid/condition.json"))
+        .unwrap_or_else(|_| b"{\"resourceType\":\"Patient\"}".to_vec());
+    let reply = call("convert", json!({ "content": text(&fhir) }));
     assert_eq!(reply, json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_FORMAT_UNSUPPORTED"}));
 }
 
@@ -255,6 +270,10 @@ fn markers_never_leave_the_data_of_an_mcp_reply() {
                     let failed = reply["status"] == "failed";
                     if failed || matches!(tool, Tool::Validate | Tool::Inspect) {
                         assert!(!has_marker(reply.to_string().as_bytes()), "marker in a reply: {ctx}");
+                    }
+                    if tool == Tool::Convert {
+                        let findings = reply["data"]["findings"].to_string();
+                        assert!(!has_marker(findings.as_bytes()), "marker in a finding: {ctx}");
                     }
                     let mut outside = reply.clone();
                     outside.as_object_mut().map(|o| o.remove("data"));

@@ -31,6 +31,9 @@ pub enum Cmd {
     Inspect(InputArgs),
     /// Print the canonical form (CR terminators, normalized escapes, no trailing delimiters).
     Fmt(FmtArgs),
+    /// Convert HL7 v2 to FHIR R4: one Bundle per message, with value-free findings. Exit 1 when
+    /// a Bundle has an error finding (it is still printed).
+    Convert(ConvertArgs),
     /// Print the message de-identified under a policy (Safe Harbor by default), in the same
     /// format; what no rule names is removed.
     Redact(RedactArgs),
@@ -325,4 +328,51 @@ pub struct McpArgs {
     pub data_dir: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// `convert` options.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The target format (FHIR R4, the only one).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "fhir")]
+    pub to: TargetArg,
+    /// The Bundle type: message (MessageHeader first), collection, or transaction (PUT entries).
+    #[arg(long, value_enum, default_value = "message")]
+    pub bundle_type: BundleTypeArg,
+    /// Assigning authority to identifier system URI, one `AUTHORITY URI` a line
+    /// (docs/convert.md). Without it, identifiers have no system and a finding says so.
+    #[arg(long, value_name = "FILE")]
+    pub naming_systems: Option<PathBuf>,
+    /// A secret key file (at least 16 bytes): resource ids become keyed HMACs of the resource's
+    /// identifiers, stable across messages. Without it, ids derive from MSH-10 and positions.
+    #[arg(long, value_name = "FILE")]
+    pub id_key_file: Option<PathBuf>,
+    /// The offset (`+HH:MM`, `-HH:MM` or `Z`) of timestamps that have none. Without it, such
+    /// timestamps are reduced to their date, and a finding says so. Never the host's zone.
+    #[arg(long, value_name = "OFFSET", value_parser = parse_offset_arg, allow_hyphen_values = true)]
+    pub default_timezone: Option<i16>,
+}
+
+fn parse_offset_arg(s: &str) -> Result<i16, &'static str> {
+    crate::convert::parse_offset(s).ok_or("expected +HH:MM, -HH:MM or Z")
+}
+
+/// `convert --to`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TargetArg {
+    /// FHIR R4 (JSON).
+    Fhir,
+}
+
+/// `convert --bundle-type`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BundleTypeArg {
+    /// `message`: MessageHeader first.
+    Message,
+    /// `collection`.
+    Collection,
+    /// `transaction`: each entry has a PUT request by its id.
+    Transaction,
 }

@@ -41,6 +41,7 @@ pub fn run(argv: Vec<OsString>) -> u8 {
             });
             run_input_to(Command::Fmt { check: f.check }, f.input, false, to)
         }
+        Cmd::Convert(c) => run_convert(c),
         Cmd::Redact(r) => run_redact(r),
         Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
         Cmd::Mcp(m) => run_mcp(m),
@@ -49,6 +50,38 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),
         Cmd::Terminology(args::TerminologyCmd::Import(i)) => terminology::import(i),
     }
+}
+
+fn run_convert(c: args::ConvertArgs) -> u8 {
+    let args::TargetArg::Fhir = c.to;
+    let mut options = crate::convert::Options {
+        bundle_type: match c.bundle_type {
+            args::BundleTypeArg::Message => crate::convert::BundleType::Message,
+            args::BundleTypeArg::Collection => crate::convert::BundleType::Collection,
+            args::BundleTypeArg::Transaction => crate::convert::BundleType::Transaction,
+        },
+        default_offset_minutes: c.default_timezone,
+        ..crate::convert::Options::default()
+    };
+    if let Some(path) = &c.naming_systems {
+        match crate::convert::naming::NamingSystems::from_file(path) {
+            Ok(n) => options.naming = n,
+            Err(e) => {
+                output::failure(e.code(), None);
+                return crate::error::exit_code_for(e.code());
+            }
+        }
+    }
+    if let Some(path) = &c.id_key_file {
+        match crate::keys::Key::from_file(path) {
+            Ok(k) => options.key = Some(k),
+            Err(e) => {
+                output::failure(e.code(), None);
+                return crate::error::exit_code_for(e.code());
+            }
+        }
+    }
+    run_request(Command::Convert, c.input, false, None, options, None)
 }
 
 /// `policy check`: load, then lint; findings on stdout.
@@ -69,7 +102,7 @@ fn policy_check(c: &args::PolicyCheckArgs) -> u8 {
 
 fn run_redact(r: args::RedactArgs) -> u8 {
     let manifest = r.manifest.clone();
-    run_request(Command::Redact, r.input, false, None, manifest)
+    run_request(Command::Redact, r.input, false, None, crate::convert::Options::default(), manifest)
 }
 
 /// clap errors: help and version go to stdout; anything else is `CLI_USAGE`, with clap's text
@@ -132,7 +165,7 @@ fn run_input(command: Command, a: InputArgs, strict: bool) -> u8 {
 }
 
 fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Syntax>) -> u8 {
-    run_request(command, a, strict, to, None)
+    run_request(command, a, strict, to, crate::convert::Options::default(), None)
 }
 
 /// The policy and key of a request: `--policy` (Safe Harbor for `redact` without one) and
@@ -185,6 +218,7 @@ fn run_request(
     a: InputArgs,
     strict: bool,
     to: Option<ops::Syntax>,
+    convert: crate::convert::Options,
     manifest: Option<std::path::PathBuf>,
 ) -> u8 {
     let (policy, key) = match policy_and_key(command, &a) {
@@ -196,11 +230,13 @@ fn run_request(
         None => a.limits.limits(),
     };
     let source = if a.input.as_os_str() == "-" { Source::Stdin } else { Source::Path(a.input.clone()) };
-    let style = if a.quiet && !matches!(command, Command::Parse | Command::Fmt { check: false } | Command::Redact) {
+    let style = if a.quiet
+        && !matches!(command, Command::Parse | Command::Convert | Command::Fmt { check: false } | Command::Redact)
+    {
         Style::Quiet
     } else if a.json {
         Style::Json
-    } else if command == Command::Parse {
+    } else if matches!(command, Command::Parse | Command::Convert) {
         Style::Pretty
     } else {
         Style::Human
@@ -214,6 +250,7 @@ fn run_request(
         unsafe_show_values: a.unsafe_show_values,
         ndjson: a.ndjson,
         to,
+        convert,
         policy,
         key,
     };

@@ -18,7 +18,7 @@ use super::Operation;
 
 /// The operations implemented for MLLP streams (each frame's content is HL7 v2).
 pub const OPERATIONS: &[Operation] =
-    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact];
+    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Convert, Operation::Redact];
 
 /// Start block.
 pub const START: u8 = 0x0B;

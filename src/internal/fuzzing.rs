@@ -475,6 +475,7 @@ fn run_op(input: &[u8], command: Command, format: Option<Format>, strict: bool) 
         unsafe_show_values: false,
         ndjson: false,
         to: None,
+        convert: crate::convert::Options::default(),
         policy: None,
         key: None,
     };

@@ -136,9 +136,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         Tool::Parse => Command::Parse,
         Tool::Validate => Command::Validate,
         Tool::Inspect => Command::Inspect,
-        // The conversion issue plugs in here: `ops` has no convert command yet, so no format
-        // supports it.
-        Tool::Convert => return Reply::failed(Code::CLI_FORMAT_UNSUPPORTED),
+        Tool::Convert => Command::Convert,
     };
     let request = Request {
         command,
@@ -149,6 +147,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         unsafe_show_values: false,
         ndjson: input.ndjson,
         to: None,
+        convert: input.convert,
         policy: config.policy.clone(),
         key: config.key.clone(),
     };
@@ -170,6 +169,8 @@ struct Input {
     format: Option<Format>,
     /// One record per line (FHIR NDJSON), as the CLI's `--ndjson`.
     ndjson: bool,
+    /// `convert` options (`bundle_type`, `default_timezone`).
+    convert: crate::convert::Options,
 }
 
 /// Reads the declared properties; ignores the others.
@@ -216,7 +217,22 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
         (_, Some(Value::Bool(b))) => *b,
         (_, Some(_)) => return Err(Code::CLI_USAGE),
     };
-    Ok(Input { bytes, format, ndjson })
+    let mut convert = crate::convert::Options::default();
+    if tool == Tool::Convert {
+        convert.bundle_type = match args.get("bundle_type") {
+            None | Some(Value::Null) => crate::convert::BundleType::Message,
+            Some(Value::String(s)) if s == "message" => crate::convert::BundleType::Message,
+            Some(Value::String(s)) if s == "collection" => crate::convert::BundleType::Collection,
+            Some(Value::String(s)) if s == "transaction" => crate::convert::BundleType::Transaction,
+            Some(_) => return Err(Code::CLI_USAGE),
+        };
+        convert.default_offset_minutes = match args.get("default_timezone") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(crate::convert::parse_offset(s).ok_or(Code::CLI_USAGE)?),
+            Some(_) => return Err(Code::CLI_USAGE),
+        };
+    }
+    Ok(Input { bytes, format, ndjson, convert })
 }
 
 /// Zeroizes the strings of the arguments that were not consumed, then drops them.

@@ -91,8 +91,11 @@ impl Tool {
                  summary (or `{records: [...]}`)."
             }
             Tool::Convert => {
-                "Use this to turn a message into a FHIR R4 Bundle. The reply's `data` is \
-                 `{format, bundle, findings}`. `to` may only be `fhir`."
+                "Use this to turn an HL7 v2 message into a FHIR R4 Bundle (one per message). The reply's \
+                 `data` is `{format, bundle, findings}`: the findings are value-free and list what was \
+                 not mapped (v2 position -> FHIR element). `to` may only be `fhir`; `bundle_type` is \
+                 message (default), collection or transaction; `default_timezone` (+HH:MM) applies to \
+                 times without an offset, which are otherwise reduced to their date."
             }
         };
         let formats: Vec<&str> =
@@ -130,6 +133,18 @@ impl Tool {
                         "enum": ["fhir"],
                         "default": "fhir",
                         "description": "The target format: FHIR R4 (the only one)."
+                    },
+                    "bundle_type": {
+                        "type": "string",
+                        "enum": ["message", "collection", "transaction"],
+                        "default": "message",
+                        "description": "The Bundle type (transaction: PUT entries by deterministic id)."
+                    },
+                    "default_timezone": {
+                        "type": "string",
+                        "pattern": "^([+-][0-9]{2}:[0-9]{2}|Z)$",
+                        "description": "Offset for timestamps without one; without it they are reduced to \
+                                        their date (and reported)."
                     }
                 },
                 "required": ["content"],

@@ -129,6 +129,8 @@ impl Runner<'_> {
                 self.emit(Pending { json, findings: Vec::new(), valid: None, error: None });
                 Ok(())
             }
+            // Not reached: FHIR does not declare Convert in its OPERATIONS.
+            Command::Convert => Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED)),
             Command::Redact => Ok(()),
             Command::Fmt { check } => {
                 let mut out = Zeroizing::new(Vec::new());

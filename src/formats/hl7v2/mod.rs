@@ -29,4 +29,4 @@ use super::Operation;
 
 /// The operations implemented for HL7 v2.
 pub const OPERATIONS: &[Operation] =
-    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact];
+    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Convert, Operation::Redact];

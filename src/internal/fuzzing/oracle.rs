@@ -92,6 +92,17 @@ impl Secondary {
             self.push_line(&kept.to_string());
             return;
         }
+        if map.contains_key("bundle") {
+            // convert: the Bundle is the data channel; only the findings are secondary.
+            let findings = map.remove("findings").unwrap_or(Value::Array(Vec::new()));
+            findings_ok(&findings);
+            map.remove("bundle");
+            map.remove("record");
+            assert!(map.keys().all(|k| k == "format"), "unexpected key in a convert item");
+            let kept = serde_json::json!({ "format": format, "findings": findings });
+            self.push_line(&kept.to_string());
+            return;
+        }
         let keys: BTreeSet<String> = map.keys().cloned().collect();
         let allowed: &[&str] = if map.contains_key("error") {
             let code = map.get("error").and_then(Value::as_str).unwrap_or_default();
@@ -477,6 +488,10 @@ pub(super) fn location_ok(s: &str) -> bool {
     if let Some(n) = s.strip_prefix("record:") {
         return number(n).is_some_and(|n| n >= 1);
     }
+    if let Some((v2, target)) = s.split_once("->") {
+        // A conversion: the v2 position, then a FHIR element path of definition names or `-`.
+        return hl7_location_ok(v2) && (target == "-" || fhir_location_ok(target));
+    }
     hl7_location_ok(s) || path_ok(s) || fhir_location_ok(s)
 }
 
@@ -642,6 +657,9 @@ mod tests {
             "segment[7]-3",
             "ZPD[2]-1.1",
             "MSH[1]-12[1].1",
+            "PID[1]-8[1]->Patient.gender",
+            "ZPI[1]->-",
+            "OBX[3]-5[1].2->Observation.valueQuantity",
         ] {
             assert!(location_ok(ok), "{ok}");
         }
@@ -656,6 +674,8 @@ mod tests {
             "PID[1]-5[1].1.2.3",
             "PID[x]",
             "Doe/PID",
+            "PID[1]->",
+            "JOHN[1]->Patient.gender",
         ] {
             assert!(!location_ok(bad), "{bad}");
         }

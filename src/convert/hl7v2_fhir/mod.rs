@@ -1,0 +1,320 @@
+//! HL7 v2 to FHIR R4: one message in, one Bundle out, with value-free findings.
+//!
+//! Grounded in the HL7 V2-to-FHIR Implementation Guide (message, segment, data type and
+//! vocabulary maps); the tables of what is mapped, and what is not, are in docs/convert.md.
+//!
+//! - [`read`]: the only file here that reads values (with the `Disclosure` lent by `ops`);
+//! - [`datatypes`]: XPN, XAD, XTN, CX, EI, CWE, XCN, DTM, NM; [`vocab`]: the code maps;
+//! - [`segments`]: MSH, PID, PD1, NK1, PV1, PV2, AL1, DG1, PR1, IN1, MRG;
+//!   [`orders`]: ORC, OBR, OBX, NTE, SPM, RXA, RXR, RXO, SCH, AIS, TXA;
+//! - [`tree`]: the JSON tree the resources are built in.
+//!
+//! Resource ids are UUIDs (and `fullUrl`s `urn:uuid:` UUIDs; every reference is one of them):
+//! with a key (`--id-key-file`), an HMAC-SHA-256 of the resource type and its identifiers
+//! (Patient: PID-3; Practitioner: XCN-1 and XCN-9; Location: the PL components) or, for resources
+//! without identifiers, of MSH-10 and the segment position; without a key, a SHA-256 of MSH-10,
+//! the resource type and the segment position only (never of a patient identifier). MSH-10 is
+//! itself written to `Bundle.identifier`, so its digest discloses nothing the Bundle does not.
+//!
+//! Every produced Bundle is validated by phiward's FHIR validator; its findings are added.
+//!
+//! What it does not do: Provenance from EVN (EVN fields are reported), conformance validation of
+//! the v2 input (`phiward validate` does), or messages in other versions than v2.x.
+
+pub mod datatypes;
+pub mod orders;
+pub mod read;
+pub mod segments;
+pub mod tree;
+pub mod vocab;
+
+use sha2::{Digest, Sha256};
+use zeroize::Zeroize;
+
+use crate::diag::{Code, Diagnostic, Hl7Position, Location};
+use crate::formats::fhir;
+use crate::formats::hl7v2::parse::{Message, SegmentRef};
+use crate::limits::Limits;
+use crate::phi::Disclosure;
+
+use super::{BundleType, Options};
+use read::Reader;
+use tree::{Obj, V};
+
+/// Domain label of resource-id derivations.
+pub const ID_DOMAIN: &str = "phiward/convert/resource-id/v1";
+
+/// The message types this converter is built and tested for (MSH-9.1, MSH-9.2).
+pub const SUPPORTED: &[(&str, &str)] = &[
+    ("ADT", "A01"),
+    ("ADT", "A02"),
+    ("ADT", "A03"),
+    ("ADT", "A04"),
+    ("ADT", "A05"),
+    ("ADT", "A06"),
+    ("ADT", "A07"),
+    ("ADT", "A08"),
+    ("ADT", "A11"),
+    ("ADT", "A13"),
+    ("ADT", "A28"),
+    ("ADT", "A31"),
+    ("ADT", "A40"),
+    ("ORU", "R01"),
+    ("ORM", "O01"),
+    ("OML", "O21"),
+    ("VXU", "V04"),
+    ("SIU", "S12"),
+    ("SIU", "S13"),
+    ("SIU", "S14"),
+    ("SIU", "S15"),
+    ("MDM", "T02"),
+];
+
+/// The result of converting one message.
+#[derive(Debug)]
+pub struct Converted {
+    /// The Bundle (FHIR JSON, compact). Data channel only.
+    pub bundle: Vec<u8>,
+    /// Conversion findings, then the validator's findings on the Bundle.
+    pub findings: Vec<Diagnostic>,
+}
+
+impl Drop for Converted {
+    fn drop(&mut self) {
+        self.bundle.zeroize();
+    }
+}
+
+/// One Bundle entry.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    ty: &'static str,
+    id: String,
+    res: Obj,
+    /// Bytes that identify a shared resource (Practitioner, Location, Organization) in this
+    /// message, for de-duplication; zeroized on drop.
+    key: Vec<u8>,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.key.zeroize();
+    }
+}
+
+/// The conversion state of one message.
+#[derive(Debug)]
+pub struct Ctx<'m> {
+    /// Value access.
+    pub r: Reader<'m>,
+    /// Options.
+    pub opts: &'m Options,
+    findings: Vec<Diagnostic>,
+    pub(crate) entries: Vec<Entry>,
+    /// MSH-10 bytes (for ids), zeroized on drop.
+    control: Vec<u8>,
+    record: u64,
+    /// `urn:uuid:` reference of the Patient, when there is a PID.
+    pub patient: Option<String>,
+    /// Reference of the Encounter, when there is a PV1.
+    pub encounter: Option<String>,
+    /// MSH-9.1 and MSH-9.2.
+    pub message_type: (String, String),
+}
+
+impl Drop for Ctx<'_> {
+    fn drop(&mut self) {
+        self.control.zeroize();
+    }
+}
+
+/// The FHIR path of a finding with no target (the segment or field is not mapped).
+pub const NOWHERE: &str = "-";
+
+impl<'m> Ctx<'m> {
+    /// Adds a finding with the code's default severity.
+    pub fn note(&mut self, code: Code, pos: Hl7Position, path: &'static str) {
+        if self.findings.len() < fhir::validate::MAX_FINDINGS {
+            self.findings.push(Diagnostic::new(code, Location::Convert(pos, path)));
+        }
+    }
+
+    /// Reports every populated field of `seg` whose number is not in `mapped`.
+    pub fn unmapped_fields(&mut self, seg: SegmentRef<'_>, mapped: &[u32]) {
+        for f in seg.fields() {
+            let n = f.position().field;
+            if f.is_empty() || mapped.contains(&n) {
+                continue;
+            }
+            if f.is_splittable() && f.repetitions().all(|r| r.bytes.is_empty()) {
+                continue;
+            }
+            self.note(Code::CONVERT_FIELD_UNMAPPED, f.position(), NOWHERE);
+        }
+    }
+
+    fn uuid(digest: &[u8; 32]) -> String {
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&digest[..16]);
+        b[6] = (b[6] & 0x0f) | 0x80;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h = crate::keys::hex(&b);
+        format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    }
+
+    /// An id from the message control id, the resource type and a position (segment index and
+    /// a sub-position): keyed when a key is given.
+    pub fn positional_id(&self, ty: &str, segment: u32, sub: u32) -> String {
+        let seg = segment.to_be_bytes();
+        let sub = sub.to_be_bytes();
+        let record = self.record.to_be_bytes();
+        let ctl: &[u8] = if self.control.is_empty() { &record } else { &self.control };
+        let parts: [&[u8]; 5] = [b"positional", ctl, ty.as_bytes(), &seg, &sub];
+        match &self.opts.key {
+            Some(k) => Self::uuid(&k.mac(ID_DOMAIN, &parts)),
+            None => {
+                let mut h = Sha256::new();
+                h.update(ID_DOMAIN.as_bytes());
+                for p in parts {
+                    h.update((p.len() as u64).to_be_bytes());
+                    h.update(p);
+                }
+                Self::uuid(&h.finalize().into())
+            }
+        }
+    }
+
+    /// An id from identifiers (keyed only: without a key, the positional id is used, never a
+    /// bare hash of an identifier).
+    pub fn identity_id(&self, ty: &str, identity: &[u8], segment: u32, sub: u32) -> String {
+        match &self.opts.key {
+            Some(k) if !identity.is_empty() => Self::uuid(&k.mac(ID_DOMAIN, &[b"identity", ty.as_bytes(), identity])),
+            _ => self.positional_id(ty, segment, sub),
+        }
+    }
+
+    /// Starts a resource: `resourceType` and `id`.
+    pub fn resource(ty: &'static str, id: &str) -> Obj {
+        let mut o = Obj::new();
+        o.set("resourceType", V::code(ty));
+        o.set("id", V::S(id.to_owned()));
+        o
+    }
+
+    /// Adds an entry; returns its index.
+    pub fn add(&mut self, ty: &'static str, id: String, res: Obj) -> usize {
+        self.entries.push(Entry { ty, id, res, key: Vec::new() });
+        self.entries.len() - 1
+    }
+
+    /// Adds a shared resource (Practitioner, Location, Organization) unless one with the same
+    /// type and identifying bytes exists; returns its reference.
+    pub fn add_shared(&mut self, ty: &'static str, key: Vec<u8>, id: String, res: Obj) -> String {
+        if let Some(e) = self.entries.iter().find(|e| e.ty == ty && !e.key.is_empty() && e.key == key) {
+            let r = reference(&e.id);
+            let mut key = key;
+            key.zeroize();
+            return r;
+        }
+        let r = reference(&id);
+        self.entries.push(Entry { ty, id, res, key });
+        r
+    }
+
+    /// The resource of an entry.
+    pub fn entry_mut(&mut self, i: usize) -> &mut Obj {
+        &mut self.entries[i].res
+    }
+
+    /// The reference to an entry.
+    pub fn entry_ref(&self, i: usize) -> String {
+        reference(&self.entries[i].id)
+    }
+}
+
+/// A `urn:uuid:` reference.
+pub fn reference(id: &str) -> String {
+    format!("urn:uuid:{id}")
+}
+
+/// A Reference object.
+pub fn reference_obj(r: &str) -> Obj {
+    let mut o = Obj::new();
+    o.set("reference", V::S(r.to_owned()));
+    o
+}
+
+/// Converts one message. `record` numbers the message in its input (ids of messages without
+/// MSH-10 use it).
+pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disclosure: &Disclosure) -> Converted {
+    let r = Reader::new(msg, disclosure);
+    let msh = msg.msh();
+    let control = r.first(msh, 10).map(|rep| r.raw_for_key(rep.bytes).to_vec()).unwrap_or_default();
+    let message_type = (r.field_text(msh, 9, 1).unwrap_or_default(), r.field_text(msh, 9, 2).unwrap_or_default());
+    let mut ctx = Ctx {
+        r,
+        opts,
+        findings: Vec::new(),
+        entries: Vec::new(),
+        control,
+        record,
+        patient: None,
+        encounter: None,
+        message_type,
+    };
+    if ctx.control.is_empty() {
+        ctx.note(Code::CONVERT_CONTROL_ID_MISSING, msh.position().field(10, 0), "Bundle.identifier");
+    }
+    let supported = SUPPORTED.iter().any(|(t, e)| ctx.message_type.0 == *t && ctx.message_type.1 == *e);
+    if !supported {
+        ctx.note(Code::CONVERT_MESSAGE_UNSUPPORTED, msh.position().field(9, 0), "MessageHeader.eventCoding");
+    }
+    let header = segments::msh(&mut ctx, msh);
+    segments::prepare(&mut ctx, msg);
+    orders::walk(&mut ctx, msg);
+    segments::finish_header(&mut ctx, header);
+    let mut bundle = Vec::with_capacity(4096);
+    write_bundle(&mut ctx, msh, &mut bundle);
+    let mut findings = std::mem::take(&mut ctx.findings);
+    drop(ctx);
+    match fhir::read(bundle.clone(), limits) {
+        Ok(doc) => findings.extend(fhir::validate::validate(&doc, fhir::validate::Options { strict: false })),
+        Err(fatal) => findings.push(fatal),
+    }
+    findings.truncate(fhir::validate::MAX_FINDINGS);
+    Converted { bundle, findings }
+}
+
+fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>) {
+    let mut b = Obj::new();
+    b.set("resourceType", V::code("Bundle"));
+    b.set("id", V::S(ctx.positional_id("Bundle", 0, 0)));
+    if let Some(rep) = ctx.r.first(msh, 10) {
+        let mut id = Obj::new();
+        id.opt("value", ctx.r.text(rep.c(1)));
+        b.obj("identifier", id);
+    }
+    b.set("type", V::code(ctx.opts.bundle_type.as_str()));
+    if let Some(rep) = ctx.r.first(msh, 7) {
+        let ts = ctx.instant(rep, 1, "Bundle.timestamp");
+        b.opt("timestamp", ts);
+    }
+    // Entries, MessageHeader first (it is entry 0 by construction).
+    let entries = std::mem::take(&mut ctx.entries);
+    let mut list = Vec::with_capacity(entries.len());
+    for mut e in entries {
+        let mut entry = Obj::new();
+        entry.set("fullUrl", V::S(reference(&e.id)));
+        let res = std::mem::take(&mut e.res);
+        entry.obj("resource", res);
+        if ctx.opts.bundle_type == BundleType::Transaction {
+            let mut req = Obj::new();
+            req.set("method", V::code("PUT"));
+            req.set("url", V::S(format!("{}/{}", e.ty, e.id)));
+            entry.obj("request", req);
+        }
+        list.push(V::O(entry));
+    }
+    b.set("entry", V::A(list));
+    b.write(out);
+}

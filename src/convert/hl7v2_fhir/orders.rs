@@ -1,0 +1,1069 @@
+//! Orders, results and the other clinical segments, and the walk over a message's segments:
+//! ORC and OBR (ServiceRequest), OBR with its OBX (DiagnosticReport), OBX (Observation, value[x]
+//! by OBX-2), NTE (notes of the resource before it), SPM (Specimen), RXA and RXR (Immunization),
+//! ORC and RXO (MedicationRequest), SCH and AIS (Appointment), TXA and its OBX (DocumentReference).
+//!
+//! What it does not do: TQ1/TQ2 timing, OBX-4 grouping into Observation components, ROL, AIL/AIP,
+//! a second patient in one message (from a second PID on, every segment is reported, not mapped).
+
+use crate::diag::Code;
+use crate::formats::hl7v2::parse::{Message, SegmentRef};
+
+use super::datatypes::{decimal, parse_tm};
+use super::read::Rep;
+use super::segments::{self, absent, concept};
+use super::tree::{Obj, V};
+use super::{Ctx, NOWHERE, reference_obj, vocab};
+
+/// Where the next NTE goes.
+#[derive(Copy, Clone, Debug)]
+struct NoteTarget {
+    entry: usize,
+}
+
+#[derive(Debug, Default)]
+struct State<'a> {
+    patient: Option<usize>,
+    encounter: Option<usize>,
+    orc: Option<SegmentRef<'a>>,
+    order: Option<usize>,
+    report: Option<usize>,
+    report_effective: Option<String>,
+    note: Option<NoteTarget>,
+    immunization: Option<usize>,
+    appointment: Option<usize>,
+    document: Option<usize>,
+    document_text: Vec<String>,
+    /// A second PID was seen: what follows belongs to another patient (ADT^A40 and ORU^R01 may
+    /// carry several); it is reported, not attached to the first one.
+    other_patient: bool,
+}
+
+/// Walks the segments after MSH, in order.
+pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
+    let segs: Vec<SegmentRef<'_>> = msg.segments().collect();
+    let mut st = State::default();
+    for (i, &seg) in segs.iter().enumerate() {
+        let next = segs.get(i + 1).and_then(|s| s.name());
+        let name = seg.name();
+        if name == Some("PID") && st.patient.is_some() {
+            st.other_patient = true;
+        }
+        if st.other_patient {
+            ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+            continue;
+        }
+        match name {
+            Some("MSH") if i == 0 => continue,
+            Some("EVN") => {
+                ctx.unmapped_fields(seg, &[1]);
+            }
+            Some("PID") if st.patient.is_none() => {
+                st.patient = segments::pid(ctx, seg);
+                st.note = None;
+            }
+            Some("PD1") => segments::pd1(ctx, seg, st.patient),
+            Some("NK1") => segments::nk1(ctx, seg),
+            Some("PV1") if st.encounter.is_none() => {
+                st.encounter = segments::pv1(ctx, seg);
+                st.note = None;
+            }
+            Some("PV2") => segments::pv2(ctx, seg, st.encounter),
+            Some("AL1") => {
+                st.note = segments::al1(ctx, seg).map(|entry| NoteTarget { entry });
+            }
+            Some("DG1") => segments::dg1(ctx, seg),
+            Some("PR1") => segments::pr1(ctx, seg),
+            Some("IN1") => segments::in1(ctx, seg),
+            Some("MRG") => segments::mrg(ctx, seg, st.patient),
+            Some("ORC") => {
+                st.orc = Some(seg);
+                st.order = None;
+                st.report = None;
+                st.note = None;
+                if !matches!(next, Some("OBR" | "RXO" | "RXA" | "TQ1")) {
+                    st.order = service_request(ctx, Some(seg), None);
+                    st.note = st.order.map(|entry| NoteTarget { entry });
+                }
+            }
+            Some("OBR") => {
+                let orc = st.orc.take();
+                st.order = service_request(ctx, orc, Some(seg));
+                st.note = st.order.map(|entry| NoteTarget { entry });
+                st.report = None;
+                st.report_effective =
+                    ctx.r.first(seg, 7).and_then(|rep| ctx.datetime(rep, 1, "DiagnosticReport.effectiveDateTime"));
+                if ctx.message_type.0 == "ORU" {
+                    st.report = diagnostic_report(ctx, seg, st.order, st.report_effective.clone());
+                }
+            }
+            Some("OBX") if st.document.is_some() => document_text(ctx, seg, &mut st.document_text),
+            Some("OBX") => {
+                let obs = observation(ctx, seg, st.report_effective.clone(), st.order);
+                if let (Some(o), Some(r)) = (obs, st.report) {
+                    let reference = ctx.entry_ref(o);
+                    ctx.entry_mut(r).push_obj("result", reference_obj(&reference));
+                }
+                st.note = obs.map(|entry| NoteTarget { entry });
+            }
+            Some("NTE") => match st.note {
+                Some(t) => note(ctx, seg, t),
+                None => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
+            },
+            Some("SPM") => {
+                st.note = specimen(ctx, seg, st.order).map(|entry| NoteTarget { entry });
+            }
+            Some("RXA") => {
+                let orc = st.orc.take();
+                st.immunization = immunization(ctx, seg, orc);
+                st.note = st.immunization.map(|entry| NoteTarget { entry });
+            }
+            Some("RXR") => match st.immunization {
+                Some(i) => route(ctx, seg, i),
+                None => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
+            },
+            Some("RXO") => {
+                let orc = st.orc.take();
+                st.note = medication_request(ctx, seg, orc).map(|entry| NoteTarget { entry });
+            }
+            Some("SCH") => {
+                st.appointment = appointment(ctx, seg);
+                st.note = st.appointment.map(|entry| NoteTarget { entry });
+            }
+            Some("RGS") => ctx.unmapped_fields(seg, &[1]),
+            Some("AIS") => match st.appointment {
+                Some(a) => {
+                    service(ctx, seg, a);
+                    st.note = Some(NoteTarget { entry: a });
+                }
+                None => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
+            },
+            Some("TXA") => {
+                st.document = document(ctx, seg);
+                st.note = None;
+            }
+            _ => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
+        }
+    }
+    if let Some(d) = st.document {
+        finish_document(ctx, d, std::mem::take(&mut st.document_text));
+    }
+}
+
+fn subject(ctx: &Ctx<'_>, res: &mut Obj, key: &'static str) {
+    if let Some(p) = &ctx.patient {
+        res.obj(key, reference_obj(p));
+    }
+}
+
+fn encounter(ctx: &Ctx<'_>, res: &mut Obj, key: &'static str) {
+    if let Some(e) = &ctx.encounter {
+        res.obj(key, reference_obj(e));
+    }
+}
+
+fn status_from_orc(
+    ctx: &mut Ctx<'_>,
+    orc: Option<SegmentRef<'_>>,
+    map: fn(&str) -> Option<&'static str>,
+    path: &'static str,
+) -> (&'static str, Option<String>) {
+    let Some(orc) = orc else { return ("unknown", None) };
+    if let Some(rep) = ctx.r.first(orc, 5) {
+        if let Some(code) = ctx.r.text(rep.c(1)) {
+            return match map(&code) {
+                Some(s) => (s, None),
+                None => {
+                    ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, path);
+                    ("unknown", Some(code))
+                }
+            };
+        }
+    }
+    let control = ctx.r.field_text(orc, 1, 1);
+    let status = match control.as_deref() {
+        Some("NW" | "SN" | "XO" | "RE") => "active",
+        Some("CA" | "OC" | "DC" | "CR") => "revoked",
+        Some("HD" | "OH") => "on-hold",
+        _ => "unknown",
+    };
+    (status, None)
+}
+
+/// ORC and/or OBR to ServiceRequest.
+fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<SegmentRef<'_>>) -> Option<usize> {
+    let anchor = obr.or(orc)?;
+    let id = ctx.positional_id("ServiceRequest", anchor.index(), 0);
+    let mut sr = Ctx::resource("ServiceRequest", &id);
+    for (seg, field_placer, field_filler) in [(orc, 2, 3), (obr, 2, 3)] {
+        let Some(seg) = seg else { continue };
+        for (n, ty) in [(field_placer, "PLAC"), (field_filler, "FILL")] {
+            if let Some(rep) = ctx.r.first(seg, n) {
+                let ident = ctx.identifier_ei(rep, Some(ty), "ServiceRequest.identifier");
+                sr.push_obj("identifier", ident);
+            }
+        }
+    }
+    if let Some(rep) = orc.and_then(|o| ctx.r.first(o, 4)) {
+        let ident = ctx.identifier_ei(rep, None, "ServiceRequest.requisition");
+        sr.obj("requisition", ident);
+    }
+    let (status, unknown) = status_from_orc(ctx, orc, vocab::request_status, "ServiceRequest.status");
+    sr.set("status", V::code(status));
+    if let Some(code) = unknown {
+        sr.obj("_status", segments::original(code));
+    }
+    sr.set("intent", V::code("order"));
+    if let Some(rep) = obr.and_then(|o| ctx.r.first(o, 4)) {
+        let cc = ctx.codeable(rep, None, "ServiceRequest.code");
+        sr.obj("code", cc);
+    }
+    subject(ctx, &mut sr, "subject");
+    if ctx.patient.is_none() {
+        ctx.note(Code::CONVERT_VALUE_MISSING, anchor.position(), "ServiceRequest.subject");
+        sr.obj("subject", absent("unknown"));
+    }
+    encounter(ctx, &mut sr, "encounter");
+    if let Some(rep) = orc.and_then(|o| ctx.r.first(o, 9)) {
+        let d = ctx.datetime(rep, 1, "ServiceRequest.authoredOn");
+        sr.opt("authoredOn", d);
+    }
+    let requester = orc
+        .and_then(|o| ctx.r.first(o, 12).map(|r| (o, r)))
+        .or_else(|| obr.and_then(|o| ctx.r.first(o, 16).map(|r| (o, r))));
+    if let Some((seg, rep)) = requester {
+        if let Some(p) = ctx.practitioner(rep, seg, "ServiceRequest.requester") {
+            sr.obj("requester", reference_obj(&p));
+        }
+    }
+    if let Some(obr) = obr {
+        for rep in ctx.r.reps(obr, 31) {
+            let cc = ctx.codeable(rep, None, "ServiceRequest.reasonCode");
+            sr.push_obj("reasonCode", cc);
+        }
+    }
+    let i = ctx.add("ServiceRequest", id, sr);
+    if let Some(o) = orc {
+        ctx.unmapped_fields(o, &[1, 2, 3, 4, 5, 9, 12]);
+    }
+    if let Some(o) = obr {
+        let report_fields: &[u32] =
+            if ctx.message_type.0 == "ORU" { &[1, 2, 3, 4, 7, 16, 22, 25, 31] } else { &[1, 2, 3, 4, 7, 16, 31] };
+        ctx.unmapped_fields(o, report_fields);
+    }
+    Some(i)
+}
+
+/// OBR to DiagnosticReport (ORU).
+fn diagnostic_report(
+    ctx: &mut Ctx<'_>,
+    obr: SegmentRef<'_>,
+    order: Option<usize>,
+    effective: Option<String>,
+) -> Option<usize> {
+    let id = ctx.positional_id("DiagnosticReport", obr.index(), 0);
+    let mut dr = Ctx::resource("DiagnosticReport", &id);
+    if let Some(o) = order {
+        let r = ctx.entry_ref(o);
+        dr.push_obj("basedOn", reference_obj(&r));
+    }
+    if let Some(rep) = ctx.r.first(obr, 3) {
+        let ident = ctx.identifier_ei(rep, Some("FILL"), "DiagnosticReport.identifier");
+        dr.push_obj("identifier", ident);
+    }
+    match ctx.r.first(obr, 25).and_then(|rep| ctx.r.text(rep.c(1)).map(|c| (rep, c))) {
+        Some((rep, code)) => match vocab::report_status(&code) {
+            Some(s) => {
+                dr.set("status", V::code(s));
+            }
+            None => {
+                ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "DiagnosticReport.status");
+                dr.set("status", V::code("unknown"));
+                dr.obj("_status", segments::original(code));
+            }
+        },
+        None => {
+            dr.set("status", V::code("unknown"));
+        }
+    }
+    match ctx.r.first(obr, 4) {
+        Some(rep) => {
+            let cc = ctx.codeable(rep, None, "DiagnosticReport.code");
+            dr.obj("code", cc);
+        }
+        None => {
+            ctx.note(Code::CONVERT_VALUE_MISSING, obr.position().field(4, 0), "DiagnosticReport.code");
+            dr.obj("code", absent("unknown"));
+        }
+    }
+    subject(ctx, &mut dr, "subject");
+    encounter(ctx, &mut dr, "encounter");
+    dr.opt("effectiveDateTime", effective);
+    if let Some(rep) = ctx.r.first(obr, 22) {
+        let t = ctx.instant(rep, 1, "DiagnosticReport.issued");
+        dr.opt("issued", t);
+    }
+    Some(ctx.add("DiagnosticReport", id, dr))
+}
+
+fn quantity(ctx: &mut Ctx<'_>, value: String, units: Option<Rep<'_>>, path: &'static str) -> Obj {
+    let mut q = Obj::new();
+    q.set("value", V::N(value));
+    if let Some(u) = units {
+        let code = ctx.r.text(u.c(1));
+        let text = ctx.r.text(u.c(2));
+        let system = ctx.coding_system(u, 3, path);
+        q.opt("unit", text.or_else(|| code.clone()));
+        if system.is_some() {
+            q.opt("system", system);
+            q.opt("code", code);
+        }
+        ctx.unmapped_components(u, &[1, 2, 3, 4, 5, 6, 7, 8, 9], path);
+    }
+    q
+}
+
+/// OBX to Observation; value[x] by OBX-2.
+fn observation(
+    ctx: &mut Ctx<'_>,
+    seg: SegmentRef<'_>,
+    effective: Option<String>,
+    order: Option<usize>,
+) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 3, 5, 6, 7, 8, 11, 14, 16];
+    let id = ctx.positional_id("Observation", seg.index(), 0);
+    let mut o = Ctx::resource("Observation", &id);
+    if let Some(s) = order {
+        let r = ctx.entry_ref(s);
+        o.push_obj("basedOn", reference_obj(&r));
+    }
+    match ctx.r.first(seg, 11).and_then(|rep| ctx.r.text(rep.c(1)).map(|c| (rep, c))) {
+        Some((rep, code)) => match vocab::observation_status(&code) {
+            Some(s) => {
+                o.set("status", V::code(s));
+            }
+            None => {
+                ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Observation.status");
+                o.set("status", V::code("unknown"));
+                o.obj("_status", segments::original(code));
+            }
+        },
+        None => {
+            o.set("status", V::code("unknown"));
+        }
+    }
+    match ctx.r.first(seg, 3) {
+        Some(rep) => {
+            let cc = ctx.codeable(rep, None, "Observation.code");
+            o.obj("code", cc);
+        }
+        None => {
+            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position().field(3, 0), "Observation.code");
+            o.obj("code", absent("unknown"));
+        }
+    }
+    subject(ctx, &mut o, "subject");
+    encounter(ctx, &mut o, "encounter");
+    let eff = ctx.r.first(seg, 14).and_then(|rep| ctx.datetime(rep, 1, "Observation.effectiveDateTime")).or(effective);
+    o.opt("effectiveDateTime", eff);
+    for rep in ctx.r.reps(seg, 16) {
+        if let Some(p) = ctx.practitioner(rep, seg, "Observation.performer") {
+            o.push_obj("performer", reference_obj(&p));
+        }
+    }
+    value(ctx, seg, &mut o);
+    for rep in ctx.r.reps(seg, 8) {
+        if let Some(code) = ctx.r.text(rep.c(1)) {
+            match vocab::interpretation(&code) {
+                Some(c) => o.push_obj(
+                    "interpretation",
+                    concept("http://terminology.hl7.org/CodeSystem/v3-ObservationInterpretation", c, None),
+                ),
+                None => {
+                    ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Observation.interpretation");
+                    o.push_obj("interpretation", concept(&vocab::v2_table_system("0078"), &code, None))
+                }
+            };
+        }
+    }
+    if let Some(t) = ctx.r.field_text(seg, 7, 1) {
+        let mut rr = Obj::new();
+        rr.set("text", V::S(t));
+        o.push_obj("referenceRange", rr);
+    }
+    let i = ctx.add("Observation", id, o);
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+fn value(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, o: &mut Obj) {
+    let reps = ctx.r.reps(seg, 5);
+    let Some(&first) = reps.first() else { return };
+    let ty = ctx.r.field_text(seg, 2, 1).unwrap_or_default();
+    let units = ctx.r.first(seg, 6);
+    let mut used_reps = 1;
+    match ty.as_str() {
+        "NM" => match ctx.r.text(first.bytes).as_deref().and_then(decimal) {
+            Some(v) => {
+                let q = quantity(ctx, v, units, "Observation.valueQuantity");
+                o.obj("valueQuantity", q);
+            }
+            None => {
+                ctx.note(Code::CONVERT_VALUE_INVALID, first.pos, "Observation.valueString");
+                o.opt("valueString", ctx.r.text(first.bytes));
+            }
+        },
+        "ST" | "TX" | "FT" => {
+            let parts: Vec<String> = reps.iter().filter_map(|r| ctx.r.text(r.bytes)).collect();
+            used_reps = reps.len();
+            if !parts.is_empty() {
+                o.set("valueString", V::S(parts.join("\n")));
+            }
+        }
+        "CWE" | "CE" | "CNE" | "CF" => {
+            let cc = ctx.codeable(first, None, "Observation.valueCodeableConcept");
+            o.obj("valueCodeableConcept", cc);
+        }
+        "ID" | "IS" => {
+            if let Some(code) = ctx.r.text(first.bytes) {
+                let mut coding = Obj::new();
+                coding.set("code", V::S(code));
+                let mut cc = Obj::new();
+                cc.push_obj("coding", coding);
+                o.obj("valueCodeableConcept", cc);
+            }
+        }
+        "SN" => structured_numeric(ctx, first, units, o),
+        "DT" | "DTM" | "TS" => {
+            let d = ctx.datetime(first, 1, "Observation.valueDateTime");
+            o.opt("valueDateTime", d);
+        }
+        "TM" => match ctx.r.text(first.c(1)).as_deref().and_then(parse_tm) {
+            Some((t, had_offset)) => {
+                if had_offset {
+                    ctx.note(Code::CONVERT_COMPONENT_UNMAPPED, first.pos, "Observation.valueTime");
+                }
+                o.set("valueTime", V::S(t));
+            }
+            None => ctx.note(Code::CONVERT_VALUE_INVALID, first.pos, "Observation.valueTime"),
+        },
+        _ => {
+            ctx.note(Code::CONVERT_VALUE_TYPE_UNSUPPORTED, seg.position().field(2, 1), "Observation.value");
+            o.obj(
+                "dataAbsentReason",
+                concept("http://terminology.hl7.org/CodeSystem/data-absent-reason", "unsupported", None),
+            );
+            used_reps = reps.len();
+        }
+    }
+    for r in reps.iter().skip(used_reps) {
+        ctx.note(Code::CONVERT_FIELD_UNMAPPED, r.pos, NOWHERE);
+    }
+}
+
+fn structured_numeric(ctx: &mut Ctx<'_>, rep: Rep<'_>, units: Option<Rep<'_>>, o: &mut Obj) {
+    let comparator = ctx.r.text(rep.c(1));
+    let n1 = ctx.r.text(rep.c(2)).as_deref().and_then(decimal);
+    let sep = ctx.r.text(rep.c(3));
+    let n2 = ctx.r.text(rep.c(4)).as_deref().and_then(decimal);
+    let comparator_ok = matches!(comparator.as_deref(), None | Some("=" | "<" | ">" | "<=" | ">="));
+    match (sep.as_deref(), n1, n2) {
+        (None, Some(v), None) if comparator_ok => {
+            let mut q = quantity(ctx, v, units, "Observation.valueQuantity");
+            if let Some(c) = comparator.filter(|c| c != "=") {
+                q.set("comparator", V::S(c));
+            }
+            o.obj("valueQuantity", q);
+        }
+        (Some("-"), Some(low), Some(high)) if comparator.is_none() => {
+            let mut r = Obj::new();
+            let l = quantity(ctx, low, units, "Observation.valueRange");
+            let h = quantity(ctx, high, units, "Observation.valueRange");
+            r.obj("low", l);
+            r.obj("high", h);
+            o.obj("valueRange", r);
+        }
+        (Some(":" | "/"), Some(num), Some(den)) if comparator.is_none() => {
+            let mut r = Obj::new();
+            let mut a = Obj::new();
+            a.set("value", V::N(num));
+            let mut b = Obj::new();
+            b.set("value", V::N(den));
+            r.obj("numerator", a);
+            r.obj("denominator", b);
+            o.obj("valueRatio", r);
+        }
+        _ => {
+            ctx.note(Code::CONVERT_VALUE_INVALID, rep.pos, "Observation.valueString");
+            let parts: Vec<String> = (1..=4).filter_map(|c| ctx.r.text(rep.c(c))).collect();
+            if !parts.is_empty() {
+                o.set("valueString", V::S(parts.concat()));
+            }
+        }
+    }
+}
+
+/// NTE-3 to an Annotation of the resource before it.
+fn note(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, target: NoteTarget) {
+    let parts: Vec<String> = ctx.r.reps(seg, 3).into_iter().filter_map(|r| ctx.r.text(r.bytes)).collect();
+    let ty = ctx.entries[target.entry].ty;
+    let key = match ty {
+        "Appointment" => "comment",
+        _ => "note",
+    };
+    let supported = matches!(
+        ty,
+        "Observation"
+            | "ServiceRequest"
+            | "AllergyIntolerance"
+            | "Specimen"
+            | "Immunization"
+            | "MedicationRequest"
+            | "Appointment"
+    );
+    if !supported {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    }
+    if !parts.is_empty() {
+        let text = parts.join("\n");
+        if key == "comment" {
+            ctx.entry_mut(target.entry).set("comment", V::S(text));
+        } else {
+            let mut a = Obj::new();
+            a.set("text", V::S(text));
+            ctx.entry_mut(target.entry).push_obj("note", a);
+        }
+    }
+    ctx.unmapped_fields(seg, &[1, 3]);
+}
+
+/// SPM to Specimen.
+fn specimen(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, order: Option<usize>) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 4, 7, 8, 17, 18];
+    let id = ctx.positional_id("Specimen", seg.index(), 0);
+    let mut s = Ctx::resource("Specimen", &id);
+    if let Some(rep) = ctx.r.first(seg, 2) {
+        for (c, ty) in [(1, "PLAC"), (2, "FILL")] {
+            let ei = rep.composite(c);
+            if !ei.is_empty() {
+                let ident = ctx.identifier_ei(ei, Some(ty), "Specimen.identifier");
+                s.push_obj("identifier", ident);
+            }
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 4) {
+        let cc = ctx.codeable(rep, Some("0487"), "Specimen.type");
+        s.obj("type", cc);
+    }
+    subject(ctx, &mut s, "subject");
+    if let Some(rep) = ctx.r.first(seg, 18) {
+        let t = ctx.datetime(rep, 1, "Specimen.receivedTime");
+        s.opt("receivedTime", t);
+    }
+    if let Some(o) = order {
+        let r = ctx.entry_ref(o);
+        s.push_obj("request", reference_obj(&r));
+    }
+    let mut col = Obj::new();
+    if let Some(rep) = ctx.r.first(seg, 17) {
+        let start = ctx.datetime(rep, 1, "Specimen.collection.collectedDateTime");
+        let end = ctx.datetime(rep, 2, "Specimen.collection.collectedPeriod");
+        match (start, end) {
+            (Some(a), Some(b)) => {
+                let mut p = Obj::new();
+                p.set("start", V::S(a));
+                p.set("end", V::S(b));
+                col.obj("collectedPeriod", p);
+            }
+            (Some(a), None) => {
+                col.set("collectedDateTime", V::S(a));
+            }
+            (None, Some(b)) => {
+                let mut p = Obj::new();
+                p.set("end", V::S(b));
+                col.obj("collectedPeriod", p);
+            }
+            (None, None) => {}
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 7) {
+        let cc = ctx.codeable(rep, Some("0488"), "Specimen.collection.method");
+        col.obj("method", cc);
+    }
+    if let Some(rep) = ctx.r.first(seg, 8) {
+        let cc = ctx.codeable(rep, Some("0163"), "Specimen.collection.bodySite");
+        col.obj("bodySite", cc);
+    }
+    s.obj("collection", col);
+    let i = ctx.add("Specimen", id, s);
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+/// RXA (with its ORC) to Immunization.
+fn immunization(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, orc: Option<SegmentRef<'_>>) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 3, 5, 6, 7, 9, 10, 15, 16, 17, 18, 20];
+    let id = ctx.positional_id("Immunization", seg.index(), 0);
+    let mut im = Ctx::resource("Immunization", &id);
+    if let Some(o) = orc {
+        for (n, ty) in [(2, "PLAC"), (3, "FILL")] {
+            if let Some(rep) = ctx.r.first(o, n) {
+                let ident = ctx.identifier_ei(rep, Some(ty), "Immunization.identifier");
+                im.push_obj("identifier", ident);
+            }
+        }
+    }
+    match ctx.r.first(seg, 20).and_then(|rep| ctx.r.text(rep.c(1)).map(|c| (rep, c))) {
+        Some((rep, code)) => match vocab::immunization_status(&code) {
+            Some(s) => {
+                im.set("status", V::code(s));
+                if code == "PA" {
+                    im.set("isSubpotent", V::B(true));
+                }
+            }
+            None => {
+                ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Immunization.status");
+                im.set("status", V::code("completed"));
+                im.obj("_status", segments::original(code));
+            }
+        },
+        // RXA-20 empty: the administration is reported as done (chapter 4A).
+        None => {
+            im.set("status", V::code("completed"));
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 18) {
+        let cc = ctx.codeable(rep, Some("0534"), "Immunization.statusReason");
+        im.obj("statusReason", cc);
+    }
+    match ctx.r.first(seg, 5) {
+        Some(rep) => {
+            let cc = ctx.codeable(rep, None, "Immunization.vaccineCode");
+            im.obj("vaccineCode", cc);
+        }
+        None => {
+            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position().field(5, 0), "Immunization.vaccineCode");
+            im.obj("vaccineCode", absent("unknown"));
+        }
+    }
+    match &ctx.patient {
+        Some(p) => {
+            im.obj("patient", reference_obj(p));
+        }
+        None => {
+            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position(), "Immunization.patient");
+            im.obj("patient", absent("unknown"));
+        }
+    }
+    encounter(ctx, &mut im, "encounter");
+    match ctx.r.first(seg, 3).and_then(|rep| ctx.datetime(rep, 1, "Immunization.occurrenceDateTime")) {
+        Some(d) => {
+            im.set("occurrenceDateTime", V::S(d));
+        }
+        None => {
+            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position().field(3, 0), "Immunization.occurrenceDateTime");
+            im.obj("_occurrenceDateTime", absent("unknown"));
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 9) {
+        match ctx.r.text(rep.c(1)).as_deref() {
+            Some("00") => {
+                im.set("primarySource", V::B(true));
+            }
+            Some("01") => {
+                im.set("primarySource", V::B(false));
+            }
+            _ => ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Immunization.primarySource"),
+        }
+    }
+    im.opt("lotNumber", ctx.r.field_text(seg, 15, 1));
+    if let Some(rep) = ctx.r.first(seg, 16) {
+        let d = ctx.date(rep, 1, "Immunization.expirationDate");
+        im.opt("expirationDate", d);
+    }
+    if let Some(rep) = ctx.r.first(seg, 17) {
+        let name = ctx.r.text(rep.c(2));
+        let code = ctx.r.text(rep.c(1));
+        if name.is_some() || code.is_some() {
+            let key = ctx.r.raw_for_key(rep.bytes).to_vec();
+            let oid = ctx.identity_id("Organization", &key, seg.index(), 17);
+            let mut org = Ctx::resource("Organization", &oid);
+            if let Some(c) = code {
+                let mut ident = Obj::new();
+                let system = ctx.coding_system(rep, 3, "Immunization.manufacturer");
+                ident.opt("system", system);
+                ident.set("value", V::S(c));
+                org.push_obj("identifier", ident);
+            }
+            org.opt("name", name);
+            let r = ctx.add_shared("Organization", key, oid, org);
+            im.obj("manufacturer", reference_obj(&r));
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 6) {
+        if let Some(v) = ctx.r.text(rep.c(1)).as_deref().and_then(decimal) {
+            if v != "999" {
+                let units = ctx.r.first(seg, 7);
+                let q = quantity(ctx, v, units, "Immunization.doseQuantity");
+                im.obj("doseQuantity", q);
+            }
+        } else if ctx.r.text(rep.c(1)).is_some() {
+            ctx.note(Code::CONVERT_VALUE_INVALID, rep.pos, "Immunization.doseQuantity");
+        }
+    }
+    for (seg_of, n, function) in [(Some(seg), 10, "AP"), (orc, 12, "OP")] {
+        let Some(s) = seg_of else { continue };
+        for rep in ctx.r.reps(s, n) {
+            if let Some(p) = ctx.practitioner(rep, s, "Immunization.performer.actor") {
+                let mut perf = Obj::new();
+                perf.obj("function", concept("http://terminology.hl7.org/CodeSystem/v2-0443", function, None));
+                perf.obj("actor", reference_obj(&p));
+                im.push_obj("performer", perf);
+            }
+        }
+    }
+    let i = ctx.add("Immunization", id, im);
+    if let Some(o) = orc {
+        ctx.unmapped_fields(o, &[1, 2, 3, 12]);
+    }
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+/// RXR to Immunization.route and .site.
+fn route(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, imm: usize) {
+    if let Some(rep) = ctx.r.first(seg, 1) {
+        let cc = ctx.codeable(rep, Some("0162"), "Immunization.route");
+        ctx.entry_mut(imm).obj("route", cc);
+    }
+    if let Some(rep) = ctx.r.first(seg, 2) {
+        let cc = ctx.codeable(rep, Some("0163"), "Immunization.site");
+        ctx.entry_mut(imm).obj("site", cc);
+    }
+    ctx.unmapped_fields(seg, &[1, 2]);
+}
+
+/// RXO (with its ORC) to MedicationRequest.
+fn medication_request(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, orc: Option<SegmentRef<'_>>) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 11, 12, 13];
+    let id = ctx.positional_id("MedicationRequest", seg.index(), 0);
+    let mut m = Ctx::resource("MedicationRequest", &id);
+    if let Some(o) = orc {
+        for (n, ty) in [(2, "PLAC"), (3, "FILL")] {
+            if let Some(rep) = ctx.r.first(o, n) {
+                let ident = ctx.identifier_ei(rep, Some(ty), "MedicationRequest.identifier");
+                m.push_obj("identifier", ident);
+            }
+        }
+    }
+    let (status, unknown) = status_from_orc(ctx, orc, vocab::medication_request_status, "MedicationRequest.status");
+    let status = if status == "revoked" { "cancelled" } else { status };
+    m.set("status", V::code(status));
+    if let Some(code) = unknown {
+        m.obj("_status", segments::original(code));
+    }
+    m.set("intent", V::code("order"));
+    match ctx.r.first(seg, 1) {
+        Some(rep) => {
+            let cc = ctx.codeable(rep, None, "MedicationRequest.medicationCodeableConcept");
+            m.obj("medicationCodeableConcept", cc);
+        }
+        None => {
+            ctx.note(
+                Code::CONVERT_VALUE_MISSING,
+                seg.position().field(1, 0),
+                "MedicationRequest.medicationCodeableConcept",
+            );
+            m.obj("medicationCodeableConcept", absent("unknown"));
+        }
+    }
+    match &ctx.patient {
+        Some(p) => {
+            m.obj("subject", reference_obj(p));
+        }
+        None => {
+            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position(), "MedicationRequest.subject");
+            m.obj("subject", absent("unknown"));
+        }
+    }
+    encounter(ctx, &mut m, "encounter");
+    if let Some(rep) = orc.and_then(|o| ctx.r.first(o, 9)) {
+        let d = ctx.datetime(rep, 1, "MedicationRequest.authoredOn");
+        m.opt("authoredOn", d);
+    }
+    if let Some((o, rep)) = orc.and_then(|o| ctx.r.first(o, 12).map(|r| (o, r))) {
+        if let Some(p) = ctx.practitioner(rep, o, "MedicationRequest.requester") {
+            m.obj("requester", reference_obj(&p));
+        }
+    }
+    let units = ctx.r.first(seg, 4);
+    let min = ctx.r.field_text(seg, 2, 1).as_deref().and_then(decimal);
+    let max = ctx.r.field_text(seg, 3, 1).as_deref().and_then(decimal);
+    let mut dr = Obj::new();
+    match (min, max) {
+        (Some(a), Some(b)) if a != b => {
+            let mut r = Obj::new();
+            let l = quantity(ctx, a, units, "MedicationRequest.dosageInstruction.doseAndRate.doseRange");
+            let h = quantity(ctx, b, units, "MedicationRequest.dosageInstruction.doseAndRate.doseRange");
+            r.obj("low", l);
+            r.obj("high", h);
+            dr.obj("doseRange", r);
+        }
+        (Some(a), _) | (None, Some(a)) => {
+            let q = quantity(ctx, a, units, "MedicationRequest.dosageInstruction.doseAndRate.doseQuantity");
+            dr.obj("doseQuantity", q);
+        }
+        (None, None) => {}
+    }
+    if !dr.is_empty() {
+        let mut dosage = Obj::new();
+        dosage.push_obj("doseAndRate", dr);
+        m.push_obj("dosageInstruction", dosage);
+    }
+    let mut dispense = Obj::new();
+    if let Some(r) = ctx.r.field_text(seg, 13, 1) {
+        match r.parse::<u32>() {
+            Ok(n) => {
+                dispense.set("numberOfRepeatsAllowed", V::N(n.to_string()));
+            }
+            Err(_) => ctx.note(
+                Code::CONVERT_VALUE_INVALID,
+                seg.position().field(13, 1),
+                "MedicationRequest.dispenseRequest.numberOfRepeatsAllowed",
+            ),
+        }
+    }
+    if let Some(v) = ctx.r.field_text(seg, 11, 1).as_deref().and_then(decimal) {
+        let units = ctx.r.first(seg, 12);
+        let q = quantity(ctx, v, units, "MedicationRequest.dispenseRequest.quantity");
+        dispense.obj("quantity", q);
+    }
+    m.obj("dispenseRequest", dispense);
+    let i = ctx.add("MedicationRequest", id, m);
+    if let Some(o) = orc {
+        ctx.unmapped_fields(o, &[1, 2, 3, 5, 9, 12]);
+    }
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+/// SCH to Appointment.
+fn appointment(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
+    let id = ctx.positional_id("Appointment", seg.index(), 0);
+    let mut a = Ctx::resource("Appointment", &id);
+    for (n, ty) in [(1, "PLAC"), (2, "FILL")] {
+        if let Some(rep) = ctx.r.first(seg, n) {
+            let ident = ctx.identifier_ei(rep, Some(ty), "Appointment.identifier");
+            a.push_obj("identifier", ident);
+        }
+    }
+    let event = ctx.message_type.1.clone();
+    let by_event = if event == "S15" { "cancelled" } else { "booked" };
+    match ctx.r.first(seg, 25).and_then(|rep| ctx.r.text(rep.c(1)).map(|c| (rep, c))) {
+        Some((rep, code)) => match vocab::appointment_status(&code) {
+            Some(s) => {
+                a.set("status", V::code(s));
+            }
+            None => {
+                ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Appointment.status");
+                a.set("status", V::code(by_event));
+                a.obj("_status", segments::original(code));
+            }
+        },
+        None => {
+            a.set("status", V::code(by_event));
+        }
+    }
+    let mut mapped: Vec<u32> = vec![1, 2, 7, 8, 9, 10, 11, 16, 25];
+    if event == "S15" {
+        mapped.push(6);
+        if let Some(rep) = ctx.r.first(seg, 6) {
+            let cc = ctx.codeable(rep, None, "Appointment.cancelationReason");
+            a.obj("cancelationReason", cc);
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 8) {
+        let cc = ctx.codeable(rep, Some("0277"), "Appointment.appointmentType");
+        a.obj("appointmentType", cc);
+    }
+    if let Some(rep) = ctx.r.first(seg, 7) {
+        let cc = ctx.codeable(rep, None, "Appointment.reasonCode");
+        a.push_obj("reasonCode", cc);
+    }
+    if let Some(rep) = ctx.r.first(seg, 11) {
+        let start = ctx.instant(rep, 4, "Appointment.start");
+        let end = ctx.instant(rep, 5, "Appointment.end");
+        a.opt("start", start);
+        a.opt("end", end);
+        ctx.unmapped_components(rep, &[4, 5], "Appointment.start");
+    }
+    if let Some(d) = ctx.r.field_text(seg, 9, 1) {
+        let unit = ctx.r.field_text(seg, 10, 1);
+        match (d.parse::<u32>(), unit.as_deref()) {
+            (Ok(n), None | Some("MIN" | "min" | "m")) if n > 0 => {
+                a.set("minutesDuration", V::N(n.to_string()));
+            }
+            _ => ctx.note(Code::CONVERT_VALUE_INVALID, seg.position().field(9, 1), "Appointment.minutesDuration"),
+        }
+    }
+    match &ctx.patient {
+        Some(p) => {
+            let mut part = Obj::new();
+            part.obj("actor", reference_obj(p));
+            part.set("status", V::code("accepted"));
+            a.push_obj("participant", part);
+        }
+        None => {
+            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position(), "Appointment.participant");
+        }
+    }
+    for rep in ctx.r.reps(seg, 16) {
+        if let Some(p) = ctx.practitioner(rep, seg, "Appointment.participant.actor") {
+            let mut part = Obj::new();
+            part.obj("actor", reference_obj(&p));
+            part.set("status", V::code("accepted"));
+            a.push_obj("participant", part);
+        }
+    }
+    let i = ctx.add("Appointment", id, a);
+    ctx.unmapped_fields(seg, &mapped);
+    Some(i)
+}
+
+/// AIS to Appointment.serviceType (and start, when SCH-11 gave none).
+fn service(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, appt: usize) {
+    if let Some(rep) = ctx.r.first(seg, 3) {
+        let cc = ctx.codeable(rep, None, "Appointment.serviceType");
+        ctx.entry_mut(appt).push_obj("serviceType", cc);
+    }
+    if let Some(rep) = ctx.r.first(seg, 4) {
+        if !ctx.entries[appt].res.has("start") {
+            let s = ctx.instant(rep, 1, "Appointment.start");
+            ctx.entry_mut(appt).opt("start", s);
+        }
+    }
+    ctx.unmapped_fields(seg, &[1, 3, 4]);
+}
+
+/// TXA to DocumentReference (its content comes from the OBX that follow).
+fn document(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 9, 12, 17];
+    let id = ctx.positional_id("DocumentReference", seg.index(), 0);
+    let mut d = Ctx::resource("DocumentReference", &id);
+    if let Some(rep) = ctx.r.first(seg, 12) {
+        let ident = ctx.identifier_ei(rep, None, "DocumentReference.masterIdentifier");
+        d.obj("masterIdentifier", ident);
+    }
+    d.set("status", V::code("current"));
+    if let Some(rep) = ctx.r.first(seg, 17) {
+        let code = ctx.r.text(rep.c(1));
+        ctx.mapped_code(
+            &mut d,
+            "docStatus",
+            "_docStatus",
+            code,
+            rep.pos,
+            "DocumentReference.docStatus",
+            vocab::doc_status,
+        );
+    }
+    if let Some(rep) = ctx.r.first(seg, 2) {
+        let cc = ctx.codeable(rep, Some("0270"), "DocumentReference.type");
+        d.obj("type", cc);
+    }
+    subject(ctx, &mut d, "subject");
+    if let Some(rep) = ctx.r.first(seg, 4) {
+        let t = ctx.instant(rep, 1, "DocumentReference.date");
+        d.opt("date", t);
+    }
+    for n in [5, 9] {
+        for rep in ctx.r.reps(seg, n) {
+            if let Some(p) = ctx.practitioner(rep, seg, "DocumentReference.author") {
+                d.push_obj("author", reference_obj(&p));
+            }
+        }
+    }
+    let content_type = match ctx.r.field_text(seg, 3, 1).as_deref() {
+        Some("HTML") => "text/html",
+        Some("RTF") => "application/rtf",
+        Some("XML") => "application/xml",
+        _ => "text/plain",
+    };
+    let mut att = Obj::new();
+    att.set("contentType", V::code(content_type));
+    let mut content = Obj::new();
+    content.obj("attachment", att);
+    d.push_obj("content", content);
+    if let Some(e) = &ctx.encounter {
+        let mut c = Obj::new();
+        c.push_obj("encounter", reference_obj(e));
+        d.obj("context", c);
+    }
+    let i = ctx.add("DocumentReference", id, d);
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+fn document_text(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, text: &mut Vec<String>) {
+    let ty = ctx.r.field_text(seg, 2, 1).unwrap_or_default();
+    if matches!(ty.as_str(), "TX" | "FT" | "ST" | "") {
+        for rep in ctx.r.reps(seg, 5) {
+            if let Some(t) = ctx.r.text(rep.bytes) {
+                text.push(t);
+            }
+        }
+        ctx.unmapped_fields(seg, &[1, 2, 3, 4, 5, 11]);
+    } else {
+        ctx.note(
+            Code::CONVERT_VALUE_TYPE_UNSUPPORTED,
+            seg.position().field(2, 1),
+            "DocumentReference.content.attachment.data",
+        );
+    }
+}
+
+fn finish_document(ctx: &mut Ctx<'_>, doc: usize, mut text: Vec<String>) {
+    if text.is_empty() {
+        return;
+    }
+    let mut joined = text.join("\n");
+    for t in &mut text {
+        zeroize::Zeroize::zeroize(t);
+    }
+    let data = base64(joined.as_bytes());
+    zeroize::Zeroize::zeroize(&mut joined);
+    let content_type = "text/plain";
+    let mut att = Obj::new();
+    att.set("contentType", V::code(content_type));
+    att.set("data", V::S(data));
+    let mut content = Obj::new();
+    content.obj("attachment", att);
+    let res = ctx.entry_mut(doc);
+    res.set("content", V::A(vec![V::O(content)]));
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        out.push(char::from(A[(n >> 18) as usize & 63]));
+        out.push(char::from(A[(n >> 12) as usize & 63]));
+        out.push(if chunk.len() > 1 { char::from(A[(n >> 6) as usize & 63]) } else { '=' });
+        out.push(if chunk.len() > 2 { char::from(A[n as usize & 63]) } else { '=' });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_encodes() {
+        assert_eq!(super::base64(b"Man"), "TWFu");
+        assert_eq!(super::base64(b"Ma"), "TWE=");
+        assert_eq!(super::base64(b"M"), "TQ==");
+    }
+}

@@ -1,0 +1,175 @@
+//! Reading message values for the converter: the only file of `convert/` that turns a value into
+//! text, and only with the [`Disclosure`] that `ops` lends for the conversion.
+//!
+//! A [`Rep`] is one repetition of a field with its position; components and subcomponents are
+//! split on access. Text is unescaped (delimiter and hexadecimal escapes; `\.br\` becomes a line
+//! break, other formatting escapes are kept as written) and decoded from the MSH-18 character set.
+//! The HL7 null `""` reads as nothing.
+//!
+//! What it does not do: interpret values (datatypes.rs does), or report anything.
+
+use zeroize::Zeroize;
+
+use crate::diag::Hl7Position;
+use crate::formats::hl7v2::charset::Charset;
+use crate::formats::hl7v2::escape;
+use crate::formats::hl7v2::parse::{Delimiters, Message, SegmentRef};
+use crate::phi::{Disclosure, PhiBytes};
+
+/// Value access for one message.
+pub struct Reader<'m> {
+    d: Delimiters,
+    charset: Charset,
+    disclosure: &'m Disclosure,
+}
+
+impl std::fmt::Debug for Reader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reader")
+    }
+}
+
+/// One repetition of a field.
+#[derive(Copy, Clone, Debug)]
+pub struct Rep<'a> {
+    /// The repetition's raw bytes.
+    pub bytes: PhiBytes<'a>,
+    /// Where it is (`PID[1]-3[2]`).
+    pub pos: Hl7Position,
+    d: Delimiters,
+}
+
+impl<'a> Rep<'a> {
+    /// Component `c` (1-based), empty when absent.
+    pub fn c(self, c: usize) -> PhiBytes<'a> {
+        self.part(c).map_or(self.bytes.slice(0, 0), |p| p.bytes)
+    }
+
+    /// Component `c` as a repetition-like value whose subcomponents are its components (for
+    /// composite components such as CX-4, an HD).
+    pub fn composite(self, c: usize) -> Rep<'a> {
+        let bytes = self.c(c);
+        Rep { bytes, pos: self.pos.component(c as u32, 0), d: Delimiters { component: self.d.subcomponent, ..self.d } }
+    }
+
+    /// Numbers of the populated components (1-based).
+    pub fn populated(self) -> impl Iterator<Item = u32> + 'a {
+        let sep = self.d.component;
+        crate::formats::hl7v2::parse::Part { bytes: self.bytes }
+            .split(Some(sep))
+            .enumerate()
+            .filter(|(_, p)| !p.bytes.is_empty())
+            .map(|(i, _)| i as u32 + 1)
+    }
+
+    fn part(self, c: usize) -> Option<crate::formats::hl7v2::parse::Part<'a>> {
+        crate::formats::hl7v2::parse::Part { bytes: self.bytes }.split(Some(self.d.component)).nth(c.checked_sub(1)?)
+    }
+
+    /// True when the repetition holds nothing.
+    pub fn is_empty(self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
+impl<'m> Reader<'m> {
+    /// A reader for a message.
+    pub fn new(msg: &'m Message, disclosure: &'m Disclosure) -> Reader<'m> {
+        let declared = msg
+            .msh()
+            .field(18)
+            .and_then(|f| f.at(1, 1, 1))
+            .map_or(Charset::Default, |b| Charset::from_msh18(b.expose_value(disclosure)));
+        let charset = match declared {
+            Charset::Default if std::str::from_utf8(msg.bytes().expose_value(disclosure)).is_ok() => Charset::Utf8,
+            Charset::Default => Charset::Latin,
+            other => other,
+        };
+        Reader { d: msg.delimiters(), charset, disclosure }
+    }
+
+    /// The non-empty repetitions of field `n` of a segment.
+    pub fn reps<'a>(&self, seg: SegmentRef<'a>, n: u32) -> Vec<Rep<'a>> {
+        let Some(f) = seg.field(n) else { return Vec::new() };
+        if f.is_empty() {
+            return Vec::new();
+        }
+        let base = f.position();
+        if !f.is_splittable() {
+            return vec![Rep { bytes: f.bytes(), pos: base.field(n, 1), d: self.d }];
+        }
+        f.repetitions()
+            .enumerate()
+            .filter(|(_, p)| !p.bytes.is_empty())
+            .map(|(i, p)| Rep { bytes: p.bytes, pos: base.field(n, i as u32 + 1), d: self.d })
+            .collect()
+    }
+
+    /// The first non-empty repetition of field `n`.
+    pub fn first<'a>(&self, seg: SegmentRef<'a>, n: u32) -> Option<Rep<'a>> {
+        self.reps(seg, n).into_iter().next()
+    }
+
+    /// Component `c` of the first repetition of field `n`, as text.
+    pub fn field_text(&self, seg: SegmentRef<'_>, n: u32, c: usize) -> Option<String> {
+        self.first(seg, n).and_then(|r| self.text(r.c(c)))
+    }
+
+    /// Unescaped, decoded text; `None` for an empty value or the HL7 null `""`. Leading and
+    /// trailing white space is removed.
+    pub fn text(&self, b: PhiBytes<'_>) -> Option<String> {
+        let raw = b.expose_value(self.disclosure);
+        if raw.is_empty() || raw == b"\"\"" {
+            return None;
+        }
+        let mut buf = Vec::with_capacity(raw.len());
+        if memchr::memchr(self.d.escape, raw).is_some() {
+            let mut decoded = Vec::with_capacity(raw.len());
+            escape::decode(raw, &self.d, &mut decoded);
+            let br = [self.d.escape, b'.', b'b', b'r', self.d.escape];
+            let mut rest = decoded.as_slice();
+            while let Some(i) = memchr::memmem::find(rest, &br) {
+                buf.extend_from_slice(&rest[..i]);
+                buf.push(b'\n');
+                rest = &rest[i + br.len()..];
+            }
+            buf.extend_from_slice(rest);
+            decoded.zeroize();
+        } else {
+            buf.extend_from_slice(raw);
+        }
+        let mut text = match String::from_utf8(buf) {
+            Ok(s) if matches!(self.charset, Charset::Utf8 | Charset::Ascii | Charset::Unknown) || s.is_ascii() => s,
+            Ok(s) => {
+                let mut t = String::with_capacity(s.len());
+                self.charset.decode_into(s.as_bytes(), &mut t);
+                let mut s = s;
+                s.zeroize();
+                t
+            }
+            Err(e) => {
+                let mut bytes = e.into_bytes();
+                let mut t = String::with_capacity(bytes.len());
+                self.charset.decode_into(&bytes, &mut t);
+                bytes.zeroize();
+                t
+            }
+        };
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            text.zeroize();
+            return None;
+        }
+        if trimmed.len() != text.len() {
+            let t = trimmed.to_owned();
+            text.zeroize();
+            return Some(t);
+        }
+        Some(text)
+    }
+
+    /// The raw bytes, for keyed derivations (resource ids) and exact comparisons only.
+    pub fn raw_for_key<'a>(&self, b: PhiBytes<'a>) -> &'a [u8] {
+        b.expose_value(self.disclosure)
+    }
+}

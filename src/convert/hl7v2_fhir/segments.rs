@@ -1,0 +1,894 @@
+//! Administrative segments: MSH (MessageHeader), PID and PD1 (Patient), NK1 (RelatedPerson), PV1
+//! and PV2 (Encounter, with Location and Practitioner participants), AL1 (AllergyIntolerance),
+//! DG1 (Condition), PR1 (Procedure), IN1 (Coverage and the payer Organization), MRG (the merged
+//! Patient, linked). Field numbers each mapper reads are listed in its `MAPPED` constant; every
+//! other populated field is reported `CONVERT_FIELD_UNMAPPED`.
+//!
+//! What it does not do: EVN (no Provenance yet: its fields are reported), PID-10 race and PID-22
+//! ethnic group (realm extensions), accounts (PID-18), IN2/IN3, GT1, ROL.
+
+use crate::diag::Code;
+use crate::formats::hl7v2::parse::{Message, SegmentRef};
+
+use super::read::Rep;
+use super::tree::{Obj, V};
+use super::{Ctx, NOWHERE, reference, reference_obj, vocab};
+
+const EXT_DATA_ABSENT: &str = "http://hl7.org/fhir/StructureDefinition/data-absent-reason";
+const EXT_ORIGINAL_TEXT: &str = "http://hl7.org/fhir/StructureDefinition/originalText";
+
+/// `{"extension":[{"url": data-absent-reason, "valueCode": code}]}`, for a required primitive
+/// that the message does not give.
+pub fn absent(code: &'static str) -> Obj {
+    let mut ext = Obj::new();
+    ext.set("url", V::code(EXT_DATA_ABSENT));
+    ext.set("valueCode", V::code(code));
+    let mut o = Obj::new();
+    o.push_obj("extension", ext);
+    o
+}
+
+/// The primitive's extension keeping a code that has no FHIR equivalent (never coerced).
+pub fn original(text: String) -> Obj {
+    let mut ext = Obj::new();
+    ext.set("url", V::code(EXT_ORIGINAL_TEXT));
+    ext.set("valueString", V::S(text));
+    let mut o = Obj::new();
+    o.push_obj("extension", ext);
+    o
+}
+
+/// A CodeableConcept with one coding.
+pub fn concept(system: &str, code: &str, display: Option<&str>) -> Obj {
+    let mut c = Obj::new();
+    c.set("system", V::S(system.to_owned()));
+    c.set("code", V::S(code.to_owned()));
+    if let Some(d) = display {
+        c.set("display", V::S(d.to_owned()));
+    }
+    let mut cc = Obj::new();
+    cc.push_obj("coding", c);
+    cc
+}
+
+fn extension(url: &'static str, key: &'static str, v: V) -> Obj {
+    let mut e = Obj::new();
+    e.set("url", V::code(url));
+    e.set(key, v);
+    e
+}
+
+impl Ctx<'_> {
+    /// Maps a code through `map` into `key` of `res`; an unknown code is kept in the
+    /// `originalText` extension of `_key` and reported.
+    #[allow(clippy::too_many_arguments)]
+    pub fn mapped_code(
+        &mut self,
+        res: &mut Obj,
+        key: &'static str,
+        under: &'static str,
+        code: Option<String>,
+        pos: crate::diag::Hl7Position,
+        path: &'static str,
+        map: fn(&str) -> Option<&'static str>,
+    ) -> bool {
+        let Some(code) = code else { return false };
+        match map(&code) {
+            Some(c) => {
+                res.set(key, V::code(c));
+                true
+            }
+            None => {
+                self.note(Code::CONVERT_CODE_UNMAPPED, pos, path);
+                res.obj(under, original(code));
+                false
+            }
+        }
+    }
+
+    /// XCN to a Practitioner (shared within the message); its reference.
+    pub fn practitioner(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
+        let mut p = Ctx::resource("Practitioner", "");
+        if self.r.text(rep.c(1)).is_some() {
+            let (system, assigner) = self.authority_system(rep, 9, path);
+            let mut id = Obj::new();
+            if let Some(t) = self.r.text(rep.c(13)) {
+                let mut cc = Obj::new();
+                let mut coding = Obj::new();
+                coding.set("system", V::S(vocab::v2_table_system("0203")));
+                coding.set("code", V::S(t));
+                cc.push_obj("coding", coding);
+                id.obj("type", cc);
+            }
+            let has_system = system.is_some();
+            id.opt("system", system);
+            id.opt("value", self.r.text(rep.c(1)));
+            if !has_system {
+                if let Some(a) = assigner {
+                    let mut o = Obj::new();
+                    o.set("display", V::S(a));
+                    id.obj("assigner", o);
+                }
+            }
+            p.push_obj("identifier", id);
+        }
+        let name = self.human_name(rep, 2, 10, path);
+        let has_name = !name.is_empty();
+        p.push_obj("name", name);
+        self.unmapped_components(rep, &[1, 2, 3, 4, 5, 6, 7, 9, 10, 13], path);
+        if !has_name && !p.has("identifier") {
+            return None;
+        }
+        let key = self.r.raw_for_key(rep.bytes).to_vec();
+        let identity: Vec<u8> = if self.r.text(rep.c(1)).is_some() {
+            let mut k = self.r.raw_for_key(rep.c(1)).to_vec();
+            k.push(0);
+            k.extend_from_slice(self.r.raw_for_key(rep.c(9)));
+            k
+        } else {
+            Vec::new()
+        };
+        let id = self.identity_id("Practitioner", &identity, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+        let mut identity = identity;
+        zeroize::Zeroize::zeroize(&mut identity);
+        p.set("id", V::S(id.clone()));
+        Some(self.add_shared("Practitioner", key, id, p))
+    }
+
+    /// HD to an Organization (shared within the message); its reference.
+    pub fn organization_hd(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
+        let name = self.r.text(rep.c(1));
+        let uid = self.r.text(rep.c(2));
+        let uid_type = self.r.text(rep.c(3));
+        if name.is_none() && uid.is_none() {
+            return None;
+        }
+        let key = self.r.raw_for_key(rep.bytes).to_vec();
+        let id = self.identity_id("Organization", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+        let mut res = Ctx::resource("Organization", &id);
+        if let Some(u) = uid {
+            let mut ident = Obj::new();
+            if uid_type.as_deref() == Some("ISO") && u.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+                ident.set("system", V::code("urn:ietf:rfc:3986"));
+                ident.set("value", V::S(format!("urn:oid:{u}")));
+            } else {
+                ident.set("value", V::S(u));
+            }
+            res.push_obj("identifier", ident);
+        }
+        res.opt("name", name);
+        let _ = path;
+        Some(self.add_shared("Organization", key, id, res))
+    }
+
+    /// An Organization named by text (IN1-4, RXA-17.2); its reference.
+    pub fn organization_named(&mut self, name: String, key: Vec<u8>, seg: SegmentRef<'_>, sub: u32) -> String {
+        let id = self.identity_id("Organization", &key, seg.index(), sub);
+        let mut res = Ctx::resource("Organization", &id);
+        res.set("name", V::S(name));
+        self.add_shared("Organization", key, id, res)
+    }
+
+    /// PL to Location resources (facility, point of care, room, bed, each `partOf` the level
+    /// above); the reference of the most specific one.
+    pub fn location(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
+        let mut parent: Option<String> = None;
+        let mut key = Vec::new();
+        // (component, physical type code, display)
+        for (c, ty, display) in [(4, "si", "Site"), (1, "wa", "Ward"), (2, "ro", "Room"), (3, "bd", "Bed")] {
+            let part = if c == 4 { rep.composite(4).c(1) } else { rep.c(c) };
+            key.extend_from_slice(self.r.raw_for_key(part));
+            key.push(0);
+            let Some(name) = self.r.text(part) else { continue };
+            let id = self.identity_id("Location", &key, seg.index(), rep.pos.field * 1000 + c as u32);
+            let mut res = Ctx::resource("Location", &id);
+            res.set("name", V::S(name));
+            if c == 3
+                || (c == 2 && self.r.text(rep.c(3)).is_none())
+                || (c == 1 && self.r.text(rep.c(2)).is_none() && self.r.text(rep.c(3)).is_none())
+            {
+                res.opt("description", self.r.text(rep.c(9)));
+            }
+            res.set("mode", V::code("instance"));
+            res.obj(
+                "physicalType",
+                concept("http://terminology.hl7.org/CodeSystem/location-physical-type", ty, Some(display)),
+            );
+            if let Some(p) = &parent {
+                res.obj("partOf", reference_obj(p));
+            }
+            let mut shared_key = b"PL".to_vec();
+            shared_key.extend_from_slice(&key);
+            parent = Some(self.add_shared("Location", shared_key, id, res));
+        }
+        zeroize::Zeroize::zeroize(&mut key);
+        self.unmapped_components(rep, &[1, 2, 3, 4, 9], path);
+        parent
+    }
+}
+
+/// MSH to MessageHeader (entry 0) and the sender/receiver Organizations. Returns the entry.
+pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 9, 10, 18];
+    let id = ctx.positional_id("MessageHeader", seg.index(), 0);
+    let mut mh = Ctx::resource("MessageHeader", &id);
+    let event = ctx.message_type.1.clone();
+    if event.is_empty() {
+        // eventCoding is required: the message does not say which event it is.
+        mh.obj("eventCoding", absent("unknown"));
+    } else {
+        let mut coding = Obj::new();
+        coding.set("system", V::S(vocab::v2_table_system("0003")));
+        coding.set("code", V::S(event));
+        mh.obj("eventCoding", coding);
+    }
+    let index = ctx.add("MessageHeader", id, Obj::new());
+    let mut dest = Obj::new();
+    dest.opt("name", ctx.r.field_text(seg, 5, 1));
+    if let Some(rep) = ctx.r.first(seg, 6) {
+        if let Some(org) = ctx.organization_hd(rep, seg, "MessageHeader.destination.receiver") {
+            dest.obj("receiver", reference_obj(&org));
+        }
+    }
+    if !dest.is_empty() {
+        dest.obj("_endpoint", absent("unknown"));
+        mh.push_obj("destination", dest);
+    }
+    if let Some(rep) = ctx.r.first(seg, 4) {
+        if let Some(org) = ctx.organization_hd(rep, seg, "MessageHeader.sender") {
+            mh.obj("sender", reference_obj(&org));
+        }
+    }
+    let mut source = Obj::new();
+    source.opt("name", ctx.r.field_text(seg, 3, 1));
+    source.obj("_endpoint", absent("unknown"));
+    mh.obj("source", source);
+    *ctx.entry_mut(index) = mh;
+    ctx.unmapped_fields(seg, MAPPED);
+    index
+}
+
+/// Sets `focus` of the MessageHeader: the Patient, else the first other resource.
+pub fn finish_header(ctx: &mut Ctx<'_>, header: usize) {
+    let focus = ctx.patient.clone().or_else(|| (ctx.entries.len() > 1).then(|| ctx.entry_ref(1)));
+    if let Some(f) = focus {
+        ctx.entry_mut(header).push_obj("focus", reference_obj(&f));
+    }
+}
+
+/// Computes the Patient and Encounter references before the walk (every resource can then
+/// point at them).
+pub fn prepare(ctx: &mut Ctx<'_>, msg: &Message) {
+    if let Some(pid) = msg.segment("PID") {
+        let mut identity = Vec::new();
+        for rep in ctx.r.reps(pid, 3) {
+            identity.extend_from_slice(ctx.r.raw_for_key(rep.c(1)));
+            identity.push(0);
+            identity.extend_from_slice(ctx.r.raw_for_key(rep.c(4)));
+            identity.push(0);
+        }
+        let id = ctx.identity_id("Patient", &identity, pid.index(), 0);
+        zeroize::Zeroize::zeroize(&mut identity);
+        ctx.patient = Some(reference(&id));
+    }
+    if let Some(pv1) = msg.segment("PV1") {
+        let id = ctx.positional_id("Encounter", pv1.index(), 0);
+        ctx.encounter = Some(reference(&id));
+    }
+}
+
+fn id_of(reference: &str) -> &str {
+    reference.strip_prefix("urn:uuid:").unwrap_or(reference)
+}
+
+/// PID to Patient. Returns the entry.
+pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 15, 16, 17, 19, 20, 23, 24, 25, 29, 30];
+    let id = id_of(ctx.patient.as_deref()?).to_owned();
+    let mut p = Ctx::resource("Patient", &id);
+    let mut ext = Vec::new();
+    if let Some(rep) = ctx.r.first(seg, 6) {
+        if let Some(family) = ctx.r.text(rep.composite(1).c(1)) {
+            ext.push(extension(
+                "http://hl7.org/fhir/StructureDefinition/patient-mothersMaidenName",
+                "valueString",
+                V::S(family),
+            ));
+        }
+        ctx.unmapped_components(rep, &[1], "Patient.extension");
+    }
+    for rep in ctx.r.reps(seg, 17) {
+        let cc = ctx.codeable(rep, Some("0006"), "Patient.extension");
+        ext.push(extension(
+            "http://hl7.org/fhir/StructureDefinition/patient-religion",
+            "valueCodeableConcept",
+            V::O(cc),
+        ));
+    }
+    if let Some(place) = ctx.r.field_text(seg, 23, 1) {
+        let mut a = Obj::new();
+        a.set("text", V::S(place));
+        ext.push(extension("http://hl7.org/fhir/StructureDefinition/patient-birthPlace", "valueAddress", V::O(a)));
+    }
+    for e in ext {
+        p.push_obj("extension", e);
+    }
+    for n in [2, 3, 4] {
+        for rep in ctx.r.reps(seg, n) {
+            let ident = ctx.identifier_cx(rep, "Patient.identifier");
+            p.push_obj("identifier", ident);
+        }
+    }
+    if let Some(ssn) = ctx.r.field_text(seg, 19, 1) {
+        let mut ident = Obj::new();
+        ident.obj("type", concept("http://terminology.hl7.org/CodeSystem/v2-0203", "SS", None));
+        ident.set("system", V::code("http://hl7.org/fhir/sid/us-ssn"));
+        ident.set("value", V::S(ssn));
+        p.push_obj("identifier", ident);
+    }
+    if let Some(rep) = ctx.r.first(seg, 20) {
+        let mut ident = Obj::new();
+        ident.obj("type", concept("http://terminology.hl7.org/CodeSystem/v2-0203", "DL", None));
+        ident.opt("value", ctx.r.text(rep.c(1)));
+        p.push_obj("identifier", ident);
+        ctx.unmapped_components(rep, &[1], "Patient.identifier");
+    }
+    for n in [5, 9] {
+        for rep in ctx.r.reps(seg, n) {
+            let name = ctx.xpn(rep, "Patient.name");
+            p.push_obj("name", name);
+        }
+    }
+    for (n, default_use) in [(13, Some("home")), (14, Some("work"))] {
+        for rep in ctx.r.reps(seg, n) {
+            let t = ctx.telecom(rep, default_use, "Patient.telecom");
+            p.push_obj("telecom", t);
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 8) {
+        let code = ctx.r.text(rep.c(1));
+        ctx.mapped_code(&mut p, "gender", "_gender", code, rep.pos, "Patient.gender", vocab::gender);
+    }
+    if let Some(rep) = ctx.r.first(seg, 7) {
+        if let Some(text) = ctx.r.text(rep.c(1)) {
+            match super::datatypes::parse_dtm(&text) {
+                Some(d) => {
+                    p.set("birthDate", V::S(d.date()));
+                    if d.has_time() {
+                        let (dt, how) = d.datetime(ctx.opts.default_offset_minutes);
+                        if how == super::datatypes::Written::ReducedToDate {
+                            ctx.note(Code::CONVERT_TIMEZONE_MISSING, rep.pos, "Patient.birthDate.extension");
+                        } else {
+                            let mut o = Obj::new();
+                            o.push_obj(
+                                "extension",
+                                extension(
+                                    "http://hl7.org/fhir/StructureDefinition/patient-birthTime",
+                                    "valueDateTime",
+                                    V::S(dt),
+                                ),
+                            );
+                            p.obj("_birthDate", o);
+                        }
+                    }
+                }
+                None => ctx.note(Code::CONVERT_VALUE_INVALID, rep.pos, "Patient.birthDate"),
+            }
+        }
+    }
+    let death = ctx.r.first(seg, 29).and_then(|rep| ctx.datetime(rep, 1, "Patient.deceasedDateTime"));
+    match death {
+        Some(d) => {
+            p.set("deceasedDateTime", V::S(d));
+        }
+        None => match ctx.r.field_text(seg, 30, 1).as_deref() {
+            Some("Y") => {
+                p.set("deceasedBoolean", V::B(true));
+            }
+            Some("N") => {
+                p.set("deceasedBoolean", V::B(false));
+            }
+            Some(_) => ctx.note(Code::CONVERT_CODE_UNMAPPED, seg.position().field(30, 1), "Patient.deceasedBoolean"),
+            None => {}
+        },
+    }
+    for rep in ctx.r.reps(seg, 11) {
+        let a = ctx.address(rep, "Patient.address");
+        p.push_obj("address", a);
+    }
+    if let Some(rep) = ctx.r.first(seg, 16) {
+        let code = ctx.r.text(rep.c(1));
+        let system_given = ctx.r.text(rep.c(3)).is_some_and(|s| s != "HL70002");
+        let v3 = matches!(code.as_deref(), Some("A" | "D" | "I" | "L" | "M" | "P" | "S" | "T" | "U" | "W"));
+        let table = if v3 && !system_given { None } else { Some("0002") };
+        let mut cc = ctx.codeable(rep, table, "Patient.maritalStatus");
+        if v3 && !system_given {
+            if let Some(c) = code {
+                let display = ctx.r.text(rep.c(2));
+                cc = concept("http://terminology.hl7.org/CodeSystem/v3-MaritalStatus", &c, display.as_deref());
+            }
+        }
+        p.obj("maritalStatus", cc);
+    }
+    let multiple = ctx.r.field_text(seg, 24, 1);
+    let order = ctx.r.field_text(seg, 25, 1);
+    match (multiple.as_deref(), order) {
+        (_, Some(o)) if o.parse::<u16>().is_ok() => {
+            p.set("multipleBirthInteger", V::N(o.trim_start_matches('0').to_owned().max_or("0")));
+        }
+        (Some("Y"), _) => {
+            p.set("multipleBirthBoolean", V::B(true));
+        }
+        (Some("N"), _) => {
+            p.set("multipleBirthBoolean", V::B(false));
+        }
+        (Some(_), _) => {
+            ctx.note(Code::CONVERT_CODE_UNMAPPED, seg.position().field(24, 1), "Patient.multipleBirthBoolean")
+        }
+        (None, Some(_)) => {
+            ctx.note(Code::CONVERT_VALUE_INVALID, seg.position().field(25, 1), "Patient.multipleBirthInteger")
+        }
+        (None, None) => {}
+    }
+    for rep in ctx.r.reps(seg, 15) {
+        let cc = ctx.codeable(rep, Some("0296"), "Patient.communication.language");
+        let mut comm = Obj::new();
+        comm.obj("language", cc);
+        p.push_obj("communication", comm);
+    }
+    let i = ctx.add("Patient", id, p);
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+trait MaxOr {
+    fn max_or(self, default: &str) -> String;
+}
+
+impl MaxOr for String {
+    fn max_or(self, default: &str) -> String {
+        if self.is_empty() { default.to_owned() } else { self }
+    }
+}
+
+/// PD1-4 to Patient.generalPractitioner.
+pub fn pd1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, patient: Option<usize>) {
+    const MAPPED: &[u32] = &[4];
+    for rep in ctx.r.reps(seg, 4) {
+        if let (Some(p), Some(i)) = (ctx.practitioner(rep, seg, "Patient.generalPractitioner"), patient) {
+            ctx.entry_mut(i).push_obj("generalPractitioner", reference_obj(&p));
+        }
+    }
+    if patient.is_none() {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    }
+    ctx.unmapped_fields(seg, MAPPED);
+}
+
+/// NK1 to RelatedPerson.
+pub fn nk1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16];
+    let Some(patient) = ctx.patient.clone() else {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    };
+    let id = ctx.positional_id("RelatedPerson", seg.index(), 0);
+    let mut rp = Ctx::resource("RelatedPerson", &id);
+    rp.obj("patient", reference_obj(&patient));
+    for n in [3, 7] {
+        if let Some(rep) = ctx.r.first(seg, n) {
+            let cc = ctx.codeable(rep, Some(if n == 3 { "0063" } else { "0131" }), "RelatedPerson.relationship");
+            rp.push_obj("relationship", cc);
+        }
+    }
+    for rep in ctx.r.reps(seg, 2) {
+        let name = ctx.xpn(rep, "RelatedPerson.name");
+        rp.push_obj("name", name);
+    }
+    for (n, default_use) in [(5, Some("home")), (6, Some("work"))] {
+        for rep in ctx.r.reps(seg, n) {
+            let t = ctx.telecom(rep, default_use, "RelatedPerson.telecom");
+            rp.push_obj("telecom", t);
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 15) {
+        let code = ctx.r.text(rep.c(1));
+        ctx.mapped_code(&mut rp, "gender", "_gender", code, rep.pos, "RelatedPerson.gender", vocab::gender);
+    }
+    if let Some(rep) = ctx.r.first(seg, 16) {
+        let d = ctx.date(rep, 1, "RelatedPerson.birthDate");
+        rp.opt("birthDate", d);
+    }
+    for rep in ctx.r.reps(seg, 4) {
+        let a = ctx.address(rep, "RelatedPerson.address");
+        rp.push_obj("address", a);
+    }
+    let mut period = Obj::new();
+    if let Some(rep) = ctx.r.first(seg, 8) {
+        period.opt("start", ctx.date(rep, 1, "RelatedPerson.period.start"));
+    }
+    if let Some(rep) = ctx.r.first(seg, 9) {
+        period.opt("end", ctx.date(rep, 1, "RelatedPerson.period.end"));
+    }
+    rp.obj("period", period);
+    ctx.add("RelatedPerson", id, rp);
+    ctx.unmapped_fields(seg, MAPPED);
+}
+
+/// PV1 to Encounter (the first PV1 of the message). Returns the entry.
+pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 3, 6, 7, 8, 9, 10, 11, 14, 17, 18, 19, 36, 44, 45];
+    let id = id_of(ctx.encounter.as_deref()?).to_owned();
+    let mut e = Ctx::resource("Encounter", &id);
+    let discharged = ctx.r.first(seg, 45).is_some();
+    let class_code = ctx.r.field_text(seg, 2, 1);
+    let status = match ctx.message_type.1.as_str() {
+        "A11" => "cancelled",
+        "A05" | "A14" => "planned",
+        "A03" => "finished",
+        _ if discharged => "finished",
+        _ if class_code.as_deref() == Some("P") => "planned",
+        _ => "in-progress",
+    };
+    e.set("status", V::code(status));
+    match class_code {
+        Some(code) => match vocab::patient_class(&code) {
+            Some((c, display)) => {
+                let mut coding = Obj::new();
+                coding.set("system", V::code("http://terminology.hl7.org/CodeSystem/v3-ActCode"));
+                coding.set("code", V::code(c));
+                coding.set("display", V::code(display));
+                e.obj("class", coding);
+            }
+            None => {
+                ctx.note(Code::CONVERT_CODE_UNMAPPED, seg.position().field(2, 1), "Encounter.class");
+                let mut coding = Obj::new();
+                coding.set("system", V::S(vocab::v2_table_system("0004")));
+                coding.set("code", V::S(code));
+                e.obj("class", coding);
+            }
+        },
+        None => {
+            e.obj("class", absent("unknown"));
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 18) {
+        let cc = ctx.codeable(rep, Some("0018"), "Encounter.type");
+        e.push_obj("type", cc);
+    }
+    if let Some(rep) = ctx.r.first(seg, 10) {
+        let cc = ctx.codeable(rep, Some("0069"), "Encounter.serviceType");
+        e.obj("serviceType", cc);
+    }
+    for rep in ctx.r.reps(seg, 19) {
+        let mut ident = ctx.identifier_cx(rep, "Encounter.identifier");
+        if !ident.has("type") {
+            ident.obj("type", concept("http://terminology.hl7.org/CodeSystem/v2-0203", "VN", None));
+        }
+        e.push_obj("identifier", ident);
+    }
+    if let Some(p) = &ctx.patient.clone() {
+        e.obj("subject", reference_obj(p));
+    }
+    for (n, code, display) in
+        [(7, "ATND", "attender"), (8, "REF", "referrer"), (9, "CON", "consultant"), (17, "ADM", "admitter")]
+    {
+        for rep in ctx.r.reps(seg, n) {
+            if let Some(r) = ctx.practitioner(rep, seg, "Encounter.participant.individual") {
+                let mut part = Obj::new();
+                part.push_obj(
+                    "type",
+                    concept("http://terminology.hl7.org/CodeSystem/v3-ParticipationType", code, Some(display)),
+                );
+                part.obj("individual", reference_obj(&r));
+                e.push_obj("participant", part);
+            }
+        }
+    }
+    let mut period = Obj::new();
+    if let Some(rep) = ctx.r.first(seg, 44) {
+        period.opt("start", ctx.datetime(rep, 1, "Encounter.period.start"));
+    }
+    if let Some(rep) = ctx.r.first(seg, 45) {
+        period.opt("end", ctx.datetime(rep, 1, "Encounter.period.end"));
+    }
+    e.obj("period", period);
+    let mut hosp = Obj::new();
+    if let Some(rep) = ctx.r.first(seg, 14) {
+        let cc = ctx.codeable(rep, Some("0023"), "Encounter.hospitalization.admitSource");
+        hosp.obj("admitSource", cc);
+    }
+    if let Some(rep) = ctx.r.first(seg, 36) {
+        let cc = ctx.codeable(rep, Some("0112"), "Encounter.hospitalization.dischargeDisposition");
+        hosp.obj("dischargeDisposition", cc);
+    }
+    e.obj("hospitalization", hosp);
+    for (n, st) in [(3, "active"), (11, "active"), (6, "completed")] {
+        if let Some(rep) = ctx.r.first(seg, n) {
+            if let Some(l) = ctx.location(rep, seg, "Encounter.location.location") {
+                let mut loc = Obj::new();
+                loc.obj("location", reference_obj(&l));
+                loc.set("status", V::code(if n == 11 { "reserved" } else { st }));
+                e.push_obj("location", loc);
+            }
+        }
+    }
+    let i = ctx.add("Encounter", id, e);
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+/// PV2-3 to Encounter.reasonCode.
+pub fn pv2(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, encounter: Option<usize>) {
+    const MAPPED: &[u32] = &[3];
+    let Some(i) = encounter else {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    };
+    if let Some(rep) = ctx.r.first(seg, 3) {
+        let cc = ctx.codeable(rep, None, "Encounter.reasonCode");
+        ctx.entry_mut(i).push_obj("reasonCode", cc);
+    }
+    ctx.unmapped_fields(seg, MAPPED);
+}
+
+/// AL1 to AllergyIntolerance. Returns the entry.
+pub fn al1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6];
+    let Some(patient) = ctx.patient.clone() else {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return None;
+    };
+    let id = ctx.positional_id("AllergyIntolerance", seg.index(), 0);
+    let mut a = Ctx::resource("AllergyIntolerance", &id);
+    // An AL1 lists a current allergy (chapter 3): clinicalStatus active, as the IG maps it.
+    a.obj(
+        "clinicalStatus",
+        concept("http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", "active", None),
+    );
+    if let Some(rep) = ctx.r.first(seg, 2) {
+        if let Some(code) = ctx.r.text(rep.c(1)) {
+            match vocab::allergy_category(&code) {
+                Some(cat) => {
+                    a.push("category", V::code(cat));
+                }
+                None => ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "AllergyIntolerance.category"),
+            }
+        }
+        ctx.unmapped_components(rep, &[1, 2, 3], "AllergyIntolerance.category");
+    }
+    if let Some(rep) = ctx.r.first(seg, 4) {
+        let code = ctx.r.text(rep.c(1));
+        ctx.mapped_code(
+            &mut a,
+            "criticality",
+            "_criticality",
+            code,
+            rep.pos,
+            "AllergyIntolerance.criticality",
+            vocab::allergy_criticality,
+        );
+    }
+    if let Some(rep) = ctx.r.first(seg, 3) {
+        let cc = ctx.codeable(rep, None, "AllergyIntolerance.code");
+        a.obj("code", cc);
+    }
+    a.obj("patient", reference_obj(&patient));
+    if let Some(rep) = ctx.r.first(seg, 6) {
+        let d = ctx.date(rep, 1, "AllergyIntolerance.onsetDateTime");
+        a.opt("onsetDateTime", d);
+    }
+    let mut reaction = Obj::new();
+    for rep in ctx.r.reps(seg, 5) {
+        if let Some(t) = ctx.r.text(rep.bytes) {
+            let mut cc = Obj::new();
+            cc.set("text", V::S(t));
+            reaction.push_obj("manifestation", cc);
+        }
+    }
+    a.push_obj("reaction", reaction);
+    let i = ctx.add("AllergyIntolerance", id, a);
+    ctx.unmapped_fields(seg, MAPPED);
+    Some(i)
+}
+
+/// DG1 to Condition (category encounter-diagnosis).
+pub fn dg1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
+    const MAPPED: &[u32] = &[1, 3, 4, 5, 16];
+    let Some(patient) = ctx.patient.clone() else {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    };
+    let id = ctx.positional_id("Condition", seg.index(), 0);
+    let mut c = Ctx::resource("Condition", &id);
+    c.push_obj(
+        "category",
+        concept("http://terminology.hl7.org/CodeSystem/condition-category", "encounter-diagnosis", None),
+    );
+    let mut code = match ctx.r.first(seg, 3) {
+        Some(rep) => ctx.codeable(rep, None, "Condition.code"),
+        None => Obj::new(),
+    };
+    if !code.has("text") {
+        code.opt("text", ctx.r.field_text(seg, 4, 1));
+    }
+    c.obj("code", code);
+    c.obj("subject", reference_obj(&patient));
+    if let Some(e) = ctx.encounter.clone() {
+        c.obj("encounter", reference_obj(&e));
+    }
+    if let Some(rep) = ctx.r.first(seg, 5) {
+        let d = ctx.datetime(rep, 1, "Condition.onsetDateTime");
+        c.opt("onsetDateTime", d);
+    }
+    if let Some(rep) = ctx.r.first(seg, 16) {
+        if let Some(p) = ctx.practitioner(rep, seg, "Condition.asserter") {
+            c.obj("asserter", reference_obj(&p));
+        }
+    }
+    ctx.add("Condition", id, c);
+    ctx.unmapped_fields(seg, MAPPED);
+}
+
+/// PR1 to Procedure (status completed: PR1 reports procedures performed).
+pub fn pr1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
+    const MAPPED: &[u32] = &[1, 3, 4, 5, 11, 12];
+    let Some(patient) = ctx.patient.clone() else {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    };
+    let id = ctx.positional_id("Procedure", seg.index(), 0);
+    let mut p = Ctx::resource("Procedure", &id);
+    p.set("status", V::code("completed"));
+    let mut code = match ctx.r.first(seg, 3) {
+        Some(rep) => ctx.codeable(rep, None, "Procedure.code"),
+        None => Obj::new(),
+    };
+    if !code.has("text") {
+        code.opt("text", ctx.r.field_text(seg, 4, 1));
+    }
+    p.obj("code", code);
+    p.obj("subject", reference_obj(&patient));
+    if let Some(e) = ctx.encounter.clone() {
+        p.obj("encounter", reference_obj(&e));
+    }
+    if let Some(rep) = ctx.r.first(seg, 5) {
+        let d = ctx.datetime(rep, 1, "Procedure.performedDateTime");
+        p.opt("performedDateTime", d);
+    }
+    for n in [11, 12] {
+        for rep in ctx.r.reps(seg, n) {
+            if let Some(r) = ctx.practitioner(rep, seg, "Procedure.performer.actor") {
+                let mut perf = Obj::new();
+                perf.obj("actor", reference_obj(&r));
+                p.push_obj("performer", perf);
+            }
+        }
+    }
+    ctx.add("Procedure", id, p);
+    ctx.unmapped_fields(seg, MAPPED);
+}
+
+/// IN1 to Coverage and the payer Organization.
+pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 8, 12, 13, 17, 36];
+    let Some(patient) = ctx.patient.clone() else {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    };
+    let id = ctx.positional_id("Coverage", seg.index(), 0);
+    let mut c = Ctx::resource("Coverage", &id);
+    if let Some(rep) = ctx.r.first(seg, 36) {
+        let ident = ctx.identifier_cx(rep, "Coverage.identifier");
+        c.push_obj("identifier", ident);
+    }
+    c.set("status", V::code("active"));
+    c.obj("beneficiary", reference_obj(&patient));
+    if let Some(rep) = ctx.r.first(seg, 17) {
+        let code = ctx.r.text(rep.c(1));
+        if let Some(code) = code {
+            match vocab::subscriber_relationship(&code) {
+                Some(rel) => {
+                    c.obj(
+                        "relationship",
+                        concept("http://terminology.hl7.org/CodeSystem/subscriber-relationship", rel, None),
+                    );
+                }
+                None => {
+                    ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Coverage.relationship");
+                    c.obj("relationship", concept(&vocab::v2_table_system("0063"), &code, None));
+                }
+            }
+        }
+    }
+    let mut period = Obj::new();
+    if let Some(rep) = ctx.r.first(seg, 12) {
+        period.opt("start", ctx.date(rep, 1, "Coverage.period.start"));
+    }
+    if let Some(rep) = ctx.r.first(seg, 13) {
+        period.opt("end", ctx.date(rep, 1, "Coverage.period.end"));
+    }
+    c.obj("period", period);
+    // The payer: IN1-3 (company id) and IN1-4 (company name), one Organization.
+    let name = ctx.r.first(seg, 4).and_then(|rep| ctx.r.text(rep.c(1)));
+    let company = ctx.r.first(seg, 3);
+    let mut key = b"IN1".to_vec();
+    if let Some(rep) = company {
+        key.extend_from_slice(ctx.r.raw_for_key(rep.bytes));
+    }
+    key.push(0);
+    if let Some(rep) = ctx.r.first(seg, 4) {
+        key.extend_from_slice(ctx.r.raw_for_key(rep.bytes));
+    }
+    if name.is_some() || company.is_some() {
+        let oid = ctx.identity_id("Organization", &key, seg.index(), 3);
+        let mut org = Ctx::resource("Organization", &oid);
+        if let Some(rep) = company {
+            let ident = ctx.identifier_cx(rep, "Organization.identifier");
+            org.push_obj("identifier", ident);
+        }
+        org.opt("name", name);
+        let r = ctx.add_shared("Organization", key, oid, org);
+        c.push_obj("payor", reference_obj(&r));
+    } else {
+        zeroize::Zeroize::zeroize(&mut key);
+        // payor is required: the message does not name the payer.
+        ctx.note(Code::CONVERT_VALUE_MISSING, seg.position().field(3, 0), "Coverage.payor");
+        c.push_obj("payor", absent("unknown"));
+    }
+    for (n, ty) in [(2, "plan"), (8, "group")] {
+        if let Some(rep) = ctx.r.first(seg, n) {
+            if let Some(v) = ctx.r.text(rep.c(1)) {
+                let mut class = Obj::new();
+                class.obj("type", concept("http://terminology.hl7.org/CodeSystem/coverage-class", ty, None));
+                class.set("value", V::S(v));
+                c.push_obj("class", class);
+            }
+        }
+    }
+    ctx.add("Coverage", id, c);
+    ctx.unmapped_fields(seg, MAPPED);
+}
+
+/// MRG: the merged (prior) Patient, inactive, `replaced-by` the surviving one, which `replaces`
+/// it. MRG-1 (prior identifiers) and MRG-7 (prior name) are kept on it.
+pub fn mrg(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, patient: Option<usize>) {
+    const MAPPED: &[u32] = &[1, 4, 7];
+    let (Some(survivor), Some(pi)) = (ctx.patient.clone(), patient) else {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    };
+    let mut identity = b"MRG".to_vec();
+    for rep in ctx.r.reps(seg, 1) {
+        identity.extend_from_slice(ctx.r.raw_for_key(rep.c(1)));
+        identity.push(0);
+        identity.extend_from_slice(ctx.r.raw_for_key(rep.c(4)));
+        identity.push(0);
+    }
+    let id = ctx.identity_id("Patient", &identity, seg.index(), 0);
+    zeroize::Zeroize::zeroize(&mut identity);
+    let mut old = Ctx::resource("Patient", &id);
+    for n in [1, 4] {
+        for rep in ctx.r.reps(seg, n) {
+            let ident = ctx.identifier_cx(rep, "Patient.identifier");
+            old.push_obj("identifier", ident);
+        }
+    }
+    old.set("active", V::B(false));
+    for rep in ctx.r.reps(seg, 7) {
+        let name = ctx.xpn(rep, "Patient.name");
+        old.push_obj("name", name);
+    }
+    let mut link = Obj::new();
+    link.obj("other", reference_obj(&survivor));
+    link.set("type", V::code("replaced-by"));
+    old.push_obj("link", link);
+    let old_ref = reference(&id);
+    ctx.add("Patient", id, old);
+    let mut back = Obj::new();
+    back.obj("other", reference_obj(&old_ref));
+    back.set("type", V::code("replaces"));
+    ctx.entry_mut(pi).push_obj("link", back);
+    ctx.unmapped_fields(seg, MAPPED);
+}

@@ -1,0 +1,177 @@
+//! A small JSON tree for building FHIR resources in a fixed key order, then writing them once.
+//!
+//! Keys are `&'static str` names of FHIR elements (never values). Strings are message values:
+//! they are zeroized when the tree is dropped. Objects keep insertion order (deterministic
+//! output: the converter inserts in a fixed order), and an empty object or array is never
+//! written (FHIR JSON forbids `{}` and `[]`).
+//!
+//! What it does not do: parse JSON, or check FHIR rules (the validator does, on the output).
+
+use zeroize::Zeroize;
+
+/// A JSON value.
+#[derive(Debug)]
+pub enum V {
+    /// A string (a message value, or a fixed code).
+    S(String),
+    /// A JSON number, already checked to match the FHIR decimal/integer syntax.
+    N(String),
+    /// A boolean.
+    B(bool),
+    /// An object.
+    O(Obj),
+    /// An array.
+    A(Vec<V>),
+}
+
+impl Drop for V {
+    fn drop(&mut self) {
+        if let V::S(s) | V::N(s) = self {
+            s.zeroize();
+        }
+    }
+}
+
+impl V {
+    /// A fixed string.
+    pub fn code(s: &'static str) -> V {
+        V::S(s.to_owned())
+    }
+
+    /// True when writing it would produce nothing (an empty object or array).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            V::O(o) => o.is_empty(),
+            V::A(a) => a.iter().all(V::is_empty),
+            _ => false,
+        }
+    }
+
+    /// Appends compact JSON.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            V::S(s) => crate::json::string(out, s),
+            V::N(n) => out.extend_from_slice(n.as_bytes()),
+            V::B(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            V::O(o) => o.write(out),
+            V::A(items) => {
+                out.push(b'[');
+                let mut first = true;
+                for v in items.iter().filter(|v| !v.is_empty()) {
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    v.write(out);
+                }
+                out.push(b']');
+            }
+        }
+    }
+}
+
+/// An object with keys in insertion order.
+#[derive(Debug, Default)]
+pub struct Obj(Vec<(&'static str, V)>);
+
+impl Obj {
+    /// An empty object.
+    pub fn new() -> Obj {
+        Obj(Vec::new())
+    }
+
+    /// True when no member would be written.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|(_, v)| v.is_empty())
+    }
+
+    /// True when the member is present (and not empty).
+    pub fn has(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, v)| *k == key && !v.is_empty())
+    }
+
+    /// Sets a member (replacing one with the same key).
+    pub fn set(&mut self, key: &'static str, v: V) -> &mut Obj {
+        if v.is_empty() {
+            return self;
+        }
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = v,
+            None => self.0.push((key, v)),
+        }
+        self
+    }
+
+    /// Sets a string member when present.
+    pub fn opt(&mut self, key: &'static str, s: Option<String>) -> &mut Obj {
+        if let Some(s) = s {
+            self.set(key, V::S(s));
+        }
+        self
+    }
+
+    /// Sets an object member when not empty.
+    pub fn obj(&mut self, key: &'static str, o: Obj) -> &mut Obj {
+        self.set(key, V::O(o))
+    }
+
+    /// Appends to an array member (created on first use).
+    pub fn push(&mut self, key: &'static str, v: V) -> &mut Obj {
+        if v.is_empty() {
+            return self;
+        }
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, V::A(items))) => items.push(v),
+            Some(slot) => slot.1 = V::A(vec![v]),
+            None => self.0.push((key, V::A(vec![v]))),
+        }
+        self
+    }
+
+    /// Appends an object to an array member.
+    pub fn push_obj(&mut self, key: &'static str, o: Obj) -> &mut Obj {
+        self.push(key, V::O(o))
+    }
+
+    /// Number of items of an array member.
+    pub fn count(&self, key: &str) -> usize {
+        match self.0.iter().find(|(k, _)| *k == key) {
+            Some((_, V::A(items))) => items.len(),
+            Some(_) => 1,
+            None => 0,
+        }
+    }
+
+    /// Appends compact JSON.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        let mut first = true;
+        for (k, v) in self.0.iter().filter(|(_, v)| !v.is_empty()) {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            crate::json::string(out, k);
+            out.push(b':');
+            v.write(out);
+        }
+        out.push(b'}');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_in_order_and_skips_empty() {
+        let mut o = Obj::new();
+        o.set("resourceType", V::code("Patient"));
+        o.obj("meta", Obj::new());
+        o.push("name", V::O(Obj::new()));
+        o.set("active", V::B(true));
+        let mut out = Vec::new();
+        o.write(&mut out);
+        assert_eq!(out, br#"{"resourceType":"Patient","active":true}"#);
+    }
+}

@@ -1,0 +1,417 @@
+//! `phiward convert` (HL7 v2 to FHIR R4), on the messages of fixtures/hl7v2/convert (one per
+//! message type the converter is built for; invented people only):
+//!
+//! - every Bundle: exit 0, no error finding from phiward's validator, MessageHeader first,
+//!   ids and fullUrls unique, every reference resolves inside the Bundle, two runs identical,
+//!   for each Bundle type; `transaction` entries are PUTs by id;
+//! - golden outputs (fixtures/hl7v2/convert/golden/, compared as parsed JSON);
+//! - multi-record input: one line per record, a broken record does not lose the others;
+//! - keyed ids (`--id-key-file`), naming systems, `--default-timezone`, unknown codes kept;
+//! - usage errors; markers in every value never reach a finding or stderr.
+//!
+//! The independent validator (@medplum/core) runs in tests/peers/convert_medplum.mjs.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::common::{code, files_under, fixture, run, run_stdin, run_with};
+use crate::no_leak::has_marker;
+
+fn messages() -> Vec<std::path::PathBuf> {
+    let files: Vec<_> = files_under(&fixture("hl7v2/convert"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "hl7") && !p.to_string_lossy().contains("/golden/"))
+        .collect();
+    assert!(files.len() >= 22, "convert fixtures missing");
+    files
+}
+
+fn convert(args: &[&str], input: &[u8]) -> (i32, Vec<Value>) {
+    let mut all = vec!["convert", "--json"];
+    all.extend_from_slice(args);
+    all.push("-");
+    let o = run_stdin(&all, input);
+    assert!(o.stderr.is_empty(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let lines = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("convert --json prints JSON lines"))
+        .collect();
+    (code(&o), lines)
+}
+
+fn references(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    ("reference", Value::String(s)) => out.push(s.clone()),
+                    _ => references(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+        _ => {}
+    }
+}
+
+/// The checks every converted Bundle passes.
+fn check_bundle(out: &Value, bundle_type: &str, ctx: &str) {
+    assert_eq!(out["format"], "fhir", "{ctx}");
+    let errors: Vec<_> = out["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["severity"] == "error" || f["severity"] == "fatal")
+        .collect();
+    assert!(errors.is_empty(), "{ctx}: error findings {errors:?}");
+    let bundle = &out["bundle"];
+    assert_eq!(bundle["resourceType"], "Bundle");
+    assert_eq!(bundle["type"], bundle_type, "{ctx}");
+    let entries = bundle["entry"].as_array().expect("entries");
+    if bundle_type == "message" {
+        assert_eq!(entries[0]["resource"]["resourceType"], "MessageHeader", "{ctx}");
+    }
+    let mut full_urls = BTreeSet::new();
+    let mut ids = BTreeSet::new();
+    for e in entries {
+        let full = e["fullUrl"].as_str().expect("fullUrl").to_owned();
+        let id = e["resource"]["id"].as_str().expect("id");
+        assert_eq!(full, format!("urn:uuid:{id}"), "{ctx}");
+        assert!(full_urls.insert(full), "{ctx}: duplicate fullUrl");
+        assert!(ids.insert(id.to_owned()), "{ctx}: duplicate id");
+        if bundle_type == "transaction" {
+            assert_eq!(e["request"]["method"], "PUT", "{ctx}");
+            let url = format!("{}/{id}", e["resource"]["resourceType"].as_str().unwrap_or_default());
+            assert_eq!(e["request"]["url"], Value::String(url), "{ctx}");
+        }
+    }
+    let mut refs = Vec::new();
+    references(&bundle["entry"], &mut refs);
+    for r in refs {
+        assert!(full_urls.contains(&r), "{ctx}: reference does not resolve");
+    }
+}
+
+#[test]
+fn every_message_type_converts_to_a_valid_deterministic_bundle() {
+    let mut resources = 0;
+    for file in messages() {
+        let input = std::fs::read(&file).expect("fixture");
+        for ty in ["message", "collection", "transaction"] {
+            let (c1, a) = convert(&["--bundle-type", ty], &input);
+            let (c2, b) = convert(&["--bundle-type", ty], &input);
+            let ctx = format!("{} ({ty})", file.display());
+            assert_eq!((c1, c2), (0, 0), "{ctx}: exit");
+            assert_eq!(a, b, "{ctx}: two runs differ");
+            assert_eq!(a.len(), 1, "{ctx}");
+            check_bundle(&a[0], ty, &ctx);
+            resources += a[0]["bundle"]["entry"].as_array().map_or(0, Vec::len);
+        }
+        // Byte-identical, not only equal as JSON.
+        let args = ["convert", "--json", file.to_str().unwrap_or_default()];
+        assert_eq!(run(&args).stdout, run(&args).stdout);
+    }
+    assert!(resources > 500, "only {resources} resources");
+}
+
+#[test]
+fn golden_outputs() {
+    for name in ["adt_a01", "oru_r01", "vxu_v04", "siu_s12", "mdm_t02"] {
+        let input = std::fs::read(fixture(&format!("hl7v2/convert/{name}.hl7"))).expect("fixture");
+        let (_, out) = convert(&["--default-timezone", "-05:00"], &input);
+        let golden = fixture(&format!("hl7v2/convert/golden/{name}.json"));
+        if std::env::var_os("PHIWARD_BLESS").is_some() {
+            let text = serde_json::to_string_pretty(&out[0]).unwrap_or_default();
+            std::fs::write(&golden, text + "\n").expect("write golden");
+        }
+        let expected: Value = serde_json::from_slice(&std::fs::read(&golden).expect("golden")).expect("golden JSON");
+        assert_eq!(out[0], expected, "{name} differs from its golden output (PHIWARD_BLESS=1 rewrites)");
+    }
+}
+
+#[test]
+fn multi_record_input_gives_one_line_per_record_and_keeps_going() {
+    let mut input = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
+    input.extend_from_slice(b"MSH|^~\\&|BROKEN\r");
+    input.extend(std::fs::read(fixture("hl7v2/convert/oru_r01.hl7")).expect("fixture"));
+    input.extend_from_slice(b"MSH|^^^^|\r");
+    input.extend(std::fs::read(fixture("hl7v2/convert/vxu_v04.hl7")).expect("fixture"));
+    let (c, lines) = convert(&[], &input);
+    assert_eq!(c, 65, "a failed record makes the exit 65");
+    assert_eq!(lines.len(), 5);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(l["record"], i as u64 + 1);
+    }
+    assert_eq!(lines[3]["error"], "CLI_PARSE_FAILED");
+    for i in [0, 2, 4] {
+        check_bundle(&lines[i], "message", &format!("record {}", i + 1));
+    }
+    // The MLLP framing of the same messages gives the same Bundles.
+    let mut framed = Vec::new();
+    for name in ["adt_a01", "oru_r01"] {
+        framed.push(0x0B);
+        framed.extend(std::fs::read(fixture(&format!("hl7v2/convert/{name}.hl7"))).expect("fixture"));
+        framed.extend_from_slice(&[0x1C, 0x0D]);
+    }
+    let (c, lines) = convert(&[], &framed);
+    assert_eq!(c, 0);
+    assert_eq!(lines.len(), 2);
+}
+
+fn patient_ids(out: &Value) -> Vec<String> {
+    out["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["resource"]["resourceType"] == "Patient")
+        .map(|e| e["resource"]["id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn keyed_ids_follow_the_patient_not_the_message() {
+    let dir = std::env::temp_dir().join(format!("phiward-convert-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let key = dir.join("key");
+    let other = dir.join("other");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").expect("key");
+    std::fs::write(&other, "fedcba9876543210fedcba9876543210\n").expect("key");
+    let a = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
+    let b = std::fs::read(fixture("hl7v2/convert/adt_a08.hl7")).expect("fixture");
+    let k = key.to_string_lossy().into_owned();
+    let o = other.to_string_lossy().into_owned();
+    let (_, ka) = convert(&["--id-key-file", &k], &a);
+    let (_, kb) = convert(&["--id-key-file", &k], &b);
+    let (_, oa) = convert(&["--id-key-file", &o], &a);
+    let (_, ua) = convert(&[], &a);
+    let (_, ub) = convert(&[], &b);
+    // Same PID-3 in two messages: the same Patient id with a key...
+    assert_eq!(patient_ids(&ka[0]), patient_ids(&kb[0]));
+    // ...another key gives another id, and without a key ids are per message.
+    assert_ne!(patient_ids(&ka[0]), patient_ids(&oa[0]));
+    assert_ne!(patient_ids(&ua[0]), patient_ids(&ub[0]));
+    check_bundle(&ka[0], "message", "keyed");
+    let short = dir.join("short");
+    std::fs::write(&short, "short").expect("key");
+    let s = short.to_string_lossy().into_owned();
+    let out = run(&["convert", "--id-key-file", &s, fixture("hl7v2/convert/adt_a01.hl7").to_str().unwrap_or_default()]);
+    crate::common::assert_failure_line(&out, "CLI_KEY_INVALID");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn codes_at(out: &Value, code: &str) -> Vec<String> {
+    out["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == code)
+        .map(|f| f["location"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn naming_systems_give_identifier_systems() {
+    let dir = std::env::temp_dir().join(format!("phiward-convert-ns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let table = dir.join("naming.txt");
+    std::fs::write(
+        &table,
+        "# authority uri\nMERCYHOSP http://mercy.example.org/fhir/sid/mrn\nUSSSA http://hl7.org/fhir/sid/us-ssn\n",
+    )
+    .expect("table");
+    let t = table.to_string_lossy().into_owned();
+    let input = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
+    let (_, without) = convert(&[], &input);
+    let (_, with) = convert(&["--naming-systems", &t], &input);
+    assert!(codes_at(&without[0], "CONVERT_IDENTIFIER_SYSTEM_UNKNOWN").iter().any(|l| l.starts_with("PID[1]-3[1]")));
+    assert!(!codes_at(&with[0], "CONVERT_IDENTIFIER_SYSTEM_UNKNOWN").iter().any(|l| l.starts_with("PID[1]-3[")));
+    let text = serde_json::to_string(&with[0]["bundle"]).unwrap_or_default();
+    assert!(text.contains("http://mercy.example.org/fhir/sid/mrn"));
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "MERCYHOSP not a uri\n").expect("table");
+    let b = bad.to_string_lossy().into_owned();
+    let out =
+        run(&["convert", "--naming-systems", &b, fixture("hl7v2/convert/adt_a01.hl7").to_str().unwrap_or_default()]);
+    crate::common::assert_failure_line(&out, "CLI_NAMING_SYSTEMS_INVALID");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const NO_OFFSET: &[u8] = b"MSH|^~\\&|A|B|C|D|20260301101500||ADT^A04^ADT_A01|TZ1|P|2.5.1\rPID|1||X1^^^H^MR||DOE^JANE||19700101|X\rPV1|1|O|||||||||||||||||V1|||||||||||||||||||||||||202603011015\r";
+
+#[test]
+fn timestamps_without_offset_use_the_default_or_become_dates() {
+    let (_, plain) = convert(&[], NO_OFFSET);
+    let enc = plain[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Encounter")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(enc["resource"]["period"]["start"], "2026-03-01");
+    assert!(
+        codes_at(&plain[0], "CONVERT_TIMEZONE_MISSING").iter().any(|l| l == "PV1[1]-44[1]->Encounter.period.start")
+    );
+    assert!(plain[0]["bundle"].get("timestamp").is_none(), "an instant needs an offset");
+    let (_, tz) = convert(&["--default-timezone", "+02:00"], NO_OFFSET);
+    let enc = tz[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Encounter")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(enc["resource"]["period"]["start"], "2026-03-01T10:15:00+02:00");
+    assert_eq!(tz[0]["bundle"]["timestamp"], "2026-03-01T10:15:00+02:00");
+    // The host's zone never matters.
+    let o = run_with(&["convert", "--json", "-"], Some(NO_OFFSET), &[("TZ", "Asia/Kolkata")]);
+    assert_eq!(serde_json::from_slice::<Value>(&o.stdout).ok(), Some(plain[0].clone()));
+}
+
+#[test]
+fn unknown_codes_are_kept_and_reported() {
+    let (_, out) = convert(&[], NO_OFFSET);
+    assert!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED").iter().any(|l| l == "PID[1]-8[1]->Patient.gender"));
+    let patient = out[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Patient")
+        .cloned()
+        .unwrap_or_default();
+    assert!(patient["resource"].get("gender").is_none(), "never coerced");
+    assert_eq!(patient["resource"]["_gender"]["extension"][0]["valueString"], "X", "kept");
+}
+
+#[test]
+fn usage_errors() {
+    let f = fixture("hl7v2/convert/adt_a01.hl7");
+    let f = f.to_str().unwrap_or_default();
+    for args in [
+        vec!["convert", "--no-such-flag", f],
+        vec!["convert", "--to", "cda", f],
+        vec!["convert", "--bundle-type", "document", f],
+        vec!["convert", "--default-timezone", "CET", f],
+        vec!["convert", "--default-timezone", "+5", f],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        crate::common::assert_failure_line(&o, "CLI_USAGE");
+    }
+    let o = run(&["convert", fixture("fhir/valid").join("condition.json").to_str().unwrap_or_default()]);
+    if code(&o) != 66 {
+        crate::common::assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
+    }
+}
+
+/// Replaces every value of an ER7 message (every component and subcomponent, MSH-1/2 and the
+/// segment ids aside) with a unique marker.
+fn mark(input: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(input);
+    let mut n = 0;
+    let mut out = String::new();
+    for seg in text.split('\r').filter(|s| !s.is_empty()) {
+        let fields: Vec<&str> = seg.split('|').collect();
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push('|');
+            }
+            let keep = i == 0 || (fields[0] == "MSH" && (i == 1 || i == 8 || i == 11));
+            if keep {
+                out.push_str(f);
+                continue;
+            }
+            let mut token = String::new();
+            for ch in f.chars() {
+                if "^~&".contains(ch) {
+                    if !token.is_empty() {
+                        n += 1;
+                        out.push_str(&format!("MKR{n:05}X"));
+                        token.clear();
+                    }
+                    out.push(ch);
+                } else {
+                    token.push(ch);
+                }
+            }
+            if !token.is_empty() {
+                n += 1;
+                out.push_str(&format!("MKR{n:05}X"));
+            }
+        }
+        out.push('\r');
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn markers_never_reach_a_finding_or_stderr() {
+    let mut inputs: Vec<Vec<u8>> = messages().iter().map(|f| mark(&std::fs::read(f).expect("fixture"))).collect();
+    inputs.extend(files_under(&fixture("hl7v2/markers")).iter().map(|f| std::fs::read(f).expect("marker fixture")));
+    let mut findings = 0;
+    for input in &inputs {
+        assert!(has_marker(input));
+        for args in [
+            &["convert", "--json", "-"][..],
+            &["convert", "-"][..],
+            &["convert", "--json", "--default-timezone", "Z", "-"][..],
+        ] {
+            let o = run_with(args, Some(input), &[("RUST_LOG", "trace")]);
+            assert!(!has_marker(&o.stderr), "marker on stderr");
+            if args.contains(&"--json") {
+                for line in String::from_utf8_lossy(&o.stdout).lines().filter(|l| !l.trim().is_empty()) {
+                    let v: Value = serde_json::from_str(line).expect("JSON line");
+                    let f = serde_json::to_string(&v["findings"]).unwrap_or_default();
+                    assert!(!has_marker(f.as_bytes()), "marker in a finding");
+                    findings += v["findings"].as_array().map_or(0, Vec::len);
+                }
+            }
+        }
+    }
+    assert!(findings > 500, "only {findings} findings checked");
+}
+
+/// Every HL7 v2 fixture of the repository (valid, invalid, conformance, markers, MLLP streams)
+/// converts without a panic or a hang: exit 0, 1 or 65, and on failure only the failure line.
+#[test]
+fn every_hl7_fixture_converts_or_fails_cleanly() {
+    let mut runs = 0;
+    for file in files_under(&fixture("hl7v2")) {
+        let name = file.to_string_lossy().into_owned();
+        if !(name.ends_with(".hl7") || name.ends_with(".mllp") || name.ends_with(".txt")) {
+            continue;
+        }
+        let o = run(&["convert", "--json", &name]);
+        runs += 1;
+        let c = code(&o);
+        assert!([0, 1, 65].contains(&c), "{name}: exit {c}");
+        if o.stdout.is_empty() {
+            // A batch without messages converts to nothing; anything else is a failure line.
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.is_empty() || (err.starts_with("phiward: ") && err.lines().count() == 1), "{name}: {err}");
+        } else {
+            assert!(o.stderr.is_empty(), "{name}: stderr with data");
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                let v: Value = serde_json::from_str(line).expect("JSON line");
+                assert!(v.get("bundle").is_some() || v.get("error").is_some(), "{name}");
+            }
+        }
+    }
+    assert!(runs > 100, "only {runs} fixtures");
+}
+
+/// Regression: a second PID (a second merge of an ADT^A40) must not attach its MRG to the first
+/// patient.
+#[test]
+fn a_second_patient_is_reported_not_merged_into_the_first() {
+    let mut input = std::fs::read(fixture("hl7v2/convert/adt_a40.hl7")).expect("fixture");
+    input.extend_from_slice(b"PID|1||PATID3001^^^MERCYHOSP^MR||OTHER^PERSON\rMRG|PATID3000^^^MERCYHOSP^MR\r");
+    let (c, out) = convert(&[], &input);
+    assert_eq!(c, 0);
+    check_bundle(&out[0], "message", "a40 twice");
+    let unmapped = codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED");
+    assert!(unmapped.contains(&"PID[2]->-".to_owned()) && unmapped.contains(&"MRG[2]->-".to_owned()), "{unmapped:?}");
+    assert_eq!(patient_ids(&out[0]).len(), 2, "the survivor and the first merged patient only");
+}
