@@ -72,6 +72,18 @@ impl Env<'_> {
         })
     }
 
+    /// `ele-1` (`hasValue() or (children().count() > id.count())`), which applies to every
+    /// element: the same result as [`Env::run`] over its compiled expression (a test checks
+    /// both agree on the fixtures), without building the collections.
+    pub fn ele_1(&self) -> bool {
+        let doc = self.doc;
+        if doc.node(self.context).has_value() {
+            return true;
+        }
+        let children = doc.children(self.context).filter(|&c| !doc.node(c).is_unknown()).count();
+        children > self.navigate(&[Val::Node(self.context)], "id", true).len()
+    }
+
     fn eval(&self, e: &Expr, focus: &[Val], scope: &Scope<'_>, depth: u32) -> R {
         if depth > 64 {
             return Err(EvalError);

@@ -61,6 +61,12 @@ fn regex(pattern: &str) -> Option<&'static Regex> {
     Some(r)
 }
 
+/// The constraint number of `ele-1`, which [`check_invariants`] evaluates natively.
+fn ele_1() -> Option<u16> {
+    static N: OnceLock<Option<u16>> = OnceLock::new();
+    *N.get_or_init(|| defs::constraints().iter().position(|c| c.key == "ele-1").and_then(|n| u16::try_from(n).ok()))
+}
+
 /// `(compiled, total)`: how many invariants of the core definitions the engine compiles.
 pub fn coverage() -> (usize, usize) {
     let all = defs::constraints();
@@ -94,6 +100,7 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
     let mut list = Vec::new();
     let mut unchecked: Vec<&'static str> = Vec::new();
     let cache = eval::NavCache::default();
+    let ele_1 = ele_1();
     for i in 0..doc.nodes().len() as u32 {
         let node = doc.node(i);
         if node.is_unknown() {
@@ -114,6 +121,7 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
         for &c in &list {
             let Some(constraint) = defs::constraint(c) else { continue };
             let result = match compiled(c) {
+                Some(Ok(_)) if Some(c) == ele_1 => Some(Some(env.ele_1())),
                 Some(Ok(expr)) => env.run(expr).ok(),
                 _ => None,
             };
@@ -152,5 +160,42 @@ mod tests {
             .collect();
         assert!(total >= 240, "{total}");
         assert!(ok == total, "{ok}/{total}: {failing:?}");
+    }
+
+    /// The native `ele-1` agrees with the engine on every element of the FHIR fixtures.
+    #[test]
+    fn ele_1_native_agrees_with_the_engine() {
+        let n = ele_1().expect("ele-1 is a core invariant");
+        let Some(Ok(expr)) = compiled(n) else { panic!("ele-1 compiles") };
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/fhir"))];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "json" || e == "xml") {
+                    files.push(path);
+                }
+            }
+        }
+        let limits = crate::limits::Limits::default();
+        let (mut checked, mut false_seen) = (0usize, 0usize);
+        for path in files {
+            let Ok(doc) = crate::formats::fhir::read(std::fs::read(&path).expect("read"), &limits) else { continue };
+            let cache = eval::NavCache::default();
+            for i in 0..doc.nodes().len() as u32 {
+                if doc.node(i).is_unknown() {
+                    continue;
+                }
+                let resource = doc.resource_of(i);
+                let env = eval::Env { doc: &doc, resource, root_resource: resource, context: i, cache: &cache };
+                let engine = env.run(expr);
+                assert_eq!(engine, Ok(Some(env.ele_1())), "{} node {i}", path.display());
+                checked += 1;
+                false_seen += usize::from(!env.ele_1());
+            }
+        }
+        assert!(checked > 1000 && false_seen > 0, "{checked} {false_seen}");
     }
 }
