@@ -176,10 +176,7 @@ struct Input {
 /// Reads the declared properties; ignores the others.
 fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) -> Result<Input, Code> {
     let content = args.remove("content");
-    let base64 = match tool {
-        Tool::Convert => None,
-        _ => args.remove("content_base64"),
-    };
+    let base64 = args.remove("content_base64");
     let bytes = match (content, base64) {
         (Some(Value::String(text)), None) => text.into_bytes(),
         (None, Some(Value::String(mut encoded))) => {
@@ -197,20 +194,17 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
     if bytes.classify(|b| b.len() as u64 > limits.max_input_bytes) {
         return Err(Code::CLI_INPUT_TOO_LARGE);
     }
-    let format = match tool {
-        Tool::Convert => {
-            match args.get("to") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) if s == "fhir" => {}
-                Some(_) => return Err(Code::CLI_USAGE),
-            }
-            None
-        }
-        _ => match args.get("format") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(Format::from_name(s).ok_or(Code::CLI_USAGE)?),
+    if tool == Tool::Convert {
+        match args.get("to") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s == "fhir" => {}
             Some(_) => return Err(Code::CLI_USAGE),
-        },
+        }
+    }
+    let format = match args.get("format") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(Format::from_name(s).ok_or(Code::CLI_USAGE)?),
+        Some(_) => return Err(Code::CLI_USAGE),
     };
     let ndjson = match (tool, args.get("ndjson")) {
         (Tool::Convert, _) | (_, None | Some(Value::Null)) => false,

@@ -101,13 +101,8 @@ impl Tool {
         let formats: Vec<&str> =
             Format::ALL.into_iter().filter(|f| f.supports(self.operation())).map(Format::as_str).collect();
         let formats = if formats.is_empty() { "none yet".to_owned() } else { formats.join(", ") };
-        let input = match self {
-            Tool::Convert => "Pass the message as text in `content`.",
-            _ => {
-                "Pass the message as text in `content` (or as base64 in `content_base64` for binary \
-                 input), and `format` when you know it (omitted means detect)."
-            }
-        };
+        let input = "Pass the message as text in `content` (or as base64 in `content_base64` for binary \
+                     input), and `format` when you know it (omitted means detect).";
         format!(
             "{what} {input} Formats this build supports for {}: {formats}. Local and read-only: \
              nothing is stored or sent anywhere. A reply with status `failed` carries only a code \
@@ -127,7 +122,20 @@ impl Tool {
             Tool::Convert => json!({
                 "type": "object",
                 "properties": {
-                    "content": {"type": "string", "description": "The message as text."},
+                    "content": content,
+                    "content_base64": {
+                        "type": "string",
+                        "contentEncoding": "base64",
+                        "description": "The message as base64 (standard alphabet, padded), for bytes \
+                                        that are not UTF-8 (an ISO 8859-1 message, MLLP frames). Give \
+                                        either this or `content`, not both."
+                    },
+                    "format": {
+                        "type": "string",
+                        "enum": Format::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+                        "description": "The input format (hl7 or mllp convert; the others fail with \
+                                        CLI_FORMAT_UNSUPPORTED); omit it to detect the format."
+                    },
                     "to": {
                         "type": "string",
                         "enum": ["fhir"],
@@ -147,7 +155,6 @@ impl Tool {
                                         their date (and reported)."
                     }
                 },
-                "required": ["content"],
                 "additionalProperties": false
             }),
             _ => json!({
