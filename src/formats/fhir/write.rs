@@ -273,6 +273,18 @@ impl<'a> Writer<'a> {
 
     fn primitive_group(&mut self, name: &[u8], nodes: &[u32], repeats: bool, first: &mut bool) {
         let doc = self.doc;
+        // An item with neither a value nor a kept extension or id (`"_given": [null, {}]`, or
+        // everything redacted) carries nothing: it is left out, so that a `null` placeholder
+        // never stands without its partner (which a reader would drop, and `fmt` would not be
+        // idempotent).
+        let carries = |w: &Self, n: u32| doc.node(n).is_unknown() || w.text_of(n).is_some() || w.has_kept_children(n);
+        let filtered: Vec<u32>;
+        let nodes = if nodes.iter().all(|&n| carries(self, n)) {
+            nodes
+        } else {
+            filtered = nodes.iter().copied().filter(|&n| carries(self, n)).collect();
+            &filtered[..]
+        };
         let any_value = nodes.iter().any(|&n| self.text_of(n).is_some() || doc.node(n).is_unknown());
         let any_ext = nodes.iter().any(|&n| self.has_kept_children(n) && !doc.node(n).is_unknown());
         if any_value {
