@@ -12,11 +12,12 @@
 //! `ID` value outside its HL7-defined table. Fields beyond the definition are
 //! `FIELD_NOT_DEFINED`. OBX-5 is typed by OBX-2.
 //!
-//! The walk runs inside one `PhiBytes::classify` per segment: one branch-free pass finds the
-//! separators (field, repetition, component, subcomponent) of the segment, and every level of the
-//! walk slices between them, so each byte is looked at a bounded number of times; the separator
-//! buffer is reused from segment to segment. Nothing leaves the closure but findings, which are
-//! value-free.
+//! The walk runs inside one `PhiBytes::classify` per segment, as a recursive descent with one
+//! cursor over the segment line: each level (field, repetition, component, subcomponent) moves
+//! the cursor to the end of its part, and a type's components are checked as the cursor passes
+//! them, so each byte is looked at once (a text field holding separators twice), with no
+//! separator buffer and no iterator per level. Nothing leaves the closure but findings, which
+//! are value-free.
 //!
 //! Tolerated by default (see docs/hl7v2-conformance.md): the null value `""` (present, never
 //! checked), trailing delimiters, local `Z` codes in HL7 tables, any data type of the version as
@@ -33,14 +34,13 @@ use super::Report;
 use super::datatypes::{self, Coded, Verdict};
 use super::plan::{Check, Elem, Plan, SegmentPlan, Ty};
 
-/// Separator kinds, in nesting order.
+/// Separator kinds, in nesting order. A part at depth `d` (0: a repetition, 1: a component,
+/// 2: a subcomponent) ends at a separator of kind `d + 1` or less (the end of the line counts
+/// as a field separator) and splits at kind `d + 2`.
 const FIELD: u8 = 0;
 const REPETITION: u8 = 1;
 const COMPONENT: u8 = 2;
 const SUBCOMPONENT: u8 = 3;
-
-/// A separator: its offset in the segment line and its kind.
-type Event = (u32, u8);
 
 /// Not a separator.
 const NONE: u8 = u8::MAX;
@@ -48,11 +48,9 @@ const NONE: u8 = u8::MAX;
 /// Deepest composite nesting followed below the subcomponent level (CP > MO > NM is 2).
 const MAX_TYPE_DEPTH: u8 = 4;
 
-/// The separator buffer, reused from segment to segment of a message, and the kind of every
-/// byte value under the message's delimiters.
+/// The kind of every byte value under the message's delimiters, built once per message.
 #[derive(Debug)]
 pub(crate) struct Scratch {
-    events: Vec<Event>,
     kinds: [u8; 256],
 }
 
@@ -63,8 +61,18 @@ impl Scratch {
         kinds[usize::from(d.component)] = COMPONENT;
         kinds[usize::from(d.repetition)] = REPETITION;
         kinds[usize::from(d.field)] = FIELD;
-        Scratch { events: Vec::new(), kinds }
+        Scratch { kinds }
     }
+}
+
+/// The separator kind that ends a part at `depth`.
+fn stop(depth: u8) -> u8 {
+    (depth + 1).min(SUBCOMPONENT)
+}
+
+/// The separator kind that splits a part at `depth` into its children (none below depth 1).
+fn split(depth: u8) -> u8 {
+    if depth < 2 { depth + 2 } else { NONE }
 }
 
 /// Checks the fields of one segment. `segment` is the version's plan for its id.
@@ -73,81 +81,24 @@ pub(crate) fn check_segment(
     segment: &SegmentPlan,
     plan: &'static Plan,
     d: Delimiters,
-    scratch: &mut Scratch,
+    scratch: &Scratch,
     report: &mut Report,
 ) {
     let header = seg.is_header();
     let at = seg.position();
     seg.bytes().classify(|line| {
-        let mut w = Walker { plan, report, trailing_reported: false, line, base: at };
+        let mut w = Walker { plan, report, trailing_reported: false, line, kinds: &scratch.kinds, pos: 0, base: at };
         // MSH-1 and MSH-2 hold the delimiters (the syntax layer checks them): the walk starts
         // after the first field separator, or for MSH (FHS, BHS) after the second.
-        let mut seps = memchr::memchr_iter(d.field, line);
+        let mut seps = line.iter().enumerate().filter(|(_, b)| **b == d.field).map(|(i, _)| i);
         let start = if header { seps.nth(1) } else { seps.next() };
         let Some(start) = start.map(|i| i + 1) else {
             w.missing_from(if header { 3 } else { 1 }, segment);
             return;
         };
-        let body = line.get(start..).unwrap_or_default();
-        // One branch-free pass: every byte is written as a candidate event, and the cursor
-        // moves on only for a separator (separators are dense in HL7: a search per separator
-        // would cost more than the bytes between them).
-        if scratch.events.len() <= body.len() {
-            scratch.events.resize(body.len() + 1, (0, NONE));
-        }
-        let kinds = &scratch.kinds;
-        let buf: &mut [Event] = &mut scratch.events;
-        let mut len = 0usize;
-        for (i, &b) in body.iter().enumerate() {
-            let kind = kinds[usize::from(b)];
-            if let Some(slot) = buf.get_mut(len) {
-                *slot = ((start + i) as u32, kind);
-            }
-            len += usize::from(kind != NONE);
-        }
-        let events = buf.get(..len).unwrap_or_default();
-        w.segment(start, events, header, segment);
+        w.pos = start;
+        w.segment(header, segment);
     });
-}
-
-/// Parts of `lo..hi` between separators of `kind`, with the events inside each part.
-struct Parts<'e> {
-    lo: usize,
-    hi: usize,
-    events: &'e [Event],
-    kind: u8,
-    done: bool,
-}
-
-impl<'e> Iterator for Parts<'e> {
-    type Item = (usize, usize, &'e [Event]);
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.events.iter().position(|e| e.1 == self.kind) {
-            Some(k) => {
-                let end = self.events[k].0 as usize;
-                let part = (self.lo, end, &self.events[..k]);
-                self.lo = end + 1;
-                self.events = &self.events[k + 1..];
-                Some(part)
-            }
-            None => {
-                self.done = true;
-                Some((self.lo, self.hi, self.events))
-            }
-        }
-    }
-}
-
-fn parts(lo: usize, hi: usize, events: &[Event], kind: u8) -> Parts<'_> {
-    Parts { lo, hi, events, kind, done: false }
-}
-
-/// Whether `events` holds a separator of `kind`.
-fn holds(events: &[Event], kind: u8) -> bool {
-    events.iter().any(|e| e.1 == kind)
 }
 
 fn is_null(v: &[u8]) -> bool {
@@ -163,26 +114,74 @@ struct ElemCtx {
     value_type: bool,
 }
 
-/// A part of the segment: its bytes `lo..hi` of the line and the separators inside.
-#[derive(Copy, Clone)]
-struct Span<'e> {
-    lo: usize,
-    hi: usize,
-    events: &'e [Event],
-}
-
+/// One pass over the segment line: a cursor that every level of the walk moves forward, so
+/// each byte is looked at once (a text field with separators, rarely, twice), with no
+/// separator buffer and no iterator per level.
 struct Walker<'r, 'l> {
     plan: &'static Plan,
     report: &'r mut Report,
     trailing_reported: bool,
     line: &'l [u8],
+    kinds: &'l [u8; 256],
+    /// The cursor: the offset in `line` of the next byte to look at.
+    pos: usize,
     /// The segment's position; findings add a [`Pos`] to it.
     base: Hl7Position,
 }
 
 impl Walker<'_, '_> {
-    fn bytes(&self, s: Span<'_>) -> &[u8] {
-        self.line.get(s.lo..s.hi).unwrap_or_default()
+    fn bytes(&self, lo: usize, hi: usize) -> &[u8] {
+        self.line.get(lo..hi).unwrap_or_default()
+    }
+
+    /// The separator kind of the byte at `i`; the end of the line is a field separator.
+    fn kind_at(&self, i: usize) -> u8 {
+        self.line.get(i).map_or(FIELD, |b| self.kinds[usize::from(*b)])
+    }
+
+    /// Moves the cursor to the next separator of any kind (or the end); returns its kind.
+    fn next_separator(&mut self) -> u8 {
+        let line = self.line;
+        let kinds = self.kinds;
+        let mut i = self.pos;
+        // Four bytes at a time: the kinds of non-separators are all ones, so the AND of four
+        // kinds is `NONE` exactly when none of the four is a separator.
+        while let Some(&[a, b, c, d]) = line.get(i..i + 4) {
+            let k = kinds[usize::from(a)] & kinds[usize::from(b)] & kinds[usize::from(c)] & kinds[usize::from(d)];
+            if k != NONE {
+                break;
+            }
+            i += 4;
+        }
+        while let Some(b) = line.get(i) {
+            let k = kinds[usize::from(*b)];
+            if k != NONE {
+                self.pos = i;
+                return k;
+            }
+            i += 1;
+        }
+        self.pos = line.len();
+        FIELD
+    }
+
+    /// Moves the cursor to the next separator of kind `kind` or less (or the end); returns its
+    /// kind.
+    fn skip_to(&mut self, kind: u8) -> u8 {
+        loop {
+            let k = self.next_separator();
+            if k <= kind {
+                return k;
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// Whether the part at the cursor, at `depth`, is empty or the null value `""`.
+    fn empty_or_null(&self, depth: u8) -> bool {
+        let end = stop(depth);
+        let p = self.pos;
+        self.kind_at(p) <= end || (self.line.get(p..p + 2) == Some(b"\"\"".as_slice()) && self.kind_at(p + 2) <= end)
     }
 
     fn loc(&self, p: Pos) -> Location {
@@ -199,28 +198,42 @@ impl Walker<'_, '_> {
         self.report.push_with(code, severity, location);
     }
 
-    fn segment(&mut self, start: usize, events: &[Event], header: bool, segment: &SegmentPlan) {
-        let is_msh = segment.id == "MSH";
-        let is_obx = segment.id == "OBX";
+    /// The fields from the cursor (after the field separator that opens the first one).
+    fn segment(&mut self, header: bool, segment: &SegmentPlan) {
+        let is_msh = segment.is_msh;
+        let is_obx = segment.is_obx;
         let mut n: u32 = if header { 2 } else { 0 };
-        let mut last_empty = false;
+        let mut last_empty;
         let mut obx_type = None;
-        for (lo, hi, inner) in parts(start, self.line.len(), events, FIELD) {
+        loop {
             n += 1;
-            last_empty = lo == hi;
+            let lo = self.pos;
+            last_empty = self.kind_at(lo) == FIELD;
             if self.report.saturated() {
                 return;
             }
-            let span = Span { lo, hi, events: inner };
             if is_obx && n == 2 {
-                let first =
-                    parts(lo, hi, inner, COMPONENT).next().map_or(span, |(lo, hi, events)| Span { lo, hi, events });
-                obx_type = self.plan.type_named(self.bytes(first).trim_ascii());
+                // The first component (up to a component or field separator).
+                let kinds = self.kinds;
+                let rest = self.line.get(lo..).unwrap_or_default();
+                let len =
+                    rest.iter().position(|b| matches!(kinds[usize::from(*b)], FIELD | COMPONENT)).unwrap_or(rest.len());
+                obx_type = self.plan.type_named(self.bytes(lo, lo + len).trim_ascii());
             }
             let obx5 = if is_obx && n == 5 { Some(obx_type.unwrap_or(Ty::Primitive(Check::Opaque))) } else { None };
             // Values the syntax layer owns: the processing id, version and character sets.
             let ctx = ElemCtx { skip_table: is_msh && matches!(n, 11 | 12 | 18), value_type: is_obx && n == 2 };
-            self.field(span, segment.fields.get(n as usize - 1), obx5, n, is_msh, ctx);
+            let def = segment.fields.get(n as usize - 1);
+            if last_empty {
+                self.field_empty(def, n, is_msh);
+            } else {
+                self.field(def, obx5, n, ctx);
+                self.skip_to(FIELD);
+            }
+            if self.pos >= self.line.len() {
+                break;
+            }
+            self.pos += 1;
         }
         self.missing_from(n + 1, segment);
         let first = if header { 3 } else { 1 };
@@ -231,30 +244,30 @@ impl Walker<'_, '_> {
 
     /// Fields `from..` the segment defines, absent from the message.
     fn missing_from(&mut self, from: u32, segment: &SegmentPlan) {
-        let is_msh = segment.id == "MSH";
-        let empty = Span { lo: 0, hi: 0, events: &[] };
         for m in from..=segment.fields.len() as u32 {
-            self.field(empty, segment.fields.get(m as usize - 1), None, m, is_msh, ElemCtx::default());
+            self.field_empty(segment.fields.get(m as usize - 1), m, segment.is_msh);
         }
     }
 
-    fn field(&mut self, f: Span<'_>, def: Option<&Elem>, ty: Option<Ty>, n: u32, is_msh: bool, ctx: ElemCtx) {
-        let empty = f.lo == f.hi;
+    /// An empty or absent field.
+    fn field_empty(&mut self, def: Option<&Elem>, n: u32, is_msh: bool) {
+        // MSH-9 to MSH-12 are reported by the syntax layer (MSH_FIELD_MISSING).
+        if let Some(def) = def
+            && def.required
+            && !(is_msh && (9..=12).contains(&n))
+        {
+            // Required in this version alone: the sources likely err (a warning).
+            let severity = if def.required_alone { Severity::Warning } else { Severity::Error };
+            self.push_with(Code::FIELD_REQUIRED_MISSING, severity, Pos::field(n, 0));
+        }
+    }
+
+    /// A populated field at the cursor; leaves the cursor anywhere inside it.
+    fn field(&mut self, def: Option<&Elem>, ty: Option<Ty>, n: u32, ctx: ElemCtx) {
         let Some(def) = def else {
-            if !empty {
-                self.push(Code::FIELD_NOT_DEFINED, Pos::field(n, 0));
-            }
+            self.push(Code::FIELD_NOT_DEFINED, Pos::field(n, 0));
             return;
         };
-        if empty {
-            // MSH-9 to MSH-12 are reported by the syntax layer (MSH_FIELD_MISSING).
-            if def.required && !(is_msh && (9..=12).contains(&n)) {
-                // Required in this version alone: the sources likely err (a warning).
-                let severity = if def.required_alone { Severity::Warning } else { Severity::Error };
-                self.push_with(Code::FIELD_REQUIRED_MISSING, severity, Pos::field(n, 0));
-            }
-            return;
-        }
         if def.withdrawn {
             self.push(Code::FIELD_WITHDRAWN, Pos::field(n, 0));
             return;
@@ -263,127 +276,186 @@ impl Walker<'_, '_> {
             (Ty::Varies, Some(resolved)) => resolved,
             (ty, _) => ty,
         };
-        if f.events.is_empty() && ty == Ty::Primitive(Check::Text) {
-            self.length(f, def, Pos::field(n, 1), true);
-            return;
+        let lo = self.pos;
+        if let Ty::Primitive(check) = ty {
+            // A primitive without separators (most fields): checked in place. A field with
+            // separators is read again below.
+            if self.next_separator() == FIELD {
+                if check == Check::Text {
+                    // Text: only its length.
+                    self.length(lo, self.pos, def, Pos::field(n, 1), true);
+                } else {
+                    self.leaf(lo, def, check, Pos::field(n, 1), ctx);
+                }
+                return;
+            }
+            self.pos = lo;
         }
-        if !holds(f.events, REPETITION) {
-            self.value(f, def, ty, Pos::field(n, 1), 0, ctx);
-            return;
-        }
-        for (r, (lo, hi, events)) in parts(f.lo, f.hi, f.events, REPETITION).enumerate() {
-            let r = r as u32 + 1;
+        let mut r = 0u32;
+        loop {
+            r += 1;
             if def.max_reps != 0 && r > def.max_reps {
                 self.push(Code::FIELD_REPEATED, Pos::field(n, r));
-                break;
+                return;
             }
-            self.value(Span { lo, hi, events }, def, ty, Pos::field(n, r), 0, ctx);
+            self.value(def, ty, Pos::field(n, r), 0, ctx);
+            if self.kind_at(self.pos) != REPETITION {
+                return;
+            }
+            self.pos += 1;
         }
     }
 
-    /// Checks one repetition (`depth` 0), component (1) or subcomponent (2).
-    fn value(&mut self, s: Span<'_>, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) {
-        if s.lo == s.hi || is_null(self.bytes(s)) {
-            return;
+    /// Checks the repetition (`depth` 0), component (1) or subcomponent (2) at the cursor and
+    /// moves the cursor to its end. Returns whether its length is the version's to judge.
+    fn value(&mut self, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
+        if self.empty_or_null(depth) {
+            self.skip_to(stop(depth));
+            return true;
         }
+        let lo = self.pos;
         // A length is the version's: it does not apply to parts a later version added, nor to a
         // table value the version lists (2.5.1 gives OBX-2 two characters, and lists `CWE`).
-        let fits = self.content(s, def, ty, at, depth, ctx);
-        self.length(s, def, at, fits);
+        let fits = self.content(def, ty, at, depth, ctx);
+        self.length(lo, self.pos, def, at, fits);
+        fits
     }
 
-    fn length(&mut self, s: Span<'_>, def: &Elem, at: Pos, fits: bool) {
+    fn length(&mut self, lo: usize, hi: usize, def: &Elem, at: Pos, fits: bool) {
         let max = def.max_len as usize;
-        if fits && max != 0 && s.hi - s.lo > max && datatypes::char_count(self.bytes(s)) > max {
+        if fits && max != 0 && hi - lo > max && datatypes::char_count(self.bytes(lo, hi)) > max {
             self.push(Code::LENGTH_EXCEEDED, at);
         }
     }
 
-    /// Checks the content of one part; false when its length is not the version's to judge.
-    fn content(&mut self, s: Span<'_>, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
-        // The separator one level down, when the part holds one. Below subcomponents the
-        // encoding has no separator: a composite there is its first component alone.
-        let kind = match depth {
-            0 => COMPONENT,
-            1 => SUBCOMPONENT,
-            _ => NONE,
-        };
-        let split = kind != NONE && holds(s.events, kind);
+    /// Checks the content of the part at the cursor (neither empty nor null) and moves the
+    /// cursor to its end; false when its length is not the version's to judge.
+    fn content(&mut self, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
+        let end = stop(depth);
+        let kind = split(depth);
         match ty {
             // Types nest only a few levels; a bound keeps any table defect from recursing.
-            Ty::Composite(_) if depth > MAX_TYPE_DEPTH => true,
+            Ty::Composite(_) if depth > MAX_TYPE_DEPTH => {
+                self.skip_to(end);
+                true
+            }
             Ty::Composite(index) => {
                 let plan = self.plan;
-                let Some(components) = plan.composite(index).map(|t| &t.components) else { return true };
+                // A composite type always has components (`plan::resolve`).
+                let Some(composite) = plan.composite(index).filter(|t| !t.components.is_empty()) else {
+                    self.skip_to(end);
+                    return true;
+                };
+                let components = &composite.components;
                 let inner = ElemCtx { value_type: false, ..ctx };
-                if !split {
-                    // No separator: the part is the first component alone.
-                    let mut fits = true;
-                    if let Some(c) = components.first() {
-                        let sub_at = at.child(depth, 1);
-                        let fits_inner = self.content(s, c, c.ty, sub_at, depth + 1, inner);
-                        self.length(s, c, sub_at, fits_inner);
-                        fits = fits_inner;
-                    }
-                    self.required_after(components, 1, at, depth);
-                    return fits;
-                }
+                let child = depth + 1;
                 let mut seen = 0usize;
-                let mut last_empty = false;
+                let mut last_empty;
                 let mut fits = true;
-                for (k, (lo, hi, events)) in parts(s.lo, s.hi, s.events, kind).enumerate() {
-                    seen = k + 1;
-                    last_empty = lo == hi;
+                let mut first_fits = true;
+                loop {
+                    seen += 1;
                     let sub_at = at.child(depth, seen as u32);
-                    match components.get(k) {
+                    last_empty = self.kind_at(self.pos) <= kind.min(SUBCOMPONENT);
+                    match components.get(seen - 1) {
                         None if !last_empty => {
                             fits = false;
                             self.push(Code::COMPONENT_NOT_DEFINED, sub_at);
+                            self.skip_to(stop(child));
                         }
                         None => {}
                         Some(c) if last_empty && c.required => self.push(Code::COMPONENT_REQUIRED_MISSING, sub_at),
                         Some(_) if last_empty => {}
-                        // Text without separators (most components): only its length.
-                        Some(c) if events.is_empty() && c.ty == Ty::Primitive(Check::Text) => {
-                            self.length(Span { lo, hi, events }, c, sub_at, true);
+                        Some(c) => {
+                            let f = self.element(c, sub_at, child, inner);
+                            if seen == 1 {
+                                first_fits = f;
+                            }
                         }
-                        Some(c) => self.value(Span { lo, hi, events }, c, c.ty, sub_at, depth + 1, inner),
                     }
+                    if self.kind_at(self.pos) != kind {
+                        break;
+                    }
+                    self.pos += 1;
                 }
-                self.required_after(components, seen, at, depth);
+                if seen < composite.required_end {
+                    self.required_after(components, seen, at, depth);
+                }
                 if last_empty && seen > 1 && self.report.strict() {
                     self.trailing(at.child(depth, seen as u32));
                 }
-                fits
+                // A part without separators is its first component alone, whose length
+                // verdict it takes.
+                if seen == 1 { first_fits } else { fits }
             }
-            Ty::Varies | Ty::Primitive(Check::Opaque) => true,
+            Ty::Varies | Ty::Primitive(Check::Opaque) => {
+                self.skip_to(end);
+                true
+            }
             Ty::Primitive(check) => {
-                let mut value = s;
+                let lo = self.pos;
+                self.skip_to(kind.min(SUBCOMPONENT));
+                let hi = self.pos;
                 let mut fits = true;
-                if split {
-                    let (mut seen, mut last_empty, mut extra) = (0u32, false, false);
-                    for (lo, hi, events) in parts(s.lo, s.hi, s.events, kind) {
+                if kind != NONE && self.kind_at(self.pos) == kind {
+                    let (mut seen, mut last_empty, mut extra) = (1u32, false, false);
+                    while self.kind_at(self.pos) == kind {
+                        self.pos += 1;
                         seen += 1;
-                        last_empty = lo == hi;
-                        if seen == 1 {
-                            value = Span { lo, hi, events };
-                        } else if !last_empty && !extra {
+                        let part = self.pos;
+                        self.skip_to(kind);
+                        last_empty = part == self.pos;
+                        if !last_empty && !extra {
                             extra = true;
                             fits = false;
                             self.push(Code::COMPONENT_NOT_DEFINED, at.child(depth, seen));
                         }
                     }
-                    if last_empty && seen > 1 && self.report.strict() {
+                    if last_empty && self.report.strict() {
                         self.trailing(at.child(depth, seen));
                     }
                 }
-                let v = self.bytes(value);
+                let v = self.bytes(lo, hi);
                 if v.is_empty() || is_null(v) {
                     return fits;
                 }
-                self.primitive(value, check, def, at, ctx) && fits
+                self.primitive(lo, hi, check, def, at, ctx) && fits
             }
         }
+    }
+
+    /// A component or subcomponent at the cursor, not empty; moves the cursor to its end.
+    fn element(&mut self, c: &Elem, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
+        if let Ty::Primitive(check) = c.ty {
+            // A primitive without separators (most components): checked in place.
+            let lo = self.pos;
+            if self.next_separator() <= stop(depth) {
+                if check == Check::Text {
+                    // Text: only its length.
+                    self.length(lo, self.pos, c, at, true);
+                    return true;
+                }
+                return self.leaf(lo, c, check, at, ctx);
+            }
+            self.pos = lo;
+        }
+        self.value(c, c.ty, at, depth, ctx)
+    }
+
+    /// The part `lo..cursor` of primitive type `check`, holding no separator: what `value`
+    /// checks, without the descent.
+    fn leaf(&mut self, lo: usize, def: &Elem, check: Check, at: Pos, ctx: ElemCtx) -> bool {
+        let hi = self.pos;
+        let v = self.bytes(lo, hi);
+        if v.is_empty() || is_null(v) {
+            return true;
+        }
+        let fits = match check {
+            Check::Opaque => true,
+            _ => self.primitive(lo, hi, check, def, at, ctx),
+        };
+        self.length(lo, hi, def, at, fits);
+        fits
     }
 
     /// Required components after the first `seen`.
@@ -397,16 +469,16 @@ impl Walker<'_, '_> {
 
     /// Checks a primitive value; false when it is a listed table value (whose length the table
     /// sets).
-    fn primitive(&mut self, s: Span<'_>, check: Check, def: &Elem, at: Pos, ctx: ElemCtx) -> bool {
+    fn primitive(&mut self, lo: usize, hi: usize, check: Check, def: &Elem, at: Pos, ctx: ElemCtx) -> bool {
         let era = self.plan.era;
-        let v = self.bytes(s);
+        let v = self.bytes(lo, hi);
         let (verdict, invalid) = match check {
             Check::Date => (datatypes::date(v, era), Code::DATE_INVALID),
             Check::DateTime => (datatypes::datetime(v, era), Code::DATETIME_INVALID),
             Check::Time => (datatypes::time(v, era), Code::TIME_INVALID),
             Check::Number => (verdict_of(datatypes::number(v)), Code::NUMBER_INVALID),
             Check::SequenceId => (verdict_of(datatypes::sequence_id(v)), Code::SEQUENCE_ID_INVALID),
-            Check::Hl7Coded => return !self.table(s, def, at, ctx),
+            Check::Hl7Coded => return !self.table(lo, hi, def, at, ctx),
             Check::UserCoded | Check::Text | Check::Opaque => return true,
         };
         match verdict {
@@ -418,13 +490,13 @@ impl Walker<'_, '_> {
     }
 
     /// Looks an `ID` value up in its table; true when it is listed.
-    fn table(&mut self, s: Span<'_>, def: &Elem, at: Pos, ctx: ElemCtx) -> bool {
+    fn table(&mut self, lo: usize, hi: usize, def: &Elem, at: Pos, ctx: ElemCtx) -> bool {
         if ctx.skip_table {
             return false;
         }
         let plan = self.plan;
         let Some(set) = def.table.and_then(|i| plan.codes(i)) else { return false };
-        let v = self.bytes(s);
+        let v = self.bytes(lo, hi);
         let mut coded = datatypes::coded(v, set);
         if coded == Coded::Unlisted && ctx.value_type && plan.type_named(v).is_some() {
             coded = Coded::Listed;
@@ -482,15 +554,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parts_between_separators() {
-        // "a^^b^" with components at 1, 2, 4.
-        let events = [(1, COMPONENT), (2, COMPONENT), (4, COMPONENT)];
-        let got: Vec<(usize, usize)> = parts(0, 5, &events, COMPONENT).map(|(lo, hi, _)| (lo, hi)).collect();
-        assert_eq!(got, vec![(0, 1), (2, 2), (3, 4), (5, 5)]);
-        assert_eq!(parts(0, 0, &[], COMPONENT).count(), 1);
-        // Subcomponent separators stay inside their component.
-        let events = [(1, SUBCOMPONENT), (3, COMPONENT)];
-        let got: Vec<usize> = parts(0, 5, &events, COMPONENT).map(|(_, _, e)| e.len()).collect();
-        assert_eq!(got, vec![1, 0]);
+    fn part_ends() {
+        // A repetition ends at a repetition or field separator; a component also at a
+        // component separator; a subcomponent at any separator.
+        assert_eq!((stop(0), split(0)), (REPETITION, COMPONENT));
+        assert_eq!((stop(1), split(1)), (COMPONENT, SUBCOMPONENT));
+        assert_eq!((stop(2), split(2)), (SUBCOMPONENT, NONE));
+        assert_eq!(stop(4), SUBCOMPONENT);
     }
 }

@@ -66,7 +66,7 @@ fn run(msg: &Message, report: &mut Report) {
     let Some(plan) = plan::plan(version) else { return };
     let mut matcher = structure_of(msh, plan, report).map(Matcher::new);
     let delimiters = msg.delimiters();
-    let mut scratch = fields::Scratch::new(delimiters);
+    let scratch = fields::Scratch::new(delimiters);
     let mut cached: Option<(&'static str, Option<&'static SegmentPlan>)> = None;
     for seg in msg.segments() {
         if report.saturated() {
@@ -88,7 +88,7 @@ fn run(msg: &Message, report: &mut Report) {
             }
         };
         if let Some(segment) = segment {
-            fields::check_segment(seg, segment, plan, delimiters, &mut scratch, report);
+            fields::check_segment(seg, segment, plan, delimiters, &scratch, report);
         }
     }
     if let Some(m) = matcher {

@@ -86,12 +86,18 @@ pub(crate) struct Elem {
 #[derive(Debug)]
 pub(crate) struct TypePlan {
     pub components: Box<[Elem]>,
+    /// One past the last required component (0 when none is).
+    pub required_end: usize,
 }
 
 /// A segment.
 #[derive(Debug)]
 pub(crate) struct SegmentPlan {
     pub id: &'static str,
+    /// MSH (its MSH-9 to MSH-12 and table values are the syntax layer's).
+    pub is_msh: bool,
+    /// OBX (OBX-5 is typed by OBX-2).
+    pub is_obx: bool,
     pub fields: Box<[Elem]>,
 }
 
@@ -165,6 +171,8 @@ pub(crate) struct Plan {
     type_keys: Box<[(u64, Ty)]>,
     types: Box<[TypePlan]>,
     segments: Box<[SegmentPlan]>,
+    /// The segment ids as packed keys, sorted, with their index in `segments`.
+    segment_keys: Box<[(u64, u16)]>,
     structures: Box<[OnceLock<Option<StructurePlan>>]>,
 }
 
@@ -181,8 +189,10 @@ pub(crate) fn plan(v: Version) -> Option<&'static Plan> {
 impl Plan {
     /// The segment with this id, when the version defines it.
     pub fn segment(&self, id: &str) -> Option<&SegmentPlan> {
-        let i = self.schema.segments().binary_search_by(|s| s.id.cmp(id)).ok()?;
-        self.segments.get(i)
+        // Segment ids are three bytes: an integer search, no string comparison.
+        let key = pack(id.as_bytes())?;
+        let i = self.segment_keys.binary_search_by_key(&key, |(k, _)| *k).ok()?;
+        self.segments.get(usize::from(self.segment_keys.get(i)?.1))
     }
 
     /// A code set by index.
@@ -275,8 +285,9 @@ fn build(v: Version) -> Option<Plan> {
                     }
                     e
                 })
-                .collect();
-            TypePlan { components }
+                .collect::<Box<[Elem]>>();
+            let required_end = components.iter().rposition(|c| c.required).map_or(0, |i| i + 1);
+            TypePlan { components, required_end }
         })
         .collect();
     let neighbours = neighbours(v);
@@ -293,9 +304,15 @@ fn build(v: Version) -> Option<Plan> {
                     e
                 })
                 .collect();
-            SegmentPlan { id: s.id, fields }
+            SegmentPlan { id: s.id, is_msh: s.id == "MSH", is_obx: s.id == "OBX", fields }
         })
+        .collect::<Box<[SegmentPlan]>>();
+    let mut segment_keys: Vec<(u64, u16)> = segments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((pack(s.id.as_bytes())?, u16::try_from(i).ok()?)))
         .collect();
+    segment_keys.sort_unstable_by_key(|(k, _)| *k);
     let structures = schema.structures().iter().map(|_| OnceLock::new()).collect();
     let mut type_keys: Vec<(u64, Ty)> =
         schema.datatypes().iter().filter_map(|d| Some((pack(d.id.as_bytes())?, resolve(schema, d.id)))).collect();
@@ -307,6 +324,7 @@ fn build(v: Version) -> Option<Plan> {
         type_keys: type_keys.into(),
         types,
         segments,
+        segment_keys: segment_keys.into(),
         structures,
     })
 }
