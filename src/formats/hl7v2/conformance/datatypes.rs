@@ -129,9 +129,12 @@ pub(crate) fn time(v: &[u8], era: Era) -> Verdict {
 /// `DTM` and the time of `TS`: `YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ]`; 2.3 and 2.4
 /// write hours and minutes together; 2.1 and 2.2 need the full date.
 pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
-    // Most values are digits alone: no offset or fraction to split off.
-    let (main, frac) = if digits(v) {
-        (v, None)
+    // Most values are digits, then at most a fraction and an offset: one pass reads them.
+    let (main, frac) = if let Some(shape) = datetime_shape(v) {
+        match shape {
+            Ok(parts) => parts,
+            Err(()) => return Verdict::Invalid,
+        }
     } else {
         let Ok((body, _)) = split_offset(v) else { return Verdict::Invalid };
         let Ok((main, frac)) = split_fraction(body) else { return Verdict::Invalid };
@@ -157,6 +160,31 @@ pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
             Era::V2_5 => false,
         };
     if nonstandard { Verdict::Nonstandard } else { Verdict::Ok }
+}
+
+/// `v` read in one pass as `D+[.D+][+/-DDDD]`: the digits before the fraction and the count of
+/// fraction digits, or `Err` when the offset is out of range (what `split_offset` and
+/// `split_fraction` would give); `None` for any other shape, which the splits then judge.
+fn datetime_shape(v: &[u8]) -> Option<Result<(&[u8], Option<usize>), ()>> {
+    let n = v.iter().take_while(|b| b.is_ascii_digit()).count();
+    let (main, mut rest) = v.split_at(n);
+    let mut frac = None;
+    if let Some((b'.', after)) = rest.split_first() {
+        let f = after.iter().take_while(|b| b.is_ascii_digit()).count();
+        if f == 0 {
+            return None;
+        }
+        frac = Some(f);
+        rest = after.get(f..).unwrap_or_default();
+    }
+    match rest {
+        [] => Some(Ok((main, frac))),
+        [b'+' | b'-', zone @ ..] if zone.len() == 4 && digits(zone) => {
+            let ok = num(&zone[..2]) <= 14 && num(&zone[2..]) <= 59;
+            Some(if ok { Ok((main, frac)) } else { Err(()) })
+        }
+        _ => None,
+    }
 }
 
 /// `NM`: an optional sign, digits, an optional decimal point (`+1`, `-0.5`, `.5`, `5.`).

@@ -139,7 +139,8 @@ impl CodeSet {
     pub fn contains(&self, v: &[u8]) -> bool {
         match pack(v) {
             // Most tables are short: a linear scan beats the branches of a binary search.
-            Some(k) if self.keys.len() <= 32 => self.keys.contains(&k),
+            // Branch-free, so the compiler compares several keys per instruction.
+            Some(k) if self.keys.len() <= 32 => self.keys.iter().fold(false, |found, key| found | (*key == k)),
             Some(k) => self.keys.binary_search(&k).is_ok(),
             None => self.long.binary_search(&v).is_ok(),
         }

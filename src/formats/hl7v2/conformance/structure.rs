@@ -60,6 +60,19 @@ struct NodePlan {
     path: (u32, u32),
 }
 
+/// What a node index outside the plan reads as (never, by construction).
+static MISSING_NODE: NodePlan = NodePlan {
+    kind: Kind::Segment,
+    name: "",
+    key: 0,
+    required: false,
+    max: 1,
+    kids: (0, 0),
+    first: (0, 0),
+    first_any: false,
+    path: (0, 0),
+};
+
 /// A compiled message structure.
 #[derive(Debug)]
 pub(crate) struct StructurePlan {
@@ -193,27 +206,17 @@ impl StructurePlan {
         Some(())
     }
 
-    fn node(&self, i: u16) -> NodePlan {
+    fn node(&self, i: u16) -> &NodePlan {
         // Invariant: indices come from `kids`, written by `compile`; a missing node reads as an
         // empty optional segment so that a broken plan can never panic.
-        self.nodes.get(usize::from(i)).copied().unwrap_or(NodePlan {
-            kind: Kind::Segment,
-            name: "",
-            key: 0,
-            required: false,
-            max: 1,
-            kids: (0, 0),
-            first: (0, 0),
-            first_any: false,
-            path: (0, 0),
-        })
+        self.nodes.get(usize::from(i)).unwrap_or(&MISSING_NODE)
     }
 
-    fn kids_of(&self, n: NodePlan) -> &[u16] {
+    fn kids_of(&self, n: &NodePlan) -> &[u16] {
         self.kids.get(n.kids.0 as usize..n.kids.0 as usize + usize::from(n.kids.1)).unwrap_or_default()
     }
 
-    fn path_of(&'static self, n: NodePlan) -> &'static str {
+    fn path_of(&'static self, n: &NodePlan) -> &'static str {
         self.paths.get(n.path.0 as usize..n.path.1 as usize).unwrap_or_default()
     }
 
@@ -223,7 +226,7 @@ impl StructurePlan {
     }
 
     /// Whether node `n` can start with segment `id` (`any`: let `ANYHL7SEGMENT` match).
-    fn opens(&self, n: NodePlan, id: u32, any: bool) -> bool {
+    fn opens(&self, n: &NodePlan, id: u32, any: bool) -> bool {
         match n.kind {
             Kind::Segment => n.key == id,
             Kind::Any => any,
