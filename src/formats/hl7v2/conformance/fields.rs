@@ -244,7 +244,8 @@ impl Walker<'_, '_> {
 
     /// Fields `from..` the segment defines, absent from the message.
     fn missing_from(&mut self, from: u32, segment: &SegmentPlan) {
-        for m in from..=segment.fields.len() as u32 {
+        // Only required fields can be reported: none after the last one.
+        for m in from..=segment.required_end {
             self.field_empty(segment.fields.get(m as usize - 1), m, segment.is_msh);
         }
     }
@@ -451,7 +452,7 @@ impl Walker<'_, '_> {
             return true;
         }
         let fits = match check {
-            Check::Opaque => true,
+            Check::Opaque | Check::Text | Check::UserCoded => true,
             _ => self.primitive(lo, hi, check, def, at, ctx),
         };
         self.length(lo, hi, def, at, fits);

@@ -99,6 +99,8 @@ pub(crate) struct SegmentPlan {
     /// OBX (OBX-5 is typed by OBX-2).
     pub is_obx: bool,
     pub fields: Box<[Elem]>,
+    /// The number of the last required field (0 when none is).
+    pub required_end: u32,
 }
 
 /// The values of an HL7-defined table, packed for lookup without string comparison: codes of
@@ -304,8 +306,9 @@ fn build(v: Version) -> Option<Plan> {
                     e.required_alone = e.required && required_alone(&neighbours, s.id, f.position);
                     e
                 })
-                .collect();
-            SegmentPlan { id: s.id, is_msh: s.id == "MSH", is_obx: s.id == "OBX", fields }
+                .collect::<Box<[Elem]>>();
+            let required_end = fields.iter().rposition(|f| f.required).map_or(0, |i| i as u32 + 1);
+            SegmentPlan { id: s.id, is_msh: s.id == "MSH", is_obx: s.id == "OBX", fields, required_end }
         })
         .collect::<Box<[SegmentPlan]>>();
     let mut segment_keys: Vec<(u64, u16)> = segments
