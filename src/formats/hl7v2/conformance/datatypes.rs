@@ -162,10 +162,13 @@ pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
     if nonstandard { Verdict::Nonstandard } else { Verdict::Ok }
 }
 
+/// The digits of a date/time before its fraction, and the count of fraction digits.
+type DateTimeParts<'a> = (&'a [u8], Option<usize>);
+
 /// `v` read in one pass as `D+[.D+][+/-DDDD]`: the digits before the fraction and the count of
 /// fraction digits, or `Err` when the offset is out of range (what `split_offset` and
 /// `split_fraction` would give); `None` for any other shape, which the splits then judge.
-fn datetime_shape(v: &[u8]) -> Option<Result<(&[u8], Option<usize>), ()>> {
+fn datetime_shape(v: &[u8]) -> Option<Result<DateTimeParts<'_>, ()>> {
     let n = v.iter().take_while(|b| b.is_ascii_digit()).count();
     let (main, mut rest) = v.split_at(n);
     let mut frac = None;
