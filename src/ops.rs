@@ -830,9 +830,16 @@ pub fn findings_json(findings: &[Diagnostic], out: &mut Vec<u8>) {
 /// A location as a JSON string: HL7 v2 positions (most findings of a stream) are written
 /// directly, byte for byte what `Location`'s `Display` gives, without a `String` per finding.
 fn location_json(location: &Location, out: &mut Vec<u8>) {
-    if let Location::Hl7(p) = location {
+    // `convert`'s findings (`PID[1]-3[1].4->Patient.identifier`): the position, then the path.
+    let (p, target) = match location {
+        Location::Hl7(p) => (Some(p), None),
+        Location::Convert(p, path) => (Some(p), Some(*path)),
+        _ => (None, None),
+    };
+    if let Some(p) = p {
         let id = p.segment.unwrap_or("segment");
-        if id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        let plain_target = target.is_none_or(|t| !t.bytes().any(crate::json::needs_escape));
+        if plain_target && id.bytes().all(|b| b.is_ascii_alphanumeric()) {
             out.push(b'"');
             out.extend_from_slice(id.as_bytes());
             out.push(b'[');
@@ -854,6 +861,10 @@ fn location_json(location: &Location, out: &mut Vec<u8>) {
                         decimal(p.subcomponent, out);
                     }
                 }
+            }
+            if let Some(t) = target {
+                out.extend_from_slice(b"->");
+                out.extend_from_slice(t.as_bytes());
             }
             out.push(b'"');
             return;
@@ -1030,15 +1041,66 @@ mod tests {
             base.field(6, 1).component(3, 14),
         ] {
             for p in [p, Hl7Position { segment: None, ..p }] {
-                let mut fast = Vec::new();
-                super::location_json(&Location::Hl7(p), &mut fast);
-                let mut slow = Vec::new();
-                crate::json::string(&mut slow, &Location::Hl7(p).to_string());
-                assert_eq!(fast, slow);
+                for location in
+                    [Location::Hl7(p), Location::Convert(p, "Patient.identifier"), Location::Convert(p, "-")]
+                {
+                    let mut fast = Vec::new();
+                    super::location_json(&location, &mut fast);
+                    let mut slow = Vec::new();
+                    crate::json::string(&mut slow, &location.to_string());
+                    assert_eq!(fast, slow);
+                }
             }
         }
         let mut out = Vec::new();
         super::decimal(4_294_967_295, &mut out);
         assert_eq!(out, b"4294967295");
+    }
+
+    /// The FHIR invariants decided natively agree with the FHIRPath engine on every element of
+    /// the Bundles the converter makes of every HL7 v2 fixture (all three Bundle types).
+    #[test]
+    fn native_invariants_agree_on_converted_bundles() {
+        use crate::convert::{BundleType, Options};
+        use crate::formats::hl7v2::{parse, stream};
+        let limits = crate::limits::Limits::default();
+        let disclosure = crate::phi::Disclosure::grant();
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/hl7v2"))];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "hl7") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut docs = Vec::new();
+        for path in files {
+            let bytes = std::fs::read(&path).expect("read");
+            for (kind, range) in stream::split_slice(&bytes) {
+                if !matches!(kind, stream::Kind::Message) {
+                    continue;
+                }
+                let Ok(msg) = parse::parse(bytes[range].to_vec(), &limits) else { continue };
+                for bundle_type in [BundleType::Message, BundleType::Collection, BundleType::Transaction] {
+                    let opts = Options { bundle_type, ..Options::default() };
+                    let converted = crate::convert::hl7v2_fhir::convert(&msg, &opts, 1, &limits, &disclosure);
+                    if let Ok(doc) = crate::formats::fhir::read(converted.bundle.clone(), &limits) {
+                        docs.push((path.display().to_string(), doc));
+                    }
+                }
+            }
+        }
+        assert!(docs.len() > 100, "{}", docs.len());
+        let decided = crate::formats::fhir::fhirpath::natives_agree(&docs);
+        for key in [
+            "dom-2", "dom-3", "dom-4", "dom-5", "dom-6", "ext-1", "bdl-1", "bdl-2", "bdl-3", "bdl-4", "bdl-5", "bdl-7",
+            "bdl-8", "bdl-9", "bdl-10", "bdl-11", "bdl-12", "ref-1", "obs-6", "obs-7", "qty-3", "cpt-2",
+        ] {
+            assert!(decided.get(key).copied().unwrap_or(0) > 0, "{key} never decided natively");
+        }
     }
 }
