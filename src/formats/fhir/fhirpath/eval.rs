@@ -235,6 +235,12 @@ impl Env<'_> {
         if node.is_unknown() {
             return false;
         }
+        // Equal, or a prefix of `name` (a choice element): the first bytes agree.
+        if let (Some(a), Some(b)) = (node.name.as_bytes().first(), name.as_bytes().first()) {
+            if a != b {
+                return false;
+            }
+        }
         if node.name == name {
             return true;
         }
