@@ -12,8 +12,10 @@ use zeroize::Zeroize;
 /// A JSON value.
 #[derive(Debug)]
 pub enum V {
-    /// A string (a message value, or a fixed code).
+    /// A string (a message value, or a code built at run time).
     S(String),
+    /// A fixed string from the converter's code (no value: nothing to zeroize).
+    C(&'static str),
     /// A JSON number, already checked to match the FHIR decimal/integer syntax.
     N(String),
     /// A boolean.
@@ -35,7 +37,7 @@ impl Drop for V {
 impl V {
     /// A fixed string.
     pub fn code(s: &'static str) -> V {
-        V::S(s.to_owned())
+        V::C(s)
     }
 
     /// True when writing it would produce nothing (an empty object or array).
@@ -51,6 +53,7 @@ impl V {
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
             V::S(s) => crate::json::string(out, s),
+            V::C(s) => crate::json::string(out, s),
             V::N(n) => out.extend_from_slice(n.as_bytes()),
             V::B(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
             V::O(o) => o.write(out),

@@ -67,6 +67,12 @@ fn ele_1() -> Option<u16> {
     *N.get_or_init(|| defs::constraints().iter().position(|c| c.key == "ele-1").and_then(|n| u16::try_from(n).ok()))
 }
 
+/// The native evaluation of each constraint, by constraint number ([`eval::Native`]).
+fn natives() -> &'static [eval::Native] {
+    static N: OnceLock<Vec<eval::Native>> = OnceLock::new();
+    N.get_or_init(|| defs::constraints().iter().map(|c| eval::Native::of_key(c.key)).collect())
+}
+
 /// `(compiled, total)`: how many invariants of the core definitions the engine compiles.
 pub fn coverage() -> (usize, usize) {
     let all = defs::constraints();
@@ -101,6 +107,7 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
     let mut unchecked: Vec<&'static str> = Vec::new();
     let cache = eval::NavCache::default();
     let ele_1 = ele_1();
+    let natives = natives();
     for i in 0..doc.nodes().len() as u32 {
         let node = doc.node(i);
         if node.is_unknown() {
@@ -122,7 +129,10 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
             let Some(constraint) = defs::constraint(c) else { continue };
             let result = match compiled(c) {
                 Some(Ok(_)) if Some(c) == ele_1 => Some(Some(env.ele_1())),
-                Some(Ok(expr)) => env.run(expr).ok(),
+                Some(Ok(expr)) => {
+                    let native = natives.get(usize::from(c)).copied().unwrap_or(eval::Native::None);
+                    env.native(native, expr).or_else(|| env.run(expr).ok())
+                }
                 _ => None,
             };
             match result {
@@ -146,6 +156,40 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
     }
 }
 
+/// Checks every native decision ([`eval::Env::native`]) against the engine on every element
+/// of `docs` (panics on a disagreement); returns how many decisions each invariant key had.
+#[cfg(test)]
+pub(crate) fn natives_agree(docs: &[(String, Document)]) -> std::collections::BTreeMap<&'static str, usize> {
+    let natives = natives();
+    let mut decided = std::collections::BTreeMap::new();
+    let mut list = Vec::new();
+    for (name, doc) in docs {
+        let cache = eval::NavCache::default();
+        for i in 0..doc.nodes().len() as u32 {
+            if doc.node(i).is_unknown() {
+                continue;
+            }
+            applicable(doc, i, &mut list);
+            let resource = doc.resource_of(i);
+            let res_node = doc.node(resource);
+            let root_resource = if res_node.name == "contained" && res_node.parent != NONE {
+                doc.resource_of(res_node.parent)
+            } else {
+                resource
+            };
+            let env = eval::Env { doc, resource, root_resource, context: i, cache: &cache };
+            for &c in &list {
+                let Some(Ok(expr)) = compiled(c) else { panic!("compiles") };
+                let Some(result) = env.native(natives[usize::from(c)], expr) else { continue };
+                let key = defs::constraint(c).map_or("", |d| d.key);
+                assert_eq!(env.run(expr), Ok(result), "{name} node {i} {key}");
+                *decided.entry(key).or_insert(0) += 1;
+            }
+        }
+    }
+    decided
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +204,31 @@ mod tests {
             .collect();
         assert!(total >= 240, "{total}");
         assert!(ok == total, "{ok}/{total}: {failing:?}");
+    }
+
+    /// The native evaluations agree with the engine wherever they decide, on every element of
+    /// the FHIR fixtures (the converter's Bundles: `ops`' tests, which may run the converter).
+    #[test]
+    fn natives_agree_with_the_engine() {
+        let limits = crate::limits::Limits::default();
+        let mut docs = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/fhir"))];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "json" || e == "xml") {
+                    if let Ok(doc) = crate::formats::fhir::read(std::fs::read(&path).expect("read"), &limits) {
+                        docs.push((path.display().to_string(), doc));
+                    }
+                }
+            }
+        }
+        let decided = natives_agree(&docs);
+        for key in ["dom-2", "dom-3", "dom-4", "dom-5", "dom-6", "ext-1", "bdl-3", "bdl-7", "bdl-8", "ref-1"] {
+            assert!(decided.get(key).copied().unwrap_or(0) > 0, "{key} never decided natively");
+        }
     }
 
     /// The native `ele-1` agrees with the engine on every element of the FHIR fixtures.
