@@ -61,7 +61,8 @@ pub(crate) struct Span {
 }
 
 impl Span {
-    fn range(self) -> std::ops::Range<usize> {
+    /// The range of the span in the message buffer.
+    pub(crate) fn range(self) -> std::ops::Range<usize> {
         self.start as usize..self.end as usize
     }
 }
@@ -497,6 +498,12 @@ impl<'a> SegmentRef<'a> {
             split,
             position: self.position().field(n, 0),
         })
+    }
+
+    /// The byte ranges of the fields in the message buffer, in order (field `n` at `n - 1`).
+    pub(crate) fn field_spans(self) -> &'a [Span] {
+        let first = self.seg.first_field as usize;
+        self.msg.fields.get(first..first + self.seg.field_count as usize).unwrap_or_default()
     }
 
     /// Every field, in order, with its number.
