@@ -92,7 +92,7 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
                 w.text_of(raw, out);
                 out.push(b']');
                 keep = out.len();
-            } else if w.field(raw, out) {
+            } else if w.field(all, span.range(), out) {
                 keep = out.len();
             }
         }
@@ -214,6 +214,7 @@ impl List {
         out.truncate(self.end);
         if self.bracket {
             if self.full == 1 {
+                // Rare: one part left after trailing empty ones were cut.
                 out.remove(self.start);
             } else {
                 out.push(b']');
@@ -248,7 +249,8 @@ impl Writer {
     /// and an empty part is `""`. Parts are written as they come: a list is cut back after its
     /// last part that holds anything when it closes, and loses its opening bracket when a
     /// single part is left (both rare: senders seldom leave trailing separators).
-    fn field(&mut self, raw: &[u8], out: &mut Vec<u8>) -> bool {
+    fn field(&mut self, all: &[u8], span: std::ops::Range<usize>, out: &mut Vec<u8>) -> bool {
+        let raw = all.get(span.clone()).unwrap_or_default();
         self.seps.clear();
         let mut kinds = 0u8;
         for (i, &b) in raw.iter().enumerate() {
@@ -265,54 +267,66 @@ impl Writer {
         }
         self.special = kinds & SPECIAL != 0;
         if kinds & SEPARATORS == 0 {
-            self.leaf(raw, out);
+            self.value(all, span.start, span.end, out);
             out.push(b']');
             return true;
         }
         self.seps.push(Sep { at: raw.len() as u32, kind: END });
         let seps = std::mem::take(&mut self.seps);
-        self.walk(raw, &seps, out);
+        self.walk(all, span.start, &seps, out);
         self.seps = seps;
         out.push(b']');
         true
     }
 
-    /// The repetitions of a field that holds something, from its separators (`seps`, ending
-    /// with an `END` entry at the field's end).
-    fn walk(&mut self, raw: &[u8], seps: &[Sep], out: &mut Vec<u8>) {
+    /// The repetitions of a field (at `base` in `all`) that holds something, from its
+    /// separators (`seps`, ending with an `END` entry at the field's end).
+    fn walk(&mut self, all: &[u8], base: usize, seps: &[Sep], out: &mut Vec<u8>) {
         // Output length after the last repetition that holds something.
         let mut field_keep = out.len();
-        // The open repetition: where it starts in `out`, whether it opened a bracket (it has
-        // more than one component), the output length after its last non-empty component and
-        // the number of components up to that one.
+        // The open repetition (a list of components) and component (a list of subcomponents,
+        // when it has separators; else one value written directly).
         let mut rep = List::open(out, has_before(seps, 0, COMPONENT));
-        let mut comp = List::open(out, seps.first().is_some_and(|s| s.kind == SUBCOMPONENT));
-        let mut from = 0usize;
+        let mut split = seps.first().is_some_and(|s| s.kind == SUBCOMPONENT);
+        let mut comp = List::open(out, split);
+        let mut from = base;
         for (t, sep) in seps.iter().enumerate() {
-            let to = sep.at as usize;
-            if comp.count > 0 {
-                out.push(b',');
-            }
-            comp.count += 1;
-            let value = raw.get(from..to).unwrap_or_default();
-            if value.is_empty() {
-                out.extend_from_slice(b"\"\"");
+            let to = base + sep.at as usize;
+            let full = if split {
+                if comp.count > 0 {
+                    out.push(b',');
+                }
+                comp.count += 1;
+                if to > from {
+                    self.value(all, from, to, out);
+                    comp.keep(out);
+                } else {
+                    out.extend_from_slice(b"\"\"");
+                }
+                from = to + 1;
+                if sep.kind == SUBCOMPONENT {
+                    continue;
+                }
+                comp.close(out)
+            } else if to > from {
+                self.value(all, from, to, out);
+                true
             } else {
-                self.leaf(value, out);
-                comp.keep(out);
-            }
+                out.extend_from_slice(b"\"\"");
+                false
+            };
             from = to + 1;
-            if sep.kind == SUBCOMPONENT {
-                continue;
-            }
             rep.count += 1;
-            if comp.close(out) {
+            if full {
                 rep.keep(out);
             }
             let next = seps.get(t + 1).map_or(END, |s| s.kind);
+            split = next == SUBCOMPONENT;
             if sep.kind == COMPONENT {
                 out.push(b',');
-                comp = List::open(out, next == SUBCOMPONENT);
+                if split {
+                    comp = List::open(out, true);
+                }
                 continue;
             }
             if rep.close(out) {
@@ -323,22 +337,41 @@ impl Writer {
             }
             out.push(b',');
             rep = List::open(out, has_before(seps, t + 1, COMPONENT));
-            comp = List::open(out, next == SUBCOMPONENT);
+            if split {
+                comp = List::open(out, true);
+            }
         }
         out.truncate(field_keep);
     }
 
+    /// A value that is not empty: `all[start..end]`.
+    #[inline(always)]
+    fn value(&mut self, all: &[u8], start: usize, end: usize, out: &mut Vec<u8>) {
+        if self.special {
+            return self.leaf(all.get(start..end).unwrap_or_default(), out);
+        }
+        // Nothing to escape or decode: the bytes as they are. A short value is copied as a
+        // fixed 16-byte block (one load and store, no call) and the output cut back to its
+        // length; the bytes past the value are the message's own, left in `out`'s spare
+        // capacity, never written.
+        let len = end - start;
+        out.push(b'"');
+        match all.get(start..start + 16).map(<&[u8; 16]>::try_from) {
+            Some(Ok(block)) if len <= 16 => {
+                let at = out.len();
+                out.extend_from_slice(block);
+                out.truncate(at + len);
+            }
+            _ => out.extend_from_slice(all.get(start..end).unwrap_or_default()),
+        }
+        out.push(b'"');
+    }
+
+    /// A value that may need decoding or escaping (or is the HL7 null `""`).
+    #[cold]
     fn leaf(&mut self, raw: &[u8], out: &mut Vec<u8>) {
         if raw == b"\"\"" {
             out.extend_from_slice(b"null");
-            return;
-        }
-        if !self.special {
-            // Nothing to escape or decode: the bytes as they are.
-            out.reserve(raw.len() + 2);
-            out.push(b'"');
-            out.extend_from_slice(raw);
-            out.push(b'"');
             return;
         }
         if memchr::memchr(self.d.escape, raw).is_none() {
