@@ -26,8 +26,8 @@ static NEEDS_ESCAPE: [bool; 256] = {
 };
 
 /// Whether `b` needs an escape in a JSON string literal.
-pub fn needs_escape(b: u8) -> bool {
-    NEEDS_ESCAPE[usize::from(b)]
+pub const fn needs_escape(b: u8) -> bool {
+    NEEDS_ESCAPE[b as usize]
 }
 
 /// Appends bytes that are valid UTF-8 (the caller guarantees it) as a JSON string literal.

@@ -655,12 +655,14 @@ impl<'r> Runner<'r> {
         let mut json = Vec::with_capacity(256);
         match self.request.command {
             Command::Parse => {
-                json.extend_from_slice(b"{\"format\":\"hl7\",\"model\":");
+                // `record` is written first, so that `emit` has nothing to copy.
+                let mut json = self.record_prefix();
+                json.extend_from_slice(b"\"format\":\"hl7\",\"model\":");
                 hl7v2::write::model_json(&msg, self.disclosure, &mut json);
                 json.extend_from_slice(b",\"warnings\":");
                 findings_json(&findings, &mut json);
                 json.push(b'}');
-                self.emit(Pending { json, findings, valid: None, error: None });
+                self.emit_complete(&json, &findings, None, None);
             }
             Command::Validate => {
                 self.any_invalid |= !valid;
@@ -735,6 +737,28 @@ impl<'r> Runner<'r> {
         json.push(b'}');
         self.emit(Pending { json, findings: Vec::new(), valid: Some(false), error: Some(code) });
         Ok(())
+    }
+
+    /// The start of a record's object: `{"record":N,` in a multi-record input, else `{`.
+    fn record_prefix(&self) -> Vec<u8> {
+        let mut json = Vec::with_capacity(256);
+        if self.multi {
+            json.extend_from_slice(b"{\"record\":");
+            decimal_u64(self.records, &mut json);
+            json.push(b',');
+        } else {
+            json.push(b'{');
+        }
+        json
+    }
+
+    /// Emits an object that starts with [`Runner::record_prefix`].
+    fn emit_complete(&mut self, json: &[u8], findings: &[Diagnostic], valid: Option<bool>, error: Option<Code>) {
+        let record = self.multi.then_some(self.records);
+        let item = Item::Json { record, json, findings, valid, error };
+        if self.sink.item(item, self.disclosure).is_err() {
+            self.output_failed = true;
+        }
     }
 
     fn emit(&mut self, p: Pending) {
@@ -874,8 +898,13 @@ fn location_json(location: &Location, out: &mut Vec<u8>) {
 }
 
 /// `n` in decimal.
-fn decimal(mut n: u32, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 10];
+fn decimal(n: u32, out: &mut Vec<u8>) {
+    decimal_u64(u64::from(n), out);
+}
+
+/// `n` in decimal.
+fn decimal_u64(mut n: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
     let mut start = digits.len();
     for slot in digits.iter_mut().rev() {
         *slot = b'0' + (n % 10) as u8;

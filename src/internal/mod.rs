@@ -3,7 +3,11 @@
 //! - [`fuzzing`]: the fuzz harness bodies. Each `fuzz/fuzz_targets/*.rs` is one line calling
 //!   one of them, and `tests/fuzz_replay.rs` replays the committed corpus through the same
 //!   functions on the stable toolchain.
+//! - `model_oracle` (tests only): the former HL7 v2 model writer, the oracle of a differential
+//!   test of the current one.
 //!
 //! What it does not do: anything the CLI or the MCP server calls. It is `#[doc(hidden)]`.
 
 pub mod fuzzing;
+#[cfg(test)]
+mod model_oracle;

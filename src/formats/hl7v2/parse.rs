@@ -61,7 +61,8 @@ pub(crate) struct Span {
 }
 
 impl Span {
-    fn range(self) -> std::ops::Range<usize> {
+    /// The range of the span in the message buffer.
+    pub(crate) fn range(self) -> std::ops::Range<usize> {
         self.start as usize..self.end as usize
     }
 }
@@ -325,7 +326,7 @@ fn split_segment(
     limits: &Limits,
 ) -> Result<Segment, usize> {
     let text = &bytes[line.range()];
-    let id_len = memchr::memchr(d.field, text).unwrap_or(text.len());
+    let id_len = text.iter().position(|&b| b == d.field).unwrap_or(text.len());
     let id = Span { start: line.start, end: line.start + id_len as u32 };
     let name = segment_ids::schema_name(&text[..id_len]);
     let first_field = fields.len() as u32;
@@ -338,17 +339,55 @@ fn split_segment(
             fields.push(Span { start: line.start + id_len as u32, end: line.start + id_len as u32 + 1 });
         }
         let mut start = first;
-        // One iterator over the line: far cheaper than a memchr call per field.
-        for sep in memchr::memchr_iter(d.field, &text[first..]).map(|i| first + i).chain(std::iter::once(text.len())) {
+        let base = line.start as usize;
+        let mut too_long = None;
+        each_offset_of(d.field, text.get(first..).unwrap_or_default(), |i| {
+            let sep = first + i;
             if sep - start > max_field {
-                return Err(line.start as usize + start);
+                too_long.get_or_insert(base + start);
             }
-            fields.push(Span { start: line.start + start as u32, end: line.start + sep as u32 });
+            fields.push(Span { start: (base + start) as u32, end: (base + sep) as u32 });
             start = sep + 1;
+        });
+        if let Some(at) = too_long {
+            return Err(at);
         }
+        if text.len() - start > max_field {
+            return Err(base + start);
+        }
+        fields.push(Span { start: (base + start) as u32, end: (base + text.len()) as u32 });
     }
     let field_count = fields.len() as u32 - first_field;
     Ok(Segment { span: line, id, name, first_field, field_count, position, occurrence: position })
+}
+
+/// Calls `f` with the offset of every `byte` in `bytes`, in order.
+///
+/// Eight bytes at a time (a word compared with the byte repeated, zero bytes found exactly):
+/// fields are a few bytes long on average, too short for a vectorised search to pay for its
+/// set-up at each one, and a byte-at-a-time loop costs a compare and a branch per byte.
+fn each_offset_of(byte: u8, bytes: &[u8], mut f: impl FnMut(usize)) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let pattern = ONES * u64::from(byte);
+    let mut words = bytes.chunks_exact(8);
+    let mut base = 0usize;
+    for word in &mut words {
+        // Invariant: `chunks_exact(8)` gives 8-byte chunks, so the conversion cannot fail.
+        let v = u64::from_le_bytes(word.try_into().unwrap_or([0; 8])) ^ pattern;
+        // 0x80 in every byte of `v` that is zero, and nowhere else (no borrow between bytes).
+        let mut zeros = !(((v & LOW7) + LOW7) | v | LOW7);
+        while zeros != 0 {
+            f(base + (zeros.trailing_zeros() / 8) as usize);
+            zeros &= zeros - 1;
+        }
+        base += 8;
+    }
+    for (i, &b) in words.remainder().iter().enumerate() {
+        if b == byte {
+            f(base + i);
+        }
+    }
 }
 
 impl Message {
@@ -497,6 +536,12 @@ impl<'a> SegmentRef<'a> {
             split,
             position: self.position().field(n, 0),
         })
+    }
+
+    /// The byte ranges of the fields in the message buffer, in order (field `n` at `n - 1`).
+    pub(crate) fn field_spans(self) -> &'a [Span] {
+        let first = self.seg.first_field as usize;
+        self.msg.fields.get(first..first + self.seg.field_count as usize).unwrap_or_default()
     }
 
     /// Every field, in order, with its number.
@@ -650,6 +695,21 @@ mod tests {
         assert_eq!(code(b"MSH|^~\\A|"), Code::INVALID_ENCODING_CHARACTERS);
         assert_eq!(code(b"MSH|^~|"), Code::INVALID_ENCODING_CHARACTERS);
         assert_eq!(code(b"MSH|^~\\&#!|"), Code::INVALID_ENCODING_CHARACTERS);
+    }
+
+    #[test]
+    fn word_search_finds_every_offset() {
+        // Every byte value next to the searched one (a borrow between bytes would show here).
+        let bytes: Vec<u8> = (0..=255u8).flat_map(|b| [b, b'|', b.wrapping_add(1), 0x7C ^ 1, 0x80 | b]).collect();
+        for len in [0, 1, 7, 8, 9, 15, 16, 17, bytes.len()] {
+            let hay = &bytes[..len];
+            for needle in [b'|', 0, 0x80, 0xFF, 0x7D] {
+                let mut found = Vec::new();
+                each_offset_of(needle, hay, |i| found.push(i));
+                let expected: Vec<usize> = (0..hay.len()).filter(|&i| hay[i] == needle).collect();
+                assert_eq!(found, expected, "{needle} in {len} bytes");
+            }
+        }
     }
 
     #[test]

@@ -36,8 +36,18 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
     };
     // Slices of a valid UTF-8 buffer cut at ASCII delimiters are valid UTF-8: no per-value check.
     let verbatim = utf8 && matches!(charset, Charset::Utf8 | Charset::Ascii | Charset::Unknown);
-    let mut w =
-        Writer { d, charset, verbatim, class: classes(d), masks: Vec::new(), scratch: Vec::new(), text: String::new() };
+    let class = if d == Delimiters::default() { DEFAULT_CLASSES } else { classes(d) };
+    let mut w = Writer {
+        d,
+        charset,
+        verbatim,
+        class,
+        special: false,
+        seps: Vec::new(),
+        scratch: Vec::new(),
+        text: String::new(),
+    };
+    out.reserve(all.len() * 2);
     out.extend_from_slice(b"{\"delimiters\":{");
     let mut first = true;
     for (name, b) in [
@@ -58,7 +68,6 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         json::string(out, char::from(b).encode_utf8(&mut [0u8; 4]));
     }
     out.extend_from_slice(b"},\"segments\":[");
-    let seps = [d.repetition, d.component, d.subcomponent];
     for (i, seg) in msg.segments().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -66,67 +75,34 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"id\":");
         w.text_of(seg.id().expose_value(disclosure), out);
         out.extend_from_slice(b",\"fields\":[");
-        // One pass over each field's bytes says which kinds of byte it holds (see `classes`);
-        // the walk below skips every search the mask rules out.
-        w.masks.clear();
-        let mut last = 0;
-        for f in seg.fields() {
-            let mask = if f.is_splittable() { w.mask(f.bytes().expose_value(disclosure)) } else { OTHER };
-            w.masks.push(mask);
-            // Trailing empty fields carry no meaning (chapter 2 asks senders to omit them): the
-            // model leaves them out, so that a message and its canonical form have one model.
-            if mask & OTHER != 0 {
-                last = last.max(f.position().field);
-            }
-        }
-        for (n, field) in seg.fields().take(last as usize).enumerate() {
+        // Trailing empty fields carry no meaning (chapter 2 asks senders to omit them): the
+        // model leaves them out, so that a message and its canonical form have one model. Each
+        // field is written as it comes, and the output is cut back after the last one that holds
+        // anything.
+        let mut keep = out.len();
+        // MSH-1 and MSH-2 (FHS, BHS too) hold the delimiters: one string each, never split.
+        let unsplit = if seg.is_header() { 2 } else { 0 };
+        for (n, span) in seg.field_spans().iter().enumerate() {
             if n > 0 {
                 out.push(b',');
             }
-            out.push(b'[');
-            let raw = field.bytes().expose_value(disclosure);
-            let mask = w.masks.get(n).copied().unwrap_or(u8::MAX);
-            if !field.is_splittable() {
+            let raw = all.get(span.range()).unwrap_or_default();
+            if n < unsplit {
+                out.push(b'[');
                 w.text_of(raw, out);
-            } else if mask & OTHER == 0 {
-                // Nothing but separators: an empty field.
-            } else if mask & REPETITION == 0 {
-                w.level(raw, &seps[1..], mask, out);
-            } else {
-                let reps = trim_trailing(raw, d.repetition, &seps[1..]);
-                for (r, rep) in reps.split(|b| *b == d.repetition).enumerate() {
-                    if r > 0 {
-                        out.push(b',');
-                    }
-                    w.level(rep, &seps[1..], mask, out);
-                }
+                out.push(b']');
+                keep = out.len();
+            } else if w.field(all, span.range(), out) {
+                keep = out.len();
             }
-            out.push(b']');
         }
+        out.truncate(keep);
         out.extend_from_slice(b"]}");
     }
     out.extend_from_slice(b"]}");
 }
 
-/// True when `bytes` holds nothing but separators: an empty part at every level below.
-fn only_separators(bytes: &[u8], seps: &[u8]) -> bool {
-    bytes.iter().all(|b| seps.contains(b))
-}
-
-/// Cuts trailing parts (split at `sep`) that are empty at every lower level (`lower`).
-fn trim_trailing<'a>(bytes: &'a [u8], sep: u8, lower: &[u8]) -> &'a [u8] {
-    let mut end = bytes.len();
-    while let Some(pos) = memchr::memrchr(sep, &bytes[..end]) {
-        if only_separators(&bytes[pos + 1..end], lower) {
-            end = pos;
-        } else {
-            break;
-        }
-    }
-    &bytes[..end]
-}
-
-/// Kinds of byte, as bits of a field's mask.
+/// Kinds of byte, as bits of a class.
 const REPETITION: u8 = 1;
 const COMPONENT: u8 = 2;
 const SUBCOMPONENT: u8 = 4;
@@ -139,12 +115,26 @@ const JSON_ESCAPED: u8 = 16;
 const HIGH: u8 = 32;
 /// Anything but the repetition, component and subcomponent separators.
 const OTHER: u8 = 64;
+/// A value that cannot be copied as it is: it may need decoding or escaping.
+const SPECIAL: u8 = ESCAPE | JSON_ESCAPED | HIGH;
+
+/// The classes under the default delimiters (`|^~\&`), computed once at compile time.
+const DEFAULT_CLASSES: [u8; 256] = classes(Delimiters {
+    field: b'|',
+    component: b'^',
+    repetition: b'~',
+    escape: b'\\',
+    subcomponent: b'&',
+    truncation: None,
+});
 
 /// The kinds of every byte value under the message's delimiters.
-fn classes(d: Delimiters) -> [u8; 256] {
+const fn classes(d: Delimiters) -> [u8; 256] {
     let mut class = [0u8; 256];
-    for (b, c) in (0u8..=255).zip(class.iter_mut()) {
-        *c = if b == d.repetition {
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let mut c = if b == d.repetition {
             REPETITION
         } else if b == d.component {
             COMPONENT
@@ -154,16 +144,84 @@ fn classes(d: Delimiters) -> [u8; 256] {
             OTHER
         };
         if b == d.escape {
-            *c |= ESCAPE;
+            c |= ESCAPE;
         }
         if json::needs_escape(b) {
-            *c |= JSON_ESCAPED;
+            c |= JSON_ESCAPED;
         }
         if b >= 0x80 {
-            *c |= HIGH;
+            c |= HIGH;
         }
+        class[i] = c;
+        i += 1;
     }
     class
+}
+
+/// The end of a field, as a separator kind.
+const END: u8 = 128;
+
+/// A separator of a field: its offset in the field and its kind.
+#[derive(Copy, Clone, Debug)]
+struct Sep {
+    at: u32,
+    kind: u8,
+}
+
+/// True when a separator of `kind` comes at or after `seps[t]`, before the next separator of a
+/// higher level (the repetition or the field's end; `kind` is `COMPONENT`).
+fn has_before(seps: &[Sep], t: usize, kind: u8) -> bool {
+    seps.get(t..).unwrap_or_default().iter().find(|s| s.kind != SUBCOMPONENT).is_some_and(|s| s.kind == kind)
+}
+
+/// A list being written (the components of a repetition, the subcomponents of a component).
+struct List {
+    /// Where it starts in the output.
+    start: usize,
+    /// It opened a bracket: it has more than one part.
+    bracket: bool,
+    /// Parts written so far.
+    count: u32,
+    /// Number of parts up to the last that holds anything (0: none does).
+    full: u32,
+    /// Output length after that part.
+    end: usize,
+}
+
+impl List {
+    fn open(out: &mut Vec<u8>, bracket: bool) -> List {
+        let start = out.len();
+        if bracket {
+            out.push(b'[');
+        }
+        List { start, bracket, count: 0, full: 0, end: start }
+    }
+
+    /// The part just written holds something.
+    fn keep(&mut self, out: &[u8]) {
+        self.full = self.count;
+        self.end = out.len();
+    }
+
+    /// Closes the list: trailing empty parts are cut; no part left is `""`, one part left is
+    /// written as itself. Returns false when the list was empty.
+    fn close(&self, out: &mut Vec<u8>) -> bool {
+        if self.full == 0 {
+            out.truncate(self.start);
+            out.extend_from_slice(b"\"\"");
+            return false;
+        }
+        out.truncate(self.end);
+        if self.bracket {
+            if self.full == 1 {
+                // Rare: one part left after trailing empty ones were cut.
+                out.remove(self.start);
+            } else {
+                out.push(b']');
+            }
+        }
+        true
+    }
 }
 
 struct Writer {
@@ -173,58 +231,150 @@ struct Writer {
     verbatim: bool,
     /// Kinds of byte by value (`classes`).
     class: [u8; 256],
-    /// The masks of the current segment's fields.
-    masks: Vec<u8>,
+    /// The current field holds a byte that may need decoding or escaping (see `SPECIAL`).
+    special: bool,
+    /// The current field's separators (repetition, component, subcomponent).
+    seps: Vec<Sep>,
     scratch: Vec<u8>,
     text: String,
 }
 
 impl Writer {
-    /// The kinds of byte `raw` holds. A part's mask is within its field's: a bit missing from
-    /// the field's mask rules the kind out for every part of the field.
-    fn mask(&self, raw: &[u8]) -> u8 {
-        raw.iter().fold(0, |m, &b| m | self.class[usize::from(b)])
-    }
-
-    /// A repetition (seps = component, subcomponent) or a component (seps = subcomponent).
-    /// `mask` is the field's (see `mask`).
-    fn level(&mut self, raw: &[u8], seps: &[u8], mask: u8, out: &mut Vec<u8>) {
-        match seps.split_first() {
-            Some((&sep, rest))
-                if mask & self.class[usize::from(sep)] & SEPARATORS != 0 && memchr::memchr(sep, raw).is_some() =>
-            {
-                let kept = trim_trailing(raw, sep, rest);
-                if memchr::memchr(sep, kept).is_none() {
-                    return self.level(kept, rest, mask, out);
-                }
-                out.push(b'[');
-                for (i, sub) in kept.split(|b| *b == sep).enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    self.level(sub, rest, mask, out);
-                }
-                out.push(b']');
+    /// Writes one field (not MSH-1 or MSH-2) as an array of repetitions. Returns false when
+    /// the field holds nothing but separators (it is then written `[]`).
+    ///
+    /// One pass over the field's bytes finds its separators; a second, flat pass over their
+    /// offsets writes the structure, without recursion. At every level, trailing parts that
+    /// are empty at all lower levels are left out, a list of one part is written as that part,
+    /// and an empty part is `""`. Parts are written as they come: a list is cut back after its
+    /// last part that holds anything when it closes, and loses its opening bracket when a
+    /// single part is left (both rare: senders seldom leave trailing separators).
+    fn field(&mut self, all: &[u8], span: std::ops::Range<usize>, out: &mut Vec<u8>) -> bool {
+        let raw = all.get(span.clone()).unwrap_or_default();
+        self.seps.clear();
+        let mut kinds = 0u8;
+        for (i, &b) in raw.iter().enumerate() {
+            let c = self.class[usize::from(b)];
+            kinds |= c;
+            if c & SEPARATORS != 0 {
+                self.seps.push(Sep { at: i as u32, kind: c & SEPARATORS });
             }
-            Some((_, rest)) => self.level(raw, rest, mask, out),
-            None => self.leaf(raw, mask, out),
         }
+        out.push(b'[');
+        if kinds & OTHER == 0 {
+            out.push(b']');
+            return false;
+        }
+        self.special = kinds & SPECIAL != 0;
+        if kinds & SEPARATORS == 0 {
+            self.value(all, span.start, span.end, out);
+            out.push(b']');
+            return true;
+        }
+        self.seps.push(Sep { at: raw.len() as u32, kind: END });
+        let seps = std::mem::take(&mut self.seps);
+        self.walk(all, span.start, &seps, out);
+        self.seps = seps;
+        out.push(b']');
+        true
     }
 
-    fn leaf(&mut self, raw: &[u8], mask: u8, out: &mut Vec<u8>) {
+    /// The repetitions of a field (at `base` in `all`) that holds something, from its
+    /// separators (`seps`, ending with an `END` entry at the field's end).
+    fn walk(&mut self, all: &[u8], base: usize, seps: &[Sep], out: &mut Vec<u8>) {
+        // Output length after the last repetition that holds something.
+        let mut field_keep = out.len();
+        // The open repetition (a list of components) and component (a list of subcomponents,
+        // when it has separators; else one value written directly).
+        let mut rep = List::open(out, has_before(seps, 0, COMPONENT));
+        let mut split = seps.first().is_some_and(|s| s.kind == SUBCOMPONENT);
+        let mut comp = List::open(out, split);
+        let mut from = base;
+        for (t, sep) in seps.iter().enumerate() {
+            let to = base + sep.at as usize;
+            let full = if split {
+                if comp.count > 0 {
+                    out.push(b',');
+                }
+                comp.count += 1;
+                if to > from {
+                    self.value(all, from, to, out);
+                    comp.keep(out);
+                } else {
+                    out.extend_from_slice(b"\"\"");
+                }
+                from = to + 1;
+                if sep.kind == SUBCOMPONENT {
+                    continue;
+                }
+                comp.close(out)
+            } else if to > from {
+                self.value(all, from, to, out);
+                true
+            } else {
+                out.extend_from_slice(b"\"\"");
+                false
+            };
+            from = to + 1;
+            rep.count += 1;
+            if full {
+                rep.keep(out);
+            }
+            let next = seps.get(t + 1).map_or(END, |s| s.kind);
+            split = next == SUBCOMPONENT;
+            if sep.kind == COMPONENT {
+                out.push(b',');
+                if split {
+                    comp = List::open(out, true);
+                }
+                continue;
+            }
+            if rep.close(out) {
+                field_keep = out.len();
+            }
+            if sep.kind == END {
+                break;
+            }
+            out.push(b',');
+            rep = List::open(out, has_before(seps, t + 1, COMPONENT));
+            if split {
+                comp = List::open(out, true);
+            }
+        }
+        out.truncate(field_keep);
+    }
+
+    /// A value that is not empty: `all[start..end]`.
+    #[inline(always)]
+    fn value(&mut self, all: &[u8], start: usize, end: usize, out: &mut Vec<u8>) {
+        if self.special {
+            return self.leaf(all.get(start..end).unwrap_or_default(), out);
+        }
+        // Nothing to escape or decode: the bytes as they are. A short value is copied as a
+        // fixed 16-byte block (one load and store, no call) and the output cut back to its
+        // length; the bytes past the value are the message's own, left in `out`'s spare
+        // capacity, never written.
+        let len = end - start;
+        out.push(b'"');
+        match all.get(start..start + 16).map(<&[u8; 16]>::try_from) {
+            Some(Ok(block)) if len <= 16 => {
+                let at = out.len();
+                out.extend_from_slice(block);
+                out.truncate(at + len);
+            }
+            _ => out.extend_from_slice(all.get(start..end).unwrap_or_default()),
+        }
+        out.push(b'"');
+    }
+
+    /// A value that may need decoding or escaping (or is the HL7 null `""`).
+    #[cold]
+    fn leaf(&mut self, raw: &[u8], out: &mut Vec<u8>) {
         if raw == b"\"\"" {
             out.extend_from_slice(b"null");
             return;
         }
-        if mask & ESCAPE == 0 || memchr::memchr(self.d.escape, raw).is_none() {
-            if mask & JSON_ESCAPED == 0 && (self.verbatim || mask & HIGH == 0) {
-                // Nothing to escape or decode: the bytes as they are.
-                out.reserve(raw.len() + 2);
-                out.push(b'"');
-                out.extend_from_slice(raw);
-                out.push(b'"');
-                return;
-            }
+        if memchr::memchr(self.d.escape, raw).is_none() {
             return self.text_of(raw, out);
         }
         self.scratch.clear();
