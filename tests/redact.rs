@@ -238,6 +238,48 @@ fn ndjson_is_redacted_line_by_line_and_stays_valid() {
     assert_eq!(o.stdout, out, "not idempotent");
 }
 
+/// Safe Harbor: a birth year goes when the record's reference year (HL7 v2: MSH-7; FHIR: the
+/// latest other date) is 90 or more years later, or when there is no reference; else it stays.
+#[test]
+fn safe_harbor_removes_birth_years_that_reveal_an_age_over_89() {
+    let msg = |msh7: &str, dob: &str| {
+        format!("MSH|^~\\&|A|B|C|D|{msh7}||ADT^A01^ADT_A01|X1|P|2.5.1\rPID|1||1^^^H^MR||N^G||{dob}|F\r")
+    };
+    let pid7 = |out: &[u8]| {
+        let text = String::from_utf8_lossy(out).into_owned();
+        let pid = text.split(['\r', '\n']).find(|l| l.starts_with("PID")).unwrap_or_default().to_owned();
+        pid.split('|').nth(7).unwrap_or_default().to_owned()
+    };
+    for (msh7, dob, expected) in [
+        ("20240315103000", "19500315", "1950"),
+        ("20240315103000", "19341231", ""),
+        ("20240315103000", "19350101", "1935"),
+        ("2024", "1920", ""),
+        ("", "19500315", ""),
+    ] {
+        let o = run_stdin(&["redact", "--format", "hl7", "-"], msg(msh7, dob).as_bytes());
+        assert_eq!(code(&o), 0, "{msh7} {dob}");
+        assert_eq!(pid7(&o.stdout), expected, "MSH-7 {msh7}, PID-7 {dob}");
+        let again = run_stdin(&["redact", "--format", "hl7", "-"], &o.stdout);
+        assert_eq!(again.stdout, o.stdout, "not idempotent");
+    }
+    let patient = |extra: &str| {
+        format!(r#"{{"resourceType":"Patient","id":"p1","gender":"female","birthDate":"1925-03-01"{extra}}}"#)
+    };
+    for (extra, kept) in [
+        (r#","deceasedDateTime":"2020-06-01T10:00:00Z""#, false),
+        (r#","meta":{"lastUpdated":"2014-01-01T00:00:00Z"}"#, true),
+        ("", false),
+    ] {
+        let o = run_stdin(&["redact", "--format", "fhir", "-"], patient(extra).as_bytes());
+        assert_eq!(code(&o), 0, "{extra}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert_eq!(v.get("birthDate").and_then(|b| b.as_str()), kept.then_some("1925"), "{extra}");
+        let again = run_stdin(&["redact", "--format", "fhir", "-"], &o.stdout);
+        assert_eq!(again.stdout, o.stdout, "not idempotent");
+    }
+}
+
 #[cfg(feature = "mcp")]
 mod mcp {
     use std::sync::Arc;

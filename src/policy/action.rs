@@ -49,6 +49,10 @@ pub enum Action {
     DateShift(u32),
     /// The year only.
     GeneralizeDate,
+    /// A birth date: the year only, and not even the year when the record's reference year
+    /// (HL7 v2: MSH-7 as released; FHIR: the latest other date the record releases) is 90 or
+    /// more years later, or when the record has no reference year (Safe Harbor: ages over 89).
+    GeneralizeBirthDate,
     /// The first three digits, `000` for restricted prefixes.
     GeneralizeZip,
     /// Ages over 89 become `90+` (HL7 v2) or 90 (FHIR numbers).
@@ -67,6 +71,7 @@ pub const NAMES: &[&str] = &[
     "sequence",
     "date_shift",
     "generalize_date",
+    "generalize_birth_date",
     "generalize_zip",
     "cap_age",
 ];
@@ -86,6 +91,7 @@ impl Action {
             "sequence" => Action::Sequence,
             "date_shift" => return p.days.filter(|d| *d > 0).map(Action::DateShift).ok_or(Code::POLICY_INVALID_VALUE),
             "generalize_date" => Action::GeneralizeDate,
+            "generalize_birth_date" => Action::GeneralizeBirthDate,
             "generalize_zip" => Action::GeneralizeZip,
             "cap_age" => Action::CapAge,
             _ => return Err(Code::POLICY_UNKNOWN_ACTION),
@@ -109,6 +115,7 @@ impl Action {
             Action::Sequence => "sequence",
             Action::DateShift(_) => "date_shift",
             Action::GeneralizeDate => "generalize_date",
+            Action::GeneralizeBirthDate => "generalize_birth_date",
             Action::GeneralizeZip => "generalize_zip",
             Action::CapAge => "cap_age",
         }
@@ -121,7 +128,7 @@ impl Action {
 
     /// True for the actions that only make sense on dates.
     pub fn is_date_action(&self) -> bool {
-        matches!(self, Action::DateShift(_) | Action::GeneralizeDate)
+        matches!(self, Action::DateShift(_) | Action::GeneralizeDate | Action::GeneralizeBirthDate)
     }
 }
 
@@ -134,12 +141,15 @@ pub struct Context<'k> {
     pub patient: Vec<u8>,
     /// `sequence` numbers, by value, in order of first appearance.
     sequence: BTreeMap<Vec<u8>, u32>,
+    /// The record's reference year for `generalize_birth_date` (HL7 v2: the year of MSH-7;
+    /// FHIR: the latest year of any date in the record).
+    pub reference_year: Option<u32>,
 }
 
 impl<'k> Context<'k> {
     /// A fresh context for one record.
     pub fn new(key: Option<&'k Key>) -> Self {
-        Context { key, patient: Vec::new(), sequence: BTreeMap::new() }
+        Context { key, patient: Vec::new(), sequence: BTreeMap::new(), reference_year: None }
     }
 
     /// The number of `value` within this record (1-based, first appearance first).
@@ -208,6 +218,22 @@ pub fn mask(value: &[u8], keep: u8) -> Vec<u8> {
 pub fn year(value: &[u8]) -> Option<&[u8]> {
     let y = value.get(..4)?;
     y.iter().all(u8::is_ascii_digit).then_some(y)
+}
+
+/// `generalize_birth_date`: the year of a birth date, unless the person could be 90 or older in
+/// the record's reference year (a difference of 90 years or more: the month and day are not
+/// compared, so that redacting again, with years only, decides the same), or the record has no
+/// reference year. A birth year after the reference year is kept (nothing to aggregate).
+pub fn birth_year(value: &[u8], reference_year: Option<u32>) -> Option<&[u8]> {
+    let y = year(value)?;
+    let born = num(y)?;
+    let reference = reference_year?;
+    (reference < born.saturating_add(90)).then_some(y)
+}
+
+/// The year of a date that starts with four digits (`YYYY...`).
+pub fn year_number(value: &[u8]) -> Option<u32> {
+    year(value).and_then(num)
 }
 
 /// The restricted three-digit ZIP prefixes (policy/restricted-zip3.txt).
@@ -332,6 +358,15 @@ mod tests {
         assert_eq!(shift_date(b"20241399", 1, false), None);
         assert_eq!(year(b"19700101"), Some(&b"1970"[..]));
         assert_eq!(year(b"MKR1"), None);
+        assert_eq!(birth_year(b"19700101", Some(2024)), Some(&b"1970"[..]));
+        assert_eq!(birth_year(b"1935", Some(2024)), Some(&b"1935"[..]));
+        // 90 years apart: could be 90 (born early in the year); the year goes.
+        assert_eq!(birth_year(b"19341231", Some(2024)), None);
+        assert_eq!(birth_year(b"1920-05-01", Some(2024)), None);
+        assert_eq!(birth_year(b"19700101", None), None);
+        assert_eq!(birth_year(b"2030", Some(2024)), Some(&b"2030"[..]));
+        assert_eq!(birth_year(b"MKR1", Some(2024)), None);
+        assert_eq!(year_number(b"2024-01-01"), Some(2024));
     }
 
     #[test]

@@ -94,6 +94,7 @@ impl<'p> Redactor<'p> {
         ctx.patient = patient_of(doc, disclosure);
         let offset = self.policy.hl7v2.len();
         let mut chain: Vec<u32> = Vec::new();
+        let mut births: Vec<(u32, usize)> = Vec::new();
         for i in 0..n as u32 {
             let node = doc.node(i);
             if node.is_unknown() {
@@ -127,11 +128,24 @@ impl<'p> Redactor<'p> {
                 continue;
             };
             self.counts.rule(offset + ri);
+            if self.policy.fhir[ri].action == Action::GeneralizeBirthDate {
+                // Decided once the record's other dates are (their released years are the
+                // reference).
+                births.push((i, ri));
+                continue;
+            }
             let value = doc.value_span(i).expose_value(disclosure);
             let edit = self.apply(doc, i, &self.policy.fhir[ri].action, value, &mut ctx);
-            match edit {
-                None => {}
-                Some(e) => {
+            if let Some(e) = edit {
+                own[i as usize] = true;
+                edits.values[i as usize] = e;
+            }
+        }
+        if !births.is_empty() {
+            ctx.reference_year = latest_year(doc, disclosure, &own, &edits);
+            for (i, ri) in births {
+                let value = doc.value_span(i).expose_value(disclosure);
+                if let Some(e) = self.apply(doc, i, &self.policy.fhir[ri].action, value, &mut ctx) {
                     own[i as usize] = true;
                     edits.values[i as usize] = e;
                 }
@@ -238,6 +252,18 @@ impl<'p> Redactor<'p> {
             }
             Action::GeneralizeDate => {
                 let y = action::year(value)?;
+                if ty == "instant" {
+                    let mut v = y.to_vec();
+                    v.extend_from_slice(b"-01-01T00:00:00Z");
+                    return replaced(v);
+                }
+                if ty == "time" {
+                    return None;
+                }
+                replaced(y.to_vec())
+            }
+            Action::GeneralizeBirthDate => {
+                let y = action::birth_year(value, ctx.reference_year)?;
                 if ty == "instant" {
                     let mut v = y.to_vec();
                     v.extend_from_slice(b"-01-01T00:00:00Z");
@@ -369,6 +395,21 @@ fn step_matches(doc: &Document, i: u32, step: &str) -> bool {
 
 /// The patient's identifier for `date_shift`: the first Patient resource's id, else the first
 /// `Patient/...` reference.
+/// The latest year of any `date`, `dateTime` or `instant` the record releases (as edited),
+/// birth dates aside: the reference of `generalize_birth_date` (a birth year 90 or more years
+/// before a year the record shows reveals an age over 89). Taken from the released values so
+/// that redacting the output again decides the same.
+fn latest_year(doc: &Document, disclosure: &Disclosure, own: &[bool], edits: &Edits) -> Option<u32> {
+    (0..doc.nodes().len() as u32)
+        .filter(|&i| own[i as usize] && matches!(type_of(doc, i), "date" | "dateTime" | "instant"))
+        .filter_map(|i| match &edits.values[i as usize] {
+            ValueEdit::Same => action::year_number(doc.value_span(i).expose_value(disclosure)),
+            ValueEdit::Replaced(v) => action::year_number(v),
+            ValueEdit::Removed => None,
+        })
+        .max()
+}
+
 fn patient_of(doc: &Document, disclosure: &Disclosure) -> Vec<u8> {
     let nodes = doc.nodes();
     for i in 0..nodes.len() as u32 {

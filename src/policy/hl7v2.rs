@@ -314,6 +314,12 @@ impl<'p> Redactor<'p> {
                 }
                 self.leaves(raw, &d, &mut ctx, r.whole_field().then_some(first), out);
             }
+            if nb == b"MSH" {
+                // The reference of `generalize_birth_date`: MSH-7's year as released (so that
+                // redacting the output again decides the same).
+                let line = out.get(line_start..).unwrap_or_default();
+                ctx.reference_year = line.split(|b| *b == d.field).nth(6).and_then(action::year_number);
+            }
             // Trailing empty fields.
             while out.len() > min_len && out.last() == Some(&d.field) {
                 out.pop();
@@ -421,6 +427,11 @@ fn apply(
         }
         Action::GeneralizeDate => {
             if let Some(y) = action::year(raw) {
+                out.extend_from_slice(y);
+            }
+        }
+        Action::GeneralizeBirthDate => {
+            if let Some(y) = action::birth_year(raw, ctx.reference_year) {
                 out.extend_from_slice(y);
             }
         }

@@ -99,7 +99,11 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
     if policy.keeps_free_text() {
         risks.push("free text kept by a rule (may name people)");
     }
-    if all().any(|a| *a == Action::GeneralizeDate) {
+    if all().any(|a| *a == Action::GeneralizeBirthDate) {
+        risks.push(
+            "birth years kept when the record's reference year is less than 90 years later (the record's dates are the clock: a reader who knows today's date can still tell an age over 89)",
+        );
+    } else if all().any(|a| *a == Action::GeneralizeDate) {
         risks.push("years kept: a birth year can reveal an age over 89 (no clock is read to tell)");
     }
     if all().any(|a| matches!(a, Action::DateShift(_))) {
