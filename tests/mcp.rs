@@ -72,7 +72,7 @@ fn cli(tool: &str, input: &[u8], format: Option<&str>, ndjson: bool) -> (i32, Op
 fn tools_list_shows_annotated_tools_with_schemas() {
     let tools = mcp::definitions();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["parse", "validate", "inspect", "convert", "find_equivalent", "map_codes"]);
+    assert_eq!(names, ["parse", "validate", "inspect", "convert", "redact", "find_equivalent", "map_codes"]);
     for t in &tools {
         let message_tool = Tool::from_name(&t.name).is_some();
         let v = serde_json::to_value(t).expect("a tool serializes");
@@ -374,7 +374,7 @@ fn stdio_exchange_answers_every_request_and_leaks_nothing() {
     let (exit, replies, stderr) = exchange(bin, &["mcp"], &lines);
     assert_eq!(exit, 0, "stderr: {}", stderr.len());
     assert_eq!(reply(&replies, 0)["result"]["serverInfo"]["name"], "phiward");
-    assert_eq!(reply(&replies, 1)["result"]["tools"].as_array().map(Vec::len), Some(6));
+    assert_eq!(reply(&replies, 1)["result"]["tools"].as_array().map(Vec::len), Some(7));
     assert_ne!(structured(&replies, 2)["status"], "failed");
     let usage = json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"});
     assert_eq!(structured(&replies, 3), &usage);
@@ -432,6 +432,7 @@ fn the_phiward_mcp_binary_serves_the_same_tools() {
             json!("validate"),
             json!("inspect"),
             json!("convert"),
+            json!("redact"),
             json!("find_equivalent"),
             json!("map_codes")
         ]

@@ -310,6 +310,30 @@ mod mcp {
         }
     }
 
+    /// The `redact` tool: the bytes of `phiward redact` (Safe Harbor without a server policy, the
+    /// server's policy with one), no marker anywhere in the reply, and the policy named.
+    #[test]
+    fn the_redact_tool_gives_the_cli_bytes_and_no_marker() {
+        for f in files_under(&fixture("redact/markers")) {
+            let input = std::fs::read(&f).expect("read");
+            let args = json!({ "content": String::from_utf8(input.clone()).expect("utf-8") });
+            let (exit, out, _) = redact(&[path(&f)]);
+            for (config, name) in [(Config::default(), "safe-harbor"), (config(phiward::policy::AGENT), "agent")] {
+                let reply = dispatch("redact", args.as_object().cloned(), &config).into_value();
+                assert_eq!(reply["exit"], json!(exit), "{f:?}: {reply}");
+                assert!(!has_marker(reply.to_string().as_bytes()), "{f:?}: a marker in the reply");
+                assert_eq!(reply["data"]["policy"], name);
+                if name == "safe-harbor" {
+                    assert_eq!(reply["data"]["content"].as_str().map(str::as_bytes), Some(&out[..]), "{f:?}");
+                }
+            }
+        }
+        // A policy that does not list the tool refuses it.
+        let text = "[policy]\nname = \"p\"\ntools = [\"parse\"]\n";
+        let reply = dispatch("redact", json!({"content": "MSH|^~\\&|"}).as_object().cloned(), &config(text));
+        assert_eq!(reply.into_value()["code"], "POLICY_TOOL_NOT_ALLOWED");
+    }
+
     /// `convert` under a redacting policy: the message is redacted by the HL7 v2 rules, then the
     /// Bundle by the FHIR rules; no marker of the HL7 v2 marker fixtures reaches the reply.
     #[test]

@@ -137,7 +137,17 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         Tool::Validate => Command::Validate,
         Tool::Inspect => Command::Inspect,
         Tool::Convert => Command::Convert,
+        Tool::Redact => Command::Redact,
     };
+    // `redact` applies the server's policy; without one, Safe Harbor (as the CLI's default).
+    let policy = match (tool, &config.policy) {
+        (Tool::Redact, None) => match crate::policy::load(crate::policy::SAFE_HARBOR.as_bytes()) {
+            Ok(p) => Some(std::sync::Arc::new(p)),
+            Err(_) => return Reply::failed(Code::CLI_INTERNAL),
+        },
+        _ => config.policy.clone(),
+    };
+    let policy_name = policy.as_ref().map(|p| p.name.clone()).unwrap_or_default();
     let request = Request {
         command,
         source: Source::Bytes(input.bytes),
@@ -148,13 +158,17 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         ndjson: input.ndjson,
         to: None,
         convert: input.convert,
-        policy: config.policy.clone(),
+        policy,
         key: config.key.clone(),
     };
-    let mut sink = Collect::default();
+    let mut sink = Collect { keep_bytes: tool == Tool::Redact, ..Collect::default() };
     let outcome = ops::run(request, &mut sink);
     if let Some(code) = outcome.code {
         return Reply { status: Status::Failed, exit: outcome.exit, code: Some(code), data: None };
+    }
+    if tool == Tool::Redact {
+        let data = sink.into_redacted(&policy_name);
+        return Reply { status: outcome.status, exit: outcome.exit, code: None, data: Some(data) };
     }
     let data = match sink.into_data(outcome.multi) {
         Ok(data) => data,
@@ -245,6 +259,24 @@ fn scrub_value(v: Option<Value>) {
     }
 }
 
+/// Encodes standard base64 (padded).
+fn encode_base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Decodes standard base64 (padding optional, ASCII white space ignored). Stops at the input
 /// limit instead of allocating past it.
 fn decode_base64(text: &[u8], limits: &Limits) -> Result<Vec<u8>, Code> {
@@ -308,10 +340,14 @@ fn decode_base64(text: &[u8], limits: &Limits) -> Result<Vec<u8>, Code> {
     }
 }
 
-/// Collects the JSON objects of a run (one per record), as the CLI's `--json` would print them.
+/// Collects the JSON objects of a run (one per record), as the CLI's `--json` would print them,
+/// or (`redact`) the bytes it writes.
 #[derive(Default)]
 struct Collect {
     objects: Vec<Vec<u8>>,
+    /// Keep the bytes items (`redact`'s output); otherwise they are not a tool's data.
+    keep_bytes: bool,
+    bytes: Vec<u8>,
 }
 
 impl Sink for Collect {
@@ -321,6 +357,10 @@ impl Sink for Collect {
                 self.objects.push(json.to_vec());
                 Ok(())
             }
+            Item::Bytes(b) if self.keep_bytes => {
+                self.bytes.extend_from_slice(b);
+                Ok(())
+            }
             // Canonical bytes (`fmt`) are not a tool's data.
             Item::Bytes(_) => Ok(()),
         }
@@ -328,6 +368,24 @@ impl Sink for Collect {
 }
 
 impl Collect {
+    /// `redact`'s data: `{policy, content}`, or `content_base64` when the bytes are not UTF-8.
+    fn into_redacted(mut self, policy: &str) -> Value {
+        let mut obj = Map::new();
+        obj.insert("policy".to_owned(), Value::from(policy));
+        let bytes = std::mem::take(&mut self.bytes);
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                obj.insert("content".to_owned(), Value::String(text));
+            }
+            Err(e) => {
+                let mut bytes = e.into_bytes();
+                obj.insert("content_base64".to_owned(), Value::String(encode_base64(&bytes)));
+                bytes.zeroize();
+            }
+        }
+        Value::Object(obj)
+    }
+
     /// One object, or `{"records": [...]}` for a multi-record input.
     fn into_data(mut self, multi: bool) -> Result<Value, Code> {
         let mut values = Vec::with_capacity(self.objects.len());
@@ -364,6 +422,11 @@ mod tests {
     fn base64_round_trips() {
         let limits = Limits::default();
         assert_eq!(decode_base64(b"TVNIfA==", &limits), Ok(b"MSH|".to_vec()));
+        for n in 0..8usize {
+            let bytes: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(77) ^ 0xA5).collect();
+            assert_eq!(decode_base64(encode_base64(&bytes).as_bytes(), &limits), Ok(bytes));
+        }
+        assert_eq!(encode_base64(b"MSH|"), "TVNIfA==");
         assert_eq!(decode_base64(b"TVNIfF4", &limits), Ok(b"MSH|^".to_vec()));
         assert_eq!(decode_base64(b"TVNI\nfF5+", &limits), Ok(b"MSH|^~".to_vec()));
         assert_eq!(decode_base64(b"", &limits), Ok(Vec::new()));

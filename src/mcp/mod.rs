@@ -1,5 +1,5 @@
 //! The MCP front door (cargo feature `mcp`, on by default): a stdio server built on `rmcp` with
-//! four tools, `parse`, `validate`, `inspect` and `convert`.
+//! message tools, `parse`, `validate`, `inspect`, `convert` and `redact`.
 //!
 //! Usable as a library: [`tools::definitions`] (what `tools/list` shows), [`dispatch()`] (a tool
 //! name and raw JSON arguments to the structured reply, synchronously, without a transport) and

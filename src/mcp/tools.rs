@@ -1,4 +1,4 @@
-//! The four MCP tools (`parse`, `validate`, `inspect`, `convert`): names, titles, descriptions,
+//! The message tools (`parse`, `validate`, `inspect`, `convert`, `redact`): names, titles, descriptions,
 //! annotations, input schemas and output schemas, as `tools/list` shows them.
 //!
 //! The descriptions name the formats each operation supports in this build: they are read from
@@ -30,11 +30,13 @@ pub enum Tool {
     Inspect,
     /// Conversion to a FHIR R4 Bundle.
     Convert,
+    /// De-identification under the server's policy (Safe Harbor without one), same format out.
+    Redact,
 }
 
 impl Tool {
     /// Every tool, in `tools/list` order.
-    pub const ALL: [Tool; 4] = [Tool::Parse, Tool::Validate, Tool::Inspect, Tool::Convert];
+    pub const ALL: [Tool; 5] = [Tool::Parse, Tool::Validate, Tool::Inspect, Tool::Convert, Tool::Redact];
 
     /// The tool name.
     pub fn as_str(self) -> &'static str {
@@ -43,6 +45,7 @@ impl Tool {
             Tool::Validate => "validate",
             Tool::Inspect => "inspect",
             Tool::Convert => "convert",
+            Tool::Redact => "redact",
         }
     }
 
@@ -58,6 +61,7 @@ impl Tool {
             Tool::Validate => Operation::Validate,
             Tool::Inspect => Operation::Inspect,
             Tool::Convert => Operation::Convert,
+            Tool::Redact => Operation::Redact,
         }
     }
 
@@ -67,6 +71,7 @@ impl Tool {
             Tool::Validate => "Validate a healthcare message",
             Tool::Inspect => "Summarize a healthcare message",
             Tool::Convert => "Convert a healthcare message to FHIR R4",
+            Tool::Redact => "De-identify a healthcare message",
         }
     }
 
@@ -96,6 +101,14 @@ impl Tool {
                  not mapped (v2 position -> FHIR element). `to` may only be `fhir`; `bundle_type` is \
                  message (default), collection or transaction; `default_timezone` (+HH:MM) applies to \
                  times without an offset, which are otherwise reduced to their date."
+            }
+            Tool::Redact => {
+                "Use this to de-identify a message before you store it, show it or pass it on: the \
+                 server's redaction policy is applied (HIPAA Safe Harbor when the server runs without \
+                 one), and you cannot choose a weaker one. The reply's `data` is `{policy, content}`: \
+                 the policy's name and the redacted message in its own format (MLLP frames, batches \
+                 and NDJSON lines stay as they are; a record that cannot be parsed is left out), or \
+                 `content_base64` instead of `content` when the redacted bytes are not UTF-8."
             }
         };
         let formats: Vec<&str> =
@@ -233,6 +246,20 @@ impl Tool {
                 });
                 with_records(one)
             }
+            Tool::Redact => json!({
+                "type": "object",
+                "properties": {
+                    "policy": {"type": "string", "description": "The name of the policy applied."},
+                    "content": {"type": "string", "description": "The redacted message."},
+                    "content_base64": {
+                        "type": "string",
+                        "contentEncoding": "base64",
+                        "description": "The redacted message as base64, when its bytes are not UTF-8."
+                    }
+                },
+                "required": ["policy"],
+                "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}]
+            }),
         };
         json!({
             "type": "object",

@@ -9,13 +9,16 @@ then runs itself again inside that venv (nothing is installed system-wide). With
 the given path it runs `cargo build` first.
 
 What it checks, on one connection per server start:
-- initialize; tools/list shows parse, validate, inspect, convert, each with a title, a
+- initialize; tools/list shows parse, validate, inspect, convert, redact, each with a title, a
   description, read-only/idempotent/closed-world annotations and input and output schemas;
 - every tool on valid, invalid and unparseable inputs of every format this build supports (as
   the tool descriptions list them; the others must answer CLI_FORMAT_UNSUPPORTED), with the
   format given and omitted; every reply validates against the tool's output schema, its text
   content is the same object, `isError` is set exactly when failed, and `exit` and `data` equal
   what `phiward <tool> --json` gives for the same input;
+- redact: every fixture of every format it supports gives the bytes and exit code of
+  `phiward redact` (Safe Harbor, the default), as `content` or `content_base64`; marker fixtures,
+  whole and broken, leave no marker anywhere in the reply;
 - argument errors (unknown tool, missing, non-string or doubled content, bad format, bad base64)
   are failed/CLI_USAGE/exit 2 and echo nothing; undeclared properties are ignored;
 - marker fixtures, whole and broken in many ways: no marker in any failed reply, in any
@@ -74,6 +77,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 MARKER = "MKR"
 TOOLS = ["parse", "validate", "inspect", "convert"]
+REDACT = "redact"
 TERMINOLOGY_TOOLS = ["find_equivalent", "map_codes"]
 FORMATS = ["hl7", "fhir", "dicom", "x12", "ccda", "ncpdp", "astm", "mllp"]
 BINARY_FORMATS = {"dicom"}
@@ -276,7 +280,7 @@ async def main_session(binary: Path, errlog) -> None:
             check(init.server_info.name == "phiward", "initialize: server name")
             check(init.capabilities.tools is not None, "initialize: tools capability")
             tools = await list_tools(session)
-            check(sorted(tools) == sorted(TOOLS + TERMINOLOGY_TOOLS), "tools/list: the message and terminology tools")
+            check(sorted(tools) == sorted(TOOLS + [REDACT] + TERMINOLOGY_TOOLS), "tools/list: the message and terminology tools")
             for name, t in tools.items():
                 ann = t.get("annotations", {})
                 check(bool(t.get("title")) and len(t.get("description", "")) > 80, f"{name}: title and description")
@@ -293,6 +297,7 @@ async def main_session(binary: Path, errlog) -> None:
             print("support matrix:", {k: sorted(v) for k, v in matrix.items()}, file=sys.stderr)
 
             await formats_against_cli(client, binary, matrix)
+            await redact_against_cli(client, binary, matrix)
             await terminology(client, session, binary)
             await argument_errors(client)
             await markers(client)
@@ -407,6 +412,39 @@ async def formats_against_cli(client: Client, binary: Path, matrix: dict[str, se
                 records = (sc.get("data") or {}).get("records") or []
                 stream_failure = sc["status"] == "verdict" and sc["exit"] == 65 and all("error" in r for r in records)
                 check(sc["status"] == "failed" or stream_failure, f"{label}: unparseable input is failed")
+
+
+async def redact_against_cli(client: Client, binary: Path, matrix: dict[str, set[str]]) -> None:
+    """redact: the CLI's bytes and exit code (Safe Harbor); markers leave nothing in the reply."""
+    check(bool(matrix.get(REDACT)), "redact: supports some format")
+    for fmt in sorted(matrix.get(REDACT, ())):
+        for path in fixtures(fmt, "valid"):
+            data = path.read_bytes()
+            ndjson = path.suffix == ".ndjson"
+            args = content_args(data, fmt)
+            if ndjson:
+                args["ndjson"] = True
+            name = f"redact/{fmt} {path.name}"
+            sc = await client.call(REDACT, args, name)
+            if sc is None:
+                continue
+            cli = [str(binary), "redact", "-", "--format", fmt] + (["--ndjson"] if ndjson else [])
+            p = subprocess.run(cli, input=data, capture_output=True, env={**os.environ, "RUST_LOG": ""})
+            check(sc["exit"] == p.returncode, f"{name}: exit {sc['exit']} equals the CLI's {p.returncode}")
+            if sc["status"] == "failed":
+                continue
+            got = sc["data"].get("content")
+            got = got.encode("utf-8") if got is not None else base64.b64decode(sc["data"].get("content_base64", ""))
+            check(got == p.stdout, f"{name}: content equals the CLI's output")
+            check(sc["data"].get("policy") == "safe-harbor", f"{name}: the policy is named")
+    # The Safe Harbor marker fixtures (fixtures/redact/markers: a marker in every value the
+    # policy must remove).
+    for path in sorted((ROOT / "fixtures" / "redact" / "markers").iterdir()):
+        data = path.read_bytes()
+        for i, variant in enumerate([data] + breakages(data)):
+            sc = await client.call(REDACT, content_args(variant, None), f"redact markers {path.name} #{i}")
+            if sc:
+                no_marker(sc, f"redact markers {path.name} #{i}")
 
 
 async def argument_errors(client: Client) -> None:
