@@ -5,8 +5,10 @@
 //! [`Disclosure`]: for `parse` and `fmt` (whose purpose is to return data), and for the
 //! operator's `--unsafe-show-values` door.
 //!
-//! Multi-record inputs (MLLP streams, batches, concatenated messages) are processed one record at
-//! a time; memory is bounded by the largest record.
+//! Multi-record inputs (MLLP streams, batches, concatenated messages, NDJSON) are read one record
+//! at a time; memory is bounded by the largest record (times the few batches in flight when
+//! records are processed on several threads: `parse`, `validate`, `inspect` and `convert` of an
+//! input read whole, see `par`).
 //!
 //! What it does not do: write to stdout or stderr (the sink and the CLI's output module do), or
 //! parse command lines.

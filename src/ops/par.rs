@@ -48,13 +48,21 @@ pub(super) struct Work {
     pub(super) limits: Limits,
 }
 
-/// One record of a multi-record input.
-#[derive(Debug)]
+/// One record of a multi-record input (its `Debug` shows the record number only).
 pub(super) enum Job {
     /// An HL7 v2 message (not an envelope record) at `offset` in the input.
     Hl7 { bytes: Vec<u8>, offset: u64, record: u64 },
     /// A FHIR NDJSON line.
     Fhir { bytes: Vec<u8>, record: u64 },
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Job::Hl7 { record, .. } => write!(f, "Hl7(record {record})"),
+            Job::Fhir { record, .. } => write!(f, "Fhir(record {record})"),
+        }
+    }
 }
 
 impl Job {
