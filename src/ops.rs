@@ -5,8 +5,10 @@
 //! [`Disclosure`]: for `parse` and `fmt` (whose purpose is to return data), and for the
 //! operator's `--unsafe-show-values` door.
 //!
-//! Multi-record inputs (MLLP streams, batches, concatenated messages) are processed one record at
-//! a time; memory is bounded by the largest record.
+//! Multi-record inputs (MLLP streams, batches, concatenated messages, NDJSON) are read one record
+//! at a time; memory is bounded by the largest record (times the few batches in flight when
+//! records are processed on several threads: `parse`, `validate`, `inspect` and `convert` of an
+//! input read whole, see `par`).
 //!
 //! What it does not do: write to stdout or stderr (the sink and the CLI's output module do), or
 //! parse command lines.
@@ -15,6 +17,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 
 mod fhir;
+mod par;
 
 use serde::Serialize;
 
@@ -229,6 +232,7 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
         }
         if format == Format::Fhir && request.command != Command::Convert {
             let mut runner = Runner::new(&request, sink, &disclosure, request.ndjson);
+            runner.parallel(batchable_source(&request.source));
             runner.run_fhir(io::Cursor::new(prefix).chain(reader))?;
             return runner.finish();
         }
@@ -237,7 +241,7 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
         let input = io::Cursor::new(prefix).chain(reader);
         let input = BufReader::with_capacity(64 * 1024, input);
         let mut runner = Runner::new(&request, sink, &disclosure, framed);
-        runner.parallel_convert();
+        runner.parallel(batchable_source(&request.source));
         if framed {
             runner.run_mllp(input)?;
         } else {
@@ -317,8 +321,33 @@ fn fill_prefix(reader: &mut dyn Read) -> Result<Vec<u8>, Failure> {
     Ok(prefix)
 }
 
-/// Most threads `convert` uses.
-const MAX_CONVERT_WORKERS: usize = 8;
+/// True when the input is read whole, not a live stream: a file, bytes in memory, or standard
+/// input redirected from a regular file. Only such inputs are processed in batches on several
+/// threads; a pipe or a terminal gets each record's output as the record arrives.
+fn batchable_source(source: &Source) -> bool {
+    match source {
+        Source::Path(_) | Source::Bytes(_) => true,
+        Source::Stdin => stdin_is_file(),
+    }
+}
+
+#[cfg(unix)]
+fn stdin_is_file() -> bool {
+    use std::os::fd::AsFd;
+    let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() else { return false };
+    std::fs::File::from(fd).metadata().is_ok_and(|m| m.is_file())
+}
+
+#[cfg(not(unix))]
+fn stdin_is_file() -> bool {
+    false
+}
+
+/// Lends a worker thread the disclosure of the operation it works for.
+fn grant_worker() -> Disclosure {
+    Disclosure::grant()
+}
+
 /// Messages per thread converted together (bounds memory: the batch's messages and Bundles).
 const CONVERT_BATCH_PER_WORKER: usize = 8;
 
@@ -355,6 +384,9 @@ struct Runner<'r> {
     batch: usize,
     /// Worker threads for a batch.
     workers: usize,
+    /// `parse`, `validate`, `inspect` of a multi-record input read whole: records processed in
+    /// batches on several threads (see [`par`]).
+    par: Option<par::Batcher>,
 }
 
 /// A message waiting to be converted, with its record number.
@@ -382,20 +414,82 @@ impl<'r> Runner<'r> {
             pending: Vec::new(),
             batch: 1,
             workers: 1,
+            par: None,
         }
     }
 
-    /// Lets `convert` convert several messages at once on `workers` threads (inputs read
-    /// whole, not live streams: a file or bytes in memory).
-    fn parallel_convert(&mut self) {
-        if self.request.command != Command::Convert || matches!(self.request.source, Source::Stdin) {
+    /// Lets records be processed several at a time on all cores when the input is read whole
+    /// (`whole`): `convert` (see [`Runner::flush_converts`]), and `parse`, `validate` and
+    /// `inspect` without a redacting policy (see [`par`]).
+    fn parallel(&mut self, whole: bool) {
+        if !whole {
             return;
         }
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_CONVERT_WORKERS);
-        if workers > 1 {
-            self.workers = workers;
-            self.batch = workers * CONVERT_BATCH_PER_WORKER;
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(par::MAX_WORKERS);
+        if workers <= 1 {
+            return;
         }
+        match self.request.command {
+            Command::Convert => {
+                self.workers = workers;
+                self.batch = workers * CONVERT_BATCH_PER_WORKER;
+            }
+            Command::Parse | Command::Validate | Command::Inspect if self.request.redaction().is_none() => {
+                let work = par::Work {
+                    command: self.request.command,
+                    strict: self.request.strict,
+                    limits: self.request.limits,
+                };
+                self.par = Some(par::Batcher::new(work, workers, grant_worker));
+            }
+            _ => {}
+        }
+    }
+
+    /// Hands a record to the batch, and writes the records finished meanwhile.
+    fn queue(&mut self, job: par::Job) -> Result<(), Failure> {
+        let Some(batcher) = self.par.as_mut() else { return Ok(()) };
+        let done = batcher.push(job);
+        self.write_outs(done)
+    }
+
+    /// Writes finished records, in order.
+    fn write_outs(&mut self, batches: Vec<Vec<par::Out>>) -> Result<(), Failure> {
+        for out in batches.into_iter().flatten() {
+            match out {
+                par::Out::Json { record, json, findings, valid, error, invalid, failed } => {
+                    self.any_invalid |= invalid;
+                    self.any_failed_record |= failed;
+                    let item = Item::Json { record: Some(record), json: &json, findings: &findings, valid, error };
+                    if self.sink.item(item, self.disclosure).is_err() {
+                        self.output_failed = true;
+                    }
+                }
+                par::Out::Internal(code) => {
+                    if let Some(b) = self.par.as_mut() {
+                        b.abandon();
+                    }
+                    return Err(Failure::code(code));
+                }
+                par::Out::Panicked(payload) => {
+                    if let Some(b) = self.par.as_mut() {
+                        b.abandon();
+                    }
+                    std::panic::resume_unwind(payload);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every record waiting in a batch (`parse`, `validate`, `inspect`, `convert`):
+    /// called before any other output, and at the end of the input.
+    fn flush_pending(&mut self) -> Result<(), Failure> {
+        if let Some(b) = self.par.as_mut() {
+            let done = b.drain();
+            self.write_outs(done)?;
+        }
+        self.flush_converts()
     }
 
     /// Converts the waiting messages (in parallel when there are several) and writes their
@@ -496,9 +590,10 @@ impl<'r> Runner<'r> {
 
     fn run_er7(&mut self, input: impl BufRead) -> Result<(), Failure> {
         let result = self.run_er7_records(input);
-        // What was read before the end (or a failure) is written.
-        let flushed = self.flush_converts();
-        result.and(flushed)
+        // What was read before the end (or a failure) is written; a failure among those records
+        // comes first.
+        let flushed = self.flush_pending();
+        flushed.and(result)
     }
 
     fn run_er7_records(&mut self, input: impl BufRead) -> Result<(), Failure> {
@@ -522,8 +617,8 @@ impl<'r> Runner<'r> {
 
     fn run_mllp(&mut self, input: impl BufRead) -> Result<(), Failure> {
         let result = self.run_mllp_frames(input);
-        let flushed = self.flush_converts();
-        result.and(flushed)
+        let flushed = self.flush_pending();
+        flushed.and(result)
     }
 
     fn run_mllp_frames(&mut self, input: impl BufRead) -> Result<(), Failure> {
@@ -591,6 +686,14 @@ impl<'r> Runner<'r> {
             stream::Kind::Message => None,
             stream::Kind::Envelope(kind) => Some(kind),
         };
+        if self.par.is_some() && self.multi {
+            if envelope.is_none() {
+                self.tracker.message();
+                return self.queue(par::Job::Hl7 { bytes, offset, record: self.records });
+            }
+            // An envelope record is processed here, after the records before it.
+            self.flush_pending()?;
+        }
         let parsed = hl7v2::parse::parse_record(bytes, offset, limits, envelope.map(|_| self.envelope_delims));
         let mut msg = match parsed {
             Ok(m) => m,
@@ -705,8 +808,8 @@ impl<'r> Runner<'r> {
         format: &str,
         out: &mut Vec<u8>,
     ) -> Result<(), Failure> {
-        // Records waiting to be converted come first.
-        self.flush_converts()?;
+        // Records waiting in a batch come first.
+        self.flush_pending()?;
         if !self.multi {
             let at = match cause.location {
                 Location::Offset(o) => o as usize,

@@ -19,6 +19,8 @@
 //!   licences, the importers on synthetic files, map-codes, MCP against the CLI.
 //! - `mcp`: the MCP server: tool definitions, dispatch against the CLI's --json, argument
 //!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy.
+//! - `parallel`: multi-record inputs processed in batches on several threads (a file) give
+//!   exactly what record-by-record processing (a pipe) gives, in input order: MLLP, ER7, NDJSON.
 //! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
 //!   action, manifest), `policy check` (shipped policies, policies that do not load), and
 //!   enforcement of `--policy` on parse/fmt and over MCP.
@@ -34,6 +36,7 @@ mod hl7v2_conformance;
 mod hl7v2_fixtures;
 mod mcp;
 mod no_leak;
+mod parallel;
 mod redact;
 mod registry;
 mod terminology;

@@ -25,7 +25,11 @@ impl Runner<'_> {
     pub(super) fn run_fhir(&mut self, input: impl Read) -> Result<(), Failure> {
         let max = self.request.limits.max_input_bytes;
         if self.request.ndjson {
-            return self.run_ndjson(BufReader::with_capacity(64 * 1024, input.take(max.saturating_add(1))), max);
+            let result = self.run_ndjson(BufReader::with_capacity(64 * 1024, input.take(max.saturating_add(1))), max);
+            // What was read before the end (or a failure) is written; a failure among those
+            // records comes first.
+            let flushed = self.flush_pending();
+            return flushed.and(result);
         }
         let mut all = Zeroizing::new(Vec::new());
         input
@@ -68,6 +72,9 @@ impl Runner<'_> {
         self.records += 1;
         if self.records > self.request.limits.max_records {
             return Err(Failure::code(Code::CLI_INPUT_TOO_LARGE));
+        }
+        if self.par.is_some() && self.multi {
+            return self.queue(super::par::Job::Fhir { bytes, record: self.records });
         }
         // A copy for the operator's excerpt, or for `fmt` to pass a failed record through.
         let keep_copy =

@@ -1,0 +1,441 @@
+//! Records of a stream processed on all cores: the pure per-record work of `parse`, `validate`
+//! and `inspect` (parse the record, validate it, build its JSON and findings, or its failure),
+//! and a small pool of worker threads that does it in batches while the main thread reads the
+//! next records and writes the finished ones, in input order.
+//!
+//! The main thread keeps everything stateful and ordered: reading and deframing, record
+//! numbers, `max_records`, the batch `Tracker` and envelope records (which flush the batch and
+//! are processed serially), the sink, the verdict flags. A batch is bounded by records and by
+//! input bytes, and at most [`IN_FLIGHT_PER_WORKER`] batches per worker wait, so memory stays
+//! bounded whatever the stream's length.
+//!
+//! A panic in a worker is caught per record and handed to the main thread, which writes the
+//! records before it and resumes the panic there (the CLI and MCP turn it into
+//! `CLI_INTERNAL`, printing nothing of its payload): the same as when the record is processed
+//! on the main thread.
+//!
+//! What it does not do: `fmt`, `redact` (the redactor keeps counts), `convert` (see
+//! `Runner::flush_converts`), single-record inputs, or live streams (a pipe or a terminal is
+//! processed record by record, so that each record is written as it arrives).
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use super::{Command, decimal_u64, findings_json, verdict_json};
+use crate::diag::{Code, Diagnostic};
+use crate::formats::fhir;
+use crate::formats::hl7v2;
+use crate::limits::Limits;
+use crate::phi::Disclosure;
+
+/// Most worker threads.
+pub(super) const MAX_WORKERS: usize = 8;
+/// Most records in one batch.
+const MAX_BATCH_RECORDS: usize = 128;
+/// Most input bytes in one batch (a batch closes at the record that reaches it).
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+/// Batches that may be sent and not yet written, per worker.
+const IN_FLIGHT_PER_WORKER: u64 = 2;
+
+/// What a worker needs to know of the request (all of it `Copy`: no value, no reference).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Work {
+    pub(super) command: Command,
+    pub(super) strict: bool,
+    pub(super) limits: Limits,
+}
+
+/// One record of a multi-record input (its `Debug` shows the record number only).
+pub(super) enum Job {
+    /// An HL7 v2 message (not an envelope record) at `offset` in the input.
+    Hl7 { bytes: Vec<u8>, offset: u64, record: u64 },
+    /// A FHIR NDJSON line.
+    Fhir { bytes: Vec<u8>, record: u64 },
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Job::Hl7 { record, .. } => write!(f, "Hl7(record {record})"),
+            Job::Fhir { record, .. } => write!(f, "Fhir(record {record})"),
+        }
+    }
+}
+
+impl Job {
+    fn len(&self) -> usize {
+        match self {
+            Job::Hl7 { bytes, .. } | Job::Fhir { bytes, .. } => bytes.len(),
+        }
+    }
+}
+
+/// A record's result.
+pub(super) enum Out {
+    /// The record's complete JSON object (it starts with `{"record":N,`).
+    Json {
+        record: u64,
+        json: Vec<u8>,
+        findings: Vec<Diagnostic>,
+        valid: Option<bool>,
+        error: Option<Code>,
+        /// The record makes the verdict negative (`validate`).
+        invalid: bool,
+        /// The record could not be parsed.
+        failed: bool,
+    },
+    /// The operation fails with this code (nothing more is written).
+    Internal(Code),
+    /// The work panicked: the payload, to resume on the main thread (never shown).
+    Panicked(Box<dyn Any + Send>),
+}
+
+impl std::fmt::Debug for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Out::Json { record, .. } => write!(f, "Json(record {record})"),
+            Out::Internal(code) => write!(f, "Internal({})", code.as_str()),
+            Out::Panicked(_) => f.write_str("Panicked"),
+        }
+    }
+}
+
+/// Does one record's work, catching a panic.
+pub(super) fn process(job: Job, work: &Work, disclosure: &Disclosure) -> Out {
+    let run = std::panic::AssertUnwindSafe(|| match job {
+        Job::Hl7 { bytes, offset, record } => hl7_message(bytes, offset, record, work, disclosure),
+        Job::Fhir { bytes, record } => fhir_line(bytes, record, work, disclosure),
+    });
+    std::panic::catch_unwind(run).unwrap_or_else(Out::Panicked)
+}
+
+/// `{"record":N,`
+fn record_prefix(record: u64, capacity: usize) -> Vec<u8> {
+    let mut json = Vec::with_capacity(capacity);
+    json.extend_from_slice(b"{\"record\":");
+    decimal_u64(record, &mut json);
+    json.push(b',');
+    json
+}
+
+/// `{"record":N,"format":..,"error":..}`: a record that could not be parsed.
+fn failed(record: u64, format: &str, code: Code) -> Out {
+    let mut json = record_prefix(record, 64);
+    json.extend_from_slice(b"\"format\":");
+    crate::json::string(&mut json, format);
+    json.extend_from_slice(b",\"error\":");
+    crate::json::string(&mut json, code.as_str());
+    json.push(b'}');
+    Out::Json {
+        record,
+        json,
+        findings: Vec::new(),
+        valid: Some(false),
+        error: Some(code),
+        invalid: false,
+        failed: true,
+    }
+}
+
+/// An object `{...}` made `{"record":N,...}`.
+fn numbered(record: u64, object: &[u8]) -> Vec<u8> {
+    let mut json = record_prefix(record, object.len() + 24);
+    json.extend_from_slice(object.get(1..).unwrap_or_default());
+    json
+}
+
+fn hl7_message(bytes: Vec<u8>, offset: u64, record: u64, work: &Work, disclosure: &Disclosure) -> Out {
+    let msg = match hl7v2::parse::parse_record(bytes, offset, &work.limits, None) {
+        Ok(m) => m,
+        Err((fatal, _)) => {
+            let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
+            return failed(record, "hl7", code);
+        }
+    };
+    let options = hl7v2::validate::Options {
+        strict: work.strict,
+        syntax_only: matches!(work.command, Command::Parse | Command::Fmt { .. }),
+    };
+    let mut findings = hl7v2::validate::validate(&msg, options);
+    findings.truncate(hl7v2::validate::MAX_FINDINGS);
+    match work.command {
+        Command::Parse => {
+            let mut json = record_prefix(record, 256);
+            json.extend_from_slice(b"\"format\":\"hl7\",\"model\":");
+            hl7v2::write::model_json(&msg, disclosure, &mut json);
+            json.extend_from_slice(b",\"warnings\":");
+            findings_json(&findings, &mut json);
+            json.push(b'}');
+            Out::Json { record, json, findings, valid: None, error: None, invalid: false, failed: false }
+        }
+        Command::Validate => {
+            let valid = hl7v2::validate::is_valid(&findings);
+            let mut object = Vec::with_capacity(256);
+            verdict_json("hl7", valid, &findings, &mut object);
+            let json = numbered(record, &object);
+            Out::Json { record, json, findings, valid: Some(valid), error: None, invalid: !valid, failed: false }
+        }
+        Command::Inspect => {
+            let summary = hl7v2::inspect::summarize(&msg, &findings);
+            let mut object = Vec::with_capacity(256);
+            if serde_json::to_writer(&mut object, &summary).is_err() {
+                return Out::Internal(Code::CLI_INTERNAL);
+            }
+            let json = numbered(record, &object);
+            Out::Json { record, json, findings: Vec::new(), valid: None, error: None, invalid: false, failed: false }
+        }
+        // Not batched (see `Runner::batchable`).
+        Command::Fmt { .. } | Command::Redact | Command::Convert => Out::Internal(Code::CLI_INTERNAL),
+    }
+}
+
+fn fhir_line(bytes: Vec<u8>, record: u64, work: &Work, disclosure: &Disclosure) -> Out {
+    let doc = match fhir::read(bytes, &work.limits) {
+        Ok(doc) => doc,
+        Err(fatal) => {
+            let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
+            return failed(record, "fhir", code);
+        }
+    };
+    let options = fhir::validate::Options { strict: work.strict };
+    let mut object = Vec::with_capacity(256);
+    match work.command {
+        Command::Parse => {
+            object.extend_from_slice(b"{\"format\":\"fhir\",\"model\":");
+            fhir::write::resource_json(&doc, disclosure, false, &mut object);
+            object.extend_from_slice(b",\"warnings\":");
+            findings_json(doc.findings(), &mut object);
+            object.push(b'}');
+            let json = numbered(record, &object);
+            let findings = doc.findings().to_vec();
+            Out::Json { record, json, findings, valid: None, error: None, invalid: false, failed: false }
+        }
+        Command::Validate => {
+            let findings = fhir::validate::validate(&doc, options);
+            let valid = fhir::validate::is_valid(&findings);
+            verdict_json("fhir", valid, &findings, &mut object);
+            let json = numbered(record, &object);
+            Out::Json { record, json, findings, valid: Some(valid), error: None, invalid: !valid, failed: false }
+        }
+        Command::Inspect => {
+            let findings = fhir::validate::validate(&doc, options);
+            let summary = fhir::inspect::summarize(&doc, &findings);
+            if serde_json::to_writer(&mut object, &summary).is_err() {
+                return Out::Internal(Code::CLI_INTERNAL);
+            }
+            let json = numbered(record, &object);
+            Out::Json { record, json, findings: Vec::new(), valid: None, error: None, invalid: false, failed: false }
+        }
+        Command::Fmt { .. } | Command::Redact | Command::Convert => Out::Internal(Code::CLI_INTERNAL),
+    }
+}
+
+type Batch = (u64, Vec<Job>);
+type Done = (u64, Vec<Out>);
+
+/// Worker threads, started on the first full batch and joined when dropped.
+#[derive(Debug)]
+struct Pool {
+    jobs: Option<mpsc::Sender<Batch>>,
+    done: mpsc::Receiver<Done>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Pool {
+    /// `grant` lends each worker the disclosure of this operation (granted by `ops`).
+    fn start(workers: usize, work: Work, grant: &fn() -> Disclosure) -> Pool {
+        let (jobs, queue) = mpsc::channel::<Batch>();
+        let queue = Arc::new(Mutex::new(queue));
+        let (results, done) = mpsc::channel::<Done>();
+        let threads = (0..workers)
+            .filter_map(|_| {
+                let queue = Arc::clone(&queue);
+                let results = results.clone();
+                let disclosure = grant();
+                let worker = move || {
+                    loop {
+                        // The lock is held only to take a batch (no panic can poison it; a
+                        // poisoned lock still holds a usable queue).
+                        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                        let Ok((id, batch)) = next else { break };
+                        let outs = batch.into_iter().map(|job| process(job, &work, &disclosure)).collect();
+                        if results.send((id, outs)).is_err() {
+                            break;
+                        }
+                    }
+                };
+                std::thread::Builder::new().name("phiward-worker".into()).spawn(worker).ok()
+            })
+            .collect();
+        Pool { jobs: Some(jobs), done, threads }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Closing the queue ends the workers once they are idle.
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            // A worker catches every panic of the work; nothing else in it can fail.
+            let _ = t.join();
+        }
+    }
+}
+
+/// Collects records into batches, sends them to the pool, and gives back finished batches in
+/// input order.
+#[derive(Debug)]
+pub(super) struct Batcher {
+    work: Work,
+    workers: usize,
+    /// Lends a worker (or this thread, for a short input) the disclosure of this operation.
+    grant: fn() -> Disclosure,
+    batch: Vec<Job>,
+    batch_bytes: usize,
+    pool: Option<Pool>,
+    /// Id of the next batch sent.
+    next_id: u64,
+    /// Id of the next batch to write.
+    next_write: u64,
+    /// Batches finished out of order.
+    ready: BTreeMap<u64, Vec<Out>>,
+}
+
+impl Batcher {
+    pub(super) fn new(work: Work, workers: usize, grant: fn() -> Disclosure) -> Batcher {
+        Batcher {
+            work,
+            workers,
+            grant,
+            batch: Vec::new(),
+            batch_bytes: 0,
+            pool: None,
+            next_id: 0,
+            next_write: 0,
+            ready: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a record; returns the batches now finished, in order (often none).
+    pub(super) fn push(&mut self, job: Job) -> Vec<Vec<Out>> {
+        self.batch_bytes += job.len();
+        self.batch.push(job);
+        if self.batch.len() < MAX_BATCH_RECORDS && self.batch_bytes < MAX_BATCH_BYTES {
+            return Vec::new();
+        }
+        if self.pool.is_none() {
+            self.pool = Some(Pool::start(self.workers, self.work, &self.grant));
+        }
+        if !self.send() {
+            return self.inline();
+        }
+        // Write what is finished; wait while too many batches are in flight.
+        let in_flight_max = IN_FLIGHT_PER_WORKER * self.workers as u64;
+        let mut out = Vec::new();
+        self.collect(false);
+        self.take_ready(&mut out);
+        while self.next_id - self.next_write >= in_flight_max {
+            if !self.collect(true) {
+                self.lost(&mut out);
+                break;
+            }
+            self.take_ready(&mut out);
+        }
+        out
+    }
+
+    /// Every record pushed, finished, in order.
+    pub(super) fn drain(&mut self) -> Vec<Vec<Out>> {
+        // A short input (no pool yet) is not worth a thread.
+        if !self.batch.is_empty() && (self.pool.is_none() || !self.send()) {
+            return self.inline();
+        }
+        self.drain_sent()
+    }
+
+    /// Forgets every record pushed and not yet written (the operation has failed).
+    pub(super) fn abandon(&mut self) {
+        self.batch.clear();
+        self.batch_bytes = 0;
+        self.ready.clear();
+        self.next_write = self.next_id;
+    }
+
+    /// Sends the batch; false when no worker can take it (the batch stays here).
+    fn send(&mut self) -> bool {
+        let Some(jobs) = self.pool.as_ref().filter(|p| !p.threads.is_empty()).and_then(|p| p.jobs.as_ref()) else {
+            return false;
+        };
+        let batch = std::mem::take(&mut self.batch);
+        match jobs.send((self.next_id, batch)) {
+            Ok(()) => {
+                self.batch_bytes = 0;
+                self.next_id += 1;
+                true
+            }
+            Err(mpsc::SendError((_, batch))) => {
+                self.batch = batch;
+                false
+            }
+        }
+    }
+
+    /// Processes the batch on this thread, after every batch sent.
+    fn inline(&mut self) -> Vec<Vec<Out>> {
+        let mut out = self.drain_sent();
+        let disclosure = (self.grant)();
+        let batch = std::mem::take(&mut self.batch);
+        self.batch_bytes = 0;
+        out.push(batch.into_iter().map(|job| process(job, &self.work, &disclosure)).collect());
+        out
+    }
+
+    /// Every batch sent, finished, in order.
+    fn drain_sent(&mut self) -> Vec<Vec<Out>> {
+        let mut out = Vec::new();
+        loop {
+            self.take_ready(&mut out);
+            if self.next_write == self.next_id {
+                return out;
+            }
+            if !self.collect(true) {
+                self.lost(&mut out);
+                return out;
+            }
+        }
+    }
+
+    /// Every worker is gone with batches unfinished (not expected: a worker catches the
+    /// panics of the work): the operation fails.
+    fn lost(&mut self, out: &mut Vec<Vec<Out>>) {
+        out.push(vec![Out::Internal(Code::CLI_INTERNAL)]);
+        self.abandon();
+    }
+
+    /// Receives finished batches (waiting for one when `wait`); false when none can come.
+    fn collect(&mut self, wait: bool) -> bool {
+        let Some(pool) = self.pool.as_ref() else { return false };
+        if wait {
+            match pool.done.recv() {
+                Ok((id, outs)) => {
+                    self.ready.insert(id, outs);
+                }
+                Err(_) => return false,
+            }
+        }
+        while let Ok((id, outs)) = pool.done.try_recv() {
+            self.ready.insert(id, outs);
+        }
+        true
+    }
+
+    fn take_ready(&mut self, out: &mut Vec<Vec<Out>>) {
+        while let Some(outs) = self.ready.remove(&self.next_write) {
+            out.push(outs);
+            self.next_write += 1;
+        }
+    }
+}
