@@ -129,34 +129,56 @@ pub(crate) fn time(v: &[u8], era: Era) -> Verdict {
 /// `DTM` and the time of `TS`: `YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ]`; 2.3 and 2.4
 /// write hours and minutes together; 2.1 and 2.2 need the full date.
 pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
-    // Most values are digits, then at most a fraction and an offset: one pass reads them.
-    let (main, frac) = if let Some(shape) = datetime_shape(v) {
-        match shape {
-            Ok(parts) => parts,
-            Err(()) => return Verdict::Invalid,
-        }
-    } else {
-        let Ok((body, _)) = split_offset(v) else { return Verdict::Invalid };
-        let Ok((main, frac)) = split_fraction(body) else { return Verdict::Invalid };
-        if !digits(main) {
+    // Most values are digits, then at most a fraction and an offset: one pass reads them, and
+    // the digits are then judged as such.
+    match datetime_shape(v) {
+        Some(Ok((main, frac))) => datetime_digits(main, frac, era),
+        Some(Err(())) => Verdict::Invalid,
+        None => datetime_split(v, era),
+    }
+}
+
+/// [`datetime`] by parts, for the values [`datetime_shape`] does not read.
+fn datetime_split(v: &[u8], era: Era) -> Verdict {
+    let Ok((body, _)) = split_offset(v) else { return Verdict::Invalid };
+    let Ok((main, frac)) = split_fraction(body) else { return Verdict::Invalid };
+    if !digits(main) {
+        return Verdict::Invalid;
+    }
+    datetime_digits(main, frac, era)
+}
+
+/// [`datetime`] of the digits `main` before a fraction of `frac` digits (when there is one).
+fn datetime_digits(main: &[u8], frac: Option<usize>, era: Era) -> Verdict {
+    // Two digits as a number; `main` holds digits only.
+    let two = |i: usize| match main.get(i..i + 2) {
+        Some(&[a, b]) => u32::from(a.wrapping_sub(b'0')) * 10 + u32::from(b.wrapping_sub(b'0')),
+        _ => 0,
+    };
+    let len = main.len();
+    // `YYYY[MM[DD[HH[MM[SS]]]]]`, a fraction only after the seconds.
+    if !matches!(len, 4 | 6 | 8 | 10 | 12 | 14) || (frac.is_some() && len != 14) {
+        return Verdict::Invalid;
+    }
+    if len >= 6 {
+        let month = two(4);
+        if !(1..=12).contains(&month) {
             return Verdict::Invalid;
         }
-        (main, frac)
-    };
-    if main.len() < 4 {
-        return Verdict::Invalid;
+        if len >= 8 {
+            let day = two(6);
+            if day == 0 || day > days_in_month(two(0) * 100 + two(2), month) {
+                return Verdict::Invalid;
+            }
+        }
     }
-    let (day, clock) = main.split_at(main.len().min(8));
-    if !date_parts_ok(day) || (!clock.is_empty() && (day.len() != 8 || !clock_ok(clock))) {
-        return Verdict::Invalid;
-    }
-    if frac.is_some() && clock.len() != 6 {
+    if len >= 10 && (two(8) > 23 || (len >= 12 && two(10) > 59) || (len >= 14 && two(12) > 59)) {
         return Verdict::Invalid;
     }
     let nonstandard = frac.is_some_and(|n| n > 4)
         || match era {
-            Era::V2_1 => day.len() != 8 || clock.len() == 2,
-            Era::V2_3 => clock.len() == 2,
+            Era::V2_1 => len < 8 || len == 10,
+            Era::V2_3 => len == 10,
             Era::V2_5 => false,
         };
     if nonstandard { Verdict::Nonstandard } else { Verdict::Ok }
@@ -296,6 +318,98 @@ mod tests {
         assert_eq!(datetime(b"20240311093100.", Era::V2_5), Invalid);
         assert_eq!(datetime(b"2024-03-11T09:31", Era::V2_5), Invalid);
         assert_eq!(datetime(b"-0700", Era::V2_5), Invalid);
+    }
+
+    /// The grammar of [`datetime`] written plainly, by parts.
+    fn datetime_reference(v: &[u8], era: Era) -> Verdict {
+        let Result::Ok((body, _)) = split_offset(v) else { return Invalid };
+        let Result::Ok((main, frac)) = split_fraction(body) else { return Invalid };
+        if !digits(main) || main.len() < 4 {
+            return Invalid;
+        }
+        let (day, clock) = main.split_at(main.len().min(8));
+        if !date_parts_ok(day) || (!clock.is_empty() && (day.len() != 8 || !clock_ok(clock))) {
+            return Invalid;
+        }
+        if frac.is_some() && clock.len() != 6 {
+            return Invalid;
+        }
+        let nonstandard = frac.is_some_and(|n| n > 4)
+            || match era {
+                Era::V2_1 => day.len() != 8 || clock.len() == 2,
+                Era::V2_3 => clock.len() == 2,
+                Era::V2_5 => false,
+            };
+        if nonstandard { Nonstandard } else { Ok }
+    }
+
+    #[test]
+    fn datetimes_agree_with_the_plain_grammar() {
+        let stems: &[&[u8]] = &[
+            b"",
+            b"2",
+            b"20",
+            b"202",
+            b"2024",
+            b"20240",
+            b"202402",
+            b"202413",
+            b"202400",
+            b"2024021",
+            b"20240229",
+            b"20230229",
+            b"19000229",
+            b"20000229",
+            b"20240431",
+            b"20240100",
+            b"202402011",
+            b"2024020109",
+            b"2024020124",
+            b"20240201093",
+            b"202402010959",
+            b"202402010960",
+            b"2024020109591",
+            b"20240201095959",
+            b"20240201095960",
+            b"20240201235959",
+            b"202402012359590",
+            b"0000",
+            b"000000",
+            b"00000000",
+            b"99991231235959",
+            b"9999123123595912",
+            b"2024O2",
+            b"-0500",
+        ];
+        let tails: &[&[u8]] = &[
+            b"",
+            b".1",
+            b".1234",
+            b".12345",
+            b".",
+            b".x",
+            b"-0500",
+            b"+1400",
+            b"+1500",
+            b"-0560",
+            b"-05",
+            b"+05000",
+            b".12-0500",
+            b".123456+0100",
+            b"Z",
+            b" ",
+            b"-05a0",
+            b"+-0500",
+            b"..1",
+        ];
+        for stem in stems {
+            for tail in tails {
+                let v = [*stem, *tail].concat();
+                for era in [Era::V2_1, Era::V2_3, Era::V2_5] {
+                    assert_eq!(datetime(&v, era), datetime_reference(&v, era), "{v:?} {era:?}");
+                }
+            }
+        }
     }
 
     #[test]

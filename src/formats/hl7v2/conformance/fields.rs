@@ -168,6 +168,11 @@ impl Walker<'_, '_> {
     /// Moves the cursor to the next separator of kind `kind` or less (or the end); returns its
     /// kind.
     fn skip_to(&mut self, kind: u8) -> u8 {
+        // Most parts end where the cursor stands (a leaf checked in place).
+        let here = self.kind_at(self.pos);
+        if here <= kind {
+            return here;
+        }
         loop {
             let k = self.next_separator();
             if k <= kind {
@@ -282,11 +287,14 @@ impl Walker<'_, '_> {
             // A primitive without separators (most fields): checked in place. A field with
             // separators is read again below.
             if self.next_separator() == FIELD {
-                if check == Check::Text {
+                match check {
                     // Text: only its length.
-                    self.length(lo, self.pos, def, Pos::field(n, 1), true);
-                } else {
-                    self.leaf(lo, def, check, Pos::field(n, 1), ctx);
+                    Check::Text => self.length(lo, self.pos, def, Pos::field(n, 1), true),
+                    // No syntax: only the length of a value other than the null value.
+                    Check::UserCoded | Check::Opaque => self.unchecked(lo, def, Pos::field(n, 1)),
+                    _ => {
+                        self.leaf(lo, def, check, Pos::field(n, 1), ctx);
+                    }
                 }
                 return;
             }
@@ -431,12 +439,14 @@ impl Walker<'_, '_> {
             // A primitive without separators (most components): checked in place.
             let lo = self.pos;
             if self.next_separator() <= stop(depth) {
-                if check == Check::Text {
+                match check {
                     // Text: only its length.
-                    self.length(lo, self.pos, c, at, true);
-                    return true;
+                    Check::Text => self.length(lo, self.pos, c, at, true),
+                    // No syntax: only the length of a value other than the null value.
+                    Check::UserCoded | Check::Opaque => self.unchecked(lo, c, at),
+                    _ => return self.leaf(lo, c, check, at, ctx),
                 }
-                return self.leaf(lo, c, check, at, ctx);
+                return true;
             }
             self.pos = lo;
         }
@@ -457,6 +467,15 @@ impl Walker<'_, '_> {
         };
         self.length(lo, hi, def, at, fits);
         fits
+    }
+
+    /// What [`Walker::leaf`] does for a type without syntax (`IS`, opaque): the length of the
+    /// part `lo..cursor`, unless it is empty or the null value.
+    fn unchecked(&mut self, lo: usize, def: &Elem, at: Pos) {
+        let hi = self.pos;
+        if hi - lo > def.max_len as usize && def.max_len != 0 && !is_null(self.bytes(lo, hi)) {
+            self.length(lo, hi, def, at, true);
+        }
     }
 
     /// Required components after the first `seen`.

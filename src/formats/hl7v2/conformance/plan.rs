@@ -112,8 +112,20 @@ pub(crate) struct CodeSet {
     pub number: u16,
     /// A value outside the list is a warning, not an error (see `datatypes::is_open`).
     pub open: bool,
-    keys: Box<[u64]>,
+    /// The packed codes in an open-addressing hash table (linear probing, at most half full,
+    /// [`EMPTY`] in free slots): a look-up is a multiplication and one or two compares.
+    slots: Box<[u64]>,
+    /// `64 - log2(slots.len())`: the hash is the top bits of the product.
+    shift: u32,
     long: Box<[&'static [u8]]>,
+}
+
+/// A free slot: no packed code ends in byte 0xFF (the low byte is a length of 0 to 7).
+const EMPTY: u64 = u64::MAX;
+
+/// Fibonacci hashing: the top bits of the product with 2^64 / phi.
+fn slot_of(key: u64, shift: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
 }
 
 impl CodeSet {
@@ -134,18 +146,43 @@ impl CodeSet {
         keys.dedup();
         long.sort_unstable();
         long.dedup();
-        CodeSet { number: table.number, open: super::datatypes::is_open(table), keys: keys.into(), long: long.into() }
+        let size = (keys.len() * 2).next_power_of_two().max(8);
+        let shift = 64 - size.trailing_zeros();
+        let mut slots = vec![EMPTY; size];
+        for &key in &keys {
+            let mut i = slot_of(key, shift);
+            // At most half full: a free slot is always found.
+            while slots.get(i).is_some_and(|s| *s != EMPTY) {
+                i = (i + 1) & (size - 1);
+            }
+            if let Some(s) = slots.get_mut(i) {
+                *s = key;
+            }
+        }
+        CodeSet {
+            number: table.number,
+            open: super::datatypes::is_open(table),
+            slots: slots.into(),
+            shift,
+            long: long.into(),
+        }
     }
 
     /// Whether `v` is one of the table's values.
     pub fn contains(&self, v: &[u8]) -> bool {
-        match pack(v) {
-            // Most tables are short: a linear scan beats the branches of a binary search.
-            // Branch-free, so the compiler compares several keys per instruction.
-            Some(k) if self.keys.len() <= 32 => self.keys.iter().fold(false, |found, key| found | (*key == k)),
-            Some(k) => self.keys.binary_search(&k).is_ok(),
-            None => self.long.binary_search(&v).is_ok(),
+        let Some(key) = pack(v) else { return self.long.binary_search(&v).is_ok() };
+        let mask = self.slots.len() - 1;
+        let mut i = slot_of(key, self.shift);
+        // The table is at most half full, so a free slot ends every probe sequence; the bound
+        // only guards against a broken table.
+        for _ in 0..self.slots.len() {
+            match self.slots.get(i) {
+                Some(&s) if s == key => return true,
+                Some(&EMPTY) | None => return false,
+                Some(_) => i = (i + 1) & mask,
+            }
         }
+        false
     }
 }
 
@@ -441,6 +478,36 @@ mod tests {
         let Some(Ty::Composite(hd)) = p.type_named(b"HD") else { panic!("HD") };
         let t301 = p.composite(hd).and_then(|t| t.components[2].table).and_then(|i| p.codes(i));
         assert!(t301.is_some_and(|t| t.contains(b"M") && t.contains(b"ISO")));
+    }
+
+    #[test]
+    fn code_sets_find_exactly_their_values() {
+        // Every value of every table of every version, and near misses, against a plain list.
+        for v in Version::ALL {
+            let Ok(schema) = schema::try_schema(v) else { panic!("no schema for {v}") };
+            for table in schema.tables().iter().filter(|t| !t.values.is_empty()) {
+                let set = CodeSet::new(table);
+                let mut listed: Vec<&[u8]> = Vec::new();
+                for value in table.values.iter() {
+                    listed.push(value.as_bytes());
+                    if value.contains(',') {
+                        listed.extend(value.as_bytes().split(|b| *b == b','));
+                    }
+                }
+                for value in table.values.iter() {
+                    let v = value.as_bytes();
+                    let near: [Vec<u8>; 4] = [
+                        v.to_vec(),
+                        [v, &b"X"[..]].concat(),
+                        v.get(1..).unwrap_or_default().to_vec(),
+                        [&b"\0"[..], v].concat(),
+                    ];
+                    for probe in near.iter() {
+                        assert_eq!(set.contains(probe), listed.contains(&probe.as_slice()), "table {}", table.number);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
