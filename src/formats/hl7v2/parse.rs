@@ -182,18 +182,17 @@ fn index(bytes: &[u8], base_offset: u64, limits: &Limits, envelope: Option<Delim
     if len as u64 > limits.max_input_bytes || len > u32::MAX as usize {
         return Err(fatal(Code::CLI_INPUT_TOO_LARGE, 0));
     }
-    let mut terminators = Terminators::default();
-    let mut pos = 0;
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
-        pos = 3;
-        terminators.bom = true;
+    let mut lexer = Lexer { bytes, pos: 0, terminators: Terminators::default() };
+    if lexer.bytes.starts_with(b"\xEF\xBB\xBF") {
+        lexer.pos = 3;
+        lexer.terminators.bom = true;
     }
     // Skip leading blank lines and white space before the header.
-    while pos < len && bytes[pos].is_ascii_whitespace() {
-        pos += 1;
+    while lexer.pos < len && lexer.bytes[lexer.pos].is_ascii_whitespace() {
+        lexer.pos += 1;
     }
-    let head_start = pos;
-    let rest = &bytes[head_start..];
+    let head_start = lexer.pos;
+    let rest = &lexer.bytes[head_start..];
     let line_end = memchr::memchr2(b'\r', b'\n', rest).unwrap_or(rest.len());
     let line = &rest[..line_end];
     let delimiters = match envelope {
@@ -202,29 +201,26 @@ fn index(bytes: &[u8], base_offset: u64, limits: &Limits, envelope: Option<Delim
         _ => read_delimiters(line).map_err(|(code, off)| fatal(code, head_start + off))?,
     };
 
-    // About one field per eight bytes and one segment per sixty-four (or fewer): reserved once, so that a
-    // big message does not grow the vectors by doubling (each step a copy and fresh pages).
-    let body = len - head_start;
-    let mut lexer = Lexer {
-        bytes,
-        delimiters: &delimiters,
-        max_field: limits.max_field_bytes as usize,
-        max_segments: u64::from(limits.max_segments),
-        segments: Vec::with_capacity((body / 64).clamp(16, 1 << 16)),
-        fields: Vec::with_capacity((body / 8).clamp(128, 1 << 20)),
-        counts: segment_ids::Counter::default(),
-        terminators,
-        line_start: head_start,
-        id_end: None,
-        field_start: 0,
-        too_long: None,
-        pending_empty: 0,
-    };
-    lexer.run(head_start).map_err(|(code, off)| fatal(code, off))?;
-    if lexer.segments.is_empty() {
+    let mut segments: Vec<Segment> = Vec::with_capacity(16);
+    let mut fields: Vec<Span> = Vec::with_capacity(128);
+    let mut counts = segment_ids::Counter::default();
+    while let Some(line) = lexer.next_line() {
+        if segments.len() as u64 >= u64::from(limits.max_segments) {
+            return Err(fatal(Code::CLI_INPUT_TOO_LARGE, line.start as usize));
+        }
+        let position = segments.len() as u32 + 1;
+        let seg = split_segment(lexer.bytes, line, &delimiters, &mut fields, position, limits)
+            .map_err(|off| fatal(Code::CLI_INPUT_TOO_LARGE, off))?;
+        let occurrence = match seg.name {
+            Some(name) => counts.bump(name),
+            None => position,
+        };
+        segments.push(Segment { occurrence, ..seg });
+    }
+    if segments.is_empty() {
         return Err(fatal(Code::NO_MSH_SEGMENT, head_start));
     }
-    Ok((delimiters, lexer.segments, lexer.fields, lexer.terminators))
+    Ok((delimiters, segments, fields, lexer.terminators))
 }
 
 /// Reads MSH-1 and MSH-2 from the MSH line. Errors carry an offset within the line.
@@ -263,166 +259,106 @@ fn read_delimiters(line: &[u8]) -> Result<Delimiters, (Code, usize)> {
     })
 }
 
-/// The state of the one pass over a message: the line being read and what was found so far.
 struct Lexer<'a> {
     bytes: &'a [u8],
-    delimiters: &'a Delimiters,
-    max_field: usize,
-    max_segments: u64,
-    segments: Vec<Segment>,
-    fields: Vec<Span>,
-    counts: segment_ids::Counter,
+    pos: usize,
     terminators: Terminators,
-    /// Start of the current line.
-    line_start: usize,
-    /// End of the current line's id (its first field separator), once seen.
-    id_end: Option<usize>,
-    /// Start of the current field (valid once `id_end` is set).
-    field_start: usize,
-    /// Start of the first over-long field of the current line.
-    too_long: Option<usize>,
-    /// Blank lines seen since the last segment (counted when another segment follows).
-    pending_empty: u32,
 }
 
-/// An error of the pass: a code and an offset in the message.
-type LexError = (Code, usize);
-
 impl Lexer<'_> {
-    /// Reads every line from `from`: segments and fields are found in one pass, eight bytes at
-    /// a time (a word compared with the field separator, CR and LF repeated; matching bytes
-    /// found exactly), so that neither a line search nor a field search is set up per line.
-    fn run(&mut self, from: usize) -> Result<(), LexError> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-        let bytes = self.bytes;
-        let field = ONES * u64::from(self.delimiters.field);
-        let cr = ONES * u64::from(b'\r');
-        let lf = ONES * u64::from(b'\n');
-        // For each byte, the high bit of `t` is clear exactly when the byte of `v` is zero.
-        let t = |v: u64| ((v & LOW7) + LOW7) | v;
-        let rest = bytes.get(from..).unwrap_or_default();
-        let mut words = rest.chunks_exact(8);
-        let mut base = from;
-        for word in &mut words {
-            // Invariant: `chunks_exact(8)` gives 8-byte chunks, so the conversion cannot fail.
-            let v = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-            let mut hits = !((t(v ^ field) & t(v ^ cr) & t(v ^ lf)) | LOW7);
-            while hits != 0 {
-                let at = base + (hits.trailing_zeros() / 8) as usize;
-                self.event(at)?;
-                hits &= hits - 1;
+    /// The next non-empty line, tallying terminators.
+    fn next_line(&mut self) -> Option<Span> {
+        let mut pending_empty = 0;
+        loop {
+            if self.pos >= self.bytes.len() {
+                return None;
             }
-            base += 8;
-        }
-        for (i, &b) in words.remainder().iter().enumerate() {
-            if b == self.delimiters.field || b == b'\r' || b == b'\n' {
-                self.event(base + i)?;
-            }
-        }
-        // The last line, when it has no terminator.
-        if self.line_start < bytes.len() {
-            let end = bytes.len();
-            if self.end_line(end)? {
-                self.terminators.unterminated_last = true;
-            }
-            self.line_start = end;
-        }
-        Ok(())
-    }
-
-    /// A field separator, CR or LF at `at`.
-    #[inline(always)]
-    fn event(&mut self, at: usize) -> Result<(), LexError> {
-        let b = self.bytes.get(at).copied().unwrap_or_default();
-        if b == b'\r' || b == b'\n' {
-            if at < self.line_start {
-                // The LF of a CR LF pair, already counted.
-                return Ok(());
-            }
-            let crlf = b == b'\r' && self.bytes.get(at + 1) == Some(&b'\n');
-            let segment = self.end_line(at)?;
-            self.line_start = at + 1 + usize::from(crlf);
-            if segment {
-                match (crlf, b) {
-                    (true, _) => self.terminators.crlf += 1,
-                    (false, b'\r') => self.terminators.cr += 1,
-                    _ => self.terminators.lf += 1,
+            let rest = &self.bytes[self.pos..];
+            let start = self.pos;
+            let (end, next) = match memchr::memchr2(b'\r', b'\n', rest) {
+                Some(i) if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') => {
+                    self.terminators.crlf += 1;
+                    (start + i, start + i + 2)
                 }
-            }
-            return Ok(());
-        }
-        match self.id_end {
-            None => {
-                self.id_end = Some(at);
-                if is_header_id(self.bytes.get(self.line_start..at).unwrap_or_default()) {
-                    // MSH-1 is the separator itself; MSH-2 runs to the next separator and is
-                    // not split.
-                    self.fields.push(Span { start: at as u32, end: at as u32 + 1 });
+                Some(i) if rest[i] == b'\r' => {
+                    self.terminators.cr += 1;
+                    (start + i, start + i + 1)
                 }
-            }
-            Some(_) => self.push_field(at),
-        }
-        self.field_start = at + 1;
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn push_field(&mut self, end: usize) {
-        let start = self.field_start;
-        if end - start > self.max_field && self.too_long.is_none() {
-            self.too_long = Some(start);
-        }
-        self.fields.push(Span { start: start as u32, end: end as u32 });
-    }
-
-    /// Ends the current line at `end`: a segment, or a blank line (only spaces and tabs), which
-    /// is skipped. Returns true for a segment.
-    fn end_line(&mut self, end: usize) -> Result<bool, LexError> {
-        let start = self.line_start;
-        let id_end = match self.id_end.take() {
-            Some(id_end) => id_end,
-            None => {
-                let line = self.bytes.get(start..end).unwrap_or_default();
-                if line.iter().all(|b| *b == b' ' || *b == b'\t') {
-                    self.pending_empty += 1;
-                    return Ok(false);
+                Some(i) => {
+                    self.terminators.lf += 1;
+                    (start + i, start + i + 1)
                 }
-                end
+                None => {
+                    self.terminators.unterminated_last = true;
+                    (self.bytes.len(), self.bytes.len())
+                }
+            };
+            self.pos = next;
+            let line = &self.bytes[start..end];
+            if line.iter().all(|b| *b == b' ' || *b == b'\t') {
+                // Blank line: counted when another segment follows.
+                pending_empty += 1;
+                undo_terminator(&mut self.terminators, &self.bytes[end..next]);
+                continue;
             }
-        };
-        if self.segments.len() as u64 >= self.max_segments {
-            return Err((Code::CLI_INPUT_TOO_LARGE, start));
+            self.terminators.empty_lines += pending_empty;
+            return Some(Span { start: start as u32, end: end as u32 });
         }
-        let seg_fields = if id_end < end {
-            self.push_field(end);
-            self.fields.len() - self.segments.last().map_or(0, |s| (s.first_field + s.field_count) as usize)
-        } else {
-            0
-        };
-        if let Some(at) = self.too_long.take() {
-            return Err((Code::CLI_INPUT_TOO_LARGE, at));
+    }
+}
+
+fn undo_terminator(t: &mut Terminators, term: &[u8]) {
+    match term {
+        b"\r\n" => t.crlf -= 1,
+        b"\r" => t.cr -= 1,
+        b"\n" => t.lf -= 1,
+        _ => t.unterminated_last = false,
+    }
+}
+
+/// Splits one segment line into fields. Errors carry the offset of an over-long field.
+fn split_segment(
+    bytes: &[u8],
+    line: Span,
+    d: &Delimiters,
+    fields: &mut Vec<Span>,
+    position: u32,
+    limits: &Limits,
+) -> Result<Segment, usize> {
+    let text = &bytes[line.range()];
+    let id_len = text.iter().position(|&b| b == d.field).unwrap_or(text.len());
+    let id = Span { start: line.start, end: line.start + id_len as u32 };
+    let name = segment_ids::schema_name(&text[..id_len]);
+    let first_field = fields.len() as u32;
+    let is_header = is_header_id(&text[..id_len]);
+    let max_field = limits.max_field_bytes as usize;
+    if id_len < text.len() {
+        let first = id_len + 1; // just after the first field separator
+        if is_header {
+            // MSH-1 is the separator itself; MSH-2 runs to the next separator and is not split.
+            fields.push(Span { start: line.start + id_len as u32, end: line.start + id_len as u32 + 1 });
         }
-        self.terminators.empty_lines += std::mem::take(&mut self.pending_empty);
-        let position = self.segments.len() as u32 + 1;
-        let id = Span { start: start as u32, end: id_end as u32 };
-        let name = segment_ids::schema_name(self.bytes.get(id.range()).unwrap_or_default());
-        let occurrence = match name {
-            Some(name) => self.counts.bump(name),
-            None => position,
-        };
-        let first_field = (self.fields.len() - seg_fields) as u32;
-        self.segments.push(Segment {
-            span: Span { start: start as u32, end: end as u32 },
-            id,
-            name,
-            first_field,
-            field_count: seg_fields as u32,
-            position,
-            occurrence,
+        let mut start = first;
+        let base = line.start as usize;
+        let mut too_long = None;
+        each_offset_of(d.field, text.get(first..).unwrap_or_default(), |i| {
+            let sep = first + i;
+            if sep - start > max_field {
+                too_long.get_or_insert(base + start);
+            }
+            fields.push(Span { start: (base + start) as u32, end: (base + sep) as u32 });
+            start = sep + 1;
         });
-        Ok(true)
+        if let Some(at) = too_long {
+            return Err(at);
+        }
+        if text.len() - start > max_field {
+            return Err(base + start);
+        }
+        fields.push(Span { start: (base + start) as u32, end: (base + text.len()) as u32 });
     }
+    let field_count = fields.len() as u32 - first_field;
+    Ok(Segment { span: line, id, name, first_field, field_count, position, occurrence: position })
 }
 
 /// Calls `f` with the offset of every `byte` in `bytes`, in order.
@@ -430,7 +366,6 @@ impl Lexer<'_> {
 /// Eight bytes at a time (a word compared with the byte repeated, zero bytes found exactly):
 /// fields are a few bytes long on average, too short for a vectorised search to pay for its
 /// set-up at each one, and a byte-at-a-time loop costs a compare and a branch per byte.
-#[cfg(test)]
 fn each_offset_of(byte: u8, bytes: &[u8], mut f: impl FnMut(usize)) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;

@@ -82,15 +82,7 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         let mut keep = out.len();
         // MSH-1 and MSH-2 (FHS, BHS too) hold the delimiters: one string each, never split.
         let unsplit = if seg.is_header() { 2 } else { 0 };
-        let spans = seg.field_spans();
-        if unsplit == 0
-            && let (Some(first), Some(last)) = (spans.first(), spans.last())
-            && w.plain_fields(all, first.start as usize, last.end as usize, out)
-        {
-            out.extend_from_slice(b"]}");
-            continue;
-        }
-        for (n, span) in spans.iter().enumerate() {
+        for (n, span) in seg.field_spans().iter().enumerate() {
             if n > 0 {
                 out.push(b',');
             }
@@ -197,7 +189,7 @@ struct List {
 }
 
 impl List {
-    fn open(out: &mut impl Out, bracket: bool) -> List {
+    fn open(out: &mut Vec<u8>, bracket: bool) -> List {
         let start = out.len();
         if bracket {
             out.push(b'[');
@@ -206,134 +198,29 @@ impl List {
     }
 
     /// The part just written holds something.
-    fn keep(&mut self, out: &impl Out) {
+    fn keep(&mut self, out: &[u8]) {
         self.full = self.count;
         self.end = out.len();
     }
 
     /// Closes the list: trailing empty parts are cut; no part left is `""`, one part left is
     /// written as itself. Returns false when the list was empty.
-    fn close(&self, out: &mut impl Out) -> bool {
+    fn close(&self, out: &mut Vec<u8>) -> bool {
         if self.full == 0 {
             out.truncate(self.start);
-            out.put(b"\"\"");
+            out.extend_from_slice(b"\"\"");
             return false;
         }
         out.truncate(self.end);
         if self.bracket {
             if self.full == 1 {
                 // Rare: one part left after trailing empty ones were cut.
-                out.remove_at(self.start);
+                out.remove(self.start);
             } else {
                 out.push(b']');
             }
         }
         true
-    }
-}
-
-/// Where a field's JSON is written: the output vector, or a region of it sized ahead.
-trait Out {
-    fn len(&self) -> usize;
-    fn push(&mut self, b: u8);
-    fn put(&mut self, bytes: &[u8]);
-    /// Writes the first `len` bytes of `block` (the bytes past them may be written too, and
-    /// are then cut or overwritten).
-    fn put_block(&mut self, block: &[u8; 16], len: usize);
-    fn truncate(&mut self, len: usize);
-    /// Removes the byte at `at`, moving the following ones back.
-    fn remove_at(&mut self, at: usize);
-    /// The output vector, for the path that decodes and escapes.
-    fn vec(&mut self) -> Option<&mut Vec<u8>>;
-}
-
-impl Out for Vec<u8> {
-    fn len(&self) -> usize {
-        Vec::len(self)
-    }
-    fn push(&mut self, b: u8) {
-        Vec::push(self, b);
-    }
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-    #[inline(always)]
-    fn put_block(&mut self, block: &[u8; 16], len: usize) {
-        let at = Vec::len(self);
-        self.extend_from_slice(block);
-        Vec::truncate(self, at + len);
-    }
-    fn truncate(&mut self, len: usize) {
-        Vec::truncate(self, len);
-    }
-    fn remove_at(&mut self, at: usize) {
-        if at < Vec::len(self) {
-            self.remove(at);
-        }
-    }
-    fn vec(&mut self) -> Option<&mut Vec<u8>> {
-        Some(self)
-    }
-}
-
-/// A region of the output reserved ahead, written by index with the position held in a
-/// register (a `Vec::push` reloads the length and checks the capacity at every byte). A write
-/// that does not fit sets `overflow` and writes nothing: the caller then writes the segment
-/// again on the vector.
-struct Sink<'a> {
-    buf: &'a mut [u8],
-    pos: usize,
-    overflow: bool,
-}
-
-impl Out for Sink<'_> {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.pos
-    }
-    #[inline(always)]
-    fn push(&mut self, b: u8) {
-        match self.buf.get_mut(self.pos) {
-            Some(slot) => {
-                *slot = b;
-                self.pos += 1;
-            }
-            None => self.overflow = true,
-        }
-    }
-    #[inline(always)]
-    fn put(&mut self, bytes: &[u8]) {
-        let end = self.pos + bytes.len();
-        match self.buf.get_mut(self.pos..end) {
-            Some(slot) => {
-                slot.copy_from_slice(bytes);
-                self.pos = end;
-            }
-            None => self.overflow = true,
-        }
-    }
-    #[inline(always)]
-    fn put_block(&mut self, block: &[u8; 16], len: usize) {
-        match self.buf.get_mut(self.pos..self.pos + 16) {
-            Some(slot) => {
-                slot.copy_from_slice(block);
-                self.pos += len.min(16);
-            }
-            None => self.overflow = true,
-        }
-    }
-    #[inline(always)]
-    fn truncate(&mut self, len: usize) {
-        self.pos = self.pos.min(len);
-    }
-    fn remove_at(&mut self, at: usize) {
-        if at < self.pos {
-            self.buf.copy_within(at + 1..self.pos, at);
-            self.pos -= 1;
-        }
-    }
-    fn vec(&mut self) -> Option<&mut Vec<u8>> {
-        None
     }
 }
 
@@ -392,138 +279,9 @@ impl Writer {
         true
     }
 
-    /// Writes the fields of a segment that is not a header (`all[start..end]`, from its first
-    /// field to the end of its line) when none of its bytes needs decoding or escaping, and
-    /// returns true; otherwise writes nothing and returns false.
-    ///
-    /// One pass, eight bytes at a time, finds the field, repetition, component and subcomponent
-    /// separators (exactly) and any byte that needs decoding or escaping (the escape character,
-    /// `"`, `\`, control characters, DEL, bytes above 0x7F). The output is written by index
-    /// into a region sized ahead (8 bytes per input byte and a margin bound what the walk
-    /// writes; a write that would not fit falls back to the vector path).
-    fn plain_fields(&mut self, all: &[u8], start: usize, end: usize, out: &mut Vec<u8>) -> bool {
-        let Some(text) = all.get(start..end) else {
-            return false;
-        };
-        let at = out.len();
-        out.resize(at + text.len() * 8 + 64, 0);
-        let (ok, pos) = match out.get_mut(at..) {
-            Some(buf) => {
-                let mut sink = Sink { buf, pos: 0, overflow: false };
-                let ok = self.plain_into(all, start, end, &mut sink);
-                (ok && !sink.overflow, sink.pos)
-            }
-            None => (false, 0),
-        };
-        out.truncate(if ok { at + pos } else { at });
-        ok
-    }
-
-    fn plain_into(&mut self, all: &[u8], start: usize, end: usize, out: &mut Sink<'_>) -> bool {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        let text = all.get(start..end).unwrap_or_default();
-        let d = self.d;
-        let [fld, rep, comp, sub, esc] =
-            [d.field, d.repetition, d.component, d.subcomponent, d.escape].map(|b| ONES * u64::from(b));
-        // The high bit of `t(x)` is clear exactly in the bytes of `x` that are zero.
-        let t = |x: u64| ((x & LOW7) + LOW7) | x;
-        // Nonzero when some byte of `x` is zero (not exact per byte: only the answer is used).
-        let any_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-        self.special = false;
-        self.seps.clear();
-        let mut field_start = start;
-        let mut n = 0usize;
-        let mut keep = out.len();
-        let mut words = text.chunks_exact(8);
-        let mut base = start;
-        for word in &mut words {
-            // Invariant: `chunks_exact(8)` gives 8-byte chunks, so the conversion cannot fail.
-            let v = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-            let special = (v & HIGH)
-                | (v.wrapping_sub(ONES * 0x20) & !v & HIGH)
-                | any_zero(v ^ (ONES * 0x7F))
-                | any_zero(v ^ (ONES * u64::from(b'"')))
-                | any_zero(v ^ (ONES * u64::from(b'\\')))
-                | any_zero(v ^ esc);
-            if special != 0 {
-                return false;
-            }
-            let mut hits = !((t(v ^ fld) & t(v ^ rep) & t(v ^ comp) & t(v ^ sub)) | LOW7);
-            while hits != 0 {
-                let i = base + (hits.trailing_zeros() / 8) as usize;
-                self.plain_event(all, i, &mut field_start, &mut n, &mut keep, out);
-                hits &= hits - 1;
-            }
-            base += 8;
-        }
-        for (k, &b) in words.remainder().iter().enumerate() {
-            let c = self.class[usize::from(b)];
-            if c & SPECIAL != 0 {
-                return false;
-            }
-            if c & SEPARATORS != 0 || b == d.field {
-                self.plain_event(all, base + k, &mut field_start, &mut n, &mut keep, out);
-            }
-        }
-        self.plain_field(all, field_start, end, n, &mut keep, out);
-        out.truncate(keep);
-        true
-    }
-
-    /// A separator at `i`: a field ends, or a separator inside the field is noted.
-    #[inline(always)]
-    fn plain_event(
-        &mut self,
-        all: &[u8],
-        i: usize,
-        field_start: &mut usize,
-        n: &mut usize,
-        keep: &mut usize,
-        out: &mut Sink<'_>,
-    ) {
-        let b = all.get(i).copied().unwrap_or_default();
-        if b == self.d.field {
-            self.plain_field(all, *field_start, i, *n, keep, out);
-            *field_start = i + 1;
-            *n += 1;
-        } else {
-            let kind = self.class[usize::from(b)] & SEPARATORS;
-            self.seps.push(Sep { at: (i - *field_start) as u32, kind });
-        }
-    }
-
-    /// Writes field `n` of a plain segment (`all[start..end]`, its separators in `seps`), as
-    /// [`Writer::field`] does.
-    fn plain_field(&mut self, all: &[u8], start: usize, end: usize, n: usize, keep: &mut usize, out: &mut Sink<'_>) {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        let len = end - start;
-        let count = self.seps.len();
-        if count == len {
-            // Nothing but separators (or nothing at all).
-            out.push(b']');
-        } else if count == 0 {
-            self.value(all, start, end, out);
-            out.push(b']');
-            *keep = out.len();
-        } else {
-            self.seps.push(Sep { at: len as u32, kind: END });
-            let seps = std::mem::take(&mut self.seps);
-            self.walk(all, start, &seps, out);
-            self.seps = seps;
-            out.push(b']');
-            *keep = out.len();
-        }
-        self.seps.clear();
-    }
-
     /// The repetitions of a field (at `base` in `all`) that holds something, from its
     /// separators (`seps`, ending with an `END` entry at the field's end).
-    fn walk(&mut self, all: &[u8], base: usize, seps: &[Sep], out: &mut impl Out) {
+    fn walk(&mut self, all: &[u8], base: usize, seps: &[Sep], out: &mut Vec<u8>) {
         // Output length after the last repetition that holds something.
         let mut field_keep = out.len();
         // The open repetition (a list of components) and component (a list of subcomponents,
@@ -543,7 +301,7 @@ impl Writer {
                     self.value(all, from, to, out);
                     comp.keep(out);
                 } else {
-                    out.put(b"\"\"");
+                    out.extend_from_slice(b"\"\"");
                 }
                 from = to + 1;
                 if sep.kind == SUBCOMPONENT {
@@ -554,7 +312,7 @@ impl Writer {
                 self.value(all, from, to, out);
                 true
             } else {
-                out.put(b"\"\"");
+                out.extend_from_slice(b"\"\"");
                 false
             };
             from = to + 1;
@@ -588,10 +346,8 @@ impl Writer {
 
     /// A value that is not empty: `all[start..end]`.
     #[inline(always)]
-    fn value(&mut self, all: &[u8], start: usize, end: usize, out: &mut impl Out) {
-        if self.special
-            && let Some(out) = out.vec()
-        {
+    fn value(&mut self, all: &[u8], start: usize, end: usize, out: &mut Vec<u8>) {
+        if self.special {
             return self.leaf(all.get(start..end).unwrap_or_default(), out);
         }
         // Nothing to escape or decode: the bytes as they are. A short value is copied as a
@@ -601,8 +357,12 @@ impl Writer {
         let len = end - start;
         out.push(b'"');
         match all.get(start..start + 16).map(<&[u8; 16]>::try_from) {
-            Some(Ok(block)) if len <= 16 => out.put_block(block, len),
-            _ => out.put(all.get(start..end).unwrap_or_default()),
+            Some(Ok(block)) if len <= 16 => {
+                let at = out.len();
+                out.extend_from_slice(block);
+                out.truncate(at + len);
+            }
+            _ => out.extend_from_slice(all.get(start..end).unwrap_or_default()),
         }
         out.push(b'"');
     }
