@@ -401,36 +401,6 @@ fn split_fields(sep: u8, text: &[u8], first: usize, base: usize, fields: &mut Ve
     (start as usize - base, longest)
 }
 
-/// Calls `f` with the offset of every `byte` in `bytes`, in order.
-///
-/// Eight bytes at a time (a word compared with the byte repeated, zero bytes found exactly):
-/// fields are a few bytes long on average, too short for a vectorised search to pay for its
-/// set-up at each one, and a byte-at-a-time loop costs a compare and a branch per byte.
-#[cfg(test)]
-fn each_offset_of(byte: u8, bytes: &[u8], mut f: impl FnMut(usize)) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    let pattern = ONES * u64::from(byte);
-    let mut words = bytes.chunks_exact(8);
-    let mut base = 0usize;
-    for word in &mut words {
-        // Invariant: `chunks_exact(8)` gives 8-byte chunks, so the conversion cannot fail.
-        let v = u64::from_le_bytes(word.try_into().unwrap_or([0; 8])) ^ pattern;
-        // 0x80 in every byte of `v` that is zero, and nowhere else (no borrow between bytes).
-        let mut zeros = !(((v & LOW7) + LOW7) | v | LOW7);
-        while zeros != 0 {
-            f(base + (zeros.trailing_zeros() / 8) as usize);
-            zeros &= zeros - 1;
-        }
-        base += 8;
-    }
-    for (i, &b) in words.remainder().iter().enumerate() {
-        if b == byte {
-            f(base + i);
-        }
-    }
-}
-
 impl Message {
     /// The delimiters declared by MSH-1 and MSH-2.
     pub fn delimiters(&self) -> Delimiters {
@@ -745,10 +715,21 @@ mod tests {
         for len in [0, 1, 7, 8, 9, 15, 16, 17, bytes.len()] {
             let hay = &bytes[..len];
             for needle in [b'|', 0, 0x80, 0xFF, 0x7D] {
-                let mut found = Vec::new();
-                each_offset_of(needle, hay, |i| found.push(i));
-                let expected: Vec<usize> = (0..hay.len()).filter(|&i| hay[i] == needle).collect();
-                assert_eq!(found, expected, "{needle} in {len} bytes");
+                for (first, base) in [(0, 0), (1, 100)] {
+                    let first = first.min(len);
+                    let mut fields = Vec::new();
+                    let (last, longest) = split_fields(needle, hay, first, base, &mut fields);
+                    let seps: Vec<usize> = (first..hay.len()).filter(|&i| hay[i] == needle).collect();
+                    let mut start = first;
+                    let mut expected = Vec::new();
+                    for &sep in &seps {
+                        expected.push(Span { start: (base + start) as u32, end: (base + sep) as u32 });
+                        start = sep + 1;
+                    }
+                    assert_eq!(fields, expected, "{needle} in {len} bytes");
+                    assert_eq!(last, start);
+                    assert_eq!(longest, expected.iter().map(|s| s.end - s.start).max().unwrap_or(0));
+                }
             }
         }
     }
