@@ -201,8 +201,11 @@ fn index(bytes: &[u8], base_offset: u64, limits: &Limits, envelope: Option<Delim
         _ => read_delimiters(line).map_err(|(code, off)| fatal(code, head_start + off))?,
     };
 
-    let mut segments: Vec<Segment> = Vec::with_capacity(16);
-    let mut fields: Vec<Span> = Vec::with_capacity(128);
+    // About one field per eight bytes and at most one segment per sixty-four, reserved once: a
+    // big message does not grow the vectors by doubling (a copy of each at every step).
+    let body = len - head_start;
+    let mut segments: Vec<Segment> = Vec::with_capacity((body / 64).clamp(16, 1 << 16));
+    let mut fields: Vec<Span> = Vec::with_capacity((body / 8).clamp(128, 1 << 20));
     let mut counts = segment_ids::Counter::default();
     while let Some(line) = lexer.next_line() {
         if segments.len() as u64 >= u64::from(limits.max_segments) {
@@ -338,19 +341,14 @@ fn split_segment(
             // MSH-1 is the separator itself; MSH-2 runs to the next separator and is not split.
             fields.push(Span { start: line.start + id_len as u32, end: line.start + id_len as u32 + 1 });
         }
-        let mut start = first;
         let base = line.start as usize;
-        let mut too_long = None;
-        each_offset_of(d.field, text.get(first..).unwrap_or_default(), |i| {
-            let sep = first + i;
-            if sep - start > max_field {
-                too_long.get_or_insert(base + start);
+        let split_from = fields.len();
+        let (start, longest) = split_fields(d.field, text, first, base, fields);
+        if longest as usize > max_field {
+            let spans = fields.get(split_from..).unwrap_or_default();
+            if let Some(long) = spans.iter().find(|s| (s.end - s.start) as usize > max_field) {
+                return Err(long.start as usize);
             }
-            fields.push(Span { start: (base + start) as u32, end: (base + sep) as u32 });
-            start = sep + 1;
-        });
-        if let Some(at) = too_long {
-            return Err(at);
         }
         if text.len() - start > max_field {
             return Err(base + start);
@@ -361,33 +359,46 @@ fn split_segment(
     Ok(Segment { span: line, id, name, first_field, field_count, position, occurrence: position })
 }
 
-/// Calls `f` with the offset of every `byte` in `bytes`, in order.
+/// Pushes the span of every field of `text` (a segment line at `base` in the message) that
+/// ends at a `sep` at or after `first`. Returns the start of the last field (which no
+/// separator ends) and the length of the longest field pushed.
 ///
-/// Eight bytes at a time (a word compared with the byte repeated, zero bytes found exactly):
-/// fields are a few bytes long on average, too short for a vectorised search to pay for its
-/// set-up at each one, and a byte-at-a-time loop costs a compare and a branch per byte.
-fn each_offset_of(byte: u8, bytes: &[u8], mut f: impl FnMut(usize)) {
+/// Eight bytes at a time (a word compared with the separator repeated, zero bytes found
+/// exactly), with the field start kept in a register: fields are a few bytes long on average,
+/// too short for a vectorised search to pay for its set-up at each one.
+fn split_fields(sep: u8, text: &[u8], first: usize, base: usize, fields: &mut Vec<Span>) -> (usize, u32) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    let pattern = ONES * u64::from(byte);
-    let mut words = bytes.chunks_exact(8);
-    let mut base = 0usize;
+    let pattern = ONES * u64::from(sep);
+    let rest = text.get(first..).unwrap_or_default();
+    // Offsets in the message buffer (they fit in `u32`: checked against the input size).
+    let mut start = (base + first) as u32;
+    let mut at = start;
+    let mut longest = 0;
+    let mut words = rest.chunks_exact(8);
     for word in &mut words {
         // Invariant: `chunks_exact(8)` gives 8-byte chunks, so the conversion cannot fail.
         let v = u64::from_le_bytes(word.try_into().unwrap_or([0; 8])) ^ pattern;
         // 0x80 in every byte of `v` that is zero, and nowhere else (no borrow between bytes).
         let mut zeros = !(((v & LOW7) + LOW7) | v | LOW7);
         while zeros != 0 {
-            f(base + (zeros.trailing_zeros() / 8) as usize);
+            let end = at + zeros.trailing_zeros() / 8;
+            longest = longest.max(end - start);
+            fields.push(Span { start, end });
+            start = end + 1;
             zeros &= zeros - 1;
         }
-        base += 8;
+        at += 8;
     }
-    for (i, &b) in words.remainder().iter().enumerate() {
-        if b == byte {
-            f(base + i);
+    for &b in words.remainder() {
+        if b == sep {
+            longest = longest.max(at - start);
+            fields.push(Span { start, end: at });
+            start = at + 1;
         }
+        at += 1;
     }
+    (start as usize - base, longest)
 }
 
 impl Message {
@@ -704,10 +715,21 @@ mod tests {
         for len in [0, 1, 7, 8, 9, 15, 16, 17, bytes.len()] {
             let hay = &bytes[..len];
             for needle in [b'|', 0, 0x80, 0xFF, 0x7D] {
-                let mut found = Vec::new();
-                each_offset_of(needle, hay, |i| found.push(i));
-                let expected: Vec<usize> = (0..hay.len()).filter(|&i| hay[i] == needle).collect();
-                assert_eq!(found, expected, "{needle} in {len} bytes");
+                for (first, base) in [(0, 0), (1, 100)] {
+                    let first = first.min(len);
+                    let mut fields = Vec::new();
+                    let (last, longest) = split_fields(needle, hay, first, base, &mut fields);
+                    let seps: Vec<usize> = (first..hay.len()).filter(|&i| hay[i] == needle).collect();
+                    let mut start = first;
+                    let mut expected = Vec::new();
+                    for &sep in &seps {
+                        expected.push(Span { start: (base + start) as u32, end: (base + sep) as u32 });
+                        start = sep + 1;
+                    }
+                    assert_eq!(fields, expected, "{needle} in {len} bytes");
+                    assert_eq!(last, start);
+                    assert_eq!(longest, expected.iter().map(|s| s.end - s.start).max().unwrap_or(0));
+                }
             }
         }
     }

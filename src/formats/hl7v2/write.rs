@@ -350,21 +350,31 @@ impl Writer {
         if self.special {
             return self.leaf(all.get(start..end).unwrap_or_default(), out);
         }
-        // Nothing to escape or decode: the bytes as they are. A short value is copied as a
-        // fixed 16-byte block (one load and store, no call) and the output cut back to its
-        // length; the bytes past the value are the message's own, left in `out`'s spare
+        // Nothing to escape or decode: the bytes as they are. A short value is copied with its
+        // quotes as a fixed 18-byte block (no call, one length update) and the output cut back
+        // to its length; the bytes past the value are the message's own, left in `out`'s spare
         // capacity, never written.
         let len = end - start;
-        out.push(b'"');
         match all.get(start..start + 16).map(<&[u8; 16]>::try_from) {
             Some(Ok(block)) if len <= 16 => {
+                // The quoted value in an 18-byte block: one fixed-size copy, then the cut.
+                let mut quoted = [b'"'; 18];
+                if let Some(inner) = quoted.get_mut(1..17) {
+                    inner.copy_from_slice(block);
+                }
+                if let Some(close) = quoted.get_mut(len + 1) {
+                    *close = b'"';
+                }
                 let at = out.len();
-                out.extend_from_slice(block);
-                out.truncate(at + len);
+                out.extend_from_slice(&quoted);
+                out.truncate(at + len + 2);
             }
-            _ => out.extend_from_slice(all.get(start..end).unwrap_or_default()),
+            _ => {
+                out.push(b'"');
+                out.extend_from_slice(all.get(start..end).unwrap_or_default());
+                out.push(b'"');
+            }
         }
-        out.push(b'"');
     }
 
     /// A value that may need decoding or escaping (or is the HL7 null `""`).
