@@ -140,6 +140,15 @@ fn parsed(bytes: Vec<u8>, limits: &Limits, i: usize) -> Result<hl7v2::Message, S
     hl7v2::parse(bytes, limits).map_err(|_| format!("HL7 v2 record {} does not parse", i + 1))
 }
 
+/// Parses and validates every message; the number of findings.
+fn parse_and_validate(msgs: Vec<Vec<u8>>, limits: &Limits, options: validate::Options) -> Result<usize, String> {
+    let mut n = 0;
+    for (i, m) in msgs.into_iter().enumerate() {
+        n += validate::validate(&parsed(m, limits, i)?, options).len();
+    }
+    Ok(n)
+}
+
 const SYNTAX: validate::Options = validate::Options { strict: false, syntax_only: true };
 const FULL: validate::Options = validate::Options { strict: false, syntax_only: false };
 
@@ -179,13 +188,7 @@ fn hl7_stages(path: &PathBuf, args: &Args, out: &mut Vec<Stage>) -> Result<(), S
     })?;
     out.push(Stage { id: "hl7-parse", label: "HL7 v2 parse", bytes, records, median: t });
 
-    let t = measure(runs, copies, |ms| {
-        let mut n = 0;
-        for (i, m) in ms.into_iter().enumerate() {
-            n += validate::validate(&parsed(m, &limits, i)?, SYNTAX).len();
-        }
-        Ok(n)
-    })?;
+    let t = measure(runs, copies, |ms| parse_and_validate(ms, &limits, SYNTAX))?;
     out.push(Stage { id: "hl7-parse-syntax", label: "HL7 v2 parse + syntax validation", bytes, records, median: t });
 
     let pre: Vec<hl7v2::Message> =
@@ -200,13 +203,7 @@ fn hl7_stages(path: &PathBuf, args: &Args, out: &mut Vec<Stage>) -> Result<(), S
     });
     drop(pre);
 
-    let t = measure(runs, copies, |ms| {
-        let mut n = 0;
-        for (i, m) in ms.into_iter().enumerate() {
-            n += validate::validate(&parsed(m, &limits, i)?, FULL).len();
-        }
-        Ok(n)
-    })?;
+    let t = measure(runs, copies, |ms| parse_and_validate(ms, &limits, FULL))?;
     out.push(Stage {
         id: "hl7-parse-validate",
         label: "HL7 v2 parse + validation (syntax + conformance)",

@@ -250,30 +250,8 @@ impl<'p> Redactor<'p> {
                 }
                 replaced(v)
             }
-            Action::GeneralizeDate => {
-                let y = action::year(value)?;
-                if ty == "instant" {
-                    let mut v = y.to_vec();
-                    v.extend_from_slice(b"-01-01T00:00:00Z");
-                    return replaced(v);
-                }
-                if ty == "time" {
-                    return None;
-                }
-                replaced(y.to_vec())
-            }
-            Action::GeneralizeBirthDate => {
-                let y = action::birth_year(value, ctx.reference_year)?;
-                if ty == "instant" {
-                    let mut v = y.to_vec();
-                    v.extend_from_slice(b"-01-01T00:00:00Z");
-                    return replaced(v);
-                }
-                if ty == "time" {
-                    return None;
-                }
-                replaced(y.to_vec())
-            }
+            Action::GeneralizeDate => year_as(ty, action::year(value)?),
+            Action::GeneralizeBirthDate => year_as(ty, action::birth_year(value, ctx.reference_year)?),
             Action::GeneralizeZip => action::zip(value.trim_ascii()).map(ValueEdit::Replaced),
             Action::CapAge => {
                 let over: &[u8] = if node.value_kind == ValueKind::Number { b"90" } else { b"90+" };
@@ -395,6 +373,20 @@ fn step_matches(doc: &Document, i: u32, step: &str) -> bool {
 
 /// The patient's identifier for `date_shift`: the first Patient resource's id, else the first
 /// `Patient/...` reference.
+/// A year kept by `generalize_date` or `generalize_birth_date`, in the form of the value's type:
+/// an `instant` becomes `YYYY-01-01T00:00:00Z`, a `time` is removed.
+fn year_as(ty: &str, year: &[u8]) -> Option<ValueEdit> {
+    match ty {
+        "instant" => {
+            let mut v = year.to_vec();
+            v.extend_from_slice(b"-01-01T00:00:00Z");
+            Some(ValueEdit::Replaced(v))
+        }
+        "time" => None,
+        _ => Some(ValueEdit::Replaced(year.to_vec())),
+    }
+}
+
 /// The latest year of any `date`, `dateTime` or `instant` the record releases (as edited),
 /// birth dates aside: the reference of `generalize_birth_date` (a birth year 90 or more years
 /// before a year the record shows reveals an age over 89). Taken from the released values so
