@@ -194,6 +194,14 @@ pub enum Item<'a> {
 pub trait Sink {
     /// Takes one item.
     fn item(&mut self, item: Item<'_>, disclosure: &Disclosure) -> io::Result<()>;
+
+    /// Takes several records at once as compact JSON lines (each object followed by `\n`),
+    /// when the sink would write each `Item::Json` as its object and a newline (or nothing);
+    /// `None`, taking nothing, when it renders the items otherwise (they are then given one
+    /// at a time).
+    fn json_lines(&mut self, _lines: &[u8], _disclosure: &Disclosure) -> Option<io::Result<()>> {
+        None
+    }
 }
 
 /// Runs a request.
@@ -454,13 +462,37 @@ impl<'r> Runner<'r> {
     }
 
     /// Writes finished records, in order.
-    fn write_outs(&mut self, batches: Vec<Vec<par::Out>>) -> Result<(), Failure> {
-        for out in batches.into_iter().flatten() {
+    fn write_outs(&mut self, batches: Vec<par::Finished>) -> Result<(), Failure> {
+        for batch in batches {
+            self.write_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the records of a finished batch: with one call when the sink takes JSON lines
+    /// and every record has its object.
+    fn write_batch(&mut self, batch: par::Finished) -> Result<(), Failure> {
+        if batch.all_json() {
+            if let Some(written) = self.sink.json_lines(&batch.lines, self.disclosure) {
+                for out in &batch.outs {
+                    if let par::Out::Json { invalid, failed, .. } = out {
+                        self.any_invalid |= invalid;
+                        self.any_failed_record |= failed;
+                    }
+                }
+                if written.is_err() {
+                    self.output_failed = true;
+                }
+                return Ok(());
+            }
+        }
+        for out in batch.outs {
             match out {
                 par::Out::Json { record, json, findings, valid, error, invalid, failed } => {
                     self.any_invalid |= invalid;
                     self.any_failed_record |= failed;
-                    let item = Item::Json { record: Some(record), json: &json, findings: &findings, valid, error };
+                    let json = batch.lines.get(json).unwrap_or_default();
+                    let item = Item::Json { record: Some(record), json, findings: &findings, valid, error };
                     if self.sink.item(item, self.disclosure).is_err() {
                         self.output_failed = true;
                     }

@@ -65,6 +65,15 @@ impl Stdout {
 }
 
 impl Sink for Stdout {
+    fn json_lines(&mut self, lines: &[u8], _disclosure: &Disclosure) -> Option<io::Result<()>> {
+        match self.style {
+            // A batch is larger than the buffer: written straight through, not copied.
+            Style::Json => Some(self.out.write_all(lines)),
+            Style::Quiet => Some(Ok(())),
+            Style::Pretty | Style::Human => None,
+        }
+    }
+
     fn item(&mut self, item: Item<'_>, _disclosure: &Disclosure) -> io::Result<()> {
         match item {
             Item::Bytes(b) => self.out.write_all(b),

@@ -73,12 +73,37 @@ impl Job {
     }
 }
 
+/// The results of a batch: the records' JSON objects, each followed by a newline, in one
+/// buffer (no allocation per record; written with one call when the sink takes JSON lines).
+#[derive(Debug, Default)]
+pub(super) struct Finished {
+    /// The objects of the records whose result is `Out::Json`, in order, each followed by `\n`.
+    pub(super) lines: Vec<u8>,
+    pub(super) outs: Vec<Out>,
+}
+
+impl Finished {
+    /// Processes a batch (`bytes`: its input bytes, to size the buffer once).
+    fn of(batch: Vec<Job>, bytes: usize, work: &Work, disclosure: &Disclosure) -> Finished {
+        // The JSON of a record is about 1.7 times its bytes (and rarely more than twice).
+        let mut lines = Vec::with_capacity(bytes.saturating_mul(2).saturating_add(batch.len() * 64));
+        let outs = batch.into_iter().map(|job| process(job, work, disclosure, &mut lines)).collect();
+        Finished { lines, outs }
+    }
+
+    /// Every result is a record's object: `lines` is the whole output of the batch.
+    pub(super) fn all_json(&self) -> bool {
+        self.outs.iter().all(|o| matches!(o, Out::Json { .. }))
+    }
+}
+
 /// A record's result.
 pub(super) enum Out {
-    /// The record's complete JSON object (it starts with `{"record":N,`).
+    /// The record's complete JSON object (it starts with `{"record":N,`), at `json` in the
+    /// batch's `lines`.
     Json {
         record: u64,
-        json: Vec<u8>,
+        json: std::ops::Range<usize>,
         findings: Vec<Diagnostic>,
         valid: Option<bool>,
         error: Option<Code>,
@@ -103,35 +128,42 @@ impl std::fmt::Debug for Out {
     }
 }
 
-/// Does one record's work, catching a panic.
-pub(super) fn process(job: Job, work: &Work, disclosure: &Disclosure) -> Out {
+/// Does one record's work, catching a panic; a record's object is appended to `lines`,
+/// followed by a newline.
+fn process(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
+    let start = lines.len();
     let run = std::panic::AssertUnwindSafe(|| match job {
-        Job::Hl7 { bytes, offset, record } => hl7_message(bytes, offset, record, work, disclosure),
-        Job::Fhir { bytes, record } => fhir_line(bytes, record, work, disclosure),
+        Job::Hl7 { bytes, offset, record } => hl7_message(bytes, offset, record, work, disclosure, lines),
+        Job::Fhir { bytes, record } => fhir_line(bytes, record, work, disclosure, lines),
     });
-    std::panic::catch_unwind(run).unwrap_or_else(Out::Panicked)
+    let out = std::panic::catch_unwind(run).unwrap_or_else(Out::Panicked);
+    match out {
+        Out::Json { .. } => lines.push(b'\n'),
+        // Nothing of a record that failed so is kept.
+        Out::Internal(_) | Out::Panicked(_) => lines.truncate(start),
+    }
+    out
 }
 
 /// `{"record":N,`
-fn record_prefix(record: u64, capacity: usize) -> Vec<u8> {
-    let mut json = Vec::with_capacity(capacity);
+fn record_prefix(record: u64, json: &mut Vec<u8>) {
     json.extend_from_slice(b"{\"record\":");
-    decimal_u64(record, &mut json);
+    decimal_u64(record, json);
     json.push(b',');
-    json
 }
 
 /// `{"record":N,"format":..,"error":..}`: a record that could not be parsed.
-fn failed(record: u64, format: &str, code: Code) -> Out {
-    let mut json = record_prefix(record, 64);
+fn failed(record: u64, format: &str, code: Code, json: &mut Vec<u8>) -> Out {
+    let start = json.len();
+    record_prefix(record, json);
     json.extend_from_slice(b"\"format\":");
-    crate::json::string(&mut json, format);
+    crate::json::string(json, format);
     json.extend_from_slice(b",\"error\":");
-    crate::json::string(&mut json, code.as_str());
+    crate::json::string(json, code.as_str());
     json.push(b'}');
     Out::Json {
         record,
-        json,
+        json: start..json.len(),
         findings: Vec::new(),
         valid: Some(false),
         error: Some(code),
@@ -140,19 +172,27 @@ fn failed(record: u64, format: &str, code: Code) -> Out {
     }
 }
 
-/// An object `{...}` made `{"record":N,...}`.
-fn numbered(record: u64, object: &[u8]) -> Vec<u8> {
-    let mut json = record_prefix(record, object.len() + 24);
+/// An object `{...}` appended as `{"record":N,...}`; returns where it is in `json`.
+fn numbered(record: u64, object: &[u8], json: &mut Vec<u8>) -> std::ops::Range<usize> {
+    let start = json.len();
+    record_prefix(record, json);
     json.extend_from_slice(object.get(1..).unwrap_or_default());
-    json
+    start..json.len()
 }
 
-fn hl7_message(bytes: Vec<u8>, offset: u64, record: u64, work: &Work, disclosure: &Disclosure) -> Out {
+fn hl7_message(
+    bytes: Vec<u8>,
+    offset: u64,
+    record: u64,
+    work: &Work,
+    disclosure: &Disclosure,
+    lines: &mut Vec<u8>,
+) -> Out {
     let msg = match hl7v2::parse::parse_record(bytes, offset, &work.limits, None) {
         Ok(m) => m,
         Err((fatal, _)) => {
             let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
-            return failed(record, "hl7", code);
+            return failed(record, "hl7", code, lines);
         }
     };
     let options = hl7v2::validate::Options {
@@ -163,19 +203,21 @@ fn hl7_message(bytes: Vec<u8>, offset: u64, record: u64, work: &Work, disclosure
     findings.truncate(hl7v2::validate::MAX_FINDINGS);
     match work.command {
         Command::Parse => {
-            let mut json = record_prefix(record, 256);
-            json.extend_from_slice(b"\"format\":\"hl7\",\"model\":");
-            hl7v2::write::model_json(&msg, disclosure, &mut json);
-            json.extend_from_slice(b",\"warnings\":");
-            findings_json(&findings, &mut json);
-            json.push(b'}');
+            let start = lines.len();
+            record_prefix(record, lines);
+            lines.extend_from_slice(b"\"format\":\"hl7\",\"model\":");
+            hl7v2::write::model_json(&msg, disclosure, lines);
+            lines.extend_from_slice(b",\"warnings\":");
+            findings_json(&findings, lines);
+            lines.push(b'}');
+            let json = start..lines.len();
             Out::Json { record, json, findings, valid: None, error: None, invalid: false, failed: false }
         }
         Command::Validate => {
             let valid = hl7v2::validate::is_valid(&findings);
             let mut object = Vec::with_capacity(256);
             verdict_json("hl7", valid, &findings, &mut object);
-            let json = numbered(record, &object);
+            let json = numbered(record, &object, lines);
             Out::Json { record, json, findings, valid: Some(valid), error: None, invalid: !valid, failed: false }
         }
         Command::Inspect => {
@@ -184,7 +226,7 @@ fn hl7_message(bytes: Vec<u8>, offset: u64, record: u64, work: &Work, disclosure
             if serde_json::to_writer(&mut object, &summary).is_err() {
                 return Out::Internal(Code::CLI_INTERNAL);
             }
-            let json = numbered(record, &object);
+            let json = numbered(record, &object, lines);
             Out::Json { record, json, findings: Vec::new(), valid: None, error: None, invalid: false, failed: false }
         }
         // Not batched (see `Runner::batchable`).
@@ -192,12 +234,12 @@ fn hl7_message(bytes: Vec<u8>, offset: u64, record: u64, work: &Work, disclosure
     }
 }
 
-fn fhir_line(bytes: Vec<u8>, record: u64, work: &Work, disclosure: &Disclosure) -> Out {
+fn fhir_line(bytes: Vec<u8>, record: u64, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
     let doc = match fhir::read(bytes, &work.limits) {
         Ok(doc) => doc,
         Err(fatal) => {
             let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
-            return failed(record, "fhir", code);
+            return failed(record, "fhir", code, lines);
         }
     };
     let options = fhir::validate::Options { strict: work.strict };
@@ -209,7 +251,7 @@ fn fhir_line(bytes: Vec<u8>, record: u64, work: &Work, disclosure: &Disclosure) 
             object.extend_from_slice(b",\"warnings\":");
             findings_json(doc.findings(), &mut object);
             object.push(b'}');
-            let json = numbered(record, &object);
+            let json = numbered(record, &object, lines);
             let findings = doc.findings().to_vec();
             Out::Json { record, json, findings, valid: None, error: None, invalid: false, failed: false }
         }
@@ -217,7 +259,7 @@ fn fhir_line(bytes: Vec<u8>, record: u64, work: &Work, disclosure: &Disclosure) 
             let findings = fhir::validate::validate(&doc, options);
             let valid = fhir::validate::is_valid(&findings);
             verdict_json("fhir", valid, &findings, &mut object);
-            let json = numbered(record, &object);
+            let json = numbered(record, &object, lines);
             Out::Json { record, json, findings, valid: Some(valid), error: None, invalid: !valid, failed: false }
         }
         Command::Inspect => {
@@ -226,15 +268,16 @@ fn fhir_line(bytes: Vec<u8>, record: u64, work: &Work, disclosure: &Disclosure) 
             if serde_json::to_writer(&mut object, &summary).is_err() {
                 return Out::Internal(Code::CLI_INTERNAL);
             }
-            let json = numbered(record, &object);
+            let json = numbered(record, &object, lines);
             Out::Json { record, json, findings: Vec::new(), valid: None, error: None, invalid: false, failed: false }
         }
         Command::Fmt { .. } | Command::Redact | Command::Convert => Out::Internal(Code::CLI_INTERNAL),
     }
 }
 
-type Batch = (u64, Vec<Job>);
-type Done = (u64, Vec<Out>);
+/// A batch: its id, its records, their bytes.
+type Batch = (u64, Vec<Job>, usize);
+type Done = (u64, Finished);
 
 /// Worker threads, started on the first full batch and joined when dropped.
 #[derive(Debug)]
@@ -260,9 +303,9 @@ impl Pool {
                         // The lock is held only to take a batch (no panic can poison it; a
                         // poisoned lock still holds a usable queue).
                         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                        let Ok((id, batch)) = next else { break };
-                        let outs = batch.into_iter().map(|job| process(job, &work, &disclosure)).collect();
-                        if results.send((id, outs)).is_err() {
+                        let Ok((id, batch, bytes)) = next else { break };
+                        let finished = Finished::of(batch, bytes, &work, &disclosure);
+                        if results.send((id, finished)).is_err() {
                             break;
                         }
                     }
@@ -301,7 +344,7 @@ pub(super) struct Batcher {
     /// Id of the next batch to write.
     next_write: u64,
     /// Batches finished out of order.
-    ready: BTreeMap<u64, Vec<Out>>,
+    ready: BTreeMap<u64, Finished>,
 }
 
 impl Batcher {
@@ -320,7 +363,7 @@ impl Batcher {
     }
 
     /// Adds a record; returns the batches now finished, in order (often none).
-    pub(super) fn push(&mut self, job: Job) -> Vec<Vec<Out>> {
+    pub(super) fn push(&mut self, job: Job) -> Vec<Finished> {
         self.batch_bytes += job.len();
         self.batch.push(job);
         if self.batch.len() < MAX_BATCH_RECORDS && self.batch_bytes < MAX_BATCH_BYTES {
@@ -348,7 +391,7 @@ impl Batcher {
     }
 
     /// Every record pushed, finished, in order.
-    pub(super) fn drain(&mut self) -> Vec<Vec<Out>> {
+    pub(super) fn drain(&mut self) -> Vec<Finished> {
         // A short input (no pool yet) is not worth a thread.
         if !self.batch.is_empty() && (self.pool.is_none() || !self.send()) {
             return self.inline();
@@ -370,13 +413,13 @@ impl Batcher {
             return false;
         };
         let batch = std::mem::take(&mut self.batch);
-        match jobs.send((self.next_id, batch)) {
+        match jobs.send((self.next_id, batch, self.batch_bytes)) {
             Ok(()) => {
                 self.batch_bytes = 0;
                 self.next_id += 1;
                 true
             }
-            Err(mpsc::SendError((_, batch))) => {
+            Err(mpsc::SendError((_, batch, _))) => {
                 self.batch = batch;
                 false
             }
@@ -384,17 +427,17 @@ impl Batcher {
     }
 
     /// Processes the batch on this thread, after every batch sent.
-    fn inline(&mut self) -> Vec<Vec<Out>> {
+    fn inline(&mut self) -> Vec<Finished> {
         let mut out = self.drain_sent();
         let disclosure = (self.grant)();
         let batch = std::mem::take(&mut self.batch);
-        self.batch_bytes = 0;
-        out.push(batch.into_iter().map(|job| process(job, &self.work, &disclosure)).collect());
+        let bytes = std::mem::take(&mut self.batch_bytes);
+        out.push(Finished::of(batch, bytes, &self.work, &disclosure));
         out
     }
 
     /// Every batch sent, finished, in order.
-    fn drain_sent(&mut self) -> Vec<Vec<Out>> {
+    fn drain_sent(&mut self) -> Vec<Finished> {
         let mut out = Vec::new();
         loop {
             self.take_ready(&mut out);
@@ -410,8 +453,8 @@ impl Batcher {
 
     /// Every worker is gone with batches unfinished (not expected: a worker catches the
     /// panics of the work): the operation fails.
-    fn lost(&mut self, out: &mut Vec<Vec<Out>>) {
-        out.push(vec![Out::Internal(Code::CLI_INTERNAL)]);
+    fn lost(&mut self, out: &mut Vec<Finished>) {
+        out.push(Finished { lines: Vec::new(), outs: vec![Out::Internal(Code::CLI_INTERNAL)] });
         self.abandon();
     }
 
@@ -432,7 +475,7 @@ impl Batcher {
         true
     }
 
-    fn take_ready(&mut self, out: &mut Vec<Vec<Out>>) {
+    fn take_ready(&mut self, out: &mut Vec<Finished>) {
         while let Some(outs) = self.ready.remove(&self.next_write) {
             out.push(outs);
             self.next_write += 1;

@@ -250,30 +250,35 @@ impl Writer {
     /// last part that holds anything when it closes, and loses its opening bracket when a
     /// single part is left (both rare: senders seldom leave trailing separators).
     fn field(&mut self, all: &[u8], span: std::ops::Range<usize>, out: &mut Vec<u8>) -> bool {
-        let raw = all.get(span.clone()).unwrap_or_default();
-        self.seps.clear();
-        let mut kinds = 0u8;
-        for (i, &b) in raw.iter().enumerate() {
-            let c = self.class[usize::from(b)];
-            kinds |= c;
-            if c & SEPARATORS != 0 {
-                self.seps.push(Sep { at: i as u32, kind: c & SEPARATORS });
-            }
-        }
-        out.push(b'[');
+        let base = span.start;
+        let raw = all.get(span).unwrap_or_default();
+        // First the kinds of byte the field holds, without a branch per byte; the separators
+        // are looked for only when it has some.
+        let class = &self.class;
+        let kinds = raw.iter().fold(0u8, |k, &b| k | class[usize::from(b)]);
         if kinds & OTHER == 0 {
-            out.push(b']');
+            // Empty, or nothing but separators.
+            out.extend_from_slice(b"[]");
             return false;
         }
         self.special = kinds & SPECIAL != 0;
+        out.push(b'[');
         if kinds & SEPARATORS == 0 {
-            self.value(all, span.start, span.end, out);
+            self.value(all, base, base + raw.len(), out);
             out.push(b']');
             return true;
         }
+        self.seps.clear();
+        self.seps.reserve(raw.len() + 1);
+        for (i, &b) in raw.iter().enumerate() {
+            let kind = class[usize::from(b)] & SEPARATORS;
+            if kind != 0 {
+                self.seps.push(Sep { at: i as u32, kind });
+            }
+        }
         self.seps.push(Sep { at: raw.len() as u32, kind: END });
         let seps = std::mem::take(&mut self.seps);
-        self.walk(all, span.start, &seps, out);
+        self.walk(all, base, &seps, out);
         self.seps = seps;
         out.push(b']');
         true
