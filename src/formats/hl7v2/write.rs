@@ -76,13 +76,28 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         w.text_of(seg.id().expose_value(disclosure), out);
         out.extend_from_slice(b",\"fields\":[");
         // Trailing empty fields carry no meaning (chapter 2 asks senders to omit them): the
-        // model leaves them out, so that a message and its canonical form have one model. Each
-        // field is written as it comes, and the output is cut back after the last one that holds
+        // model leaves them out, so that a message and its canonical form have one model. An
+        // empty field is written only when a field that is not empty follows; any other field
+        // is written as it comes, and the output is cut back after the last one that holds
         // anything.
         let mut keep = out.len();
+        // Empty fields not written yet, and the number of the first of them.
+        let mut empties = 0;
+        let mut first_empty = 0;
         // MSH-1 and MSH-2 (FHS, BHS too) hold the delimiters: one string each, never split.
         let unsplit = if seg.is_header() { 2 } else { 0 };
         for (n, span) in seg.field_spans().iter().enumerate() {
+            if span.start >= span.end && n >= unsplit {
+                if empties == 0 {
+                    first_empty = n;
+                }
+                empties += 1;
+                continue;
+            }
+            if empties > 0 {
+                write_empties(first_empty, empties, out);
+                empties = 0;
+            }
             if n > 0 {
                 out.push(b',');
             }
@@ -100,6 +115,48 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         out.extend_from_slice(b"]}");
     }
     out.extend_from_slice(b"]}");
+}
+
+/// Writes `count` empty fields (`[]`), the first of them field `first` of the list.
+#[cold]
+fn write_empties(first: usize, count: usize, out: &mut Vec<u8>) {
+    // `,[]` per field, from a constant run (the first field of the list has no comma).
+    const RUN: &[u8; 3 * 32] =
+        b",[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[],[]";
+    let mut left = count;
+    let mut skip = usize::from(first == 0);
+    while left > 0 {
+        let n = left.min(32);
+        out.extend_from_slice(RUN.get(skip..3 * n).unwrap_or_default());
+        skip = 0;
+        left -= n;
+    }
+}
+
+/// Appends `all[start..end]` and `","` (a part of a list and the start of the next). A short
+/// part is copied as a fixed 19-byte block (no `memcpy` call) and the output cut back to its
+/// length; the bytes past the part are the message's own, left in `out`'s spare capacity.
+#[inline(always)]
+fn part(all: &[u8], start: usize, end: usize, out: &mut Vec<u8>) {
+    let len = end - start;
+    match all.get(start..start + 16).map(<&[u8; 16]>::try_from) {
+        Some(Ok(block)) if len <= 16 => {
+            let mut bytes = [0u8; 19];
+            if let Some(head) = bytes.get_mut(..16) {
+                head.copy_from_slice(block);
+            }
+            if let Some(tail) = bytes.get_mut(len..len + 3) {
+                tail.copy_from_slice(b"\",\"");
+            }
+            let at = out.len();
+            out.extend_from_slice(&bytes);
+            out.truncate(at + len + 3);
+        }
+        _ => {
+            out.extend_from_slice(all.get(start..end).unwrap_or_default());
+            out.extend_from_slice(b"\",\"");
+        }
+    }
 }
 
 /// Kinds of byte, as bits of a class.
@@ -156,6 +213,23 @@ const fn classes(d: Delimiters) -> [u8; 256] {
         i += 1;
     }
     class
+}
+
+/// The kinds of byte in `raw` (the OR of their classes), four bytes a step.
+#[inline(always)]
+fn kinds_of(class: &[u8; 256], raw: &[u8]) -> u8 {
+    let mut chunks = raw.chunks_exact(4);
+    let (mut a, mut b) = (0u8, 0u8);
+    for chunk in &mut chunks {
+        if let [w, x, y, z] = *chunk {
+            a |= class[usize::from(w)] | class[usize::from(x)];
+            b |= class[usize::from(y)] | class[usize::from(z)];
+        }
+    }
+    for &w in chunks.remainder() {
+        a |= class[usize::from(w)];
+    }
+    a | b
 }
 
 /// The end of a field, as a separator kind.
@@ -243,8 +317,9 @@ impl Writer {
     /// Writes one field (not MSH-1 or MSH-2) as an array of repetitions. Returns false when
     /// the field holds nothing but separators (it is then written `[]`).
     ///
-    /// One pass over the field's bytes finds its separators; a second, flat pass over their
-    /// offsets writes the structure, without recursion. At every level, trailing parts that
+    /// One pass over the field's bytes says which kinds of byte it holds; when it has
+    /// separators, a second finds them, and a flat pass over their offsets writes the
+    /// structure, without recursion. At every level, trailing parts that
     /// are empty at all lower levels are left out, a list of one part is written as that part,
     /// and an empty part is `""`. Parts are written as they come: a list is cut back after its
     /// last part that holds anything when it closes, and loses its opening bracket when a
@@ -255,33 +330,95 @@ impl Writer {
         // First the kinds of byte the field holds, without a branch per byte; the separators
         // are looked for only when it has some.
         let class = &self.class;
-        let kinds = raw.iter().fold(0u8, |k, &b| k | class[usize::from(b)]);
+        let kinds = kinds_of(class, raw);
         if kinds & OTHER == 0 {
             // Empty, or nothing but separators.
             out.extend_from_slice(b"[]");
             return false;
         }
         self.special = kinds & SPECIAL != 0;
+        if kinds & (SEPARATORS | SPECIAL) == 0 {
+            // The common field: one value with nothing to escape or decode. A short one is
+            // written with its brackets and quotes as one fixed 20-byte block (see `value`).
+            let len = raw.len();
+            if let Some(Ok(block)) = all.get(base..base + 16).map(<&[u8; 16]>::try_from)
+                && len <= 16
+            {
+                let mut quoted = [b'"'; 20];
+                quoted[0] = b'[';
+                if let Some(inner) = quoted.get_mut(2..18) {
+                    inner.copy_from_slice(block);
+                }
+                if let Some(close) = quoted.get_mut(len + 2..len + 4) {
+                    close.copy_from_slice(b"\"]");
+                }
+                let at = out.len();
+                out.extend_from_slice(&quoted);
+                out.truncate(at + len + 4);
+                return true;
+            }
+        }
+        let kind = kinds & SEPARATORS;
+        if kinds & SPECIAL == 0 && (kind == COMPONENT || kind == REPETITION) {
+            self.one_level(all, base, raw.len(), kind, out);
+            return true;
+        }
         out.push(b'[');
         if kinds & SEPARATORS == 0 {
             self.value(all, base, base + raw.len(), out);
             out.push(b']');
             return true;
         }
+        // Every byte's entry is written, and kept (the count moves on) when it is a separator:
+        // no branch per byte, whose outcome would be unpredictable.
         self.seps.clear();
-        self.seps.reserve(raw.len() + 1);
+        self.seps.resize(raw.len() + 1, Sep { at: 0, kind: 0 });
+        let mut count = 0;
         for (i, &b) in raw.iter().enumerate() {
             let kind = class[usize::from(b)] & SEPARATORS;
-            if kind != 0 {
-                self.seps.push(Sep { at: i as u32, kind });
+            if let Some(sep) = self.seps.get_mut(count) {
+                *sep = Sep { at: i as u32, kind };
             }
+            count += usize::from(kind != 0);
         }
+        self.seps.truncate(count);
         self.seps.push(Sep { at: raw.len() as u32, kind: END });
         let seps = std::mem::take(&mut self.seps);
         self.walk(all, base, &seps, out);
         self.seps = seps;
         out.push(b']');
         true
+    }
+
+    /// A field that holds something, with nothing to escape or decode, whose separators are
+    /// all of one `kind`, component or repetition: its parts are its bytes between them, each
+    /// written as it is, an empty one `""`; trailing empty parts are left out, and one part
+    /// left is written as itself (the same as `walk` gives, in one pass and no list).
+    fn one_level(&self, all: &[u8], base: usize, len: usize, kind: u8, out: &mut Vec<u8>) {
+        let sep = if kind == COMPONENT { self.d.component } else { self.d.repetition };
+        let raw = all.get(base..base + len).unwrap_or_default();
+        let end = raw.iter().rposition(|&b| b != sep).map_or(0, |last| last + 1);
+        let body = raw.get(..end).unwrap_or_default();
+        let start = out.len();
+        // Components are a list inside the field's single repetition.
+        out.extend_from_slice(if kind == COMPONENT { b"[[\"" } else { b"[\"" });
+        let mut from = 0;
+        for (i, &b) in body.iter().enumerate() {
+            if b == sep {
+                part(all, base + from, base + i, out);
+                from = i + 1;
+            }
+        }
+        // The last part: its `","` is cut back to the closing quote.
+        part(all, base + from, base + end, out);
+        out.truncate(out.len() - 2);
+        if kind == COMPONENT && from == 0 {
+            // One component left once trailing empty ones are cut: written as itself.
+            out.remove(start + 1);
+            out.push(b']');
+        } else {
+            out.extend_from_slice(if kind == COMPONENT { b"]]" } else { b"]" });
+        }
     }
 
     /// The repetitions of a field (at `base` in `all`) that holds something, from its
