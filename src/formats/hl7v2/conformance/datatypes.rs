@@ -129,6 +129,11 @@ pub(crate) fn time(v: &[u8], era: Era) -> Verdict {
 /// `DTM` and the time of `TS`: `YYYY[MM[DD[HH[MM[SS[.S[S[S[S]]]]]]]]][+/-ZZZZ]`; 2.3 and 2.4
 /// write hours and minutes together; 2.1 and 2.2 need the full date.
 pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
+    // The common shapes (a date, a date and time to the second, either with an offset in
+    // range) are read eight bytes at a time.
+    if let Some(verdict) = datetime_common(v) {
+        return verdict;
+    }
     // Most values are digits, then at most a fraction and an offset: one pass reads them, and
     // the digits are then judged as such.
     match datetime_shape(v) {
@@ -136,6 +141,58 @@ pub(crate) fn datetime(v: &[u8], era: Era) -> Verdict {
         Some(Err(())) => Verdict::Invalid,
         None => datetime_split(v, era),
     }
+}
+
+/// Whether the eight bytes are all ASCII digits (each byte's high nibble is 3, and adding 6 to
+/// the byte keeps it so: no byte can carry, the first test bounding each at 0x3F).
+fn eight_digits(b: [u8; 8]) -> bool {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    let x = u64::from_le_bytes(b);
+    x & HIGH == THREES && x.wrapping_add(0x0606_0606_0606_0606) & HIGH == THREES
+}
+
+/// [`datetime`] of `v` when it is 8 or 14 digits, alone or followed by an offset `+/-DDDD` in
+/// range (the shapes [`datetime_shape`] reads as `Ok((digits, None))`), judged as
+/// [`datetime_digits`] judges them: a full date, and at 14 digits a time to the second, are
+/// standard in every era, so the verdict is `Ok` or `Invalid`. `None` for anything else (then
+/// read by the general path).
+fn datetime_common(v: &[u8]) -> Option<Verdict> {
+    let main = match v.len() {
+        8 | 14 => v,
+        13 | 19 => {
+            let (main, zone) = v.split_at(v.len() - 5);
+            let &[sign, h1, h2, m1, m2] = zone else { return None };
+            let zone_ok = matches!(sign, b'+' | b'-')
+                && [h1, h2, m1, m2].iter().all(u8::is_ascii_digit)
+                && (h1 - b'0') * 10 + (h2 - b'0') <= 14
+                && m1 <= b'5';
+            if !zone_ok {
+                return None;
+            }
+            main
+        }
+        _ => return None,
+    };
+    let first: [u8; 8] = main.get(..8)?.try_into().ok()?;
+    let last: [u8; 8] = main.get(main.len() - 8..)?.try_into().ok()?;
+    if !(eight_digits(first) && eight_digits(last)) {
+        return None;
+    }
+    // Two digits as a number.
+    let two = |a: u8, b: u8| u32::from(a - b'0') * 10 + u32::from(b - b'0');
+    let [y0, y1, y2, y3, mo0, mo1, d0, d1] = first;
+    let month = two(mo0, mo1);
+    let day = two(d0, d1);
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(two(y0, y1) * 100 + two(y2, y3), month) {
+        return Some(Verdict::Invalid);
+    }
+    // 14 digits: `last` is digits 7 to 14, the day and the clock.
+    let [_, _, h0, h1, mi0, mi1, s0, s1] = last;
+    if main.len() == 14 && (two(h0, h1) > 23 || two(mi0, mi1) > 59 || two(s0, s1) > 59) {
+        return Some(Verdict::Invalid);
+    }
+    Some(Verdict::Ok)
 }
 
 /// [`datetime`] by parts, for the values [`datetime_shape`] does not read.
@@ -251,6 +308,7 @@ impl crate::phi::ValueFree for Coded {}
 
 /// Looks `v` up in `set`. Beyond its values it accepts what the table itself defines as
 /// patterns (table 0396: `HL7nnnn` and `99zzz`).
+#[inline]
 pub(crate) fn coded(v: &[u8], set: &CodeSet) -> Coded {
     if set.contains(v) {
         return Coded::Listed;
@@ -341,6 +399,72 @@ mod tests {
                 Era::V2_5 => false,
             };
         if nonstandard { Nonstandard } else { Ok }
+    }
+
+    #[test]
+    fn eight_digit_words() {
+        assert!(eight_digits(*b"01234567"));
+        assert!(eight_digits(*b"99999999"));
+        for bad in [*b"0123456:", *b"/1234567", *b"0123 567", *b"012345\xff7", *b"?1234567", *b"0123456@"] {
+            assert!(!eight_digits(bad), "{bad:?}");
+        }
+        for i in 0..8 {
+            for b in 0..=255u8 {
+                let mut w = *b"00000000";
+                w[i] = b;
+                assert_eq!(eight_digits(w), b.is_ascii_digit(), "{w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn common_datetimes_agree_with_the_general_path() {
+        let samples: &[&[u8]] = &[
+            b"20240229",
+            b"20230229",
+            b"20241301",
+            b"20240923041457",
+            b"19000229",
+            b"20000229",
+            b"20240431",
+            b"20240430",
+            b"20241200",
+            b"20241232",
+            b"20241231",
+            b"00000101",
+            b"20240923000000",
+            b"20240923235959",
+            b"20240923240000",
+            b"20240923236000",
+            b"20240923235960",
+            b"20240923041457-0500",
+            b"20240923041457+0000",
+            b"20240923041457-1459",
+            b"20240923-1400",
+            b"20240931-0500",
+            b"20240923041457+1400",
+            b"20240923041457+1500",
+            b"20240923041457-0560",
+            b"20240923041457-0599",
+            b"20240923041457-05a0",
+            b"20240923041457*0500",
+            b"20240923-0500",
+            b"2024092304145x-0500",
+            b"20240923251457",
+            b"2024-09-23",
+            b"20240923-05:0",
+        ];
+        for v in samples {
+            for era in [Era::V2_1, Era::V2_3, Era::V2_5] {
+                let general = match datetime_shape(v) {
+                    Some(Result::Ok((main, frac))) => datetime_digits(main, frac, era),
+                    Some(Err(())) => Invalid,
+                    None => datetime_split(v, era),
+                };
+                assert_eq!(datetime(v, era), general, "{v:?} {era:?}");
+                assert_eq!(datetime(v, era), datetime_reference(v, era), "{v:?} {era:?}");
+            }
+        }
     }
 
     #[test]

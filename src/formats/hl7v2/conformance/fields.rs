@@ -48,10 +48,24 @@ const NONE: u8 = u8::MAX;
 /// Deepest composite nesting followed below the subcomponent level (CP > MO > NM is 2).
 const MAX_TYPE_DEPTH: u8 = 4;
 
-/// The kind of every byte value under the message's delimiters, built once per message.
+/// The kind of every byte value under the message's delimiters, and each delimiter repeated
+/// in the eight bytes of a word, built once per message.
 #[derive(Debug)]
 pub(crate) struct Scratch {
     kinds: [u8; 256],
+    splat: [u64; 4],
+}
+
+/// One in every byte.
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+/// The top bit of every byte.
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// The top bit set in every zero byte of `v` up to and including its first one (bytes after the
+/// first zero byte may be set too; the first set bit is exact).
+#[inline(always)]
+fn zero_bytes(v: u64) -> u64 {
+    v.wrapping_sub(LOW_BITS) & !v
 }
 
 impl Scratch {
@@ -61,7 +75,8 @@ impl Scratch {
         kinds[usize::from(d.component)] = COMPONENT;
         kinds[usize::from(d.repetition)] = REPETITION;
         kinds[usize::from(d.field)] = FIELD;
-        Scratch { kinds }
+        let splat = [d.field, d.repetition, d.component, d.subcomponent].map(|b| u64::from(b) * LOW_BITS);
+        Scratch { kinds, splat }
     }
 }
 
@@ -87,7 +102,16 @@ pub(crate) fn check_segment(
     let header = seg.is_header();
     let at = seg.position();
     seg.bytes().classify(|line| {
-        let mut w = Walker { plan, report, trailing_reported: false, line, kinds: &scratch.kinds, pos: 0, base: at };
+        let mut w = Walker {
+            plan,
+            report,
+            trailing_reported: false,
+            line,
+            kinds: &scratch.kinds,
+            splat: &scratch.splat,
+            pos: 0,
+            base: at,
+        };
         // MSH-1 and MSH-2 hold the delimiters (the syntax layer checks them): the walk starts
         // after the first field separator, or for MSH (FHS, BHS) after the second.
         let mut seps = line.iter().enumerate().filter(|(_, b)| **b == d.field).map(|(i, _)| i);
@@ -123,6 +147,8 @@ struct Walker<'r, 'l> {
     trailing_reported: bool,
     line: &'l [u8],
     kinds: &'l [u8; 256],
+    /// The four delimiters, each in every byte of a word.
+    splat: &'l [u64; 4],
     /// The cursor: the offset in `line` of the next byte to look at.
     pos: usize,
     /// The segment's position; findings add a [`Pos`] to it.
@@ -130,28 +156,35 @@ struct Walker<'r, 'l> {
 }
 
 impl Walker<'_, '_> {
+    #[inline(always)]
     fn bytes(&self, lo: usize, hi: usize) -> &[u8] {
         self.line.get(lo..hi).unwrap_or_default()
     }
 
     /// The separator kind of the byte at `i`; the end of the line is a field separator.
+    #[inline(always)]
     fn kind_at(&self, i: usize) -> u8 {
         self.line.get(i).map_or(FIELD, |b| self.kinds[usize::from(*b)])
     }
 
     /// Moves the cursor to the next separator of any kind (or the end); returns its kind.
+    #[inline]
     fn next_separator(&mut self) -> u8 {
         let line = self.line;
         let kinds = self.kinds;
+        let [f, r, c, s] = *self.splat;
         let mut i = self.pos;
-        // Four bytes at a time: the kinds of non-separators are all ones, so the AND of four
-        // kinds is `NONE` exactly when none of the four is a separator.
-        while let Some(&[a, b, c, d]) = line.get(i..i + 4) {
-            let k = kinds[usize::from(a)] & kinds[usize::from(b)] & kinds[usize::from(c)] & kinds[usize::from(d)];
-            if k != NONE {
+        // Eight bytes at a time: a byte equal to a delimiter is a zero byte of the word XOR the
+        // delimiter's splat. The first flagged byte is the first separator (a flag after it may
+        // be false); the byte loop below then stops on it.
+        while let Some(&[b0, b1, b2, b3, b4, b5, b6, b7]) = line.get(i..i + 8) {
+            let x = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+            let m = (zero_bytes(x ^ f) | zero_bytes(x ^ r) | zero_bytes(x ^ c) | zero_bytes(x ^ s)) & HIGH_BITS;
+            if m != 0 {
+                i += (m.trailing_zeros() / 8) as usize;
                 break;
             }
-            i += 4;
+            i += 8;
         }
         while let Some(b) = line.get(i) {
             let k = kinds[usize::from(*b)];
@@ -189,15 +222,21 @@ impl Walker<'_, '_> {
         self.kind_at(p) <= end || (self.line.get(p..p + 2) == Some(b"\"\"".as_slice()) && self.kind_at(p + 2) <= end)
     }
 
+    #[cold]
+    #[inline(never)]
     fn loc(&self, p: Pos) -> Location {
         Location::Hl7(self.base.field(p.field, p.rep).component(p.comp, p.sub))
     }
 
+    #[cold]
+    #[inline(never)]
     fn push(&mut self, code: Code, p: Pos) {
         let location = self.loc(p);
         self.report.push(code, location);
     }
 
+    #[cold]
+    #[inline(never)]
     fn push_with(&mut self, code: Code, severity: Severity, p: Pos) {
         let location = self.loc(p);
         self.report.push_with(code, severity, location);
@@ -278,9 +317,10 @@ impl Walker<'_, '_> {
             self.push(Code::FIELD_WITHDRAWN, Pos::field(n, 0));
             return;
         }
-        let ty = match (def.ty, ty) {
-            (Ty::Varies, Some(resolved)) => resolved,
-            (ty, _) => ty,
+        // Only OBX-5 comes with a type (from OBX-2); it applies when the field is `varies`.
+        let ty = match ty {
+            Some(resolved) if def.ty == Ty::Varies => resolved,
+            _ => def.ty,
         };
         let lo = self.pos;
         if let Ty::Primitive(check) = ty {
@@ -330,6 +370,7 @@ impl Walker<'_, '_> {
         fits
     }
 
+    #[inline(always)]
     fn length(&mut self, lo: usize, hi: usize, def: &Elem, at: Pos, fits: bool) {
         let max = def.max_len as usize;
         if fits && max != 0 && hi - lo > max && datatypes::char_count(self.bytes(lo, hi)) > max {
@@ -455,6 +496,7 @@ impl Walker<'_, '_> {
 
     /// The part `lo..cursor` of primitive type `check`, holding no separator: what `value`
     /// checks, without the descent.
+    #[inline(always)]
     fn leaf(&mut self, lo: usize, def: &Elem, check: Check, at: Pos, ctx: ElemCtx) -> bool {
         let hi = self.pos;
         let v = self.bytes(lo, hi);
@@ -471,6 +513,7 @@ impl Walker<'_, '_> {
 
     /// What [`Walker::leaf`] does for a type without syntax (`IS`, opaque): the length of the
     /// part `lo..cursor`, unless it is empty or the null value.
+    #[inline(always)]
     fn unchecked(&mut self, lo: usize, def: &Elem, at: Pos) {
         let hi = self.pos;
         if hi - lo > def.max_len as usize && def.max_len != 0 && !is_null(self.bytes(lo, hi)) {
@@ -489,6 +532,7 @@ impl Walker<'_, '_> {
 
     /// Checks a primitive value; false when it is a listed table value (whose length the table
     /// sets).
+    #[inline(always)]
     fn primitive(&mut self, lo: usize, hi: usize, check: Check, def: &Elem, at: Pos, ctx: ElemCtx) -> bool {
         let era = self.plan.era;
         let v = self.bytes(lo, hi);
@@ -510,6 +554,7 @@ impl Walker<'_, '_> {
     }
 
     /// Looks an `ID` value up in its table; true when it is listed.
+    #[inline]
     fn table(&mut self, lo: usize, hi: usize, def: &Elem, at: Pos, ctx: ElemCtx) -> bool {
         if ctx.skip_table {
             return false;
@@ -531,6 +576,8 @@ impl Walker<'_, '_> {
     }
 
     /// With `--strict`: a trailing delimiter, once per segment.
+    #[cold]
+    #[inline(never)]
     fn trailing(&mut self, at: Pos) {
         if !self.trailing_reported {
             self.trailing_reported = true;
@@ -572,6 +619,65 @@ impl Pos {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn separator_scan_agrees_with_a_byte_loop() {
+        let odd = Delimiters {
+            field: 0x01,
+            component: 0x80,
+            repetition: 0xff,
+            escape: b'\\',
+            subcomponent: 0x7f,
+            truncation: None,
+        };
+        let Some(plan) = super::super::plan::plan(crate::formats::hl7v2::schema::Version::V2_5_1) else {
+            panic!("plan")
+        };
+        let mut report = Report::new(false, 100);
+        // Every separator (and bytes a word test could confuse with one) at every offset of
+        // lines of many lengths, from every start.
+        let fill: &[u8] = b"\x00\x01\x02\x7e\x7f\x80\x81\xfe\xffA}{|]_%'^~&";
+        for d in [Delimiters::default(), odd] {
+            let scratch = Scratch::new(d);
+            let is_sep = |b: u8| scratch.kinds[usize::from(b)] != NONE;
+            for len in 0..40usize {
+                for at in 0..=len {
+                    for sep in [d.field, d.component, d.repetition, d.subcomponent, b'x'] {
+                        let mut line: Vec<u8> = (0..len)
+                            .map(|k| fill[(k * 7 + at) % fill.len()])
+                            .map(|b| if is_sep(b) { b'A' } else { b })
+                            .collect();
+                        if at < len {
+                            line[at] = sep;
+                        }
+                        if at + 3 < len {
+                            line[at + 3] = d.component;
+                        }
+                        for start in 0..=len {
+                            let expect = line
+                                .iter()
+                                .enumerate()
+                                .skip(start)
+                                .find(|(_, b)| is_sep(**b))
+                                .map_or((len, FIELD), |(i, b)| (i, scratch.kinds[usize::from(*b)]));
+                            let mut w = Walker {
+                                plan,
+                                report: &mut report,
+                                trailing_reported: false,
+                                line: &line,
+                                kinds: &scratch.kinds,
+                                splat: &scratch.splat,
+                                pos: start,
+                                base: Hl7Position::default(),
+                            };
+                            let k = w.next_separator();
+                            assert_eq!((w.pos, k), expect, "{line:?} from {start}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn part_ends() {

@@ -124,6 +124,7 @@ pub(crate) struct CodeSet {
 const EMPTY: u64 = u64::MAX;
 
 /// Fibonacci hashing: the top bits of the product with 2^64 / phi.
+#[inline]
 fn slot_of(key: u64, shift: u32) -> usize {
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
 }
@@ -169,6 +170,7 @@ impl CodeSet {
     }
 
     /// Whether `v` is one of the table's values.
+    #[inline]
     pub fn contains(&self, v: &[u8]) -> bool {
         let Some(key) = pack(v) else { return self.long.binary_search(&v).is_ok() };
         let mask = self.slots.len() - 1;
@@ -187,6 +189,7 @@ impl CodeSet {
 }
 
 /// Up to 7 bytes and the length in one integer.
+#[inline]
 fn pack(v: &[u8]) -> Option<u64> {
     if v.len() > 7 {
         return None;
