@@ -881,6 +881,32 @@ mod tests {
     }
 
     #[test]
+    fn limits_stop_at_the_first_long_field_or_extra_segment() {
+        let fail_at = |text: &str, max_field_bytes: u32, max_segments: u32| {
+            let limits = Limits { max_field_bytes, max_segments, ..Limits::default() };
+            match parse(text.as_bytes().to_vec(), &limits) {
+                Ok(_) => None,
+                Err(d) => {
+                    assert_eq!(d.code, Code::CLI_INPUT_TOO_LARGE);
+                    match d.location {
+                        Location::Offset(off) => Some(off as usize),
+                        _ => panic!("not an offset"),
+                    }
+                }
+            }
+        };
+        let text = "MSH|^~\\&|AB|ABCDEFG|X\rPID|1|ABCDEFGHIJKL\r";
+        assert_eq!(fail_at(text, 5, 10), text.find("ABCDEFG"));
+        assert_eq!(fail_at(text, 3, 10), Some(4)); // MSH-2 counts, MSH-1 does not
+        assert_eq!(fail_at(text, 8, 10), text.find("ABCDEFGHIJKL"));
+        assert_eq!(fail_at(text, 12, 10), None);
+        assert_eq!(fail_at(text, 12, 1), text.find("PID"));
+        let last = "MSH|^~\\&|A\r  \r\nPID|1|ABCDEFGHIJ";
+        assert_eq!(fail_at(last, 5, 10), last.find("ABCDEFGHIJ"));
+        assert_eq!(fail_at(last, 5, 1), last.find("PID"));
+    }
+
+    #[test]
     fn positions_of_offsets() {
         let m = msg("MSH|^~\\&|A\rPID|1||a~b^c&d\r");
         let text = "MSH|^~\\&|A\rPID|1||a~b^c&d\r";
