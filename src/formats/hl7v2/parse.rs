@@ -110,6 +110,8 @@ pub struct Message {
     segments: Vec<Segment>,
     fields: Vec<Span>,
     terminators: Terminators,
+    /// What the lexer saw of high bytes and control characters.
+    facts: ByteFacts,
     /// Byte offset of this message in the whole input (for stream-level positions).
     base_offset: u64,
 }
@@ -157,8 +159,8 @@ pub fn parse_record(
     let buf = Phi::new(bytes);
     let indexed = index(buf.span().raw(), base_offset, limits, envelope.map(Option::unwrap_or_default));
     match indexed {
-        Ok((delimiters, segments, fields, terminators)) => {
-            Ok(Message { buf, delimiters, segments, fields, terminators, base_offset })
+        Ok((delimiters, segments, fields, terminators, facts)) => {
+            Ok(Message { buf, delimiters, segments, fields, terminators, facts, base_offset })
         }
         Err(fatal) => Err((fatal, buf)),
     }
@@ -173,7 +175,7 @@ fn parse_with(
     parse_record(bytes, base_offset, limits, envelope.map(Some)).map_err(|(fatal, _)| fatal)
 }
 
-type Index = (Delimiters, Vec<Segment>, Vec<Span>, Terminators);
+type Index = (Delimiters, Vec<Segment>, Vec<Span>, Terminators, ByteFacts);
 
 fn index(bytes: &[u8], base_offset: u64, limits: &Limits, envelope: Option<Delimiters>) -> Result<Index, Fatal> {
     let at = |offset: usize| Location::Offset(base_offset + offset as u64);
@@ -182,17 +184,21 @@ fn index(bytes: &[u8], base_offset: u64, limits: &Limits, envelope: Option<Delim
     if len as u64 > limits.max_input_bytes || len > u32::MAX as usize {
         return Err(fatal(Code::CLI_INPUT_TOO_LARGE, 0));
     }
-    let mut lexer = Lexer { bytes, pos: 0, terminators: Terminators::default() };
-    if lexer.bytes.starts_with(b"\xEF\xBB\xBF") {
-        lexer.pos = 3;
-        lexer.terminators.bom = true;
+    let mut terminators = Terminators::default();
+    let mut pos = 0;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        pos = 3;
+        terminators.bom = true;
     }
-    // Skip leading blank lines and white space before the header.
-    while lexer.pos < len && lexer.bytes[lexer.pos].is_ascii_whitespace() {
-        lexer.pos += 1;
+    let mut seen = Seen::default();
+    // Skip leading blank lines and white space before the header (form feed is a control
+    // character for validation).
+    while pos < len && bytes[pos].is_ascii_whitespace() {
+        seen.byte(bytes[pos]);
+        pos += 1;
     }
-    let head_start = lexer.pos;
-    let rest = &lexer.bytes[head_start..];
+    let head_start = pos;
+    let rest = &bytes[head_start..];
     let line_end = memchr::memchr2(b'\r', b'\n', rest).unwrap_or(rest.len());
     let line = &rest[..line_end];
     let delimiters = match envelope {
@@ -207,23 +213,69 @@ fn index(bytes: &[u8], base_offset: u64, limits: &Limits, envelope: Option<Delim
     let mut segments: Vec<Segment> = Vec::with_capacity((body / 64).clamp(16, 1 << 16));
     let mut fields: Vec<Span> = Vec::with_capacity((body / 8).clamp(128, 1 << 20));
     let mut counts = segment_ids::Counter::default();
-    while let Some(line) = lexer.next_line() {
+    let sep = delimiters.field;
+    let max_field = limits.max_field_bytes as usize;
+    let mut pending_empty = 0;
+    while pos < len {
+        let first_field = fields.len();
+        let line = lex_line(bytes, pos, sep, &mut fields, &mut seen);
+        let end = line.span.end as usize;
+        let next = match bytes.get(end) {
+            Some(b'\r') if bytes.get(end + 1) == Some(&b'\n') => end + 2,
+            Some(_) => end + 1,
+            None => end,
+        };
+        let blank = match bytes.get(pos) {
+            Some(b' ' | b'\t') => bytes[pos..end].iter().all(|b| *b == b' ' || *b == b'\t'),
+            _ => pos == end,
+        };
+        if blank {
+            // Blank line: counted when another segment follows.
+            pending_empty += 1;
+            fields.truncate(first_field);
+            pos = next;
+            continue;
+        }
+        match next - end {
+            2 => terminators.crlf += 1,
+            1 if bytes[end] == b'\r' => terminators.cr += 1,
+            1 => terminators.lf += 1,
+            _ => terminators.unterminated_last = true,
+        }
+        terminators.empty_lines += pending_empty;
+        pending_empty = 0;
         if segments.len() as u64 >= u64::from(limits.max_segments) {
-            return Err(fatal(Code::CLI_INPUT_TOO_LARGE, line.start as usize));
+            return Err(fatal(Code::CLI_INPUT_TOO_LARGE, pos));
+        }
+        if end - pos > max_field {
+            // A field can be longer than the limit only on a line that is (MSH-1 never is).
+            let split_from = first_field + usize::from(line.header && line.has_fields);
+            let spans = fields.get(split_from..).unwrap_or_default();
+            if let Some(long) = spans.iter().find(|s| (s.end - s.start) as usize > max_field) {
+                return Err(fatal(Code::CLI_INPUT_TOO_LARGE, long.start as usize));
+            }
         }
         let position = segments.len() as u32 + 1;
-        let seg = split_segment(lexer.bytes, line, &delimiters, &mut fields, position, limits)
-            .map_err(|off| fatal(Code::CLI_INPUT_TOO_LARGE, off))?;
-        let occurrence = match seg.name {
+        let name = segment_ids::schema_name(&bytes[line.id.range()]);
+        let occurrence = match name {
             Some(name) => counts.bump(name),
             None => position,
         };
-        segments.push(Segment { occurrence, ..seg });
+        segments.push(Segment {
+            span: line.span,
+            id: line.id,
+            name,
+            first_field: first_field as u32,
+            field_count: (fields.len() - first_field) as u32,
+            position,
+            occurrence,
+        });
+        pos = next;
     }
     if segments.is_empty() {
         return Err(fatal(Code::NO_MSH_SEGMENT, head_start));
     }
-    Ok((delimiters, segments, fields, lexer.terminators))
+    Ok((delimiters, segments, fields, terminators, seen.facts()))
 }
 
 /// Reads MSH-1 and MSH-2 from the MSH line. Errors carry an offset within the line.
@@ -262,143 +314,170 @@ fn read_delimiters(line: &[u8]) -> Result<Delimiters, (Code, usize)> {
     })
 }
 
-struct Lexer<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    terminators: Terminators,
+/// What the lexer saw in the message bytes, so that validation can skip its scans of a clean
+/// message. Both flags may be set when the bytes hold neither (they are conservative); a byte
+/// of either kind anywhere in the message always sets its flag.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ByteFacts {
+    /// Some byte may be above 0x7F.
+    pub high: bool,
+    /// Some byte may be a control character other than CR, LF and TAB.
+    pub control: bool,
 }
 
-impl Lexer<'_> {
-    /// The next non-empty line, tallying terminators.
-    fn next_line(&mut self) -> Option<Span> {
-        let mut pending_empty = 0;
-        loop {
-            if self.pos >= self.bytes.len() {
-                return None;
-            }
-            let rest = &self.bytes[self.pos..];
-            let start = self.pos;
-            let (end, next) = match memchr::memchr2(b'\r', b'\n', rest) {
-                Some(i) if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') => {
-                    self.terminators.crlf += 1;
-                    (start + i, start + i + 2)
-                }
-                Some(i) if rest[i] == b'\r' => {
-                    self.terminators.cr += 1;
-                    (start + i, start + i + 1)
-                }
-                Some(i) => {
-                    self.terminators.lf += 1;
-                    (start + i, start + i + 1)
-                }
-                None => {
-                    self.terminators.unterminated_last = true;
-                    (self.bytes.len(), self.bytes.len())
-                }
-            };
-            self.pos = next;
-            let line = &self.bytes[start..end];
-            if line.iter().all(|b| *b == b' ' || *b == b'\t') {
-                // Blank line: counted when another segment follows.
-                pending_empty += 1;
-                undo_terminator(&mut self.terminators, &self.bytes[end..next]);
-                continue;
-            }
-            self.terminators.empty_lines += pending_empty;
-            return Some(Span { start: start as u32, end: end as u32 });
-        }
+const ONES: u64 = 0x0101_0101_0101_0101;
+const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// 0x80 in every byte of `v` that is zero, and nowhere else (no borrow between bytes).
+fn zero_bytes(v: u64) -> u64 {
+    !(((v & LOW7) + LOW7) | v | LOW7)
+}
+
+/// The byte facts gathered while lexing, as bit masks (bit 7 of a byte).
+#[derive(Default)]
+struct Seen {
+    high: u64,
+    control: u64,
+}
+
+impl Seen {
+    fn byte(&mut self, b: u8) {
+        self.high |= u64::from(b & 0x80);
+        self.control |= u64::from(is_control(b));
+    }
+
+    /// Records the high bytes and control characters of a word (the rare path: some byte is
+    /// below 0x20 or above 0x7F). Returns the CR and LF bytes of the word.
+    fn word(&mut self, w: u64) -> u64 {
+        let ends = zero_bytes(w ^ (ONES * u64::from(b'\r'))) | zero_bytes(w ^ (ONES * u64::from(b'\n')));
+        let tabs = zero_bytes(w ^ (ONES * u64::from(b'\t')));
+        // Exactly the bytes below 0x20: bit 7 is clear in `(b & 0x7F) + 0x60` and in `b`.
+        let below = !(((w & LOW7) + ONES * 0x60) | w) & HIGH;
+        self.high |= w & HIGH;
+        self.control |= below & !ends & !tabs;
+        ends
+    }
+
+    fn facts(&self) -> ByteFacts {
+        ByteFacts { high: self.high != 0, control: self.control != 0 }
     }
 }
 
-fn undo_terminator(t: &mut Terminators, term: &[u8]) {
-    match term {
-        b"\r\n" => t.crlf -= 1,
-        b"\r" => t.cr -= 1,
-        b"\n" => t.lf -= 1,
-        _ => t.unterminated_last = false,
-    }
+/// A control character that may not occur in a message (CR and LF end segments; TAB is
+/// tolerated in text).
+pub(crate) fn is_control(b: u8) -> bool {
+    b < 0x20 && b != b'\r' && b != b'\n' && b != b'\t'
 }
 
-/// Splits one segment line into fields. Errors carry the offset of an over-long field.
-fn split_segment(
-    bytes: &[u8],
-    line: Span,
-    d: &Delimiters,
-    fields: &mut Vec<Span>,
-    position: u32,
-    limits: &Limits,
-) -> Result<Segment, usize> {
-    let text = &bytes[line.range()];
-    let id_len = text.iter().position(|&b| b == d.field).unwrap_or(text.len());
-    let id = Span { start: line.start, end: line.start + id_len as u32 };
-    let name = segment_ids::schema_name(&text[..id_len]);
-    let first_field = fields.len() as u32;
-    let is_header = is_header_id(&text[..id_len]);
-    let max_field = limits.max_field_bytes as usize;
-    if id_len < text.len() {
-        let first = id_len + 1; // just after the first field separator
-        if is_header {
-            // MSH-1 is the separator itself; MSH-2 runs to the next separator and is not split.
-            fields.push(Span { start: line.start + id_len as u32, end: line.start + id_len as u32 + 1 });
+/// One line as lexed.
+struct Line {
+    /// The whole line, without terminator.
+    span: Span,
+    /// The id bytes (up to the first field separator).
+    id: Span,
+    /// The id is MSH, FHS or BHS.
+    header: bool,
+    /// A field separator follows the id.
+    has_fields: bool,
+}
+
+/// Lexes the line at `start` (up to the next CR or LF, or the end): pushes the span of each of
+/// its fields (for MSH, FHS and BHS, field 1 is the separator itself) and records the byte
+/// facts of all its bytes.
+fn lex_line(bytes: &[u8], start: usize, sep: u8, fields: &mut Vec<Span>, seen: &mut Seen) -> Line {
+    // The id: three bytes and a separator, nearly always.
+    let three = match bytes.get(start..start + 4) {
+        Some(&[a, b, c, s]) if s == sep && [a, b, c].iter().all(|&x| x != sep && x != b'\r' && x != b'\n') => {
+            seen.byte(a);
+            seen.byte(b);
+            seen.byte(c);
+            Some(start + 3)
         }
-        let base = line.start as usize;
-        let split_from = fields.len();
-        let (start, longest) = split_fields(d.field, text, first, base, fields);
-        if longest as usize > max_field {
-            let spans = fields.get(split_from..).unwrap_or_default();
-            if let Some(long) = spans.iter().find(|s| (s.end - s.start) as usize > max_field) {
-                return Err(long.start as usize);
+        _ => None,
+    };
+    let id_end = match three {
+        Some(end) => end,
+        None => {
+            let mut at = start;
+            while let Some(&b) = bytes.get(at) {
+                if b == sep || b == b'\r' || b == b'\n' {
+                    break;
+                }
+                seen.byte(b);
+                at += 1;
             }
+            at
         }
-        if text.len() - start > max_field {
-            return Err(base + start);
-        }
-        fields.push(Span { start: (base + start) as u32, end: (base + text.len()) as u32 });
+    };
+    let id = Span { start: start as u32, end: id_end as u32 };
+    let header = is_header_id(&bytes[id.range()]);
+    if bytes.get(id_end) != Some(&sep) {
+        return Line { span: id, id, header, has_fields: false };
     }
-    let field_count = fields.len() as u32 - first_field;
-    Ok(Segment { span: line, id, name, first_field, field_count, position, occurrence: position })
+    if header {
+        // MSH-1 is the separator itself; MSH-2 runs to the next separator and is not split.
+        fields.push(Span { start: id_end as u32, end: id_end as u32 + 1 });
+    }
+    let (end, last) = split_fields(bytes, id_end + 1, sep, fields, seen);
+    fields.push(Span { start: last, end: end as u32 });
+    Line { span: Span { start: start as u32, end: end as u32 }, id, header, has_fields: true }
 }
 
-/// Pushes the span of every field of `text` (a segment line at `base` in the message) that
-/// ends at a `sep` at or after `first`. Returns the start of the last field (which no
-/// separator ends) and the length of the longest field pushed.
+/// Pushes the span of every field from `from` to the end of its line (the next CR or LF, or the
+/// end of `bytes`) that a `sep` ends. Returns the end of the line and the start of its last
+/// field (which no separator ends).
 ///
-/// Eight bytes at a time (a word compared with the separator repeated, zero bytes found
-/// exactly), with the field start kept in a register: fields are a few bytes long on average,
-/// too short for a vectorised search to pay for its set-up at each one.
-fn split_fields(sep: u8, text: &[u8], first: usize, base: usize, fields: &mut Vec<Span>) -> (usize, u32) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+/// Eight bytes at a time: a word compared with the separator repeated (zero bytes found
+/// exactly), and one test for a byte below 0x20 or above 0x7F, true about once per line (at its
+/// end) in a clean message; only then is the word searched for CR and LF and its bytes recorded.
+/// Fields are a few bytes long on average, too short for a vectorised search to pay for its
+/// set-up at each one; and one pass finds both the fields and the end of the line.
+fn split_fields(bytes: &[u8], from: usize, sep: u8, fields: &mut Vec<Span>, seen: &mut Seen) -> (usize, u32) {
     let pattern = ONES * u64::from(sep);
-    let rest = text.get(first..).unwrap_or_default();
     // Offsets in the message buffer (they fit in `u32`: checked against the input size).
-    let mut start = (base + first) as u32;
-    let mut at = start;
-    let mut longest = 0;
-    let mut words = rest.chunks_exact(8);
+    let mut start = from as u32;
+    let mut at = from as u32;
+    let mut words = bytes.get(from..).unwrap_or_default().chunks_exact(8);
     for word in &mut words {
         // Invariant: `chunks_exact(8)` gives 8-byte chunks, so the conversion cannot fail.
-        let v = u64::from_le_bytes(word.try_into().unwrap_or([0; 8])) ^ pattern;
-        // 0x80 in every byte of `v` that is zero, and nowhere else (no borrow between bytes).
-        let mut zeros = !(((v & LOW7) + LOW7) | v | LOW7);
-        while zeros != 0 {
-            let end = at + zeros.trailing_zeros() / 8;
-            longest = longest.max(end - start);
+        let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let mut seps = zero_bytes(w ^ pattern);
+        // Bit 7 set in some byte when a byte is below 0x20 (the borrow) or above 0x7F.
+        if (w.wrapping_sub(ONES * 0x20) | w) & HIGH != 0 {
+            let ends = seen.word(w);
+            if ends != 0 {
+                let cut = ends.trailing_zeros() / 8;
+                seps &= (1u64 << (cut * 8)) - 1;
+                while seps != 0 {
+                    let end = at + seps.trailing_zeros() / 8;
+                    fields.push(Span { start, end });
+                    start = end + 1;
+                    seps &= seps - 1;
+                }
+                return ((at + cut) as usize, start);
+            }
+        }
+        while seps != 0 {
+            let end = at + seps.trailing_zeros() / 8;
             fields.push(Span { start, end });
             start = end + 1;
-            zeros &= zeros - 1;
+            seps &= seps - 1;
         }
         at += 8;
     }
     for &b in words.remainder() {
+        if b == b'\r' || b == b'\n' {
+            break;
+        }
+        seen.byte(b);
         if b == sep {
-            longest = longest.max(at - start);
             fields.push(Span { start, end: at });
             start = at + 1;
         }
         at += 1;
     }
-    (start as usize - base, longest)
+    (at as usize, start)
 }
 
 impl Message {
@@ -410,6 +489,11 @@ impl Message {
     /// How segments were terminated.
     pub fn terminators(&self) -> Terminators {
         self.terminators
+    }
+
+    /// Whether the message may hold high bytes or control characters (see [`ByteFacts`]).
+    pub(crate) fn byte_facts(&self) -> ByteFacts {
+        self.facts
     }
 
     /// Number of segments.
@@ -668,6 +752,13 @@ mod tests {
         }
     }
 
+    fn msg_bytes(s: &[u8]) -> Message {
+        match parse(s.to_vec(), &Limits::default()) {
+            Ok(m) => m,
+            Err(d) => panic!("parse failed: {}", d.code.as_str()),
+        }
+    }
+
     fn code(s: &[u8]) -> Code {
         match parse(s.to_vec(), &Limits::default()) {
             Ok(_) => panic!("expected failure"),
@@ -708,30 +799,111 @@ mod tests {
         assert_eq!(code(b"MSH|^~\\&#!|"), Code::INVALID_ENCODING_CHARACTERS);
     }
 
-    #[test]
-    fn word_search_finds_every_offset() {
-        // Every byte value next to the searched one (a borrow between bytes would show here).
-        let bytes: Vec<u8> = (0..=255u8).flat_map(|b| [b, b'|', b.wrapping_add(1), 0x7C ^ 1, 0x80 | b]).collect();
-        for len in [0, 1, 7, 8, 9, 15, 16, 17, bytes.len()] {
-            let hay = &bytes[..len];
-            for needle in [b'|', 0, 0x80, 0xFF, 0x7D] {
-                for (first, base) in [(0, 0), (1, 100)] {
-                    let first = first.min(len);
-                    let mut fields = Vec::new();
-                    let (last, longest) = split_fields(needle, hay, first, base, &mut fields);
-                    let seps: Vec<usize> = (first..hay.len()).filter(|&i| hay[i] == needle).collect();
-                    let mut start = first;
-                    let mut expected = Vec::new();
-                    for &sep in &seps {
-                        expected.push(Span { start: (base + start) as u32, end: (base + sep) as u32 });
-                        start = sep + 1;
-                    }
-                    assert_eq!(fields, expected, "{needle} in {len} bytes");
-                    assert_eq!(last, start);
-                    assert_eq!(longest, expected.iter().map(|s| s.end - s.start).max().unwrap_or(0));
+    /// The line, id and fields of the line at `start`, found byte by byte (the oracle of the
+    /// word lexer).
+    fn naive_line(bytes: &[u8], start: usize, sep: u8) -> (Span, Span, Vec<Span>) {
+        let end = (start..bytes.len()).find(|&i| bytes[i] == b'\r' || bytes[i] == b'\n').unwrap_or(bytes.len());
+        let text = &bytes[start..end];
+        let id_len = text.iter().position(|&b| b == sep).unwrap_or(text.len());
+        let span = Span { start: start as u32, end: end as u32 };
+        let id = Span { start: start as u32, end: (start + id_len) as u32 };
+        let mut fields = Vec::new();
+        if id_len < text.len() {
+            if is_header_id(&text[..id_len]) {
+                fields.push(Span { start: id.end, end: id.end + 1 });
+            }
+            let first = start + id_len + 1;
+            let mut from = first;
+            for (i, &b) in bytes[first..end].iter().enumerate() {
+                if b == sep {
+                    fields.push(Span { start: from as u32, end: (first + i) as u32 });
+                    from = first + i + 1;
                 }
             }
+            fields.push(Span { start: from as u32, end: end as u32 });
         }
+        (span, id, fields)
+    }
+
+    #[test]
+    fn word_lexer_matches_byte_lexer() {
+        // Every byte class the lexer tells apart, at every offset of lines of many lengths.
+        let alphabet =
+            [b'|', b'|', b'A', b'Z', b'1', b'^', b' ', b'\r', b'\n', b'\t', 0, 0x0C, 0x1F, 0x20, 0x7F, 0x80, 0xFF];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..20_000 {
+            let len = (next() % 48) as usize;
+            let mut bytes: Vec<u8> = (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
+            if round % 3 == 0 && len >= 4 {
+                bytes[..4].copy_from_slice(if round % 2 == 0 { b"MSH|" } else { b"PID|" });
+            }
+            let start = if len == 0 { 0 } else { (next() % len as u64) as usize };
+            let mut fields = vec![Span::default()];
+            let mut seen = Seen::default();
+            let line = lex_line(&bytes, start, b'|', &mut fields, &mut seen);
+            let (span, id, expected) = naive_line(&bytes, start, b'|');
+            assert_eq!((line.span, line.id), (span, id), "{bytes:?} from {start}");
+            assert_eq!(&fields[1..], &expected[..], "{bytes:?} from {start}");
+            let text = &bytes[start..span.end as usize];
+            let facts = seen.facts();
+            assert!(facts.high || !text.iter().any(|&b| b >= 0x80), "{bytes:?} from {start}");
+            assert!(facts.control || !text.iter().any(|&b| is_control(b)), "{bytes:?} from {start}");
+            // Conservative only within the word that ends the line, whose bytes are all in the input.
+            let window = &bytes[start..(span.end as usize + 8).min(bytes.len())];
+            assert!(!facts.high || window.iter().any(|&b| b >= 0x80), "{bytes:?} from {start}");
+            assert!(!facts.control || window.iter().any(|&b| is_control(b)), "{bytes:?} from {start}");
+        }
+    }
+
+    #[test]
+    fn byte_facts_cover_every_byte() {
+        let cases: [&[u8]; 6] = [
+            b"MSH|^~\\&|A\rPID|1\r",
+            b"\x0C\nMSH|^~\\&|A\rPID|1\r",
+            b"MSH|^~\\&|A\rPID|1|\x01\r",
+            b"MSH|^~\\&|A\rP\xC3\xA9D|1\r",
+            b"MSH|^~\\&|A\r  \t\r\nPID|1|caf\xE9\r",
+            b"\xEF\xBB\xBFMSH|^~\\&|A|\t|\rPID|1\n",
+        ];
+        for (i, case) in cases.iter().enumerate() {
+            let m = msg_bytes(case);
+            let facts = m.byte_facts();
+            let body = case.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(case);
+            assert_eq!(facts.high, body.iter().any(|&b| b >= 0x80), "case {i}");
+            assert_eq!(facts.control, body.iter().any(|&b| is_control(b)), "case {i}");
+        }
+    }
+
+    #[test]
+    fn limits_stop_at_the_first_long_field_or_extra_segment() {
+        let fail_at = |text: &str, max_field_bytes: u32, max_segments: u32| {
+            let limits = Limits { max_field_bytes, max_segments, ..Limits::default() };
+            match parse(text.as_bytes().to_vec(), &limits) {
+                Ok(_) => None,
+                Err(d) => {
+                    assert_eq!(d.code, Code::CLI_INPUT_TOO_LARGE);
+                    match d.location {
+                        Location::Offset(off) => Some(off as usize),
+                        _ => panic!("not an offset"),
+                    }
+                }
+            }
+        };
+        let text = "MSH|^~\\&|AB|ABCDEFG|X\rPID|1|ABCDEFGHIJKL\r";
+        assert_eq!(fail_at(text, 5, 10), text.find("ABCDEFG"));
+        assert_eq!(fail_at(text, 3, 10), Some(4)); // MSH-2 counts, MSH-1 does not
+        assert_eq!(fail_at(text, 8, 10), text.find("ABCDEFGHIJKL"));
+        assert_eq!(fail_at(text, 12, 10), None);
+        assert_eq!(fail_at(text, 12, 1), text.find("PID"));
+        let last = "MSH|^~\\&|A\r  \r\nPID|1|ABCDEFGHIJ";
+        assert_eq!(fail_at(last, 5, 10), last.find("ABCDEFGHIJ"));
+        assert_eq!(fail_at(last, 5, 1), last.find("PID"));
     }
 
     #[test]

@@ -24,22 +24,6 @@ const STANDARD: &[&str] = &[
     "TXA", "UAC", "UB1", "UB2", "URD", "URS", "VAR", "VND", "VTQ",
 ];
 
-const fn key_of(a: u8, b: u8, c: u8) -> u32 {
-    (a as u32) << 16 | (b as u32) << 8 | c as u32
-}
-
-/// `STANDARD` as sorted integer keys (same order: ASCII order equals key order).
-static STANDARD_KEYS: [u32; STANDARD.len()] = {
-    let mut keys = [0u32; STANDARD.len()];
-    let mut i = 0;
-    while i < STANDARD.len() {
-        let b = STANDARD[i].as_bytes();
-        keys[i] = key_of(b[0], b[1], b[2]);
-        i += 1;
-    }
-    keys
-};
-
 const ALNUM: &[u8; 36] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 /// Every Z id (`Z` + two upper-case letters or digits), as static strings.
@@ -53,7 +37,7 @@ static Z_IDS: [[u8; 3]; 36 * 36] = {
     ids
 };
 
-fn alnum_index(b: u8) -> Option<usize> {
+const fn alnum_index(b: u8) -> Option<usize> {
     match b {
         b'A'..=b'Z' => Some((b - b'A') as usize),
         b'0'..=b'9' => Some(26 + (b - b'0') as usize),
@@ -61,17 +45,32 @@ fn alnum_index(b: u8) -> Option<usize> {
     }
 }
 
+/// The index in `STANDARD` plus one of every id with an upper-case first letter (zero for
+/// ids that are not standard), by `(first - 'A') * 36 * 36 + second * 36 + third`: one
+/// lookup per segment instead of a binary search.
+static STANDARD_TABLE: [u8; 26 * 36 * 36] = {
+    assert!(STANDARD.len() < 255);
+    let mut table = [0u8; 26 * 36 * 36];
+    let mut i = 0;
+    while i < STANDARD.len() {
+        let b = STANDARD[i].as_bytes();
+        let (Some(second), Some(third)) = (alnum_index(b[1]), alnum_index(b[2])) else { panic!("id shape") };
+        table[(b[0] - b'A') as usize * 36 * 36 + second * 36 + third] = i as u8 + 1;
+        i += 1;
+    }
+    table
+};
+
 /// The schema name for an id: a standard id or a Z id; `None` for anything else.
 pub fn schema_name(id: &[u8]) -> Option<&'static str> {
-    if id.len() != 3 {
-        return None;
+    let &[first, second, third] = id else { return None };
+    let tail = alnum_index(second)? * 36 + alnum_index(third)?;
+    if first == b'Z' {
+        return std::str::from_utf8(&Z_IDS[tail]).ok();
     }
-    if id[0] == b'Z' {
-        let i = alnum_index(id[1])? * 36 + alnum_index(id[2])?;
-        return std::str::from_utf8(&Z_IDS[i]).ok();
-    }
-    let key = key_of(id[0], id[1], id[2]);
-    STANDARD_KEYS.binary_search(&key).ok().map(|i| STANDARD[i])
+    let row = first.checked_sub(b'A').filter(|r| *r < 26)?;
+    let entry = *STANDARD_TABLE.get(usize::from(row) * 36 * 36 + tail)?;
+    STANDARD.get(usize::from(entry).checked_sub(1)?).copied()
 }
 
 /// True for a Z id.
@@ -85,21 +84,46 @@ pub fn is_well_formed(id: &[u8]) -> bool {
     matches!(id, [a, b, c] if a.is_ascii_uppercase() && alnum_index(*b).is_some() && alnum_index(*c).is_some())
 }
 
-/// Counts occurrences of each segment id within a message.
-#[derive(Debug, Default)]
+/// How many distinct ids a message has before the counter needs the heap.
+const INLINE_IDS: usize = 24;
+
+/// Counts occurrences of each segment id within a message (without an allocation for the first
+/// [`INLINE_IDS`] distinct ids).
+#[derive(Debug)]
 pub(crate) struct Counter {
-    seen: Vec<(&'static str, u32)>,
+    names: [*const u8; INLINE_IDS],
+    counts: [u32; INLINE_IDS],
+    len: usize,
+    more: Vec<(&'static str, u32)>,
+}
+
+impl Default for Counter {
+    fn default() -> Self {
+        Counter { names: [std::ptr::null(); INLINE_IDS], counts: [0; INLINE_IDS], len: 0, more: Vec::new() }
+    }
 }
 
 impl Counter {
     /// Adds one occurrence of `name` and returns its 1-based occurrence number.
     pub fn bump(&mut self, name: &'static str) -> u32 {
         // Names come from the static tables above, one string per id: pointer equality is identity.
-        if let Some(entry) = self.seen.iter_mut().find(|(n, _)| n.as_ptr() == name.as_ptr()) {
+        let key = name.as_ptr();
+        let len = self.len.min(INLINE_IDS);
+        if let Some(i) = self.names[..len].iter().position(|n| *n == key) {
+            self.counts[i] += 1;
+            return self.counts[i];
+        }
+        if len < INLINE_IDS {
+            self.names[len] = key;
+            self.counts[len] = 1;
+            self.len += 1;
+            return 1;
+        }
+        if let Some(entry) = self.more.iter_mut().find(|(n, _)| n.as_ptr() == key) {
             entry.1 += 1;
             return entry.1;
         }
-        self.seen.push((name, 1));
+        self.more.push((name, 1));
         1
     }
 }
@@ -114,6 +138,33 @@ mod tests {
     }
 
     #[test]
+    fn table_finds_every_standard_id_and_nothing_else() {
+        for a in 0..=255u8 {
+            for b in b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZaz|".iter().copied() {
+                for c in b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZaz|".iter().copied() {
+                    let id = [a, b, c];
+                    let expected = if a == b'Z' && is_well_formed(&id) {
+                        std::str::from_utf8(&id).ok()
+                    } else {
+                        STANDARD.iter().copied().find(|s| s.as_bytes() == id)
+                    };
+                    assert_eq!(schema_name(&id), expected);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counter_counts_past_the_inline_ids() {
+        let mut counter = Counter::default();
+        for round in 1..=3u32 {
+            for name in STANDARD.iter().take(40) {
+                assert_eq!(counter.bump(name), round);
+            }
+        }
+    }
+
+    #[test]
     fn names() {
         assert_eq!(schema_name(b"PID"), Some("PID"));
         assert_eq!(schema_name(b"ZPD"), Some("ZPD"));
@@ -121,6 +172,15 @@ mod tests {
         assert_eq!(schema_name(b"ABC"), None);
         assert_eq!(schema_name(b"pid"), None);
         assert_eq!(schema_name(b"Zp1"), None);
+        assert_eq!(schema_name(b"ABS"), Some("ABS"));
+        assert_eq!(schema_name(b"VTQ"), Some("VTQ"));
+        assert_eq!(schema_name(b"ZZZ"), Some("ZZZ"));
+        assert_eq!(schema_name(b"Z00"), Some("Z00"));
+        assert_eq!(schema_name(b"PI"), None);
+        assert_eq!(schema_name(b"PIDX"), None);
+        assert_eq!(schema_name(b"@ID"), None);
+        assert_eq!(schema_name(b"[ID"), None);
+        assert_eq!(schema_name(b"\xFFID"), None);
         assert!(is_well_formed(b"ABC"));
         assert!(!is_well_formed(b"1BC"));
     }

@@ -13,7 +13,7 @@ use crate::diag::{Code, Diagnostic, Hl7Position, Location, Severity};
 
 use super::charset::Charset;
 use super::escape;
-use super::parse::{Message, SegmentRef};
+use super::parse::{Message, SegmentRef, is_control};
 use super::segment_ids;
 
 /// Findings beyond this count are dropped (the verdict is kept).
@@ -207,19 +207,24 @@ fn byte_checks(msg: &Message, facts: MshFacts, f: &mut Findings) {
     let skip_bom = if msg.terminators().bom { 3 } else { 0 };
     let mut problems: Vec<(Code, usize)> = Vec::new();
     let mut first_high: Option<usize> = None;
-    msg.bytes().classify(|all| {
-        let all = all.get(skip_bom..).unwrap_or_default();
-        let (has_control, has_high) = scan_flags(all);
-        if has_control || has_high {
-            for (i, &b) in all.iter().enumerate() {
-                if b >= 0x80 {
-                    first_high.get_or_insert(i + skip_bom);
-                } else if is_control(b) && problems.len() < MAX_FINDINGS {
-                    problems.push((Code::CONTROL_CHARACTER, i + skip_bom));
+    // The lexer saw every byte: when it found no high byte and no control character, there is
+    // nothing for this scan to find.
+    let seen = msg.byte_facts();
+    if seen.high || seen.control {
+        msg.bytes().classify(|all| {
+            let all = all.get(skip_bom..).unwrap_or_default();
+            let (has_control, has_high) = scan_flags(all);
+            if has_control || has_high {
+                for (i, &b) in all.iter().enumerate() {
+                    if b >= 0x80 {
+                        first_high.get_or_insert(i + skip_bom);
+                    } else if is_control(b) && problems.len() < MAX_FINDINGS {
+                        problems.push((Code::CONTROL_CHARACTER, i + skip_bom));
+                    }
                 }
             }
-        }
-    });
+        });
+    }
     msg.bytes().classify(|all| {
         let body = all.get(msh2_end..).unwrap_or_default();
         if memchr::memchr(d.escape, body).is_some() {
@@ -240,12 +245,6 @@ fn byte_checks(msg: &Message, facts: MshFacts, f: &mut Findings) {
     if let Some(first) = first_high {
         charset_checks(msg, facts.charset, first, f);
     }
-}
-
-/// A control character that may not occur in a message (CR and LF end segments; TAB is
-/// tolerated in text).
-fn is_control(b: u8) -> bool {
-    b < 0x20 && b != b'\r' && b != b'\n' && b != b'\t'
 }
 
 /// Whether the bytes hold a control character, and a byte above 0x7F. Branch-free, so the
