@@ -598,7 +598,7 @@ impl<'r> Runner<'r> {
         let mut json = Vec::with_capacity(bundle.len() + 64);
         json.extend_from_slice(b"{\"format\":\"fhir\",\"bundle\":");
         json.extend_from_slice(&bundle);
-        zeroize::Zeroize::zeroize(&mut bundle);
+        crate::phi::wipe(&mut bundle);
         json.extend_from_slice(b",\"findings\":");
         findings_json(&converted.findings, &mut json);
         json.push(b'}');

@@ -19,13 +19,62 @@
 
 use std::fmt;
 
-use secrecy::{ExposeSecret, SecretBox};
+use secrecy::{ExposeSecret, ExposeSecretMut, SecretBox};
 use zeroize::Zeroize;
 
-/// An owned message value, zeroized on drop, never displayed or serialized.
-pub struct Phi<T: Zeroize>(SecretBox<T>);
+/// Zeroizes a byte buffer's whole allocation (its bytes and its spare capacity) and releases it.
+///
+/// What `Zeroize::zeroize` does for a `Vec<u8>`, at memory speed: `zeroize` writes the bytes of
+/// a `Vec` one volatile store at a time (about 5% of the CPU of `parse --json` on a stream), while
+/// its slice path used here writes them in bulk and then an optimization barrier keeps the
+/// writes. The allocation is released afterwards, so nothing is left to zeroize again.
+pub fn wipe(buf: &mut Vec<u8>) {
+    let mut owned = std::mem::take(buf);
+    wipe_keep(&mut owned);
+}
 
-impl<T: Zeroize> Phi<T> {
+/// [`wipe`] that keeps the allocation (empty, zeroed) for reuse: a scratch buffer.
+pub fn wipe_keep(buf: &mut Vec<u8>) {
+    buf.clear();
+    // With the length at 0, the spare capacity is the whole allocation.
+    buf.spare_capacity_mut().zeroize();
+}
+
+/// [`wipe`] for a `String` (its bytes moved into a `Vec`, without a copy, then wiped).
+pub fn wipe_string(text: &mut String) {
+    let mut bytes = std::mem::take(text).into_bytes();
+    wipe(&mut bytes);
+}
+
+/// A value type a [`Phi`] can own: zeroizable, with a fast wipe.
+pub trait Wipe: Zeroize {
+    /// Zeroizes the value in bulk (and may release its allocation).
+    fn wipe(&mut self);
+}
+
+impl Wipe for Vec<u8> {
+    fn wipe(&mut self) {
+        wipe(self);
+    }
+}
+
+impl Wipe for String {
+    fn wipe(&mut self) {
+        wipe_string(self);
+    }
+}
+
+/// An owned message value, zeroized on drop, never displayed or serialized.
+pub struct Phi<T: Wipe>(SecretBox<T>);
+
+impl<T: Wipe> Drop for Phi<T> {
+    fn drop(&mut self) {
+        // Wiped in bulk here; `SecretBox` then zeroizes what is left (an empty value).
+        self.0.expose_secret_mut().wipe();
+    }
+}
+
+impl<T: Wipe> Phi<T> {
     /// Wraps a value.
     pub fn new(value: T) -> Self {
         Phi(SecretBox::new(Box::new(value)))
@@ -50,7 +99,7 @@ impl<T: Zeroize> Phi<T> {
     }
 }
 
-impl<T: Zeroize> fmt::Debug for Phi<T> {
+impl<T: Wipe> fmt::Debug for Phi<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Phi(<redacted>)")
     }
@@ -211,6 +260,23 @@ mod tests {
         assert_eq!(format!("{phi:?}"), "Phi(<redacted>)");
         let span = PhiBytes(b"SMITH");
         assert_eq!(format!("{span:?}"), "PhiBytes(<redacted>)");
+    }
+
+    #[test]
+    fn wipe_zeroes_the_whole_allocation_and_releases_it() {
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(b"SMITH^JOHN");
+        wipe(&mut v);
+        assert!(v.is_empty());
+        assert_eq!(v.capacity(), 0);
+        let mut s = String::from("DOE^JANE");
+        wipe_string(&mut s);
+        assert!(s.is_empty());
+        assert_eq!(s.capacity(), 0);
+        // A `Phi` wipes its value when dropped (the bytes themselves are gone with the
+        // allocation; what is observable here is that dropping works for both owned types).
+        drop(Phi::new(b"19700101".to_vec()));
+        drop(Phi::new(String::from("X")));
     }
 
     #[test]

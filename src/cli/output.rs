@@ -216,7 +216,7 @@ pub fn pretty(json: &[u8], out: &mut impl Write) -> io::Result<()> {
         i += 1;
     }
     let r = out.write_all(&buf);
-    zeroize::Zeroize::zeroize(&mut buf);
+    crate::phi::wipe(&mut buf);
     r
 }
 

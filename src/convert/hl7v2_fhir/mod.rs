@@ -81,7 +81,7 @@ pub struct Converted {
 
 impl Drop for Converted {
     fn drop(&mut self) {
-        self.bundle.zeroize();
+        crate::phi::wipe(&mut self.bundle);
     }
 }
 
@@ -98,7 +98,7 @@ pub(crate) struct Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        self.key.zeroize();
+        crate::phi::wipe(&mut self.key);
     }
 }
 
@@ -124,7 +124,7 @@ pub struct Ctx<'m> {
 
 impl Drop for Ctx<'_> {
     fn drop(&mut self) {
-        self.control.zeroize();
+        crate::phi::wipe(&mut self.control);
     }
 }
 

@@ -7,8 +7,6 @@
 //!
 //! What it does not do: parse JSON, or check FHIR rules (the validator does, on the output).
 
-use zeroize::Zeroize;
-
 /// A JSON value.
 #[derive(Debug)]
 pub enum V {
@@ -29,7 +27,7 @@ pub enum V {
 impl Drop for V {
     fn drop(&mut self) {
         if let V::S(s) | V::N(s) = self {
-            s.zeroize();
+            crate::phi::wipe_string(s);
         }
     }
 }

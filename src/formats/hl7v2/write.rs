@@ -536,7 +536,7 @@ impl Writer {
         let verbatim = self.verbatim && std::str::from_utf8(&decoded).is_ok();
         self.text_with(&decoded, verbatim, out);
         self.scratch = decoded;
-        zeroize::Zeroize::zeroize(&mut self.scratch);
+        crate::phi::wipe_keep(&mut self.scratch);
     }
 
     fn text_of(&mut self, raw: &[u8], out: &mut Vec<u8>) {
