@@ -274,10 +274,24 @@ pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disc
     orders::walk(&mut ctx, msg);
     segments::finish_header(&mut ctx, header);
     let mut bundle = Vec::with_capacity(4096);
-    write_bundle(&mut ctx, msh, &mut bundle);
+    let direct = write_bundle(&mut ctx, msh, &mut bundle, limits);
     let mut findings = std::mem::take(&mut ctx.findings);
     drop(ctx);
-    match fhir::read(bundle.clone(), limits) {
+    // The Bundle's element tree comes from the writing walk; when the tree has a shape the
+    // JSON reader would report, the bytes are read back instead (same document, with findings).
+    #[cfg(debug_assertions)]
+    if let Some(doc) = &direct {
+        // Debug builds (the tests) check the walk against reading its bytes back, on every
+        // conversion; the message names only the first node that differs.
+        if let Err(node) = fhir::direct::compare_with_read(doc, &bundle, limits) {
+            panic!("convert: the written Bundle's element tree differs from reading it at node {node}");
+        }
+    }
+    let doc = match direct {
+        Some(doc) => Ok(doc),
+        None => fhir::read(bundle.clone(), limits),
+    };
+    match doc {
         Ok(doc) => findings.extend(fhir::validate::validate(&doc, fhir::validate::Options { strict: false })),
         Err(fatal) => findings.push(fatal),
     }
@@ -285,7 +299,8 @@ pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disc
     Converted { bundle, findings }
 }
 
-fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>) {
+/// Writes the Bundle to `out`; returns its element tree when the writing walk could build it.
+fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>, limits: &Limits) -> Option<fhir::Document> {
     let mut b = Obj::new();
     b.set("resourceType", V::code("Bundle"));
     b.set("id", V::S(ctx.positional_id("Bundle", 0, 0)));
@@ -316,5 +331,5 @@ fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>) {
         list.push(V::O(entry));
     }
     b.set("entry", V::A(list));
-    b.write(out);
+    fhir::direct::write_and_read(&V::O(b), out, limits)
 }

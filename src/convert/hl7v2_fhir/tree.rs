@@ -7,6 +7,8 @@
 //!
 //! What it does not do: parse JSON, or check FHIR rules (the validator does, on the output).
 
+use crate::formats::fhir::direct::{self, Json};
+
 /// A JSON value.
 #[derive(Debug)]
 pub enum V {
@@ -49,25 +51,24 @@ impl V {
 
     /// Appends compact JSON.
     pub fn write(&self, out: &mut Vec<u8>) {
+        direct::write(self, out);
+    }
+}
+
+impl direct::Value for V {
+    fn json(&self) -> Json<'_, V> {
         match self {
-            V::S(s) => crate::json::string(out, s),
-            V::C(s) => crate::json::string(out, s),
-            V::N(n) => out.extend_from_slice(n.as_bytes()),
-            V::B(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-            V::O(o) => o.write(out),
-            V::A(items) => {
-                out.push(b'[');
-                let mut first = true;
-                for v in items.iter().filter(|v| !v.is_empty()) {
-                    if !first {
-                        out.push(b',');
-                    }
-                    first = false;
-                    v.write(out);
-                }
-                out.push(b']');
-            }
+            V::S(s) => Json::Str(s),
+            V::C(s) => Json::Str(s),
+            V::N(n) => Json::Num(n),
+            V::B(b) => Json::Bool(*b),
+            V::O(o) => Json::Obj(&o.0),
+            V::A(items) => Json::Arr(items),
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        V::is_empty(self)
     }
 }
 
@@ -145,18 +146,7 @@ impl Obj {
 
     /// Appends compact JSON.
     pub fn write(&self, out: &mut Vec<u8>) {
-        out.push(b'{');
-        let mut first = true;
-        for (k, v) in self.0.iter().filter(|(_, v)| !v.is_empty()) {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            crate::json::string(out, k);
-            out.push(b':');
-            v.write(out);
-        }
-        out.push(b'}');
+        direct::write_object(&self.0, out);
     }
 }
 

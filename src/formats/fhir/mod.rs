@@ -14,6 +14,7 @@
 
 pub mod bundle;
 pub mod definitions;
+pub mod direct;
 pub mod fhirpath;
 pub mod fmt;
 pub mod inspect;

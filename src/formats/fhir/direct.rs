@@ -1,0 +1,641 @@
+//! A FHIR JSON document written and read in one walk over a tree of JSON values held in memory
+//! (the converter's): the bytes are exactly what writing the tree gives, and the [`Document`] is
+//! exactly what [`super::read_json::read`] gives on those bytes, without parsing them back.
+//!
+//! The walk builds only the shapes the JSON reader resolves without a finding of its own: every
+//! key a defined element, arrays exactly for repeating elements, scalars of the JSON kind of
+//! their primitive type, a primitive's `_x` twin only for a non-repeating element without its
+//! `x`, a known `resourceType` on every resource, and the reader's limits (values, depth,
+//! string length) not reached. On anything else the walk stops building (the bytes are still
+//! written in full) and returns `None`: the caller then reads the bytes back with
+//! [`super::read`], which makes the findings. A test compares both ways over every fixture.
+//!
+//! What it does not do: read JSON text, or produce the reader's findings (it leaves them to it).
+
+use std::cell::RefCell;
+
+use crate::limits::Limits;
+use crate::phi::Phi;
+
+use super::definitions::{self as defs, ElemRef, Kind, TypeId, TypeRef};
+use super::json::Span;
+use super::model::{self, Builder, Document, NONE, Syntax, ValueKind, flag};
+use super::read_json::json_kind_of;
+
+/// One JSON value of an in-memory tree, as the walk sees it.
+#[derive(Debug)]
+pub enum Json<'a, T> {
+    /// A string (any text; escaped when written).
+    Str(&'a str),
+    /// A number, as its JSON text.
+    Num(&'a str),
+    /// `true` or `false`.
+    Bool(bool),
+    /// An object: members in the order they are written.
+    Obj(&'a [(&'static str, T)]),
+    /// An array.
+    Arr(&'a [T]),
+}
+
+/// A tree of JSON values that can be written and read in one walk.
+pub trait Value: Sized {
+    /// This value.
+    fn json(&self) -> Json<'_, Self>;
+    /// True when it is written as nothing: an object whose members are all empty, or an array
+    /// whose items are all empty (FHIR JSON has no `{}` or `[]`). Empty members and items are
+    /// left out.
+    fn is_empty(&self) -> bool;
+}
+
+/// Writes `v` as compact JSON (empty members and items left out).
+pub fn write<T: Value>(v: &T, out: &mut Vec<u8>) {
+    match v.json() {
+        Json::Str(s) => crate::json::string(out, s),
+        Json::Num(n) => out.extend_from_slice(n.as_bytes()),
+        Json::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+        Json::Obj(members) => write_object(members, out),
+        Json::Arr(items) => {
+            out.push(b'[');
+            let mut first = true;
+            for v in items.iter().filter(|v| !v.is_empty()) {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write(v, out);
+            }
+            out.push(b']');
+        }
+    }
+}
+
+/// Writes an object's members as compact JSON (empty members left out).
+pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) {
+    out.push(b'{');
+    let mut first = true;
+    for (k, v) in members.iter().filter(|(_, v)| !v.is_empty()) {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        crate::json::string(out, k);
+        out.push(b':');
+        write(v, out);
+    }
+    out.push(b'}');
+}
+
+/// Writes the resource `root` (an object with a `resourceType`) to `out` and returns its
+/// element tree, or `None` when the tree has a shape the JSON reader reports or limits it
+/// reaches: read `out` back then. `out` holds the whole JSON text either way.
+///
+/// The document's input bytes are not kept (the caller has them in `out`): it serves
+/// validation, not `fmt`.
+pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) -> Option<Document> {
+    let base = out.len();
+    let mut w = Walk {
+        out,
+        base,
+        b: Builder::new(limits.max_segments),
+        values: Vec::new(),
+        building: true,
+        json_values: 0,
+        limits,
+    };
+    match root.json() {
+        Json::Obj(members) => w.resource(members, NONE, None, 0, 0, 0),
+        _ => {
+            w.building = false;
+            write(root, w.out);
+        }
+    }
+    let Walk { b, values, building, json_values, out, .. } = w;
+    // Wiped when dropped, on either path.
+    let values = Phi::new(values);
+    if !building || json_values > limits.max_segments as usize || out.len() - base > u32::MAX as usize - 1 {
+        return None;
+    }
+    Some(Document { input: Phi::new(Vec::new()), values, nodes: b.nodes, syntax: Syntax::Json, findings: b.findings })
+}
+
+struct Walk<'o, 'l> {
+    out: &'o mut Vec<u8>,
+    base: usize,
+    b: Builder,
+    /// The primitive values, each a span of this buffer.
+    values: Vec<u8>,
+    /// False once a shape the walk does not build was met (the rest is only written).
+    building: bool,
+    /// JSON values written (the reader's node limit counts them).
+    json_values: usize,
+    limits: &'l Limits,
+}
+
+/// `defs::child` for the static keys of a tree, remembered per thread (a key is found by its
+/// address: the same `&'static str` of the converter's code gives the same element).
+fn child(ctx: ElemRef, key: &'static str) -> Option<(ElemRef, Option<TypeId>)> {
+    const SLOTS: usize = 1024;
+    type Slot = Option<(ElemRef, usize, usize, Option<(ElemRef, Option<TypeId>)>)>;
+    thread_local! {
+        static CACHE: RefCell<Vec<Slot>> = RefCell::new(vec![None; SLOTS]);
+    }
+    let addr = key.as_ptr() as usize;
+    let h =
+        (addr >> 3) ^ (addr >> 13) ^ usize::from(ctx.ty.0).wrapping_mul(31) ^ usize::from(ctx.idx).wrapping_mul(131);
+    let slot = h % SLOTS;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some((r, a, l, found)) = c[slot] {
+            if r == ctx && a == addr && l == key.len() {
+                return found;
+            }
+        }
+        let found = defs::child(ctx, key.as_bytes());
+        c[slot] = Some((ctx, addr, key.len(), found));
+        found
+    })
+}
+
+/// True when `text` is a JSON number.
+fn is_number(text: &[u8]) -> bool {
+    let mut i = usize::from(text.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while text.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    match text.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            digits(&mut i);
+        }
+        _ => return false,
+    }
+    if text.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    if let Some(b'e' | b'E') = text.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = text.get(i) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    i == text.len()
+}
+
+impl Walk<'_, '_> {
+    fn offset(&self) -> u32 {
+        u32::try_from(self.out.len() - self.base).unwrap_or(u32::MAX)
+    }
+
+    /// Stops building; the caller writes what is left.
+    fn stop(&mut self) {
+        self.building = false;
+    }
+
+    /// Counts a container at `depth` against the limits.
+    fn container(&mut self, depth: u32) {
+        self.json_values += 1;
+        if depth >= self.limits.max_depth {
+            self.stop();
+        }
+    }
+
+    fn open(&mut self, node: model::Node) -> u32 {
+        match self.b.open(node) {
+            Some(i) => i,
+            None => {
+                self.stop();
+                NONE
+            }
+        }
+    }
+
+    /// Writes a scalar (counted) and returns its JSON kind, or `None` for a container.
+    fn scalar<T: Value>(&mut self, v: &T) -> Option<(ValueKind, Span)> {
+        let (kind, text): (ValueKind, &[u8]) = match v.json() {
+            Json::Str(s) => {
+                if s.len() > self.limits.max_field_bytes as usize {
+                    self.stop();
+                }
+                (ValueKind::String, s.as_bytes())
+            }
+            Json::Num(n) => {
+                if !is_number(n.as_bytes()) {
+                    self.stop();
+                }
+                (ValueKind::Number, n.as_bytes())
+            }
+            Json::Bool(b) => (ValueKind::Bool, if b { b"true" } else { b"false" }),
+            _ => return None,
+        };
+        self.json_values += 1;
+        write(v, self.out);
+        let span = Span { start: self.values.len() as u32, len: text.len() as u32 };
+        self.values.extend_from_slice(text);
+        Some((kind, span))
+    }
+
+    /// A resource held by `elem` of `parent` (or the root when `parent` is `NONE`), written at
+    /// the current position (an object at `depth`).
+    fn resource<T: Value>(
+        &mut self,
+        members: &[(&'static str, T)],
+        parent: u32,
+        elem: Option<ElemRef>,
+        index: u32,
+        offset: u32,
+        depth: u32,
+    ) {
+        let ty =
+            members.iter().find(|(k, v)| *k == "resourceType" && !v.is_empty()).and_then(|(_, v)| match v.json() {
+                Json::Str(s) => defs::type_id(s.as_bytes()).filter(|t| defs::is_resource(*t)),
+                _ => None,
+            });
+        let Some(t) = ty else {
+            self.stop();
+            write_object(members, self.out);
+            return;
+        };
+        let mut node = model::blank(parent, offset);
+        node.elem = elem;
+        node.index = index;
+        node.flags = flag::RESOURCE;
+        node.ty = Some(t);
+        node.ctx = Some(ElemRef { ty: t, idx: 0 });
+        node.name = match elem.and_then(defs::element) {
+            Some(def) if parent != NONE => def.name,
+            _ if parent != NONE => "",
+            _ => defs::type_name(t),
+        };
+        let i = self.open(node);
+        self.members(members, i, ElemRef { ty: t, idx: 0 }, true, false, depth);
+        self.b.close(i);
+    }
+
+    /// The members of an object at `depth`, children of node `parent` defined under `ctx`.
+    fn members<T: Value>(
+        &mut self,
+        members: &[(&'static str, T)],
+        parent: u32,
+        ctx: ElemRef,
+        is_resource: bool,
+        primitive_ext: bool,
+        depth: u32,
+    ) {
+        self.container(depth);
+        self.out.push(b'{');
+        // Twins (`x` with `_x`) are possible only where a key starts with `_`.
+        let has_ext = members.iter().any(|(k, _)| k.starts_with('_'));
+        let mut first = true;
+        for (key, v) in members.iter().filter(|(_, v)| !v.is_empty()) {
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            let key_offset = self.offset();
+            crate::json::string(self.out, key);
+            self.out.push(b':');
+            if !self.building {
+                write(v, self.out);
+                continue;
+            }
+            if is_resource && *key == "resourceType" {
+                if self.scalar(v).is_none() {
+                    self.stop();
+                    write(v, self.out);
+                }
+                continue;
+            }
+            let (base, is_ext) = match key.strip_prefix('_') {
+                Some(b) => (b, true),
+                None => (*key, false),
+            };
+            // A twin (`x` with `_x`) is paired by the reader: not built here.
+            let twin = has_ext
+                && members.iter().any(|(k, other)| {
+                    (if is_ext { *k == base } else { k.strip_prefix('_') == Some(base) }) && !other.is_empty()
+                });
+            let found = if twin || (primitive_ext && base == "value") { None } else { child(ctx, base) };
+            let Some((elem, choice_ty)) = found else {
+                self.stop();
+                write(v, self.out);
+                continue;
+            };
+            let Some(def) = defs::element(elem) else {
+                // The reader skips it too.
+                self.json_values += count_values(v);
+                write(v, self.out);
+                continue;
+            };
+            let ty = match choice_ty {
+                Some(t) => TypeRef::Type(t),
+                None => def.types.first().copied().unwrap_or(TypeRef::Backbone),
+            };
+            let repeats = def.repeats();
+            let primitive = matches!(ty, TypeRef::Type(t) if defs::kind(t) == Kind::Primitive);
+            if is_ext && (!primitive || repeats) {
+                self.stop();
+                write(v, self.out);
+                continue;
+            }
+            match v.json() {
+                Json::Arr(items) if repeats => {
+                    self.container(depth + 1);
+                    self.out.push(b'[');
+                    for (index, item) in items.iter().filter(|v| !v.is_empty()).enumerate() {
+                        let index = index as u32;
+                        if index > 0 {
+                            self.out.push(b',');
+                        }
+                        if self.building {
+                            self.item(item, parent, elem, def.name, ty, index, key_offset, depth + 2, false);
+                        } else {
+                            write(item, self.out);
+                        }
+                    }
+                    self.out.push(b']');
+                }
+                Json::Arr(_) => {
+                    self.stop();
+                    write(v, self.out);
+                }
+                _ if repeats => {
+                    self.stop();
+                    write(v, self.out);
+                }
+                _ => self.item(v, parent, elem, def.name, ty, 0, key_offset, depth + 1, is_ext),
+            }
+        }
+        self.out.push(b'}');
+    }
+
+    /// One item of an element (a repetition), at `depth`.
+    #[allow(clippy::too_many_arguments)]
+    fn item<T: Value>(
+        &mut self,
+        v: &T,
+        parent: u32,
+        elem: ElemRef,
+        name: &'static str,
+        ty: TypeRef,
+        index: u32,
+        key_offset: u32,
+        depth: u32,
+        is_ext: bool,
+    ) {
+        let mut node = model::blank(parent, key_offset);
+        node.name = name;
+        node.elem = Some(elem);
+        node.index = index;
+        match ty {
+            TypeRef::Type(t) if defs::kind(t) == Kind::Primitive => {
+                node.ty = Some(t);
+                node.ctx = Some(ElemRef { ty: t, idx: 0 });
+                if is_ext {
+                    // `_x` alone: a primitive without a value, its members under the type.
+                    let Json::Obj(members) = v.json() else {
+                        self.stop();
+                        write(v, self.out);
+                        return;
+                    };
+                    let i = self.open(node);
+                    self.members(members, i, ElemRef { ty: t, idx: 0 }, false, true, depth);
+                    self.b.close(i);
+                    return;
+                }
+                let Some((kind, span)) = self.scalar(v) else {
+                    self.stop();
+                    write(v, self.out);
+                    return;
+                };
+                if kind != json_kind_of(defs::type_name(t)) {
+                    self.stop();
+                    return;
+                }
+                let xhtml = defs::element(elem).is_some_and(|d| d.xhtml);
+                node.value_kind = if xhtml && kind == ValueKind::String { ValueKind::Xhtml } else { kind };
+                node.value = span;
+                let i = self.open(node);
+                self.b.close(i);
+            }
+            _ => {
+                let Json::Obj(members) = v.json() else {
+                    self.stop();
+                    write(v, self.out);
+                    return;
+                };
+                if ty == TypeRef::Resource || matches!(ty, TypeRef::Type(t) if defs::is_resource(t)) {
+                    self.resource(members, parent, Some(elem), index, key_offset, depth);
+                    return;
+                }
+                let (node_ty, ctx) = match ty {
+                    TypeRef::Type(t) => (Some(t), ElemRef { ty: t, idx: 0 }),
+                    _ => (None, elem),
+                };
+                node.ty = node_ty;
+                node.ctx = Some(ctx);
+                let i = self.open(node);
+                self.members(members, i, ctx, false, false, depth);
+                self.b.close(i);
+            }
+        }
+    }
+}
+
+/// The JSON values `v` is written as.
+fn count_values<T: Value>(v: &T) -> usize {
+    match v.json() {
+        Json::Obj(members) => {
+            1 + members.iter().filter(|(_, v)| !v.is_empty()).map(|(_, v)| count_values(v)).sum::<usize>()
+        }
+        Json::Arr(items) => 1 + items.iter().filter(|v| !v.is_empty()).map(count_values).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+/// Compares a document from [`write_and_read`] with the one [`super::read`] gives on its bytes:
+/// `Err` with the index of the first node that differs (`u32::MAX`: the findings or the node
+/// counts differ, or the bytes do not read). Used by the tests and, in debug builds, on every
+/// conversion.
+pub fn compare_with_read(doc: &Document, bytes: &[u8], limits: &Limits) -> Result<(), u32> {
+    let read = super::read(bytes.to_vec(), limits).map_err(|_| u32::MAX)?;
+    if read.nodes.len() != doc.nodes.len() || read.findings != doc.findings {
+        return Err(u32::MAX);
+    }
+    for (i, (a, b)) in doc.nodes.iter().zip(&read.nodes).enumerate() {
+        let i = i as u32;
+        let same = a.name == b.name
+            && a.elem == b.elem
+            && a.ty == b.ty
+            && a.ctx == b.ctx
+            && a.value_kind == b.value_kind
+            && doc.value(i) == read.value(i)
+            && a.offset == b.offset
+            && a.parent == b.parent
+            && a.end == b.end
+            && a.index == b.index
+            && a.flags == b.flags
+            && a.raw == b.raw;
+        if !same {
+            return Err(i);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A test tree.
+    #[derive(Debug)]
+    enum T {
+        S(&'static str),
+        N(&'static str),
+        B(bool),
+        O(Vec<(&'static str, T)>),
+        A(Vec<T>),
+    }
+
+    impl Value for T {
+        fn json(&self) -> Json<'_, T> {
+            match self {
+                T::S(s) => Json::Str(s),
+                T::N(n) => Json::Num(n),
+                T::B(b) => Json::Bool(*b),
+                T::O(m) => Json::Obj(m),
+                T::A(a) => Json::Arr(a),
+            }
+        }
+        fn is_empty(&self) -> bool {
+            match self {
+                T::O(m) => m.iter().all(|(_, v)| v.is_empty()),
+                T::A(a) => a.iter().all(Value::is_empty),
+                _ => false,
+            }
+        }
+    }
+
+    fn o(m: Vec<(&'static str, T)>) -> T {
+        T::O(m)
+    }
+
+    fn patient(extra: Vec<(&'static str, T)>) -> T {
+        let mut m = vec![
+            ("resourceType", T::S("Patient")),
+            ("id", T::S("p1")),
+            ("name", T::A(vec![o(vec![("family", T::S("Doe \"Q\"\n")), ("given", T::A(vec![T::S("A"), T::S("B")]))])])),
+            ("telecom", T::A(vec![o(vec![]), o(vec![("system", T::S("phone")), ("value", T::S("1"))])])),
+            ("active", T::B(true)),
+            ("multipleBirthInteger", T::N("2")),
+            (
+                "_birthDate",
+                o(vec![("extension", T::A(vec![o(vec![("url", T::S("http://x")), ("valueCode", T::S("unknown"))])]))]),
+            ),
+            ("contact", T::A(vec![o(vec![("gender", T::S("male"))])])),
+            ("empty", o(vec![("nothing", T::A(vec![]))])),
+        ];
+        m.extend(extra);
+        o(m)
+    }
+
+    fn bundle(resource: T) -> T {
+        o(vec![
+            ("resourceType", T::S("Bundle")),
+            ("type", T::S("collection")),
+            ("entry", T::A(vec![o(vec![("fullUrl", T::S("urn:uuid:1")), ("resource", resource)])])),
+        ])
+    }
+
+    fn both(tree: &T) -> (Option<Document>, Vec<u8>) {
+        let mut out = b"prefix".to_vec();
+        let doc = write_and_read(tree, &mut out, &Limits::default());
+        let mut plain = b"prefix".to_vec();
+        write(tree, &mut plain);
+        assert_eq!(out, plain, "the walk writes what `write` writes");
+        (doc, out[6..].to_vec())
+    }
+
+    #[test]
+    fn plain_shapes_are_built_as_the_reader_reads_them() {
+        for tree in [patient(vec![]), bundle(patient(vec![]))] {
+            let (doc, bytes) = both(&tree);
+            let doc = doc.expect("built");
+            assert_eq!(compare_with_read(&doc, &bytes, &Limits::default()), Ok(()));
+            assert!(doc.nodes.len() > 10);
+        }
+    }
+
+    #[test]
+    fn shapes_the_reader_reports_are_left_to_it() {
+        let cases: Vec<T> = vec![
+            patient(vec![("unknownElement", T::S("x"))]),
+            patient(vec![("gender", T::A(vec![T::S("male")]))]),
+            patient(vec![("identifier", o(vec![("value", T::S("1"))]))]),
+            patient(vec![("gender", T::B(true))]),
+            patient(vec![("deceasedBoolean", T::S("true"))]),
+            patient(vec![("multipleBirthInteger", T::N("1."))]),
+            patient(vec![("birthDate", T::S("2000-01-01"))]),
+            patient(vec![("_gender", T::A(vec![o(vec![("id", T::S("a"))])]))]),
+            patient(vec![("_given", o(vec![("id", T::S("a"))]))]),
+            patient(vec![("gender", o(vec![("id", T::S("a"))]))]),
+            patient(vec![("maritalStatus", T::S("M"))]),
+            o(vec![("resourceType", T::S("NoSuchResource")), ("id", T::S("x"))]),
+            o(vec![("id", T::S("x"))]),
+            bundle(o(vec![("resourceType", T::S("Nope"))])),
+            bundle(T::S("x")),
+        ];
+        for (n, tree) in cases.iter().enumerate() {
+            let (doc, bytes) = both(tree);
+            assert!(doc.is_none(), "case {n} is left to the reader");
+            // The reader reads those bytes into a document with findings, or fails.
+            if let Ok(read) = crate::formats::fhir::read(bytes.clone(), &Limits::default()) {
+                assert!(!read.findings.is_empty() || n == 6, "case {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn limits_are_the_readers() {
+        let tree = patient(vec![]);
+        let mut limits = Limits::default();
+        let (doc, bytes) = both(&tree);
+        let nodes = doc.expect("built").nodes.len();
+        // The reader's node limit counts JSON values: find the smallest that reads.
+        let mut max = nodes as u32;
+        while crate::formats::fhir::read(bytes.clone(), &Limits { max_segments: max, ..limits }).is_err() {
+            max += 1;
+        }
+        limits.max_segments = max;
+        assert!(write_and_read(&tree, &mut Vec::new(), &limits).is_some());
+        limits.max_segments = max - 1;
+        assert!(write_and_read(&tree, &mut Vec::new(), &limits).is_none());
+        let deep = Limits { max_depth: 3, ..Limits::default() };
+        assert_eq!(
+            write_and_read(&tree, &mut Vec::new(), &deep).is_some(),
+            crate::formats::fhir::read(bytes.clone(), &deep).is_ok()
+        );
+        let short = Limits { max_field_bytes: 3, ..Limits::default() };
+        assert!(write_and_read(&tree, &mut Vec::new(), &short).is_none());
+        assert!(crate::formats::fhir::read(bytes, &short).is_err());
+    }
+
+    #[test]
+    fn numbers_are_json_numbers() {
+        for text in ["0", "-0", "12", "1.5", "-1.25e+10", "1E5", "01", "1.", ".5", "-", "1e", "+1", "1.5.2", "", "0x1"]
+        {
+            let json = crate::formats::fhir::json::parse(text.as_bytes(), &Limits::default());
+            let expected = json.is_ok_and(|t| t.node(0).kind == crate::formats::fhir::json::Kind::Number);
+            assert_eq!(is_number(text.as_bytes()), expected, "{text:?}");
+        }
+    }
+}
