@@ -273,8 +273,13 @@ pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disc
     segments::prepare(&mut ctx, msg);
     orders::walk(&mut ctx, msg);
     segments::finish_header(&mut ctx, header);
-    let mut bundle = Vec::with_capacity(4096);
+    thread_local! {
+        /// The size of the last Bundle written on this thread (the next is sized from it).
+        static LAST: std::cell::Cell<usize> = const { std::cell::Cell::new(4096) };
+    }
+    let mut bundle = Vec::with_capacity(LAST.get() + LAST.get() / 8);
     let direct = write_bundle(&mut ctx, msh, &mut bundle, limits);
+    LAST.set(bundle.len().max(4096));
     let mut findings = std::mem::take(&mut ctx.findings);
     drop(ctx);
     // The Bundle's element tree comes from the writing walk; when the tree has a shape the

@@ -12,7 +12,7 @@
 //!
 //! What it does not do: read JSON text, or produce the reader's findings (it leaves them to it).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use crate::limits::Limits;
 use crate::phi::Phi;
@@ -92,16 +92,17 @@ pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) 
 /// The document's input bytes are not kept (the caller has them in `out`): it serves
 /// validation, not `fmt`.
 pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) -> Option<Document> {
+    thread_local! {
+        /// Node and value-buffer sizes of the last document built on this thread: the next one
+        /// (the next message of a stream) is sized from them instead of growing step by step.
+        static LAST: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    }
+    let (nodes, text) = LAST.get();
     let base = out.len();
-    let mut w = Walk {
-        out,
-        base,
-        b: Builder::new(limits.max_segments),
-        values: Vec::new(),
-        building: true,
-        json_values: 0,
-        limits,
-    };
+    let mut b = Builder::new(limits.max_segments);
+    b.nodes.reserve(nodes + nodes / 8);
+    let mut w =
+        Walk { out, base, b, values: Vec::with_capacity(text + text / 8), building: true, json_values: 0, limits };
     match root.json() {
         Json::Obj(members) => w.resource(members, NONE, None, 0, 0, 0),
         _ => {
@@ -110,6 +111,7 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
         }
     }
     let Walk { b, values, building, json_values, out, .. } = w;
+    LAST.set((b.nodes.len(), values.len()));
     // Wiped when dropped, on either path.
     let values = Phi::new(values);
     if !building || json_values > limits.max_segments as usize || out.len() - base > u32::MAX as usize - 1 {

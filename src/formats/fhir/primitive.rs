@@ -25,7 +25,13 @@ pub fn is_valid(ty: &str, v: &[u8]) -> bool {
         "string" | "markdown" => string(v),
         "code" => code(v),
         "id" => v.len() <= 64 && v.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.'),
-        "uri" | "url" | "canonical" => std::str::from_utf8(v).is_ok_and(|s| !s.chars().any(char::is_whitespace)),
+        "uri" | "url" | "canonical" => {
+            if v.is_ascii() {
+                !v.iter().any(|&b| ascii_white_space(b))
+            } else {
+                std::str::from_utf8(v).is_ok_and(|s| !s.chars().any(char::is_whitespace))
+            }
+        }
         "oid" => oid(v),
         "uuid" => uuid(v),
         "base64Binary" => base64(v),
@@ -111,8 +117,24 @@ fn string(v: &[u8]) -> bool {
         && v.iter().all(|&b| b >= 0x20 || b == b'\t' || b == b'\r' || b == b'\n')
 }
 
+/// `char::is_whitespace` for an ASCII byte: TAB, LF, VT, FF, CR and space.
+fn ascii_white_space(b: u8) -> bool {
+    b == b' ' || (0x09..=0x0D).contains(&b)
+}
+
 /// `[^\s]+(\s[^\s]+)*`: no leading, trailing or doubled white space.
 fn code(v: &[u8]) -> bool {
+    if v.is_ascii() {
+        let mut prev_space = true;
+        for &b in v {
+            let space = ascii_white_space(b);
+            if space && prev_space {
+                return false;
+            }
+            prev_space = space;
+        }
+        return !prev_space;
+    }
     let Ok(s) = std::str::from_utf8(v) else { return false };
     let mut prev_space = true;
     for c in s.chars() {
@@ -376,5 +398,43 @@ mod tests {
         assert!(is_valid("decimal", b"123456789012345678901234567890.000000000000000001"));
         assert!(!is_valid("integer", b"12345678901"));
         assert!(!is_valid("string", b""));
+    }
+}
+
+#[cfg(test)]
+mod ascii_paths {
+    /// The ASCII paths of `code` and `uri` agree with the `char` paths on every short string of
+    /// a mixed alphabet (ASCII white space of every kind, letters, non-ASCII white space).
+    #[test]
+    fn agree_with_the_char_paths() {
+        let alphabet = ["a", " ", "\t", "\n", "\u{b}", "\u{c}", "\r", "\u{a0}", "\u{2003}", "\u{85}", "é"];
+        let slow_code = |s: &str| {
+            let mut prev_space = true;
+            for c in s.chars() {
+                let space = c.is_whitespace();
+                if space && prev_space {
+                    return false;
+                }
+                prev_space = space;
+            }
+            !prev_space
+        };
+        let mut n = 0;
+        for a in alphabet {
+            for b in alphabet {
+                for c in alphabet {
+                    for len in 1..=3 {
+                        let s: String = [a, b, c][..len].concat();
+                        assert_eq!(super::code(s.as_bytes()), slow_code(&s), "{s:?}");
+                        assert_eq!(super::is_valid("uri", s.as_bytes()), !s.chars().any(char::is_whitespace), "{s:?}");
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert!(n > 3000);
+        for b in 0u8..0x80 {
+            assert_eq!(super::ascii_white_space(b), char::from(b).is_whitespace(), "{b}");
+        }
     }
 }
