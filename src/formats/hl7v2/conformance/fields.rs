@@ -458,30 +458,37 @@ impl Walker<'_, '_> {
                 let mut last_empty;
                 let mut fits = true;
                 let mut first_fits = true;
+                // The kind of the byte at the cursor, carried from each component's scan to the
+                // next test instead of read again.
+                let mut here = self.kind_at(self.pos);
                 loop {
                     seen += 1;
-                    let sub_at = at.child(depth, seen as u32);
-                    last_empty = self.kind_at(self.pos) <= kind.min(SUBCOMPONENT);
+                    last_empty = here <= kind.min(SUBCOMPONENT);
                     match components.get(seen - 1) {
                         None if !last_empty => {
                             fits = false;
-                            self.push(Code::COMPONENT_NOT_DEFINED, sub_at);
-                            self.skip_to(stop(child));
+                            self.push(Code::COMPONENT_NOT_DEFINED, at.child(depth, seen as u32));
+                            here = self.skip_to(stop(child));
                         }
                         None => {}
-                        Some(c) if last_empty && c.required => self.push(Code::COMPONENT_REQUIRED_MISSING, sub_at),
-                        Some(_) if last_empty => {}
+                        Some(c) if last_empty => {
+                            if c.required {
+                                self.push(Code::COMPONENT_REQUIRED_MISSING, at.child(depth, seen as u32));
+                            }
+                        }
                         Some(c) => {
-                            let f = self.element(c, sub_at, child, inner);
+                            let (f, k) = self.element(c, at.child(depth, seen as u32), child, inner);
+                            here = k;
                             if seen == 1 {
                                 first_fits = f;
                             }
                         }
                     }
-                    if self.kind_at(self.pos) != kind {
+                    if here != kind {
                         break;
                     }
                     self.pos += 1;
+                    here = self.kind_at(self.pos);
                 }
                 if seen < composite.required_end {
                     self.required_after(components, seen, at, depth);
@@ -530,24 +537,33 @@ impl Walker<'_, '_> {
     }
 
     /// A component or subcomponent at the cursor, not empty; moves the cursor to its end.
+    /// Returns what [`Walker::value`] does, and the kind of the separator at the cursor.
     #[inline(always)]
-    fn element(&mut self, c: &Elem, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
+    fn element(&mut self, c: &Elem, at: Pos, depth: u8, ctx: ElemCtx) -> (bool, u8) {
         if let Ty::Primitive(check) = c.ty {
             // A primitive without separators (most components): checked in place.
             let lo = self.pos;
-            if self.next_separator() <= stop(depth) {
-                match check {
+            let k = self.next_separator();
+            if k <= stop(depth) {
+                let fits = match check {
                     // Text: only its length.
-                    Check::Text => self.length(lo, self.pos, c, at, true),
+                    Check::Text => {
+                        self.length(lo, self.pos, c, at, true);
+                        true
+                    }
                     // No syntax: only the length of a value other than the null value.
-                    Check::UserCoded | Check::Opaque => self.unchecked(lo, c, at),
-                    _ => return self.leaf(lo, c, check, at, ctx),
-                }
-                return true;
+                    Check::UserCoded | Check::Opaque => {
+                        self.unchecked(lo, c, at);
+                        true
+                    }
+                    _ => self.leaf(lo, c, check, at, ctx),
+                };
+                return (fits, k);
             }
             self.pos = lo;
         }
-        self.value(c, c.ty, at, depth, ctx)
+        let fits = self.value(c, c.ty, at, depth, ctx);
+        (fits, self.kind_at(self.pos))
     }
 
     /// The part `lo..cursor` of primitive type `check`, holding no separator: what `value`
