@@ -27,12 +27,14 @@
 //! user-defined (`IS`) tables; lengths of escaped text after unescaping (the length counts the
 //! characters as sent, escape sequences included).
 
+use std::cell::Cell;
+
 use crate::diag::{Code, Hl7Position, Location, Severity};
 use crate::formats::hl7v2::parse::{Delimiters, SegmentRef};
 
 use super::Report;
 use super::datatypes::{self, Coded, Verdict};
-use super::plan::{Check, Elem, Plan, SegmentPlan, Ty};
+use super::plan::{self, Check, Elem, Plan, SegmentPlan, Ty};
 
 /// Separator kinds, in nesting order. A part at depth `d` (0: a repetition, 1: a component,
 /// 2: a subcomponent) ends at a separator of kind `d + 1` or less (the end of the line counts
@@ -49,11 +51,13 @@ const NONE: u8 = u8::MAX;
 const MAX_TYPE_DEPTH: u8 = 4;
 
 /// The kind of every byte value under the message's delimiters, and each delimiter repeated
-/// in the eight bytes of a word, built once per message.
+/// in the eight bytes of a word, built once per message; and the last OBX-2 value type looked
+/// up (by its packed id), since a message's OBX segments mostly repeat one.
 #[derive(Debug)]
 pub(crate) struct Scratch {
     kinds: [u8; 256],
     splat: [u64; 4],
+    value_type: Cell<Option<(u64, Option<Ty>)>>,
 }
 
 /// One in every byte.
@@ -76,16 +80,18 @@ impl Scratch {
         kinds[usize::from(d.repetition)] = REPETITION;
         kinds[usize::from(d.field)] = FIELD;
         let splat = [d.field, d.repetition, d.component, d.subcomponent].map(|b| u64::from(b) * LOW_BITS);
-        Scratch { kinds, splat }
+        Scratch { kinds, splat, value_type: Cell::new(None) }
     }
 }
 
 /// The separator kind that ends a part at `depth`.
+#[inline(always)]
 fn stop(depth: u8) -> u8 {
     (depth + 1).min(SUBCOMPONENT)
 }
 
 /// The separator kind that splits a part at `depth` into its children (none below depth 1).
+#[inline(always)]
 fn split(depth: u8) -> u8 {
     if depth < 2 { depth + 2 } else { NONE }
 }
@@ -109,6 +115,7 @@ pub(crate) fn check_segment(
             line,
             kinds: &scratch.kinds,
             splat: &scratch.splat,
+            value_type: &scratch.value_type,
             pos: 0,
             base: at,
         };
@@ -149,6 +156,8 @@ struct Walker<'r, 'l> {
     kinds: &'l [u8; 256],
     /// The four delimiters, each in every byte of a word.
     splat: &'l [u64; 4],
+    /// The message's last OBX-2 type lookup.
+    value_type: &'l Cell<Option<(u64, Option<Ty>)>>,
     /// The cursor: the offset in `line` of the next byte to look at.
     pos: usize,
     /// The segment's position; findings add a [`Pos`] to it.
@@ -222,6 +231,19 @@ impl Walker<'_, '_> {
         self.kind_at(p) <= end || (self.line.get(p..p + 2) == Some(b"\"\"".as_slice()) && self.kind_at(p + 2) <= end)
     }
 
+    /// [`Plan::type_named`], remembering the last id of up to 7 bytes.
+    fn value_type_named(&self, id: &[u8]) -> Option<Ty> {
+        let Some(key) = plan::pack(id) else { return self.plan.type_named(id) };
+        if let Some((k, ty)) = self.value_type.get()
+            && k == key
+        {
+            return ty;
+        }
+        let ty = self.plan.type_named(id);
+        self.value_type.set(Some((key, ty)));
+        ty
+    }
+
     #[cold]
     #[inline(never)]
     fn loc(&self, p: Pos) -> Location {
@@ -262,7 +284,7 @@ impl Walker<'_, '_> {
                 let rest = self.line.get(lo..).unwrap_or_default();
                 let len =
                     rest.iter().position(|b| matches!(kinds[usize::from(*b)], FIELD | COMPONENT)).unwrap_or(rest.len());
-                obx_type = self.plan.type_named(self.bytes(lo, lo + len).trim_ascii());
+                obx_type = self.value_type_named(self.bytes(lo, lo + len).trim_ascii());
             }
             let obx5 = if is_obx && n == 5 { Some(obx_type.unwrap_or(Ty::Primitive(Check::Opaque))) } else { None };
             // Values the syntax layer owns: the processing id, version and character sets.
@@ -357,7 +379,39 @@ impl Walker<'_, '_> {
 
     /// Checks the repetition (`depth` 0), component (1) or subcomponent (2) at the cursor and
     /// moves the cursor to its end. Returns whether its length is the version's to judge.
+    ///
+    /// Dispatches to a copy of the walk compiled for the depth: at depths 0 and 1 the separator
+    /// kinds, the position arithmetic and the child's depth are constants.
+    #[inline(always)]
     fn value(&mut self, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
+        match depth {
+            0 => self.value_repetition(def, ty, at, ctx),
+            1 => self.value_component(def, ty, at, ctx),
+            _ => self.value_deep(def, ty, at, depth, ctx),
+        }
+    }
+
+    /// [`Walker::value`] at depth 0.
+    #[inline(never)]
+    fn value_repetition(&mut self, def: &Elem, ty: Ty, at: Pos, ctx: ElemCtx) -> bool {
+        self.value_at(def, ty, at, 0, ctx)
+    }
+
+    /// [`Walker::value`] at depth 1.
+    #[inline(never)]
+    fn value_component(&mut self, def: &Elem, ty: Ty, at: Pos, ctx: ElemCtx) -> bool {
+        self.value_at(def, ty, at, 1, ctx)
+    }
+
+    /// [`Walker::value`] at depth 2 and below.
+    #[inline(never)]
+    fn value_deep(&mut self, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
+        self.value_at(def, ty, at, depth, ctx)
+    }
+
+    /// The body of [`Walker::value`], inlined into each depth's copy.
+    #[inline(always)]
+    fn value_at(&mut self, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
         if self.empty_or_null(depth) {
             self.skip_to(stop(depth));
             return true;
@@ -380,6 +434,7 @@ impl Walker<'_, '_> {
 
     /// Checks the content of the part at the cursor (neither empty nor null) and moves the
     /// cursor to its end; false when its length is not the version's to judge.
+    #[inline(always)]
     fn content(&mut self, def: &Elem, ty: Ty, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
         let end = stop(depth);
         let kind = split(depth);
@@ -403,30 +458,36 @@ impl Walker<'_, '_> {
                 let mut last_empty;
                 let mut fits = true;
                 let mut first_fits = true;
+                // The kind of the byte at the cursor, carried from each component's scan to the
+                // next test instead of read again.
+                let mut here = self.kind_at(self.pos);
                 loop {
                     seen += 1;
-                    let sub_at = at.child(depth, seen as u32);
-                    last_empty = self.kind_at(self.pos) <= kind.min(SUBCOMPONENT);
+                    last_empty = here <= kind.min(SUBCOMPONENT);
                     match components.get(seen - 1) {
                         None if !last_empty => {
                             fits = false;
-                            self.push(Code::COMPONENT_NOT_DEFINED, sub_at);
-                            self.skip_to(stop(child));
+                            self.push(Code::COMPONENT_NOT_DEFINED, at.child(depth, seen as u32));
+                            here = self.skip_to(stop(child));
                         }
                         None => {}
-                        Some(c) if last_empty && c.required => self.push(Code::COMPONENT_REQUIRED_MISSING, sub_at),
+                        Some(c) if last_empty && c.required => {
+                            self.push(Code::COMPONENT_REQUIRED_MISSING, at.child(depth, seen as u32));
+                        }
                         Some(_) if last_empty => {}
                         Some(c) => {
-                            let f = self.element(c, sub_at, child, inner);
+                            let (f, k) = self.element(c, at.child(depth, seen as u32), child, inner);
+                            here = k;
                             if seen == 1 {
                                 first_fits = f;
                             }
                         }
                     }
-                    if self.kind_at(self.pos) != kind {
+                    if here != kind {
                         break;
                     }
                     self.pos += 1;
+                    here = self.kind_at(self.pos);
                 }
                 if seen < composite.required_end {
                     self.required_after(components, seen, at, depth);
@@ -475,23 +536,33 @@ impl Walker<'_, '_> {
     }
 
     /// A component or subcomponent at the cursor, not empty; moves the cursor to its end.
-    fn element(&mut self, c: &Elem, at: Pos, depth: u8, ctx: ElemCtx) -> bool {
+    /// Returns what [`Walker::value`] does, and the kind of the separator at the cursor.
+    #[inline(always)]
+    fn element(&mut self, c: &Elem, at: Pos, depth: u8, ctx: ElemCtx) -> (bool, u8) {
         if let Ty::Primitive(check) = c.ty {
             // A primitive without separators (most components): checked in place.
             let lo = self.pos;
-            if self.next_separator() <= stop(depth) {
-                match check {
+            let k = self.next_separator();
+            if k <= stop(depth) {
+                let fits = match check {
                     // Text: only its length.
-                    Check::Text => self.length(lo, self.pos, c, at, true),
+                    Check::Text => {
+                        self.length(lo, self.pos, c, at, true);
+                        true
+                    }
                     // No syntax: only the length of a value other than the null value.
-                    Check::UserCoded | Check::Opaque => self.unchecked(lo, c, at),
-                    _ => return self.leaf(lo, c, check, at, ctx),
-                }
-                return true;
+                    Check::UserCoded | Check::Opaque => {
+                        self.unchecked(lo, c, at);
+                        true
+                    }
+                    _ => self.leaf(lo, c, check, at, ctx),
+                };
+                return (fits, k);
             }
             self.pos = lo;
         }
-        self.value(c, c.ty, at, depth, ctx)
+        let fits = self.value(c, c.ty, at, depth, ctx);
+        (fits, self.kind_at(self.pos))
     }
 
     /// The part `lo..cursor` of primitive type `check`, holding no separator: what `value`
@@ -607,6 +678,7 @@ impl Pos {
 
     /// Part `k` under this position: a component of a repetition, or a subcomponent of a
     /// component.
+    #[inline(always)]
     fn child(self, depth: u8, k: u32) -> Pos {
         match depth {
             0 => Pos { comp: k, sub: 0, ..self },
@@ -667,6 +739,7 @@ mod tests {
                                 line: &line,
                                 kinds: &scratch.kinds,
                                 splat: &scratch.splat,
+                                value_type: &scratch.value_type,
                                 pos: start,
                                 base: Hl7Position::default(),
                             };
@@ -674,6 +747,36 @@ mod tests {
                             assert_eq!((w.pos, k), expect, "{line:?} from {start}");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn value_type_cache_agrees_with_the_plan() {
+        // Every data type id of every version, each looked up twice in a row and again after
+        // others, ids over 7 bytes (never cached) and unknown ids in between: the cached look-up
+        // gives what the plan gives.
+        for v in crate::formats::hl7v2::schema::Version::ALL {
+            let Some(plan) = super::super::plan::plan(v) else { panic!("plan {v}") };
+            let scratch = Scratch::new(Delimiters::default());
+            let mut report = Report::new(false, 100);
+            let w = Walker {
+                plan,
+                report: &mut report,
+                trailing_reported: false,
+                line: b"",
+                kinds: &scratch.kinds,
+                splat: &scratch.splat,
+                value_type: &scratch.value_type,
+                pos: 0,
+                base: Hl7Position::default(),
+            };
+            let mut ids: Vec<&[u8]> = plan.schema.datatypes().iter().map(|d| d.id.as_bytes()).collect();
+            ids.extend([&b""[..], b"NM", b"XX", b"NM", b"CWE_LONGER", b"NM", b"ST", b"nm", b"NM\0"]);
+            for round in [ids.clone(), ids.iter().rev().copied().collect()] {
+                for id in round.iter().flat_map(|id| [*id, *id]) {
+                    assert_eq!(w.value_type_named(id), plan.type_named(id), "{v} {id:?}");
                 }
             }
         }

@@ -190,7 +190,7 @@ impl CodeSet {
 
 /// Up to 7 bytes and the length in one integer.
 #[inline]
-fn pack(v: &[u8]) -> Option<u64> {
+pub(crate) fn pack(v: &[u8]) -> Option<u64> {
     if v.len() > 7 {
         return None;
     }
