@@ -77,10 +77,12 @@ fn run(msg: &Message, report: &mut Report) {
             continue;
         }
         if let Some(m) = matcher.as_mut() {
-            m.segment(name, seg.position(), report);
+            m.segment(name, || seg.position(), report);
         }
+        // Names come from the static id tables, one string per id: the same pointer is the same
+        // id (and a different pointer only costs a look-up).
         let segment = match cached {
-            Some((id, segment)) if id == name => segment,
+            Some((id, segment)) if std::ptr::eq(id, name) => segment,
             _ => {
                 let segment = plan.segment(name);
                 cached = Some((name, segment));
