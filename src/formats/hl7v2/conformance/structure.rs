@@ -33,7 +33,10 @@
 use crate::diag::{Code, Hl7Position, Location};
 use crate::formats::hl7v2::schema::{Node, NodeKind, Repeat, StructureDef};
 
+use std::sync::OnceLock;
+
 use super::Report;
+use super::plan::{Plan, SegmentPlan};
 
 /// Deepest group nesting compiled (the tables nest at most 10 deep; the schema decoder caps 32).
 const MAX_DEPTH: usize = 32;
@@ -45,6 +48,22 @@ const NONE: u16 = u16::MAX;
 const SLOT_MASK: u16 = 0x7FFF;
 const NO_SLOT: u16 = 0x7FFF;
 const OPENS: u16 = 0x8000;
+
+/// [`StateInfo::inner`] of a child that is no group.
+const NO_STATE: u32 = u32::MAX;
+
+/// A group state's current child.
+#[derive(Copy, Clone, Debug)]
+struct StateInfo {
+    /// Maximum occurrences, 0 for unbounded.
+    max: u32,
+    /// The child's first state when it is a group or choice, else [`NO_STATE`].
+    inner: u32,
+    /// The child's node.
+    kid: u16,
+    /// The child is a segment.
+    segment: bool,
+}
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Kind {
@@ -109,12 +128,14 @@ pub(crate) struct StructurePlan {
     code_shift: u32,
     /// One row of `segment_ids.len()` transition entries per group state.
     trans: Vec<u16>,
-    /// Per group state: the current child's maximum occurrences (0: unbounded).
-    state_max: Vec<u32>,
-    /// Per group state: the current child is a segment.
-    state_segment: Vec<bool>,
+    /// Per group state: what the current child is.
+    states: Vec<StateInfo>,
     /// Per group: for each slot `i` (and one past the last), the required children before `i`.
     required_before: Vec<u16>,
+    /// The segment ids by code.
+    code_names: Vec<&'static str>,
+    /// The version's plan of each segment id, by code (built on first use).
+    segment_plans: OnceLock<Box<[Option<&'static SegmentPlan>]>>,
 }
 
 impl StructurePlan {
@@ -131,9 +152,10 @@ impl StructurePlan {
             code_values: Vec::new(),
             code_shift: 0,
             trans: Vec::new(),
-            state_max: Vec::new(),
-            state_segment: Vec::new(),
+            states: Vec::new(),
             required_before: Vec::new(),
+            code_names: Vec::new(),
+            segment_plans: OnceLock::new(),
         };
         let path = p.push_path(def.id);
         p.nodes.push(NodePlan {
@@ -152,6 +174,8 @@ impl StructurePlan {
         p.add_children(0, &def.children, path, 0)?;
         p.segment_ids.sort_unstable();
         p.segment_ids.dedup();
+        p.code_names.sort_unstable_by_key(|name| segment_key(name));
+        p.code_names.dedup_by_key(|name| segment_key(name));
         u16::try_from(p.nodes.len()).ok()?;
         p.compile_codes()?;
         p.compile_transitions()?;
@@ -180,20 +204,23 @@ impl StructurePlan {
     /// The transition rows of every group state, and the prefix counts of required children.
     fn compile_transitions(&mut self) -> Option<()> {
         let n = self.segment_ids.len();
+        let is_group = |k: Kind| matches!(k, Kind::Root | Kind::Group | Kind::Choice);
+        // First the state bases, so that a state can name its child group's first state.
+        let mut states = 0u32;
+        for node in self.nodes.iter_mut().filter(|node| is_group(node.kind)) {
+            node.state = states;
+            states = states.checked_add(u32::from(node.kids.1) + 1)?;
+        }
         for g in 0..self.nodes.len() {
             let node = *self.nodes.get(g)?;
-            if !matches!(node.kind, Kind::Root | Kind::Group | Kind::Choice) {
+            if !is_group(node.kind) {
                 continue;
             }
             let kids = self.kids_of(&node).to_vec();
             if kids.len() >= usize::from(NO_SLOT) {
                 return None;
             }
-            let state = u32::try_from(self.state_max.len()).ok()?;
-            let req = u32::try_from(self.required_before.len()).ok()?;
-            let entry = self.nodes.get_mut(g)?;
-            entry.state = state;
-            entry.req = req;
+            self.nodes.get_mut(g)?.req = u32::try_from(self.required_before.len()).ok()?;
             let mut before = 0u16;
             self.required_before.push(0);
             for &k in &kids {
@@ -219,10 +246,10 @@ impl StructurePlan {
                 })
                 .collect();
             // State `s`: child slot none (0) or `s - 1`; forward starts at slot `s`.
-            let states = kids.len() + 1;
-            let mut rows = vec![NO_SLOT; states * n];
+            let count = kids.len() + 1;
+            let mut rows = vec![NO_SLOT; count * n];
             let mut next = vec![NO_SLOT; n];
-            for s in (0..states).rev() {
+            for s in (0..count).rev() {
                 if let Some(codes) = opened.get(s) {
                     for &c in codes {
                         *next.get_mut(c)? = s as u16;
@@ -239,15 +266,20 @@ impl StructurePlan {
                 }
             }
             self.trans.extend_from_slice(&rows);
-            self.state_max.push(0);
-            self.state_segment.push(false);
+            self.states.push(StateInfo { max: 0, inner: NO_STATE, kid: 0, segment: false });
             for &k in &kids {
                 let kid = *self.node(k);
-                self.state_max.push(kid.max);
-                self.state_segment.push(kid.kind == Kind::Segment);
+                let inner = if matches!(kid.kind, Kind::Group | Kind::Choice) { kid.state } else { NO_STATE };
+                self.states.push(StateInfo { max: kid.max, inner, kid: k, segment: kid.kind == Kind::Segment });
             }
         }
-        Some(())
+        (self.states.len() == states as usize).then_some(())
+    }
+
+    /// The plan of each segment id the structure names, by code, from the version's `plan`
+    /// (which compiled this structure).
+    pub(crate) fn segment_plans(&self, plan: &'static Plan) -> &[Option<&'static SegmentPlan>] {
+        self.segment_plans.get_or_init(|| self.code_names.iter().map(|name| plan.segment(name)).collect())
     }
 
     /// The dense code of segment key `key`, when the structure names it.
@@ -271,19 +303,25 @@ impl StructurePlan {
         self.trans.get(state as usize * self.segment_ids.len() + code).copied().unwrap_or(NO_SLOT)
     }
 
-    /// Whether any child of `g` in slots `from..to` is required (always false for a choice).
+    /// Whether any child of the open group in slots `from..to` is required.
     #[inline]
-    fn requires_between(&self, g: &NodePlan, from: u16, to: u16) -> bool {
-        if g.kind == Kind::Choice || from >= to {
+    fn requires_between(&self, level: &Level, from: u16, to: u16) -> bool {
+        let to = to.min(level.kids);
+        if from >= to {
             return false;
         }
-        let to = to.min(g.kids.1);
-        let at = |slot: u16| self.required_before.get(g.req as usize + usize::from(slot)).copied();
-        match (at(from.min(to)), at(to)) {
+        let at = |slot: u16| self.required_before.get(level.req as usize + usize::from(slot)).copied();
+        match (at(from), at(to)) {
             (Some(a), Some(b)) => b > a,
             // Never, by construction: let the walk decide.
             _ => true,
         }
+    }
+
+    /// What the current child of group state `state` is.
+    #[inline]
+    fn state(&self, state: u32) -> Option<&StateInfo> {
+        self.states.get(state as usize)
     }
 
     fn push_path(&mut self, text: &str) -> (u32, u32) {
@@ -319,6 +357,7 @@ impl StructurePlan {
             let key = if kind == Kind::Segment { segment_key(child.name) } else { 0 };
             if kind == Kind::Segment {
                 self.segment_ids.push(key);
+                self.code_names.push(child.name);
             }
             let max = match child.repeat {
                 Repeat::Once => 1,
@@ -423,8 +462,12 @@ fn code_slot(key: u32, shift: u32) -> usize {
 
 /// A segment id as an integer (ids are three ASCII bytes; anything longer is cut, which only
 /// the schema could supply and does not).
+#[inline]
 fn segment_key(id: &str) -> u32 {
-    id.bytes().take(4).fold(0u32, |k, b| (k << 8) | u32::from(b))
+    match *id.as_bytes() {
+        [a, b, c] => (u32::from(a) << 16) | (u32::from(b) << 8) | u32::from(c),
+        _ => id.bytes().take(4).fold(0u32, |k, b| (k << 8) | u32::from(b)),
+    }
 }
 
 /// One open group instance.
@@ -437,11 +480,27 @@ struct Level {
     count: u32,
     /// The group's first state (its node's `state`).
     state: u32,
+    /// The group's first prefix count of required children (its node's `req`).
+    req: u32,
+    /// The group's number of children.
+    kids: u16,
+    /// The group is a choice.
+    choice: bool,
 }
 
 impl Level {
+    #[inline]
     fn open(plan: &StructurePlan, node: u16) -> Level {
-        Level { node, child: NONE, count: 0, state: plan.node(node).state }
+        let n = plan.node(node);
+        Level {
+            node,
+            child: NONE,
+            count: 0,
+            state: n.state,
+            req: n.req,
+            kids: n.kids.1,
+            choice: n.kind == Kind::Choice,
+        }
     }
 
     /// The group state: child slot none, or the slot last matched.
@@ -482,9 +541,15 @@ impl Matcher {
     }
 
     /// Places the next segment (a standard id; Z segments are not passed in). `at` gives its
-    /// position, asked for only when there is a finding to locate.
+    /// position, asked for only when there is a finding to locate. Returns the segment's code
+    /// (see [`StructurePlan::segment_plans`]) when the structure names it.
     #[inline(never)]
-    pub(crate) fn segment(&mut self, id: &'static str, at: impl FnOnce() -> Hl7Position, report: &mut Report) {
+    pub(crate) fn segment(
+        &mut self,
+        id: &'static str,
+        at: impl FnOnce() -> Hl7Position,
+        report: &mut Report,
+    ) -> Option<usize> {
         let key = segment_key(id);
         let code = if self.general_only { None } else { self.plan.code(key) };
         let mut repeated = false;
@@ -493,17 +558,18 @@ impl Matcher {
             None => self.find(key, false, &mut repeated),
         };
         let Some(target) = found.or_else(|| self.find(key, true, &mut repeated)) else {
-            let code = if !self.plan.names(key) {
+            let finding = if !self.plan.names(key) {
                 Code::SEGMENT_NOT_IN_STRUCTURE
             } else if repeated {
                 Code::SEGMENT_REPEATED
             } else {
                 Code::SEGMENT_UNEXPECTED
             };
-            report.push(code, Location::Hl7(at()));
-            return;
+            report.push(finding, Location::Hl7(at()));
+            return code;
         };
         self.commit(target, key, code, report);
+        code
     }
 
     /// Closes every open group: reports required children never seen.
@@ -522,11 +588,11 @@ impl Matcher {
             let state = level.state();
             let entry = p.transition(state, code);
             if entry & OPENS != 0 {
-                let max = p.state_max.get(state as usize).copied().unwrap_or(1);
+                let (max, segment) = p.state(state).map_or((1, false), |i| (i.max, i.segment));
                 if max == 0 || level.count < max {
                     return Some(Target { depth, slot: level.child, again: true });
                 }
-                if p.state_segment.get(state as usize).copied().unwrap_or(false) {
+                if segment {
                     *repeated = true;
                 }
             }
@@ -585,7 +651,7 @@ impl Matcher {
         }
         let mut target = target;
         // Each pass goes one group deeper; depth is bounded by the structure's nesting.
-        for _ in 0..=MAX_DEPTH {
+        for _ in 0..MAX_DEPTH + 1 {
             let Some(level) = self.stack.last().copied() else { return };
             if target.again {
                 if let Some(top) = self.stack.last_mut() {
@@ -593,20 +659,22 @@ impl Matcher {
                 }
             } else {
                 let from = if level.child == NONE { 0 } else { level.child + 1 };
-                self.missing_between(level.node, from, target.slot, report);
+                self.missing_between(&level, from, target.slot, report);
                 if let Some(top) = self.stack.last_mut() {
                     top.child = target.slot;
                     top.count = 1;
                 }
             }
             let p = self.plan;
-            let kids = p.kids_of(p.node(level.node));
-            let Some(&kid) = kids.get(usize::from(target.slot)) else { return };
-            if !matches!(p.node(kid).kind, Kind::Group | Kind::Choice) {
+            if target.slot >= level.kids {
+                return;
+            }
+            let Some(info) = p.state(level.state + u32::from(target.slot) + 1) else { return };
+            if info.inner == NO_STATE {
                 return;
             }
             // A new instance of a group: open it and place the segment inside.
-            let inner = Level::open(p, kid);
+            let inner = Level::open(p, info.kid);
             self.stack.push(inner);
             let slot = match code {
                 Some(code) => Some(p.transition(inner.state(), code) & SLOT_MASK).filter(|s| *s != NO_SLOT),
@@ -617,18 +685,16 @@ impl Matcher {
         }
     }
 
-    /// Reports required children in slots `from..to` of `group` (skipped over).
+    /// Reports required children in slots `from..to` of the open group (skipped over).
     #[inline]
-    fn missing_between(&self, group: u16, from: u16, to: u16, report: &mut Report) {
-        let p = self.plan;
-        let g = p.node(group);
-        if g.kind == Kind::Choice {
+    fn missing_between(&self, level: &Level, from: u16, to: u16, report: &mut Report) {
+        if level.choice {
             return;
         }
-        if !self.general_only && !p.requires_between(g, from, to) {
+        if !self.general_only && !self.plan.requires_between(level, from, to) {
             return;
         }
-        self.report_missing(g, from, to, report);
+        self.report_missing(self.plan.node(level.node), from, to, report);
     }
 
     #[cold]
@@ -650,12 +716,11 @@ impl Matcher {
     }
 
     fn close(&self, level: Level, report: &mut Report) {
-        let g = self.plan.node(level.node);
         let from = if level.child == NONE { 0 } else { level.child + 1 };
-        if g.kind == Kind::Choice && level.child != NONE {
+        if level.choice && level.child != NONE {
             return;
         }
-        self.missing_between(level.node, from, g.kids.1, report);
+        self.missing_between(&level, from, level.kids, report);
     }
 }
 
