@@ -883,7 +883,7 @@ mod tests {
                     generate(&def.children, &names, &mut rng, &mut segs);
                     match round {
                         0 => {}
-                        1 | 2 | 3 => {
+                        1..=3 => {
                             for _ in 0..1 + rng.below(4) {
                                 let at = rng.below(segs.len() + 1);
                                 match rng.below(4) {
