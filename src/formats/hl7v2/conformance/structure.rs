@@ -318,6 +318,13 @@ impl StructurePlan {
         }
     }
 
+    /// Whether skipping slots `from..to` of the open group reports a missing child (a choice
+    /// never does).
+    #[inline]
+    fn reports_missing(&self, level: &Level, from: u16, to: u16) -> bool {
+        !level.choice && self.requires_between(level, from, to)
+    }
+
     /// What the current child of group state `state` is.
     #[inline]
     fn state(&self, state: u32) -> Option<&StateInfo> {
@@ -552,6 +559,11 @@ impl Matcher {
     ) -> Option<usize> {
         let key = segment_key(id);
         let code = if self.general_only { None } else { self.plan.code(key) };
+        if let Some(c) = code
+            && self.place_common(c)
+        {
+            return code;
+        }
         let mut repeated = false;
         let found = match code {
             Some(code) => self.find_by_table(code, &mut repeated),
@@ -577,6 +589,79 @@ impl Matcher {
         while let Some(level) = self.stack.pop() {
             self.close(level, report);
         }
+    }
+
+    /// The common steps, placed directly when the tables settle them with no finding: a repeat
+    /// of the current segment, the next segment of the innermost group, and the next repetition
+    /// of the innermost group opening with a segment. Exactly what [`Matcher::find_by_table`]
+    /// and [`Matcher::commit`] would do; false (nothing changed) for everything else.
+    #[inline]
+    fn place_common(&mut self, code: usize) -> bool {
+        let p = self.plan;
+        let Some(&top) = self.stack.last() else { return false };
+        let state = top.state();
+        let entry = p.transition(state, code);
+        let slot = entry & SLOT_MASK;
+        if entry & OPENS != 0 {
+            let Some(info) = p.state(state) else { return false };
+            if info.max == 0 || top.count < info.max {
+                if info.inner != NO_STATE {
+                    return false;
+                }
+                // A repeat of the current segment.
+                if let Some(t) = self.stack.last_mut() {
+                    t.count += 1;
+                }
+                return true;
+            }
+        }
+        if slot != NO_SLOT {
+            // The next segment in order, in the same group instance.
+            let from = top.child.wrapping_add(1);
+            let Some(next) = p.state(top.state + u32::from(slot) + 1) else { return false };
+            if next.inner != NO_STATE || slot >= top.kids || p.reports_missing(&top, from, slot) {
+                return false;
+            }
+            if let Some(t) = self.stack.last_mut() {
+                t.child = slot;
+                t.count = 1;
+            }
+            return true;
+        }
+        // The next repetition of the innermost group: its parent's current child opens again.
+        let depth = self.stack.len();
+        if depth < 2 {
+            return false;
+        }
+        let Some(&parent) = self.stack.get(depth - 2) else { return false };
+        let pstate = parent.state();
+        if p.transition(pstate, code) & OPENS == 0 {
+            return false;
+        }
+        let Some(group) = p.state(pstate) else { return false };
+        if parent.child >= parent.kids || !(group.max == 0 || parent.count < group.max) || group.inner != top.state {
+            return false;
+        }
+        // Closing the instance must report nothing (a choice never does).
+        if p.reports_missing(&top, top.child.wrapping_add(1), top.kids) {
+            return false;
+        }
+        let fresh = Level { child: NONE, count: 0, ..top };
+        let inner = p.transition(fresh.state(), code) & SLOT_MASK;
+        if inner == NO_SLOT || inner >= fresh.kids {
+            return false;
+        }
+        let Some(first) = p.state(fresh.state + u32::from(inner) + 1) else { return false };
+        if first.inner != NO_STATE || p.reports_missing(&fresh, 0, inner) {
+            return false;
+        }
+        if let Some(par) = self.stack.get_mut(depth - 2) {
+            par.count += 1;
+        }
+        if let Some(t) = self.stack.last_mut() {
+            *t = Level { child: inner, count: 1, ..fresh };
+        }
+        true
     }
 
     /// [`Matcher::find`] without `ANYHL7SEGMENT`, by the transition tables: the same answer for
@@ -853,14 +938,21 @@ mod tests {
         }
     }
 
-    fn findings(sp: &'static StructurePlan, general: bool, segments: &[&'static str]) -> Vec<String> {
-        let mut report = Report::new(false, usize::MAX);
-        let mut m = if general { Matcher::general(sp) } else { Matcher::new(sp) };
+    /// The findings of the tables and of the general search, checking after each segment that
+    /// both left the same open groups, positions and counts.
+    fn both_findings(sp: &'static StructurePlan, segments: &[&'static str]) -> (Vec<String>, Vec<String>) {
+        let (mut fast_report, mut general_report) = (Report::new(false, usize::MAX), Report::new(false, usize::MAX));
+        let (mut fast, mut general) = (Matcher::new(sp), Matcher::general(sp));
+        let shape = |m: &Matcher| m.stack.iter().map(|l| (l.node, l.child, l.count)).collect::<Vec<_>>();
         for (i, id) in segments.iter().enumerate() {
-            m.segment(id, || Hl7Position::segment(None, i as u32 + 1), &mut report);
+            fast.segment(id, || Hl7Position::segment(None, i as u32 + 1), &mut fast_report);
+            general.segment(id, || Hl7Position::segment(None, i as u32 + 1), &mut general_report);
+            assert_eq!(shape(&fast), shape(&general), "after segment {} of {segments:?}", i + 1);
         }
-        m.finish(&mut report);
-        report.finish().0.iter().map(|d| format!("{} {}", d.code.as_str(), d.location)).collect()
+        fast.finish(&mut fast_report);
+        general.finish(&mut general_report);
+        let text = |r: Report| r.finish().0.iter().map(|d| format!("{} {}", d.code.as_str(), d.location)).collect();
+        (text(fast_report), text(general_report))
     }
 
     /// The transition tables against the general search, on every structure of several
@@ -901,8 +993,7 @@ mod tests {
                             segs = (0..rng.below(60)).map(|_| names[rng.below(names.len())]).collect();
                         }
                     }
-                    let fast = findings(sp, false, &segs);
-                    let general = findings(sp, true, &segs);
+                    let (fast, general) = both_findings(sp, &segs);
                     assert_eq!(fast, general, "{version:?} {} {segs:?}", def.id);
                     checked += 1;
                 }
