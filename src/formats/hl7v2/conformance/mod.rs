@@ -28,7 +28,7 @@ use crate::diag::{Code, Diagnostic, Location, Severity};
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
 use crate::formats::hl7v2::schema::Version;
 use crate::formats::hl7v2::segment_ids;
-use crate::formats::hl7v2::validate::{MAX_FINDINGS, Options};
+use crate::formats::hl7v2::validate::{MAX_FINDINGS, Options, first_components};
 
 use plan::{Plan, SegmentPlan};
 use structure::{Matcher, StructurePlan};
@@ -64,7 +64,10 @@ fn run(msg: &Message, report: &mut Report) {
     }
     let Some(version) = version(msh, report) else { return };
     let Some(plan) = plan::plan(version) else { return };
-    let mut matcher = structure_of(msh, plan, report).map(Matcher::new);
+    let structure = structure_of(msh, plan, report);
+    // The segment plans of the ids the structure names, by the matcher's code.
+    let by_code = structure.map_or(&[][..], |s| s.segment_plans(plan));
+    let mut matcher = structure.map(Matcher::new);
     let delimiters = msg.delimiters();
     let scratch = fields::Scratch::new(delimiters);
     let mut cached: Option<(&'static str, Option<&'static SegmentPlan>)> = None;
@@ -76,12 +79,13 @@ fn run(msg: &Message, report: &mut Report) {
         if segment_ids::is_z(name) {
             continue;
         }
-        if let Some(m) = matcher.as_mut() {
-            m.segment(name, seg.position(), report);
-        }
-        let segment = match cached {
-            Some((id, segment)) if id == name => segment,
-            _ => {
+        let code = matcher.as_mut().and_then(|m| m.segment(name, || seg.position(), report));
+        // Names come from the static id tables, one string per id: the same pointer is the same
+        // id (and a different pointer only costs a look-up).
+        let segment = match (code.and_then(|c| by_code.get(c)), cached) {
+            (Some(segment), _) => *segment,
+            (None, Some((id, segment))) if std::ptr::eq(id, name) => segment,
+            (None, _) => {
                 let segment = plan.segment(name);
                 cached = Some((name, segment));
                 segment
@@ -108,7 +112,8 @@ impl crate::phi::sealed::Sealed for VersionFact {}
 impl crate::phi::ValueFree for VersionFact {}
 
 fn version(msh: SegmentRef<'_>, report: &mut Report) -> Option<Version> {
-    let id = msh.field(12)?.at(1, 1, 1)?;
+    let [id] = first_components(msh.field(12)?);
+    let id = id?;
     let fact = id.classify(|v| match (Version::parse(v), Version::nearest(v)) {
         (Some(v), _) => VersionFact::Exact(v),
         (None, Some(v)) => VersionFact::Nearest(v),
@@ -137,10 +142,9 @@ fn structure_of(msh: SegmentRef<'_>, plan: &'static Plan, report: &mut Report) -
     let msh9 = msh.field(9).filter(|f| !f.is_empty())?;
     let at = msh.position().field(9, 1);
     let schema = plan.schema;
-    let named =
-        msh9.at(1, 3, 1).filter(|b| !b.is_empty()).map(|b| b.classify(|v| StructureIndex(plan.structure_index(v))));
-    let trigger = msh9.at(1, 2, 1);
-    let event = msh9.at(1, 1, 1).map_or(StructureIndex(None), |code| {
+    let [code, trigger, named] = first_components(msh9);
+    let named = named.filter(|b| !b.is_empty()).map(|b| b.classify(|v| StructureIndex(plan.structure_index(v))));
+    let event = code.map_or(StructureIndex(None), |code| {
         code.classify(|code| {
             let lookup = |trig: &[u8]| {
                 StructureIndex(schema.structure_for(code, trig).and_then(|id| plan.structure_index(id.as_bytes())))
