@@ -125,20 +125,16 @@ fn ascii_white_space(b: u8) -> bool {
 /// `[^\s]+(\s[^\s]+)*`: no leading, trailing or doubled white space.
 fn code(v: &[u8]) -> bool {
     if v.is_ascii() {
-        let mut prev_space = true;
-        for &b in v {
-            let space = ascii_white_space(b);
-            if space && prev_space {
-                return false;
-            }
-            prev_space = space;
-        }
-        return !prev_space;
+        return single_spaced(v.iter().map(|&b| ascii_white_space(b)));
     }
-    let Ok(s) = std::str::from_utf8(v) else { return false };
+    std::str::from_utf8(v).is_ok_and(|s| single_spaced(s.chars().map(char::is_whitespace)))
+}
+
+/// Given whether each character is white space: none leading, trailing or doubled, and at
+/// least one that is not.
+fn single_spaced(spaces: impl Iterator<Item = bool>) -> bool {
     let mut prev_space = true;
-    for c in s.chars() {
-        let space = c.is_whitespace();
+    for space in spaces {
         if space && prev_space {
             return false;
         }
@@ -408,17 +404,7 @@ mod ascii_paths {
     #[test]
     fn agree_with_the_char_paths() {
         let alphabet = ["a", " ", "\t", "\n", "\u{b}", "\u{c}", "\r", "\u{a0}", "\u{2003}", "\u{85}", "é"];
-        let slow_code = |s: &str| {
-            let mut prev_space = true;
-            for c in s.chars() {
-                let space = c.is_whitespace();
-                if space && prev_space {
-                    return false;
-                }
-                prev_space = space;
-            }
-            !prev_space
-        };
+        let slow_code = |s: &str| super::single_spaced(s.chars().map(char::is_whitespace));
         let mut n = 0;
         for a in alphabet {
             for b in alphabet {
