@@ -19,8 +19,6 @@
 //! What it does not do: fetch anything, check reference target types, or check conditional
 //! references (`Patient?identifier=...`, transactions only).
 
-use std::collections::HashSet;
-
 use crate::diag::{Code, Location, Severity};
 
 use super::definitions as defs;
@@ -47,18 +45,21 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 (e, full, res)
             })
             .collect();
-        let mut full_urls: HashSet<&[u8]> = HashSet::new();
-        let mut type_ids: HashSet<(&str, &[u8])> = HashSet::new();
+        // Sorted, for membership by binary search.
+        let mut full_urls: Vec<&[u8]> = Vec::with_capacity(entries.len());
+        let mut type_ids: Vec<(&str, &[u8])> = Vec::with_capacity(entries.len());
         for &(_, full, res) in &entries {
             if let Some(u) = full {
-                full_urls.insert(doc.value(u));
+                full_urls.push(doc.value(u));
             }
             if let Some(r) = res {
                 if let (Some(ty), Some(id)) = (doc.node(r).ty, resource_id(doc, r)) {
-                    type_ids.insert((defs::type_name(ty), id));
+                    type_ids.push((defs::type_name(ty), id));
                 }
             }
         }
+        full_urls.sort_unstable();
+        type_ids.sort_unstable();
         for &(_, full, res) in &entries {
             let (Some(u), Some(r)) = (full, res) else { continue };
             if let Some((ty, id)) = restful_tail(doc.value(u)) {
@@ -79,7 +80,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 let Some(refn) = doc.named(n, "reference").find(|&x| doc.node(x).has_value()) else { continue };
                 let v = doc.value(refn);
                 let resolved = if v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:") {
-                    full_urls.contains(v)
+                    full_urls.binary_search(&v).is_ok()
                 } else if v.starts_with(b"#") || v.contains(&b'?') || is_absolute(v) {
                     true
                 } else {
@@ -137,12 +138,7 @@ fn restful_base(url: &[u8]) -> Option<&[u8]> {
     url.len().checked_sub(ty.len() + id.len() + 1).map(|end| &url[..end])
 }
 
-fn resolve_relative(
-    v: &[u8],
-    base: Option<&[u8]>,
-    full_urls: &HashSet<&[u8]>,
-    type_ids: &HashSet<(&str, &[u8])>,
-) -> bool {
+fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids: &[(&str, &[u8])]) -> bool {
     let v = without_history(v);
     let mut parts = v.splitn(2, |b| *b == b'/');
     let (Some(ty), Some(id)) = (parts.next(), parts.next()) else { return false };
@@ -150,14 +146,14 @@ fn resolve_relative(
         let mut url = Vec::with_capacity(base.len() + v.len());
         url.extend_from_slice(base);
         url.extend_from_slice(v);
-        let hit = full_urls.contains(url.as_slice());
+        let hit = full_urls.binary_search(&url.as_slice()).is_ok();
         zeroize::Zeroize::zeroize(&mut url);
         if hit {
             return true;
         }
     }
     let Ok(ty) = std::str::from_utf8(ty) else { return false };
-    type_ids.contains(&(ty, id))
+    type_ids.binary_search(&(ty, id)).is_ok()
 }
 
 #[cfg(test)]

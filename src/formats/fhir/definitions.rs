@@ -101,6 +101,8 @@ pub struct ElementDef {
     pub content_ref: Option<u16>,
     /// Child elements (indexes into the same snapshot), in definition order.
     pub children: Vec<u16>,
+    /// The children with a minimum cardinality above 0, in definition order.
+    pub required: Vec<u16>,
     /// Represented as an XML attribute (`id`, `url`, `value`).
     pub xml_attr: bool,
     /// XHTML (`Narrative.div`).
@@ -316,6 +318,17 @@ pub fn children(r: ElemRef) -> &'static [u16] {
     }
 }
 
+/// The children of an element (following content references) with a minimum cardinality
+/// above 0, in definition order.
+pub fn required_children(r: ElemRef) -> &'static [u16] {
+    let def = type_def(r.ty);
+    let Some(el) = def.elements.get(usize::from(r.idx)) else { return &[] };
+    match el.content_ref.and_then(|c| def.elements.get(usize::from(c))) {
+        Some(target) => &target.required,
+        None => &el.required,
+    }
+}
+
 /// Finds the child element of `ctx` that a JSON property or XML element name denotes, with the
 /// concrete type for a choice (`valueQuantity`).
 pub fn child(ctx: ElemRef, name: &[u8]) -> Option<(ElemRef, Option<TypeId>)> {
@@ -416,6 +429,7 @@ fn decode_type(entry: &TypeEntry) -> TypeDef {
             constraints,
             content_ref: None,
             children: Vec::new(),
+            required: Vec::new(),
             xml_attr: flags.contains('a'),
             xhtml: flags.contains('x'),
             names,
@@ -434,6 +448,11 @@ fn decode_type(entry: &TypeEntry) -> TypeDef {
         if let Some(target) = content_refs[i] {
             elements[i].content_ref = paths.iter().position(|q| *q == target).map(|t| t as u16);
         }
+    }
+    for i in 0..elements.len() {
+        let required: Vec<u16> =
+            elements[i].children.iter().copied().filter(|&c| elements[usize::from(c)].min > 0).collect();
+        elements[i].required = required;
     }
     TypeDef {
         name: entry.name,

@@ -101,6 +101,7 @@ pub fn is_valid(findings: &[Diagnostic]) -> bool {
 }
 
 fn cardinality(doc: &Document, i: u32, ctx: defs::ElemRef, counts: &mut Vec<(u16, u32, u32)>, f: &mut Findings) {
+    let defs_of = defs::type_def(ctx.ty);
     counts.clear();
     for c in doc.children(i) {
         let child = doc.node(c);
@@ -108,21 +109,32 @@ fn cardinality(doc: &Document, i: u32, ctx: defs::ElemRef, counts: &mut Vec<(u16
         if elem.ty != ctx.ty {
             continue;
         }
+        // `elem.ty == ctx.ty`: the definition is in `defs_of`.
+        let def = defs_of.elements.get(usize::from(elem.idx));
         match counts.iter_mut().find(|(idx, _, _)| *idx == elem.idx) {
             Some(entry) => {
                 entry.1 += 1;
-                if let Some(def) = defs::element(elem) {
+                if let Some(def) = def {
                     if entry.1 == def.max.saturating_add(1) {
                         entry.2 = c;
                     }
                 }
             }
-            None => {
-                counts.push((elem.idx, 1, if defs::element(elem).is_some_and(|d| d.max == 0) { c } else { u32::MAX }))
-            }
+            None => counts.push((elem.idx, 1, if def.is_some_and(|d| d.max == 0) { c } else { u32::MAX })),
         }
     }
-    let defs_of = defs::type_def(ctx.ty);
+    // Nothing to report (the common case): no count above its maximum and every required child
+    // present. Otherwise the walk below finds what, in definition order.
+    let within_max =
+        counts.iter().all(|&(idx, n, _)| defs_of.elements.get(usize::from(idx)).is_none_or(|d| n <= d.max));
+    if within_max
+        && defs::required_children(ctx).iter().all(|&r| {
+            let min = defs_of.elements.get(usize::from(r)).map_or(0, |d| d.min);
+            counts.iter().any(|&(idx, n, _)| idx == r && n >= min)
+        })
+    {
+        return;
+    }
     let primitive = defs_of.kind == Kind::Primitive;
     for &child in defs::children(ctx) {
         let Some(def) = defs_of.elements.get(usize::from(child)) else { continue };

@@ -80,30 +80,20 @@ pub fn coverage() -> (usize, usize) {
     (ok, all.len())
 }
 
-/// The invariants that apply to node `i`: its element definition's and its type's.
-fn applicable(doc: &Document, i: u32, out: &mut Vec<u16>) {
-    out.clear();
+/// The invariants that apply to node `i`: its element definition's and its type's, each once,
+/// in that order.
+fn applicable(doc: &Document, i: u32) -> impl Iterator<Item = u16> + use<> {
     let node = doc.node(i);
-    let mut add = |list: &[u16]| {
-        for &c in list {
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
-    };
-    if let Some(d) = node.elem.and_then(defs::element) {
-        add(&d.constraints);
-    }
-    if let Some(t) = node.ty {
-        if let Some(d) = defs::element(ElemRef { ty: t, idx: 0 }) {
-            add(&d.constraints);
-        }
-    }
+    let own: &'static [u16] = node.elem.and_then(defs::element).map_or(&[], |d| &d.constraints);
+    let of_type: &'static [u16] =
+        node.ty.and_then(|t| defs::element(ElemRef { ty: t, idx: 0 })).map_or(&[], |d| &d.constraints);
+    let first = own.iter().enumerate().filter(move |&(k, c)| !own[..k].contains(c));
+    let then = of_type.iter().enumerate().filter(move |&(k, c)| !own.contains(c) && !of_type[..k].contains(c));
+    first.chain(then).map(|(_, &c)| c)
 }
 
 /// Evaluates every applicable invariant of every element of the document.
 pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
-    let mut list = Vec::new();
     let mut unchecked: Vec<&'static str> = Vec::new();
     let cache = eval::NavCache::default();
     let ele_1 = ele_1();
@@ -113,8 +103,8 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
         if node.is_unknown() {
             continue;
         }
-        applicable(doc, i, &mut list);
-        if list.is_empty() {
+        let mut list = applicable(doc, i).peekable();
+        if list.peek().is_none() {
             continue;
         }
         let resource = doc.resource_of(i);
@@ -124,8 +114,8 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
         } else {
             resource
         };
-        let env = eval::Env { doc, resource, root_resource, context: i, cache: &cache };
-        for &c in &list {
+        let env = eval::Env::new(doc, resource, root_resource, i, &cache);
+        for c in list {
             let Some(constraint) = defs::constraint(c) else { continue };
             let result = match compiled(c) {
                 Some(Ok(_)) if Some(c) == ele_1 => Some(Some(env.ele_1())),
@@ -162,14 +152,12 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
 pub(crate) fn natives_agree(docs: &[(String, Document)]) -> std::collections::BTreeMap<&'static str, usize> {
     let natives = natives();
     let mut decided = std::collections::BTreeMap::new();
-    let mut list = Vec::new();
     for (name, doc) in docs {
         let cache = eval::NavCache::default();
         for i in 0..doc.nodes().len() as u32 {
             if doc.node(i).is_unknown() {
                 continue;
             }
-            applicable(doc, i, &mut list);
             let resource = doc.resource_of(i);
             let res_node = doc.node(resource);
             let root_resource = if res_node.name == "contained" && res_node.parent != NONE {
@@ -177,8 +165,8 @@ pub(crate) fn natives_agree(docs: &[(String, Document)]) -> std::collections::BT
             } else {
                 resource
             };
-            let env = eval::Env { doc, resource, root_resource, context: i, cache: &cache };
-            for &c in &list {
+            let env = eval::Env::new(doc, resource, root_resource, i, &cache);
+            for c in applicable(doc, i) {
                 let Some(Ok(expr)) = compiled(c) else { panic!("compiles") };
                 let Some(result) = env.native(natives[usize::from(c)], expr) else { continue };
                 let key = defs::constraint(c).map_or("", |d| d.key);
@@ -258,7 +246,7 @@ mod tests {
                     continue;
                 }
                 let resource = doc.resource_of(i);
-                let env = eval::Env { doc: &doc, resource, root_resource: resource, context: i, cache: &cache };
+                let env = eval::Env::new(&doc, resource, resource, i, &cache);
                 let engine = env.run(expr);
                 assert_eq!(engine, Ok(Some(env.ele_1())), "{} node {i}", path.display());
                 checked += 1;
