@@ -43,8 +43,8 @@ pub struct Env<'d> {
     pub context: u32,
     /// Children by name of large elements, shared by the evaluations of one document.
     pub cache: &'d NavCache,
-    /// Whether the context has a `contained` child, once asked (0 unknown, 1 no, 2 yes).
-    contained: std::cell::Cell<u8>,
+    /// Which of `contained` and `text` the context has as children, once asked ([`Env::scan`]).
+    scanned: std::cell::Cell<u8>,
 }
 
 /// A cache of `navigate` over elements with many descendants (a Bundle with thousands of
@@ -73,7 +73,14 @@ pub enum Native {
     Ref1,
     /// `dom-2`, `dom-3`, `dom-4`, `dom-5`: paths from `contained` only, all true without it.
     Contained,
+    /// `dom-6`: a path from `text`, false without it.
+    Text,
 }
+
+/// [`Env::scan`] bits: the scan was made; a `contained` child; a `text` child.
+const SCANNED: u8 = 1;
+const CONTAINED: u8 = 2;
+const TEXT: u8 = 4;
 
 impl Native {
     /// The native evaluation of the invariant `key`.
@@ -85,6 +92,7 @@ impl Native {
             "bdl-8" => Native::Bdl8,
             "ref-1" => Native::Ref1,
             "dom-2" | "dom-3" | "dom-4" | "dom-5" => Native::Contained,
+            "dom-6" => Native::Text,
             _ => Native::None,
         }
     }
@@ -98,20 +106,27 @@ struct Scope<'a> {
 impl<'d> Env<'d> {
     /// The environment of the invariants of node `context`.
     pub fn new(doc: &'d Document, resource: u32, root_resource: u32, context: u32, cache: &'d NavCache) -> Self {
-        Env { doc, resource, root_resource, context, cache, contained: std::cell::Cell::new(0) }
+        Env { doc, resource, root_resource, context, cache, scanned: std::cell::Cell::new(0) }
     }
 
-    /// Whether the context node has a child that navigation to `contained` finds (memoized:
-    /// several invariants of a resource ask).
-    fn has_contained(&self) -> bool {
-        match self.contained.get() {
-            0 => {
-                let found = self.doc.children(self.context).any(|c| self.is_named(c, "contained"));
-                self.contained.set(if found { 2 } else { 1 });
-                found
+    /// Whether the context node has children that navigation to `contained` and to `text` find:
+    /// bits [`SCANNED`] | [`CONTAINED`] | [`TEXT`], one scan for the invariants of a resource
+    /// that ask (memoized).
+    fn scan(&self) -> u8 {
+        let mut bits = self.scanned.get();
+        if bits == 0 {
+            bits = SCANNED;
+            for c in self.doc.children(self.context) {
+                if self.is_named(c, "contained") {
+                    bits |= CONTAINED;
+                }
+                if self.is_named(c, "text") {
+                    bits |= TEXT;
+                }
             }
-            m => m == 2,
+            self.scanned.set(bits);
         }
+        bits
     }
 
     /// Evaluates `e` with the context node as focus.
@@ -131,14 +146,7 @@ impl<'d> Env<'d> {
     /// element: the same result as [`Env::run`] over its compiled expression (a test checks
     /// both agree on the fixtures), without building the collections.
     pub fn ele_1(&self) -> bool {
-        let doc = self.doc;
-        if doc.node(self.context).has_value() {
-            return true;
-        }
-        // `children().count() > id.count()`: the children named `id` are among the known
-        // children, so the count is greater exactly when one known child is not an `id`
-        // (navigation to `id` never finds the context itself: `id` is not a type name).
-        doc.children(self.context).any(|c| !doc.node(c).is_unknown() && !self.is_named(c, "id"))
+        ele_1(self.doc, self.context)
     }
 
     fn eval(&self, e: &Expr, focus: &[Val], scope: &Scope<'_>, depth: u32) -> R {
@@ -256,27 +264,7 @@ impl<'d> Env<'d> {
 
     /// Whether child `c` is found by navigating to `name` (the test of [`Env::navigate`]).
     fn is_named(&self, c: u32, name: &str) -> bool {
-        let node = self.doc.node(c);
-        if node.is_unknown() {
-            return false;
-        }
-        // Equal, or a prefix of `name` (a choice element): the first bytes agree.
-        if let (Some(a), Some(b)) = (node.name.as_bytes().first(), name.as_bytes().first()) {
-            if a != b {
-                return false;
-            }
-        }
-        if node.name == name {
-            return true;
-        }
-        // `valueQuantity`: a choice element by its typed name.
-        if let (Some(rest), Some(t)) = (name.strip_prefix(node.name), node.ty) {
-            let is_choice = node.elem.and_then(defs::element).is_some_and(|d| d.choice);
-            if is_choice && !rest.is_empty() && rest.eq_ignore_ascii_case(defs::type_name(t)) {
-                return true;
-            }
-        }
-        false
+        is_named(self.doc, c, name)
     }
 
     /// The children of `n` that navigation to `name` finds.
@@ -326,10 +314,18 @@ impl<'d> Env<'d> {
             // `contained.meta.versionId.empty() and ...`, `contained.meta.security.empty()`:
             // without a `contained` child every path is empty and the result true.
             Native::Contained => {
-                if self.has_contained() {
+                if self.scan() & CONTAINED != 0 {
                     self.quick(e, n)?
                 } else {
                     true
+                }
+            }
+            // `text.`div`.exists()`: false without a `text` child.
+            Native::Text => {
+                if self.scan() & TEXT != 0 {
+                    self.quick(e, n)?
+                } else {
+                    false
                 }
             }
             // `entry.all(request.exists() = (%resource.type = 'batch' or ...))`, and `response`.
@@ -1100,6 +1096,39 @@ impl<'d> Env<'d> {
         }
         None
     }
+}
+
+/// `ele-1` (`hasValue() or (children().count() > id.count())`) at node `context`: the result
+/// of the engine over its compiled expression (a test checks both agree on the fixtures),
+/// without building the collections.
+pub fn ele_1(doc: &Document, context: u32) -> bool {
+    if doc.node(context).has_value() {
+        return true;
+    }
+    // `children().count() > id.count()`: the children named `id` are among the known
+    // children, so the count is greater exactly when one known child is not an `id`
+    // (navigation to `id` never finds the context itself: `id` is not a type name).
+    doc.children(context).any(|c| !doc.node(c).is_unknown() && !is_named(doc, c, "id"))
+}
+
+/// Whether child `c` is found by navigating to `name` (the test of [`Env::navigate`]).
+fn is_named(doc: &Document, c: u32, name: &str) -> bool {
+    let node = doc.node(c);
+    if node.is_unknown() {
+        return false;
+    }
+    let (have, want) = (node.name.as_bytes(), name.as_bytes());
+    if want.len() <= have.len() {
+        // Only equality can hold (a typed choice name is longer than the element's).
+        return want.len() == have.len() && have.first() == want.first() && have == want;
+    }
+    // `valueQuantity`: a choice element by its typed name.
+    if have.first().is_some_and(|a| *a != want[0]) || !want.starts_with(have) {
+        return false;
+    }
+    let Some(t) = node.ty else { return false };
+    let is_choice = node.elem.and_then(defs::element).is_some_and(|d| d.choice);
+    is_choice && name[have.len()..].eq_ignore_ascii_case(defs::type_name(t))
 }
 
 fn arithmetic(op: Op, x: Val, y: Val) -> Result<Option<Val>, EvalError> {
