@@ -78,8 +78,7 @@ pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) 
             out.push(b',');
         }
         first = false;
-        crate::json::string(out, k);
-        out.push(b':');
+        crate::json::key(out, k);
         write(v, out);
     }
     out.push(b'}');
@@ -304,8 +303,7 @@ impl Walk<'_, '_> {
             }
             first = false;
             let key_offset = self.offset();
-            crate::json::string(self.out, key);
-            self.out.push(b':');
+            crate::json::key(self.out, key);
             if !self.building {
                 write(v, self.out);
                 continue;
