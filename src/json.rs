@@ -70,6 +70,30 @@ fn next_escape(bytes: &[u8], mut from: usize) -> usize {
 pub fn string_utf8(out: &mut Vec<u8>, bytes: &[u8]) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    body(out, bytes);
+    out.push(b'"');
+}
+
+/// A [`std::fmt::Write`] that appends text as the inside of a JSON string literal (escaped, as
+/// [`string`] would): a `Display` is written into a literal without a `String` in between.
+pub struct Escaped<'a>(pub &'a mut Vec<u8>);
+
+impl std::fmt::Debug for Escaped<'_> {
+    /// The buffer holds message values: only the type is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Escaped")
+    }
+}
+
+impl std::fmt::Write for Escaped<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        body(self.0, s.as_bytes());
+        Ok(())
+    }
+}
+
+/// Appends the escaped text of a string literal, without its quotes.
+fn body(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut last = 0;
     loop {
         let i = next_escape(bytes, last);
@@ -89,7 +113,6 @@ pub fn string_utf8(out: &mut Vec<u8>, bytes: &[u8]) {
         last = i + 1;
     }
     out.extend_from_slice(&bytes[last..]);
-    out.push(b'"');
 }
 
 /// Appends an object key and its colon (`"key":`): [`string`] then `:`, in one step.

@@ -82,6 +82,11 @@ impl Obj {
         Obj(Vec::new())
     }
 
+    /// An empty object with room for `n` members.
+    pub fn with_capacity(n: usize) -> Obj {
+        Obj(Vec::with_capacity(n))
+    }
+
     /// True when no member would be written. Members are only ever added, never emptied, and
     /// [`Obj::set`] and [`Obj::push`] leave empty values out: an object with a member is not
     /// empty.
