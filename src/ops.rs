@@ -597,7 +597,7 @@ impl<'r> Runner<'r> {
         self.any_invalid |= !valid;
         // The object is written complete (with `record` in a multi-record input): what `emit`
         // gives, without copying the Bundle a second time.
-        let mut json = Vec::with_capacity(bundle.len() + 128 + 96 * converted.findings.len());
+        let mut json = Vec::with_capacity(bundle.len() + 128 + 160 * converted.findings.len());
         if self.multi {
             json.extend_from_slice(b"{\"record\":");
             decimal_u64(self.records, &mut json);

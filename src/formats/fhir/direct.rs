@@ -12,7 +12,7 @@
 //!
 //! What it does not do: read JSON text, or produce the reader's findings (it leaves them to it).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 use crate::limits::Limits;
 use crate::phi::Phi;
@@ -100,8 +100,20 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
     let base = out.len();
     let mut b = Builder::new(limits.max_segments);
     b.nodes.reserve(nodes + nodes / 8);
-    let mut w =
-        Walk { out, base, b, values: Vec::with_capacity(text + text / 8), building: true, json_values: 0, limits };
+    let mut children = CHILD_CACHE.take();
+    if children.len() != CHILD_SLOTS {
+        children = vec![None; CHILD_SLOTS];
+    }
+    let mut w = Walk {
+        out,
+        children,
+        base,
+        b,
+        values: Vec::with_capacity(text + text / 8),
+        building: true,
+        json_values: 0,
+        limits,
+    };
     match root.json() {
         Json::Obj(members) => w.resource(members, NONE, None, 0, 0, 0),
         _ => {
@@ -109,7 +121,8 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
             write(root, w.out);
         }
     }
-    let Walk { b, values, building, json_values, out, .. } = w;
+    let Walk { b, values, building, json_values, out, children, .. } = w;
+    CHILD_CACHE.set(children);
     LAST.set((b.nodes.len(), values.len()));
     // Wiped when dropped, on either path.
     let values = Phi::new(values);
@@ -121,6 +134,8 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
 
 struct Walk<'o, 'l> {
     out: &'o mut Vec<u8>,
+    /// `CHILD_SLOTS` slots, kept per thread between walks.
+    children: Vec<ChildSlot>,
     base: usize,
     b: Builder,
     /// The primitive values, each a span of this buffer.
@@ -132,29 +147,15 @@ struct Walk<'o, 'l> {
     limits: &'l Limits,
 }
 
-/// `defs::child` for the static keys of a tree, remembered per thread (a key is found by its
-/// address: the same `&'static str` of the converter's code gives the same element).
-fn child(ctx: ElemRef, key: &'static str) -> Option<(ElemRef, Option<TypeId>)> {
-    const SLOTS: usize = 1024;
-    type Slot = Option<(ElemRef, usize, usize, Option<(ElemRef, Option<TypeId>)>)>;
-    thread_local! {
-        static CACHE: RefCell<Vec<Slot>> = RefCell::new(vec![None; SLOTS]);
-    }
-    let addr = key.as_ptr() as usize;
-    let h =
-        (addr >> 3) ^ (addr >> 13) ^ usize::from(ctx.ty.0).wrapping_mul(31) ^ usize::from(ctx.idx).wrapping_mul(131);
-    let slot = h % SLOTS;
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if let Some((r, a, l, found)) = c[slot] {
-            if r == ctx && a == addr && l == key.len() {
-                return found;
-            }
-        }
-        let found = defs::child(ctx, key.as_bytes());
-        c[slot] = Some((ctx, addr, key.len(), found));
-        found
-    })
+/// Slots of the [`Walk::child`] cache.
+const CHILD_SLOTS: usize = 1024;
+
+/// A [`Walk::child`] cache slot: context, key address and length, and what `defs::child` gave.
+type ChildSlot = Option<(ElemRef, usize, usize, Option<(ElemRef, Option<TypeId>)>)>;
+
+thread_local! {
+    /// The [`Walk::child`] cache of this thread, lent to each walk.
+    static CHILD_CACHE: Cell<Vec<ChildSlot>> = const { Cell::new(Vec::new()) };
 }
 
 /// True when `text` is a JSON number.
@@ -193,6 +194,27 @@ fn is_number(text: &[u8]) -> bool {
 }
 
 impl Walk<'_, '_> {
+    /// `defs::child` for the static keys of a tree, remembered per thread (a key is found by
+    /// its address: the same `&'static str` of the converter's code gives the same element).
+    fn child(&mut self, ctx: ElemRef, key: &'static str) -> Option<(ElemRef, Option<TypeId>)> {
+        let addr = key.as_ptr() as usize;
+        let h = (addr >> 3)
+            ^ (addr >> 13)
+            ^ usize::from(ctx.ty.0).wrapping_mul(31)
+            ^ usize::from(ctx.idx).wrapping_mul(131);
+        let slot = h % CHILD_SLOTS;
+        if let Some(Some((r, a, l, found))) = self.children.get(slot).copied() {
+            if r == ctx && a == addr && l == key.len() {
+                return found;
+            }
+        }
+        let found = defs::child(ctx, key.as_bytes());
+        if let Some(s) = self.children.get_mut(slot) {
+            *s = Some((ctx, addr, key.len(), found));
+        }
+        found
+    }
+
     fn offset(&self) -> u32 {
         u32::try_from(self.out.len() - self.base).unwrap_or(u32::MAX)
     }
@@ -324,7 +346,7 @@ impl Walk<'_, '_> {
                 && members.iter().any(|(k, other)| {
                     (if is_ext { *k == base } else { k.strip_prefix('_') == Some(base) }) && !other.is_empty()
                 });
-            let found = if twin || (primitive_ext && base == "value") { None } else { child(ctx, base) };
+            let found = if twin || (primitive_ext && base == "value") { None } else { self.child(ctx, base) };
             let Some((elem, choice_ty)) = found else {
                 self.stop();
                 write(v, self.out);
