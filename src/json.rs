@@ -115,6 +115,11 @@ fn body(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&bytes[last..]);
 }
 
+/// True when `s` is written as a JSON string literal without any escape.
+pub fn is_plain(s: &str) -> bool {
+    next_escape(s.as_bytes(), 0) == s.len()
+}
+
 /// Appends an object key and its colon (`"key":`): [`string`] then `:`, in one step.
 pub fn key(out: &mut Vec<u8>, key: &str) {
     let bytes = key.as_bytes();

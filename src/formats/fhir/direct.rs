@@ -107,6 +107,7 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
     let mut w = Walk {
         out,
         children,
+        plain_keys: [(0, 0); PLAIN_SLOTS],
         base,
         b,
         values: Vec::with_capacity(text + text / 8),
@@ -136,6 +137,8 @@ struct Walk<'o, 'l> {
     out: &'o mut Vec<u8>,
     /// `CHILD_SLOTS` slots, kept per thread between walks.
     children: Vec<ChildSlot>,
+    /// Keys (address and length) known to need no escape, by [`Walk::key`].
+    plain_keys: [(usize, usize); PLAIN_SLOTS],
     base: usize,
     b: Builder,
     /// The primitive values, each a span of this buffer.
@@ -146,6 +149,9 @@ struct Walk<'o, 'l> {
     json_values: usize,
     limits: &'l Limits,
 }
+
+/// Slots of the [`Walk::key`] memory.
+const PLAIN_SLOTS: usize = 128;
 
 /// Slots of the [`Walk::child`] cache.
 const CHILD_SLOTS: usize = 1024;
@@ -194,6 +200,27 @@ fn is_number(text: &[u8]) -> bool {
 }
 
 impl Walk<'_, '_> {
+    /// Writes `"key":` ([`crate::json::key`]), remembering which static keys need no escape (a
+    /// key is known by its address and length) so that each is scanned once per walk.
+    fn key(&mut self, key: &'static str) {
+        let addr = key.as_ptr() as usize;
+        let slot = ((addr >> 2) ^ (addr >> 9)) % PLAIN_SLOTS;
+        let known = self.plain_keys.get(slot) == Some(&(addr, key.len()));
+        if !known {
+            if !crate::json::is_plain(key) {
+                crate::json::key(self.out, key);
+                return;
+            }
+            if let Some(s) = self.plain_keys.get_mut(slot) {
+                *s = (addr, key.len());
+            }
+        }
+        self.out.reserve(key.len() + 3);
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
     /// `defs::child` for the static keys of a tree, remembered per thread (a key is found by
     /// its address: the same `&'static str` of the converter's code gives the same element).
     fn child(&mut self, ctx: ElemRef, key: &'static str) -> Option<(ElemRef, Option<TypeId>)> {
@@ -325,7 +352,7 @@ impl Walk<'_, '_> {
             }
             first = false;
             let key_offset = self.offset();
-            crate::json::key(self.out, key);
+            self.key(key);
             if !self.building {
                 write(v, self.out);
                 continue;
@@ -615,6 +642,8 @@ mod tests {
             o(vec![("id", T::S("x"))]),
             bundle(o(vec![("resourceType", T::S("Nope"))])),
             bundle(T::S("x")),
+            // Keys that need escapes (written escaped, each time).
+            patient(vec![("we\"ird\\key", T::S("x")), ("we\"ird\\key", T::S("y"))]),
         ];
         for (n, tree) in cases.iter().enumerate() {
             let (doc, bytes) = both(tree);
