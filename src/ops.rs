@@ -595,15 +595,23 @@ impl<'r> Runner<'r> {
         };
         let valid = hl7v2::validate::is_valid(&converted.findings);
         self.any_invalid |= !valid;
-        let mut json = Vec::with_capacity(bundle.len() + 64);
-        json.extend_from_slice(b"{\"format\":\"fhir\",\"bundle\":");
+        // The object is written complete (with `record` in a multi-record input): what `emit`
+        // gives, without copying the Bundle a second time.
+        let mut json = Vec::with_capacity(bundle.len() + 128 + 160 * converted.findings.len());
+        if self.multi {
+            json.extend_from_slice(b"{\"record\":");
+            decimal_u64(self.records, &mut json);
+            json.push(b',');
+        } else {
+            json.push(b'{');
+        }
+        json.extend_from_slice(b"\"format\":\"fhir\",\"bundle\":");
         json.extend_from_slice(&bundle);
         crate::phi::wipe(&mut bundle);
         json.extend_from_slice(b",\"findings\":");
         findings_json(&converted.findings, &mut json);
         json.push(b'}');
-        let findings = std::mem::take(&mut converted.findings);
-        self.emit(Pending { json, findings, valid: None, error: None });
+        self.emit_complete(&json, &converted.findings, None, None);
         Ok(())
     }
 
@@ -1029,7 +1037,10 @@ fn location_json(location: &Location, out: &mut Vec<u8>) {
             return;
         }
     }
-    crate::json::string(out, &location.to_string());
+    out.push(b'"');
+    // Writing into a byte buffer cannot fail.
+    let _ = std::fmt::Write::write_fmt(&mut crate::json::Escaped(out), format_args!("{location}"));
+    out.push(b'"');
 }
 
 /// `n` in decimal.

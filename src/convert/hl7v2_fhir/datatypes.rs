@@ -116,11 +116,28 @@ impl Dtm {
 
     /// The date part as FHIR `date` (`YYYY`, `YYYY-MM`, `YYYY-MM-DD`).
     pub fn date(&self) -> String {
+        let mut s = String::with_capacity(10);
+        self.push_date(&mut s);
+        s
+    }
+
+    /// Appends [`Dtm::date`].
+    fn push_date(&self, s: &mut String) {
         let d = &self.digits;
         match d.len() {
-            4 => d[..4].to_owned(),
-            6 => format!("{}-{}", &d[..4], &d[4..6]),
-            _ => format!("{}-{}-{}", &d[..4], &d[4..6], &d[6..8]),
+            4 => s.push_str(&d[..4]),
+            6 => {
+                s.push_str(&d[..4]);
+                s.push('-');
+                s.push_str(&d[4..6]);
+            }
+            _ => {
+                s.push_str(&d[..4]);
+                s.push('-');
+                s.push_str(&d[4..6]);
+                s.push('-');
+                s.push_str(&d[6..8]);
+            }
         }
     }
 
@@ -142,14 +159,37 @@ impl Dtm {
         let hh = &d[8..10];
         let mm = d.get(10..12).unwrap_or("00");
         let ss = d.get(12..14).unwrap_or("00");
-        let frac = if self.fraction.is_empty() { String::new() } else { format!(".{}", self.fraction) };
-        let tz = if h == 0 && m == 0 && !sign {
-            "+00:00".to_owned()
+        let mut s = String::with_capacity(26 + self.fraction.len());
+        self.push_date(&mut s);
+        s.push('T');
+        s.push_str(hh);
+        s.push(':');
+        s.push_str(mm);
+        s.push(':');
+        s.push_str(ss);
+        if !self.fraction.is_empty() {
+            s.push('.');
+            s.push_str(&self.fraction);
+        }
+        if h == 0 && m == 0 && !sign {
+            s.push_str("+00:00");
         } else {
-            format!("{}{h:02}:{m:02}", if sign { '-' } else { '+' })
-        };
-        (format!("{}T{hh}:{mm}:{ss}{frac}{tz}", self.date()), how)
+            s.push(if sign { '-' } else { '+' });
+            push_two_digits(&mut s, h);
+            s.push(':');
+            push_two_digits(&mut s, m);
+        }
+        (s, how)
     }
+}
+
+/// Appends `n` in decimal, at least two digits (`format!("{n:02}")`).
+fn push_two_digits(s: &mut String, n: u8) {
+    if n >= 100 {
+        s.push(char::from(b'0' + n / 100));
+    }
+    s.push(char::from(b'0' + n / 10 % 10));
+    s.push(char::from(b'0' + n % 10));
 }
 
 /// FHIR `time` from HL7 TM (`HH[MM[SS[.S+]]]`, an offset is not allowed in FHIR time and is
@@ -530,5 +570,39 @@ impl Ctx<'_> {
         }
         self.unmapped_components(rep, &[1, 2, 3, 4, 5, 6, 7, 8, 12], path);
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_digits_is_format_02() {
+        for n in 0..=u8::MAX {
+            let mut s = String::new();
+            push_two_digits(&mut s, n);
+            assert_eq!(s, format!("{n:02}"));
+        }
+    }
+
+    #[test]
+    fn datetime_text() {
+        let cases = [
+            ("2024", None, "2024"),
+            ("202403", None, "2024-03"),
+            ("20240315", None, "2024-03-15"),
+            ("2024031512", None, "2024-03-15"),
+            ("2024031512", Some(-300), "2024-03-15T12:00:00-05:00"),
+            ("202403151230", Some(0), "2024-03-15T12:30:00+00:00"),
+            ("20240315123045.123+0130", None, "2024-03-15T12:30:45.123+01:30"),
+            ("20240315123045-0000", None, "2024-03-15T12:30:45-00:00"),
+            ("20240315123045+0000", Some(60), "2024-03-15T12:30:45+00:00"),
+            ("20240315123045", Some(i16::MIN), "2024-03-15T12:30:45-34:08"),
+        ];
+        for (text, default, expected) in cases {
+            let dtm = parse_dtm(text).expect("valid");
+            assert_eq!(dtm.datetime(default).0, expected, "{text}");
+        }
     }
 }

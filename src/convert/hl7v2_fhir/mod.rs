@@ -114,6 +114,8 @@ pub struct Ctx<'m> {
     /// MSH-10 bytes (for ids), zeroized on drop.
     control: Vec<u8>,
     record: u64,
+    /// [`Ctx::positional_prefix`] of this message.
+    positional_prefix: Sha256,
     /// `urn:uuid:` reference of the Patient, when there is a PID.
     pub patient: Option<String>,
     /// Reference of the Encounter, when there is a PV1.
@@ -153,13 +155,22 @@ impl<'m> Ctx<'m> {
         }
     }
 
+    /// The UUID text (`8-4-4-4-12` lower-case hex digits) of a digest's first 16 bytes.
     fn uuid(digest: &[u8; 32]) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut b = [0u8; 16];
         b.copy_from_slice(&digest[..16]);
         b[6] = (b[6] & 0x0f) | 0x80;
         b[8] = (b[8] & 0x3f) | 0x80;
-        let h = crate::keys::hex(&b);
-        format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+        let mut s = String::with_capacity(36);
+        for (i, x) in b.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                s.push('-');
+            }
+            s.push(char::from(HEX[usize::from(x >> 4)]));
+            s.push(char::from(HEX[usize::from(x & 0x0f)]));
+        }
+        s
     }
 
     /// An id from the message control id, the resource type and a position (segment index and
@@ -169,19 +180,37 @@ impl<'m> Ctx<'m> {
         let sub = sub.to_be_bytes();
         let record = self.record.to_be_bytes();
         let ctl: &[u8] = if self.control.is_empty() { &record } else { &self.control };
-        let parts: [&[u8]; 5] = [b"positional", ctl, ty.as_bytes(), &seg, &sub];
         match &self.opts.key {
-            Some(k) => Self::uuid(&k.mac(ID_DOMAIN, &parts)),
+            Some(k) => {
+                let parts: [&[u8]; 5] = [b"positional", ctl, ty.as_bytes(), &seg, &sub];
+                Self::uuid(&k.mac(ID_DOMAIN, &parts))
+            }
             None => {
-                let mut h = Sha256::new();
-                h.update(ID_DOMAIN.as_bytes());
-                for p in parts {
+                // The digest of the domain and the first two parts is the same for every id of
+                // the message: continue from its state.
+                let mut h = self.positional_prefix.clone();
+                for p in [ty.as_bytes(), &seg, &sub] {
                     h.update((p.len() as u64).to_be_bytes());
                     h.update(p);
                 }
                 Self::uuid(&h.finalize().into())
             }
         }
+    }
+
+    /// The SHA-256 state after the domain, `positional` and the message's control bytes (MSH-10,
+    /// else the record number): the start of every unkeyed positional id (see
+    /// [`Ctx::positional_id`]).
+    fn positional_prefix(control: &[u8], record: u64) -> Sha256 {
+        let record = record.to_be_bytes();
+        let ctl: &[u8] = if control.is_empty() { &record } else { control };
+        let mut h = Sha256::new();
+        h.update(ID_DOMAIN.as_bytes());
+        for p in [b"positional".as_slice(), ctl] {
+            h.update((p.len() as u64).to_be_bytes());
+            h.update(p);
+        }
+        h
     }
 
     /// An id from identifiers (keyed only: without a key, the positional id is used, never a
@@ -195,7 +224,8 @@ impl<'m> Ctx<'m> {
 
     /// Starts a resource: `resourceType` and `id`.
     pub fn resource(ty: &'static str, id: &str) -> Obj {
-        let mut o = Obj::new();
+        // Most resources the converter builds have 10 to 12 members.
+        let mut o = Obj::with_capacity(12);
         o.set("resourceType", V::code(ty));
         o.set("id", V::S(id.to_owned()));
         o
@@ -234,7 +264,10 @@ impl<'m> Ctx<'m> {
 
 /// A `urn:uuid:` reference.
 pub fn reference(id: &str) -> String {
-    format!("urn:uuid:{id}")
+    let mut r = String::with_capacity(9 + id.len());
+    r.push_str("urn:uuid:");
+    r.push_str(id);
+    r
 }
 
 /// A Reference object.
@@ -256,6 +289,7 @@ pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disc
         opts,
         findings: Vec::new(),
         entries: Vec::new(),
+        positional_prefix: Ctx::positional_prefix(&control, record),
         control,
         record,
         patient: None,

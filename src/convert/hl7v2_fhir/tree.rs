@@ -82,9 +82,16 @@ impl Obj {
         Obj(Vec::new())
     }
 
-    /// True when no member would be written.
+    /// An empty object with room for `n` members.
+    pub fn with_capacity(n: usize) -> Obj {
+        Obj(Vec::with_capacity(n))
+    }
+
+    /// True when no member would be written. Members are only ever added, never emptied, and
+    /// [`Obj::set`] and [`Obj::push`] leave empty values out: an object with a member is not
+    /// empty.
     pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|(_, v)| v.is_empty())
+        self.0.is_empty()
     }
 
     /// True when the member is present (and not empty).

@@ -12,7 +12,7 @@
 //!
 //! What it does not do: read JSON text, or produce the reader's findings (it leaves them to it).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 use crate::limits::Limits;
 use crate::phi::Phi;
@@ -78,8 +78,7 @@ pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) 
             out.push(b',');
         }
         first = false;
-        crate::json::string(out, k);
-        out.push(b':');
+        crate::json::key(out, k);
         write(v, out);
     }
     out.push(b'}');
@@ -101,8 +100,21 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
     let base = out.len();
     let mut b = Builder::new(limits.max_segments);
     b.nodes.reserve(nodes + nodes / 8);
-    let mut w =
-        Walk { out, base, b, values: Vec::with_capacity(text + text / 8), building: true, json_values: 0, limits };
+    let mut children = CHILD_CACHE.take();
+    if children.len() != CHILD_SLOTS {
+        children = vec![None; CHILD_SLOTS];
+    }
+    let mut w = Walk {
+        out,
+        children,
+        plain_keys: [(0, 0); PLAIN_SLOTS],
+        base,
+        b,
+        values: Vec::with_capacity(text + text / 8),
+        building: true,
+        json_values: 0,
+        limits,
+    };
     match root.json() {
         Json::Obj(members) => w.resource(members, NONE, None, 0, 0, 0),
         _ => {
@@ -110,7 +122,8 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
             write(root, w.out);
         }
     }
-    let Walk { b, values, building, json_values, out, .. } = w;
+    let Walk { b, values, building, json_values, out, children, .. } = w;
+    CHILD_CACHE.set(children);
     LAST.set((b.nodes.len(), values.len()));
     // Wiped when dropped, on either path.
     let values = Phi::new(values);
@@ -122,6 +135,10 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
 
 struct Walk<'o, 'l> {
     out: &'o mut Vec<u8>,
+    /// `CHILD_SLOTS` slots, kept per thread between walks.
+    children: Vec<ChildSlot>,
+    /// Keys (address and length) known to need no escape, by [`Walk::key`].
+    plain_keys: [(usize, usize); PLAIN_SLOTS],
     base: usize,
     b: Builder,
     /// The primitive values, each a span of this buffer.
@@ -133,29 +150,18 @@ struct Walk<'o, 'l> {
     limits: &'l Limits,
 }
 
-/// `defs::child` for the static keys of a tree, remembered per thread (a key is found by its
-/// address: the same `&'static str` of the converter's code gives the same element).
-fn child(ctx: ElemRef, key: &'static str) -> Option<(ElemRef, Option<TypeId>)> {
-    const SLOTS: usize = 1024;
-    type Slot = Option<(ElemRef, usize, usize, Option<(ElemRef, Option<TypeId>)>)>;
-    thread_local! {
-        static CACHE: RefCell<Vec<Slot>> = RefCell::new(vec![None; SLOTS]);
-    }
-    let addr = key.as_ptr() as usize;
-    let h =
-        (addr >> 3) ^ (addr >> 13) ^ usize::from(ctx.ty.0).wrapping_mul(31) ^ usize::from(ctx.idx).wrapping_mul(131);
-    let slot = h % SLOTS;
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if let Some((r, a, l, found)) = c[slot] {
-            if r == ctx && a == addr && l == key.len() {
-                return found;
-            }
-        }
-        let found = defs::child(ctx, key.as_bytes());
-        c[slot] = Some((ctx, addr, key.len(), found));
-        found
-    })
+/// Slots of the [`Walk::key`] memory.
+const PLAIN_SLOTS: usize = 128;
+
+/// Slots of the [`Walk::child`] cache.
+const CHILD_SLOTS: usize = 1024;
+
+/// A [`Walk::child`] cache slot: context, key address and length, and what `defs::child` gave.
+type ChildSlot = Option<(ElemRef, usize, usize, Option<(ElemRef, Option<TypeId>)>)>;
+
+thread_local! {
+    /// The [`Walk::child`] cache of this thread, lent to each walk.
+    static CHILD_CACHE: Cell<Vec<ChildSlot>> = const { Cell::new(Vec::new()) };
 }
 
 /// True when `text` is a JSON number.
@@ -194,6 +200,48 @@ fn is_number(text: &[u8]) -> bool {
 }
 
 impl Walk<'_, '_> {
+    /// Writes `"key":` ([`crate::json::key`]), remembering which static keys need no escape (a
+    /// key is known by its address and length) so that each is scanned once per walk.
+    fn key(&mut self, key: &'static str) {
+        let addr = key.as_ptr() as usize;
+        let slot = ((addr >> 2) ^ (addr >> 9)) % PLAIN_SLOTS;
+        let known = self.plain_keys.get(slot) == Some(&(addr, key.len()));
+        if !known {
+            if !crate::json::is_plain(key) {
+                crate::json::key(self.out, key);
+                return;
+            }
+            if let Some(s) = self.plain_keys.get_mut(slot) {
+                *s = (addr, key.len());
+            }
+        }
+        self.out.reserve(key.len() + 3);
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    /// `defs::child` for the static keys of a tree, remembered per thread (a key is found by
+    /// its address: the same `&'static str` of the converter's code gives the same element).
+    fn child(&mut self, ctx: ElemRef, key: &'static str) -> Option<(ElemRef, Option<TypeId>)> {
+        let addr = key.as_ptr() as usize;
+        let h = (addr >> 3)
+            ^ (addr >> 13)
+            ^ usize::from(ctx.ty.0).wrapping_mul(31)
+            ^ usize::from(ctx.idx).wrapping_mul(131);
+        let slot = h % CHILD_SLOTS;
+        if let Some(Some((r, a, l, found))) = self.children.get(slot).copied() {
+            if r == ctx && a == addr && l == key.len() {
+                return found;
+            }
+        }
+        let found = defs::child(ctx, key.as_bytes());
+        if let Some(s) = self.children.get_mut(slot) {
+            *s = Some((ctx, addr, key.len(), found));
+        }
+        found
+    }
+
     fn offset(&self) -> u32 {
         u32::try_from(self.out.len() - self.base).unwrap_or(u32::MAX)
     }
@@ -304,8 +352,7 @@ impl Walk<'_, '_> {
             }
             first = false;
             let key_offset = self.offset();
-            crate::json::string(self.out, key);
-            self.out.push(b':');
+            self.key(key);
             if !self.building {
                 write(v, self.out);
                 continue;
@@ -326,7 +373,7 @@ impl Walk<'_, '_> {
                 && members.iter().any(|(k, other)| {
                     (if is_ext { *k == base } else { k.strip_prefix('_') == Some(base) }) && !other.is_empty()
                 });
-            let found = if twin || (primitive_ext && base == "value") { None } else { child(ctx, base) };
+            let found = if twin || (primitive_ext && base == "value") { None } else { self.child(ctx, base) };
             let Some((elem, choice_ty)) = found else {
                 self.stop();
                 write(v, self.out);
@@ -595,6 +642,8 @@ mod tests {
             o(vec![("id", T::S("x"))]),
             bundle(o(vec![("resourceType", T::S("Nope"))])),
             bundle(T::S("x")),
+            // Keys that need escapes (written escaped, each time).
+            patient(vec![("we\"ird\\key", T::S("x")), ("we\"ird\\key", T::S("y"))]),
         ];
         for (n, tree) in cases.iter().enumerate() {
             let (doc, bytes) = both(tree);
