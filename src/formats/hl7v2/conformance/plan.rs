@@ -344,6 +344,12 @@ fn build(v: Version) -> Option<Plan> {
                 .map(|f| {
                     let mut e = elem(schema, f, &mut tables);
                     e.required_alone = e.required && required_alone(&neighbours, s.id, f.position);
+                    if s.id == "QPD" && f.position == 3 {
+                        // QPD-3 holds the query's parameters "in successive fields", as the
+                        // query profile (its conformance statement, chapter 5) defines them,
+                        // repetitions included: the base definition does not limit them.
+                        e.max_reps = 0;
+                    }
                     e
                 })
                 .collect::<Box<[Elem]>>();
