@@ -259,6 +259,17 @@ impl Plan {
         Some(resolve(self.schema, def.id))
     }
 
+    /// Whether `id` names a data type of some other version only: `CE` (withdrawn as of 2.7)
+    /// in a 2.8 message's OBX-2. Slow (every version's type list); for the rare unlisted value.
+    pub fn type_named_elsewhere(&self, id: &[u8]) -> bool {
+        self.type_named(id).is_none()
+            && Version::ALL
+                .into_iter()
+                .filter(|v| v.data_version() == *v)
+                .filter_map(|v| schema::try_schema(v).ok())
+                .any(|s| s.datatypes().binary_search_by(|d| d.id.as_bytes().cmp(id)).is_ok())
+    }
+
     /// The index of the structure named `id` (bytes from MSH-9.3, or a schema id).
     pub fn structure_index(&self, id: &[u8]) -> Option<u16> {
         let i = self.schema.structures().binary_search_by(|s| s.id.as_bytes().cmp(id)).ok()?;
