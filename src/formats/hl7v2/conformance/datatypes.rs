@@ -324,11 +324,15 @@ pub(crate) fn coded(v: &[u8], set: &CodeSet) -> Coded {
 }
 
 /// Whether a value outside `table` is only a warning: approximate value lists (2.1 to 2.3,
-/// from an unversioned source), and the tables HL7 maintains outside the standard's text and
+/// from an unversioned source), the tables HL7 maintains outside the standard's text and
 /// extends between versions: 0396 (coding systems), 0291 (subtype of referenced data, MIME
-/// subtypes) and 0834 (MIME types).
+/// subtypes) and 0834 (MIME types); 0399 (country code), a copy of ISO 3166 ("ISO 3166 provides
+/// a list of country codes that may be used", chapter 2A, XAD.6; MSH-17 and real senders also
+/// use its alpha-2 form); and 0203 (identifier type), whose values the standard gives as
+/// suggestions (chapter 2A, CX.5: "Refer to HL7 Table 0203 - Identifier Type for suggested
+/// values"; user-defined up to 2.4).
 pub(crate) fn is_open(table: &TableDef) -> bool {
-    table.values_approximate || matches!(table.number, 291 | 396 | 834)
+    table.values_approximate || matches!(table.number, 203 | 291 | 396 | 399 | 834)
 }
 
 /// Characters in a UTF-8 (or single-byte) value: bytes that do not continue a UTF-8 sequence.

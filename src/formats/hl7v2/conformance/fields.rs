@@ -634,10 +634,16 @@ impl Walker<'_, '_> {
         let Some(set) = def.table.and_then(|i| plan.codes(i)) else { return false };
         let v = self.bytes(lo, hi);
         let mut coded = datatypes::coded(v, set);
-        if coded == Coded::Unlisted && ctx.value_type && plan.type_named(v).is_some() {
-            coded = Coded::Listed;
+        let mut severity = if set.open { Severity::Warning } else { Severity::Error };
+        if coded == Coded::Unlisted && ctx.value_type {
+            if plan.type_named(v).is_some() {
+                coded = Coded::Listed;
+            } else if plan.type_named_elsewhere(v) {
+                // A data type of another version (CE, withdrawn as of 2.7, in a 2.8 OBX-2): a
+                // deviation from the declared version, as a withdrawn field is; not an error.
+                severity = Severity::Warning;
+            }
         }
-        let severity = if set.open { Severity::Warning } else { Severity::Error };
         match coded {
             Coded::Listed => return true,
             Coded::Local if !self.report.strict() => {}

@@ -259,6 +259,17 @@ impl Plan {
         Some(resolve(self.schema, def.id))
     }
 
+    /// Whether `id` names a data type of some other version only: `CE` (withdrawn as of 2.7)
+    /// in a 2.8 message's OBX-2. Slow (every version's type list); for the rare unlisted value.
+    pub fn type_named_elsewhere(&self, id: &[u8]) -> bool {
+        self.type_named(id).is_none()
+            && Version::ALL
+                .into_iter()
+                .filter(|v| v.data_version() == *v)
+                .filter_map(|v| schema::try_schema(v).ok())
+                .any(|s| s.datatypes().binary_search_by(|d| d.id.as_bytes().cmp(id)).is_ok())
+    }
+
     /// The index of the structure named `id` (bytes from MSH-9.3, or a schema id).
     pub fn structure_index(&self, id: &[u8]) -> Option<u16> {
         let i = self.schema.structures().binary_search_by(|s| s.id.as_bytes().cmp(id)).ok()?;
@@ -344,6 +355,12 @@ fn build(v: Version) -> Option<Plan> {
                 .map(|f| {
                     let mut e = elem(schema, f, &mut tables);
                     e.required_alone = e.required && required_alone(&neighbours, s.id, f.position);
+                    if s.id == "QPD" && f.position == 3 {
+                        // QPD-3 holds the query's parameters "in successive fields", as the
+                        // query profile (its conformance statement, chapter 5) defines them,
+                        // repetitions included: the base definition does not limit them.
+                        e.max_reps = 0;
+                    }
                     e
                 })
                 .collect::<Box<[Elem]>>();

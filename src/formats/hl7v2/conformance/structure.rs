@@ -445,6 +445,27 @@ impl StructurePlan {
         self.segment_ids.binary_search(&id).is_ok()
     }
 
+    /// Whether group `n` must start with segment `id`: its first child is required and is
+    /// that segment, or a group that must start with it.
+    fn requires_first(&self, n: &NodePlan, id: u32) -> bool {
+        let mut n = n;
+        // Each pass goes one group deeper; depth is bounded by the structure's nesting.
+        for _ in 0..MAX_DEPTH + 1 {
+            if n.kind != Kind::Group {
+                return false;
+            }
+            let Some(kid) = self.kids_of(n).first().map(|&k| self.node(k)) else { return false };
+            if !kid.required {
+                return false;
+            }
+            if kid.kind == Kind::Segment {
+                return kid.key == id;
+            }
+            n = kid;
+        }
+        false
+    }
+
     /// Whether node `n` can start with segment `id` (`any`: let `ANYHL7SEGMENT` match).
     fn opens(&self, n: &NodePlan, id: u32, any: bool) -> bool {
         match n.kind {
@@ -566,7 +587,7 @@ impl Matcher {
         }
         let mut repeated = false;
         let found = match code {
-            Some(code) => self.find_by_table(code, &mut repeated),
+            Some(code) => self.find_by_table(code, key, &mut repeated),
             None => self.find(key, false, &mut repeated),
         };
         let Some(target) = found.or_else(|| self.find(key, true, &mut repeated)) else {
@@ -665,57 +686,107 @@ impl Matcher {
     }
 
     /// [`Matcher::find`] without `ANYHL7SEGMENT`, by the transition tables: the same answer for
-    /// a segment the structure names (dense code `code`).
+    /// a segment the structure names (dense code `code`, id `id`).
     #[inline]
-    fn find_by_table(&self, code: usize, repeated: &mut bool) -> Option<Target> {
-        let p = self.plan;
-        for (depth, level) in self.stack.iter().enumerate().rev() {
-            let state = level.state();
-            let entry = p.transition(state, code);
-            if entry & OPENS != 0 {
-                let (max, segment) = p.state(state).map_or((1, false), |i| (i.max, i.segment));
-                if max == 0 || level.count < max {
-                    return Some(Target { depth, slot: level.child, again: true });
-                }
-                if segment {
-                    *repeated = true;
-                }
-            }
-            let slot = entry & SLOT_MASK;
-            if slot != NO_SLOT {
-                return Some(Target { depth, slot, again: false });
+    fn find_by_table(&self, code: usize, id: u32, repeated: &mut bool) -> Option<Target> {
+        for depth in (0..self.stack.len()).rev() {
+            if let Some(target) = self.table_candidate(depth, code, repeated) {
+                let outer = |d: usize| self.table_candidate(d, code, &mut false);
+                return Some(self.prefer_required_opening(target, id, outer));
             }
         }
         None
     }
 
+    /// Where level `depth` alone would place the segment (dense code `code`), by the tables.
+    #[inline]
+    fn table_candidate(&self, depth: usize, code: usize, repeated: &mut bool) -> Option<Target> {
+        let p = self.plan;
+        let level = self.stack.get(depth)?;
+        let state = level.state();
+        let entry = p.transition(state, code);
+        if entry & OPENS != 0 {
+            let (max, segment) = p.state(state).map_or((1, false), |i| (i.max, i.segment));
+            if max == 0 || level.count < max {
+                return Some(Target { depth, slot: level.child, again: true });
+            }
+            if segment {
+                *repeated = true;
+            }
+        }
+        let slot = entry & SLOT_MASK;
+        (slot != NO_SLOT).then_some(Target { depth, slot, again: false })
+    }
+
     /// The general search: the current position at each level, then forward, innermost first.
     fn find(&self, id: u32, any: bool, repeated: &mut bool) -> Option<Target> {
-        let p = self.plan;
         for depth in (0..self.stack.len()).rev() {
-            let level = self.stack.get(depth)?;
-            let group = p.node(level.node);
-            let kids = p.kids_of(group);
-            if level.child != NONE {
-                let current = p.node(*kids.get(usize::from(level.child))?);
-                if p.opens(current, id, any) {
-                    if current.max == 0 || level.count < current.max {
-                        return Some(Target { depth, slot: level.child, again: true });
-                    }
-                    if current.kind == Kind::Segment {
-                        *repeated = true;
-                    }
-                }
-                if group.kind == Kind::Choice {
-                    // A choice holds one alternative per instance.
-                    continue;
-                }
-            }
-            if let Some(slot) = self.forward(level, id, any) {
-                return Some(Target { depth, slot, again: false });
+            if let Some(target) = self.general_candidate(depth, id, any, repeated) {
+                let outer = |d: usize| self.general_candidate(d, id, any, &mut false);
+                return Some(self.prefer_required_opening(target, id, outer));
             }
         }
         None
+    }
+
+    /// Where level `depth` alone would place segment `id`, by the general search.
+    fn general_candidate(&self, depth: usize, id: u32, any: bool, repeated: &mut bool) -> Option<Target> {
+        let p = self.plan;
+        let level = self.stack.get(depth)?;
+        let group = p.node(level.node);
+        let kids = p.kids_of(group);
+        if level.child != NONE {
+            let current = p.node(*kids.get(usize::from(level.child))?);
+            if p.opens(current, id, any) {
+                if current.max == 0 || level.count < current.max {
+                    return Some(Target { depth, slot: level.child, again: true });
+                }
+                if current.kind == Kind::Segment {
+                    *repeated = true;
+                }
+            }
+            if group.kind == Kind::Choice {
+                // A choice holds one alternative per instance.
+                return None;
+            }
+        }
+        self.forward(level, id, any).map(|slot| Target { depth, slot, again: false })
+    }
+
+    /// The node a target places the segment in (a segment, or a group it opens).
+    fn target_node(&self, target: Target) -> Option<&NodePlan> {
+        let level = self.stack.get(target.depth)?;
+        let kids = self.plan.kids_of(self.plan.node(level.node));
+        kids.get(usize::from(target.slot)).map(|&k| self.plan.node(k))
+    }
+
+    /// The candidate `inner` opens a group with a segment that is optional there (`[ORC] OBR`
+    /// of OML_O21's ORDER_PRIOR). When the first enclosing level that can place the segment
+    /// would open a new instance of a group whose required first segment it is (OML_O21's
+    /// `ORDER`, `ORC` first), that placement wins: the abstract message syntax makes a new
+    /// order of `ORC` after an order's `OBR`, not a prior result lacking its own `OBR`.
+    /// Bounded: one candidate per enclosing level.
+    fn prefer_required_opening(
+        &self,
+        inner: Target,
+        id: u32,
+        mut outer: impl FnMut(usize) -> Option<Target>,
+    ) -> Target {
+        let weak = self
+            .target_node(inner)
+            .is_some_and(|n| matches!(n.kind, Kind::Group | Kind::Choice) && !self.plan.requires_first(n, id));
+        if !weak {
+            return inner;
+        }
+        for depth in (0..inner.depth).rev() {
+            if let Some(candidate) = outer(depth) {
+                let strong = self
+                    .target_node(candidate)
+                    .is_some_and(|n| n.kind == Kind::Group && self.plan.requires_first(n, id));
+                return if strong { candidate } else { inner };
+            }
+        }
+        inner
     }
 
     /// The first child after the level's current one that can open with `id`.
@@ -840,6 +911,25 @@ mod tests {
         segs.extend(std::iter::repeat_n("OBX", 50));
         segs.extend(["NTE", "OBR", "OBX", "PID", "OBR", "OBX"]);
         assert_eq!(run(Version::V2_5_1, "ORU_R01", &segs), Vec::<String>::new());
+    }
+
+    /// Regression (real-world OML^O21/O33 samples): an `ORC` after an order's `OBR` opens the
+    /// next order (`ORDER` starts with a required `ORC`), not a prior result whose optional
+    /// `ORC` would leave ORDER_PRIOR without its `OBR`.
+    #[test]
+    fn orc_after_obr_opens_the_next_order() {
+        let two = ["MSH", "PID", "ORC", "TQ1", "OBR", "ORC", "TQ1", "OBR"];
+        for v in [Version::V2_5, Version::V2_5_1, Version::V2_6, Version::V2_7, Version::V2_8] {
+            assert_eq!(run(v, "OML_O21", &two), Vec::<String>::new(), "{v:?}");
+        }
+        let specimens = ["MSH", "PID", "PV1", "SPM", "ORC", "TQ1", "OBR", "SPM", "ORC", "TQ1", "OBR", "ORC", "OBR"];
+        assert_eq!(run(Version::V2_5, "OML_O33", &specimens), Vec::<String>::new());
+        // A prior result that opens with its patient still goes under PRIOR_RESULT.
+        let prior = ["MSH", "PID", "ORC", "OBR", "PID", "PV1", "ORC", "OBR", "OBX"];
+        assert_eq!(run(Version::V2_5, "OML_O21", &prior), Vec::<String>::new());
+        // ORU's ORDER_OBSERVATION opens with an optional ORC: the inner group still wins.
+        let oru = ["MSH", "PID", "ORC", "OBR", "OBX", "ORC", "OBR", "OBX"];
+        assert_eq!(run(Version::V2_5_1, "ORU_R01", &oru), Vec::<String>::new());
     }
 
     #[test]
