@@ -532,50 +532,78 @@ impl<'r> Runner<'r> {
             return Ok(());
         }
         let jobs = std::mem::take(&mut self.pending);
-        let opts = &self.request.convert;
-        let limits = &self.request.limits;
+        // The request and the disclosure outlive the runner's borrow: the workers read them
+        // while this thread writes.
+        let request = self.request;
         let disclosure = self.disclosure;
-        let convert =
-            |job: &ConvertJob| crate::convert::hl7v2_fhir::convert(&job.msg, opts, job.record, limits, disclosure);
-        let results: Vec<crate::convert::hl7v2_fhir::Converted> = if jobs.len() == 1 || self.workers <= 1 {
-            jobs.iter().map(convert).collect()
-        } else {
-            // Work is taken in input order by index; each result is put back at its index.
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            let work = || {
-                let mut done = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(job) = jobs.get(i) else { break };
-                    done.push((i, convert(job)));
-                }
-                done
-            };
-            let mut slots: Vec<Option<crate::convert::hl7v2_fhir::Converted>> = jobs.iter().map(|_| None).collect();
-            std::thread::scope(|scope| {
-                let others: Vec<_> = (1..self.workers.min(jobs.len())).map(|_| scope.spawn(work)).collect();
-                let mut all = work();
-                for h in others {
-                    // A worker that panicked leaves its slots empty (converted again below).
-                    if let Ok(done) = h.join() {
-                        all.extend(done);
-                    }
-                }
-                for (i, c) in all {
-                    slots[i] = Some(c);
-                }
-            });
-            slots.into_iter().zip(&jobs).map(|(slot, job)| slot.unwrap_or_else(|| convert(job))).collect()
+        let convert = |job: &ConvertJob| {
+            crate::convert::hl7v2_fhir::convert(&job.msg, &request.convert, job.record, &request.limits, disclosure)
         };
         let records = self.records;
         let mut outcome = Ok(());
-        for (job, converted) in jobs.iter().zip(results) {
-            // The record being written is the job's (record numbers of output and findings).
+        if jobs.len() == 1 || self.workers <= 1 {
+            for job in &jobs {
+                self.records = job.record;
+                outcome = self.write_converted(convert(job));
+                if outcome.is_err() {
+                    break;
+                }
+            }
+            self.records = records;
+            return outcome;
+        }
+        // Workers take the messages in input order by index and send each Bundle back; this
+        // thread writes them in input order as they arrive, so writing overlaps converting.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (done, arrived) = std::sync::mpsc::channel();
+        let mut slots: Vec<Option<crate::convert::hl7v2_fhir::Converted>> = jobs.iter().map(|_| None).collect();
+        let mut written = 0usize;
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..self.workers.min(jobs.len()))
+                .map(|_| {
+                    let done = done.clone();
+                    let (next, jobs, convert) = (&next, &jobs, &convert);
+                    scope.spawn(move || {
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(job) = jobs.get(i) else { break };
+                            if done.send((i, convert(job))).is_err() {
+                                break;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            drop(done);
+            for (i, converted) in arrived.iter() {
+                if let Some(slot) = slots.get_mut(i) {
+                    *slot = Some(converted);
+                }
+                while outcome.is_ok()
+                    && let Some(converted) = slots.get_mut(written).and_then(Option::take)
+                {
+                    self.records = jobs.get(written).map_or(records, |j| j.record);
+                    outcome = self.write_converted(converted);
+                    written += 1;
+                }
+                if outcome.is_err() {
+                    // Nothing more is written: the workers stop at their next message.
+                    next.store(jobs.len(), std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            for w in workers {
+                // A worker that panicked left its messages unconverted: they are converted
+                // again below, on this thread, where a panic is the CLI's to handle.
+                let _ = w.join();
+            }
+        });
+        // What a panicked worker left, in order, then everything after it.
+        while outcome.is_ok() && written < jobs.len() {
+            let Some(job) = jobs.get(written) else { break };
+            let converted = slots.get_mut(written).and_then(Option::take).unwrap_or_else(|| convert(job));
             self.records = job.record;
             outcome = self.write_converted(converted);
-            if outcome.is_err() {
-                break;
-            }
+            written += 1;
         }
         self.records = records;
         outcome
