@@ -286,6 +286,27 @@ fn unknown_codes_are_kept_and_reported() {
 }
 
 #[test]
+fn unknown_equipment_type_keeps_a_valid_contact_point() {
+    // XTN-3 outside table 0202 (an invented person): reported, and the telecom is kept with
+    // system `other` so that it stays valid (cpt-2: a value needs a system).
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000+0000||ADT^A01^ADT_A01|X1|P|2.3\rEVN|A01|20240101120000+0000\r\
+PID|1||123^^^H^MR||Testperson^Ada||19800101|F|||1 Main St^^Town^ST^12345||(555)555-0100^^7|(555)555-0199\rPV1|1|I\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "unknown equipment type");
+    assert!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED").iter().any(|l| l == "PID[1]-13[1].3->Patient.telecom"));
+    let patient = out[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Patient")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(patient["resource"]["telecom"][0]["system"], "other");
+    assert_eq!(patient["resource"]["telecom"][1]["system"], "phone");
+}
+
+#[test]
 fn usage_errors() {
     let f = fixture("hl7v2/convert/adt_a01.hl7");
     let f = f.to_str().unwrap_or_default();

@@ -532,9 +532,11 @@ impl Ctx<'_> {
             Some("FX") => Some("fax"),
             Some("BP") => Some("pager"),
             Some("PH" | "CP" | "MD" | "TDD" | "TTY" | "SAT") => Some("phone"),
+            // An equipment type outside table 0202 is reported, and the contact point is kept
+            // as `other`: a value needs a system (cpt-2).
             Some(_) => {
                 self.note(Code::CONVERT_CODE_UNMAPPED, rep.pos.component(3, 0), path);
-                None
+                Some("other")
             }
             None if email.is_some() => Some("email"),
             None => Some("phone"),
