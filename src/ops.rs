@@ -626,13 +626,7 @@ impl<'r> Runner<'r> {
         // The object is written complete (with `record` in a multi-record input): what `emit`
         // gives, without copying the Bundle a second time.
         let mut json = Vec::with_capacity(bundle.len() + 128 + 160 * converted.findings.len());
-        if self.multi {
-            json.extend_from_slice(b"{\"record\":");
-            decimal_u64(self.records, &mut json);
-            json.push(b',');
-        } else {
-            json.push(b'{');
-        }
+        self.push_record_prefix(&mut json);
         json.extend_from_slice(b"\"format\":\"fhir\",\"bundle\":");
         json.extend_from_slice(&bundle);
         crate::phi::wipe(&mut bundle);
@@ -913,14 +907,19 @@ impl<'r> Runner<'r> {
     /// The start of a record's object: `{"record":N,` in a multi-record input, else `{`.
     fn record_prefix(&self) -> Vec<u8> {
         let mut json = Vec::with_capacity(256);
+        self.push_record_prefix(&mut json);
+        json
+    }
+
+    /// Appends [`Runner::record_prefix`] to `json`.
+    fn push_record_prefix(&self, json: &mut Vec<u8>) {
         if self.multi {
             json.extend_from_slice(b"{\"record\":");
-            decimal_u64(self.records, &mut json);
+            decimal_u64(self.records, json);
             json.push(b',');
         } else {
             json.push(b'{');
         }
-        json
     }
 
     /// Emits an object that starts with [`Runner::record_prefix`].

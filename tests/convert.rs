@@ -270,17 +270,22 @@ fn timestamps_without_offset_use_the_default_or_become_dates() {
     assert_eq!(serde_json::from_slice::<Value>(&o.stdout).ok(), Some(plain[0].clone()));
 }
 
-#[test]
-fn unknown_codes_are_kept_and_reported() {
-    let (_, out) = convert(&[], NO_OFFSET);
-    assert!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED").iter().any(|l| l == "PID[1]-8[1]->Patient.gender"));
-    let patient = out[0]["bundle"]["entry"]
+/// The Patient entry of a converted record (null when there is none).
+fn patient_entry(out: &Value) -> Value {
+    out["bundle"]["entry"]
         .as_array()
         .expect("entries")
         .iter()
         .find(|e| e["resource"]["resourceType"] == "Patient")
         .cloned()
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+#[test]
+fn unknown_codes_are_kept_and_reported() {
+    let (_, out) = convert(&[], NO_OFFSET);
+    assert!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED").iter().any(|l| l == "PID[1]-8[1]->Patient.gender"));
+    let patient = patient_entry(&out[0]);
     assert!(patient["resource"].get("gender").is_none(), "never coerced");
     assert_eq!(patient["resource"]["_gender"]["extension"][0]["valueString"], "X", "kept");
 }
@@ -295,13 +300,7 @@ PID|1||123^^^H^MR||Testperson^Ada||19800101|F|||1 Main St^^Town^ST^12345||(555)5
     assert_eq!(status, 0);
     check_bundle(&out[0], "message", "unknown equipment type");
     assert!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED").iter().any(|l| l == "PID[1]-13[1].3->Patient.telecom"));
-    let patient = out[0]["bundle"]["entry"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .find(|e| e["resource"]["resourceType"] == "Patient")
-        .cloned()
-        .unwrap_or_default();
+    let patient = patient_entry(&out[0]);
     assert_eq!(patient["resource"]["telecom"][0]["system"], "other");
     assert_eq!(patient["resource"]["telecom"][1]["system"], "phone");
 }

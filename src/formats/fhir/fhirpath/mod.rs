@@ -180,14 +180,7 @@ pub(crate) fn natives_agree(docs: &[(String, Document)]) -> std::collections::BT
             if doc.node(i).is_unknown() {
                 continue;
             }
-            let resource = doc.resource_of(i);
-            let res_node = doc.node(resource);
-            let root_resource = if res_node.name == "contained" && res_node.parent != NONE {
-                doc.resource_of(res_node.parent)
-            } else {
-                resource
-            };
-            let env = eval::Env::new(doc, resource, root_resource, i, &cache);
+            let env = env_for(doc, i, &cache);
             for c in applicable(doc, i) {
                 let Some(Ok(expr)) = compiled(c) else { panic!("compiles") };
                 let Some(result) = env.native(natives[usize::from(c)], expr) else { continue };
