@@ -223,6 +223,7 @@ codes! {
     CONVERT_VALUE_TYPE_UNSUPPORTED => Warning, "OBX-2 names a value type without a FHIR mapping here; dataAbsentReason is set";
     CONVERT_VALUE_MISSING => Warning, "an element FHIR requires has no source in the message; a data-absent-reason extension stands in";
     CONVERT_CONTROL_ID_MISSING => Warning, "MSH-10 is empty; resource ids derive from the record number instead";
+    CONVERT_TIMING_INCOMPLETE => Warning, "an appointment has a start without an end (or the reverse) and no duration to derive it, or no time at all: FHIR needs both or neither (app-2), and both unless proposed, cancelled or waitlist (app-3); the lone time is left out and a status that needs times becomes proposed (the v2 status kept as originalText)";
 }
 
 /// A name out of the standard's schema, or nothing when the name is not one.

@@ -305,6 +305,74 @@ PID|1||123^^^H^MR||Testperson^Ada||19800101|F|||1 Main St^^Town^ST^12345||(555)5
     assert_eq!(patient["resource"]["telecom"][1]["system"], "phone");
 }
 
+fn appointment(out: &Value) -> Value {
+    out["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["resource"]["resourceType"] == "Appointment")
+        .map(|e| e["resource"].clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn appointment_times_come_from_sch_tq1_or_ais_and_stay_valid() {
+    // FHIR needs start and end together (app-2), and both unless proposed, cancelled or
+    // waitlist (app-3). Invented schedules, one timing source each.
+    let msh = "MSH|^~\\&|A|B|C|D|20240101120000-0500||SIU^S12^SIU_S12|S1|P|2.5.1\r";
+    let pid = "PID|1||123^^^H^MR||Testperson^Ada||19800101|F\rRGS|1\r";
+    // (SCH and TQ1, AIS, the times expected, the status expected)
+    type Case<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>, &'a str);
+    let cases: [Case<'_>; 5] = [
+        // TQ1-7/8 (the timing segment of 2.5 and later).
+        (
+            "SCH|P1|F1\rTQ1|||||||20240105090000-0500|20240105093000-0500\r",
+            "AIS|1||CHK^Checkup^L\r",
+            Some(("2024-01-05T09:00:00-05:00", "2024-01-05T09:30:00-05:00")),
+            "booked",
+        ),
+        // AIS-4 with its duration (AIS-7/8): the end is derived.
+        (
+            "SCH|P1|F1\r",
+            "AIS|1||CHK^Checkup^L|20240105233000-0500|||45|MIN\r",
+            Some(("2024-01-05T23:30:00-05:00", "2024-01-06T00:15:00-05:00")),
+            "booked",
+        ),
+        // SCH-11 start and SCH-9/10 duration in hours.
+        (
+            "SCH|P1|F1|||||||2|HR|^^^20240105090000+0100\r",
+            "AIS|1||CHK^Checkup^L\r",
+            Some(("2024-01-05T09:00:00+01:00", "2024-01-05T11:00:00+01:00")),
+            "booked",
+        ),
+        // A start without an end or duration: left out, and the appointment is proposed.
+        ("SCH|P1|F1\r", "AIS|1||CHK^Checkup^L|20240105090000-0500\r", None, "proposed"),
+        // No time at all, SCH-25 booked: proposed, SCH-25 kept as originalText.
+        ("SCH|P1|F1|||||||||||||||||||||||Booked\r", "AIS|1||CHK^Checkup^L\r", None, "proposed"),
+    ];
+    for (i, (sch, ais, times, status)) in cases.into_iter().enumerate() {
+        let msg = format!("{msh}{sch}{pid}{ais}");
+        let (code, out) = convert(&[], msg.as_bytes());
+        assert_eq!(code, 0, "case {i}");
+        check_bundle(&out[0], "message", &format!("case {i}"));
+        let a = appointment(&out[0]);
+        assert_eq!(a["status"], status, "case {i}");
+        let incomplete = codes_at(&out[0], "CONVERT_TIMING_INCOMPLETE");
+        match times {
+            Some((start, end)) => {
+                assert_eq!((a["start"].as_str(), a["end"].as_str()), (Some(start), Some(end)), "case {i}");
+                assert!(incomplete.is_empty(), "case {i}");
+            }
+            None => {
+                assert!(a.get("start").is_none() && a.get("end").is_none(), "case {i}");
+                assert!(incomplete.iter().any(|l| l == "SCH[1]->Appointment.status"), "case {i}: {incomplete:?}");
+            }
+        }
+    }
+    let (_, out) = convert(&[], format!("{msh}SCH|P1|F1|||||||||||||||||||||||Booked\r{pid}").as_bytes());
+    assert_eq!(appointment(&out[0])["_status"]["extension"][0]["valueString"], "Booked");
+}
+
 #[test]
 fn usage_errors() {
     let f = fixture("hl7v2/convert/adt_a01.hl7");

@@ -192,6 +192,59 @@ fn push_two_digits(s: &mut String, n: u8) {
     s.push(char::from(b'0' + n % 10));
 }
 
+/// The FHIR `instant` text `YYYY-MM-DDThh:mm:ss[.f+](Z|+hh:mm)` moved `minutes` later (an
+/// appointment's end from its start and duration); the seconds, fraction and offset are kept.
+/// `None` when the text is not of that shape or the year would pass 9999.
+pub fn plus_minutes(instant: &str, minutes: u32) -> Option<String> {
+    let b = instant.as_bytes();
+    let shape = b.len() >= 20
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && [0..4, 5..7, 8..10, 11..13, 14..16].into_iter().all(|r| b[r].iter().all(u8::is_ascii_digit));
+    if !shape {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| b[r].iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0'));
+    let (mut year, mut month, mut day) = (num(0..4), num(5..7), num(8..10));
+    let clock = num(11..13) * 60 + num(14..16) + minutes % 1440;
+    let mut days = minutes / 1440 + clock / 1440;
+    let clock = clock % 1440;
+    let month_days = |y: u32, m: u32| match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if !(1..=12).contains(&month) || day == 0 || day > month_days(year, month) {
+        return None;
+    }
+    // A month at a time: the loop runs at most 12 times per year added, and stops past 9999.
+    while days > 0 {
+        let left = month_days(year, month) - day;
+        if days <= left {
+            day += days;
+            break;
+        }
+        days -= left + 1;
+        day = 1;
+        month += 1;
+        if month > 12 {
+            month = 1;
+            year += 1;
+            if year > 9999 {
+                return None;
+            }
+        }
+    }
+    let mut s = String::with_capacity(instant.len());
+    s.push_str(&format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}", clock / 60, clock % 60));
+    s.push_str(&instant[16..]);
+    Some(s)
+}
+
 /// FHIR `time` from HL7 TM (`HH[MM[SS[.S+]]]`, an offset is not allowed in FHIR time and is
 /// dropped with a finding by the caller); `None` when malformed.
 pub fn parse_tm(text: &str) -> Option<(String, bool)> {
@@ -578,6 +631,30 @@ impl Ctx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instant_plus_minutes() {
+        let cases = [
+            ("2026-02-01T09:00:00-05:00", 30, Some("2026-02-01T09:30:00-05:00")),
+            ("2026-02-01T23:45:10.5Z", 30, Some("2026-02-02T00:15:10.5Z")),
+            ("2024-02-28T23:00:00+01:00", 120, Some("2024-02-29T01:00:00+01:00")),
+            ("2023-02-28T23:00:00+01:00", 120, Some("2023-03-01T01:00:00+01:00")),
+            ("2026-12-31T23:59:00+00:00", 1, Some("2027-01-01T00:00:00+00:00")),
+            ("2026-01-31T12:00:00+00:00", 60 * 24 * 30, Some("2026-03-02T12:00:00+00:00")),
+            ("2000-01-01T00:00:00Z", 60 * 24 * 366, Some("2001-01-01T00:00:00Z")),
+            ("2026-01-01T00:00:00Z", 0, Some("2026-01-01T00:00:00Z")),
+            ("9999-12-31T23:00:00Z", 60, None),
+            ("2026-02-30T00:00:00Z", 1, None),
+            ("2026-02-01", 1, None),
+            ("2026-02-01T9:00:00-05:00", 1, None),
+        ];
+        for (text, minutes, expect) in cases {
+            assert_eq!(plus_minutes(text, minutes).as_deref(), expect, "{text} + {minutes}");
+        }
+        // Never panics, on any length and the largest durations.
+        assert_eq!(plus_minutes("2026-01-01T00:00:00Z", u32::MAX), None);
+        assert!(plus_minutes("1000-01-01T00:00:00Z", u32::MAX).is_some());
+    }
 
     #[test]
     fn two_digits_is_format_02() {

@@ -3,13 +3,19 @@
 //! by OBX-2), NTE (notes of the resource before it), SPM (Specimen), RXA and RXR (Immunization),
 //! ORC and RXO (MedicationRequest), SCH and AIS (Appointment), TXA and its OBX (DocumentReference).
 //!
-//! What it does not do: TQ1/TQ2 timing, OBX-4 grouping into Observation components, ROL, AIL/AIP,
+//! Appointment times come from SCH-11, else the first TQ1 after SCH (7 start, 8 end, 6 duration),
+//! else AIS-4; an end missing is derived from the duration (SCH-9/10, TQ1-6 or AIS-7/8). FHIR needs
+//! start and end together (app-2) and both unless the status is proposed, cancelled or waitlist
+//! (app-3): a lone time is left out and an untimed appointment becomes `proposed`, each reported
+//! as `CONVERT_TIMING_INCOMPLETE`.
+//!
+//! What it does not do: TQ1/TQ2 timing of orders, OBX-4 grouping into Observation components, ROL, AIL/AIP,
 //! a second patient in one message (from a second PID on, every segment is reported, not mapped).
 
-use crate::diag::Code;
+use crate::diag::{Code, Hl7Position};
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
 
-use super::datatypes::{decimal, parse_tm};
+use super::datatypes::{decimal, parse_tm, plus_minutes};
 use super::read::Rep;
 use super::segments::{self, absent, concept};
 use super::tree::{Obj, V};
@@ -31,12 +37,36 @@ struct State<'a> {
     report_effective: Option<String>,
     note: Option<NoteTarget>,
     immunization: Option<usize>,
-    appointment: Option<usize>,
+    appointment: Option<Appt>,
     document: Option<usize>,
     document_text: Vec<String>,
     /// A second PID was seen: what follows belongs to another patient (ADT^A40 and ORU^R01 may
     /// carry several); it is reported, not attached to the first one.
     other_patient: bool,
+}
+
+/// The appointment being built (SCH, then its TQ1 and AIS), finished at the end of the message.
+#[derive(Debug, Default)]
+struct Appt {
+    entry: usize,
+    /// The SCH segment's position (where an untimed appointment is reported).
+    at: Hl7Position,
+    /// The FHIR status set from SCH-25 or the event.
+    status: &'static str,
+    /// SCH-25 as sent, kept as the status's originalText if the status must change.
+    v2_status: Option<String>,
+    /// The duration in minutes (SCH-9/10, else TQ1-6, else AIS-7/8), to derive a missing end.
+    minutes: Option<u32>,
+    /// A TQ1 gave (or was offered) the times.
+    timed_by_tq1: bool,
+}
+
+impl Drop for Appt {
+    fn drop(&mut self) {
+        if let Some(s) = &mut self.v2_status {
+            crate::phi::wipe_string(s);
+        }
+    }
 }
 
 /// Walks the segments after MSH, in order.
@@ -127,14 +157,22 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
                 st.note = medication_request(ctx, seg, orc).map(|entry| NoteTarget { entry });
             }
             Some("SCH") => {
+                if let Some(previous) = st.appointment.take() {
+                    finish_appointment(ctx, previous);
+                }
                 st.appointment = appointment(ctx, seg);
-                st.note = st.appointment.map(|entry| NoteTarget { entry });
+                st.note = st.appointment.as_ref().map(|a| NoteTarget { entry: a.entry });
+            }
+            Some("TQ1") if ctx.message_type.0 == "SIU" && st.appointment.as_ref().is_some_and(|a| !a.timed_by_tq1) => {
+                if let Some(a) = st.appointment.as_mut() {
+                    appointment_timing(ctx, seg, a);
+                }
             }
             Some("RGS") => ctx.unmapped_fields(seg, &[1]),
-            Some("AIS") => match st.appointment {
+            Some("AIS") => match st.appointment.as_mut() {
                 Some(a) => {
                     service(ctx, seg, a);
-                    st.note = Some(NoteTarget { entry: a });
+                    st.note = Some(NoteTarget { entry: a.entry });
                 }
                 None => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
             },
@@ -147,6 +185,9 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
     }
     if let Some(d) = st.document {
         finish_document(ctx, d, std::mem::take(&mut st.document_text));
+    }
+    if let Some(a) = st.appointment.take() {
+        finish_appointment(ctx, a);
     }
 }
 
@@ -849,7 +890,7 @@ fn medication_request(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, orc: Option<Segmen
 }
 
 /// SCH to Appointment.
-fn appointment(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
+fn appointment(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<Appt> {
     let id = ctx.positional_id("Appointment", seg.index(), 0);
     let mut a = Ctx::resource("Appointment", &id);
     for (n, ty) in [(1, "PLAC"), (2, "FILL")] {
@@ -860,10 +901,15 @@ fn appointment(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     }
     let event = ctx.message_type.1.clone();
     let by_event = if event == "S15" { "cancelled" } else { "booked" };
+    let mut appt = Appt::default();
+    appt.at = seg.position();
+    appt.status = by_event;
     match ctx.r.first(seg, 25).and_then(|rep| ctx.r.text(rep.c(1)).map(|c| (rep, c))) {
         Some((rep, code)) => match vocab::appointment_status(&code) {
             Some(s) => {
                 a.set("status", V::code(s));
+                appt.status = s;
+                appt.v2_status = Some(code);
             }
             None => {
                 ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Appointment.status");
@@ -891,21 +937,22 @@ fn appointment(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
         let cc = ctx.codeable(rep, None, "Appointment.reasonCode");
         a.push_obj("reasonCode", cc);
     }
+    let duration = ctx.r.field_text(seg, 9, 1).map(|d| minutes_of(&d, ctx.r.field_text(seg, 10, 1).as_deref()));
+    appt.minutes = duration.flatten();
     if let Some(rep) = ctx.r.first(seg, 11) {
         let start = ctx.instant(rep, 4, "Appointment.start");
         let end = ctx.instant(rep, 5, "Appointment.end");
-        a.opt("start", start);
-        a.opt("end", end);
+        set_times(ctx, &mut a, start, end, appt.minutes, rep.pos);
         ctx.unmapped_components(rep, &[4, 5], "Appointment.start");
     }
-    if let Some(d) = ctx.r.field_text(seg, 9, 1) {
-        let unit = ctx.r.field_text(seg, 10, 1);
-        match (d.parse::<u32>(), unit.as_deref()) {
-            (Ok(n), None | Some("MIN" | "min" | "m")) if n > 0 => {
-                a.set("minutesDuration", V::N(n.to_string()));
-            }
-            _ => ctx.note(Code::CONVERT_VALUE_INVALID, seg.position().field(9, 1), "Appointment.minutesDuration"),
+    match (duration, appt.minutes) {
+        (_, Some(n)) => {
+            a.set("minutesDuration", V::N(n.to_string()));
         }
+        (Some(None), _) => {
+            ctx.note(Code::CONVERT_VALUE_INVALID, seg.position().field(9, 1), "Appointment.minutesDuration");
+        }
+        (_, None) => {}
     }
     match &ctx.patient {
         Some(p) => {
@@ -926,24 +973,122 @@ fn appointment(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
             a.push_obj("participant", part);
         }
     }
-    let i = ctx.add("Appointment", id, a);
+    appt.entry = ctx.add("Appointment", id, a);
     ctx.unmapped_fields(seg, &mapped);
-    Some(i)
+    Some(appt)
 }
 
-/// AIS to Appointment.serviceType (and start, when SCH-11 gave none).
-fn service(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, appt: usize) {
-    if let Some(rep) = ctx.r.first(seg, 3) {
-        let cc = ctx.codeable(rep, None, "Appointment.serviceType");
-        ctx.entry_mut(appt).push_obj("serviceType", cc);
+/// A duration (SCH-9/10, TQ1-6, AIS-7/8) in minutes: a positive whole number, in minutes (the
+/// default when no unit is given) or hours. `None` when it is not one.
+fn minutes_of(quantity: &str, unit: Option<&str>) -> Option<u32> {
+    let n = quantity.trim().parse::<u32>().ok().filter(|n| *n > 0)?;
+    match unit.map(str::trim) {
+        None | Some("MIN" | "min" | "m") => Some(n),
+        Some("H" | "h" | "HR" | "hr" | "HRS" | "hrs") => n.checked_mul(60),
+        Some(_) => None,
     }
-    if let Some(rep) = ctx.r.first(seg, 4) {
-        if !ctx.entries[appt].res.has("start") {
-            let s = ctx.instant(rep, 1, "Appointment.start");
-            ctx.entry_mut(appt).opt("start", s);
+}
+
+/// Sets `start` and `end` when both are known (an end derived from `minutes` when missing);
+/// a lone one is left out and reported at `at`: FHIR needs both or neither (app-2).
+fn set_times(
+    ctx: &mut Ctx<'_>,
+    a: &mut Obj,
+    start: Option<String>,
+    end: Option<String>,
+    minutes: Option<u32>,
+    at: Hl7Position,
+) {
+    let end = match (&start, end) {
+        (Some(s), None) => minutes.and_then(|m| plus_minutes(s, m)),
+        (_, end) => end,
+    };
+    match (start, end) {
+        (Some(s), Some(e)) => {
+            a.set("start", V::S(s));
+            a.set("end", V::S(e));
+        }
+        (None, None) => {}
+        (Some(mut lone), None) => {
+            crate::phi::wipe_string(&mut lone);
+            ctx.note(Code::CONVERT_TIMING_INCOMPLETE, at, "Appointment.end");
+        }
+        (None, Some(mut lone)) => {
+            crate::phi::wipe_string(&mut lone);
+            ctx.note(Code::CONVERT_TIMING_INCOMPLETE, at, "Appointment.start");
         }
     }
-    ctx.unmapped_fields(seg, &[1, 3, 4]);
+}
+
+/// The first TQ1 of an SIU: the appointment's times when SCH-11 gave none (7 start, 8 end) and
+/// its duration (6) when SCH-9 gave none.
+fn appointment_timing(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, appt: &mut Appt) {
+    appt.timed_by_tq1 = true;
+    if appt.minutes.is_none()
+        && let Some(rep) = ctx.r.first(seg, 6)
+        && let Some(q) = ctx.r.text(rep.c(1))
+    {
+        let unit = ctx.r.text(rep.composite(2).c(1));
+        match minutes_of(&q, unit.as_deref()) {
+            Some(n) => {
+                appt.minutes = Some(n);
+                ctx.entry_mut(appt.entry).set("minutesDuration", V::N(n.to_string()));
+            }
+            None => ctx.note(Code::CONVERT_VALUE_INVALID, rep.pos, "Appointment.minutesDuration"),
+        }
+    }
+    let has_times = ctx.entries[appt.entry].res.has("start");
+    if !has_times && (ctx.r.first(seg, 7).is_some() || ctx.r.first(seg, 8).is_some()) {
+        let start = ctx.r.first(seg, 7).and_then(|rep| ctx.instant(rep, 1, "Appointment.start"));
+        let end = ctx.r.first(seg, 8).and_then(|rep| ctx.instant(rep, 1, "Appointment.end"));
+        let mut a = std::mem::take(ctx.entry_mut(appt.entry));
+        set_times(ctx, &mut a, start, end, appt.minutes, seg.position().field(7, 0));
+        *ctx.entry_mut(appt.entry) = a;
+    }
+    let mapped: &[u32] = if has_times { &[1, 6] } else { &[1, 6, 7, 8] };
+    ctx.unmapped_fields(seg, mapped);
+}
+
+/// An appointment without times cannot keep a status that needs them (app-3): it becomes
+/// `proposed`, with SCH-25 kept as the status's originalText, and is reported.
+fn finish_appointment(ctx: &mut Ctx<'_>, mut appt: Appt) {
+    if ctx.entries[appt.entry].res.has("start") || matches!(appt.status, "proposed" | "cancelled" | "waitlist") {
+        return;
+    }
+    ctx.note(Code::CONVERT_TIMING_INCOMPLETE, appt.at, "Appointment.status");
+    let original = appt.v2_status.take();
+    let a = ctx.entry_mut(appt.entry);
+    a.set("status", V::code("proposed"));
+    if let Some(code) = original {
+        a.obj("_status", segments::original(code));
+    }
+}
+
+/// AIS to Appointment.serviceType (and start and end, when SCH-11 and TQ1 gave none: AIS-4, and
+/// the end from the duration, SCH-9/10 or else AIS-7/8).
+fn service(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, appt: &mut Appt) {
+    if let Some(rep) = ctx.r.first(seg, 3) {
+        let cc = ctx.codeable(rep, None, "Appointment.serviceType");
+        ctx.entry_mut(appt.entry).push_obj("serviceType", cc);
+    }
+    let mut mapped: &[u32] = &[1, 3, 4];
+    if let Some(rep) = ctx.r.first(seg, 4)
+        && !ctx.entries[appt.entry].res.has("start")
+    {
+        let start = ctx.instant(rep, 1, "Appointment.start");
+        let own = ctx.r.field_text(seg, 7, 1).map(|d| minutes_of(&d, ctx.r.field_text(seg, 8, 1).as_deref()));
+        if appt.minutes.is_none() {
+            mapped = &[1, 3, 4, 7, 8];
+            if let Some(None) = own {
+                ctx.note(Code::CONVERT_VALUE_INVALID, seg.position().field(7, 1), "Appointment.end");
+            }
+        }
+        let minutes = appt.minutes.or(own.flatten());
+        let mut a = std::mem::take(ctx.entry_mut(appt.entry));
+        set_times(ctx, &mut a, start, None, minutes, rep.pos);
+        *ctx.entry_mut(appt.entry) = a;
+    }
+    ctx.unmapped_fields(seg, mapped);
 }
 
 /// TXA to DocumentReference (its content comes from the OBX that follow).
