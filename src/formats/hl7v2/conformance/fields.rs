@@ -366,7 +366,7 @@ impl Walker<'_, '_> {
         loop {
             r += 1;
             if def.max_reps != 0 && r > def.max_reps {
-                self.push(Code::FIELD_REPEATED, Pos::field(n, r));
+                self.repeated(n, r);
                 return;
             }
             self.value(def, ty, Pos::field(n, r), 0, ctx);
@@ -632,8 +632,14 @@ impl Walker<'_, '_> {
         }
         let plan = self.plan;
         let Some(set) = def.table.and_then(|i| plan.codes(i)) else { return false };
-        let v = self.bytes(lo, hi);
+        let mut v = self.bytes(lo, hi);
         let mut coded = datatypes::coded(v, set);
+        if coded == Coded::Unlisted && v.last() == Some(&b' ') {
+            // Trailing blanks may be trimmed and are ignored in comparisons (ST, whose rules
+            // coded values follow).
+            v = v.trim_ascii_end();
+            coded = datatypes::coded(v, set);
+        }
         let mut severity = if set.open { Severity::Warning } else { Severity::Error };
         if coded == Coded::Unlisted && ctx.value_type {
             if plan.type_named(v).is_some() {
@@ -643,6 +649,10 @@ impl Walker<'_, '_> {
                 // deviation from the declared version, as a withdrawn field is; not an error.
                 severity = Severity::Warning;
             }
+        } else if coded == Coded::Unlisted && plan.code_listed_elsewhere(set.number, v) {
+            // A value another version lists (CLIA in 0301, listed from 2.7 on, in a 2.5.1
+            // message): a deviation from the declared version, not an error.
+            severity = Severity::Warning;
         }
         match coded {
             Coded::Listed => return true,
@@ -650,6 +660,17 @@ impl Walker<'_, '_> {
             Coded::Local | Coded::Unlisted => self.push_with(Code::TABLE_VALUE_UNKNOWN, severity, at),
         }
         false
+    }
+
+    /// Repetition `r` of field `n`, beyond the version's count: an error, or a warning when
+    /// another version allows it (a deviation from the declared version, as a field defined
+    /// only in a later version is).
+    #[cold]
+    #[inline(never)]
+    fn repeated(&mut self, n: u32, r: u32) {
+        let elsewhere = self.base.segment.is_some_and(|id| self.plan.repeats_elsewhere(id, n, r));
+        let severity = if elsewhere { Severity::Warning } else { Code::FIELD_REPEATED.default_severity() };
+        self.push_with(Code::FIELD_REPEATED, severity, Pos::field(n, r));
     }
 
     /// With `--strict`: a trailing delimiter, once per segment.

@@ -270,6 +270,25 @@ impl Plan {
                 .any(|s| s.datatypes().binary_search_by(|d| d.id.as_bytes().cmp(id)).is_ok())
     }
 
+    /// Whether `v` is a value of HL7 table `number` in some version's list (`CLIA`, in table
+    /// 0301 from 2.7 on, in a 2.5.1 message). Slow (every version's table); for the rare
+    /// unlisted value.
+    pub fn code_listed_elsewhere(&self, number: u16, v: &[u8]) -> bool {
+        Version::ALL.into_iter().filter(|x| x.data_version() == *x).filter_map(plan).any(|p| {
+            p.codes.iter().any(|set| set.number == number && set.contains(v))
+        })
+    }
+
+    /// Whether field `n` of segment `id` may repeat at least `reps` times in some version (ORC-10
+    /// repeats from 2.4 on, in a 2.3 message). Slow; for the rare repeated field.
+    pub fn repeats_elsewhere(&self, id: &str, n: u32, reps: u32) -> bool {
+        Version::ALL.into_iter().filter(|x| x.data_version() == *x).filter_map(plan).any(|p| {
+            p.segment(id)
+                .and_then(|s| s.fields.get(n.checked_sub(1)? as usize))
+                .is_some_and(|f| f.max_reps == 0 || f.max_reps >= reps)
+        })
+    }
+
     /// The index of the structure named `id` (bytes from MSH-9.3, or a schema id).
     pub fn structure_index(&self, id: &[u8]) -> Option<u16> {
         let i = self.schema.structures().binary_search_by(|s| s.id.as_bytes().cmp(id)).ok()?;
