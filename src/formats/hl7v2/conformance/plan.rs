@@ -274,9 +274,11 @@ impl Plan {
     /// 0301 from 2.7 on, in a 2.5.1 message). Slow (every version's table); for the rare
     /// unlisted value.
     pub fn code_listed_elsewhere(&self, number: u16, v: &[u8]) -> bool {
-        Version::ALL.into_iter().filter(|x| x.data_version() == *x).filter_map(plan).any(|p| {
-            p.codes.iter().any(|set| set.number == number && set.contains(v))
-        })
+        Version::ALL
+            .into_iter()
+            .filter(|x| x.data_version() == *x)
+            .filter_map(plan)
+            .any(|p| p.codes.iter().any(|set| set.number == number && set.contains(v)))
     }
 
     /// Whether field `n` of segment `id` may repeat at least `reps` times in some version (ORC-10
