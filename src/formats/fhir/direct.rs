@@ -92,8 +92,9 @@ pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) 
 /// validation, not `fmt`.
 pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) -> Option<Document> {
     thread_local! {
-        /// Node and value-buffer sizes of the last document built on this thread: the next one
-        /// (the next message of a stream) is sized from them instead of growing step by step.
+        /// Node and value-buffer sizes of the recent documents built on this thread (the
+        /// largest, decaying by an eighth per document): the next one (the next message of a
+        /// stream) is sized from them instead of growing step by step.
         static LAST: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
     }
     let (nodes, text) = LAST.get();
@@ -124,7 +125,7 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
     }
     let Walk { b, values, building, json_values, out, children, .. } = w;
     CHILD_CACHE.set(children);
-    LAST.set((b.nodes.len(), values.len()));
+    LAST.set((b.nodes.len().max(nodes - nodes / 8), values.len().max(text - text / 8)));
     // Wiped when dropped, on either path.
     let values = Phi::new(values);
     if !building || json_values > limits.max_segments as usize || out.len() - base > u32::MAX as usize - 1 {
