@@ -397,7 +397,7 @@ fn observation(
 }
 
 fn value(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, o: &mut Obj) {
-    let reps = ctx.r.reps(seg, 5);
+    let reps: Vec<Rep<'_>> = ctx.r.reps(seg, 5).collect();
     let Some(&first) = reps.first() else { return };
     let ty = ctx.r.field_text(seg, 2, 1).unwrap_or_default();
     let units = ctx.r.first(seg, 6);
