@@ -237,7 +237,7 @@ pub fn decimal(text: &str) -> Option<String> {
     let (int, frac) = body.split_once('.').map_or((body, None), |(a, b)| (a, Some(b)));
     let int = int.trim_start_matches('0');
     let int = if int.is_empty() { "0" } else { int };
-    let mut s = String::new();
+    let mut s = String::with_capacity(t.len() + 1);
     if neg {
         s.push('-');
     }

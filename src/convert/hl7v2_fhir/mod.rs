@@ -28,6 +28,8 @@ pub mod segments;
 pub mod tree;
 pub mod vocab;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
 
@@ -333,7 +335,7 @@ pub fn convert_after(
     segments::prepare(&mut ctx, msg);
     orders::walk(&mut ctx, msg);
     segments::finish_header(&mut ctx, header);
-    let last = LAST.get();
+    let last = LAST.load(Ordering::Relaxed);
     let mut bundle = Vec::with_capacity(prefix.len() + last + last / 8);
     bundle.extend_from_slice(prefix);
     let start = bundle.len();
@@ -360,16 +362,15 @@ pub fn convert_after(
     }
     findings.truncate(fhir::validate::MAX_FINDINGS);
     let size = bundle.len() - start + room_per_finding * findings.len();
-    LAST.set(size.max(last - last / 8).max(4096));
+    LAST.store(size.max(last - last / 8).max(4096), Ordering::Relaxed);
     Converted { out: bundle, start, findings }
 }
 
-thread_local! {
-    /// The size of the recent Bundles written on this thread with the room for their findings
-    /// (the next is sized from it): the largest, decaying by an eighth per message, so that a
-    /// stream of messages of varying sizes rarely grows its buffer.
-    static LAST: std::cell::Cell<usize> = const { std::cell::Cell::new(4096) };
-}
+/// The size of the recent Bundles with the room for their findings (the next is sized from
+/// it): the largest, decaying by an eighth per message, so that a stream of messages of varying
+/// sizes rarely grows its buffer. Shared by the threads (the converting threads of `ops` live
+/// for one batch of messages); a capacity only, never in the output.
+static LAST: AtomicUsize = AtomicUsize::new(4096);
 
 /// Writes the Bundle to `out`; returns its element tree when the writing walk could build it.
 fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>, limits: &Limits) -> Option<fhir::Document> {

@@ -310,8 +310,9 @@ fn quantity(ctx: &mut Ctx<'_>, value: String, units: Option<Rep<'_>>, path: &'st
     let mut q = Obj::new();
     q.set("value", V::N(value));
     if let Some(u) = units {
-        let code = ctx.r.text(u.c(1));
-        let text = ctx.r.text(u.c(2));
+        let [c1, c2] = u.components::<2>();
+        let code = ctx.r.text(c1);
+        let text = ctx.r.text(c2);
         let system = ctx.coding_system(u, 3, path);
         q.opt("unit", text.or_else(|| code.clone()));
         if system.is_some() {
