@@ -506,7 +506,7 @@ fn structured_numeric(ctx: &mut Ctx<'_>, rep: Rep<'_>, units: Option<Rep<'_>>, o
 
 /// NTE-3 to an Annotation of the resource before it.
 fn note(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, target: NoteTarget) {
-    let parts: Vec<String> = ctx.r.reps(seg, 3).into_iter().filter_map(|r| ctx.r.text(r.bytes)).collect();
+    let parts: Vec<String> = ctx.r.reps(seg, 3).filter_map(|r| ctx.r.text(r.bytes)).collect();
     let ty = ctx.entries[target.entry].ty;
     let key = match ty {
         "Appointment" => "comment",
