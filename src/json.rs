@@ -57,6 +57,17 @@ fn next_escape(bytes: &[u8], mut from: usize) -> usize {
         }
         from += 8;
     }
+    // The last 1 to 7 bytes: when there are 8 bytes in all, as the last word (its first bytes
+    // were scanned already: a flag from them only costs the byte scan below).
+    if from < bytes.len() && bytes.len() >= 8 {
+        if let Some(last) = bytes.get(bytes.len() - 8..) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(last);
+            if !word_may_need_escape(u64::from_le_bytes(word)) {
+                return bytes.len();
+            }
+        }
+    }
     while let Some(&b) = bytes.get(from) {
         if NEEDS_ESCAPE[b as usize] {
             return from;

@@ -536,8 +536,24 @@ impl<'r> Runner<'r> {
         // while this thread writes.
         let request = self.request;
         let disclosure = self.disclosure;
+        // Without a redacting policy the Bundle is written as it is: the converter writes it
+        // after the start of its record, and `write_converted` appends the rest (no copy).
+        let multi = self.multi;
+        let in_place = request.redaction().is_none();
         let convert = |job: &ConvertJob| {
-            crate::convert::hl7v2_fhir::convert(&job.msg, &request.convert, job.record, &request.limits, disclosure)
+            let mut prefix = Vec::new();
+            if in_place {
+                converted_record_prefix(multi, job.record, &mut prefix);
+            }
+            crate::convert::hl7v2_fhir::convert_after(
+                &prefix,
+                FINDING_ROOM,
+                &job.msg,
+                &request.convert,
+                job.record,
+                &request.limits,
+                disclosure,
+            )
         };
         let records = self.records;
         let mut outcome = Ok(());
@@ -611,10 +627,23 @@ impl<'r> Runner<'r> {
 
     /// Writes one converted message (the record number is `self.records`).
     fn write_converted(&mut self, mut converted: crate::convert::hl7v2_fhir::Converted) -> Result<(), Failure> {
+        if converted.start > 0 {
+            // The Bundle follows the start of its record (no redacting policy): the object is
+            // completed in its buffer, which `converted` wipes when dropped.
+            let valid = hl7v2::validate::is_valid(&converted.findings);
+            self.any_invalid |= !valid;
+            let json = &mut converted.out;
+            json.reserve(16 + FINDING_ROOM * converted.findings.len());
+            json.extend_from_slice(b",\"findings\":");
+            findings_json(&converted.findings, json);
+            json.push(b'}');
+            self.emit_complete(&converted.out, &converted.findings, None, None);
+            return Ok(());
+        }
         // Under a redacting policy the message was redacted by the HL7 v2 rules; the Bundle is
         // then redacted by the FHIR rules (ids, fullUrls and references rewritten
         // consistently). A Bundle that cannot be redacted is not released.
-        let mut bundle = match enforce_fhir_json(self.request, std::mem::take(&mut converted.bundle), self.disclosure) {
+        let mut bundle = match enforce_fhir_json(self.request, std::mem::take(&mut converted.out), self.disclosure) {
             Ok(b) => b,
             Err(code) => {
                 let at = Location::Record(u32::try_from(self.records).unwrap_or(u32::MAX));
@@ -626,14 +655,14 @@ impl<'r> Runner<'r> {
         // The object is written complete (with `record` in a multi-record input): what `emit`
         // gives, without copying the Bundle a second time.
         let mut json = Vec::with_capacity(bundle.len() + 128 + 160 * converted.findings.len());
-        self.push_record_prefix(&mut json);
-        json.extend_from_slice(b"\"format\":\"fhir\",\"bundle\":");
+        converted_record_prefix(self.multi, self.records, &mut json);
         json.extend_from_slice(&bundle);
         crate::phi::wipe(&mut bundle);
         json.extend_from_slice(b",\"findings\":");
         findings_json(&converted.findings, &mut json);
         json.push(b'}');
         self.emit_complete(&json, &converted.findings, None, None);
+        crate::phi::wipe(&mut json);
         Ok(())
     }
 
@@ -913,13 +942,7 @@ impl<'r> Runner<'r> {
 
     /// Appends [`Runner::record_prefix`] to `json`.
     fn push_record_prefix(&self, json: &mut Vec<u8>) {
-        if self.multi {
-            json.extend_from_slice(b"{\"record\":");
-            decimal_u64(self.records, json);
-            json.push(b',');
-        } else {
-            json.push(b'{');
-        }
+        record_prefix_for(self.multi, self.records, json);
     }
 
     /// Emits an object that starts with [`Runner::record_prefix`].
@@ -1001,6 +1024,28 @@ pub fn enforce_fhir_json(request: &Request, json: Vec<u8>, disclosure: &Disclosu
         None => Ok(json),
         Some(p) => policy::fhir::redact_fhir_json(p, request.key.as_deref(), json, &request.limits, disclosure, true),
     }
+}
+
+/// Appends the start of a record's object (see [`Runner::record_prefix`]) for record `record`
+/// of an input with several records (`multi`) or one.
+fn record_prefix_for(multi: bool, record: u64, json: &mut Vec<u8>) {
+    if multi {
+        json.extend_from_slice(b"{\"record\":");
+        decimal_u64(record, json);
+        json.push(b',');
+    } else {
+        json.push(b'{');
+    }
+}
+
+/// Bytes reserved for a finding written by [`findings_json`] (most take 80 to 120).
+const FINDING_ROOM: usize = 128;
+
+/// Appends what a converted record's object holds before its Bundle:
+/// `{"record":N,"format":"fhir","bundle":` (as [`Runner::write_converted`] writes it).
+fn converted_record_prefix(multi: bool, record: u64, json: &mut Vec<u8>) {
+    record_prefix_for(multi, record, json);
+    json.extend_from_slice(b"\"format\":\"fhir\",\"bundle\":");
 }
 
 /// `[{"code":..,"severity":..,"location":..}, ...]`
@@ -1290,7 +1335,7 @@ mod tests {
                 for bundle_type in [BundleType::Message, BundleType::Collection, BundleType::Transaction] {
                     let opts = Options { bundle_type, ..Options::default() };
                     let converted = crate::convert::hl7v2_fhir::convert(&msg, &opts, 1, &limits, &disclosure);
-                    if let Ok(doc) = crate::formats::fhir::read(converted.bundle.clone(), &limits) {
+                    if let Ok(doc) = crate::formats::fhir::read(converted.bundle().to_vec(), &limits) {
                         docs.push((path.display().to_string(), doc));
                     }
                 }

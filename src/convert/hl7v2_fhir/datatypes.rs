@@ -10,6 +10,7 @@
 //! XTN speed dial codes...): they are reported, not mapped.
 
 use crate::diag::Code;
+use crate::phi::PhiBytes;
 
 use super::Ctx;
 use super::read::Rep;
@@ -289,7 +290,7 @@ pub fn decimal(text: &str) -> Option<String> {
     let (int, frac) = body.split_once('.').map_or((body, None), |(a, b)| (a, Some(b)));
     let int = int.trim_start_matches('0');
     let int = if int.is_empty() { "0" } else { int };
-    let mut s = String::new();
+    let mut s = String::with_capacity(t.len() + 1);
     if neg {
         s.push('-');
     }
@@ -363,7 +364,12 @@ impl Ctx<'_> {
 
     /// The system URI of a coding system name (CWE-3 and friends).
     pub fn coding_system(&mut self, rep: Rep<'_>, c: usize, path: &'static str) -> Option<String> {
-        let name = self.r.text(rep.c(c))?;
+        self.coding_system_of(rep, rep.c(c), c, path)
+    }
+
+    /// [`Ctx::coding_system`] of component `c` of `rep`, its bytes `bytes` already split.
+    fn coding_system_of(&mut self, rep: Rep<'_>, bytes: PhiBytes<'_>, c: usize, path: &'static str) -> Option<String> {
+        let name = self.r.text(bytes)?;
         if let Some(uri) = vocab::coding_system(&name) {
             return Some(uri);
         }
@@ -378,30 +384,33 @@ impl Ctx<'_> {
     /// value names no coding system (`None`: no default).
     pub fn codeable(&mut self, rep: Rep<'_>, table: Option<&'static str>, path: &'static str) -> Obj {
         let mut cc = Obj::new();
+        // The 13 components, split once (`rep.c(n)` is `cs[n - 1]`).
+        let cs = rep.components::<13>();
+        let c = |n: usize| cs[n - 1];
         for (code_c, display_c, system_c, version_c) in [(1, 2, 3, 7), (4, 5, 6, 8), (10, 11, 12, 13)] {
-            let code = self.r.text(rep.c(code_c));
-            let display = self.r.text(rep.c(display_c));
+            let code = self.r.text(c(code_c));
+            let display = self.r.text(c(display_c));
             if code.is_none() {
                 if let (Some(d), 1) = (display, code_c) {
-                    if self.r.text(rep.c(9)).is_none() {
+                    if self.r.text(c(9)).is_none() {
                         cc.set("text", V::S(d));
                     }
                 }
                 continue;
             }
             let mut coding = Obj::new();
-            let system = match self.coding_system(rep, system_c, path) {
+            let system = match self.coding_system_of(rep, c(system_c), system_c, path) {
                 Some(s) => Some(s),
-                None if self.r.text(rep.c(system_c)).is_none() => table.map(vocab::v2_table_system),
+                None if self.r.text(c(system_c)).is_none() => table.map(vocab::v2_table_system),
                 None => None,
             };
             coding.opt("system", system);
-            coding.opt("version", self.r.text(rep.c(version_c)));
+            coding.opt("version", self.r.text(c(version_c)));
             coding.opt("code", code);
             coding.opt("display", display);
             cc.push_obj("coding", coding);
         }
-        cc.opt("text", self.r.text(rep.c(9)));
+        cc.opt("text", self.r.text(c(9)));
         self.unmapped_components(rep, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], path);
         cc
     }

@@ -28,6 +28,8 @@ pub mod segments;
 pub mod tree;
 pub mod vocab;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
 
@@ -73,15 +75,25 @@ pub const SUPPORTED: &[(&str, &str)] = &[
 /// The result of converting one message.
 #[derive(Debug)]
 pub struct Converted {
-    /// The Bundle (FHIR JSON, compact). Data channel only.
-    pub bundle: Vec<u8>,
+    /// The caller's prefix (see [`convert_after`]), then the Bundle (FHIR JSON, compact). Data
+    /// channel only.
+    pub out: Vec<u8>,
+    /// Where the Bundle starts in `out` (the length of the prefix).
+    pub start: usize,
     /// Conversion findings, then the validator's findings on the Bundle.
     pub findings: Vec<Diagnostic>,
 }
 
+impl Converted {
+    /// The Bundle (FHIR JSON, compact). Data channel only.
+    pub fn bundle(&self) -> &[u8] {
+        self.out.get(self.start..).unwrap_or_default()
+    }
+}
+
 impl Drop for Converted {
     fn drop(&mut self) {
-        crate::phi::wipe(&mut self.bundle);
+        crate::phi::wipe(&mut self.out);
     }
 }
 
@@ -280,6 +292,22 @@ pub fn reference_obj(r: &str) -> Obj {
 /// Converts one message. `record` numbers the message in its input (ids of messages without
 /// MSH-10 use it).
 pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disclosure: &Disclosure) -> Converted {
+    convert_after(b"", 0, msg, opts, record, limits, disclosure)
+}
+
+/// [`convert`], writing the Bundle after `prefix` (the start of the record that holds it, so
+/// that the data-channel writer appends to the Bundle's buffer instead of copying it), in a
+/// buffer sized to leave `room_per_finding` bytes after the Bundle for each finding (which the
+/// caller appends). `prefix` is the caller's text, never a value.
+pub fn convert_after(
+    prefix: &[u8],
+    room_per_finding: usize,
+    msg: &Message,
+    opts: &Options,
+    record: u64,
+    limits: &Limits,
+    disclosure: &Disclosure,
+) -> Converted {
     let r = Reader::new(msg, disclosure);
     let msh = msg.msh();
     let control = r.first(msh, 10).map(|rep| r.raw_for_key(rep.bytes).to_vec()).unwrap_or_default();
@@ -307,13 +335,11 @@ pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disc
     segments::prepare(&mut ctx, msg);
     orders::walk(&mut ctx, msg);
     segments::finish_header(&mut ctx, header);
-    thread_local! {
-        /// The size of the last Bundle written on this thread (the next is sized from it).
-        static LAST: std::cell::Cell<usize> = const { std::cell::Cell::new(4096) };
-    }
-    let mut bundle = Vec::with_capacity(LAST.get() + LAST.get() / 8);
+    let last = LAST.load(Ordering::Relaxed);
+    let mut bundle = Vec::with_capacity(prefix.len() + last + last / 8);
+    bundle.extend_from_slice(prefix);
+    let start = bundle.len();
     let direct = write_bundle(&mut ctx, msh, &mut bundle, limits);
-    LAST.set(bundle.len().max(4096));
     let mut findings = std::mem::take(&mut ctx.findings);
     drop(ctx);
     // The Bundle's element tree comes from the writing walk; when the tree has a shape the
@@ -322,21 +348,29 @@ pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disc
     if let Some(doc) = &direct {
         // Debug builds (the tests) check the walk against reading its bytes back, on every
         // conversion; the message names only the first node that differs.
-        if let Err(node) = fhir::direct::compare_with_read(doc, &bundle, limits) {
+        if let Err(node) = fhir::direct::compare_with_read(doc, &bundle[start..], limits) {
             panic!("convert: the written Bundle's element tree differs from reading it at node {node}");
         }
     }
     let doc = match direct {
         Some(doc) => Ok(doc),
-        None => fhir::read(bundle.clone(), limits),
+        None => fhir::read(bundle[start..].to_vec(), limits),
     };
     match doc {
         Ok(doc) => findings.extend(fhir::validate::validate(&doc, fhir::validate::Options { strict: false })),
         Err(fatal) => findings.push(fatal),
     }
     findings.truncate(fhir::validate::MAX_FINDINGS);
-    Converted { bundle, findings }
+    let size = bundle.len() - start + room_per_finding * findings.len();
+    LAST.store(size.max(last - last / 8).max(4096), Ordering::Relaxed);
+    Converted { out: bundle, start, findings }
 }
+
+/// The size of the recent Bundles with the room for their findings (the next is sized from
+/// it): the largest, decaying by an eighth per message, so that a stream of messages of varying
+/// sizes rarely grows its buffer. Shared by the threads (the converting threads of `ops` live
+/// for one batch of messages); a capacity only, never in the output.
+static LAST: AtomicUsize = AtomicUsize::new(4096);
 
 /// Writes the Bundle to `out`; returns its element tree when the writing walk could build it.
 fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>, limits: &Limits) -> Option<fhir::Document> {

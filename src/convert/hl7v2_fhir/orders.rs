@@ -351,8 +351,9 @@ fn quantity(ctx: &mut Ctx<'_>, value: String, units: Option<Rep<'_>>, path: &'st
     let mut q = Obj::new();
     q.set("value", V::N(value));
     if let Some(u) = units {
-        let code = ctx.r.text(u.c(1));
-        let text = ctx.r.text(u.c(2));
+        let [c1, c2] = u.components::<2>();
+        let code = ctx.r.text(c1);
+        let text = ctx.r.text(c2);
         let system = ctx.coding_system(u, 3, path);
         q.opt("unit", text.or_else(|| code.clone()));
         if system.is_some() {
@@ -438,7 +439,7 @@ fn observation(
 }
 
 fn value(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, o: &mut Obj) {
-    let reps = ctx.r.reps(seg, 5);
+    let reps: Vec<Rep<'_>> = ctx.r.reps(seg, 5).collect();
     let Some(&first) = reps.first() else { return };
     let ty = ctx.r.field_text(seg, 2, 1).unwrap_or_default();
     let units = ctx.r.first(seg, 6);
@@ -546,7 +547,7 @@ fn structured_numeric(ctx: &mut Ctx<'_>, rep: Rep<'_>, units: Option<Rep<'_>>, o
 
 /// NTE-3 to an Annotation of the resource before it.
 fn note(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, target: NoteTarget) {
-    let parts: Vec<String> = ctx.r.reps(seg, 3).into_iter().filter_map(|r| ctx.r.text(r.bytes)).collect();
+    let parts: Vec<String> = ctx.r.reps(seg, 3).filter_map(|r| ctx.r.text(r.bytes)).collect();
     let ty = ctx.entries[target.entry].ty;
     let key = match ty {
         "Appointment" => "comment",

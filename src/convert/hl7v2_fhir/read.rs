@@ -45,6 +45,17 @@ impl<'a> Rep<'a> {
         self.part(c).map_or(self.bytes.slice(0, 0), |p| p.bytes)
     }
 
+    /// Components 1 to `N`, split in one pass (`c(1)` to `c(N)`, each empty when absent): for
+    /// a datatype that reads many of its components.
+    pub fn components<const N: usize>(self) -> [PhiBytes<'a>; N] {
+        let mut out = [self.bytes.slice(0, 0); N];
+        let parts = crate::formats::hl7v2::parse::Part { bytes: self.bytes }.split(Some(self.d.component));
+        for (slot, p) in out.iter_mut().zip(parts) {
+            *slot = p.bytes;
+        }
+        out
+    }
+
     /// Component `c` as a repetition-like value whose subcomponents are its components (for
     /// composite components such as CX-4, an HD).
     pub fn composite(self, c: usize) -> Rep<'a> {
@@ -88,26 +99,25 @@ impl<'m> Reader<'m> {
         Reader { d: msg.delimiters(), charset, disclosure }
     }
 
-    /// The non-empty repetitions of field `n` of a segment.
-    pub fn reps<'a>(&self, seg: SegmentRef<'a>, n: u32) -> Vec<Rep<'a>> {
-        let Some(f) = seg.field(n) else { return Vec::new() };
-        if f.is_empty() {
-            return Vec::new();
-        }
-        let base = f.position();
-        if !f.is_splittable() {
-            return vec![Rep { bytes: f.bytes(), pos: base.field(n, 1), d: self.d }];
-        }
-        f.repetitions()
-            .enumerate()
-            .filter(|(_, p)| !p.bytes.is_empty())
-            .map(|(i, p)| Rep { bytes: p.bytes, pos: base.field(n, i as u32 + 1), d: self.d })
-            .collect()
+    /// The non-empty repetitions of field `n` of a segment, in order (without collecting them:
+    /// most fields have one).
+    pub fn reps<'a>(&self, seg: SegmentRef<'a>, n: u32) -> impl Iterator<Item = Rep<'a>> + use<'a> {
+        let d = self.d;
+        // A field that is not splittable is one repetition (its repetition separator is not
+        // one): `repetitions` gives it whole.
+        seg.field(n).filter(|f| !f.is_empty()).into_iter().flat_map(move |f| {
+            let base = f.position();
+            f.repetitions().enumerate().filter(|(_, p)| !p.bytes.is_empty()).map(move |(i, p)| Rep {
+                bytes: p.bytes,
+                pos: base.field(n, i as u32 + 1),
+                d,
+            })
+        })
     }
 
     /// The first non-empty repetition of field `n`.
     pub fn first<'a>(&self, seg: SegmentRef<'a>, n: u32) -> Option<Rep<'a>> {
-        self.reps(seg, n).into_iter().next()
+        self.reps(seg, n).next()
     }
 
     /// Component `c` of the first repetition of field `n`, as text.

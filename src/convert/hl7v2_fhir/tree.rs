@@ -131,10 +131,18 @@ impl Obj {
         }
         match self.0.iter_mut().find(|(k, _)| *k == key) {
             Some((_, V::A(items))) => items.push(v),
-            Some(slot) => slot.1 = V::A(vec![v]),
-            None => self.0.push((key, V::A(vec![v]))),
+            Some(slot) => slot.1 = V::A(Self::first_item(v)),
+            None => self.0.push((key, V::A(Self::first_item(v)))),
         }
         self
+    }
+
+    /// A new array member's items: with room for a few (most arrays the converter builds hold
+    /// one to four items; growing from one would reallocate twice).
+    fn first_item(v: V) -> Vec<V> {
+        let mut items = Vec::with_capacity(4);
+        items.push(v);
+        items
     }
 
     /// Appends an object to an array member.

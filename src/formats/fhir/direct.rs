@@ -13,6 +13,7 @@
 //! What it does not do: read JSON text, or produce the reader's findings (it leaves them to it).
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::limits::Limits;
 use crate::phi::Phi;
@@ -91,12 +92,13 @@ pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) 
 /// The document's input bytes are not kept (the caller has them in `out`): it serves
 /// validation, not `fmt`.
 pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) -> Option<Document> {
-    thread_local! {
-        /// Node and value-buffer sizes of the last document built on this thread: the next one
-        /// (the next message of a stream) is sized from them instead of growing step by step.
-        static LAST: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
-    }
-    let (nodes, text) = LAST.get();
+    // Node and value-buffer sizes of the recent documents (the largest, decaying by an eighth
+    // per document): the next one (the next message of a stream) is sized from them instead of
+    // growing step by step. Shared by the threads (a converting thread lives for one batch of
+    // messages); capacities only.
+    static LAST_NODES: AtomicUsize = AtomicUsize::new(0);
+    static LAST_TEXT: AtomicUsize = AtomicUsize::new(0);
+    let (nodes, text) = (LAST_NODES.load(Ordering::Relaxed), LAST_TEXT.load(Ordering::Relaxed));
     let base = out.len();
     let mut b = Builder::new(limits.max_segments);
     b.nodes.reserve(nodes + nodes / 8);
@@ -124,7 +126,8 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
     }
     let Walk { b, values, building, json_values, out, children, .. } = w;
     CHILD_CACHE.set(children);
-    LAST.set((b.nodes.len(), values.len()));
+    LAST_NODES.store(b.nodes.len().max(nodes - nodes / 8), Ordering::Relaxed);
+    LAST_TEXT.store(values.len().max(text - text / 8), Ordering::Relaxed);
     // Wiped when dropped, on either path.
     let values = Phi::new(values);
     if !building || json_values > limits.max_segments as usize || out.len() - base > u32::MAX as usize - 1 {
