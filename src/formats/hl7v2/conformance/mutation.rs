@@ -20,7 +20,8 @@
 //! 3. `repeated-segment`: a segment whose structure node does not repeat duplicated in place,
 //!    where the id occurs once in the structure and cannot open a new instance of any enclosing
 //!    repeating group (else the copy is legal): `SEGMENT_REPEATED` or `SEGMENT_UNEXPECTED` at
-//!    the copy, `SEG[k+1]`.
+//!    the copy, `SEG[k+1]`; and the same segment copied to the end of the message (also illegal
+//!    there under the same conditions), at `SEG[count+1]`.
 //! 4. `table-value`: the value of an `ID` field or component bound to a closed HL7-defined table
 //!    replaced by `QQ9`, `Q` or `99` in turn (the first the table does not list; no `Z` code):
 //!    `TABLE_VALUE_UNKNOWN` at `SEG[k]-n[1]` or `SEG[k]-n[1].m`.
@@ -461,6 +462,21 @@ fn structure_mutations(msg: &Msg, def: &StructureDef, out: &mut Vec<Mutation>) {
                 locations: vec![format!("{id}[{}]", msg.ordinal(s) + 1)],
                 gap: false,
             });
+            // The copy at the end of the message: the same conditions make it illegal there.
+            if s + 1 < msg.segments.len() && repeated < CAP {
+                repeated += 1;
+                let mut m = msg.clone();
+                if let Some(copy) = m.segments.get(s).cloned() {
+                    m.segments.push(copy);
+                }
+                out.push(Mutation {
+                    kind: Kind::RepeatedSegment,
+                    text: m.bytes(),
+                    codes: &[Code::SEGMENT_REPEATED, Code::SEGMENT_UNEXPECTED],
+                    locations: vec![format!("{id}[{}]", in_msg(id) + 1)],
+                    gap: false,
+                });
+            }
         }
     }
 }
