@@ -8,8 +8,9 @@
 //! the repository). Only messages without an error or fatal finding are mutated.
 //!
 //! The mutations and what "detected at the right location" means:
-//! 1. `required-field`: a required field (usage `R`, not `required_alone`, not MSH-1/2 or
-//!    MSH-9..12, which the syntax layer owns) emptied: `FIELD_REQUIRED_MISSING` at `SEG[k]-n`.
+//! 1. `required-field`: a required field (usage `R`, not `required_alone`, not MSH-1/2)
+//!    emptied: `FIELD_REQUIRED_MISSING` at `SEG[k]-n`; MSH-9 to MSH-12, which the syntax layer
+//!    owns: `MSH_FIELD_MISSING` at `MSH[1]-n`.
 //! 2. `required-segment`: a required segment of the structure (not MSH) removed, where every
 //!    enclosing group is required too, and the id occurs once in the structure and once in the
 //!    message (so the node it fills is known and no other instance supplies it):
@@ -231,7 +232,23 @@ fn field_mutations(msg: &Msg, plan: &Plan, out: &mut Vec<Mutation>) {
         let last = if is_msh { fields } else { fields.saturating_sub(1) };
         for (i, e) in seg.fields.iter().enumerate() {
             let n = i + 1;
-            if is_msh && (n <= 2 || (9..=12).contains(&n)) {
+            if is_msh && n <= 2 {
+                continue;
+            }
+            if is_msh && (9..=12).contains(&n) {
+                // The syntax layer's: the message type, control id, processing id and version.
+                if !msg.field(s, n).is_empty() {
+                    push(
+                        out,
+                        Mutation {
+                            kind: Kind::RequiredField,
+                            text: msg.with_field(s, n, Vec::new()),
+                            codes: &[Code::MSH_FIELD_MISSING],
+                            locations: vec![format!("MSH[1]-{n}")],
+                            gap: false,
+                        },
+                    );
+                }
                 continue;
             }
             if n > last {
