@@ -267,4 +267,6 @@ impl Report {
 }
 
 #[cfg(test)]
+mod mutation;
+#[cfg(test)]
 mod tests;
