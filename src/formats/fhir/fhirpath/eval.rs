@@ -263,6 +263,7 @@ impl<'d> Env<'d> {
     }
 
     /// Whether child `c` is found by navigating to `name` (the test of [`Env::navigate`]).
+    #[inline(always)]
     fn is_named(&self, c: u32, name: &str) -> bool {
         is_named(self.doc, c, name)
     }
@@ -1112,18 +1113,22 @@ pub fn ele_1(doc: &Document, context: u32) -> bool {
 }
 
 /// Whether child `c` is found by navigating to `name` (the test of [`Env::navigate`]).
+#[inline(always)]
 fn is_named(doc: &Document, c: u32, name: &str) -> bool {
     let node = doc.node(c);
-    if node.is_unknown() {
-        return false;
-    }
     let (have, want) = (node.name.as_bytes(), name.as_bytes());
     if want.len() <= have.len() {
-        // Only equality can hold (a typed choice name is longer than the element's).
-        return want.len() == have.len() && have.first() == want.first() && have == want;
+        // Only equality can hold (a typed choice name is longer than the element's); an unknown
+        // element is never found.
+        return want.len() == have.len() && have.first() == want.first() && have == want && !node.is_unknown();
     }
-    // `valueQuantity`: a choice element by its typed name.
-    if have.first().is_some_and(|a| *a != want[0]) || !want.starts_with(have) {
+    is_named_by_type(node, name)
+}
+
+/// `valueQuantity`: a choice element by its typed name (the rest of [`is_named`]).
+fn is_named_by_type(node: &crate::formats::fhir::model::Node, name: &str) -> bool {
+    let (have, want) = (node.name.as_bytes(), name.as_bytes());
+    if node.is_unknown() || have.first().is_some_and(|a| *a != want[0]) || !want.starts_with(have) {
         return false;
     }
     let Some(t) = node.ty else { return false };
