@@ -71,6 +71,12 @@ pub enum Native {
     Bdl8,
     /// `ref-1`
     Ref1,
+    /// `bdl-12`
+    Bdl12,
+    /// `org-1`
+    Org1,
+    /// `per-1`
+    Per1,
     /// `dom-2`, `dom-3`, `dom-4`, `dom-5`: paths from `contained` only, all true without it.
     Contained,
     /// `dom-6`: a path from `text`, false without it.
@@ -91,6 +97,9 @@ impl Native {
             "bdl-7" => Native::Bdl7,
             "bdl-8" => Native::Bdl8,
             "ref-1" => Native::Ref1,
+            "bdl-12" => Native::Bdl12,
+            "org-1" => Native::Org1,
+            "per-1" => Native::Per1,
             "dom-2" | "dom-3" | "dom-4" | "dom-5" => Native::Contained,
             "dom-6" => Native::Text,
             _ => Native::None,
@@ -368,6 +377,36 @@ impl<'d> Env<'d> {
                     !v.windows(10).any(|w| w == b"/_history/")
                 }
             },
+            // `type = 'message' implies entry.first().resource.is(MessageHeader)`: decided when
+            // `type` is one string-typed value, and, for a message, when the first entry holds one
+            // resource, a MessageHeader (other cases go to the engine).
+            Native::Bdl12 => {
+                if self.text_of(n, "type")? != b"message" {
+                    true
+                } else {
+                    let entry = self.named(n, "entry").next()?;
+                    let r = self.only(entry, "resource").ok()??;
+                    let t = self.doc.node(r).ty?;
+                    if defs::type_name(t) != "MessageHeader" {
+                        return None;
+                    }
+                    true
+                }
+            }
+            // `(identifier.count() + name.count()) > 0`
+            Native::Org1 => self.named(n, "identifier").next().is_some() || self.named(n, "name").next().is_some(),
+            // `start.hasValue().not() or end.hasValue().not() or (start <= end)`: true unless both
+            // `start` and `end` are one element with a value (then the engine compares them).
+            Native::Per1 => {
+                let has_value = |name: &'static str| match self.only(n, name) {
+                    Ok(Some(c)) => self.doc.node(c).has_value(),
+                    _ => false,
+                };
+                if has_value("start") && has_value("end") {
+                    return None;
+                }
+                true
+            }
             // `reference.startsWith('#').not() or (reference.substring(1) in
             // %rootResource.contained.id)`: without a reference, empty; with one not starting
             // with `#`, true.
