@@ -26,6 +26,9 @@ use super::{bundle, fhirpath};
 /// Findings beyond this count are dropped (the verdict is kept).
 pub const MAX_FINDINGS: usize = 1000;
 
+/// The capacity of the findings list at its first finding.
+const FIRST_CAPACITY: usize = 64;
+
 /// Validation options.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct Options {
@@ -66,6 +69,11 @@ impl Findings {
             return;
         }
         self.has_failure |= severity.is_failure();
+        if self.list.capacity() == 0 {
+            // Room for a typical document's findings at once (growing one by one reallocates
+            // and copies several times); none is allocated for a document without findings.
+            self.list.reserve(FIRST_CAPACITY);
+        }
         self.list.push(d);
     }
 }
