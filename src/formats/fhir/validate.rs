@@ -102,6 +102,11 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     }
     bundle::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
+    // The room given at the first finding is not kept when most of it is unused (the findings
+    // of a record may wait in the output queue).
+    if f.list.capacity() > 2 * f.list.len() {
+        f.list.shrink_to_fit();
+    }
     f.list
 }
 
