@@ -11,37 +11,135 @@
 
 /// True when `v` is a valid lexical value of the primitive type `ty` (unknown types pass).
 pub fn is_valid(ty: &str, v: &[u8]) -> bool {
-    if v.is_empty() {
-        return false;
-    }
-    match ty {
-        "boolean" => v == b"true" || v == b"false",
-        "integer" => integer(v).is_some_and(|n| i32::try_from(n).is_ok()),
-        "unsignedInt" => !v.starts_with(b"-") && integer(v).is_some_and(|n| (0..=i64::from(i32::MAX)).contains(&n)),
-        "positiveInt" => {
-            v[0] != b'-' && v[0] != b'0' && integer(v).is_some_and(|n| (1..=i64::from(i32::MAX)).contains(&n))
+    Check::of(ty).is_valid(v)
+}
+
+/// The check of one primitive type, resolved once from the type's name ([`Check::of`]) so that
+/// checking a value does not match names.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// `boolean`
+    Boolean,
+    /// `integer`
+    Integer,
+    /// `unsignedInt`
+    UnsignedInt,
+    /// `positiveInt`
+    PositiveInt,
+    /// `decimal`
+    Decimal,
+    /// `string`, `markdown`
+    String,
+    /// `code`
+    Code,
+    /// `id`
+    Id,
+    /// `uri`, `url`, `canonical`
+    Uri,
+    /// `oid`
+    Oid,
+    /// `uuid`
+    Uuid,
+    /// `base64Binary`
+    Base64Binary,
+    /// `instant`
+    Instant,
+    /// `dateTime`
+    DateTime,
+    /// `date`
+    Date,
+    /// `time`
+    Time,
+    /// `xhtml`
+    Xhtml,
+    /// Any other type: every non-empty value passes.
+    Other,
+}
+
+impl Check {
+    /// The check of the primitive type named `ty`.
+    pub fn of(ty: &str) -> Check {
+        match ty {
+            "boolean" => Check::Boolean,
+            "integer" => Check::Integer,
+            "unsignedInt" => Check::UnsignedInt,
+            "positiveInt" => Check::PositiveInt,
+            "decimal" => Check::Decimal,
+            "string" | "markdown" => Check::String,
+            "code" => Check::Code,
+            "id" => Check::Id,
+            "uri" | "url" | "canonical" => Check::Uri,
+            "oid" => Check::Oid,
+            "uuid" => Check::Uuid,
+            "base64Binary" => Check::Base64Binary,
+            "instant" => Check::Instant,
+            "dateTime" => Check::DateTime,
+            "date" => Check::Date,
+            "time" => Check::Time,
+            "xhtml" => Check::Xhtml,
+            _ => Check::Other,
         }
-        "decimal" => decimal(v),
-        "string" | "markdown" => string(v),
-        "code" => code(v),
-        "id" => v.len() <= 64 && v.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.'),
-        "uri" | "url" | "canonical" => {
-            if v.is_ascii() {
-                !v.iter().any(|&b| ascii_white_space(b))
-            } else {
-                std::str::from_utf8(v).is_ok_and(|s| !s.chars().any(char::is_whitespace))
+    }
+
+    /// True when `v` is a valid lexical value of the type.
+    pub fn is_valid(self, v: &[u8]) -> bool {
+        if v.is_empty() {
+            return false;
+        }
+        match self {
+            Check::Boolean => v == b"true" || v == b"false",
+            Check::Integer => integer(v).is_some_and(|n| i32::try_from(n).is_ok()),
+            Check::UnsignedInt => {
+                !v.starts_with(b"-") && integer(v).is_some_and(|n| (0..=i64::from(i32::MAX)).contains(&n))
             }
+            Check::PositiveInt => {
+                v[0] != b'-' && v[0] != b'0' && integer(v).is_some_and(|n| (1..=i64::from(i32::MAX)).contains(&n))
+            }
+            Check::Decimal => decimal(v),
+            // Printable ASCII (the common case) is valid as it is.
+            Check::String => (v.len() <= MAX_STRING && all_at_least(v, 0x20)) || string(v),
+            // Without white space at all, a code is one word.
+            Check::Code => all_at_least(v, 0x21) || code(v),
+            Check::Id => v.len() <= 64 && v.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.'),
+            Check::Uri => {
+                if all_at_least(v, 0x21) {
+                    true
+                } else if v.is_ascii() {
+                    !v.iter().any(|&b| ascii_white_space(b))
+                } else {
+                    std::str::from_utf8(v).is_ok_and(|s| !s.chars().any(char::is_whitespace))
+                }
+            }
+            Check::Oid => oid(v),
+            Check::Uuid => uuid(v),
+            Check::Base64Binary => base64(v),
+            Check::Instant => date_time(v, true),
+            Check::DateTime => date_time(v, false),
+            Check::Date => date(v).is_some_and(|rest| rest.is_empty()),
+            Check::Time => time(v).is_some_and(|rest| rest.is_empty()),
+            Check::Xhtml => xhtml(v),
+            Check::Other => true,
         }
-        "oid" => oid(v),
-        "uuid" => uuid(v),
-        "base64Binary" => base64(v),
-        "instant" => date_time(v, true),
-        "dateTime" => date_time(v, false),
-        "date" => date(v).is_some_and(|rest| rest.is_empty()),
-        "time" => time(v).is_some_and(|rest| rest.is_empty()),
-        "xhtml" => xhtml(v),
-        _ => true,
     }
+}
+
+/// True when every byte of `v` is ASCII and at least `lo` (`lo` at most 0x80): eight bytes at a
+/// time. For bytes below 0x80, adding `0x80 - lo` sets the high bit exactly when the byte is at
+/// least `lo`, and never carries into the next byte.
+fn all_at_least(v: &[u8], lo: u8) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = ONES * 0x80;
+    let add = ONES * u64::from(0x80u8.saturating_sub(lo));
+    let mut chunks = v.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        if w & HIGH != 0 || (w + add) & HIGH != HIGH {
+            return false;
+        }
+    }
+    chunks.remainder().iter().all(|&b| b >= lo && b < 0x80)
 }
 
 /// Narrative: one well-formed XML element, a `div` in the XHTML namespace (what the XML syntax
@@ -111,8 +209,11 @@ pub fn decimal(v: &[u8]) -> bool {
     i == v.len()
 }
 
+/// The longest `string` value (4 MiB).
+const MAX_STRING: usize = 1024 * 1024 * 4;
+
 fn string(v: &[u8]) -> bool {
-    v.len() <= 1024 * 1024 * 4
+    v.len() <= MAX_STRING
         && std::str::from_utf8(v).is_ok()
         && v.iter().all(|&b| b >= 0x20 || b == b'\t' || b == b'\r' || b == b'\n')
 }
@@ -419,6 +520,28 @@ mod ascii_paths {
             }
         }
         assert!(n > 3000);
+        // Longer strings (the eight-byte path of `all_at_least`), against the per-byte rules.
+        let mut seed = 0x2545_f491_u32;
+        let bytes = [b'a', b'Z', b' ', b'\t', b'\n', 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xc3, 0xa9];
+        for _ in 0..20_000 {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let len = 1 + (seed >> 8) as usize % 24;
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                // Mostly letters, so that whole words of printable ASCII occur.
+                let k = (seed >> 16) as usize % (bytes.len() * 3);
+                v.push(if k < bytes.len() { bytes[k] } else { b'a' + (k % 26) as u8 });
+            }
+            let lo20 = v.iter().all(|&b| (0x20..0x80).contains(&b));
+            let lo21 = v.iter().all(|&b| (0x21..0x80).contains(&b));
+            assert_eq!(super::all_at_least(&v, 0x20), lo20, "{v:?}");
+            assert_eq!(super::all_at_least(&v, 0x21), lo21, "{v:?}");
+            assert_eq!(super::Check::String.is_valid(&v), super::string(&v), "{v:?}");
+            assert_eq!(super::Check::Code.is_valid(&v), super::code(&v), "{v:?}");
+            let slow_uri = std::str::from_utf8(&v).is_ok_and(|s| !s.chars().any(char::is_whitespace));
+            assert_eq!(super::Check::Uri.is_valid(&v), slow_uri, "{v:?}");
+        }
         for b in 0u8..0x80 {
             assert_eq!(super::ascii_white_space(b), char::from(b).is_whitespace(), "{b}");
         }

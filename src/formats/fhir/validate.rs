@@ -13,6 +13,8 @@
 //! What it does not do: profiles (`meta.profile` is not followed), terminology beyond the
 //! bundled expansions, reference target types, or resolution outside the input.
 
+use std::sync::OnceLock;
+
 use crate::diag::{Code, Diagnostic, Location, Severity};
 
 use super::definitions::{self as defs, Kind, Strength};
@@ -23,6 +25,9 @@ use super::{bundle, fhirpath};
 
 /// Findings beyond this count are dropped (the verdict is kept).
 pub const MAX_FINDINGS: usize = 1000;
+
+/// The capacity of the findings list at its first finding.
+const FIRST_CAPACITY: usize = 64;
 
 /// Validation options.
 #[derive(Copy, Clone, Debug, Default)]
@@ -64,6 +69,11 @@ impl Findings {
             return;
         }
         self.has_failure |= severity.is_failure();
+        if self.list.capacity() == 0 {
+            // Room for a typical document's findings at once (growing one by one reallocates
+            // and copies several times); none is allocated for a document without findings.
+            self.list.reserve(FIRST_CAPACITY);
+        }
         self.list.push(d);
     }
 }
@@ -74,7 +84,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     for d in doc.findings() {
         f.push_with(d.code, d.severity, d.location);
     }
-    let mut counts: Vec<(u16, u32, u32)> = Vec::new();
+    let mut counts = Counts::default();
     for i in 0..doc.nodes().len() as u32 {
         let node = doc.node(i);
         if node.is_unknown() {
@@ -92,6 +102,11 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     }
     bundle::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
+    // The room given at the first finding is not kept when most of it is unused (the findings
+    // of a record may wait in the output queue).
+    if f.list.capacity() > 2 * f.list.len() {
+        f.list.shrink_to_fit();
+    }
     f.list
 }
 
@@ -100,41 +115,76 @@ pub fn is_valid(findings: &[Diagnostic]) -> bool {
     !findings.iter().any(|d| d.severity.is_failure())
 }
 
-fn cardinality(doc: &Document, i: u32, ctx: defs::ElemRef, counts: &mut Vec<(u16, u32, u32)>, f: &mut Findings) {
+/// Scratch space of [`cardinality`], reused over the nodes of a document: per element index of
+/// the parent's type, `(count, first node beyond the maximum)`, and the indexes counted.
+#[derive(Default)]
+struct Counts {
+    by_idx: Vec<(u32, u32)>,
+    touched: Vec<u16>,
+}
+
+fn cardinality(doc: &Document, i: u32, ctx: defs::ElemRef, counts: &mut Counts, f: &mut Findings) {
+    if doc.node(i).end <= i.saturating_add(1) && defs::required_children(ctx).is_empty() {
+        // No child (a leaf, the common case) and none required: nothing to count or report.
+        return;
+    }
     let defs_of = defs::type_def(ctx.ty);
-    counts.clear();
+    if counts.by_idx.len() < defs_of.elements.len() {
+        counts.by_idx.resize(defs_of.elements.len(), (0, u32::MAX));
+    }
     for c in doc.children(i) {
         let child = doc.node(c);
         let Some(elem) = child.elem else { continue };
         if elem.ty != ctx.ty {
             continue;
         }
-        // `elem.ty == ctx.ty`: the definition is in `defs_of`.
-        let def = defs_of.elements.get(usize::from(elem.idx));
-        match counts.iter_mut().find(|(idx, _, _)| *idx == elem.idx) {
-            Some(entry) => {
-                entry.1 += 1;
-                if let Some(def) = def {
-                    if entry.1 == def.max.saturating_add(1) {
-                        entry.2 = c;
-                    }
-                }
+        // `elem.ty == ctx.ty`: the definition is in `defs_of` (and its slot in `by_idx`).
+        let k = usize::from(elem.idx);
+        let Some(def) = defs_of.elements.get(k) else { continue };
+        let Some(entry) = counts.by_idx.get_mut(k) else { continue };
+        if entry.0 == 0 {
+            counts.touched.push(elem.idx);
+            *entry = (1, if def.max == 0 { c } else { u32::MAX });
+        } else {
+            entry.0 += 1;
+            if entry.0 == def.max.saturating_add(1) {
+                entry.1 = c;
             }
-            None => counts.push((elem.idx, 1, if def.is_some_and(|d| d.max == 0) { c } else { u32::MAX })),
         }
     }
+    let count_of = |idx: u16| counts.by_idx.get(usize::from(idx)).map_or((0, u32::MAX), |&e| e);
     // Nothing to report (the common case): no count above its maximum and every required child
     // present. Otherwise the walk below finds what, in definition order.
-    let within_max =
-        counts.iter().all(|&(idx, n, _)| defs_of.elements.get(usize::from(idx)).is_none_or(|d| n <= d.max));
-    if within_max
+    let within_max = counts
+        .touched
+        .iter()
+        .all(|&idx| defs_of.elements.get(usize::from(idx)).is_none_or(|d| count_of(idx).0 <= d.max));
+    let fine = within_max
         && defs::required_children(ctx).iter().all(|&r| {
             let min = defs_of.elements.get(usize::from(r)).map_or(0, |d| d.min);
-            counts.iter().any(|&(idx, n, _)| idx == r && n >= min)
-        })
-    {
-        return;
+            let n = count_of(r).0;
+            n > 0 && n >= min
+        });
+    if !fine {
+        report_cardinality(doc, i, ctx, defs_of, &count_of, f);
     }
+    for &idx in &counts.touched {
+        if let Some(e) = counts.by_idx.get_mut(usize::from(idx)) {
+            *e = (0, u32::MAX);
+        }
+    }
+    counts.touched.clear();
+}
+
+/// The findings of [`cardinality`] for node `i`, in definition order.
+fn report_cardinality(
+    doc: &Document,
+    i: u32,
+    ctx: defs::ElemRef,
+    defs_of: &defs::TypeDef,
+    count_of: &dyn Fn(u16) -> (u32, u32),
+    f: &mut Findings,
+) {
     let primitive = defs_of.kind == Kind::Primitive;
     for &child in defs::children(ctx) {
         let Some(def) = defs_of.elements.get(usize::from(child)) else { continue };
@@ -142,8 +192,7 @@ fn cardinality(doc: &Document, i: u32, ctx: defs::ElemRef, counts: &mut Vec<(u16
             // The value of a primitive is not a child element (checked as the value itself).
             continue;
         }
-        let (count, first_extra) =
-            counts.iter().find(|(idx, _, _)| *idx == child).map_or((0, u32::MAX), |(_, n, extra)| (*n, *extra));
+        let (count, first_extra) = count_of(child);
         if count < def.min {
             let path = doc.path_of_missing(i, defs::ElemRef { ty: ctx.ty, idx: child });
             f.push(Code::CARDINALITY_MIN, Location::Fhir(path));
@@ -155,24 +204,36 @@ fn cardinality(doc: &Document, i: u32, ctx: defs::ElemRef, counts: &mut Vec<(u16
     }
 }
 
+/// The check of a primitive type and the JSON kind of its values; `None` for a type that is
+/// not primitive (one table for every type, built on first use).
+fn primitive_of(ty: defs::TypeId) -> Option<(primitive::Check, ValueKind)> {
+    static TABLE: OnceLock<Vec<Option<(primitive::Check, ValueKind)>>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        defs::all_types()
+            .map(|t| {
+                let name = defs::type_name(t);
+                (defs::kind(t) == Kind::Primitive).then(|| (primitive::Check::of(name), json_kind_of(name)))
+            })
+            .collect()
+    });
+    table.get(usize::from(ty.0)).copied().flatten()
+}
+
 fn primitive_check(doc: &Document, i: u32, ty: defs::TypeId, f: &mut Findings) {
-    if defs::kind(ty) != Kind::Primitive {
-        return;
-    }
+    let Some((check, json_kind)) = primitive_of(ty) else { return };
     let node = doc.node(i);
-    let name = defs::type_name(ty);
     // A JSON value of the wrong kind was reported when reading.
     if node.value_kind == ValueKind::Number || node.value_kind == ValueKind::Bool {
-        if json_kind_of(name) != node.value_kind {
+        if json_kind != node.value_kind {
             return;
         }
     } else if node.value_kind == ValueKind::String
         && doc.syntax() == super::Syntax::Json
-        && json_kind_of(name) != ValueKind::String
+        && json_kind != ValueKind::String
     {
         return;
     }
-    let ok = doc.value_span(i).classify(|v| primitive::is_valid(name, v));
+    let ok = doc.value_span(i).classify(|v| check.is_valid(v));
     if !ok {
         f.push(Code::PRIMITIVE_INVALID, Location::Fhir(doc.path(i)));
     }

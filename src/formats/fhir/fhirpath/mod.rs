@@ -229,7 +229,10 @@ mod tests {
             }
         }
         let decided = natives_agree(&docs);
-        for key in ["dom-2", "dom-3", "dom-4", "dom-5", "dom-6", "ext-1", "bdl-3", "bdl-7", "bdl-8", "ref-1"] {
+        for key in [
+            "dom-2", "dom-3", "dom-4", "dom-5", "dom-6", "ext-1", "bdl-3", "bdl-7", "bdl-8", "ref-1", "bdl-12",
+            "org-1", "per-1",
+        ] {
             assert!(decided.get(key).copied().unwrap_or(0) > 0, "{key} never decided natively");
         }
     }
