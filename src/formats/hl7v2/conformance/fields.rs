@@ -649,7 +649,7 @@ impl Walker<'_, '_> {
                 // deviation from the declared version, as a withdrawn field is; not an error.
                 severity = Severity::Warning;
             }
-        } else if coded == Coded::Unlisted && plan.code_listed_elsewhere(set.number, v) {
+        } else if coded == Coded::Unlisted && !set.open && plan.code_listed_elsewhere(set.number, v) {
             // A value another version lists (CLIA in 0301, listed from 2.7 on, in a 2.5.1
             // message): a deviation from the declared version, not an error.
             severity = Severity::Warning;

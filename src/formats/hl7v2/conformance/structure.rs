@@ -467,6 +467,17 @@ impl StructurePlan {
     }
 
     /// Whether node `n` can start with segment `id` (`any`: let `ANYHL7SEGMENT` match).
+    /// Whether group `n` holds segment `id` at any depth below it (bounded by the nesting).
+    fn contains(&self, n: &NodePlan, id: u32, depth: usize) -> bool {
+        match n.kind {
+            Kind::Segment => n.key == id,
+            Kind::Any => false,
+            Kind::Group | Kind::Choice | Kind::Root => {
+                depth < MAX_DEPTH && self.kids_of(n).iter().any(|&k| self.contains(self.node(k), id, depth + 1))
+            }
+        }
+    }
+
     fn opens(&self, n: &NodePlan, id: u32, any: bool) -> bool {
         match n.kind {
             Kind::Segment => n.key == id,
@@ -590,7 +601,9 @@ impl Matcher {
             Some(code) => self.find_by_table(code, key, &mut repeated),
             None => self.find(key, false, &mut repeated),
         };
-        let Some(target) = found.or_else(|| self.find(key, true, &mut repeated)) else {
+        let found = found.or_else(|| self.find(key, true, &mut repeated));
+        let found = if found.is_none() && !repeated { self.find_within(key) } else { found };
+        let Some(target) = found else {
             let finding = if !self.plan.names(key) {
                 Code::SEGMENT_NOT_IN_STRUCTURE
             } else if repeated {
@@ -753,6 +766,38 @@ impl Matcher {
         self.forward(level, id, any).map(|slot| Target { depth, slot, again: false })
     }
 
+    /// For a segment no level can place: a group after a level's current child (innermost level
+    /// first) that holds it further in, its opening segments missing (PV1 of ORU_R01's
+    /// `PATIENT.VISIT` right after MSH, the PID left out). The group is opened there and its
+    /// skipped required children reported (`SEGMENT_MISSING ORU_R01.PATIENT_RESULT.PATIENT/PID`)
+    /// instead of the segment being unexpected. Only forward: a segment that belongs before
+    /// the current place stays `SEGMENT_UNEXPECTED`.
+    #[cold]
+    fn find_within(&self, id: u32) -> Option<Target> {
+        (0..self.stack.len()).rev().find_map(|depth| {
+            let level = self.stack.get(depth)?;
+            if level.choice && level.child != NONE {
+                return None;
+            }
+            self.forward_within(level, id).map(|slot| Target { depth, slot, again: false })
+        })
+    }
+
+    /// The first group after the level's current child that holds `id` below its first level.
+    fn forward_within(&self, level: &Level, id: u32) -> Option<u16> {
+        let p = self.plan;
+        let kids = p.kids_of(p.node(level.node));
+        let start = if level.child == NONE { 0 } else { usize::from(level.child) + 1 };
+        (start..kids.len())
+            .find(|&slot| {
+                kids.get(slot).is_some_and(|&k| {
+                    let n = p.node(k);
+                    matches!(n.kind, Kind::Group | Kind::Choice) && p.contains(n, id, 0)
+                })
+            })
+            .and_then(|slot| u16::try_from(slot).ok())
+    }
+
     /// The node a target places the segment in (a segment, or a group it opens).
     fn target_node(&self, target: Target) -> Option<&NodePlan> {
         let level = self.stack.get(target.depth)?;
@@ -836,7 +881,11 @@ impl Matcher {
                 Some(code) => Some(p.transition(inner.state(), code) & SLOT_MASK).filter(|s| *s != NO_SLOT),
                 None => self.forward(&inner, id, false),
             };
-            let Some(slot) = slot.or_else(|| self.forward(&inner, id, true)) else { return };
+            let Some(slot) =
+                slot.or_else(|| self.forward(&inner, id, true)).or_else(|| self.forward_within(&inner, id))
+            else {
+                return;
+            };
             target = Target { depth: self.stack.len() - 1, slot, again: false };
         }
     }
