@@ -34,7 +34,7 @@ use crate::formats::hl7v2::parse::{Delimiters, SegmentRef};
 
 use super::Report;
 use super::datatypes::{self, Coded, Verdict};
-use super::plan::{self, Check, Elem, Plan, SegmentPlan, Ty};
+use super::plan::{self, Check, CodeSet, Elem, Plan, SegmentPlan, Ty};
 
 /// Separator kinds, in nesting order. A part at depth `d` (0: a repetition, 1: a component,
 /// 2: a subcomponent) ends at a separator of kind `d + 1` or less (the end of the line counts
@@ -632,8 +632,20 @@ impl Walker<'_, '_> {
         }
         let plan = self.plan;
         let Some(set) = def.table.and_then(|i| plan.codes(i)) else { return false };
+        match datatypes::coded(self.bytes(lo, hi), set) {
+            Coded::Listed => true,
+            Coded::Local if !self.report.strict() => false,
+            coded => self.table_miss(coded, lo, hi, set, at, ctx),
+        }
+    }
+
+    /// [`Walker::table`] for a value its table does not list (or a local `Z` code under
+    /// `--strict`): the tolerances, then the finding. True when it turns out listed.
+    #[cold]
+    #[inline(never)]
+    fn table_miss(&mut self, mut coded: Coded, lo: usize, hi: usize, set: &CodeSet, at: Pos, ctx: ElemCtx) -> bool {
+        let plan = self.plan;
         let mut v = self.bytes(lo, hi);
-        let mut coded = datatypes::coded(v, set);
         if coded == Coded::Unlisted && v.last() == Some(&b' ') {
             // Trailing blanks may be trimmed and are ignored in comparisons (ST, whose rules
             // coded values follow).

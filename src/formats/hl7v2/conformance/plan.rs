@@ -170,7 +170,7 @@ impl CodeSet {
     }
 
     /// Whether `v` is one of the table's values.
-    #[inline]
+    #[inline(always)]
     pub fn contains(&self, v: &[u8]) -> bool {
         let Some(key) = pack(v) else { return self.long.binary_search(&v).is_ok() };
         let mask = self.slots.len() - 1;
