@@ -270,15 +270,20 @@ fn timestamps_without_offset_use_the_default_or_become_dates() {
     assert_eq!(serde_json::from_slice::<Value>(&o.stdout).ok(), Some(plain[0].clone()));
 }
 
-/// The Patient entry of a converted record (null when there is none).
-fn patient_entry(out: &Value) -> Value {
+/// The first entry of a converted record whose resource has type `ty` (null when there is none).
+fn entry_of(out: &Value, ty: &str) -> Value {
     out["bundle"]["entry"]
         .as_array()
         .expect("entries")
         .iter()
-        .find(|e| e["resource"]["resourceType"] == "Patient")
+        .find(|e| e["resource"]["resourceType"] == ty)
         .cloned()
         .unwrap_or_default()
+}
+
+/// The Patient entry of a converted record (null when there is none).
+fn patient_entry(out: &Value) -> Value {
+    entry_of(out, "Patient")
 }
 
 #[test]
@@ -306,13 +311,7 @@ PID|1||123^^^H^MR||Testperson^Ada||19800101|F|||1 Main St^^Town^ST^12345||(555)5
 }
 
 fn appointment(out: &Value) -> Value {
-    out["bundle"]["entry"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .find(|e| e["resource"]["resourceType"] == "Appointment")
-        .map(|e| e["resource"].clone())
-        .unwrap_or_default()
+    entry_of(out, "Appointment")["resource"].clone()
 }
 
 #[test]

@@ -284,13 +284,12 @@ fn field_mutations(msg: &Msg, plan: &Plan, out: &mut Vec<Mutation>) {
                     dtm += 1;
                     push(
                         out,
-                        Mutation {
-                            kind: Kind::DateTime,
-                            text: msg.with_field(s, n, replace_first(bad)),
-                            codes: &[Code::DATETIME_INVALID],
-                            locations: vec![format!("{id}[{k}]-{n}[1]")],
+                        value_mutation(
+                            Kind::DateTime,
+                            msg.with_field(s, n, replace_first(bad)),
+                            format!("{id}[{k}]-{n}[1]"),
                             gap,
-                        },
+                        ),
                     );
                 }
                 Ty::Primitive(Check::Hl7Coded) if simple => {
@@ -298,13 +297,12 @@ fn field_mutations(msg: &Msg, plan: &Plan, out: &mut Vec<Mutation>) {
                     code += 1;
                     push(
                         out,
-                        Mutation {
-                            kind: Kind::TableValue,
-                            text: msg.with_field(s, n, replace_first(bad)),
-                            codes: &[Code::TABLE_VALUE_UNKNOWN],
-                            locations: vec![format!("{id}[{k}]-{n}[1]")],
+                        value_mutation(
+                            Kind::TableValue,
+                            msg.with_field(s, n, replace_first(bad)),
+                            format!("{id}[{k}]-{n}[1]"),
                             gap,
-                        },
+                        ),
                     );
                 }
                 Ty::Composite(t) => {
@@ -329,25 +327,23 @@ fn field_mutations(msg: &Msg, plan: &Plan, out: &mut Vec<Mutation>) {
                             dtm += 1;
                             push(
                                 out,
-                                Mutation {
-                                    kind: Kind::DateTime,
-                                    text: with_component(bad),
-                                    codes: &[Code::DATETIME_INVALID],
-                                    locations: vec![format!("{id}[{k}]-{n}[1].{m}")],
+                                value_mutation(
+                                    Kind::DateTime,
+                                    with_component(bad),
+                                    format!("{id}[{k}]-{n}[1].{m}"),
                                     gap,
-                                },
+                                ),
                             );
                         } else if let Some(bad) = bad_code(plan, c, code) {
                             code += 1;
                             push(
                                 out,
-                                Mutation {
-                                    kind: Kind::TableValue,
-                                    text: with_component(bad),
-                                    codes: &[Code::TABLE_VALUE_UNKNOWN],
-                                    locations: vec![format!("{id}[{k}]-{n}[1].{m}")],
+                                value_mutation(
+                                    Kind::TableValue,
+                                    with_component(bad),
+                                    format!("{id}[{k}]-{n}[1].{m}"),
                                     gap,
-                                },
+                                ),
                             );
                         }
                     }
@@ -356,6 +352,14 @@ fn field_mutations(msg: &Msg, plan: &Plan, out: &mut Vec<Mutation>) {
             }
         }
     }
+}
+
+/// A value replaced at `location`: a broken DTM (`DATETIME_INVALID`) or a value outside its
+/// table (`TABLE_VALUE_UNKNOWN`).
+fn value_mutation(kind: Kind, text: Vec<u8>, location: String, gap: bool) -> Mutation {
+    let codes: &'static [Code] =
+        if kind == Kind::DateTime { &[Code::DATETIME_INVALID] } else { &[Code::TABLE_VALUE_UNKNOWN] };
+    Mutation { kind, text, codes, locations: vec![location], gap }
 }
 
 /// A segment node of a structure, with its enclosing groups.

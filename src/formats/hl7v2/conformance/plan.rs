@@ -223,6 +223,11 @@ static PLANS: [OnceLock<Option<Plan>>; 13] = [const { OnceLock::new() }; 13];
 
 /// The plan of version `v` (2.7.1 shares 2.7's), built on first use. `None` only if the embedded
 /// tables are corrupt, which the schema's unit tests rule out.
+/// The plan of every version with data of its own (built on first use).
+fn every_plan() -> impl Iterator<Item = &'static Plan> {
+    Version::ALL.into_iter().filter(|x| x.data_version() == *x).filter_map(plan)
+}
+
 pub(crate) fn plan(v: Version) -> Option<&'static Plan> {
     let data = v.data_version();
     let slot = Version::ALL.iter().position(|x| *x == data)?;
@@ -274,17 +279,13 @@ impl Plan {
     /// 0301 from 2.7 on, in a 2.5.1 message). Slow (every version's table); for the rare
     /// unlisted value.
     pub fn code_listed_elsewhere(&self, number: u16, v: &[u8]) -> bool {
-        Version::ALL
-            .into_iter()
-            .filter(|x| x.data_version() == *x)
-            .filter_map(plan)
-            .any(|p| p.codes.iter().any(|set| set.number == number && set.contains(v)))
+        every_plan().any(|p| p.codes.iter().any(|set| set.number == number && set.contains(v)))
     }
 
     /// Whether field `n` of segment `id` may repeat at least `reps` times in some version (ORC-10
     /// repeats from 2.4 on, in a 2.3 message). Slow; for the rare repeated field.
     pub fn repeats_elsewhere(&self, id: &str, n: u32, reps: u32) -> bool {
-        Version::ALL.into_iter().filter(|x| x.data_version() == *x).filter_map(plan).any(|p| {
+        every_plan().any(|p| {
             p.segment(id)
                 .and_then(|s| s.fields.get(n.checked_sub(1)? as usize))
                 .is_some_and(|f| f.max_reps == 0 || f.max_reps >= reps)
