@@ -310,9 +310,12 @@ impl crate::phi::ValueFree for Coded {}
 /// patterns (table 0396: `HL7nnnn` and `99zzz`).
 #[inline]
 pub(crate) fn coded(v: &[u8], set: &CodeSet) -> Coded {
-    if set.contains(v) {
-        return Coded::Listed;
-    }
+    if set.contains(v) { Coded::Listed } else { unlisted(v, set) }
+}
+
+/// [`coded`] for a value that `set` does not list: the forms table 0396 allows beyond its
+/// list, a local `Z` code, or unlisted.
+pub(crate) fn unlisted(v: &[u8], set: &CodeSet) -> Coded {
     if set.number == 396 {
         let hl7 = v.len() == 7 && v.starts_with(b"HL7") && digits(&v[3..]);
         let local = v.len() > 2 && v.starts_with(b"99") && v[2..].iter().all(u8::is_ascii_alphanumeric);

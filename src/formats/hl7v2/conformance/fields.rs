@@ -12,12 +12,13 @@
 //! `ID` value outside its HL7-defined table. Fields beyond the definition are
 //! `FIELD_NOT_DEFINED`. OBX-5 is typed by OBX-2.
 //!
-//! The walk runs inside one `PhiBytes::classify` per segment, as a recursive descent with one
-//! cursor over the segment line: each level (field, repetition, component, subcomponent) moves
-//! the cursor to the end of its part, and a type's components are checked as the cursor passes
-//! them, so each byte is looked at once (a text field holding separators twice), with no
-//! separator buffer and no iterator per level. Nothing leaves the closure but findings, which
-//! are value-free.
+//! The walk runs inside one `PhiBytes::classify` per segment. Fields come from the parser's
+//! field spans (an empty field costs no scan, and the field separator is never looked for
+//! again); inside a field, a recursive descent with one cursor: each level (repetition,
+//! component, subcomponent) moves the cursor to the end of its part, and a type's components are
+//! checked as the cursor passes them, so each byte is looked at once (a text field holding
+//! separators twice), with no separator buffer and no iterator per level. Nothing leaves the
+//! closure but findings, which are value-free.
 //!
 //! Tolerated by default (see docs/hl7v2-conformance.md): the null value `""` (present, never
 //! checked), trailing delimiters, local `Z` codes in HL7 tables, any data type of the version as
@@ -30,7 +31,7 @@
 use std::cell::Cell;
 
 use crate::diag::{Code, Hl7Position, Location, Severity};
-use crate::formats::hl7v2::parse::{Delimiters, SegmentRef};
+use crate::formats::hl7v2::parse::{Delimiters, SegmentRef, Span};
 
 use super::Report;
 use super::datatypes::{self, Coded, Verdict};
@@ -50,13 +51,13 @@ const NONE: u8 = u8::MAX;
 /// Deepest composite nesting followed below the subcomponent level (CP > MO > NM is 2).
 const MAX_TYPE_DEPTH: u8 = 4;
 
-/// The kind of every byte value under the message's delimiters, and each delimiter repeated
+/// The kind of every byte value under the message's delimiters, and each delimiter within a field repeated
 /// in the eight bytes of a word, built once per message; and the last OBX-2 value type looked
 /// up (by its packed id), since a message's OBX segments mostly repeat one.
 #[derive(Debug)]
 pub(crate) struct Scratch {
     kinds: [u8; 256],
-    splat: [u64; 4],
+    splat: [u64; 3],
     value_type: Cell<Option<(u64, Option<Ty>)>>,
 }
 
@@ -79,7 +80,7 @@ impl Scratch {
         kinds[usize::from(d.component)] = COMPONENT;
         kinds[usize::from(d.repetition)] = REPETITION;
         kinds[usize::from(d.field)] = FIELD;
-        let splat = [d.field, d.repetition, d.component, d.subcomponent].map(|b| u64::from(b) * LOW_BITS);
+        let splat = [d.repetition, d.component, d.subcomponent].map(|b| u64::from(b) * LOW_BITS);
         Scratch { kinds, splat, value_type: Cell::new(None) }
     }
 }
@@ -101,34 +102,29 @@ pub(crate) fn check_segment(
     seg: SegmentRef<'_>,
     segment: &SegmentPlan,
     plan: &'static Plan,
-    d: Delimiters,
     scratch: &Scratch,
     report: &mut Report,
 ) {
     let header = seg.is_header();
     let at = seg.position();
+    // The parser's field spans (offsets in the message buffer): each field is walked alone, its
+    // end the end of the walker's line, so the field separator is never looked for again.
+    let spans = seg.field_spans();
+    let offset = seg.offset();
     seg.bytes().classify(|line| {
         let mut w = Walker {
             plan,
             report,
             trailing_reported: false,
             line,
+            whole: line,
             kinds: &scratch.kinds,
             splat: &scratch.splat,
             value_type: &scratch.value_type,
             pos: 0,
             base: at,
         };
-        // MSH-1 and MSH-2 hold the delimiters (the syntax layer checks them): the walk starts
-        // after the first field separator, or for MSH (FHS, BHS) after the second.
-        let mut seps = line.iter().enumerate().filter(|(_, b)| **b == d.field).map(|(i, _)| i);
-        let start = if header { seps.nth(1) } else { seps.next() };
-        let Some(start) = start.map(|i| i + 1) else {
-            w.missing_from(if header { 3 } else { 1 }, segment);
-            return;
-        };
-        w.pos = start;
-        w.segment(header, segment);
+        w.segment(header, segment, line, spans, offset);
     });
 }
 
@@ -153,9 +149,11 @@ struct Walker<'r, 'l> {
     report: &'r mut Report,
     trailing_reported: bool,
     line: &'l [u8],
+    /// The whole segment line (`line` is one field of it), for reads past a field's end.
+    whole: &'l [u8],
     kinds: &'l [u8; 256],
-    /// The four delimiters, each in every byte of a word.
-    splat: &'l [u64; 4],
+    /// The repetition, component and subcomponent delimiters, each in every byte of a word.
+    splat: &'l [u64; 3],
     /// The message's last OBX-2 type lookup.
     value_type: &'l Cell<Option<(u64, Option<Ty>)>>,
     /// The cursor: the offset in `line` of the next byte to look at.
@@ -164,7 +162,7 @@ struct Walker<'r, 'l> {
     base: Hl7Position,
 }
 
-impl Walker<'_, '_> {
+impl<'l> Walker<'_, 'l> {
     #[inline(always)]
     fn bytes(&self, lo: usize, hi: usize) -> &[u8] {
         self.line.get(lo..hi).unwrap_or_default()
@@ -181,14 +179,15 @@ impl Walker<'_, '_> {
     fn next_separator(&mut self) -> u8 {
         let line = self.line;
         let kinds = self.kinds;
-        let [f, r, c, s] = *self.splat;
+        let [r, c, s] = *self.splat;
         let mut i = self.pos;
         // Eight bytes at a time: a byte equal to a delimiter is a zero byte of the word XOR the
-        // delimiter's splat. The first flagged byte is the first separator (a flag after it may
-        // be false); the byte loop below then stops on it.
+        // delimiter's splat (the line is one field: no field separator to look for). The first
+        // flagged byte is the first separator (a flag after it may be false); the byte loop
+        // below then stops on it.
         while let Some(&[b0, b1, b2, b3, b4, b5, b6, b7]) = line.get(i..i + 8) {
             let x = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
-            let m = (zero_bytes(x ^ f) | zero_bytes(x ^ r) | zero_bytes(x ^ c) | zero_bytes(x ^ s)) & HIGH_BITS;
+            let m = (zero_bytes(x ^ r) | zero_bytes(x ^ c) | zero_bytes(x ^ s)) & HIGH_BITS;
             if m != 0 {
                 i += (m.trailing_zeros() / 8) as usize;
                 break;
@@ -264,45 +263,45 @@ impl Walker<'_, '_> {
         self.report.push_with(code, severity, location);
     }
 
-    /// The fields from the cursor (after the field separator that opens the first one).
-    fn segment(&mut self, header: bool, segment: &SegmentPlan) {
+    /// The fields of the segment `line`, by their spans (`offset` is the line's offset in the
+    /// message buffer). MSH-1 and MSH-2 hold the delimiters (the syntax layer checks them): the
+    /// walk starts at field 3 for MSH (FHS, BHS), at field 1 for the others.
+    fn segment(&mut self, header: bool, segment: &SegmentPlan, line: &'l [u8], spans: &[Span], offset: usize) {
         let is_msh = segment.is_msh;
         let is_obx = segment.is_obx;
-        let mut n: u32 = if header { 2 } else { 0 };
-        let mut last_empty;
+        let first: u32 = if header { 3 } else { 1 };
+        let mut n = first - 1;
+        let mut last_empty = false;
         let mut obx_type = None;
-        loop {
+        for span in spans.iter().skip(first as usize - 1) {
             n += 1;
-            let lo = self.pos;
-            last_empty = self.kind_at(lo) == FIELD;
             if self.report.saturated() {
                 return;
             }
+            let def = segment.fields.get(n as usize - 1);
+            let lo = (span.start as usize).saturating_sub(offset);
+            let hi = (span.end as usize).saturating_sub(offset);
+            last_empty = hi <= lo;
+            if last_empty {
+                self.field_empty(def, n, is_msh);
+                continue;
+            }
+            // The field alone: its end is the end of the line.
+            self.line = line.get(..hi).unwrap_or_default();
+            self.pos = lo;
             if is_obx && n == 2 {
-                // The first component (up to a component or field separator).
+                // The first component (up to a component separator or the field's end).
                 let kinds = self.kinds;
-                let rest = self.line.get(lo..).unwrap_or_default();
-                let len =
-                    rest.iter().position(|b| matches!(kinds[usize::from(*b)], FIELD | COMPONENT)).unwrap_or(rest.len());
+                let rest = self.bytes(lo, hi);
+                let len = rest.iter().position(|b| kinds[usize::from(*b)] == COMPONENT).unwrap_or(rest.len());
                 obx_type = self.value_type_named(self.bytes(lo, lo + len).trim_ascii());
             }
             let obx5 = if is_obx && n == 5 { Some(obx_type.unwrap_or(Ty::Primitive(Check::Opaque))) } else { None };
             // Values the syntax layer owns: the processing id, version and character sets.
             let ctx = ElemCtx { skip_table: is_msh && matches!(n, 11 | 12 | 18), value_type: is_obx && n == 2 };
-            let def = segment.fields.get(n as usize - 1);
-            if last_empty {
-                self.field_empty(def, n, is_msh);
-            } else {
-                self.field(def, obx5, n, ctx);
-                self.skip_to(FIELD);
-            }
-            if self.pos >= self.line.len() {
-                break;
-            }
-            self.pos += 1;
+            self.field(def, obx5, n, ctx);
         }
         self.missing_from(n + 1, segment);
-        let first = if header { 3 } else { 1 };
         if last_empty && n >= first && self.report.strict() {
             self.trailing(Pos::field(n, 0));
         }
@@ -632,7 +631,14 @@ impl Walker<'_, '_> {
         }
         let plan = self.plan;
         let Some(set) = def.table.and_then(|i| plan.codes(i)) else { return false };
-        match datatypes::coded(self.bytes(lo, hi), set) {
+        let v = self.bytes(lo, hi);
+        // Most codes are short and followed by more of the segment: packed by one load.
+        let listed = match self.whole.get(lo..lo + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+            Some(window) if v.len() <= 7 => set.contains_key(plan::pack_window(window, v.len())),
+            _ => set.contains(v),
+        };
+        let coded = if listed { Coded::Listed } else { datatypes::unlisted(v, set) };
+        match coded {
             Coded::Listed => true,
             Coded::Local if !self.report.strict() => false,
             coded => self.table_miss(coded, lo, hi, set, at, ctx),
@@ -753,7 +759,8 @@ mod tests {
             let is_sep = |b: u8| scratch.kinds[usize::from(b)] != NONE;
             for len in 0..40usize {
                 for at in 0..=len {
-                    for sep in [d.field, d.component, d.repetition, d.subcomponent, b'x'] {
+                    // A walker's line is one field: no field separator in it.
+                    for sep in [d.component, d.repetition, d.subcomponent, b'x'] {
                         let mut line: Vec<u8> = (0..len)
                             .map(|k| fill[(k * 7 + at) % fill.len()])
                             .map(|b| if is_sep(b) { b'A' } else { b })
@@ -776,6 +783,7 @@ mod tests {
                                 report: &mut report,
                                 trailing_reported: false,
                                 line: &line,
+                                whole: &line,
                                 kinds: &scratch.kinds,
                                 splat: &scratch.splat,
                                 value_type: &scratch.value_type,
@@ -805,6 +813,7 @@ mod tests {
                 report: &mut report,
                 trailing_reported: false,
                 line: b"",
+                whole: b"",
                 kinds: &scratch.kinds,
                 splat: &scratch.splat,
                 value_type: &scratch.value_type,

@@ -92,7 +92,7 @@ fn run(msg: &Message, report: &mut Report) {
             }
         };
         if let Some(segment) = segment {
-            fields::check_segment(seg, segment, plan, delimiters, &scratch, report);
+            fields::check_segment(seg, segment, plan, &scratch, report);
         }
     }
     if let Some(m) = matcher {

@@ -172,7 +172,16 @@ impl CodeSet {
     /// Whether `v` is one of the table's values.
     #[inline(always)]
     pub fn contains(&self, v: &[u8]) -> bool {
-        let Some(key) = pack(v) else { return self.long.binary_search(&v).is_ok() };
+        match pack(v) {
+            Some(key) => self.contains_key(key),
+            None => self.long.binary_search(&v).is_ok(),
+        }
+    }
+
+    /// Whether the value packed as `key` (by [`pack`] or [`pack_window`]) is one of the
+    /// table's values of up to 7 bytes.
+    #[inline(always)]
+    pub fn contains_key(&self, key: u64) -> bool {
         let mask = self.slots.len() - 1;
         let mut i = slot_of(key, self.shift);
         // The table is at most half full, so a free slot ends every probe sequence; the bound
@@ -186,6 +195,15 @@ impl CodeSet {
         }
         false
     }
+}
+
+/// [`pack`] of the first `len` (at most 7) bytes of `window`: one load and a mask instead of a
+/// loop over the bytes.
+#[inline(always)]
+pub(crate) fn pack_window(window: [u8; 8], len: usize) -> u64 {
+    let len = len.min(7);
+    let top = u64::MAX.checked_shr(8 * len as u32).unwrap_or(0);
+    (u64::from_be_bytes(window) & !top) | len as u64
 }
 
 /// Up to 7 bytes and the length in one integer.
@@ -504,6 +522,18 @@ fn schema_base(id: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packing_a_window_agrees_with_pack() {
+        // Every length from 0 to 7 at every offset of bytes of every value.
+        let bytes: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).chain(*b"\x00\xffAB|^~&\\").collect();
+        for len in 0..=7 {
+            for at in 0..bytes.len().saturating_sub(8) {
+                let Some(window) = bytes.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) else { continue };
+                assert_eq!(Some(pack_window(window, len)), pack(&bytes[at..at + len]), "{at} {len}");
+            }
+        }
+    }
 
     #[test]
     fn packed_codes() {
