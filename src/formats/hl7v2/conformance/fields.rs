@@ -391,7 +391,7 @@ impl<'l> Walker<'_, 'l> {
     }
 
     /// [`Walker::value`] at depth 0.
-    #[inline(never)]
+    #[inline(always)]
     fn value_repetition(&mut self, def: &Elem, ty: Ty, at: Pos, ctx: ElemCtx) -> bool {
         self.value_at(def, ty, at, 0, ctx)
     }
