@@ -624,7 +624,7 @@ impl<'l> Walker<'_, 'l> {
     }
 
     /// Looks an `ID` value up in its table; true when it is listed.
-    #[inline]
+    #[inline(always)]
     fn table(&mut self, lo: usize, hi: usize, def: &Elem, at: Pos, ctx: ElemCtx) -> bool {
         if ctx.skip_table {
             return false;
