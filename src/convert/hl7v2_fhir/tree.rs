@@ -28,9 +28,80 @@ pub enum V {
 
 impl Drop for V {
     fn drop(&mut self) {
-        if let V::S(s) | V::N(s) = self {
-            crate::phi::wipe_string(s);
+        match self {
+            V::S(s) | V::N(s) => crate::phi::wipe_string(s),
+            V::O(o) => spare::keep_members(std::mem::take(&mut o.0)),
+            V::A(items) => spare::keep_items(std::mem::take(items)),
+            V::C(_) | V::B(_) => {}
         }
+    }
+}
+
+/// The emptied member and item vectors of dropped trees, per thread, for the next trees: a
+/// converted message builds and drops about 400 of them, and taking one here costs a fraction
+/// of an allocation and its release. Emptied means the members were dropped (their strings
+/// wiped) before a vector is kept; only its allocation is reused.
+mod spare {
+    use std::cell::RefCell;
+
+    use super::V;
+
+    /// Most vectors kept per kind.
+    const MAX_KEPT: usize = 4096;
+    /// Vectors larger than this are released, not kept.
+    const MAX_CAPACITY: usize = 64;
+
+    type Members = Vec<(&'static str, V)>;
+
+    thread_local! {
+        static MEMBERS: RefCell<Vec<Members>> = const { RefCell::new(Vec::new()) };
+        static ITEMS: RefCell<Vec<Vec<V>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// An empty member vector with room for `n` members.
+    pub(super) fn members(n: usize) -> Members {
+        let mut v = take(&MEMBERS);
+        v.reserve(n);
+        v
+    }
+
+    /// An empty item vector with room for `n` items.
+    pub(super) fn items(n: usize) -> Vec<V> {
+        let mut v = take(&ITEMS);
+        v.reserve(n);
+        v
+    }
+
+    /// Drops the members (before the kept vectors are borrowed: they return their own
+    /// vectors), then keeps the vector.
+    pub(super) fn keep_members(mut v: Members) {
+        v.clear();
+        keep(&MEMBERS, v);
+    }
+
+    /// [`keep_members`] for items.
+    pub(super) fn keep_items(mut v: Vec<V>) {
+        v.clear();
+        keep(&ITEMS, v);
+    }
+
+    /// A kept vector, or a new one (also when the thread's vectors are gone: a thread ending).
+    fn take<T>(kept: &'static std::thread::LocalKey<RefCell<Vec<Vec<T>>>>) -> Vec<T> {
+        kept.try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop())).ok().flatten().unwrap_or_default()
+    }
+
+    /// Keeps an empty vector (or releases it: too large, enough kept, or a thread ending).
+    fn keep<T>(kept: &'static std::thread::LocalKey<RefCell<Vec<Vec<T>>>>, v: Vec<T>) {
+        if v.capacity() == 0 || v.capacity() > MAX_CAPACITY {
+            return;
+        }
+        let _ = kept.try_with(|k| {
+            if let Ok(mut k) = k.try_borrow_mut() {
+                if k.len() < MAX_KEPT {
+                    k.push(v);
+                }
+            }
+        });
     }
 }
 
@@ -79,12 +150,12 @@ pub struct Obj(Vec<(&'static str, V)>);
 impl Obj {
     /// An empty object.
     pub fn new() -> Obj {
-        Obj(Vec::new())
+        Obj(spare::members(0))
     }
 
     /// An empty object with room for `n` members.
     pub fn with_capacity(n: usize) -> Obj {
-        Obj(Vec::with_capacity(n))
+        Obj(spare::members(n))
     }
 
     /// True when no member would be written. Members are only ever added, never emptied, and
@@ -140,7 +211,7 @@ impl Obj {
     /// A new array member's items: with room for a few (most arrays the converter builds hold
     /// one to four items; growing from one would reallocate twice).
     fn first_item(v: V) -> Vec<V> {
-        let mut items = Vec::with_capacity(4);
+        let mut items = spare::items(4);
         items.push(v);
         items
     }
