@@ -29,7 +29,7 @@ pub enum V {
 impl Drop for V {
     fn drop(&mut self) {
         match self {
-            V::S(s) | V::N(s) => crate::phi::wipe_string(s),
+            V::S(s) | V::N(s) => spare::keep_string(s),
             V::O(o) => spare::keep_members(std::mem::take(&mut o.0)),
             V::A(items) => spare::keep_items(std::mem::take(items)),
             V::C(_) | V::B(_) => {}
@@ -37,10 +37,24 @@ impl Drop for V {
     }
 }
 
-/// The emptied member and item vectors of dropped trees, per thread, for the next trees: a
-/// converted message builds and drops about 400 of them, and taking one here costs a fraction
-/// of an allocation and its release. Emptied means the members were dropped (their strings
-/// wiped) before a vector is kept; only its allocation is reused.
+/// An empty string with room for `n` bytes, for a value of a tree: its allocation may be one
+/// a dropped tree's string left (wiped), as [`V`]'s strings are kept when dropped.
+pub fn string(n: usize) -> String {
+    spare::string(n)
+}
+
+/// [`string`] holding a copy of `s`.
+pub fn copy(s: &str) -> String {
+    let mut t = spare::string(s.len());
+    t.push_str(s);
+    t
+}
+
+/// The emptied member and item vectors, and the wiped strings, of dropped trees, per thread,
+/// for the next trees: a converted message builds and drops about 400 vectors and 900 strings,
+/// and taking one here costs a fraction of an allocation and its release. Emptied means the
+/// members were dropped (their strings wiped) before a vector is kept; wiped means every byte
+/// of a string's allocation was zeroed before it is kept. Only allocations are reused.
 mod spare {
     use std::cell::RefCell;
 
@@ -53,9 +67,51 @@ mod spare {
 
     type Members = Vec<(&'static str, V)>;
 
+    /// Strings are kept by capacity: class `k` holds those of at least `STRING_CLASSES[k]`
+    /// bytes (and less than the next class's), so that a string taken from the class of a
+    /// request always has room for it.
+    const STRING_CLASSES: [usize; 4] = [16, 48, 128, 512];
+    /// Strings larger than this are released, not kept.
+    const MAX_STRING: usize = 4096;
+
     thread_local! {
         static MEMBERS: RefCell<Vec<Members>> = const { RefCell::new(Vec::new()) };
         static ITEMS: RefCell<Vec<Vec<V>>> = const { RefCell::new(Vec::new()) };
+        static STRINGS: RefCell<[Vec<Vec<u8>>; 4]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
+    }
+
+    /// An empty string with room for `n` bytes.
+    pub(super) fn string(n: usize) -> String {
+        let Some(class) = STRING_CLASSES.iter().position(|&c| c >= n) else { return String::with_capacity(n) };
+        let kept = STRINGS
+            .try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.get_mut(class).and_then(Vec::pop)))
+            .ok()
+            .flatten();
+        match kept.map(String::from_utf8) {
+            Some(Ok(s)) => s,
+            _ => String::with_capacity(STRING_CLASSES[class]),
+        }
+    }
+
+    /// Wipes a string of a dropped tree (every byte of its allocation), then keeps its
+    /// allocation (or releases it: too small or large, enough kept, or a thread ending).
+    pub(super) fn keep_string(s: &mut String) {
+        let mut bytes = std::mem::take(s).into_bytes();
+        crate::phi::wipe_keep(&mut bytes);
+        let cap = bytes.capacity();
+        if cap > MAX_STRING {
+            return;
+        }
+        let Some(class) = STRING_CLASSES.iter().rposition(|&c| c <= cap) else { return };
+        let _ = STRINGS.try_with(|k| {
+            if let Ok(mut k) = k.try_borrow_mut() {
+                if let Some(kept) = k.get_mut(class) {
+                    if kept.len() < MAX_KEPT {
+                        kept.push(bytes);
+                    }
+                }
+            }
+        });
     }
 
     /// An empty member vector with room for `n` members.
