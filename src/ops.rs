@@ -357,7 +357,7 @@ fn grant_worker() -> Disclosure {
 }
 
 /// Messages per thread converted together (bounds memory: the batch's messages and Bundles).
-const CONVERT_BATCH_PER_WORKER: usize = 8;
+const CONVERT_BATCH_PER_WORKER: usize = 32;
 
 /// One record's output.
 struct Pending {

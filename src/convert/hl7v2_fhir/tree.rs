@@ -57,104 +57,94 @@ pub fn copy(s: &str) -> String {
 /// of a string's allocation was zeroed before it is kept. Only allocations are reused.
 mod spare {
     use std::cell::RefCell;
+    use std::thread::LocalKey;
 
     use super::V;
 
-    /// Most vectors kept per kind.
+    /// Most vectors kept per class.
     const MAX_KEPT: usize = 4096;
-    /// Vectors larger than this are released, not kept.
-    const MAX_CAPACITY: usize = 64;
+
+    /// The classes of each kind of vector, by capacity: class `k` holds the vectors of at least
+    /// `MINS[k]` elements (and fewer than the next class's), so that one taken from the class
+    /// of a request always has room for it; vectors above `MAX` are released, not kept.
+    struct Classes<const N: usize> {
+        mins: [usize; N],
+        max: usize,
+    }
+
+    const MEMBERS_CLASSES: Classes<3> = Classes { mins: [4, 12, 24], max: 64 };
+    const ITEMS_CLASSES: Classes<3> = Classes { mins: [4, 16, 64], max: 1024 };
+    const STRING_CLASSES: Classes<4> = Classes { mins: [16, 48, 128, 512], max: 4096 };
 
     type Members = Vec<(&'static str, V)>;
-
-    /// Strings are kept by capacity: class `k` holds those of at least `STRING_CLASSES[k]`
-    /// bytes (and less than the next class's), so that a string taken from the class of a
-    /// request always has room for it.
-    const STRING_CLASSES: [usize; 4] = [16, 48, 128, 512];
-    /// Strings larger than this are released, not kept.
-    const MAX_STRING: usize = 4096;
+    type Kept<T, const N: usize> = RefCell<[Vec<Vec<T>>; N]>;
 
     thread_local! {
-        static MEMBERS: RefCell<Vec<Members>> = const { RefCell::new(Vec::new()) };
-        static ITEMS: RefCell<Vec<Vec<V>>> = const { RefCell::new(Vec::new()) };
-        static STRINGS: RefCell<[Vec<Vec<u8>>; 4]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
-    }
-
-    /// An empty string with room for `n` bytes.
-    pub(super) fn string(n: usize) -> String {
-        let Some(class) = STRING_CLASSES.iter().position(|&c| c >= n) else { return String::with_capacity(n) };
-        let kept = STRINGS
-            .try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.get_mut(class).and_then(Vec::pop)))
-            .ok()
-            .flatten();
-        match kept.map(String::from_utf8) {
-            Some(Ok(s)) => s,
-            _ => String::with_capacity(STRING_CLASSES[class]),
-        }
-    }
-
-    /// Wipes a string of a dropped tree (every byte of its allocation), then keeps its
-    /// allocation (or releases it: too small or large, enough kept, or a thread ending).
-    pub(super) fn keep_string(s: &mut String) {
-        let mut bytes = std::mem::take(s).into_bytes();
-        crate::phi::wipe_keep(&mut bytes);
-        let cap = bytes.capacity();
-        if cap > MAX_STRING {
-            return;
-        }
-        let Some(class) = STRING_CLASSES.iter().rposition(|&c| c <= cap) else { return };
-        let _ = STRINGS.try_with(|k| {
-            if let Ok(mut k) = k.try_borrow_mut() {
-                if let Some(kept) = k.get_mut(class) {
-                    if kept.len() < MAX_KEPT {
-                        kept.push(bytes);
-                    }
-                }
-            }
-        });
+        static MEMBERS: Kept<(&'static str, V), 3> = const { RefCell::new([const { Vec::new() }; 3]) };
+        static ITEMS: Kept<V, 3> = const { RefCell::new([const { Vec::new() }; 3]) };
+        static STRINGS: Kept<u8, 4> = const { RefCell::new([const { Vec::new() }; 4]) };
     }
 
     /// An empty member vector with room for `n` members.
     pub(super) fn members(n: usize) -> Members {
-        let mut v = take(&MEMBERS);
-        v.reserve(n);
-        v
+        take(&MEMBERS, &MEMBERS_CLASSES, n)
     }
 
     /// An empty item vector with room for `n` items.
     pub(super) fn items(n: usize) -> Vec<V> {
-        let mut v = take(&ITEMS);
-        v.reserve(n);
-        v
+        take(&ITEMS, &ITEMS_CLASSES, n)
+    }
+
+    /// An empty string with room for `n` bytes.
+    pub(super) fn string(n: usize) -> String {
+        String::from_utf8(take(&STRINGS, &STRING_CLASSES, n)).unwrap_or_default()
     }
 
     /// Drops the members (before the kept vectors are borrowed: they return their own
     /// vectors), then keeps the vector.
     pub(super) fn keep_members(mut v: Members) {
         v.clear();
-        keep(&MEMBERS, v);
+        keep(&MEMBERS, &MEMBERS_CLASSES, v);
     }
 
     /// [`keep_members`] for items.
     pub(super) fn keep_items(mut v: Vec<V>) {
         v.clear();
-        keep(&ITEMS, v);
+        keep(&ITEMS, &ITEMS_CLASSES, v);
     }
 
-    /// A kept vector, or a new one (also when the thread's vectors are gone: a thread ending).
-    fn take<T>(kept: &'static std::thread::LocalKey<RefCell<Vec<Vec<T>>>>) -> Vec<T> {
-        kept.try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop())).ok().flatten().unwrap_or_default()
+    /// Wipes a string of a dropped tree (every byte of its allocation), then keeps its
+    /// allocation.
+    pub(super) fn keep_string(s: &mut String) {
+        let mut bytes = std::mem::take(s).into_bytes();
+        crate::phi::wipe_keep(&mut bytes);
+        keep(&STRINGS, &STRING_CLASSES, bytes);
     }
 
-    /// Keeps an empty vector (or releases it: too large, enough kept, or a thread ending).
-    fn keep<T>(kept: &'static std::thread::LocalKey<RefCell<Vec<Vec<T>>>>, v: Vec<T>) {
-        if v.capacity() == 0 || v.capacity() > MAX_CAPACITY {
+    /// A kept vector with room for `n` elements, or a new one (also when the thread's vectors
+    /// are gone: a thread ending).
+    fn take<T: 'static, const N: usize>(kept: &'static LocalKey<Kept<T, N>>, classes: &Classes<N>, n: usize) -> Vec<T> {
+        let Some(class) = classes.mins.iter().position(|&c| c >= n) else { return Vec::with_capacity(n) };
+        let found = kept.try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.get_mut(class)?.pop()));
+        let mut v = found.ok().flatten().unwrap_or_else(|| Vec::with_capacity(classes.mins[class]));
+        v.reserve(n);
+        v
+    }
+
+    /// Keeps an empty vector in the class of its capacity (or releases it: too small or large,
+    /// enough kept, or a thread ending).
+    fn keep<T: 'static, const N: usize>(kept: &'static LocalKey<Kept<T, N>>, classes: &Classes<N>, v: Vec<T>) {
+        let cap = v.capacity();
+        if cap > classes.max {
             return;
         }
+        let Some(class) = classes.mins.iter().rposition(|&c| c <= cap) else { return };
         let _ = kept.try_with(|k| {
             if let Ok(mut k) = k.try_borrow_mut() {
-                if k.len() < MAX_KEPT {
-                    k.push(v);
+                if let Some(kept) = k.get_mut(class) {
+                    if kept.len() < MAX_KEPT {
+                        kept.push(v);
+                    }
                 }
             }
         });
