@@ -357,7 +357,7 @@ fn grant_worker() -> Disclosure {
 }
 
 /// Messages per thread converted together (bounds memory: the batch's messages and Bundles).
-const CONVERT_BATCH_PER_WORKER: usize = 8;
+const CONVERT_BATCH_PER_WORKER: usize = 32;
 
 /// One record's output.
 struct Pending {
@@ -1110,6 +1110,18 @@ fn location_json(location: &Location, out: &mut Vec<u8>) {
         }
     }
     out.push(b'"');
+    if let Location::Fhir(path) = location {
+        // The path's text written directly (FHIR findings of converted Bundles are many), then
+        // checked to need no escape (names of the definitions never do); else written again
+        // through `Display`.
+        let start = out.len();
+        path.write_text(out);
+        if !out[start..].iter().any(|&b| crate::json::needs_escape(b)) {
+            out.push(b'"');
+            return;
+        }
+        out.truncate(start);
+    }
     // Writing into a byte buffer cannot fail.
     let _ = std::fmt::Write::write_fmt(&mut crate::json::Escaped(out), format_args!("{location}"));
     out.push(b'"');

@@ -160,7 +160,7 @@ impl Dtm {
         let hh = &d[8..10];
         let mm = d.get(10..12).unwrap_or("00");
         let ss = d.get(12..14).unwrap_or("00");
-        let mut s = String::with_capacity(26 + self.fraction.len());
+        let mut s = super::tree::string(26 + self.fraction.len());
         self.push_date(&mut s);
         s.push('T');
         s.push_str(hh);
@@ -290,7 +290,7 @@ pub fn decimal(text: &str) -> Option<String> {
     let (int, frac) = body.split_once('.').map_or((body, None), |(a, b)| (a, Some(b)));
     let int = int.trim_start_matches('0');
     let int = if int.is_empty() { "0" } else { int };
-    let mut s = String::with_capacity(t.len() + 1);
+    let mut s = super::tree::string(t.len() + 1);
     if neg {
         s.push('-');
     }

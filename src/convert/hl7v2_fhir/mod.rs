@@ -174,7 +174,7 @@ impl<'m> Ctx<'m> {
         b.copy_from_slice(&digest[..16]);
         b[6] = (b[6] & 0x0f) | 0x80;
         b[8] = (b[8] & 0x3f) | 0x80;
-        let mut s = String::with_capacity(36);
+        let mut s = tree::string(36);
         for (i, x) in b.iter().enumerate() {
             if matches!(i, 4 | 6 | 8 | 10) {
                 s.push('-');
@@ -239,7 +239,7 @@ impl<'m> Ctx<'m> {
         // Most resources the converter builds have 10 to 12 members.
         let mut o = Obj::with_capacity(12);
         o.set("resourceType", V::code(ty));
-        o.set("id", V::S(id.to_owned()));
+        o.set("id", V::S(tree::copy(id)));
         o
     }
 
@@ -276,7 +276,7 @@ impl<'m> Ctx<'m> {
 
 /// A `urn:uuid:` reference.
 pub fn reference(id: &str) -> String {
-    let mut r = String::with_capacity(9 + id.len());
+    let mut r = tree::string(9 + id.len());
     r.push_str("urn:uuid:");
     r.push_str(id);
     r
@@ -285,7 +285,7 @@ pub fn reference(id: &str) -> String {
 /// A Reference object.
 pub fn reference_obj(r: &str) -> Obj {
     let mut o = Obj::new();
-    o.set("reference", V::S(r.to_owned()));
+    o.set("reference", V::S(tree::copy(r)));
     o
 }
 

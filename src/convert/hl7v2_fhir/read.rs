@@ -132,7 +132,7 @@ impl<'m> Reader<'m> {
         if raw.is_empty() || raw == b"\"\"" {
             return None;
         }
-        let mut buf = Vec::with_capacity(raw.len());
+        let mut buf = super::tree::string(raw.len()).into_bytes();
         if memchr::memchr(self.d.escape, raw).is_some() {
             let mut decoded = Vec::with_capacity(raw.len());
             escape::decode(raw, &self.d, &mut decoded);

@@ -11,7 +11,7 @@ use crate::diag::Code;
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
 
 use super::read::Rep;
-use super::tree::{Obj, V};
+use super::tree::{self, Obj, V};
 use super::{Ctx, NOWHERE, reference, reference_obj, vocab};
 
 const EXT_DATA_ABSENT: &str = "http://hl7.org/fhir/StructureDefinition/data-absent-reason";
@@ -41,10 +41,10 @@ pub fn original(text: String) -> Obj {
 /// A CodeableConcept with one coding.
 pub fn concept(system: &str, code: &str, display: Option<&str>) -> Obj {
     let mut c = Obj::new();
-    c.set("system", V::S(system.to_owned()));
-    c.set("code", V::S(code.to_owned()));
+    c.set("system", V::S(tree::copy(system)));
+    c.set("code", V::S(tree::copy(code)));
     if let Some(d) = display {
-        c.set("display", V::S(d.to_owned()));
+        c.set("display", V::S(tree::copy(d)));
     }
     let mut cc = Obj::new();
     cc.push_obj("coding", c);

@@ -38,7 +38,7 @@ pub fn coding_system(name: &str) -> Option<String> {
             return None;
         }
     };
-    Some(uri.to_owned())
+    Some(super::tree::copy(uri))
 }
 
 /// Table 0001 (administrative sex) to AdministrativeGender.

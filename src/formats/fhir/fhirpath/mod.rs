@@ -107,12 +107,16 @@ fn env_for<'d>(doc: &'d Document, i: u32, cache: &'d eval::NavCache) -> eval::En
 
 /// Evaluates every applicable invariant of every element of the document.
 pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
-    let mut unchecked: Vec<&'static str> = Vec::new();
     let cache = eval::NavCache::default();
-    // `ele-1` (which applies to nearly every element) is evaluated natively when it compiles
-    // (it does; a test says so), without building the environment.
-    let ele_1 = ele_1().filter(|&n| matches!(compiled(n), Some(Ok(_))));
-    let natives = natives();
+    let mut run = Run {
+        doc,
+        unchecked: Vec::new(),
+        cache: &cache,
+        // `ele-1` (which applies to nearly every element) is evaluated natively when it
+        // compiles (it does; a test says so), without building the environment.
+        ele_1: ele_1().filter(|&n| matches!(compiled(n), Some(Ok(_)))),
+        natives: natives(),
+    };
     for i in 0..doc.nodes().len() as u32 {
         let node = doc.node(i);
         if node.is_unknown() {
@@ -123,6 +127,16 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
         let of_type: &'static [u16] =
             node.ty.and_then(|t| defs::element(ElemRef { ty: t, idx: 0 })).map_or(&[], |d| &d.constraints);
         let mut env: Option<eval::Env<'_>> = None;
+        // Most elements have at most one invariant of their own and one of their type (`ele-1`
+        // from both): no search for repeats.
+        if own.len() <= 1 && of_type.len() <= 1 {
+            let a = own.first().copied();
+            let b = of_type.first().copied().filter(|&b| Some(b) != a);
+            for c in a.into_iter().chain(b) {
+                run.check(i, c, &mut env, f);
+            }
+            continue;
+        }
         for (k, &c) in own.iter().chain(of_type).enumerate() {
             let repeated = match k.checked_sub(own.len()) {
                 None => own[..k].contains(&c),
@@ -131,37 +145,57 @@ pub(super) fn check_invariants(doc: &Document, f: &mut Findings) {
             if repeated {
                 continue;
             }
-            let result = if Some(c) == ele_1 {
-                Some(Some(eval::ele_1(doc, i)))
-            } else {
-                match compiled(c) {
-                    Some(Ok(expr)) => {
-                        let env = env.get_or_insert_with(|| env_for(doc, i, &cache));
-                        let native = natives.get(usize::from(c)).copied().unwrap_or(eval::Native::None);
-                        env.native(native, expr).or_else(|| env.run(expr).ok())
-                    }
-                    _ => None,
+            run.check(i, c, &mut env, f);
+        }
+    }
+}
+
+/// The state of [`check_invariants`] over one document.
+struct Run<'d> {
+    doc: &'d Document,
+    /// Keys already reported `INVARIANT_UNCHECKED`.
+    unchecked: Vec<&'static str>,
+    cache: &'d eval::NavCache,
+    ele_1: Option<u16>,
+    natives: &'static [eval::Native],
+}
+
+impl<'d> Run<'d> {
+    /// Evaluates invariant `c` on node `i` and reports its result (`env`: the node's
+    /// environment, built on first need).
+    #[inline]
+    fn check(&mut self, i: u32, c: u16, env: &mut Option<eval::Env<'d>>, f: &mut Findings) {
+        let doc = self.doc;
+        let result = if Some(c) == self.ele_1 {
+            Some(Some(eval::ele_1(doc, i)))
+        } else {
+            match compiled(c) {
+                Some(Ok(expr)) => {
+                    let env = env.get_or_insert_with(|| env_for(doc, i, self.cache));
+                    let native = self.natives.get(usize::from(c)).copied().unwrap_or(eval::Native::None);
+                    env.native(native, expr).or_else(|| env.run(expr).ok())
                 }
-            };
-            if matches!(result, Some(Some(true) | None)) {
-                continue;
+                _ => None,
             }
-            let Some(constraint) = defs::constraint(c) else { continue };
-            match result {
-                Some(Some(false)) => {
+        };
+        if matches!(result, Some(Some(true) | None)) {
+            return;
+        }
+        let Some(constraint) = defs::constraint(c) else { return };
+        match result {
+            Some(Some(false)) => {
+                let mut path = doc.path(i);
+                path.invariant = defs::constraint_key(c);
+                let severity = if constraint.error { Severity::Error } else { Severity::Warning };
+                f.push_with(Code::INVARIANT_VIOLATED, severity, Location::Fhir(path));
+            }
+            Some(_) => {}
+            None => {
+                if !self.unchecked.contains(&constraint.key) {
+                    self.unchecked.push(constraint.key);
                     let mut path = doc.path(i);
                     path.invariant = defs::constraint_key(c);
-                    let severity = if constraint.error { Severity::Error } else { Severity::Warning };
-                    f.push_with(Code::INVARIANT_VIOLATED, severity, Location::Fhir(path));
-                }
-                Some(_) => {}
-                None => {
-                    if !unchecked.contains(&constraint.key) {
-                        unchecked.push(constraint.key);
-                        let mut path = doc.path(i);
-                        path.invariant = defs::constraint_key(c);
-                        f.push(Code::INVARIANT_UNCHECKED, Location::Fhir(path));
-                    }
+                    f.push(Code::INVARIANT_UNCHECKED, Location::Fhir(path));
                 }
             }
         }
