@@ -275,17 +275,19 @@ impl<'l> Walker<'_, 'l> {
         let mut obx_type = None;
         for span in spans.iter().skip(first as usize - 1) {
             n += 1;
+            let def = segment.fields.get(n as usize - 1);
+            last_empty = span.end <= span.start;
+            if last_empty {
+                if def.is_some_and(|d| d.required) {
+                    self.field_empty(def, n, is_msh);
+                }
+                continue;
+            }
             if self.report.saturated() {
                 return;
             }
-            let def = segment.fields.get(n as usize - 1);
             let lo = (span.start as usize).saturating_sub(offset);
             let hi = (span.end as usize).saturating_sub(offset);
-            last_empty = hi <= lo;
-            if last_empty {
-                self.field_empty(def, n, is_msh);
-                continue;
-            }
             // The field alone: its end is the end of the line.
             self.line = line.get(..hi).unwrap_or_default();
             self.pos = lo;
