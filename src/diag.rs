@@ -440,8 +440,8 @@ impl FhirPath {
     }
 }
 
-/// Appends `n` in decimal.
-fn decimal(mut n: u64, out: &mut Vec<u8>) {
+/// Appends `n` in decimal (also the record numbers and positions of `ops`' JSON).
+pub(crate) fn decimal(mut n: u64, out: &mut Vec<u8>) {
     let mut digits = [0u8; 20];
     let mut start = digits.len();
     for slot in digits.iter_mut().rev() {

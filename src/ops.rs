@@ -1031,7 +1031,7 @@ pub fn enforce_fhir_json(request: &Request, json: Vec<u8>, disclosure: &Disclosu
 fn record_prefix_for(multi: bool, record: u64, json: &mut Vec<u8>) {
     if multi {
         json.extend_from_slice(b"{\"record\":");
-        decimal_u64(record, json);
+        crate::diag::decimal(record, json);
         json.push(b',');
     } else {
         json.push(b'{');
@@ -1129,22 +1129,7 @@ fn location_json(location: &Location, out: &mut Vec<u8>) {
 
 /// `n` in decimal.
 fn decimal(n: u32, out: &mut Vec<u8>) {
-    decimal_u64(u64::from(n), out);
-}
-
-/// `n` in decimal.
-fn decimal_u64(mut n: u64, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    for slot in digits.iter_mut().rev() {
-        *slot = b'0' + (n % 10) as u8;
-        n /= 10;
-        start -= 1;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(digits.get(start..).unwrap_or_default());
+    crate::diag::decimal(u64::from(n), out);
 }
 
 fn verdict_json(format: &str, valid: bool, findings: &[Diagnostic], out: &mut Vec<u8>) {

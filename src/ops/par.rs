@@ -24,7 +24,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use super::{Command, decimal_u64, findings_json, verdict_json};
+use super::{Command, findings_json, verdict_json};
 use crate::diag::{Code, Diagnostic};
 use crate::formats::fhir;
 use crate::formats::hl7v2;
@@ -148,7 +148,7 @@ fn process(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) 
 /// `{"record":N,`
 fn record_prefix(record: u64, json: &mut Vec<u8>) {
     json.extend_from_slice(b"{\"record\":");
-    decimal_u64(record, json);
+    crate::diag::decimal(record, json);
     json.push(b',');
 }
 
