@@ -357,7 +357,7 @@ fn grant_worker() -> Disclosure {
 }
 
 /// Messages per thread converted together (bounds memory: the batch's messages and Bundles).
-const CONVERT_BATCH_PER_WORKER: usize = 32;
+const CONVERT_BATCH_PER_WORKER: usize = 128;
 
 /// One record's output.
 struct Pending {
@@ -568,14 +568,15 @@ impl<'r> Runner<'r> {
             self.records = records;
             return outcome;
         }
-        // Workers take the messages in input order by index and send each Bundle back; this
-        // thread writes them in input order as they arrive, so writing overlaps converting.
+        // The messages are taken in input order by index, by `workers - 1` helper threads and
+        // by this thread, which converts one whenever the next Bundle to write is not ready:
+        // one thread per core (a third would only take turns), and writing overlaps converting.
         let next = std::sync::atomic::AtomicUsize::new(0);
         let (done, arrived) = std::sync::mpsc::channel();
         let mut slots: Vec<Option<crate::convert::hl7v2_fhir::Converted>> = jobs.iter().map(|_| None).collect();
         let mut written = 0usize;
         std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..self.workers.min(jobs.len()))
+            let helpers: Vec<_> = (1..self.workers.min(jobs.len()))
                 .map(|_| {
                     let done = done.clone();
                     let (next, jobs, convert) = (&next, &jobs, &convert);
@@ -591,9 +592,11 @@ impl<'r> Runner<'r> {
                 })
                 .collect();
             drop(done);
-            for (i, converted) in arrived.iter() {
-                if let Some(slot) = slots.get_mut(i) {
-                    *slot = Some(converted);
+            loop {
+                while let Ok((i, converted)) = arrived.try_recv() {
+                    if let Some(slot) = slots.get_mut(i) {
+                        *slot = Some(converted);
+                    }
                 }
                 while outcome.is_ok()
                     && let Some(converted) = slots.get_mut(written).and_then(Option::take)
@@ -603,14 +606,36 @@ impl<'r> Runner<'r> {
                     written += 1;
                 }
                 if outcome.is_err() {
-                    // Nothing more is written: the workers stop at their next message.
+                    // Nothing more is written: the helpers stop at their next message.
                     next.store(jobs.len(), std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+                if written == jobs.len() {
+                    break;
+                }
+                // The next Bundle to write is not ready: convert a message here, or wait.
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if let Some(job) = jobs.get(i) {
+                    let converted = convert(job);
+                    if let Some(slot) = slots.get_mut(i) {
+                        *slot = Some(converted);
+                    }
+                    continue;
+                }
+                match arrived.recv() {
+                    Ok((i, converted)) => {
+                        if let Some(slot) = slots.get_mut(i) {
+                            *slot = Some(converted);
+                        }
+                    }
+                    // Every helper is gone: what they left is converted below.
+                    Err(_) => break,
                 }
             }
-            for w in workers {
-                // A worker that panicked left its messages unconverted: they are converted
+            for h in helpers {
+                // A helper that panicked left its messages unconverted: they are converted
                 // again below, on this thread, where a panic is the CLI's to handle.
-                let _ = w.join();
+                let _ = h.join();
             }
         });
         // What a panicked worker left, in order, then everything after it.
