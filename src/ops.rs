@@ -616,8 +616,10 @@ impl<'r> Runner<'r> {
                 // The next Bundle to write is not ready: convert a message here, or wait.
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if let Some(job) = jobs.get(i) {
-                    let converted = convert(job);
-                    if let Some(slot) = slots.get_mut(i) {
+                    // A panic here is caught as in a helper: the message stays unconverted and is
+                    // converted again below, once the records before it are written.
+                    let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| convert(job)));
+                    if let (Ok(converted), Some(slot)) = (converted, slots.get_mut(i)) {
                         *slot = Some(converted);
                     }
                     continue;
