@@ -683,7 +683,9 @@ impl<'r> Runner<'r> {
         // gives, without copying the Bundle a second time.
         let mut json = Vec::with_capacity(bundle.len() + 128 + 160 * converted.findings.len());
         converted_record_prefix(self.multi, self.records, &mut json);
-        json.extend_from_slice(&bundle);
+        // The redactor ends its document with a newline (a file's last line); inside the
+        // record's object it would split the JSON line.
+        json.extend_from_slice(bundle.trim_ascii_end());
         crate::phi::wipe(&mut bundle);
         json.extend_from_slice(b",\"findings\":");
         findings_json(&converted.findings, &mut json);

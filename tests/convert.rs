@@ -158,6 +158,17 @@ fn multi_record_input_gives_one_line_per_record_and_keeps_going() {
     let (c, lines) = convert(&[], &framed);
     assert_eq!(c, 0);
     assert_eq!(lines.len(), 2);
+    // Under a redacting policy each record stays one JSON line (the redacted Bundle used to
+    // keep the redactor's final newline inside the record's object).
+    let policy = fixture("../policy/safe-harbor.toml");
+    let policy = policy.to_str().expect("utf-8 path");
+    let (c, lines) = convert(&["--policy", policy], &input);
+    assert_eq!(c, 65);
+    assert_eq!(lines.len(), 5, "one JSON line per record");
+    for i in [0, 2, 4] {
+        assert_eq!(lines[i]["record"], i as u64 + 1);
+        assert_eq!(lines[i]["bundle"]["resourceType"], "Bundle");
+    }
 }
 
 fn patient_ids(out: &Value) -> Vec<String> {
@@ -501,4 +512,54 @@ fn a_second_patient_is_reported_not_merged_into_the_first() {
     let unmapped = codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED");
     assert!(unmapped.contains(&"PID[2]->-".to_owned()) && unmapped.contains(&"MRG[2]->-".to_owned()), "{unmapped:?}");
     assert_eq!(patient_ids(&out[0]).len(), 2, "the survivor and the first merged patient only");
+}
+
+#[test]
+fn evn_becomes_a_provenance_or_is_reported() {
+    // EVN to Provenance (the IG's EVN[Provenance] map). Invented people and places.
+    let pid = "PID|1||123^^^H^MR||Testperson^Ada||19800101|F\rPV1|1|I\r";
+    // EVN-4 reason, EVN-6 occurred, EVN-7 facility, no operator: the agent is the sending
+    // facility (MSH-4), as author.
+    let msg = format!(
+        "MSH|^~\\&|APP|FAC^1.2.3^ISO|C|D|20240101120000-0500||ADT^A01^ADT_A01|E1|P|2.5.1\r\
+         EVN|A01|20240101115900-0500|20240102|01^Patient request^HL70062||20240101115500-0500|WARD^9.8.7^ISO\r{pid}"
+    );
+    let (status, out) = convert(&[], msg.as_bytes());
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "EVN with reason, occurred and facility");
+    let p = entry_of(&out[0], "Provenance")["resource"].clone();
+    assert_eq!(p["recorded"], "2024-01-01T11:59:00-05:00");
+    assert_eq!(p["occurredDateTime"], "2024-01-01T11:55:00-05:00");
+    assert_eq!(p["reason"][0]["coding"][0]["code"], "01");
+    assert_eq!(p["reason"][0]["coding"][0]["system"], "http://terminology.hl7.org/CodeSystem/v2-0062");
+    assert_eq!(p["activity"]["coding"][0]["display"], "event - ADT^A01");
+    assert_eq!(p["agent"][0]["type"]["coding"][0]["code"], "author");
+    let targets: Vec<&str> =
+        p["target"].as_array().expect("target").iter().filter_map(|t| t["reference"].as_str()).collect();
+    let patient = patient_entry(&out[0])["fullUrl"].as_str().unwrap_or_default().to_owned();
+    let encounter = entry_of(&out[0], "Encounter")["fullUrl"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(targets, [patient.as_str(), encounter.as_str()]);
+    let sender = p["agent"][0]["who"]["reference"].as_str().unwrap_or_default();
+    let org = out[0]["bundle"]["entry"].as_array().expect("entries").iter().find(|e| e["fullUrl"] == sender).cloned();
+    assert_eq!(org.map(|e| e["resource"]["resourceType"].clone()), Some(Value::from("Organization")));
+    let location = p["location"]["reference"].as_str().unwrap_or_default();
+    assert!(out[0]["bundle"]["entry"].as_array().expect("entries").iter().any(|e| e["fullUrl"] == location
+        && e["resource"]["resourceType"] == "Location"
+        && e["resource"]["name"] == "WARD"));
+    // EVN-3 (planned) has no place in Provenance: reported; the mapped fields are not.
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    assert!(unmapped.iter().any(|l| l == "EVN[1]-3->-"), "{unmapped:?}");
+    assert!(
+        !unmapped.iter().any(|l| l.starts_with("EVN[1]-2") || l.starts_with("EVN[1]-4") || l.starts_with("EVN[1]-6"))
+    );
+
+    // No time to the second with an offset (EVN-2 a date, MSH-7 not used then) and no sender:
+    // no Provenance; EVN's fields are reported.
+    let msg = format!("MSH|^~\\&|APP||C|D|20240101120000-0500||ADT^A01^ADT_A01|E2|P|2.5.1\rEVN|A01|20240101\r{pid}");
+    let (status, out) = convert(&[], msg.as_bytes());
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "EVN without a recorded instant");
+    assert!(entry_of(&out[0], "Provenance").is_null());
+    assert!(codes_at(&out[0], "CONVERT_FIELD_UNMAPPED").iter().any(|l| l == "EVN[1]-2->-"));
+    assert!(codes_at(&out[0], "CONVERT_PRECISION_INSUFFICIENT").iter().any(|l| l.starts_with("EVN[1]-2")));
 }

@@ -18,8 +18,8 @@
 //!
 //! Every produced Bundle is validated by phiward's FHIR validator; its findings are added.
 //!
-//! What it does not do: Provenance from EVN (EVN fields are reported), conformance validation of
-//! the v2 input (`phiward validate` does), or messages in other versions than v2.x.
+//! What it does not do: conformance validation of the v2 input (`phiward validate` does), or
+//! messages in other versions than v2.x.
 
 pub mod datatypes;
 pub mod orders;

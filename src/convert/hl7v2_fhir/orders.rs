@@ -40,6 +40,8 @@ struct State<'a> {
     appointment: Option<Appt>,
     document: Option<usize>,
     document_text: Vec<String>,
+    /// The EVN segment (its Provenance is made at the end, once every target exists).
+    evn: Option<SegmentRef<'a>>,
     /// A second PID was seen: what follows belongs to another patient (ADT^A40 and ORU^R01 may
     /// carry several); it is reported, not attached to the first one.
     other_patient: bool,
@@ -85,9 +87,7 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
         }
         match name {
             Some("MSH") if i == 0 => continue,
-            Some("EVN") => {
-                ctx.unmapped_fields(seg, &[1]);
-            }
+            Some("EVN") if st.evn.is_none() => st.evn = Some(seg),
             Some("PID") if st.patient.is_none() => {
                 st.patient = segments::pid(ctx, seg);
                 st.note = None;
@@ -188,6 +188,9 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
     }
     if let Some(a) = st.appointment.take() {
         finish_appointment(ctx, a);
+    }
+    if let Some(evn) = st.evn {
+        segments::evn(ctx, evn, msg.msh());
     }
 }
 

@@ -4,8 +4,10 @@
 //! Patient, linked). Field numbers each mapper reads are listed in its `MAPPED` constant; every
 //! other populated field is reported `CONVERT_FIELD_UNMAPPED`.
 //!
-//! What it does not do: EVN (no Provenance yet: its fields are reported), PID-10 race and PID-22
-//! ethnic group (realm extensions), accounts (PID-18), IN2/IN3, GT1, ROL.
+//! EVN becomes a Provenance at the end of the message ([`evn`]).
+//!
+//! What it does not do: PID-10 race and PID-22 ethnic group (realm extensions), accounts
+//! (PID-18), IN2/IN3, GT1, ROL.
 
 use crate::diag::Code;
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
@@ -161,6 +163,35 @@ impl Ctx<'_> {
         Some(self.add_shared("Organization", key, id, res))
     }
 
+    /// HD to a Location (shared within the message): HD-1 its name, HD-2 its identifier (a URN
+    /// for an ISO OID); its reference.
+    pub fn location_hd(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
+        let name = self.r.text(rep.c(1));
+        let uid = self.r.text(rep.c(2));
+        let uid_type = self.r.text(rep.c(3));
+        if name.is_none() && uid.is_none() {
+            return None;
+        }
+        let mut key = b"HD".to_vec();
+        key.extend_from_slice(self.r.raw_for_key(rep.bytes));
+        let id = self.identity_id("Location", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+        let mut res = Ctx::resource("Location", &id);
+        if let Some(u) = uid {
+            let mut ident = Obj::new();
+            if uid_type.as_deref() == Some("ISO") && u.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+                ident.set("system", V::code("urn:ietf:rfc:3986"));
+                ident.set("value", V::S(format!("urn:oid:{u}")));
+            } else {
+                ident.set("value", V::S(u));
+            }
+            res.push_obj("identifier", ident);
+        }
+        res.opt("name", name);
+        res.set("mode", V::code("instance"));
+        self.unmapped_components(rep, &[1, 2, 3], path);
+        Some(self.add_shared("Location", key, id, res))
+    }
+
     /// An Organization named by text (IN1-4, RXA-17.2); its reference.
     pub fn organization_named(&mut self, name: String, key: Vec<u8>, seg: SegmentRef<'_>, sub: u32) -> String {
         let id = self.identity_id("Organization", &key, seg.index(), sub);
@@ -246,6 +277,87 @@ pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
     *ctx.entry_mut(index) = mh;
     ctx.unmapped_fields(seg, MAPPED);
     index
+}
+
+/// EVN to Provenance (the V2-to-FHIR IG's EVN[Provenance] map), made at the end of the
+/// message: `target` the Patient and the Encounter; `recorded` EVN-2, else MSH-7 (an instant);
+/// `activity` the message type and trigger event as the IG's display text (MSH-9.1 and MSH-9.2,
+/// else EVN-1); `reason` EVN-4 (table 0062);
+/// `agent` one per EVN-5 operator (Practitioner, type `enterer`), else the sending facility
+/// (MSH-4, type `author`, as the IG's MSH[Provenance-Source] map); `occurredDateTime` EVN-6;
+/// `location` EVN-7 (Location). Provenance needs a target, `recorded` and an agent: without one
+/// of them no Provenance is made, and EVN's fields are reported instead. EVN-3 (planned time)
+/// has no place in Provenance and is reported.
+pub fn evn(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, msh: SegmentRef<'_>) {
+    const MAPPED: &[u32] = &[1, 2, 4, 5, 6, 7];
+    let targets: Vec<String> = ctx.patient.iter().chain(ctx.encounter.iter()).cloned().collect();
+    let recorded = match ctx.r.first(seg, 2) {
+        Some(rep) => ctx.instant(rep, 1, "Provenance.recorded"),
+        None => ctx.r.first(msh, 7).and_then(|rep| ctx.instant(rep, 1, "Provenance.recorded")),
+    };
+    let (Some(recorded), false) = (recorded, targets.is_empty()) else {
+        ctx.unmapped_fields(seg, &[1]);
+        return;
+    };
+    let mut agents = Vec::new();
+    for rep in ctx.r.reps(seg, 5) {
+        if let Some(who) = ctx.practitioner(rep, seg, "Provenance.agent.who") {
+            agents.push(agent(&who, "enterer", "Enterer"));
+        }
+    }
+    if agents.is_empty() {
+        let sender = ctx.r.first(msh, 4).and_then(|rep| ctx.organization_hd(rep, msh, "Provenance.agent.who"));
+        match sender {
+            Some(org) => agents.push(agent(&org, "author", "Author")),
+            None => {
+                ctx.unmapped_fields(seg, &[1]);
+                return;
+            }
+        }
+    }
+    let id = ctx.positional_id("Provenance", seg.index(), 0);
+    let mut p = Ctx::resource("Provenance", &id);
+    for t in &targets {
+        p.push_obj("target", reference_obj(t));
+    }
+    if let Some(rep) = ctx.r.first(seg, 6) {
+        let occurred = ctx.datetime(rep, 1, "Provenance.occurredDateTime");
+        p.opt("occurredDateTime", occurred);
+    }
+    p.set("recorded", V::S(recorded));
+    if let Some(rep) = ctx.r.first(seg, 7) {
+        if let Some(loc) = ctx.location_hd(rep, seg, "Provenance.location") {
+            p.obj("location", reference_obj(&loc));
+        }
+    }
+    for rep in ctx.r.reps(seg, 4) {
+        let reason = ctx.codeable(rep, Some("0062"), "Provenance.reason");
+        p.push_obj("reason", reason);
+    }
+    // The IG's text: the message type and the event (EVN-1 when MSH-9.2 is empty); a display
+    // only, as the binding's value set (data operations) has no code for a trigger event.
+    let (kind, event) = (ctx.message_type.0.clone(), ctx.message_type.1.clone());
+    let event = Some(event).filter(|e| !e.is_empty()).or_else(|| ctx.r.field_text(seg, 1, 1));
+    if let Some(event) = event {
+        let mut coding = Obj::new();
+        coding.set("display", V::S(format!("event - {kind}^{event}")));
+        let mut activity = Obj::new();
+        activity.push_obj("coding", coding);
+        p.obj("activity", activity);
+    }
+    for a in agents {
+        p.push_obj("agent", a);
+    }
+    ctx.add("Provenance", id, p);
+    ctx.unmapped_fields(seg, MAPPED);
+}
+
+/// A Provenance agent: `who` and its participant type.
+fn agent(who: &str, code: &'static str, display: &'static str) -> Obj {
+    let mut a = Obj::new();
+    a.obj("type", concept("http://terminology.hl7.org/CodeSystem/provenance-participant-type", code, Some(display)));
+    a.obj("who", reference_obj(who));
+    a
 }
 
 /// Sets `focus` of the MessageHeader: the Patient, else the first other resource.
