@@ -149,14 +149,7 @@ impl Ctx<'_> {
         let id = self.identity_id("Organization", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
         let mut res = Ctx::resource("Organization", &id);
         if let Some(u) = uid {
-            let mut ident = Obj::new();
-            if uid_type.as_deref() == Some("ISO") && u.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-                ident.set("system", V::code("urn:ietf:rfc:3986"));
-                ident.set("value", V::S(format!("urn:oid:{u}")));
-            } else {
-                ident.set("value", V::S(u));
-            }
-            res.push_obj("identifier", ident);
+            res.push_obj("identifier", hd_identifier(u, uid_type.as_deref()));
         }
         res.opt("name", name);
         let _ = path;
@@ -177,14 +170,7 @@ impl Ctx<'_> {
         let id = self.identity_id("Location", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
         let mut res = Ctx::resource("Location", &id);
         if let Some(u) = uid {
-            let mut ident = Obj::new();
-            if uid_type.as_deref() == Some("ISO") && u.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-                ident.set("system", V::code("urn:ietf:rfc:3986"));
-                ident.set("value", V::S(format!("urn:oid:{u}")));
-            } else {
-                ident.set("value", V::S(u));
-            }
-            res.push_obj("identifier", ident);
+            res.push_obj("identifier", hd_identifier(u, uid_type.as_deref()));
         }
         res.opt("name", name);
         res.set("mode", V::code("instance"));
@@ -277,6 +263,19 @@ pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
     *ctx.entry_mut(index) = mh;
     ctx.unmapped_fields(seg, MAPPED);
     index
+}
+
+/// The Identifier of an HD's universal id (HD-2): a URN for an ISO OID (HD-3 `ISO`), else the
+/// value alone.
+fn hd_identifier(uid: String, uid_type: Option<&str>) -> Obj {
+    let mut ident = Obj::new();
+    if uid_type == Some("ISO") && uid.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        ident.set("system", V::code("urn:ietf:rfc:3986"));
+        ident.set("value", V::S(format!("urn:oid:{uid}")));
+    } else {
+        ident.set("value", V::S(uid));
+    }
+    ident
 }
 
 /// EVN to Provenance (the V2-to-FHIR IG's EVN[Provenance] map), made at the end of the
