@@ -563,3 +563,24 @@ fn evn_becomes_a_provenance_or_is_reported() {
     assert!(codes_at(&out[0], "CONVERT_FIELD_UNMAPPED").iter().any(|l| l == "EVN[1]-2->-"));
     assert!(codes_at(&out[0], "CONVERT_PRECISION_INSUFFICIENT").iter().any(|l| l.starts_with("EVN[1]-2")));
 }
+
+#[test]
+fn aip_and_ail_become_appointment_participants() {
+    // Invented schedule: a booked practitioner, a pending room, and an AIP with neither
+    // resource nor type (app-1: a participant needs one), which is reported instead.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||SIU^S12^SIU_S12|S1|P|2.5.1\r\
+SCH|P1|F1||||||||||^^30^20240105090000-0500^20240105093000-0500\rPID|1||123^^^H^MR||Testperson^Ada||19800101|F\r\
+RGS|1\rAIS|1||CHK^Checkup^L\rAIP|1||77^Doctor^Dana|D^Doctor||20240105090000-0500|||30|MIN||Booked\r\
+AIL|1||CLINIC^RM3|||20240105090000-0500||||||Waitlist\rAIP|2|||||||||||Booked\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "AIP and AIL");
+    let parts = appointment(&out[0])["participant"].as_array().expect("participants").clone();
+    assert_eq!(parts.len(), 3, "the patient, the practitioner, the room");
+    assert_eq!(parts[1]["status"], "accepted");
+    assert_eq!(parts[1]["type"][0]["coding"][0]["code"], "D");
+    assert_eq!(parts[1]["period"]["end"], "2024-01-05T09:30:00-05:00");
+    assert_eq!(parts[2]["status"], "tentative");
+    assert!(parts[2]["period"]["end"].is_null(), "no duration, no end");
+    assert!(codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED").iter().any(|l| l.starts_with("AIP[2]")));
+}

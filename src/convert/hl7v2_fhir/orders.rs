@@ -9,7 +9,9 @@
 //! (app-3): a lone time is left out and an untimed appointment becomes `proposed`, each reported
 //! as `CONVERT_TIMING_INCOMPLETE`.
 //!
-//! What it does not do: TQ1/TQ2 timing of orders, OBX-4 grouping into Observation components, ROL, AIL/AIP,
+//! AIP and AIL become participants of the appointment (actor, type, period, status).
+//!
+//! What it does not do: TQ1/TQ2 timing of orders, OBX-4 grouping into Observation components, ROL, AIG,
 //! a second patient in one message (from a second PID on, every segment is reported, not mapped).
 
 use crate::diag::{Code, Hl7Position};
@@ -172,6 +174,13 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
             Some("AIS") => match st.appointment.as_mut() {
                 Some(a) => {
                     service(ctx, seg, a);
+                    st.note = Some(NoteTarget { entry: a.entry });
+                }
+                None => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
+            },
+            Some(kind @ ("AIP" | "AIL")) => match st.appointment.as_ref() {
+                Some(a) => {
+                    resource_participant(ctx, seg, a.entry, kind == "AIP");
                     st.note = Some(NoteTarget { entry: a.entry });
                 }
                 None => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
@@ -980,6 +989,67 @@ fn appointment(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<Appt> {
     appt.entry = ctx.add("Appointment", id, a);
     ctx.unmapped_fields(seg, &mapped);
     Some(appt)
+}
+
+/// AIP (personnel) or AIL (location) to a participant of the appointment at `entry` (the IG's
+/// AIP[Appointment] and AIL[Appointment] maps): `actor` the Practitioner (AIP-3, XCN) or the
+/// Location (AIL-3, PL); `type` AIP-4; `period.start` AIP-6/AIL-6 and `period.end` that start
+/// moved by the duration (AIP-9/10, AIL-9/10); `status` from the filler status (AIP-12, AIL-12,
+/// table 0278): booked, started, complete or overbook `accepted`, pending or waitlist
+/// `tentative`, cancelled, deleted, discontinued, no-show or blocked `declined`, none `accepted`
+/// (an unknown code is reported and taken as `accepted`). A participant needs an actor or a type
+/// (app-1): without either, the segment is reported.
+fn resource_participant(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, entry: usize, personnel: bool) {
+    let actor = match ctx.r.first(seg, 3) {
+        Some(rep) if personnel => ctx.practitioner(rep, seg, "Appointment.participant.actor"),
+        Some(rep) => ctx.location(rep, seg, "Appointment.participant.actor"),
+        None => None,
+    };
+    let kind = if personnel { ctx.r.first(seg, 4) } else { None };
+    let kind = kind.map(|rep| ctx.codeable(rep, None, "Appointment.participant.type")).filter(|cc| !cc.is_empty());
+    if actor.is_none() && kind.is_none() {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    }
+    let mut part = Obj::new();
+    if let Some(cc) = kind {
+        part.push_obj("type", cc);
+    }
+    if let Some(a) = &actor {
+        part.obj("actor", reference_obj(a));
+    }
+    let status = match ctx.r.first(seg, 12).and_then(|rep| ctx.r.text(rep.c(1)).map(|c| (rep, c))) {
+        None => "accepted",
+        Some((rep, code)) => match code.as_str() {
+            "Booked" | "Started" | "Complete" | "Overbook" => "accepted",
+            "Pending" | "Waitlist" => "tentative",
+            "Cancelled" | "Deleted" | "Dc" | "Noshow" | "Blocked" => "declined",
+            _ => {
+                ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "Appointment.participant.status");
+                "accepted"
+            }
+        },
+    };
+    part.set("status", V::code(status));
+    let start = ctx.r.first(seg, 6).and_then(|rep| ctx.datetime(rep, 1, "Appointment.participant.period.start"));
+    if let Some(start) = start {
+        let minutes = ctx.r.field_text(seg, 9, 1).map(|d| minutes_of(&d, ctx.r.field_text(seg, 10, 1).as_deref()));
+        let end = match minutes {
+            Some(Some(m)) => plus_minutes(&start, m),
+            Some(None) => {
+                ctx.note(Code::CONVERT_VALUE_INVALID, seg.position().field(9, 1), "Appointment.participant.period.end");
+                None
+            }
+            None => None,
+        };
+        let mut period = Obj::new();
+        period.set("start", V::S(start));
+        period.opt("end", end);
+        part.obj("period", period);
+    }
+    ctx.entry_mut(entry).push_obj("participant", part);
+    let mapped: &[u32] = if personnel { &[1, 3, 4, 6, 9, 10, 12] } else { &[1, 3, 6, 9, 10, 12] };
+    ctx.unmapped_fields(seg, mapped);
 }
 
 /// A duration (SCH-9/10, TQ1-6, AIS-7/8) in minutes: a positive whole number, in minutes (the
