@@ -584,3 +584,24 @@ AIL|1||CLINIC^RM3|||20240105090000-0500||||||Waitlist\rAIP|2|||||||||||Booked\r"
     assert!(parts[2]["period"]["end"].is_null(), "no duration, no end");
     assert!(codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED").iter().any(|l| l.starts_with("AIP[2]")));
 }
+
+#[test]
+fn pid_18_becomes_the_encounters_account() {
+    // An invented patient and account number.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ADT^A01^ADT_A01|X9|P|2.5.1\rEVN|A01\r\
+PID|1||123^^^H^MR||Testperson^Ada||19800101|F||||||||||ACC9^^^H^AN\rPV1|1|I\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "account");
+    let account = entry_of(&out[0], "Account");
+    assert_eq!(account["resource"]["identifier"][0]["value"], "ACC9");
+    assert_eq!(account["resource"]["status"], "active");
+    assert_eq!(account["resource"]["subject"][0]["reference"], patient_entry(&out[0])["fullUrl"]);
+    assert_eq!(entry_of(&out[0], "Encounter")["resource"]["account"][0]["reference"], account["fullUrl"]);
+    // An account number without its id number is reported, and no Account is made.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ADT^A01^ADT_A01|X9|P|2.5.1\rEVN|A01\r\
+PID|1||123^^^H^MR||Testperson^Ada||19800101|F||||||||||^^^H^AN\rPV1|1|I\r";
+    let (_, out) = convert(&[], msg);
+    assert!(entry_of(&out[0], "Account").is_null());
+    assert!(codes_at(&out[0], "CONVERT_FIELD_UNMAPPED").iter().any(|l| l.starts_with("PID[1]-18")));
+}

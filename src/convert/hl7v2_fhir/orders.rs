@@ -44,6 +44,8 @@ struct State<'a> {
     document_text: Vec<String>,
     /// The EVN segment (its Provenance is made at the end, once every target exists).
     evn: Option<SegmentRef<'a>>,
+    /// The Account of PID-18 (the Encounter's `account`, set at the end).
+    account: Option<String>,
     /// A second PID was seen: what follows belongs to another patient (ADT^A40 and ORU^R01 may
     /// carry several); it is reported, not attached to the first one.
     other_patient: bool,
@@ -92,6 +94,7 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
             Some("EVN") if st.evn.is_none() => st.evn = Some(seg),
             Some("PID") if st.patient.is_none() => {
                 st.patient = segments::pid(ctx, seg);
+                st.account = segments::account(ctx, seg);
                 st.note = None;
             }
             Some("PD1") => segments::pd1(ctx, seg, st.patient),
@@ -197,6 +200,9 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
     }
     if let Some(a) = st.appointment.take() {
         finish_appointment(ctx, a);
+    }
+    if let (Some(account), Some(encounter)) = (&st.account, st.encounter) {
+        ctx.entry_mut(encounter).push_obj("account", reference_obj(account));
     }
     if let Some(evn) = st.evn {
         segments::evn(ctx, evn, msg.msh());

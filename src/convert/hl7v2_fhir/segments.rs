@@ -6,8 +6,10 @@
 //!
 //! EVN becomes a Provenance at the end of the message ([`evn`]).
 //!
-//! What it does not do: PID-10 race and PID-22 ethnic group (realm extensions), accounts
-//! (PID-18), IN2/IN3, GT1, ROL.
+//! PID-18 becomes an Account ([`account`]).
+//!
+//! What it does not do: PID-10 race and PID-22 ethnic group (realm extensions), IN2/IN3, GT1,
+//! ROL.
 
 use crate::diag::Code;
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
@@ -394,7 +396,8 @@ fn id_of(reference: &str) -> &str {
 
 /// PID to Patient. Returns the entry.
 pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
-    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 15, 16, 17, 19, 20, 23, 24, 25, 29, 30];
+    // PID-18 is the Account's ([`account`]).
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 15, 16, 17, 18, 19, 20, 23, 24, 25, 29, 30];
     let id = id_of(ctx.patient.as_deref()?).to_owned();
     let mut p = Ctx::resource("Patient", &id);
     let mut ext = Vec::new();
@@ -560,6 +563,31 @@ impl MaxOr for String {
     fn max_or(self, default: &str) -> String {
         if self.is_empty() { default.to_owned() } else { self }
     }
+}
+/// PID-18 (patient account number) to an Account (the IG's PID[Account] map): `status`
+/// active, `identifier` the CX, `subject` the Patient; its reference (the Encounter's `account`).
+/// A PID-18 without an id number (CX-1) is reported.
+pub fn account(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<String> {
+    let rep = ctx.r.first(seg, 18)?;
+    if ctx.r.text(rep.c(1)).is_none() {
+        ctx.note(Code::CONVERT_FIELD_UNMAPPED, rep.pos, NOWHERE);
+        return None;
+    }
+    let mut key = ctx.r.raw_for_key(rep.c(1)).to_vec();
+    key.push(0);
+    key.extend_from_slice(ctx.r.raw_for_key(rep.c(4)));
+    let id = ctx.identity_id("Account", &key, seg.index(), 18_000);
+    zeroize::Zeroize::zeroize(&mut key);
+    let mut a = Ctx::resource("Account", &id);
+    let ident = ctx.identifier_cx(rep, "Account.identifier");
+    a.push_obj("identifier", ident);
+    a.set("status", V::code("active"));
+    if let Some(p) = &ctx.patient {
+        a.push_obj("subject", reference_obj(p));
+    }
+    let r = reference(&id);
+    ctx.add("Account", id, a);
+    Some(r)
 }
 
 /// PD1-4 to Patient.generalPractitioner.
