@@ -141,19 +141,7 @@ impl Ctx<'_> {
 
     /// HD to an Organization (shared within the message); its reference.
     pub fn organization_hd(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
-        let name = self.r.text(rep.c(1));
-        let uid = self.r.text(rep.c(2));
-        let uid_type = self.r.text(rep.c(3));
-        if name.is_none() && uid.is_none() {
-            return None;
-        }
-        let key = self.r.raw_for_key(rep.bytes).to_vec();
-        let id = self.identity_id("Organization", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
-        let mut res = Ctx::resource("Organization", &id);
-        if let Some(u) = uid {
-            res.push_obj("identifier", hd_identifier(u, uid_type.as_deref()));
-        }
-        res.opt("name", name);
+        let (key, id, res) = self.hd_resource("Organization", b"", rep, seg)?;
         let _ = path;
         Some(self.add_shared("Organization", key, id, res))
     }
@@ -161,23 +149,36 @@ impl Ctx<'_> {
     /// HD to a Location (shared within the message): HD-1 its name, HD-2 its identifier (a URN
     /// for an ISO OID); its reference.
     pub fn location_hd(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
+        let (key, id, mut res) = self.hd_resource("Location", b"HD", rep, seg)?;
+        res.set("mode", V::code("instance"));
+        self.unmapped_components(rep, &[1, 2, 3], path);
+        Some(self.add_shared("Location", key, id, res))
+    }
+
+    /// The resource of type `ty` an HD names (HD-1 `name`, HD-2 `identifier`), with its sharing
+    /// key (`prefix` and the HD's bytes) and id; `None` when the HD has neither.
+    fn hd_resource(
+        &mut self,
+        ty: &'static str,
+        prefix: &[u8],
+        rep: Rep<'_>,
+        seg: SegmentRef<'_>,
+    ) -> Option<(Vec<u8>, String, Obj)> {
         let name = self.r.text(rep.c(1));
         let uid = self.r.text(rep.c(2));
         let uid_type = self.r.text(rep.c(3));
         if name.is_none() && uid.is_none() {
             return None;
         }
-        let mut key = b"HD".to_vec();
+        let mut key = prefix.to_vec();
         key.extend_from_slice(self.r.raw_for_key(rep.bytes));
-        let id = self.identity_id("Location", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
-        let mut res = Ctx::resource("Location", &id);
+        let id = self.identity_id(ty, &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+        let mut res = Ctx::resource(ty, &id);
         if let Some(u) = uid {
             res.push_obj("identifier", hd_identifier(u, uid_type.as_deref()));
         }
         res.opt("name", name);
-        res.set("mode", V::code("instance"));
-        self.unmapped_components(rep, &[1, 2, 3], path);
-        Some(self.add_shared("Location", key, id, res))
+        Some((key, id, res))
     }
 
     /// An Organization named by text (IN1-4, RXA-17.2); its reference.
