@@ -605,3 +605,69 @@ PID|1||123^^^H^MR||Testperson^Ada||19800101|F||||||||||^^^H^AN\rPV1|1|I\r";
     assert!(entry_of(&out[0], "Account").is_null());
     assert!(codes_at(&out[0], "CONVERT_FIELD_UNMAPPED").iter().any(|l| l.starts_with("PID[1]-18")));
 }
+
+#[test]
+fn obx_producer_performers_method_device_and_analysis_time() {
+    // Invented lab, director and analyzer. OBX-15 producer, 17 method, 18 device, 19 analysis
+    // time, 20 site, 21 instance id, 23/24 performing organization with its address, 25 its
+    // medical director; MSH-11 processing id and mode.
+    let head = "MSH|^~\\&|A|B|C|D|20240101120000-0500||ORU^R01^ORU_R01|R7|P^T|2.5.1\r\
+PID|1||123^^^H^MR||Testperson^Ada||19800101|F\rOBR|1|P1|F1|24356-8^UA^LN|||20240101110000-0500||||||||||||||20240101115000-0500|||F\r";
+    let obx = |n: u32, director: &str| {
+        format!(
+            "OBX|{n}|ST|5778-6^Color^LN||Amber||||||F|||20240101110000-0500|LABX^Lab X^L||MTH^Dipstick^L~MTH2^Other^L|\
+AN7^LABX|20240101113000-0500|87612001^Blood^SCT|OB{n}^LABX||Lab X Reference^L^^^^CLIA&2.16.840.1.113883.4.7&ISO^XX^^^05D777|\
+1 Test Way^^Town^ST^00000|{director}\r"
+        )
+    };
+    let msg = format!("{head}{}{}", obx(1, "55^Director^Dee"), obx(2, ""));
+    let (status, out) = convert(&["--default-timezone", "Z"], msg.as_bytes());
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "OBX producers");
+    let entries = out[0]["bundle"]["entry"].as_array().expect("entries").clone();
+    let by_url = |url: &Value| entries.iter().find(|e| &e["fullUrl"] == url).map(|e| e["resource"].clone());
+    let obs: Vec<Value> = entries
+        .iter()
+        .filter(|e| e["resource"]["resourceType"] == "Observation")
+        .map(|e| e["resource"].clone())
+        .collect();
+    assert_eq!(obs.len(), 2);
+    let o = &obs[0];
+    assert_eq!(o["extension"][0]["url"], "http://hl7.org/fhir/StructureDefinition/observation-analysis-date-time");
+    assert_eq!(o["extension"][0]["valueDateTime"], "2024-01-01T11:30:00-05:00");
+    assert_eq!(o["identifier"][0]["value"], "OB1");
+    assert_eq!(o["identifier"][0]["type"]["coding"][0]["code"], "FILL");
+    assert_eq!(o["method"]["coding"][0]["code"], "MTH");
+    assert_eq!(o["bodySite"]["coding"][0]["code"], "87612001");
+    let device = by_url(&o["device"]["reference"]).expect("device");
+    assert_eq!(device["resourceType"], "Device");
+    assert_eq!(device["identifier"][0]["value"], "AN7");
+    // Performers: the producer Organization, then the director's PractitionerRole in the
+    // performing Organization (OBX-25 valued); without a director, that Organization itself.
+    let producer = by_url(&o["performer"][0]["reference"]).expect("producer");
+    assert_eq!((producer["name"].as_str(), producer["identifier"][0]["value"].as_str()), (Some("Lab X"), Some("LABX")));
+    let role = by_url(&o["performer"][1]["reference"]).expect("role");
+    assert_eq!(role["resourceType"], "PractitionerRole");
+    assert_eq!(role["code"][0]["coding"][0]["code"], "MDIR");
+    let performing = by_url(&role["organization"]["reference"]).expect("performing organization");
+    assert_eq!(performing["name"], "Lab X Reference");
+    assert_eq!(performing["identifier"][0]["system"], "urn:oid:2.16.840.1.113883.4.7");
+    assert_eq!(performing["identifier"][0]["value"], "05D777");
+    assert_eq!(performing["address"][0]["city"], "Town");
+    assert_eq!(by_url(&role["practitioner"]["reference"]).expect("director")["resourceType"], "Practitioner");
+    assert_eq!(obs[1]["performer"][0]["reference"], o["performer"][0]["reference"], "one producer, shared");
+    assert_eq!(obs[1]["performer"][1]["reference"], role["organization"]["reference"], "shared");
+    assert_eq!(obs[1]["device"]["reference"], o["device"]["reference"], "one device, shared");
+    // One method in FHIR: the second repetition is reported; the mapped fields are not.
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    assert!(unmapped.iter().any(|l| l.starts_with("OBX[1]-17[2]")), "{unmapped:?}");
+    assert!(!unmapped.iter().any(|l| {
+        ["-15", "-18", "-19", "-20", "-21", "-23", "-24", "-25", "MSH[1]-11"]
+            .iter()
+            .any(|f| l.starts_with(&format!("OBX[1]{f}")) || l.starts_with(f))
+    }));
+    let header = entry_of(&out[0], "MessageHeader")["resource"].clone();
+    assert_eq!(header["meta"]["tag"][0]["code"], "P");
+    assert_eq!(header["meta"]["tag"][0]["system"], "http://terminology.hl7.org/CodeSystem/v2-0103");
+    assert_eq!(header["meta"]["tag"][1]["code"], "T");
+}

@@ -304,6 +304,16 @@ pub fn decimal(text: &str) -> Option<String> {
     is_decimal(&s).then_some(s)
 }
 
+/// The `type` of an Identifier: a code of HL7 table 0203 (identifier type).
+pub fn identifier_type(code: String) -> Obj {
+    let mut coding = Obj::new();
+    coding.set("system", V::S(vocab::v2_table_system("0203")));
+    coding.set("code", V::S(code));
+    let mut cc = Obj::new();
+    cc.push_obj("coding", coding);
+    cc
+}
+
 impl Ctx<'_> {
     /// Reports populated components of `rep` that are not in `mapped`.
     pub fn unmapped_components(&mut self, rep: Rep<'_>, mapped: &[u32], path: &'static str) {
@@ -443,14 +453,7 @@ impl Ctx<'_> {
         let mut id = Obj::new();
         let (system, assigner) = self.authority_system(rep, 4, path);
         if let Some(t) = self.r.text(rep.c(5)) {
-            let mut coding = Obj::new();
-            coding.set("system", V::S(vocab::v2_table_system("0203")));
-            coding.set("code", V::S(t));
-            id.obj("type", {
-                let mut cc = Obj::new();
-                cc.push_obj("coding", coding);
-                cc
-            });
+            id.obj("type", identifier_type(t));
         }
         id.opt("system", system.clone());
         id.opt("value", self.r.text(rep.c(1)));

@@ -249,11 +249,16 @@ impl<'m> Ctx<'m> {
         self.entries.len() - 1
     }
 
+    /// The reference of the shared resource of type `ty` already made from the identifying
+    /// bytes `key`, if any (a mapper asks before building one that the message names again).
+    pub fn shared_ref(&self, ty: &str, key: &[u8]) -> Option<String> {
+        self.entries.iter().find(|e| e.ty == ty && !e.key.is_empty() && e.key == key).map(|e| reference(&e.id))
+    }
+
     /// Adds a shared resource (Practitioner, Location, Organization) unless one with the same
     /// type and identifying bytes exists; returns its reference.
     pub fn add_shared(&mut self, ty: &'static str, key: Vec<u8>, id: String, res: Obj) -> String {
-        if let Some(e) = self.entries.iter().find(|e| e.ty == ty && !e.key.is_empty() && e.key == key) {
-            let r = reference(&e.id);
+        if let Some(r) = self.shared_ref(ty, &key) {
             let mut key = key;
             key.zeroize();
             return r;

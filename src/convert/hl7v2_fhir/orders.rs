@@ -390,9 +390,20 @@ fn observation(
     effective: Option<String>,
     order: Option<usize>,
 ) -> Option<usize> {
-    const MAPPED: &[u32] = &[1, 2, 3, 5, 6, 7, 8, 11, 14, 16];
+    const MAPPED: &[u32] = &[1, 2, 3, 5, 6, 7, 8, 11, 14, 15, 16, 17, 18, 19, 20, 21, 23, 24, 25];
     let id = ctx.positional_id("Observation", seg.index(), 0);
     let mut o = Ctx::resource("Observation", &id);
+    // OBX-19: the IG's analysis date-time extension.
+    if let Some(dt) = ctx.r.first(seg, 19).and_then(|rep| ctx.datetime(rep, 1, "Observation.extension")) {
+        let mut ext = Obj::new();
+        ext.set("url", V::code("http://hl7.org/fhir/StructureDefinition/observation-analysis-date-time"));
+        ext.set("valueDateTime", V::S(dt));
+        o.push_obj("extension", ext);
+    }
+    if let Some(rep) = ctx.r.first(seg, 21) {
+        let ident = ctx.identifier_ei(rep, Some("FILL"), "Observation.identifier");
+        o.push_obj("identifier", ident);
+    }
     if let Some(s) = order {
         let r = ctx.entry_ref(s);
         o.push_obj("basedOn", reference_obj(&r));
@@ -431,6 +442,9 @@ fn observation(
             o.push_obj("performer", reference_obj(&p));
         }
     }
+    for p in result_producers(ctx, seg) {
+        o.push_obj("performer", reference_obj(&p));
+    }
     value(ctx, seg, &mut o);
     for rep in ctx.r.reps(seg, 8) {
         if let Some(code) = ctx.r.text(rep.c(1)) {
@@ -446,6 +460,25 @@ fn observation(
             };
         }
     }
+    // OBX-20 and OBX-17 (one each in FHIR: a further repetition is reported).
+    for (field, key, path) in [(20, "bodySite", "Observation.bodySite"), (17, "method", "Observation.method")] {
+        for (k, rep) in ctx.r.reps(seg, field).enumerate() {
+            if k == 0 {
+                let cc = ctx.codeable(rep, None, path);
+                o.obj(key, cc);
+            } else {
+                ctx.note(Code::CONVERT_FIELD_UNMAPPED, rep.pos, path);
+            }
+        }
+    }
+    // OBX-18: the IG's device (a Device identified by the EI; one in FHIR).
+    for (k, rep) in ctx.r.reps(seg, 18).enumerate() {
+        if k > 0 {
+            ctx.note(Code::CONVERT_FIELD_UNMAPPED, rep.pos, "Observation.device");
+        } else if let Some(d) = device(ctx, seg, rep) {
+            o.obj("device", reference_obj(&d));
+        }
+    }
     if let Some(t) = ctx.r.field_text(seg, 7, 1) {
         let mut rr = Obj::new();
         rr.set("text", V::S(t));
@@ -454,6 +487,68 @@ fn observation(
     let i = ctx.add("Observation", id, o);
     ctx.unmapped_fields(seg, MAPPED);
     Some(i)
+}
+
+/// The performers an OBX names besides its responsible observers (the IG's performer[2]): the
+/// producer (OBX-15, an Organization), and the performing organization (OBX-23 with its address
+/// OBX-24), or with a medical director (OBX-25) a PractitionerRole of that Practitioner (code
+/// `MDIR`, table 0912) in that Organization. An OBX-24 without an OBX-23 is reported.
+fn result_producers(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(org) = ctx.r.first(seg, 15).and_then(|rep| ctx.organization_cwe(rep, seg, "Observation.performer")) {
+        out.push(org);
+    }
+    let address = ctx.r.first(seg, 24);
+    let org = match ctx.r.first(seg, 23) {
+        Some(rep) => ctx.organization_xon(rep, address, seg, "Observation.performer"),
+        None => {
+            if let Some(a) = address {
+                ctx.note(Code::CONVERT_FIELD_UNMAPPED, a.pos, "Observation.performer");
+            }
+            None
+        }
+    };
+    let director = ctx.r.first(seg, 25).and_then(|rep| ctx.practitioner(rep, seg, "Observation.performer"));
+    match director {
+        Some(p) => {
+            let mut key = b"MDIR".to_vec();
+            key.extend_from_slice(p.as_bytes());
+            key.push(0);
+            key.extend_from_slice(org.as_deref().unwrap_or_default().as_bytes());
+            let role = match ctx.shared_ref("PractitionerRole", &key) {
+                Some(r) => r,
+                None => {
+                    let id = ctx.identity_id("PractitionerRole", &key, seg.index(), 25_000);
+                    let mut res = Ctx::resource("PractitionerRole", &id);
+                    res.obj("practitioner", reference_obj(&p));
+                    if let Some(o) = &org {
+                        res.obj("organization", reference_obj(o));
+                    }
+                    res.push_obj("code", concept("http://terminology.hl7.org/CodeSystem/v2-0912", "MDIR", None));
+                    ctx.add_shared("PractitionerRole", key, id, res)
+                }
+            };
+            out.push(role);
+        }
+        None => out.extend(org),
+    }
+    out
+}
+
+/// EI to a Device identified by it (OBX-18), shared within the message; its reference.
+fn device(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, rep: Rep<'_>) -> Option<String> {
+    ctx.r.text(rep.c(1))?;
+    let mut key = b"EI".to_vec();
+    key.extend_from_slice(ctx.r.raw_for_key(rep.bytes));
+    if let Some(r) = ctx.shared_ref("Device", &key) {
+        zeroize::Zeroize::zeroize(&mut key);
+        return Some(r);
+    }
+    let id = ctx.identity_id("Device", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+    let mut res = Ctx::resource("Device", &id);
+    let ident = ctx.identifier_ei(rep, None, "Device.identifier");
+    res.push_obj("identifier", ident);
+    Some(ctx.add_shared("Device", key, id, res))
 }
 
 fn value(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, o: &mut Obj) {

@@ -14,6 +14,7 @@
 use crate::diag::Code;
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
 
+use super::datatypes::identifier_type;
 use super::read::Rep;
 use super::tree::{self, Obj, V};
 use super::{Ctx, NOWHERE, reference, reference_obj, vocab};
@@ -97,12 +98,7 @@ impl Ctx<'_> {
             let (system, assigner) = self.authority_system(rep, 9, path);
             let mut id = Obj::new();
             if let Some(t) = self.r.text(rep.c(13)) {
-                let mut cc = Obj::new();
-                let mut coding = Obj::new();
-                coding.set("system", V::S(vocab::v2_table_system("0203")));
-                coding.set("code", V::S(t));
-                cc.push_obj("coding", coding);
-                id.obj("type", cc);
+                id.obj("type", identifier_type(t));
             }
             let has_system = system.is_some();
             id.opt("system", system);
@@ -189,6 +185,77 @@ impl Ctx<'_> {
         self.add_shared("Organization", key, id, res)
     }
 
+    /// CWE to an Organization (the IG's CWE[Organization], e.g. OBX-15 producer's id): CWE-1
+    /// `identifier.value` with CWE-3 as its authority (a naming-system entry gives the system,
+    /// else it is reported and kept as `assigner`), CWE-2 else CWE-9 `name`; shared within the
+    /// message; its reference. `None` when the CWE has neither an identifier nor a name.
+    pub fn organization_cwe(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
+        let mut key = b"CWE".to_vec();
+        key.extend_from_slice(self.r.raw_for_key(rep.bytes));
+        if let Some(r) = self.shared_ref("Organization", &key) {
+            zeroize::Zeroize::zeroize(&mut key);
+            return Some(r);
+        }
+        let value = self.r.text(rep.c(1));
+        let name = self.r.text(rep.c(2)).or_else(|| self.r.text(rep.c(9)));
+        if value.is_none() && name.is_none() {
+            return None;
+        }
+        let id = self.identity_id("Organization", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+        let mut res = Ctx::resource("Organization", &id);
+        if let Some(v) = value {
+            let authority = self.r.text(rep.c(3));
+            let system = authority.as_deref().and_then(|a| self.opts.naming.lookup(a)).map(str::to_owned);
+            if authority.is_some() && system.is_none() {
+                self.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, rep.pos.component(3, 0), path);
+            }
+            res.push_obj("identifier", identifier_with(None, system, v, authority));
+        }
+        res.opt("name", name);
+        self.unmapped_components(rep, &[1, 2, 3, 9], path);
+        Some(self.add_shared("Organization", key, id, res))
+    }
+
+    /// XON to an Organization (the IG's XON[Organization], e.g. OBX-23 performing organization):
+    /// XON-1 `name`, XON-10 else XON-3 `identifier.value` with XON-6 its assigning authority and
+    /// XON-7 its type, and `address` an XAD beside it (OBX-24); shared within the message; its
+    /// reference. `None` when the XON has neither a name nor an identifier.
+    pub fn organization_xon(
+        &mut self,
+        rep: Rep<'_>,
+        address: Option<Rep<'_>>,
+        seg: SegmentRef<'_>,
+        path: &'static str,
+    ) -> Option<String> {
+        let mut key = b"XON".to_vec();
+        key.extend_from_slice(self.r.raw_for_key(rep.bytes));
+        key.push(0);
+        key.extend_from_slice(address.map_or(&[][..], |a| self.r.raw_for_key(a.bytes)));
+        if let Some(r) = self.shared_ref("Organization", &key) {
+            zeroize::Zeroize::zeroize(&mut key);
+            return Some(r);
+        }
+        let name = self.r.text(rep.c(1));
+        let value = self.r.text(rep.c(10)).or_else(|| self.r.text(rep.c(3)));
+        if name.is_none() && value.is_none() {
+            return None;
+        }
+        let id = self.identity_id("Organization", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+        let mut res = Ctx::resource("Organization", &id);
+        if let Some(v) = value {
+            let (system, assigner) = self.authority_system(rep, 6, path);
+            let ty = self.r.text(rep.c(7));
+            res.push_obj("identifier", identifier_with(ty, system, v, assigner));
+        }
+        res.opt("name", name);
+        if let Some(a) = address {
+            let a = self.address(a, path);
+            res.push_obj("address", a);
+        }
+        self.unmapped_components(rep, &[1, 3, 6, 7, 10], path);
+        Some(self.add_shared("Organization", key, id, res))
+    }
+
     /// PL to Location resources (facility, point of care, room, bed, each `partOf` the level
     /// above); the reference of the most specific one.
     pub fn location(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
@@ -229,9 +296,23 @@ impl Ctx<'_> {
 
 /// MSH to MessageHeader (entry 0) and the sender/receiver Organizations. Returns the entry.
 pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
-    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 9, 10, 18];
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 18];
     let id = ctx.positional_id("MessageHeader", seg.index(), 0);
     let mut mh = Ctx::resource("MessageHeader", &id);
+    // MSH-11 (PT): the IG's PT[Meta], the processing id (table 0103) and mode (0207) as tags.
+    if let Some(rep) = ctx.r.first(seg, 11) {
+        let mut meta = Obj::new();
+        for (c, table) in [(1, "0103"), (2, "0207")] {
+            if let Some(code) = ctx.r.text(rep.c(c)) {
+                let mut coding = Obj::new();
+                coding.set("system", V::S(vocab::v2_table_system(table)));
+                coding.set("code", V::S(code));
+                meta.push_obj("tag", coding);
+            }
+        }
+        mh.obj("meta", meta);
+        ctx.unmapped_components(rep, &[1, 2], "MessageHeader.meta.tag");
+    }
     let event = ctx.message_type.1.clone();
     if event.is_empty() {
         // eventCoding is required: the message does not say which event it is.
@@ -266,6 +347,24 @@ pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
     *ctx.entry_mut(index) = mh;
     ctx.unmapped_fields(seg, MAPPED);
     index
+}
+
+/// An Identifier: `type` a table 0203 code, `system`, `value`, and the authority as `assigner`
+/// (display) when there is no system.
+fn identifier_with(ty: Option<String>, system: Option<String>, value: String, authority: Option<String>) -> Obj {
+    let mut ident = Obj::new();
+    if let Some(t) = ty {
+        ident.obj("type", identifier_type(t));
+    }
+    let has_system = system.is_some();
+    ident.opt("system", system);
+    ident.set("value", V::S(value));
+    if let (false, Some(a)) = (has_system, authority) {
+        let mut o = Obj::new();
+        o.set("display", V::S(a));
+        ident.obj("assigner", o);
+    }
+    ident
 }
 
 /// The Identifier of an HD's universal id (HD-2): a URN for an ISO OID (HD-3 `ISO`), else the

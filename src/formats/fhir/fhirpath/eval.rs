@@ -350,23 +350,38 @@ impl<'d> Env<'d> {
                 self.named(n, "entry").all(|entry| self.named(entry, child).next().is_some() == expected)
             }
             // `(type = 'history') or entry.where(fullUrl.exists())
-            //   .select(fullUrl&resource.meta.versionId).isDistinct()`, without `meta`.
+            //   .select(fullUrl&resource.meta.versionId).isDistinct()`: the texts compared are
+            // the full URLs, each followed by its resource's version id when it has one (`&`
+            // reads an empty collection as the empty string).
             Native::Bdl7 => {
                 if self.text_of(n, "type")? == b"history" {
                     true
                 } else {
-                    let mut urls: Vec<&[u8]> = Vec::new();
+                    let mut keys: Vec<(&[u8], &[u8])> = Vec::new();
                     for entry in self.named(n, "entry") {
                         if self.named(entry, "fullUrl").next().is_none() {
                             continue;
                         }
-                        if self.named(entry, "resource").any(|r| self.named(r, "meta").next().is_some()) {
-                            return None;
+                        let url = self.text_of(entry, "fullUrl")?;
+                        let mut version: &[u8] = b"";
+                        if let Some(r) = self.only(entry, "resource").ok()? {
+                            if let Some(meta) = self.only(r, "meta").ok()? {
+                                if self.named(meta, "versionId").next().is_some() {
+                                    version = self.text_of(meta, "versionId")?;
+                                }
+                            }
                         }
-                        urls.push(self.text_of(entry, "fullUrl")?);
+                        keys.push((url, version));
                     }
-                    urls.sort_unstable();
-                    !urls.windows(2).any(|w| w[0] == w[1])
+                    if keys.iter().all(|(_, v)| v.is_empty()) {
+                        let mut urls: Vec<&[u8]> = keys.into_iter().map(|(u, _)| u).collect();
+                        urls.sort_unstable();
+                        !urls.windows(2).any(|w| w[0] == w[1])
+                    } else {
+                        let mut joined: Vec<Vec<u8>> = keys.into_iter().map(|(u, v)| [u, v].concat()).collect();
+                        joined.sort_unstable();
+                        !joined.windows(2).any(|w| w[0] == w[1])
+                    }
                 }
             }
             // `fullUrl.exists() implies fullUrl.contains('/_history/').not()`
