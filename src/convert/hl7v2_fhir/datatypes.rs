@@ -326,16 +326,32 @@ impl Ctx<'_> {
 
     /// A timestamp as FHIR `dateTime`, with the findings it needs.
     pub fn datetime(&mut self, rep: Rep<'_>, c: usize, path: &'static str) -> Option<String> {
+        let raw = self.r.raw_for_key(rep.c(c));
+        let pos = || if c > 1 || rep.populated().any(|x| x > 1) { rep.pos.component(c as u32, 0) } else { rep.pos };
+        // The same bytes as the last timestamp give the same result and the same finding.
+        if !raw.is_empty() && self.last_datetime.0 == raw {
+            let s = super::tree::copy(&self.last_datetime.1);
+            if self.last_datetime.2 {
+                self.note(Code::CONVERT_TIMEZONE_MISSING, pos(), path);
+            }
+            return Some(s);
+        }
         let text = self.r.text(rep.c(c))?;
-        let pos = if c > 1 || rep.populated().any(|x| x > 1) { rep.pos.component(c as u32, 0) } else { rep.pos };
         let Some(dtm) = parse_dtm(&text) else {
-            self.note(Code::CONVERT_VALUE_INVALID, pos, path);
+            self.note(Code::CONVERT_VALUE_INVALID, pos(), path);
             return None;
         };
         let (s, how) = dtm.datetime(self.opts.default_offset_minutes);
-        if how == Written::ReducedToDate {
-            self.note(Code::CONVERT_TIMEZONE_MISSING, pos, path);
+        let reduced = how == Written::ReducedToDate;
+        if reduced {
+            self.note(Code::CONVERT_TIMEZONE_MISSING, pos(), path);
         }
+        let (last, text_of_last, was_reduced) = &mut self.last_datetime;
+        crate::phi::wipe_keep(last);
+        last.extend_from_slice(raw);
+        zeroize::Zeroize::zeroize(text_of_last);
+        text_of_last.push_str(&s);
+        *was_reduced = reduced;
         Some(s)
     }
 

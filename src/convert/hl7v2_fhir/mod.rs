@@ -134,11 +134,17 @@ pub struct Ctx<'m> {
     pub encounter: Option<String>,
     /// MSH-9.1 and MSH-9.2.
     pub message_type: (String, String),
+    /// The last timestamp [`Ctx::datetime`] wrote: its raw bytes, the `dateTime`, and whether it
+    /// was reduced to the date (results repeat a time across their OBX-14, OBX-19 and OBR-7);
+    /// wiped on drop.
+    pub(crate) last_datetime: (Vec<u8>, String, bool),
 }
 
 impl Drop for Ctx<'_> {
     fn drop(&mut self) {
         crate::phi::wipe(&mut self.control);
+        crate::phi::wipe(&mut self.last_datetime.0);
+        zeroize::Zeroize::zeroize(&mut self.last_datetime.1);
     }
 }
 
@@ -236,8 +242,8 @@ impl<'m> Ctx<'m> {
 
     /// Starts a resource: `resourceType` and `id`.
     pub fn resource(ty: &'static str, id: &str) -> Obj {
-        // Most resources the converter builds have 10 to 12 members.
-        let mut o = Obj::with_capacity(12);
+        // Most resources the converter builds have 10 to 16 members.
+        let mut o = Obj::with_capacity(16);
         o.set("resourceType", V::code(ty));
         o.set("id", V::S(tree::copy(id)));
         o
@@ -328,6 +334,7 @@ pub fn convert_after(
         patient: None,
         encounter: None,
         message_type,
+        last_datetime: (Vec::new(), String::new(), false),
     };
     if ctx.control.is_empty() {
         ctx.note(Code::CONVERT_CONTROL_ID_MISSING, msh.position().field(10, 0), "Bundle.identifier");
