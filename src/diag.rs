@@ -124,6 +124,7 @@ codes! {
     NO_MSH_SEGMENT => Fatal, "the message does not start with an MSH segment";
     MSH_TOO_SHORT => Fatal, "the MSH segment is too short to hold its encoding characters";
     INVALID_ENCODING_CHARACTERS => Fatal, "MSH-1/MSH-2 delimiters are missing, repeated or not allowed";
+    ENCODING_CHARACTERS_DOUBLED_ESCAPE => Error, "MSH-2 writes its escape character twice (`^~\\\\&`, a slip of text escaping); read as the four characters without the repeat";
     MSH_FIELD_MISSING => Error, "a required MSH field is empty";
     MESSAGE_TYPE_INVALID => Error, "MSH-9 does not match the message type pattern";
     VERSION_INVALID => Error, "MSH-12 does not match the version pattern";

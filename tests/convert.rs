@@ -671,3 +671,19 @@ AN7^LABX|20240101113000-0500|87612001^Blood^SCT|OB{n}^LABX||Lab X Reference^L^^^
     assert_eq!(header["meta"]["tag"][0]["system"], "http://terminology.hl7.org/CodeSystem/v2-0103");
     assert_eq!(header["meta"]["tag"][1]["code"], "T");
 }
+
+#[test]
+fn a_doubled_escape_in_msh_2_is_read_converted_and_said() {
+    // MSH-2 `^~\\&` (the escape character written twice, as in samples copied out of source
+    // code): read as `^~\&`; the Bundle is made, the repair is a warning; validate says error.
+    let msg = b"MSH|^~\\\\&|A|B|C|D|20240101120000-0500||ADT^A01^ADT_A01|D2|P|2.6\rEVN|A01\r\
+PID|1||123^^^H^MR||Testperson^Ada||19800101|F\rPV1|1|I\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "doubled escape");
+    assert_eq!(codes_at(&out[0], "ENCODING_CHARACTERS_DOUBLED_ESCAPE"), ["MSH[1]-2->-"]);
+    assert_eq!(patient_entry(&out[0])["resource"]["name"][0]["family"], "Testperson");
+    let o = run_stdin(&["validate", "--json", "-"], msg);
+    assert_eq!(code(&o), 1);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ENCODING_CHARACTERS_DOUBLED_ESCAPE"));
+}

@@ -339,6 +339,15 @@ pub fn convert_after(
     if ctx.control.is_empty() {
         ctx.note(Code::CONVERT_CONTROL_ID_MISSING, msh.position().field(10, 0), "Bundle.identifier");
     }
+    // An MSH-2 the parser repaired (its escape character written twice): said, as a warning
+    // (the input's fault; the Bundle's verdict is its own).
+    if msh.field(2).is_some_and(|fr| fr.bytes().classify(|v| v.len() == 5 && v[2] == v[3])) {
+        let d = Diagnostic::new(
+            Code::ENCODING_CHARACTERS_DOUBLED_ESCAPE,
+            Location::Convert(msh.position().field(2, 0), NOWHERE),
+        );
+        ctx.findings.push(d.with_severity(crate::diag::Severity::Warning));
+    }
     let supported = SUPPORTED.iter().any(|(t, e)| ctx.message_type.0 == *t && ctx.message_type.1 == *e);
     if !supported {
         ctx.note(Code::CONVERT_MESSAGE_UNSUPPORTED, msh.position().field(9, 0), "MessageHeader.eventCoding");

@@ -298,20 +298,44 @@ fn read_delimiters(line: &[u8]) -> Result<Delimiters, (Code, usize)> {
     if enc.len() > 5 {
         return Err((Code::INVALID_ENCODING_CHARACTERS, 4 + 5));
     }
-    for (i, &b) in enc.iter().enumerate() {
-        let distinct = b != field && !enc[..i].contains(&b);
-        if !crate::detect::is_delimiter_byte(b) || !distinct {
-            return Err((Code::INVALID_ENCODING_CHARACTERS, 4 + i));
+    let enc = match doubled_escape(field, enc) {
+        Some(four) => four,
+        None => {
+            for (i, &b) in enc.iter().enumerate() {
+                let distinct = b != field && !enc[..i].contains(&b);
+                if !crate::detect::is_delimiter_byte(b) || !distinct {
+                    return Err((Code::INVALID_ENCODING_CHARACTERS, 4 + i));
+                }
+            }
+            [enc[0], enc[1], enc[2], enc[3], enc.get(4).copied().unwrap_or(0)]
         }
-    }
+    };
     Ok(Delimiters {
         field,
         component: enc[0],
         repetition: enc[1],
         escape: enc[2],
         subcomponent: enc[3],
-        truncation: enc.get(4).copied(),
+        truncation: (enc[4] != 0).then_some(enc[4]),
     })
+}
+
+/// MSH-2 with its escape character written twice (`^~\\&`: a slip of text escaping, as in
+/// samples copied out of source code), read as the four characters without the repeat; `None`
+/// for any other MSH-2. The five bytes are otherwise valid and distinct. The syntax validator
+/// reports it (`ENCODING_CHARACTERS_DOUBLED_ESCAPE`). python-hl7 reads such messages too, taking
+/// the repeat for the subcomponent separator; the intended set is the four characters.
+pub(crate) fn doubled_escape(field: u8, enc: &[u8]) -> Option<[u8; 5]> {
+    let &[component, repetition, escape, again, subcomponent] = enc else { return None };
+    let four = [component, repetition, escape, subcomponent];
+    let distinct = four.iter().enumerate().all(|(i, &b)| b != field && !four[..i].contains(&b));
+    (again == escape && distinct && four.iter().all(|&b| crate::detect::is_delimiter_byte(b))).then_some([
+        component,
+        repetition,
+        escape,
+        subcomponent,
+        0,
+    ])
 }
 
 /// What the lexer saw in the message bytes, so that validation can skip its scans of a clean
@@ -767,6 +791,17 @@ mod tests {
     }
 
     #[test]
+    fn a_doubled_escape_in_msh_2_reads_as_the_four_characters() {
+        let msg = parse(b"MSH|^~\\\\&|A|B|C|D|20240101||ADT^A01|1|P|2.6\rPID|1||X&Y\r".to_vec(), &Limits::default())
+            .expect("reads");
+        let d = msg.delimiters();
+        assert_eq!(
+            (d.component, d.repetition, d.escape, d.subcomponent, d.truncation),
+            (b'^', b'~', b'\\', b'&', None)
+        );
+    }
+
+    #[test]
     fn splits_segments_and_fields() {
         let m = msg("MSH|^~\\&|APP|FAC|||20240101||ADT^A01|1|P|2.5\rPID|1||123^^^H^MR~456||DOE^JANE\r");
         assert_eq!(m.segment_count(), 2);
@@ -797,6 +832,8 @@ mod tests {
         assert_eq!(code(b"MSH|^~\\A|"), Code::INVALID_ENCODING_CHARACTERS);
         assert_eq!(code(b"MSH|^~|"), Code::INVALID_ENCODING_CHARACTERS);
         assert_eq!(code(b"MSH|^~\\&#!|"), Code::INVALID_ENCODING_CHARACTERS);
+        assert_eq!(code(b"MSH|^~\\\\\\|"), Code::INVALID_ENCODING_CHARACTERS);
+        assert_eq!(code(b"MSH|^~\\^&|"), Code::INVALID_ENCODING_CHARACTERS);
     }
 
     /// The line, id and fields of the line at `start`, found byte by byte (the oracle of the

@@ -129,6 +129,10 @@ fn msh_checks(msg: &Message, f: &mut Findings) -> MshFacts {
             f.at(Code::TRUNCATION_CHARACTER, pos.field(2, 0));
         }
     }
+    // MSH-2 with its escape character written twice: the parser read it as the four characters.
+    if msh.field(2).is_some_and(|fr| fr.bytes().classify(|v| v.len() == 5 && v[2] == v[3])) {
+        f.at(Code::ENCODING_CHARACTERS_DOUBLED_ESCAPE, pos.field(2, 0));
+    }
     let charset =
         msh.field(18).and_then(|fr| fr.at(1, 1, 1)).map_or(Charset::Default, |b| b.classify(Charset::from_msh18));
     if charset == Charset::Unknown {

@@ -82,7 +82,10 @@ fn line(text: &[u8], d: &mut Delims, out: &mut Vec<u8>, visit: &mut impl FnMut(P
         let enc_len = enc_area.iter().position(|&b| b == field).unwrap_or(enc_area.len());
         let enc = &enc_area[..enc_len];
         let distinct = enc.iter().enumerate().all(|(k, &b)| b != field && !enc[..k].contains(&b));
-        if (4..=5).contains(&enc.len()) && enc.iter().all(|&b| is_delimiter_byte(b)) && distinct {
+        if let Some(e) = crate::formats::hl7v2::parse::doubled_escape(field, enc) {
+            // As the parser reads it: the escape character written twice.
+            *d = Delims { field, component: e[0], repetition: e[1], escape: e[2], subcomponent: e[3] };
+        } else if (4..=5).contains(&enc.len()) && enc.iter().all(|&b| is_delimiter_byte(b)) && distinct {
             *d = Delims { field, component: enc[0], repetition: enc[1], escape: enc[2], subcomponent: enc[3] };
         } else {
             d.field = field;
