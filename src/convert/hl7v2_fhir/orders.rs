@@ -1160,6 +1160,9 @@ fn minutes_of(quantity: &str, unit: Option<&str>) -> Option<u32> {
     match unit.map(str::trim) {
         None | Some("MIN" | "min" | "m") => Some(n),
         Some("H" | "h" | "HR" | "hr" | "HRS" | "hrs") => n.checked_mul(60),
+        // Seconds (UCUM `s`, ISO+ `S`/`SEC`) when whole minutes; days (`d`).
+        Some("s" | "S" | "SEC" | "sec") => (n % 60 == 0).then_some(n / 60),
+        Some("d" | "D" | "DAY" | "day") => n.checked_mul(1440),
         Some(_) => None,
     }
 }
@@ -1380,6 +1383,18 @@ fn base64(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::minutes_of;
+
+    #[test]
+    fn minutes_of_units() {
+        assert_eq!(minutes_of("30", None), Some(30));
+        assert_eq!(minutes_of("2", Some("h")), Some(120));
+        assert_eq!(minutes_of("60", Some("s")), Some(1));
+        assert_eq!(minutes_of("90", Some("s")), None, "not whole minutes");
+        assert_eq!(minutes_of("1", Some("d")), Some(1440));
+        assert_eq!(minutes_of("5", Some("M")), None, "month or minute: not guessed");
+    }
+
     #[test]
     fn base64_encodes() {
         assert_eq!(super::base64(b"Man"), "TWFu");
