@@ -687,3 +687,36 @@ PID|1||123^^^H^MR||Testperson^Ada||19800101|F\rPV1|1|I\r";
     assert_eq!(code(&o), 1);
     assert!(String::from_utf8_lossy(&o.stdout).contains("ENCODING_CHARACTERS_DOUBLED_ESCAPE"));
 }
+
+#[test]
+fn pv1_admission_hospitalization_codes_and_pending_location() {
+    // The IG's PV1[Encounter] fields beyond the basics, on the A01 fixture (invented people).
+    let input = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
+    let (status, out) = convert(&["--default-timezone", "Z"], &input);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "PV1");
+    let e = entry_of(&out[0], "Encounter")["resource"].clone();
+    assert_eq!(e["status"], "in-progress", "an admission with an admit time and no discharge");
+    assert!(e["period"]["start"].is_string() && e["period"]["end"].is_null());
+    let types: Vec<&str> =
+        e["type"].as_array().expect("type").iter().filter_map(|t| t["coding"][0]["system"].as_str()).collect();
+    assert_eq!(
+        types,
+        ["http://terminology.hl7.org/CodeSystem/v2-0007", "http://terminology.hl7.org/CodeSystem/v2-0018"]
+    );
+    let h = &e["hospitalization"];
+    assert_eq!(h["preAdmissionIdentifier"]["value"], "PRE77");
+    assert_eq!(h["reAdmission"]["coding"][0]["code"], "R");
+    assert_eq!(h["dietPreference"][0]["coding"][0]["code"], "N");
+    assert_eq!(h["specialCourtesy"][0]["coding"][0]["code"], "Y");
+    assert_eq!(h["specialArrangement"][0]["coding"][0]["code"], "A0");
+    let ids: Vec<&str> = e["identifier"].as_array().expect("ids").iter().filter_map(|i| i["value"].as_str()).collect();
+    assert_eq!(ids, ["VIS0001", "ALT55"]);
+    let statuses: Vec<&str> =
+        e["location"].as_array().expect("locations").iter().filter_map(|l| l["status"].as_str()).collect();
+    assert_eq!(statuses, ["active", "reserved"]);
+    let part = e["participant"].as_array().expect("participants").last().cloned().unwrap_or_default();
+    assert_eq!(part["type"][0]["coding"][0]["code"], "PART");
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    assert!(!unmapped.iter().any(|l| l.starts_with("PV1")), "{unmapped:?}");
+}

@@ -757,7 +757,7 @@ pub fn nk1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
 
 /// PV1 to Encounter (the first PV1 of the message). Returns the entry.
 pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
-    const MAPPED: &[u32] = &[1, 2, 3, 6, 7, 8, 9, 10, 11, 14, 17, 18, 19, 36, 44, 45];
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 36, 38, 42, 44, 45, 50, 52];
     let id = id_of(ctx.encounter.as_deref()?).to_owned();
     let mut e = Ctx::resource("Encounter", &id);
     let discharged = ctx.r.first(seg, 45).is_some();
@@ -792,9 +792,12 @@ pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
             e.obj("class", absent("unknown"));
         }
     }
-    if let Some(rep) = ctx.r.first(seg, 18) {
-        let cc = ctx.codeable(rep, Some("0018"), "Encounter.type");
-        e.push_obj("type", cc);
+    // PV1-4 admission type (the IG's `type`, table 0007), and PV1-18 patient type (0018).
+    for (n, table) in [(4, "0007"), (18, "0018")] {
+        if let Some(rep) = ctx.r.first(seg, n) {
+            let cc = ctx.codeable(rep, Some(table), "Encounter.type");
+            e.push_obj("type", cc);
+        }
     }
     if let Some(rep) = ctx.r.first(seg, 10) {
         let cc = ctx.codeable(rep, Some("0069"), "Encounter.serviceType");
@@ -807,12 +810,21 @@ pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
         }
         e.push_obj("identifier", ident);
     }
+    // PV1-50 alternate visit ids.
+    for rep in ctx.r.reps(seg, 50) {
+        let ident = ctx.identifier_cx(rep, "Encounter.identifier");
+        e.push_obj("identifier", ident);
+    }
     if let Some(p) = &ctx.patient.clone() {
         e.obj("subject", reference_obj(p));
     }
-    for (n, code, display) in
-        [(7, "ATND", "attender"), (8, "REF", "referrer"), (9, "CON", "consultant"), (17, "ADM", "admitter")]
-    {
+    for (n, code, display) in [
+        (7, "ATND", "attender"),
+        (8, "REF", "referrer"),
+        (9, "CON", "consultant"),
+        (17, "ADM", "admitter"),
+        (52, "PART", "Participation"),
+    ] {
         for rep in ctx.r.reps(seg, n) {
             if let Some(r) = ctx.practitioner(rep, seg, "Encounter.participant.individual") {
                 let mut part = Obj::new();
@@ -834,21 +846,46 @@ pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     }
     e.obj("period", period);
     let mut hosp = Obj::new();
-    if let Some(rep) = ctx.r.first(seg, 14) {
-        let cc = ctx.codeable(rep, Some("0023"), "Encounter.hospitalization.admitSource");
-        hosp.obj("admitSource", cc);
+    if let Some(rep) = ctx.r.first(seg, 5) {
+        let ident = ctx.identifier_cx(rep, "Encounter.hospitalization.preAdmissionIdentifier");
+        hosp.obj("preAdmissionIdentifier", ident);
+    }
+    // The IG's hospitalization codes, each with its HL7 table: admit source (0023),
+    // re-admission (0092), diet (0114), VIP (0099), ambulatory status (0009, repeating).
+    for (n, table, key, path, repeats) in [
+        (14, "0023", "admitSource", "Encounter.hospitalization.admitSource", false),
+        (13, "0092", "reAdmission", "Encounter.hospitalization.reAdmission", false),
+        (38, "0114", "dietPreference", "Encounter.hospitalization.dietPreference", false),
+        (16, "0099", "specialCourtesy", "Encounter.hospitalization.specialCourtesy", false),
+        (15, "0009", "specialArrangement", "Encounter.hospitalization.specialArrangement", true),
+    ] {
+        for (k, rep) in ctx.r.reps(seg, n).enumerate() {
+            if k > 0 && !repeats {
+                ctx.note(Code::CONVERT_FIELD_UNMAPPED, rep.pos, path);
+                continue;
+            }
+            let cc = ctx.codeable(rep, Some(table), path);
+            // Arrays in FHIR but for admitSource and reAdmission.
+            if matches!(key, "admitSource" | "reAdmission") {
+                hosp.obj(key, cc);
+            } else {
+                hosp.push_obj(key, cc);
+            }
+        }
     }
     if let Some(rep) = ctx.r.first(seg, 36) {
         let cc = ctx.codeable(rep, Some("0112"), "Encounter.hospitalization.dischargeDisposition");
         hosp.obj("dischargeDisposition", cc);
     }
     e.obj("hospitalization", hosp);
-    for (n, st) in [(3, "active"), (11, "active"), (6, "completed")] {
+    // Assigned and temporary locations are where the patient is (`active`), the prior one
+    // `completed`, the pending one (PV1-42) `reserved`, as the IG's PV1[Encounter].
+    for (n, st) in [(3, "active"), (11, "active"), (6, "completed"), (42, "reserved")] {
         if let Some(rep) = ctx.r.first(seg, n) {
             if let Some(l) = ctx.location(rep, seg, "Encounter.location.location") {
                 let mut loc = Obj::new();
                 loc.obj("location", reference_obj(&l));
-                loc.set("status", V::code(if n == 11 { "reserved" } else { st }));
+                loc.set("status", V::code(st));
                 e.push_obj("location", loc);
             }
         }
