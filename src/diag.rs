@@ -220,6 +220,7 @@ codes! {
     CONVERT_IDENTIFIER_SYSTEM_UNKNOWN => Warning, "an assigning authority has no naming-system entry; the identifier has no system (the authority is kept as assigner)";
     CONVERT_TIMEZONE_MISSING => Warning, "a time without offset, and no --default-timezone: reduced to the date (or left out where FHIR needs an instant)";
     CONVERT_PRECISION_INSUFFICIENT => Warning, "a timestamp is less precise than the FHIR instant its element needs; it is left out";
+    CONVERT_CONTROL_CHARACTER_REPLACED => Warning, "a field holds control characters a FHIR string cannot (below U+0020 other than tab, CR and LF, raw or from a hex escape); each is written as a space";
     CONVERT_VALUE_INVALID => Warning, "a value does not match its v2 data type (number, date, time); it is kept as text where FHIR allows, else left out";
     CONVERT_VALUE_TYPE_UNSUPPORTED => Warning, "OBX-2 names a value type without a FHIR mapping here; dataAbsentReason is set";
     CONVERT_VALUE_MISSING => Warning, "an element FHIR requires has no source in the message; a data-absent-reason extension stands in";

@@ -720,3 +720,31 @@ fn pv1_admission_hospitalization_codes_and_pending_location() {
     let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
     assert!(!unmapped.iter().any(|l| l.starts_with("PV1")), "{unmapped:?}");
 }
+
+#[test]
+fn control_characters_become_spaces_and_are_reported() {
+    // A raw 0x01 in a name, and a hex escape of 0x02 in another field: FHIR strings cannot hold
+    // them. Each becomes a space, the Bundle stays valid, the fields are reported.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ADT^A01^ADT_A01|C1|P|2.5.1\rEVN|A01\r\
+PID|1||123^^^H^MR||Test\x01person^Ada||19800101|F|||1 Main\\X02\\St^^Town\rPV1|1|I\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "control characters");
+    let p = &patient_entry(&out[0])["resource"];
+    assert_eq!(p["name"][0]["family"], "Test person");
+    assert_eq!(p["address"][0]["line"][0], "1 Main St");
+    assert_eq!(codes_at(&out[0], "CONVERT_CONTROL_CHARACTER_REPLACED"), ["PID[1]-5->-", "PID[1]-11->-"]);
+}
+
+#[test]
+fn a_pv1_after_a_second_patient_gives_no_encounter_reference() {
+    // The PV1 comes after a second PID: it belongs to the other patient and is reported; no
+    // resource may point at an Encounter that is not in the Bundle (an EVN's Provenance did).
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ADT^A01^ADT_A01|P2|P|2.5.1\r\
+EVN|A01|20240101115900-0500\rPID|1||123^^^H^MR||Testperson^Ada\rPID|1||124^^^H^MR||Testperson^Bo\rPV1|1|I\r";
+    let (status, out) = convert(&["--default-timezone", "Z"], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "second patient before PV1");
+    assert!(entry_of(&out[0], "Encounter").is_null());
+    assert!(codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED").iter().any(|l| l.starts_with("PV1[1]")));
+}

@@ -5,13 +5,14 @@
 // resolves to a fullUrl of the Bundle, ids and fullUrls unique, two runs byte-identical, and no
 // error-severity finding from phiward's own validator.
 //
-// Output: one line per message (`ok`, or `FAIL` with the reasons; fixtures are synthetic, so
-// medplum's issue text may be shown). Last line: "N passed, M failed". Exit 1 when any failed.
+// Output: one line per file and Bundle type (`ok`, or `FAIL` with the reasons; fixtures are
+// synthetic, so medplum's issue text may be shown); every message of a multi-message file or
+// batch is checked. Last line: "N passed, M failed". Exit 1 when any failed.
 //
 //   node tests/peers/convert_medplum.mjs [DIR] [PHIWARD]
 // Needs the peers installed under target/bench/peers/node (scripts/ci-extra installs them),
 // or $PHIWARD_BENCH_NODE pointing at an npm prefix that has them.
-import { readdirSync, existsSync } from 'node:fs';
+import { readdirSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { peerRequire } from '../../scripts/bench_peers/_peerio.mjs';
@@ -50,13 +51,21 @@ for (const name of readdirSync(dir).sort().filter((n) => n.endsWith('.hl7'))) {
     const b = spawnSync(phiward, args, { encoding: 'utf8' });
     const problems = [];
     if (a.stdout !== b.stdout) problems.push('two runs differ');
-    let out;
+    // One JSON line per message (a batch or a multi-message file gives several).
+    let records = [];
     try {
-      out = JSON.parse(a.stdout);
+      records = a.stdout.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
     } catch {
-      problems.push(`no JSON (exit ${a.status})`);
+      records = [];
     }
-    if (out) {
+    // An input without a message (an empty batch) rightly gives no Bundle.
+    const hasMessage = readFileSync(file).includes('MSH');
+    if (!records.length && (hasMessage || a.status !== 0)) problems.push(`no JSON (exit ${a.status})`);
+    for (const out of records) {
+      if (!out.bundle) {
+        problems.push(`no Bundle in a record (exit ${a.status})`);
+        continue;
+      }
       const bundle = out.bundle;
       const errors = out.findings.filter((f) => f.severity === 'error' || f.severity === 'fatal');
       if (errors.length) problems.push(`phiward errors: ${errors.map((f) => `${f.code} ${f.location}`).join('; ')}`);

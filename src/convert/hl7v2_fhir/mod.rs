@@ -159,6 +159,32 @@ impl<'m> Ctx<'m> {
         }
     }
 
+    /// Reports each field holding a control character a FHIR string cannot (raw, or from a
+    /// hex escape), which [`Reader::text`] replaced by a space wherever it was read.
+    fn report_control(&mut self, msg: &Message) {
+        let d = msg.delimiters();
+        let mut decoded = Vec::new();
+        for seg in msg.segments() {
+            let header = matches!(seg.name(), Some("MSH" | "BHS" | "FHS"));
+            for f in seg.fields() {
+                if header && f.position().field <= 2 {
+                    continue;
+                }
+                let raw = self.r.raw_for_key(f.bytes());
+                let mut hit = raw.iter().any(|&b| read::is_forbidden_control(b));
+                if !hit && raw.contains(&d.escape) {
+                    crate::phi::wipe_keep(&mut decoded);
+                    crate::formats::hl7v2::escape::decode(raw, &d, &mut decoded);
+                    hit = decoded.iter().any(|&b| read::is_forbidden_control(b));
+                }
+                if hit {
+                    self.note(Code::CONVERT_CONTROL_CHARACTER_REPLACED, f.position(), NOWHERE);
+                }
+            }
+        }
+        crate::phi::wipe(&mut decoded);
+    }
+
     /// Reports every populated field of `seg` whose number is not in `mapped`.
     pub fn unmapped_fields(&mut self, seg: SegmentRef<'_>, mapped: &[u32]) {
         for f in seg.fields() {
@@ -356,6 +382,9 @@ pub fn convert_after(
     segments::prepare(&mut ctx, msg);
     orders::walk(&mut ctx, msg);
     segments::finish_header(&mut ctx, header);
+    if ctx.r.replaced_control() {
+        ctx.report_control(msg);
+    }
     let last = LAST.load(Ordering::Relaxed);
     let mut bundle = Vec::with_capacity(prefix.len() + last + last / 8);
     bundle.extend_from_slice(prefix);

@@ -6,6 +6,9 @@
 //! break, other formatting escapes are kept as written) and decoded from the MSH-18 character set.
 //! The HL7 null `""` reads as nothing.
 //!
+//! Control characters a FHIR string cannot hold become spaces; the reader only remembers that it
+//! replaced some (the converter reports where).
+//!
 //! What it does not do: interpret values (datatypes.rs does), or report anything.
 
 use zeroize::Zeroize;
@@ -21,6 +24,15 @@ pub struct Reader<'m> {
     d: Delimiters,
     charset: Charset,
     disclosure: &'m Disclosure,
+    /// The message may hold control bytes (the lexer's byte facts).
+    control: bool,
+    /// A text had control characters replaced ([`Reader::text`]).
+    replaced: std::cell::Cell<bool>,
+}
+
+/// A character a FHIR string cannot hold: below U+0020 but tab, line feed and carriage return.
+pub fn is_forbidden_control(b: u8) -> bool {
+    b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')
 }
 
 impl std::fmt::Debug for Reader<'_> {
@@ -96,7 +108,18 @@ impl<'m> Reader<'m> {
             Charset::Default => Charset::Latin,
             other => other,
         };
-        Reader { d: msg.delimiters(), charset, disclosure }
+        Reader {
+            d: msg.delimiters(),
+            charset,
+            disclosure,
+            control: msg.byte_facts().control,
+            replaced: std::cell::Cell::new(false),
+        }
+    }
+
+    /// True once a text had control characters replaced by spaces.
+    pub fn replaced_control(&self) -> bool {
+        self.replaced.get()
     }
 
     /// The non-empty repetitions of field `n` of a segment, in order (without collecting them:
@@ -133,7 +156,8 @@ impl<'m> Reader<'m> {
             return None;
         }
         let mut buf = super::tree::string(raw.len()).into_bytes();
-        if memchr::memchr(self.d.escape, raw).is_some() {
+        let escaped = memchr::memchr(self.d.escape, raw).is_some();
+        if escaped {
             let mut decoded = Vec::with_capacity(raw.len());
             escape::decode(raw, &self.d, &mut decoded);
             let br = [self.d.escape, b'.', b'b', b'r', self.d.escape];
@@ -165,6 +189,15 @@ impl<'m> Reader<'m> {
                 t
             }
         };
+        // Control characters (raw, or from a hex escape) cannot be in a FHIR string: each
+        // becomes a space, and the message is reported (`Ctx::report_control`).
+        if (self.control || escaped) && text.bytes().any(is_forbidden_control) {
+            let cleaned: String =
+                text.chars().map(|c| if c.is_ascii() && is_forbidden_control(c as u8) { ' ' } else { c }).collect();
+            text.zeroize();
+            text = cleaned;
+            self.replaced.set(true);
+        }
         let trimmed = text.trim();
         if trimmed.is_empty() {
             text.zeroize();

@@ -484,7 +484,18 @@ pub fn prepare(ctx: &mut Ctx<'_>, msg: &Message) {
         zeroize::Zeroize::zeroize(&mut identity);
         ctx.patient = Some(reference(&id));
     }
-    if let Some(pv1) = msg.segment("PV1") {
+    // The PV1 the walk maps: the first, unless a second PID comes before it (from there on,
+    // segments belong to another patient and are reported, not mapped).
+    let mut pids = 0;
+    let pv1 = msg.segments().find(|s| match s.name() {
+        Some("PID") => {
+            pids += 1;
+            false
+        }
+        Some("PV1") => true,
+        _ => false,
+    });
+    if let Some(pv1) = pv1.filter(|_| pids <= 1) {
         let id = ctx.positional_id("Encounter", pv1.index(), 0);
         ctx.encounter = Some(reference(&id));
     }
