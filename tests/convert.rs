@@ -748,3 +748,66 @@ EVN|A01|20240101115900-0500\rPID|1||123^^^H^MR||Testperson^Ada\rPID|1||124^^^H^M
     assert!(entry_of(&out[0], "Encounter").is_null());
     assert!(codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED").iter().any(|l| l.starts_with("PV1[1]")));
 }
+
+#[test]
+fn codes_keep_single_spaces_only() {
+    // A code with a double space and a tab inside (CWE-1 of OBX-3), and a processing id with a
+    // control character: FHIR `code` allows single spaces only.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ORU^R01^ORU_R01|W1|P\x01D|2.5.1\r\
+PID|1||123^^^H^MR||Testperson^Ada\rOBR|1|P1|F1|CBC^Count^L\rOBX|1|ST|AB  C\tD^Odd^L||x||||||F\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "white space in codes");
+    let obs = entry_of(&out[0], "Observation")["resource"].clone();
+    assert_eq!(obs["code"]["coding"][0]["code"], "AB C D");
+    let header = entry_of(&out[0], "MessageHeader")["resource"].clone();
+    assert_eq!(header["meta"]["tag"][0]["code"], "P D");
+}
+
+#[test]
+fn a_required_code_made_of_delimiters_only_is_absent_and_reported() {
+    // OBX-3 and OBR-4 hold only delimiters: FHIR requires the codes, so the data-absent-reason
+    // extension stands in, and the fields are reported.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ORU^R01^ORU_R01|E1|P|2.5.1\r\
+PID|1||123^^^H^MR||Testperson^Ada\rOBR|1|P1|F1|^^\rOBX|1|ST|^~^||x||||||F\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "codes of delimiters only");
+    let missing = codes_at(&out[0], "CONVERT_VALUE_MISSING");
+    assert!(missing.iter().any(|l| l == "OBX[1]-3->Observation.code"), "{missing:?}");
+    assert!(missing.iter().any(|l| l == "OBR[1]-4->DiagnosticReport.code"), "{missing:?}");
+}
+
+#[test]
+fn an_appointment_without_patient_or_resources_keeps_a_participant() {
+    // SCH alone: FHIR needs a participant; one of unknown type stands in, and the missing
+    // patient is reported.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||SIU^S12^SIU_S12|S9|P|2.5.1\r\
+SCH|P1|F1||||||||||^^30^20240105090000-0500^20240105093000-0500\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "appointment alone");
+    let parts = appointment(&out[0])["participant"].as_array().expect("participants").clone();
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0]["status"], "needs-action");
+    assert!(codes_at(&out[0], "CONVERT_VALUE_MISSING").iter().any(|l| l.ends_with("->Appointment.participant")));
+}
+
+#[test]
+fn an_end_before_its_start_and_an_inverted_range_are_reported_not_written() {
+    // PV1-45 before PV1-44, and an SN range 10-5: FHIR has no such period (per-1) or range
+    // (rng-2). The end is left out and the range kept as text, both reported.
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ORU^R01^ORU_R01|V1|P|2.5.1\r\
+PID|1||123^^^H^MR||Testperson^Ada\rPV1|1|I||||||||||||||||||||||||||||||||||||||||||20240105120000-0500|20240101120000-0500\r\
+OBR|1|P1|F1|CBC^Count^L\rOBX|1|SN|X^Y^L||^10^-^5|mg||||F\r";
+    let (status, out) = convert(&[], msg);
+    assert_eq!(status, 0);
+    check_bundle(&out[0], "message", "inverted period and range");
+    let e = entry_of(&out[0], "Encounter")["resource"].clone();
+    assert!(e["period"]["start"].is_string() && e["period"]["end"].is_null());
+    let obs = entry_of(&out[0], "Observation")["resource"].clone();
+    assert!(obs["valueRange"].is_null() && obs["valueString"].is_string());
+    let invalid = codes_at(&out[0], "CONVERT_VALUE_INVALID");
+    assert!(invalid.iter().any(|l| l.starts_with("PV1[1]-45")), "{invalid:?}");
+    assert!(invalid.iter().any(|l| l.starts_with("OBX[1]-5")), "{invalid:?}");
+}

@@ -496,10 +496,14 @@ fn pipeline_one(input: &[u8], markers: bool) {
         (Command::Fmt { check: true }, None, false),
         (Command::Validate, Some(Format::Hl7), false),
         (Command::Validate, Some(Format::Mllp), false),
+        (Command::Convert, None, false),
     ];
     for (command, format, strict) in runs {
         let (outcome, got) = run_op(input, command, format, strict);
         outcome_ok(&outcome, &got, command);
+        if command == Command::Convert {
+            converted_bundles_valid(&got);
+        }
         for item in &got.items {
             sec.json_item(&item.json);
             for d in &item.findings {
@@ -522,6 +526,18 @@ fn pipeline_one(input: &[u8], markers: bool) {
 }
 
 /// Outcome invariants: status, exit code and code agree; records are numbered in order.
+/// The converter's promise: whatever the message holds, its Bundle has no error of FHIR
+/// validity (what it cannot map is a convert finding, never an invalid element).
+fn converted_bundles_valid(got: &Collect) {
+    for item in &got.items {
+        for d in &item.findings {
+            if matches!(d.location, Location::Fhir(_)) {
+                assert!(!d.severity.is_failure(), "convert made invalid FHIR: {} at {}", d.code.as_str(), d.location);
+            }
+        }
+    }
+}
+
 fn outcome_ok(o: &Outcome, got: &Collect, command: Command) {
     assert!(o.excerpt.is_none(), "an excerpt without --unsafe-show-values");
     match o.status {
@@ -536,7 +552,8 @@ fn outcome_ok(o: &Outcome, got: &Collect, command: Command) {
     let numbers: Vec<Option<u64>> = got.items.iter().map(|i| i.record).collect();
     if numbers.iter().any(Option::is_none) {
         assert!(numbers.len() <= 1, "several items without record numbers");
-    } else if matches!(command, Command::Fmt { .. }) {
+    } else if matches!(command, Command::Fmt { .. } | Command::Convert) {
+        // Envelope records (BHS, FHS) count but give no item here.
         assert!(numbers.windows(2).all(|w| w[0] < w[1]), "records out of order");
     } else {
         let expected: Vec<Option<u64>> = (1..=numbers.len() as u64).map(Some).collect();

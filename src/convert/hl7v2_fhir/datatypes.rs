@@ -304,6 +304,15 @@ pub fn decimal(text: &str) -> Option<String> {
     is_decimal(&s).then_some(s)
 }
 
+/// True unless both decimals are given and the first is above the second (FHIR ranges need
+/// `low <= high`: rng-2).
+pub fn ordered_decimals(low: &str, high: &str) -> bool {
+    match (low.parse::<f64>(), high.parse::<f64>()) {
+        (Ok(l), Ok(h)) => l <= h,
+        _ => true,
+    }
+}
+
 /// The `type` of an Identifier: a code of HL7 table 0203 (identifier type).
 pub fn identifier_type(code: String) -> Obj {
     let mut coding = Obj::new();
@@ -315,6 +324,33 @@ pub fn identifier_type(code: String) -> Obj {
 }
 
 impl Ctx<'_> {
+    /// A Period of FHIR date or dateTime texts. An end before its start cannot be in FHIR
+    /// (per-1): it is left out and reported at `end_at` (`CONVERT_VALUE_INVALID`).
+    pub fn period(
+        &mut self,
+        start: Option<String>,
+        end: Option<String>,
+        end_at: crate::diag::Hl7Position,
+        path: &'static str,
+    ) -> Obj {
+        use crate::formats::fhir::fhirpath::value::Temporal;
+        let inverted = match (&start, &end) {
+            (Some(s), Some(e)) => Temporal::parse(s.as_bytes())
+                .zip(Temporal::parse(e.as_bytes()))
+                .and_then(|(s, e)| s.compare(&e))
+                .is_some_and(|o| o == std::cmp::Ordering::Greater),
+            _ => false,
+        };
+        let mut period = Obj::new();
+        period.opt("start", start);
+        if inverted {
+            self.note(Code::CONVERT_VALUE_INVALID, end_at, path);
+        } else {
+            period.opt("end", end);
+        }
+        period
+    }
+
     /// Reports populated components of `rep` that are not in `mapped`.
     pub fn unmapped_components(&mut self, rep: Rep<'_>, mapped: &[u32], path: &'static str) {
         for c in rep.populated() {
@@ -414,7 +450,7 @@ impl Ctx<'_> {
         let cs = rep.components::<13>();
         let c = |n: usize| cs[n - 1];
         for (code_c, display_c, system_c, version_c) in [(1, 2, 3, 7), (4, 5, 6, 8), (10, 11, 12, 13)] {
-            let code = self.r.text(c(code_c));
+            let code = self.r.code_text(c(code_c));
             let display = self.r.text(c(display_c));
             if code.is_none() {
                 if let (Some(d), 1) = (display, code_c) {
@@ -468,14 +504,13 @@ impl Ctx<'_> {
     pub fn identifier_cx(&mut self, rep: Rep<'_>, path: &'static str) -> Obj {
         let mut id = Obj::new();
         let (system, assigner) = self.authority_system(rep, 4, path);
-        if let Some(t) = self.r.text(rep.c(5)) {
+        if let Some(t) = self.r.code_text(rep.c(5)) {
             id.obj("type", identifier_type(t));
         }
         id.opt("system", system.clone());
         id.opt("value", self.r.text(rep.c(1)));
-        let mut period = Obj::new();
-        period.opt("start", self.date(rep, 7, path));
-        period.opt("end", self.date(rep, 8, path));
+        let (start, end) = (self.date(rep, 7, path), self.date(rep, 8, path));
+        let period = self.period(start, end, rep.pos.component(8, 0), path);
         id.obj("period", period);
         if system.is_none() {
             if let Some(a) = assigner {

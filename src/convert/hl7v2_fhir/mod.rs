@@ -348,7 +348,7 @@ pub fn convert_after(
     let r = Reader::new(msg, disclosure);
     let msh = msg.msh();
     let control = r.first(msh, 10).map(|rep| r.raw_for_key(rep.bytes).to_vec()).unwrap_or_default();
-    let message_type = (r.field_text(msh, 9, 1).unwrap_or_default(), r.field_text(msh, 9, 2).unwrap_or_default());
+    let message_type = (r.field_text(msh, 9, 1).unwrap_or_default(), r.field_code(msh, 9, 2).unwrap_or_default());
     let mut ctx = Ctx {
         r,
         opts,

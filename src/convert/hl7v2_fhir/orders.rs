@@ -17,7 +17,7 @@
 use crate::diag::{Code, Hl7Position};
 use crate::formats::hl7v2::parse::{Message, SegmentRef};
 
-use super::datatypes::{decimal, parse_tm, plus_minutes};
+use super::datatypes::{decimal, ordered_decimals, parse_tm, plus_minutes};
 use super::read::Rep;
 use super::segments::{self, absent, concept};
 use super::tree::{Obj, V};
@@ -345,16 +345,7 @@ fn diagnostic_report(
             dr.set("status", V::code("unknown"));
         }
     }
-    match ctx.r.first(obr, 4) {
-        Some(rep) => {
-            let cc = ctx.codeable(rep, None, "DiagnosticReport.code");
-            dr.obj("code", cc);
-        }
-        None => {
-            ctx.note(Code::CONVERT_VALUE_MISSING, obr.position().field(4, 0), "DiagnosticReport.code");
-            dr.obj("code", absent("unknown"));
-        }
-    }
+    dr.obj("code", required_codeable(ctx, obr, 4, "DiagnosticReport.code"));
     subject(ctx, &mut dr, "subject");
     encounter(ctx, &mut dr, "encounter");
     dr.opt("effectiveDateTime", effective);
@@ -370,7 +361,7 @@ fn quantity(ctx: &mut Ctx<'_>, value: String, units: Option<Rep<'_>>, path: &'st
     q.set("value", V::N(value));
     if let Some(u) = units {
         let [c1, c2] = u.components::<2>();
-        let code = ctx.r.text(c1);
+        let code = ctx.r.code_text(c1);
         let text = ctx.r.text(c2);
         let system = ctx.coding_system(u, 3, path);
         q.opt("unit", text.or_else(|| code.clone()));
@@ -423,16 +414,7 @@ fn observation(
             o.set("status", V::code("unknown"));
         }
     }
-    match ctx.r.first(seg, 3) {
-        Some(rep) => {
-            let cc = ctx.codeable(rep, None, "Observation.code");
-            o.obj("code", cc);
-        }
-        None => {
-            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position().field(3, 0), "Observation.code");
-            o.obj("code", absent("unknown"));
-        }
-    }
+    o.obj("code", required_codeable(ctx, seg, 3, "Observation.code"));
     subject(ctx, &mut o, "subject");
     encounter(ctx, &mut o, "encounter");
     let eff = ctx.r.first(seg, 14).and_then(|rep| ctx.datetime(rep, 1, "Observation.effectiveDateTime")).or(effective);
@@ -447,7 +429,7 @@ fn observation(
     }
     value(ctx, seg, &mut o);
     for rep in ctx.r.reps(seg, 8) {
-        if let Some(code) = ctx.r.text(rep.c(1)) {
+        if let Some(code) = ctx.r.code_text(rep.c(1)) {
             match vocab::interpretation(&code) {
                 Some(c) => o.push_obj(
                     "interpretation",
@@ -487,6 +469,17 @@ fn observation(
     let i = ctx.add("Observation", id, o);
     ctx.unmapped_fields(seg, MAPPED);
     Some(i)
+}
+
+/// The CodeableConcept of field `n` for an element FHIR requires: without a code or text there
+/// (the field empty, or only delimiters), the data-absent-reason extension, reported as
+/// `CONVERT_VALUE_MISSING`.
+fn required_codeable(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, n: u32, path: &'static str) -> Obj {
+    let cc = ctx.r.first(seg, n).map(|rep| ctx.codeable(rep, None, path)).filter(|cc| !cc.is_empty());
+    cc.unwrap_or_else(|| {
+        ctx.note(Code::CONVERT_VALUE_MISSING, seg.position().field(n, 0), path);
+        absent("unknown")
+    })
 }
 
 /// The performers an OBX names besides its responsible observers (the IG's performer[2]): the
@@ -580,7 +573,7 @@ fn value(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, o: &mut Obj) {
             o.obj("valueCodeableConcept", cc);
         }
         "ID" | "IS" => {
-            if let Some(code) = ctx.r.text(first.bytes) {
+            if let Some(code) = ctx.r.code_text(first.bytes) {
                 let mut coding = Obj::new();
                 coding.set("code", V::S(code));
                 let mut cc = Obj::new();
@@ -630,7 +623,7 @@ fn structured_numeric(ctx: &mut Ctx<'_>, rep: Rep<'_>, units: Option<Rep<'_>>, o
             }
             o.obj("valueQuantity", q);
         }
-        (Some("-"), Some(low), Some(high)) if comparator.is_none() => {
+        (Some("-"), Some(low), Some(high)) if comparator.is_none() && ordered_decimals(&low, &high) => {
             let mut r = Obj::new();
             let l = quantity(ctx, low, units, "Observation.valueRange");
             let h = quantity(ctx, high, units, "Observation.valueRange");
@@ -726,9 +719,7 @@ fn specimen(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, order: Option<usize>) -> Opt
         let end = ctx.datetime(rep, 2, "Specimen.collection.collectedPeriod");
         match (start, end) {
             (Some(a), Some(b)) => {
-                let mut p = Obj::new();
-                p.set("start", V::S(a));
-                p.set("end", V::S(b));
+                let p = ctx.period(Some(a), Some(b), rep.pos.component(2, 0), "Specimen.collection.collectedPeriod");
                 col.obj("collectedPeriod", p);
             }
             (Some(a), None) => {
@@ -792,16 +783,7 @@ fn immunization(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, orc: Option<SegmentRef<'
         let cc = ctx.codeable(rep, Some("0534"), "Immunization.statusReason");
         im.obj("statusReason", cc);
     }
-    match ctx.r.first(seg, 5) {
-        Some(rep) => {
-            let cc = ctx.codeable(rep, None, "Immunization.vaccineCode");
-            im.obj("vaccineCode", cc);
-        }
-        None => {
-            ctx.note(Code::CONVERT_VALUE_MISSING, seg.position().field(5, 0), "Immunization.vaccineCode");
-            im.obj("vaccineCode", absent("unknown"));
-        }
-    }
+    im.obj("vaccineCode", required_codeable(ctx, seg, 5, "Immunization.vaccineCode"));
     match &ctx.patient {
         Some(p) => {
             im.obj("patient", reference_obj(p));
@@ -919,20 +901,7 @@ fn medication_request(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, orc: Option<Segmen
         m.obj("_status", segments::original(code));
     }
     m.set("intent", V::code("order"));
-    match ctx.r.first(seg, 1) {
-        Some(rep) => {
-            let cc = ctx.codeable(rep, None, "MedicationRequest.medicationCodeableConcept");
-            m.obj("medicationCodeableConcept", cc);
-        }
-        None => {
-            ctx.note(
-                Code::CONVERT_VALUE_MISSING,
-                seg.position().field(1, 0),
-                "MedicationRequest.medicationCodeableConcept",
-            );
-            m.obj("medicationCodeableConcept", absent("unknown"));
-        }
-    }
+    m.obj("medicationCodeableConcept", required_codeable(ctx, seg, 1, "MedicationRequest.medicationCodeableConcept"));
     match &ctx.patient {
         Some(p) => {
             m.obj("subject", reference_obj(p));
@@ -956,8 +925,8 @@ fn medication_request(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, orc: Option<Segmen
     let min = ctx.r.field_text(seg, 2, 1).as_deref().and_then(decimal);
     let max = ctx.r.field_text(seg, 3, 1).as_deref().and_then(decimal);
     let mut dr = Obj::new();
-    match (min, max) {
-        (Some(a), Some(b)) if a != b => {
+    match (min, max.clone()) {
+        (Some(a), Some(b)) if a != b && ordered_decimals(&a, &b) => {
             let mut r = Obj::new();
             let l = quantity(ctx, a, units, "MedicationRequest.dosageInstruction.doseAndRate.doseRange");
             let h = quantity(ctx, b, units, "MedicationRequest.dosageInstruction.doseAndRate.doseRange");
@@ -966,6 +935,14 @@ fn medication_request(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, orc: Option<Segmen
             dr.obj("doseRange", r);
         }
         (Some(a), _) | (None, Some(a)) => {
+            if max.as_deref().is_some_and(|b| !ordered_decimals(&a, b)) {
+                // A maximum below the minimum: no range in FHIR (rng-2); the minimum is kept.
+                ctx.note(
+                    Code::CONVERT_VALUE_INVALID,
+                    seg.position().field(3, 1),
+                    "MedicationRequest.dosageInstruction",
+                );
+            }
             let q = quantity(ctx, a, units, "MedicationRequest.dosageInstruction.doseAndRate.doseQuantity");
             dr.obj("doseQuantity", q);
         }
@@ -1230,6 +1207,14 @@ fn appointment_timing(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, appt: &mut Appt) {
 /// An appointment without times cannot keep a status that needs them (app-3): it becomes
 /// `proposed`, with SCH-25 kept as the status's originalText, and is reported.
 fn finish_appointment(ctx: &mut Ctx<'_>, mut appt: Appt) {
+    // FHIR needs a participant (1..*): without a patient (reported when SCH was read) and any
+    // AIP, AIL or SCH-16, one of unknown type (data-absent-reason) stands in.
+    if !ctx.entries[appt.entry].res.has("participant") {
+        let mut part = Obj::new();
+        part.push_obj("type", absent("unknown"));
+        part.set("status", V::code("needs-action"));
+        ctx.entry_mut(appt.entry).push_obj("participant", part);
+    }
     if ctx.entries[appt.entry].res.has("start") || matches!(appt.status, "proposed" | "cancelled" | "waitlist") {
         return;
     }

@@ -211,6 +211,31 @@ impl<'m> Reader<'m> {
         Some(text)
     }
 
+    /// [`Reader::text`] for a FHIR `code`, which allows no white space but single spaces between
+    /// parts: each run of blanks, tabs and line breaks inside it becomes one space (the ends
+    /// are trimmed already, as for every text).
+    pub fn code_text(&self, b: PhiBytes<'_>) -> Option<String> {
+        let mut t = self.text(b)?;
+        let is_ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+        if t.contains(['\t', '\n', '\r']) || t.contains("  ") {
+            let mut collapsed = super::tree::string(t.len());
+            for (k, part) in t.split(is_ws).filter(|p| !p.is_empty()).enumerate() {
+                if k > 0 {
+                    collapsed.push(' ');
+                }
+                collapsed.push_str(part);
+            }
+            t.zeroize();
+            t = collapsed;
+        }
+        Some(t)
+    }
+
+    /// [`Reader::code_text`] of component `c` of the first repetition of field `n`.
+    pub fn field_code(&self, seg: SegmentRef<'_>, n: u32, c: usize) -> Option<String> {
+        self.first(seg, n).and_then(|r| self.code_text(r.c(c)))
+    }
+
     /// The raw bytes, for keyed derivations (resource ids) and exact comparisons only.
     pub fn raw_for_key<'a>(&self, b: PhiBytes<'a>) -> &'a [u8] {
         b.expose_value(self.disclosure)

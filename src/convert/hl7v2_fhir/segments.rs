@@ -56,11 +56,15 @@ pub fn concept(system: &str, code: &str, display: Option<&str>) -> Obj {
     cc
 }
 
-fn extension(url: &'static str, key: &'static str, v: V) -> Obj {
+/// `{"url", key: v}`; `None` when `v` is empty (an extension needs a value or extensions: ext-1).
+fn extension(url: &'static str, key: &'static str, v: V) -> Option<Obj> {
+    if v.is_empty() {
+        return None;
+    }
     let mut e = Obj::new();
     e.set("url", V::code(url));
     e.set(key, v);
-    e
+    Some(e)
 }
 
 impl Ctx<'_> {
@@ -97,7 +101,7 @@ impl Ctx<'_> {
         if self.r.text(rep.c(1)).is_some() {
             let (system, assigner) = self.authority_system(rep, 9, path);
             let mut id = Obj::new();
-            if let Some(t) = self.r.text(rep.c(13)) {
+            if let Some(t) = self.r.code_text(rep.c(13)) {
                 id.obj("type", identifier_type(t));
             }
             let has_system = system.is_some();
@@ -244,7 +248,7 @@ impl Ctx<'_> {
         let mut res = Ctx::resource("Organization", &id);
         if let Some(v) = value {
             let (system, assigner) = self.authority_system(rep, 6, path);
-            let ty = self.r.text(rep.c(7));
+            let ty = self.r.code_text(rep.c(7));
             res.push_obj("identifier", identifier_with(ty, system, v, assigner));
         }
         res.opt("name", name);
@@ -303,7 +307,7 @@ pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
     if let Some(rep) = ctx.r.first(seg, 11) {
         let mut meta = Obj::new();
         for (c, table) in [(1, "0103"), (2, "0207")] {
-            if let Some(code) = ctx.r.text(rep.c(c)) {
+            if let Some(code) = ctx.r.code_text(rep.c(c)) {
                 let mut coding = Obj::new();
                 coding.set("system", V::S(vocab::v2_table_system(table)));
                 coding.set("code", V::S(code));
@@ -514,7 +518,7 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     let mut ext = Vec::new();
     if let Some(rep) = ctx.r.first(seg, 6) {
         if let Some(family) = ctx.r.text(rep.composite(1).c(1)) {
-            ext.push(extension(
+            ext.extend(extension(
                 "http://hl7.org/fhir/StructureDefinition/patient-mothersMaidenName",
                 "valueString",
                 V::S(family),
@@ -524,7 +528,7 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     }
     for rep in ctx.r.reps(seg, 17) {
         let cc = ctx.codeable(rep, Some("0006"), "Patient.extension");
-        ext.push(extension(
+        ext.extend(extension(
             "http://hl7.org/fhir/StructureDefinition/patient-religion",
             "valueCodeableConcept",
             V::O(cc),
@@ -533,7 +537,7 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     if let Some(place) = ctx.r.field_text(seg, 23, 1) {
         let mut a = Obj::new();
         a.set("text", V::S(place));
-        ext.push(extension("http://hl7.org/fhir/StructureDefinition/patient-birthPlace", "valueAddress", V::O(a)));
+        ext.extend(extension("http://hl7.org/fhir/StructureDefinition/patient-birthPlace", "valueAddress", V::O(a)));
     }
     for e in ext {
         p.push_obj("extension", e);
@@ -585,14 +589,10 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
                             ctx.note(Code::CONVERT_TIMEZONE_MISSING, rep.pos, "Patient.birthDate.extension");
                         } else {
                             let mut o = Obj::new();
-                            o.push_obj(
-                                "extension",
-                                extension(
-                                    "http://hl7.org/fhir/StructureDefinition/patient-birthTime",
-                                    "valueDateTime",
-                                    V::S(dt),
-                                ),
-                            );
+                            let url = "http://hl7.org/fhir/StructureDefinition/patient-birthTime";
+                            if let Some(e) = extension(url, "valueDateTime", V::S(dt)) {
+                                o.push_obj("extension", e);
+                            }
                             p.obj("_birthDate", o);
                         }
                     }
@@ -754,13 +754,9 @@ pub fn nk1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
         let a = ctx.address(rep, "RelatedPerson.address");
         rp.push_obj("address", a);
     }
-    let mut period = Obj::new();
-    if let Some(rep) = ctx.r.first(seg, 8) {
-        period.opt("start", ctx.date(rep, 1, "RelatedPerson.period.start"));
-    }
-    if let Some(rep) = ctx.r.first(seg, 9) {
-        period.opt("end", ctx.date(rep, 1, "RelatedPerson.period.end"));
-    }
+    let start = ctx.r.first(seg, 8).and_then(|rep| ctx.date(rep, 1, "RelatedPerson.period.start"));
+    let end = ctx.r.first(seg, 9).and_then(|rep| ctx.date(rep, 1, "RelatedPerson.period.end"));
+    let period = ctx.period(start, end, seg.position().field(9, 1), "RelatedPerson.period.end");
     rp.obj("period", period);
     ctx.add("RelatedPerson", id, rp);
     ctx.unmapped_fields(seg, MAPPED);
@@ -772,7 +768,7 @@ pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     let id = id_of(ctx.encounter.as_deref()?).to_owned();
     let mut e = Ctx::resource("Encounter", &id);
     let discharged = ctx.r.first(seg, 45).is_some();
-    let class_code = ctx.r.field_text(seg, 2, 1);
+    let class_code = ctx.r.field_code(seg, 2, 1);
     let status = match ctx.message_type.1.as_str() {
         "A11" => "cancelled",
         "A05" | "A14" => "planned",
@@ -848,13 +844,9 @@ pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
             }
         }
     }
-    let mut period = Obj::new();
-    if let Some(rep) = ctx.r.first(seg, 44) {
-        period.opt("start", ctx.datetime(rep, 1, "Encounter.period.start"));
-    }
-    if let Some(rep) = ctx.r.first(seg, 45) {
-        period.opt("end", ctx.datetime(rep, 1, "Encounter.period.end"));
-    }
+    let start = ctx.r.first(seg, 44).and_then(|rep| ctx.datetime(rep, 1, "Encounter.period.start"));
+    let end = ctx.r.first(seg, 45).and_then(|rep| ctx.datetime(rep, 1, "Encounter.period.end"));
+    let period = ctx.period(start, end, seg.position().field(45, 1), "Encounter.period.end");
     e.obj("period", period);
     let mut hosp = Obj::new();
     if let Some(rep) = ctx.r.first(seg, 5) {
@@ -1073,7 +1065,7 @@ pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
     c.set("status", V::code("active"));
     c.obj("beneficiary", reference_obj(&patient));
     if let Some(rep) = ctx.r.first(seg, 17) {
-        let code = ctx.r.text(rep.c(1));
+        let code = ctx.r.code_text(rep.c(1));
         if let Some(code) = code {
             match vocab::subscriber_relationship(&code) {
                 Some(rel) => {
@@ -1089,13 +1081,9 @@ pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
             }
         }
     }
-    let mut period = Obj::new();
-    if let Some(rep) = ctx.r.first(seg, 12) {
-        period.opt("start", ctx.date(rep, 1, "Coverage.period.start"));
-    }
-    if let Some(rep) = ctx.r.first(seg, 13) {
-        period.opt("end", ctx.date(rep, 1, "Coverage.period.end"));
-    }
+    let start = ctx.r.first(seg, 12).and_then(|rep| ctx.date(rep, 1, "Coverage.period.start"));
+    let end = ctx.r.first(seg, 13).and_then(|rep| ctx.date(rep, 1, "Coverage.period.end"));
+    let period = ctx.period(start, end, seg.position().field(13, 1), "Coverage.period.end");
     c.obj("period", period);
     // The payer: IN1-3 (company id) and IN1-4 (company name), one Organization.
     let name = ctx.r.first(seg, 4).and_then(|rep| ctx.r.text(rep.c(1)));
