@@ -533,15 +533,12 @@ fn device(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, rep: Rep<'_>) -> Option<String
     ctx.r.text(rep.c(1))?;
     let mut key = b"EI".to_vec();
     key.extend_from_slice(ctx.r.raw_for_key(rep.bytes));
-    if let Some(r) = ctx.shared_ref("Device", &key) {
-        zeroize::Zeroize::zeroize(&mut key);
-        return Some(r);
-    }
-    let id = ctx.identity_id("Device", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
-    let mut res = Ctx::resource("Device", &id);
-    let ident = ctx.identifier_ei(rep, None, "Device.identifier");
-    res.push_obj("identifier", ident);
-    Some(ctx.add_shared("Device", key, id, res))
+    ctx.shared("Device", key, seg, rep, |ctx, id| {
+        let mut res = Ctx::resource("Device", id);
+        let ident = ctx.identifier_ei(rep, None, "Device.identifier");
+        res.push_obj("identifier", ident);
+        Some(res)
+    })
 }
 
 fn value(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, o: &mut Obj) {

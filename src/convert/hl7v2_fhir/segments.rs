@@ -189,6 +189,31 @@ impl Ctx<'_> {
         self.add_shared("Organization", key, id, res)
     }
 
+    /// A shared resource of type `ty` identified by `key` (from `rep` of `seg`), made once per
+    /// message: the reference of the one already made, else `build` makes it from its id (`None`
+    /// when there is nothing to make: the key is wiped); its reference.
+    pub fn shared(
+        &mut self,
+        ty: &'static str,
+        mut key: Vec<u8>,
+        seg: SegmentRef<'_>,
+        rep: Rep<'_>,
+        build: impl FnOnce(&mut Ctx<'_>, &str) -> Option<Obj>,
+    ) -> Option<String> {
+        if let Some(r) = self.shared_ref(ty, &key) {
+            zeroize::Zeroize::zeroize(&mut key);
+            return Some(r);
+        }
+        let id = self.identity_id(ty, &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
+        match build(self, &id) {
+            Some(res) => Some(self.add_shared(ty, key, id, res)),
+            None => {
+                zeroize::Zeroize::zeroize(&mut key);
+                None
+            }
+        }
+    }
+
     /// CWE to an Organization (the IG's CWE[Organization], e.g. OBX-15 producer's id): CWE-1
     /// `identifier.value` with CWE-3 as its authority (a naming-system entry gives the system,
     /// else it is reported and kept as `assigner`), CWE-2 else CWE-9 `name`; shared within the
@@ -196,28 +221,25 @@ impl Ctx<'_> {
     pub fn organization_cwe(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
         let mut key = b"CWE".to_vec();
         key.extend_from_slice(self.r.raw_for_key(rep.bytes));
-        if let Some(r) = self.shared_ref("Organization", &key) {
-            zeroize::Zeroize::zeroize(&mut key);
-            return Some(r);
-        }
-        let value = self.r.text(rep.c(1));
-        let name = self.r.text(rep.c(2)).or_else(|| self.r.text(rep.c(9)));
-        if value.is_none() && name.is_none() {
-            return None;
-        }
-        let id = self.identity_id("Organization", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
-        let mut res = Ctx::resource("Organization", &id);
-        if let Some(v) = value {
-            let authority = self.r.text(rep.c(3));
-            let system = authority.as_deref().and_then(|a| self.opts.naming.lookup(a)).map(str::to_owned);
-            if authority.is_some() && system.is_none() {
-                self.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, rep.pos.component(3, 0), path);
+        self.shared("Organization", key, seg, rep, |ctx, id| {
+            let value = ctx.r.text(rep.c(1));
+            let name = ctx.r.text(rep.c(2)).or_else(|| ctx.r.text(rep.c(9)));
+            if value.is_none() && name.is_none() {
+                return None;
             }
-            res.push_obj("identifier", identifier_with(None, system, v, authority));
-        }
-        res.opt("name", name);
-        self.unmapped_components(rep, &[1, 2, 3, 9], path);
-        Some(self.add_shared("Organization", key, id, res))
+            let mut res = Ctx::resource("Organization", id);
+            if let Some(v) = value {
+                let authority = ctx.r.text(rep.c(3));
+                let system = authority.as_deref().and_then(|a| ctx.opts.naming.lookup(a)).map(str::to_owned);
+                if authority.is_some() && system.is_none() {
+                    ctx.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, rep.pos.component(3, 0), path);
+                }
+                res.push_obj("identifier", identifier_with(None, system, v, authority));
+            }
+            res.opt("name", name);
+            ctx.unmapped_components(rep, &[1, 2, 3, 9], path);
+            Some(res)
+        })
     }
 
     /// XON to an Organization (the IG's XON[Organization], e.g. OBX-23 performing organization):
@@ -235,29 +257,26 @@ impl Ctx<'_> {
         key.extend_from_slice(self.r.raw_for_key(rep.bytes));
         key.push(0);
         key.extend_from_slice(address.map_or(&[][..], |a| self.r.raw_for_key(a.bytes)));
-        if let Some(r) = self.shared_ref("Organization", &key) {
-            zeroize::Zeroize::zeroize(&mut key);
-            return Some(r);
-        }
-        let name = self.r.text(rep.c(1));
-        let value = self.r.text(rep.c(10)).or_else(|| self.r.text(rep.c(3)));
-        if name.is_none() && value.is_none() {
-            return None;
-        }
-        let id = self.identity_id("Organization", &key, seg.index(), rep.pos.field * 1000 + rep.pos.repetition);
-        let mut res = Ctx::resource("Organization", &id);
-        if let Some(v) = value {
-            let (system, assigner) = self.authority_system(rep, 6, path);
-            let ty = self.r.code_text(rep.c(7));
-            res.push_obj("identifier", identifier_with(ty, system, v, assigner));
-        }
-        res.opt("name", name);
-        if let Some(a) = address {
-            let a = self.address(a, path);
-            res.push_obj("address", a);
-        }
-        self.unmapped_components(rep, &[1, 3, 6, 7, 10], path);
-        Some(self.add_shared("Organization", key, id, res))
+        self.shared("Organization", key, seg, rep, |ctx, id| {
+            let name = ctx.r.text(rep.c(1));
+            let value = ctx.r.text(rep.c(10)).or_else(|| ctx.r.text(rep.c(3)));
+            if name.is_none() && value.is_none() {
+                return None;
+            }
+            let mut res = Ctx::resource("Organization", id);
+            if let Some(v) = value {
+                let (system, assigner) = ctx.authority_system(rep, 6, path);
+                let ty = ctx.r.code_text(rep.c(7));
+                res.push_obj("identifier", identifier_with(ty, system, v, assigner));
+            }
+            res.opt("name", name);
+            if let Some(a) = address {
+                let a = ctx.address(a, path);
+                res.push_obj("address", a);
+            }
+            ctx.unmapped_components(rep, &[1, 3, 6, 7, 10], path);
+            Some(res)
+        })
     }
 
     /// PL to Location resources (facility, point of care, room, bed, each `partOf` the level
