@@ -754,12 +754,13 @@ fn codes_keep_single_spaces_only() {
     // A code with a double space and a tab inside (CWE-1 of OBX-3), and a processing id with a
     // control character: FHIR `code` allows single spaces only.
     let msg = b"MSH|^~\\&|A|B|C|D|20240101120000-0500||ORU^R01^ORU_R01|W1|P\x01D|2.5.1\r\
-PID|1||123^^^H^MR||Testperson^Ada\rOBR|1|P1|F1|CBC^Count^L\rOBX|1|ST|AB  C\tD^Odd^L||x||||||F\r";
+PID|1||123^^^H^MR||Testperson^Ada\rOBR|1|P1|F1|CBC^Count^L\rOBX|1|ST|AB  C\tD^Odd^L||x|||A\xc2\x85\xc2\x85B|||F\r";
     let (status, out) = convert(&[], msg);
     assert_eq!(status, 0);
     check_bundle(&out[0], "message", "white space in codes");
     let obs = entry_of(&out[0], "Observation")["resource"].clone();
     assert_eq!(obs["code"]["coding"][0]["code"], "AB C D");
+    assert_eq!(obs["interpretation"][0]["coding"][0]["code"], "A B", "U+0085 is white space too");
     let header = entry_of(&out[0], "MessageHeader")["resource"].clone();
     assert_eq!(header["meta"]["tag"][0]["code"], "P D");
 }

@@ -212,14 +212,14 @@ impl<'m> Reader<'m> {
     }
 
     /// [`Reader::text`] for a FHIR `code`, which allows no white space but single spaces between
-    /// parts: each run of blanks, tabs and line breaks inside it becomes one space (the ends
-    /// are trimmed already, as for every text).
+    /// parts: each run of white space inside it (blanks, tabs, line breaks, Unicode spaces)
+    /// becomes one space (the ends are trimmed already, as for every text).
     pub fn code_text(&self, b: PhiBytes<'_>) -> Option<String> {
         let mut t = self.text(b)?;
-        let is_ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
-        if t.contains(['\t', '\n', '\r']) || t.contains("  ") {
+        // White space as the validator reads it (`char::is_whitespace`: U+0085 and U+2028 too).
+        if t.chars().any(|c| c.is_whitespace() && c != ' ') || t.contains("  ") {
             let mut collapsed = super::tree::string(t.len());
-            for (k, part) in t.split(is_ws).filter(|p| !p.is_empty()).enumerate() {
+            for (k, part) in t.split(char::is_whitespace).filter(|p| !p.is_empty()).enumerate() {
                 if k > 0 {
                     collapsed.push(' ');
                 }
