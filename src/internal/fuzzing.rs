@@ -641,6 +641,19 @@ fn fhir_round_trip(doc: &crate::formats::fhir::Document, valid: bool) {
     if !valid || !doc.findings().is_empty() {
         return;
     }
+    // XML cannot carry white space outside the narrative's div element (it is outside the
+    // XHTML element): such a div comes back trimmed, which loses nothing of the resource.
+    let padded_div = (0..doc.nodes().len() as u32).any(|i| {
+        let node = doc.node(i);
+        node.has_value()
+            && node.ty.is_some_and(|t| crate::formats::fhir::definitions::type_name(t) == "xhtml")
+            && doc.value_span(i).classify(|v| {
+                v.first().is_some_and(u8::is_ascii_whitespace) || v.last().is_some_and(u8::is_ascii_whitespace)
+            })
+    });
+    if padded_div {
+        return;
+    }
     let mut json = Vec::new();
     fhir::fmt::canonical_as(doc, Syntax::Json, &disclosure, false, &mut json);
     let mut xml = Vec::new();
