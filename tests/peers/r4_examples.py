@@ -28,6 +28,8 @@ PACKAGE = "hl7.fhir.r4.examples@4.0.1"
 EMPTY_DIV = "txt-2 (and txt-1): the narrative div is empty"
 FULLURL = "an entry's fullUrl ends in a different id than its resource's id (FULLURL_MISMATCH)"
 NO_BASE = "SearchParameter.base is required (1..*) and absent"
+OID_AS_URI = ("an Identifier with system urn:ietf:rfc:3986 (the value is a URI) holds a bare OID, "
+              "not urn:oid:... (IDENTIFIER_URI_INVALID)")
 
 # The examples that are wrong, and why (verified one by one against the R4 definitions).
 KNOWN_WRONG = {
@@ -38,6 +40,9 @@ KNOWN_WRONG = {
     "Bundle-10bb101f-a121-4264-a920-67be9cb82c74.json": FULLURL,
     "Bundle-3a0707d3-549e-4467-b8b8-5a2ab3800efe.json": FULLURL,
     "Bundle-lri-example.json": FULLURL,
+    "Bundle-resources.json": OID_AS_URI + ", in an element definition's example (StructureDefinition Consent)",
+    "Organization-2.16.840.1.113883.19.5.json": OID_AS_URI,
+    "StructureDefinition-Consent.json": OID_AS_URI + ", in an element definition's example",
     "Bundle-dataelements.json": "bdl-7: the same fullUrl occurs twice without distinct meta.versionId",
     "Bundle-v2-valuesets.json": "a CodeSystem code ends in a no-break space (mis-encoded), not a valid code",
     "CodeSystem-v2-0550.json": "codes end in (or are) a no-break space (mis-encoded), not valid codes",

@@ -23,6 +23,7 @@ pub mod model;
 pub mod primitive;
 pub mod read_json;
 pub mod read_xml;
+pub mod rules;
 pub mod validate;
 pub mod write;
 pub mod xml;

@@ -209,12 +209,13 @@ pub fn decimal(v: &[u8]) -> bool {
     i == v.len()
 }
 
-/// The longest `string` value (4 MiB).
-const MAX_STRING: usize = 1024 * 1024 * 4;
+/// The longest `string` value, in characters: "strings SHALL NOT exceed 1MB (1024*1024
+/// characters) in size" (R4 datatypes). A value of at most that many bytes has at most that
+/// many characters; a longer one is counted.
+const MAX_STRING: usize = 1024 * 1024;
 
 fn string(v: &[u8]) -> bool {
-    v.len() <= MAX_STRING
-        && std::str::from_utf8(v).is_ok()
+    std::str::from_utf8(v).is_ok_and(|s| v.len() <= MAX_STRING || s.chars().count() <= MAX_STRING)
         && v.iter().all(|&b| b >= 0x20 || b == b'\t' || b == b'\r' || b == b'\n')
 }
 

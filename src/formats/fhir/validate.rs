@@ -21,7 +21,7 @@ use super::definitions::{self as defs, Kind, Strength};
 use super::model::{Document, ValueKind};
 use super::primitive;
 use super::read_json::json_kind_of;
-use super::{bundle, fhirpath};
+use super::{bundle, fhirpath, rules};
 
 /// Findings beyond this count are dropped (the verdict is kept).
 pub const MAX_FINDINGS: usize = 1000;
@@ -101,6 +101,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         }
     }
     bundle::check(doc, &mut f);
+    rules::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
     // The room given at the first finding is not kept when most of it is unused (the findings
     // of a record may wait in the output queue).

@@ -1,0 +1,180 @@
+//! Rules the FHIR R4 specification states in prose rather than as invariants, checked on every
+//! document (each one a `SHALL` of the specification, and each one checked by the reference
+//! validator too):
+//!
+//! - `Attachment.size` is "the number of bytes of data that make up this content (before base64
+//!   encoding)": with `data`, it SHALL be the decoded length of `data`, otherwise
+//!   `ATTACHMENT_SIZE_MISMATCH` (on `size`);
+//! - an `Identifier` whose `system` is `urn:ietf:rfc:3986` says its `value` is a URI (Identifier,
+//!   "the value is a URI"): the value SHALL be an absolute URI (a scheme, then `:`), otherwise
+//!   `IDENTIFIER_URI_INVALID` (on `value`). An OID or UUID goes as `urn:oid:...`/`urn:uuid:...`;
+//! - the `url` of a canonical resource is "an absolute URI that is used to identify this
+//!   resource" (CodeSystem, ValueSet, StructureDefinition, ... every resource whose root `url`
+//!   element is a `uri`): when the resource is not contained, it SHALL be absolute, otherwise
+//!   `CANONICAL_URL_RELATIVE` (on `url`). A contained resource's `url` may be local.
+//!
+//! What it does not do: rules that need the content of another resource (a profile, a code
+//! system), or a network.
+
+use std::sync::OnceLock;
+
+use crate::diag::{Code, Location};
+
+use super::definitions::{self as defs, ElemRef, TypeId, TypeRef};
+use super::model::Document;
+use super::validate::Findings;
+
+/// The types these rules look at (resolved once).
+struct Types {
+    attachment: TypeId,
+    identifier: TypeId,
+    uri: TypeId,
+}
+
+fn types() -> Option<&'static Types> {
+    static T: OnceLock<Option<Types>> = OnceLock::new();
+    T.get_or_init(|| {
+        Some(Types {
+            attachment: defs::type_id(b"Attachment")?,
+            identifier: defs::type_id(b"Identifier")?,
+            uri: defs::type_id(b"uri")?,
+        })
+    })
+    .as_ref()
+}
+
+/// Runs the rules over every node of the document.
+pub(super) fn check(doc: &Document, f: &mut Findings) {
+    let Some(t) = types() else { return };
+    for i in 0..doc.nodes().len() as u32 {
+        let node = doc.node(i);
+        if node.is_unknown() {
+            continue;
+        }
+        match node.ty {
+            Some(ty) if ty == t.attachment => attachment(doc, i, f),
+            Some(ty) if ty == t.identifier => identifier(doc, i, f),
+            Some(ty) if node.is_resource() && node.name != "contained" && canonical_url(ty, t.uri) => {
+                resource_url(doc, i, f)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The value of the first child `name` of node `i` that has one.
+fn child_value<'d>(doc: &'d Document, i: u32, name: &str) -> Option<(u32, &'d [u8])> {
+    doc.named(i, name).find(|&c| doc.node(c).has_value()).map(|c| (c, doc.value(c)))
+}
+
+fn attachment(doc: &Document, i: u32, f: &mut Findings) {
+    let (Some((size_node, size)), Some((_, data))) = (child_value(doc, i, "size"), child_value(doc, i, "data")) else {
+        return;
+    };
+    let (Some(size), Some(decoded)) = (parse_u64(size), base64_len(data)) else {
+        // An invalid size or data is PRIMITIVE_INVALID already.
+        return;
+    };
+    if size != decoded {
+        f.push(Code::ATTACHMENT_SIZE_MISMATCH, Location::Fhir(doc.path(size_node)));
+    }
+}
+
+fn identifier(doc: &Document, i: u32, f: &mut Findings) {
+    let Some((_, system)) = child_value(doc, i, "system") else { return };
+    if system != b"urn:ietf:rfc:3986" {
+        return;
+    }
+    let Some((value_node, value)) = child_value(doc, i, "value") else { return };
+    if !is_absolute_uri(value) {
+        f.push(Code::IDENTIFIER_URI_INVALID, Location::Fhir(doc.path(value_node)));
+    }
+}
+
+fn resource_url(doc: &Document, i: u32, f: &mut Findings) {
+    let Some((url_node, url)) = child_value(doc, i, "url") else { return };
+    if !is_absolute_uri(url) {
+        f.push(Code::CANONICAL_URL_RELATIVE, Location::Fhir(doc.path(url_node)));
+    }
+}
+
+/// True when resource type `ty` has a root element `url` of type `uri` (the canonical
+/// resources of R4), remembered per type.
+fn canonical_url(ty: TypeId, uri: TypeId) -> bool {
+    static TABLE: OnceLock<Vec<bool>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        defs::all_types()
+            .map(|t| {
+                defs::is_resource(t)
+                    && defs::child(ElemRef { ty: t, idx: 0 }, b"url").is_some_and(|(elem, _)| {
+                        elem.ty == t
+                            && defs::element(elem)
+                                .is_some_and(|d| d.types.first() == Some(&TypeRef::Type(uri)) && d.types.len() == 1)
+                    })
+            })
+            .collect()
+    });
+    table.get(usize::from(ty.0)).copied().unwrap_or(false)
+}
+
+/// RFC 3986: `scheme ":" ...`, the scheme a letter then letters, digits, `+`, `-`, `.`; and
+/// something after the colon.
+fn is_absolute_uri(v: &[u8]) -> bool {
+    let Some(colon) = v.iter().position(|&b| b == b':') else { return false };
+    let (scheme, rest) = (&v[..colon], &v[colon + 1..]);
+    !rest.is_empty()
+        && scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+}
+
+fn parse_u64(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// The number of bytes base64 text decodes to (white space ignored, as the base64Binary type
+/// allows it); `None` when it is not base64.
+fn base64_len(v: &[u8]) -> Option<u64> {
+    let mut chars = 0u64;
+    let mut padding = 0u64;
+    for &b in v {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'/' if padding == 0 => chars += 1,
+            b'=' => padding += 1,
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => return None,
+        }
+    }
+    if (chars + padding) % 4 != 0 || padding > 2 {
+        return None;
+    }
+    Some((chars + padding) / 4 * 3 - padding)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_lengths() {
+        assert_eq!(base64_len(b"SGVsbG8="), Some(5));
+        assert_eq!(base64_len(b"SGVsbG8h"), Some(6));
+        assert_eq!(base64_len(b"SGVs\nbA=="), Some(4));
+        assert_eq!(base64_len(b""), Some(0));
+        assert_eq!(base64_len(b"SGV"), None);
+        assert_eq!(base64_len(b"SG=s"), None);
+        assert_eq!(base64_len(b"%%%2"), None);
+    }
+
+    #[test]
+    fn absolute_uris() {
+        for ok in [&b"urn:oid:1.2.3"[..], b"http://example.org/x", b"urn:uuid:abc", b"mailto:a"] {
+            assert!(is_absolute_uri(ok), "{ok:?}");
+        }
+        for bad in [&b"2.16.840.1.113883.6.57"[..], b"ValueSet/x", b"c1", b":x", b"1a:b", b"urn:", b""] {
+            assert!(!is_absolute_uri(bad), "{bad:?}");
+        }
+    }
+}
