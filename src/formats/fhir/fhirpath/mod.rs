@@ -27,13 +27,32 @@ use super::definitions::{self as defs, ElemRef};
 use super::model::{Document, NONE};
 use super::validate::Findings;
 
+/// Published R4 expressions that contradict the rule their own human-readable text states, as
+/// `(key, published expression, expression evaluated)`: the published one is replaced only when
+/// it is exactly the one here. `que-12` reads "If there are more than one enableWhen,
+/// enableBehavior must be specified", and its R4 expression tests more than two (the reference
+/// validator evaluates the corrected one too).
+const CORRECTED: &[(&str, &str, &str)] = &[(
+    "que-12",
+    "enableWhen.count() > 2 implies enableBehavior.exists()",
+    "enableWhen.count() >= 2 implies enableBehavior.exists()",
+)];
+
+/// The expression evaluated for an invariant: the published one, or its correction.
+fn expression(c: &defs::Constraint) -> &'static str {
+    CORRECTED
+        .iter()
+        .find(|(key, published, _)| *key == c.key && *published == c.expression)
+        .map_or(c.expression, |&(_, _, corrected)| corrected)
+}
+
 /// Compiled invariants, by constraint number (compiled on first use).
 fn compiled(n: u16) -> Option<&'static Result<parse::Expr, parse::CompileError>> {
     static CACHE: OnceLock<Vec<OnceLock<Result<parse::Expr, parse::CompileError>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| defs::constraints().iter().map(|_| OnceLock::new()).collect());
     let slot = cache.get(usize::from(n))?;
     let c = defs::constraint(n)?;
-    Some(slot.get_or_init(|| parse::compile(c.expression)))
+    Some(slot.get_or_init(|| parse::compile(expression(&c))))
 }
 
 /// A compiled regular expression of an invariant: anchored (for `matches`) and not (for
