@@ -201,6 +201,7 @@ codes! {
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
     ATTACHMENT_SIZE_MISMATCH => Error, "an Attachment's size is not the decoded length of its data";
     IDENTIFIER_URI_INVALID => Error, "an Identifier whose system is urn:ietf:rfc:3986 has a value that is not an absolute URI";
+    CODING_SYSTEM_INVALID => Error, "a Coding's system is not an absolute URI, or is the URL of a core value set rather than a code system";
     CANONICAL_URL_RELATIVE => Error, "the url of a canonical resource (not contained) is not an absolute URI";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";

@@ -11,7 +11,11 @@
 //! - the `url` of a canonical resource is "an absolute URI that is used to identify this
 //!   resource" (CodeSystem, ValueSet, StructureDefinition, ... every resource whose root `url`
 //!   element is a `uri`): when the resource is not contained, it SHALL be absolute, otherwise
-//!   `CANONICAL_URL_RELATIVE` (on `url`). A contained resource's `url` may be local.
+//!   `CANONICAL_URL_RELATIVE` (on `url`). A contained resource's `url` may be local;
+//! - a `Coding`'s `system` "is a URL that identifies the code system that defines the code"
+//!   (Using Codes in Resources): a relative or local (`#...`) reference identifies nothing, and
+//!   the canonical URL of a core value set (`http://hl7.org/fhir/ValueSet/...`) names a value
+//!   set, not a code system: `CODING_SYSTEM_INVALID` (on `system`).
 //!
 //! What it does not do: rules that need the content of another resource (a profile, a code
 //! system), or a network.
@@ -27,6 +31,7 @@ use super::validate::Findings;
 /// The types these rules look at (resolved once).
 struct Types {
     attachment: TypeId,
+    coding: TypeId,
     identifier: TypeId,
     uri: TypeId,
 }
@@ -36,6 +41,7 @@ fn types() -> Option<&'static Types> {
     T.get_or_init(|| {
         Some(Types {
             attachment: defs::type_id(b"Attachment")?,
+            coding: defs::type_id(b"Coding")?,
             identifier: defs::type_id(b"Identifier")?,
             uri: defs::type_id(b"uri")?,
         })
@@ -54,6 +60,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         match node.ty {
             Some(ty) if ty == t.attachment => attachment(doc, i, f),
             Some(ty) if ty == t.identifier => identifier(doc, i, f),
+            Some(ty) if ty == t.coding => coding(doc, i, f),
             Some(ty) if node.is_resource() && node.name != "contained" && canonical_url(ty, t.uri) => {
                 resource_url(doc, i, f)
             }
@@ -88,6 +95,13 @@ fn identifier(doc: &Document, i: u32, f: &mut Findings) {
     let Some((value_node, value)) = child_value(doc, i, "value") else { return };
     if !is_absolute_uri(value) {
         f.push(Code::IDENTIFIER_URI_INVALID, Location::Fhir(doc.path(value_node)));
+    }
+}
+
+fn coding(doc: &Document, i: u32, f: &mut Findings) {
+    let Some((system_node, system)) = child_value(doc, i, "system") else { return };
+    if !is_absolute_uri(system) || system.starts_with(b"http://hl7.org/fhir/ValueSet/") {
+        f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
     }
 }
 
