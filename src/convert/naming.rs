@@ -4,7 +4,8 @@
 //! Format (UTF-8 text, one entry a line): `AUTHORITY URI`, separated by white space; blank lines
 //! and lines starting with `#` are ignored. `AUTHORITY` is matched exactly against HD-1
 //! (namespace id) and then HD-2 (universal id) of an assigning authority (CX-4, XCN-9, EI-2..3).
-//! `URI` must be an absolute URI (`scheme:...`, no white space). A line that does not follow this
+//! `URI` must be an absolute URI (`scheme:...`, no white space; a `urn:oid:`/`urn:uuid:` one an OID
+//! or UUID). A line that does not follow this
 //! is a `CLI_NAMING_SYSTEMS_INVALID` failure (the line is never shown: a table can hold names).
 //!
 //! What it does not do: guess. An authority without an entry gets no system (a finding says so),
@@ -53,7 +54,8 @@ impl NamingSystems {
             let scheme_ok = uri.split_once(':').is_some_and(|(s, rest)| {
                 !s.is_empty() && !rest.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b))
             });
-            if !scheme_ok {
+            // A `urn:oid:`/`urn:uuid:` URI must be an OID/UUID: the Bundle would not validate.
+            if !scheme_ok || !crate::formats::fhir::primitive::is_valid("uri", uri.as_bytes()) {
                 return None;
             }
             entries.push((auth.to_owned(), uri.to_owned()));
@@ -92,6 +94,8 @@ mod tests {
         assert_eq!(t.lookup("HOSP"), Some("http://hospital.example.org/mrn"));
         assert_eq!(t.lookup("X"), None);
         assert!(NamingSystems::parse("HOSP not-a-uri").is_none());
+        assert!(NamingSystems::parse("HOSP urn:oid:1..2").is_none());
+        assert!(NamingSystems::parse("HOSP urn:oid:1.2.840").is_some());
         assert!(NamingSystems::parse("HOSP a:b extra").is_none());
     }
 }

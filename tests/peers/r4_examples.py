@@ -42,6 +42,7 @@ KNOWN_WRONG = {
     "Bundle-lri-example.json": FULLURL,
     "Bundle-resources.json": OID_AS_URI + ", in an element definition's example (StructureDefinition Consent)",
     "Organization-2.16.840.1.113883.19.5.json": OID_AS_URI,
+    "Library-zika-virus-intervention-logic.json": "codeFilter.valueSet is the placeholder urn:oid:X.Y.Z, not an OID (PRIMITIVE_INVALID)",
     "StructureDefinition-Consent.json": OID_AS_URI + ", in an element definition's example",
     "Bundle-dataelements.json": "bdl-7: the same fullUrl occurs twice without distinct meta.versionId",
     "Bundle-v2-valuesets.json": "a CodeSystem code ends in a no-break space (mis-encoded), not a valid code",

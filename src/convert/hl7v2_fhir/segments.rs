@@ -390,13 +390,14 @@ fn identifier_with(ty: Option<String>, system: Option<String>, value: String, au
     ident
 }
 
-/// The Identifier of an HD's universal id (HD-2): a URN for an ISO OID (HD-3 `ISO`), else the
-/// value alone.
+/// The Identifier of an HD's universal id (HD-2): a URN for an ISO OID (HD-3 `ISO` and HD-2 in
+/// the OID syntax), else the value alone.
 fn hd_identifier(uid: String, uid_type: Option<&str>) -> Obj {
     let mut ident = Obj::new();
-    if uid_type == Some("ISO") && uid.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+    let urn = format!("urn:oid:{uid}");
+    if uid_type == Some("ISO") && crate::formats::fhir::primitive::is_valid("oid", urn.as_bytes()) {
         ident.set("system", V::code("urn:ietf:rfc:3986"));
-        ident.set("value", V::S(format!("urn:oid:{uid}")));
+        ident.set("value", V::S(urn));
     } else {
         ident.set("value", V::S(uid));
     }

@@ -4,7 +4,8 @@
 //! regular expression the core definitions give for the type (a unit test compares them on a
 //! corpus); where the definitions' regex is looser than the prose of the specification, the
 //! prose wins: calendar dates must exist (no 30 February), integers fit 32 bits, no value is
-//! empty, strings hold no control character other than TAB, CR and LF.
+//! empty, strings hold no control character other than TAB, CR and LF and at most 1 MB, and a
+//! `uri` that starts with `urn:uuid:` or `urn:oid:` is a UUID or an OID.
 //!
 //! What it does not do: check `xhtml` content beyond its outer `div` (see the FHIRPath
 //! `htmlChecks()`), resolve URIs, or decode base64.
@@ -102,13 +103,14 @@ impl Check {
             Check::Code => all_at_least(v, 0x21) || code(v),
             Check::Id => v.len() <= 64 && v.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.'),
             Check::Uri => {
-                if all_at_least(v, 0x21) {
+                let no_space = if all_at_least(v, 0x21) {
                     true
                 } else if v.is_ascii() {
                     !v.iter().any(|&b| ascii_white_space(b))
                 } else {
                     std::str::from_utf8(v).is_ok_and(|s| !s.chars().any(char::is_whitespace))
-                }
+                };
+                no_space && urn_well_formed(v)
             }
             Check::Oid => oid(v),
             Check::Uuid => uuid(v),
@@ -257,6 +259,26 @@ fn oid(v: &[u8]) -> bool {
         }
     }
     first_ok && n > 0
+}
+
+/// A `urn:uuid:` or `urn:oid:` URI is a UUID or an OID, as the `uuid` and `oid` types and the
+/// URI section of the R4 data types write them ("UUIDs (urn:uuid:53fefa32-...) and OIDs
+/// (urn:oid:...)"); the UUID's hex digits in either case (RFC 4122 reads them so). What
+/// follows a `|` (a canonical's version) or a `#` (a fragment) is not part of it. Any other URI
+/// passes.
+fn urn_well_formed(v: &[u8]) -> bool {
+    let v = v.iter().position(|&b| b == b'|' || b == b'#').map_or(v, |end| &v[..end]);
+    if let Some(rest) = v.strip_prefix(b"urn:uuid:") {
+        rest.len() == 36
+            && rest.iter().enumerate().all(|(i, &b)| match i {
+                8 | 13 | 18 | 23 => b == b'-',
+                _ => b.is_ascii_hexdigit(),
+            })
+    } else if v.starts_with(b"urn:oid:") {
+        oid(v)
+    } else {
+        true
+    }
 }
 
 fn uuid(v: &[u8]) -> bool {
@@ -481,7 +503,8 @@ mod tests {
                     && theirs
                     && (s.is_empty()
                         || matches!(*s, "2147483648" | "1970-02-29" | "1900-02-29" | "1970-04-31")
-                        || s.contains('\u{1}'));
+                        || s.contains('\u{1}')
+                        || (ty == "uri" && (s.starts_with("urn:oid:") || s.starts_with("urn:uuid:"))));
                 assert!(ours == theirs || stricter, "{ty} {s:?}: ours {ours}, regex {theirs}");
             }
         }
