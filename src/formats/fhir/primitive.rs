@@ -83,6 +83,7 @@ impl Check {
     }
 
     /// True when `v` is a valid lexical value of the type.
+    #[inline(always)]
     pub fn is_valid(self, v: &[u8]) -> bool {
         if v.is_empty() {
             return false;
@@ -267,18 +268,23 @@ fn oid(v: &[u8]) -> bool {
 /// follows a `|` (a canonical's version) or a `#` (a fragment) is not part of it. Any other URI
 /// passes.
 fn urn_well_formed(v: &[u8]) -> bool {
-    let v = v.iter().position(|&b| b == b'|' || b == b'#').map_or(v, |end| &v[..end]);
-    if let Some(rest) = v.strip_prefix(b"urn:uuid:") {
-        rest.len() == 36
-            && rest.iter().enumerate().all(|(i, &b)| match i {
-                8 | 13 | 18 | 23 => b == b'-',
-                _ => b.is_ascii_hexdigit(),
-            })
-    } else if v.starts_with(b"urn:oid:") {
-        oid(v)
-    } else {
-        true
+    if !v.starts_with(b"urn:") {
+        return true;
     }
+    if let Some(rest) = v.strip_prefix(b"urn:uuid:") {
+        let (id, tail) = rest.split_at(rest.len().min(36));
+        return id.len() == 36
+            && tail.first().is_none_or(|&b| b == b'|' || b == b'#')
+            && id
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { b.is_ascii_hexdigit() });
+    }
+    if v.starts_with(b"urn:oid:") {
+        let end = v.iter().position(|&b| b == b'|' || b == b'#').unwrap_or(v.len());
+        return oid(&v[..end]);
+    }
+    true
 }
 
 fn uuid(v: &[u8]) -> bool {

@@ -25,98 +25,96 @@ use std::sync::OnceLock;
 use crate::diag::{Code, Location};
 
 use super::definitions::{self as defs, ElemRef, TypeId, TypeRef};
-use super::model::Document;
+use super::model::{Document, Node};
 use super::validate::Findings;
 
-/// The types these rules look at (resolved once).
-struct Types {
+/// The types and elements the rules look at, resolved once.
+pub(super) struct Rules {
     attachment: TypeId,
-    coding: TypeId,
     identifier: TypeId,
-    uri: TypeId,
+    coding: TypeId,
+    attachment_size: ElemRef,
+    attachment_data: ElemRef,
+    identifier_system: ElemRef,
+    identifier_value: ElemRef,
+    coding_system: ElemRef,
 }
 
-fn types() -> Option<&'static Types> {
-    static T: OnceLock<Option<Types>> = OnceLock::new();
-    T.get_or_init(|| {
-        Some(Types {
-            attachment: defs::type_id(b"Attachment")?,
-            coding: defs::type_id(b"Coding")?,
-            identifier: defs::type_id(b"Identifier")?,
-            uri: defs::type_id(b"uri")?,
+/// The rules (`None` only if the definitions lack a type they name).
+pub(super) fn rules() -> Option<&'static Rules> {
+    static R: OnceLock<Option<Rules>> = OnceLock::new();
+    R.get_or_init(|| {
+        let ty = |name: &[u8]| defs::type_id(name);
+        let elem = |t: TypeId, name: &[u8]| defs::child(ElemRef { ty: t, idx: 0 }, name).map(|(e, _)| e);
+        let (attachment, identifier, coding) = (ty(b"Attachment")?, ty(b"Identifier")?, ty(b"Coding")?);
+        Some(Rules {
+            attachment,
+            identifier,
+            coding,
+            attachment_size: elem(attachment, b"size")?,
+            attachment_data: elem(attachment, b"data")?,
+            identifier_system: elem(identifier, b"system")?,
+            identifier_value: elem(identifier, b"value")?,
+            coding_system: elem(coding, b"system")?,
         })
     })
     .as_ref()
 }
 
-/// Runs the rules over every node of the document.
-pub(super) fn check(doc: &Document, f: &mut Findings) {
-    let Some(t) = types() else { return };
-    for i in 0..doc.nodes().len() as u32 {
-        let node = doc.node(i);
-        if node.is_unknown() {
-            continue;
-        }
-        match node.ty {
-            Some(ty) if ty == t.attachment => attachment(doc, i, f),
-            Some(ty) if ty == t.identifier => identifier(doc, i, f),
-            Some(ty) if ty == t.coding => coding(doc, i, f),
-            Some(ty) if node.is_resource() && node.name != "contained" && canonical_url(ty, t.uri) => {
-                resource_url(doc, i, f)
+impl Rules {
+    /// The rules of node `i` (the validator calls it for every known node).
+    #[inline]
+    pub(super) fn check(&self, doc: &Document, i: u32, node: &Node, f: &mut Findings) {
+        let Some(ty) = node.ty else { return };
+        if ty == self.coding {
+            let Some((system_node, system)) = child_value(doc, i, self.coding_system) else { return };
+            if !is_absolute_uri(system) || system.starts_with(b"http://hl7.org/fhir/ValueSet/") {
+                f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
             }
-            _ => {}
+        } else if ty == self.identifier {
+            let Some((_, system)) = child_value(doc, i, self.identifier_system) else { return };
+            if system != b"urn:ietf:rfc:3986" {
+                return;
+            }
+            let Some((value_node, value)) = child_value(doc, i, self.identifier_value) else { return };
+            if !is_absolute_uri(value) {
+                f.push(Code::IDENTIFIER_URI_INVALID, Location::Fhir(doc.path(value_node)));
+            }
+        } else if ty == self.attachment {
+            let Some((size_node, size)) = child_value(doc, i, self.attachment_size) else { return };
+            let Some((_, data)) = child_value(doc, i, self.attachment_data) else { return };
+            // An invalid size or data is PRIMITIVE_INVALID already.
+            if let (Some(size), Some(decoded)) = (parse_u64(size), base64_len(data)) {
+                if size != decoded {
+                    f.push(Code::ATTACHMENT_SIZE_MISMATCH, Location::Fhir(doc.path(size_node)));
+                }
+            }
+        } else if node.is_resource() && node.name != "contained" && canonical_url(ty) {
+            let Some(url_elem) = defs::child(ElemRef { ty, idx: 0 }, b"url").map(|(e, _)| e) else { return };
+            let Some((url_node, url)) = child_value(doc, i, url_elem) else { return };
+            if !is_absolute_uri(url) {
+                f.push(Code::CANONICAL_URL_RELATIVE, Location::Fhir(doc.path(url_node)));
+            }
         }
     }
 }
 
-/// The value of the first child `name` of node `i` that has one.
-fn child_value<'d>(doc: &'d Document, i: u32, name: &str) -> Option<(u32, &'d [u8])> {
-    doc.named(i, name).find(|&c| doc.node(c).has_value()).map(|c| (c, doc.value(c)))
-}
-
-fn attachment(doc: &Document, i: u32, f: &mut Findings) {
-    let (Some((size_node, size)), Some((_, data))) = (child_value(doc, i, "size"), child_value(doc, i, "data")) else {
-        return;
-    };
-    let (Some(size), Some(decoded)) = (parse_u64(size), base64_len(data)) else {
-        // An invalid size or data is PRIMITIVE_INVALID already.
-        return;
-    };
-    if size != decoded {
-        f.push(Code::ATTACHMENT_SIZE_MISMATCH, Location::Fhir(doc.path(size_node)));
-    }
-}
-
-fn identifier(doc: &Document, i: u32, f: &mut Findings) {
-    let Some((_, system)) = child_value(doc, i, "system") else { return };
-    if system != b"urn:ietf:rfc:3986" {
-        return;
-    }
-    let Some((value_node, value)) = child_value(doc, i, "value") else { return };
-    if !is_absolute_uri(value) {
-        f.push(Code::IDENTIFIER_URI_INVALID, Location::Fhir(doc.path(value_node)));
-    }
-}
-
-fn coding(doc: &Document, i: u32, f: &mut Findings) {
-    let Some((system_node, system)) = child_value(doc, i, "system") else { return };
-    if !is_absolute_uri(system) || system.starts_with(b"http://hl7.org/fhir/ValueSet/") {
-        f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
-    }
-}
-
-fn resource_url(doc: &Document, i: u32, f: &mut Findings) {
-    let Some((url_node, url)) = child_value(doc, i, "url") else { return };
-    if !is_absolute_uri(url) {
-        f.push(Code::CANONICAL_URL_RELATIVE, Location::Fhir(doc.path(url_node)));
-    }
+/// The first child of node `i` defined by `elem` that has a value, and its value.
+fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
+    doc.children(i)
+        .find(|&c| {
+            let n = doc.node(c);
+            n.elem == Some(elem) && n.has_value() && !n.is_unknown()
+        })
+        .map(|c| (c, doc.value(c)))
 }
 
 /// True when resource type `ty` has a root element `url` of type `uri` (the canonical
 /// resources of R4), remembered per type.
-fn canonical_url(ty: TypeId, uri: TypeId) -> bool {
+fn canonical_url(ty: TypeId) -> bool {
     static TABLE: OnceLock<Vec<bool>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
+        let Some(uri) = defs::type_id(b"uri") else { return Vec::new() };
         defs::all_types()
             .map(|t| {
                 defs::is_resource(t)

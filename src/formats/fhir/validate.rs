@@ -85,6 +85,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         f.push_with(d.code, d.severity, d.location);
     }
     let mut counts = Counts::default();
+    let rules = rules::rules();
     for i in 0..doc.nodes().len() as u32 {
         let node = doc.node(i);
         if node.is_unknown() {
@@ -99,9 +100,11 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         if let Some((strength, vs)) = node.elem.and_then(defs::element).and_then(|d| d.binding) {
             binding(doc, i, strength, vs, &mut f);
         }
+        if let Some(r) = rules {
+            r.check(doc, i, node, &mut f);
+        }
     }
     bundle::check(doc, &mut f);
-    rules::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
     // The room given at the first finding is not kept when most of it is unused (the findings
     // of a record may wait in the output queue).
