@@ -491,8 +491,8 @@ impl Ctx<'_> {
             return (Some(uri), ns);
         }
         if let (Some(u), Some("ISO")) = (&uid, uid_type.as_deref()) {
-            if u.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !u.is_empty() {
-                return (Some(format!("urn:oid:{u}")), ns);
+            if let Some(urn) = oid_urn(u) {
+                return (Some(urn), ns);
             }
         }
         self.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, hd.pos, path);
@@ -546,9 +546,7 @@ impl Ctx<'_> {
         }
         if system.is_none() {
             if let (Some(u), Some("ISO")) = (&uid, uid_type.as_deref()) {
-                if !u.is_empty() && u.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-                    system = Some(format!("urn:oid:{u}"));
-                }
+                system = oid_urn(u);
             }
         }
         if system.is_none() && (ns.is_some() || uid.is_some()) {
@@ -689,6 +687,13 @@ impl Ctx<'_> {
         self.unmapped_components(rep, &[1, 2, 3, 4, 5, 6, 7, 8, 12], path);
         t
     }
+}
+
+/// `urn:oid:<u>` when `u` is an OID (the FHIR `oid` type's syntax: first arc 0 to 2, at least
+/// two arcs, no leading zero); `None` otherwise, so that a Bundle never holds a malformed URN.
+pub(super) fn oid_urn(u: &str) -> Option<String> {
+    let urn = format!("urn:oid:{u}");
+    crate::formats::fhir::primitive::is_valid("oid", urn.as_bytes()).then_some(urn)
 }
 
 #[cfg(test)]

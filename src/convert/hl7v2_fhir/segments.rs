@@ -394,8 +394,7 @@ fn identifier_with(ty: Option<String>, system: Option<String>, value: String, au
 /// the OID syntax), else the value alone.
 fn hd_identifier(uid: String, uid_type: Option<&str>) -> Obj {
     let mut ident = Obj::new();
-    let urn = format!("urn:oid:{uid}");
-    if uid_type == Some("ISO") && crate::formats::fhir::primitive::is_valid("oid", urn.as_bytes()) {
+    if let Some(urn) = uid_type.filter(|t| *t == "ISO").and_then(|_| super::datatypes::oid_urn(&uid)) {
         ident.set("system", V::code("urn:ietf:rfc:3986"));
         ident.set("value", V::S(urn));
     } else {
