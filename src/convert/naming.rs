@@ -52,7 +52,9 @@ impl NamingSystems {
             let mut parts = line.split_whitespace();
             let (Some(auth), Some(uri), None) = (parts.next(), parts.next(), parts.next()) else { return None };
             let scheme_ok = uri.split_once(':').is_some_and(|(s, rest)| {
-                !s.is_empty() && !rest.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b))
+                s.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && !rest.is_empty()
+                    && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b))
             });
             // A `urn:oid:`/`urn:uuid:` URI must be an OID/UUID: the Bundle would not validate.
             if !scheme_ok || !crate::formats::fhir::primitive::is_valid("uri", uri.as_bytes()) {
@@ -95,6 +97,7 @@ mod tests {
         assert_eq!(t.lookup("X"), None);
         assert!(NamingSystems::parse("HOSP not-a-uri").is_none());
         assert!(NamingSystems::parse("HOSP urn:oid:1..2").is_none());
+        assert!(NamingSystems::parse("HOSP 1x:y").is_none());
         assert!(NamingSystems::parse("HOSP urn:oid:1.2.840").is_some());
         assert!(NamingSystems::parse("HOSP a:b extra").is_none());
     }

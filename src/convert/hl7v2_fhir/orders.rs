@@ -1131,14 +1131,16 @@ fn resource_participant(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, entry: usize, pe
 /// default when no unit is given) or hours. `None` when it is not one.
 fn minutes_of(quantity: &str, unit: Option<&str>) -> Option<u32> {
     let n = quantity.trim().parse::<u32>().ok().filter(|n| *n > 0)?;
-    match unit.map(str::trim) {
+    let minutes = match unit.map(str::trim) {
         None | Some("MIN" | "min" | "m") => Some(n),
         Some("H" | "h" | "HR" | "hr" | "HRS" | "hrs") => n.checked_mul(60),
         // Seconds (UCUM `s`, ISO+ `S`/`SEC`) when whole minutes; days (`d`).
         Some("s" | "S" | "SEC" | "sec") => (n % 60 == 0).then_some(n / 60),
         Some("d" | "D" | "DAY" | "day") => n.checked_mul(1440),
         Some(_) => None,
-    }
+    };
+    // `minutesDuration` is a positiveInt: at most 2^31 - 1.
+    minutes.filter(|&m| i32::try_from(m).is_ok())
 }
 
 /// Sets `start` and `end` when both are known (an end derived from `minutes` when missing);
@@ -1375,6 +1377,8 @@ mod tests {
         assert_eq!(minutes_of("90", Some("s")), None, "not whole minutes");
         assert_eq!(minutes_of("1", Some("d")), Some(1440));
         assert_eq!(minutes_of("5", Some("M")), None, "month or minute: not guessed");
+        assert_eq!(minutes_of("4002083000", None), None, "above a positiveInt");
+        assert_eq!(minutes_of("2147483647", None), Some(2_147_483_647));
     }
 
     #[test]
