@@ -89,8 +89,8 @@ impl Rules {
                     f.push(Code::ATTACHMENT_SIZE_MISMATCH, Location::Fhir(doc.path(size_node)));
                 }
             }
-        } else if node.is_resource() && node.name != "contained" && canonical_url(ty) {
-            let Some(url_elem) = defs::child(ElemRef { ty, idx: 0 }, b"url").map(|(e, _)| e) else { return };
+        } else if node.is_resource() && node.name != "contained" {
+            let Some(url_elem) = canonical_url(ty) else { return };
             let Some((url_node, url)) = child_value(doc, i, url_elem) else { return };
             if !is_absolute_uri(url) {
                 f.push(Code::CANONICAL_URL_RELATIVE, Location::Fhir(doc.path(url_node)));
@@ -109,24 +109,21 @@ fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
         .map(|c| (c, doc.value(c)))
 }
 
-/// True when resource type `ty` has a root element `url` of type `uri` (the canonical
-/// resources of R4), remembered per type.
-fn canonical_url(ty: TypeId) -> bool {
-    static TABLE: OnceLock<Vec<bool>> = OnceLock::new();
+/// The root element `url` of resource type `ty` when it is a `uri` (the canonical resources of
+/// R4), looked up once per type.
+fn canonical_url(ty: TypeId) -> Option<ElemRef> {
+    static TABLE: OnceLock<Vec<Option<ElemRef>>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
         let Some(uri) = defs::type_id(b"uri") else { return Vec::new() };
         defs::all_types()
             .map(|t| {
-                defs::is_resource(t)
-                    && defs::child(ElemRef { ty: t, idx: 0 }, b"url").is_some_and(|(elem, _)| {
-                        elem.ty == t
-                            && defs::element(elem)
-                                .is_some_and(|d| d.types.first() == Some(&TypeRef::Type(uri)) && d.types.len() == 1)
-                    })
+                let (elem, _) = defs::child(ElemRef { ty: t, idx: 0 }, b"url").filter(|_| defs::is_resource(t))?;
+                let def = defs::element(elem)?;
+                (elem.ty == t && def.types.len() == 1 && def.types.first() == Some(&TypeRef::Type(uri))).then_some(elem)
             })
             .collect()
     });
-    table.get(usize::from(ty.0)).copied().unwrap_or(false)
+    table.get(usize::from(ty.0)).copied().flatten()
 }
 
 /// RFC 3986: `scheme ":" ...`, the scheme a letter then letters, digits, `+`, `-`, `.`; and
