@@ -812,3 +812,19 @@ OBR|1|P1|F1|CBC^Count^L\rOBX|1|SN|X^Y^L||^10^-^5|mg||||F\r";
     assert!(invalid.iter().any(|l| l.starts_with("PV1[1]-45")), "{invalid:?}");
     assert!(invalid.iter().any(|l| l.starts_with("OBX[1]-5")), "{invalid:?}");
 }
+
+/// Regression (a public Japanese RDE^O11 sample): an insurance company id that is the null
+/// value `""`, and no company name, names no payer: no Organization without a name or an
+/// identifier (org-1), and the required Coverage.payor is said to be missing.
+#[test]
+fn an_insurer_given_as_the_null_value_makes_no_empty_organization() {
+    let input = b"MSH|^~\\&|SEND||RECEIVE||20160821161523+0900||ADT^A08^ADT_A01|MSG1|P|2.5\r\
+                  PID|||1000000001^^^^PI||Invented^Taro||19601224|M\r\
+                  IN1|1|06^Invented plan^L|\"\"\r";
+    let (c, out) = convert(&[], input);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "IN1-3 null");
+    let entries = out[0]["bundle"]["entry"].as_array().expect("entries");
+    assert!(!entries.iter().any(|e| e["resource"]["resourceType"] == "Organization"), "no Organization: {entries:?}");
+    assert_eq!(codes_at(&out[0], "CONVERT_VALUE_MISSING"), ["IN1[1]-3->Coverage.payor"]);
+}

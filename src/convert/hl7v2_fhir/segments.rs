@@ -1115,11 +1115,12 @@ pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
     if let Some(rep) = ctx.r.first(seg, 4) {
         key.extend_from_slice(ctx.r.raw_for_key(rep.bytes));
     }
-    if name.is_some() || company.is_some() {
+    // A company id that gives no identifier (the null value `""`) names no payer.
+    let ident = company.map(|rep| ctx.identifier_cx(rep, "Organization.identifier")).filter(|i| !i.is_empty());
+    if name.is_some() || ident.is_some() {
         let oid = ctx.identity_id("Organization", &key, seg.index(), 3);
         let mut org = Ctx::resource("Organization", &oid);
-        if let Some(rep) = company {
-            let ident = ctx.identifier_cx(rep, "Organization.identifier");
+        if let Some(ident) = ident {
             org.push_obj("identifier", ident);
         }
         org.opt("name", name);
