@@ -203,6 +203,10 @@ codes! {
     IDENTIFIER_URI_INVALID => Error, "an Identifier whose system is urn:ietf:rfc:3986 has a value that is not an absolute URI";
     CODING_SYSTEM_INVALID => Error, "a Coding's system is not an absolute URI, or is the URL of a core value set rather than a code system";
     CANONICAL_URL_RELATIVE => Error, "the url of a canonical resource (not contained) is not an absolute URI";
+    EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
+    EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
+    EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";
+    EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
 

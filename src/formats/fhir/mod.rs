@@ -15,6 +15,7 @@
 pub mod bundle;
 pub mod definitions;
 pub mod direct;
+pub mod extensions;
 pub mod fhirpath;
 pub mod fmt;
 pub mod inspect;

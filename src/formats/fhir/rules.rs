@@ -17,6 +17,9 @@
 //!   the canonical URL of a core value set (`http://hl7.org/fhir/ValueSet/...`) names a value
 //!   set, not a code system: `CODING_SYSTEM_INVALID` (on `system`).
 //!
+//! The checks of extensions against the core extension definitions are in
+//! [`super::extensions`] (called from here for every `Extension` node).
+//!
 //! What it does not do: rules that need the content of another resource (a profile, a code
 //! system), or a network.
 
@@ -33,6 +36,7 @@ pub(super) struct Rules {
     attachment: TypeId,
     identifier: TypeId,
     coding: TypeId,
+    extension: TypeId,
     attachment_size: ElemRef,
     attachment_data: ElemRef,
     identifier_system: ElemRef,
@@ -51,6 +55,7 @@ pub(super) fn rules() -> Option<&'static Rules> {
             attachment,
             identifier,
             coding,
+            extension: super::extensions::extension_type()?,
             attachment_size: elem(attachment, b"size")?,
             attachment_data: elem(attachment, b"data")?,
             identifier_system: elem(identifier, b"system")?,
@@ -66,7 +71,9 @@ impl Rules {
     #[inline]
     pub(super) fn check(&self, doc: &Document, i: u32, node: &Node, f: &mut Findings) {
         let Some(ty) = node.ty else { return };
-        if ty == self.coding {
+        if ty == self.extension {
+            super::extensions::check(doc, i, f);
+        } else if ty == self.coding {
             let Some((system_node, system)) = child_value(doc, i, self.coding_system) else { return };
             if !is_absolute_uri(system) || system.starts_with(b"http://hl7.org/fhir/ValueSet/") {
                 f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
@@ -128,7 +135,7 @@ fn canonical_url(ty: TypeId) -> Option<ElemRef> {
 
 /// RFC 3986: `scheme ":" ...`, the scheme a letter then letters, digits, `+`, `-`, `.`; and
 /// something after the colon.
-fn is_absolute_uri(v: &[u8]) -> bool {
+pub(super) fn is_absolute_uri(v: &[u8]) -> bool {
     let Some(colon) = v.iter().position(|&b| b == b':') else { return false };
     let (scheme, rest) = (&v[..colon], &v[colon + 1..]);
     !rest.is_empty()

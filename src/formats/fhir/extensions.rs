@@ -1,0 +1,355 @@
+//! The core extension definitions of FHIR R4 (the 393 `StructureDefinition`s of extensions
+//! published with the specification: `patient-birthTime`, `data-absent-reason`,
+//! `patient-animal`, ...), and the checks of an extension that names one of them:
+//!
+//! - where it is used: the parent element matches one of the definition's contexts (a type or
+//!   a type it derives from, an element path, `Element` for any element), otherwise
+//!   `EXTENSION_CONTEXT_INVALID` (on the extension);
+//! - as `modifierExtension` exactly when the definition is a modifier, otherwise
+//!   `EXTENSION_MODIFIER_MISMATCH`;
+//! - its value: present when the definition requires one (`CARDINALITY_MIN` on `value[x]`),
+//!   absent for a complex extension (`CARDINALITY_MAX`), of a type the definition allows
+//!   (`EXTENSION_TYPE_INVALID` on the value); no nested extension where the definition allows
+//!   none (`CARDINALITY_MAX`);
+//! - the parts of a complex extension (nested extensions with a relative url): each one a part
+//!   the definition names (`EXTENSION_URL_INVALID` on its url otherwise), each part within its
+//!   cardinality, and each part's value as above.
+//!
+//! And for every extension: the url of an extension that is not the part of another one is an
+//! absolute URI ("the definition SHALL be a URI for the Structure Definition defining the
+//! extension", Extension.url), otherwise `EXTENSION_URL_INVALID`.
+//!
+//! The table (`definitions/extensions.txt`) comes from the same generator and package as the
+//! structure tables (`tools/gen_fhir_tables.py`, provenance in `definitions/PROVENANCE.md`).
+//!
+//! What it does not do: extensions of implementation guides (not loaded), the invariants and
+//! bindings of the extension definitions, or parts of parts.
+
+use std::sync::OnceLock;
+
+use crate::diag::{Code, Location};
+
+use super::definitions::{self as defs, ElemRef, TypeId};
+use super::model::{Document, NONE};
+use super::validate::Findings;
+
+static TABLE: &str = include_str!("definitions/extensions.txt");
+
+/// What an extension (or a part of a complex one) may hold.
+#[derive(Debug)]
+struct Shape {
+    value_min: u32,
+    value_max: u32,
+    /// The allowed value types; `None` when any type goes (a type the tables do not know).
+    types: Option<Vec<TypeId>>,
+    /// Maximum number of nested extensions.
+    ext_max: u32,
+}
+
+/// A part of a complex extension.
+#[derive(Debug)]
+struct Part {
+    url: &'static str,
+    min: u32,
+    max: u32,
+    shape: Shape,
+}
+
+/// A core extension definition.
+#[derive(Debug)]
+struct Definition {
+    url: &'static str,
+    modifier: bool,
+    /// Context expressions; `*` for any.
+    contexts: Vec<&'static str>,
+    shape: Shape,
+    parts: Vec<Part>,
+}
+
+fn max_of(s: &str) -> u32 {
+    if s == "*" { u32::MAX } else { s.parse().unwrap_or(u32::MAX) }
+}
+
+fn shape(fields: &[&'static str]) -> Shape {
+    let field = |k: usize| fields.get(k).copied().unwrap_or("");
+    let types = match field(2) {
+        "-" => Some(Vec::new()),
+        list => list.split(',').map(|t| defs::type_id(t.as_bytes())).collect::<Option<Vec<_>>>(),
+    };
+    Shape { value_min: field(0).parse().unwrap_or(0), value_max: max_of(field(1)), types, ext_max: max_of(field(3)) }
+}
+
+/// The definitions, sorted by url (decoded on first use).
+fn definitions() -> &'static [Definition] {
+    static DEFS: OnceLock<Vec<Definition>> = OnceLock::new();
+    DEFS.get_or_init(|| {
+        let mut out: Vec<Definition> = Vec::new();
+        for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
+            let f: Vec<&'static str> = line.split('\t').collect();
+            match f.first().copied() {
+                Some("X") if f.len() >= 8 => out.push(Definition {
+                    url: f[1],
+                    modifier: f[2] == "m",
+                    contexts: f[3].split(',').collect(),
+                    shape: shape(&f[4..]),
+                    parts: Vec::new(),
+                }),
+                Some("S") if f.len() >= 8 => {
+                    if let Some(d) = out.last_mut() {
+                        d.parts.push(Part {
+                            url: f[1],
+                            min: f[2].parse().unwrap_or(0),
+                            max: max_of(f[3]),
+                            shape: shape(&f[4..]),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.sort_by(|a, b| a.url.cmp(b.url));
+        out
+    })
+}
+
+fn find(url: &[u8]) -> Option<&'static Definition> {
+    let url = url.split(|&b| b == b'|').next().unwrap_or(url);
+    let defs = definitions();
+    defs.binary_search_by(|d| d.url.as_bytes().cmp(url)).ok().and_then(|k| defs.get(k))
+}
+
+/// The number of core extension definitions, and of their parts (for the documentation test).
+pub fn counts() -> (usize, usize) {
+    let d = definitions();
+    (d.len(), d.iter().map(|d| d.parts.len()).sum())
+}
+
+/// The elements of `Extension` the checks look at, resolved once.
+struct Elems {
+    extension: TypeId,
+    url: ElemRef,
+    value: ElemRef,
+    nested: ElemRef,
+}
+
+fn elems() -> Option<&'static Elems> {
+    static E: OnceLock<Option<Elems>> = OnceLock::new();
+    E.get_or_init(|| {
+        let extension = defs::type_id(b"Extension")?;
+        let root = ElemRef { ty: extension, idx: 0 };
+        let named = |name: &str| {
+            defs::children(root)
+                .iter()
+                .map(|&idx| ElemRef { ty: extension, idx })
+                .find(|&e| defs::element(e).is_some_and(|d| d.name == name))
+        };
+        Some(Elems { extension, url: named("url")?, value: named("value")?, nested: named("extension")? })
+    })
+    .as_ref()
+}
+
+/// The `Extension` type (the validator calls [`check`] for nodes of it).
+pub(super) fn extension_type() -> Option<TypeId> {
+    elems().map(|e| e.extension)
+}
+
+/// The first child of `i` defined by `elem` that has a value, and its value.
+fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
+    doc.children(i)
+        .find(|&c| {
+            let n = doc.node(c);
+            n.elem == Some(elem) && n.has_value() && !n.is_unknown()
+        })
+        .map(|c| (c, doc.value(c)))
+}
+
+/// Checks the extension node `i`.
+pub(super) fn check(doc: &Document, i: u32, f: &mut Findings) {
+    let Some(e) = elems() else { return };
+    let node = doc.node(i);
+    if node.parent == NONE {
+        return;
+    }
+    // A missing url is CARDINALITY_MIN already.
+    let Some((url_node, url)) = child_value(doc, i, e.url) else { return };
+    let parent = doc.node(node.parent);
+    if parent.ty == Some(e.extension) && !super::rules::is_absolute_uri(url) {
+        // A part of a complex extension: checked with its extension when that one is known.
+        return;
+    }
+    if !super::rules::is_absolute_uri(url) {
+        f.push(Code::EXTENSION_URL_INVALID, Location::Fhir(doc.path(url_node)));
+        return;
+    }
+    let Some(def) = find(url) else { return };
+    if (node.name == "modifierExtension") != def.modifier {
+        f.push(Code::EXTENSION_MODIFIER_MISMATCH, Location::Fhir(doc.path(i)));
+    }
+    if !def.contexts.iter().any(|c| in_context(doc, node.parent, c)) {
+        f.push(Code::EXTENSION_CONTEXT_INVALID, Location::Fhir(doc.path(i)));
+    }
+    check_shape(doc, i, &def.shape, e, f);
+    if def.parts.is_empty() {
+        return;
+    }
+    let mut counts = vec![0u32; def.parts.len()];
+    for c in doc.children(i) {
+        if doc.node(c).elem != Some(e.nested) {
+            continue;
+        }
+        let Some((part_url_node, part_url)) = child_value(doc, c, e.url) else { continue };
+        if super::rules::is_absolute_uri(part_url) {
+            // Another extension inside this one (open slicing): checked on its own.
+            continue;
+        }
+        let Some(k) = def.parts.iter().position(|p| p.url.as_bytes() == part_url) else {
+            f.push(Code::EXTENSION_URL_INVALID, Location::Fhir(doc.path(part_url_node)));
+            continue;
+        };
+        let part = &def.parts[k];
+        counts[k] += 1;
+        if counts[k] == part.max.saturating_add(1) {
+            f.push(Code::CARDINALITY_MAX, Location::Fhir(doc.path(c)));
+        }
+        check_shape(doc, c, &part.shape, e, f);
+    }
+    if def.parts.iter().zip(&counts).any(|(p, &n)| n < p.min) {
+        f.push(Code::CARDINALITY_MIN, Location::Fhir(doc.path_of_missing(i, e.nested)));
+    }
+}
+
+/// The value and nested extensions of extension node `i` against `shape`.
+fn check_shape(doc: &Document, i: u32, shape: &Shape, e: &Elems, f: &mut Findings) {
+    let mut value = None;
+    let mut first_nested = None;
+    for c in doc.children(i) {
+        let n = doc.node(c);
+        if n.elem == Some(e.value) && value.is_none() {
+            value = Some(c);
+        } else if n.elem == Some(e.nested) && first_nested.is_none() {
+            first_nested = Some(c);
+        }
+    }
+    match value {
+        None if shape.value_min > 0 => f.push(Code::CARDINALITY_MIN, Location::Fhir(doc.path_of_missing(i, e.value))),
+        None => {}
+        Some(v) if shape.value_max == 0 => f.push(Code::CARDINALITY_MAX, Location::Fhir(doc.path(v))),
+        Some(v) => {
+            let ty = doc.node(v).ty;
+            if let (Some(types), Some(ty)) = (&shape.types, ty) {
+                if !types.contains(&ty) {
+                    f.push(Code::EXTENSION_TYPE_INVALID, Location::Fhir(doc.path(v)));
+                }
+            }
+        }
+    }
+    if let (Some(c), 0) = (first_nested, shape.ext_max) {
+        f.push(Code::CARDINALITY_MAX, Location::Fhir(doc.path(c)));
+    }
+}
+
+/// True when the element `parent` is in context `ctx`: `*` or `Element` (any element), a type
+/// the element's type is or derives from (`Quantity` for an `Age`, `Resource` for a resource),
+/// or the element's path in its type (`Patient.birthDate`; a content reference's target path
+/// too: `Questionnaire.item` for a nested item).
+fn in_context(doc: &Document, parent: u32, ctx: &str) -> bool {
+    if ctx == "*" || ctx == "Element" {
+        return true;
+    }
+    let p = doc.node(parent);
+    if !ctx.contains('.') {
+        return p.ty.is_some_and(|t| defs::derives_from(t, ctx));
+    }
+    let Some(elem) = p.elem else { return false };
+    let Some(rest) = ctx.strip_prefix(defs::type_name(elem.ty)).and_then(|r| r.strip_prefix('.')) else {
+        return false;
+    };
+    let Some(def) = defs::element(elem) else { return false };
+    if def.path == rest {
+        return true;
+    }
+    def.content_ref.and_then(|c| defs::element(ElemRef { ty: elem.ty, idx: c })).is_some_and(|t| t.path == rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+
+    /// The extension findings of validating `input` (code and location).
+    fn findings(input: &str) -> Vec<String> {
+        let doc = crate::formats::fhir::read(input.as_bytes().to_vec(), &Limits::default()).expect("reads");
+        super::super::validate::validate(&doc, Default::default())
+            .iter()
+            .filter(|d| d.code.as_str().starts_with("EXTENSION") || d.code.as_str().starts_with("CARDINALITY"))
+            .map(|d| format!("{} {}", d.code.as_str(), d.location))
+            .collect()
+    }
+
+    const BIRTH_TIME: &str = "http://hl7.org/fhir/StructureDefinition/patient-birthTime";
+
+    #[test]
+    fn contexts_by_type_path_derivation_and_content_reference() {
+        // An Age is a Quantity (a context by type); a nested item reuses Questionnaire.item.
+        let ok = r#"{"resourceType":"Observation","status":"final","code":{"text":"x"},
+            "valueQuantity":{"value":1,"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/iso21090-uncertainty","valueDecimal":0.1}]}}"#;
+        assert_eq!(findings(ok), Vec::<String>::new());
+        let age = r#"{"resourceType":"Condition","subject":{"reference":"Patient/p"},
+            "onsetAge":{"value":4,"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/iso21090-uncertainty","valueDecimal":0.5}]}}"#;
+        assert_eq!(findings(age), Vec::<String>::new());
+        let q = r#"{"resourceType":"Questionnaire","status":"draft","item":[{"linkId":"1","type":"group","item":[{"linkId":"1.1","type":"string",
+            "extension":[{"url":"http://hl7.org/fhir/StructureDefinition/questionnaire-hidden","valueBoolean":true}]}]}]}"#;
+        assert_eq!(findings(q), Vec::<String>::new());
+        let misplaced = format!(
+            r#"{{"resourceType":"Patient","name":[{{"family":"X","extension":[{{"url":"{BIRTH_TIME}","valueDateTime":"1970"}}]}}]}}"#
+        );
+        assert_eq!(findings(&misplaced), ["EXTENSION_CONTEXT_INVALID Patient.name[0].extension[0]"]);
+    }
+
+    #[test]
+    fn values_parts_and_urls() {
+        let no_value = format!(
+            r#"{{"resourceType":"Patient","birthDate":"1970","_birthDate":{{"extension":[{{"url":"{BIRTH_TIME}","extension":[{{"url":"x","valueString":"y"}}]}}]}}}}"#
+        );
+        assert_eq!(
+            findings(&no_value),
+            [
+                "CARDINALITY_MIN Patient.birthDate.extension[0].value",
+                "CARDINALITY_MAX Patient.birthDate.extension[0].extension[0]"
+            ]
+        );
+        let animal = r#"{"resourceType":"Patient","extension":[{"url":"http://hl7.org/fhir/StructureDefinition/patient-animal","valueString":"dog",
+            "extension":[{"url":"species","valueString":"dog"},{"url":"breed","valueCodeableConcept":{"text":"a"}},{"url":"breed","valueCodeableConcept":{"text":"b"}}]}]}"#;
+        assert_eq!(
+            findings(animal),
+            [
+                "CARDINALITY_MAX Patient.extension[0].valueString",
+                "EXTENSION_TYPE_INVALID Patient.extension[0].extension[0].valueString",
+                "CARDINALITY_MAX Patient.extension[0].extension[2]",
+            ]
+        );
+        // A relative url inside an extension that is not a core one is not checked; at the top it is.
+        let local = r#"{"resourceType":"Patient","extension":[{"url":"http://example.invalid/x","extension":[{"url":"part","valueString":"v"}]},{"url":"local-name","valueString":"v"}]}"#;
+        assert_eq!(findings(local), ["EXTENSION_URL_INVALID Patient.extension[1].url"]);
+    }
+
+    #[test]
+    fn table_decodes() {
+        let (n, parts) = counts();
+        assert!(n >= 390, "{n}");
+        assert!(parts >= 90, "{parts}");
+        let d = find(b"http://hl7.org/fhir/StructureDefinition/patient-birthTime|4.0.1").expect("birthTime");
+        assert_eq!(d.contexts, ["Patient.birthDate"]);
+        assert_eq!(d.shape.types.as_ref().map(Vec::len), Some(1));
+        let animal = find(b"http://hl7.org/fhir/StructureDefinition/patient-animal").expect("animal");
+        assert_eq!(animal.shape.value_max, 0);
+        assert_eq!(
+            animal.parts.iter().map(|p| (p.url, p.min)).collect::<Vec<_>>(),
+            [("species", 1), ("breed", 0), ("genderStatus", 0)]
+        );
+        // Every value type of every definition is a known type.
+        assert!(
+            definitions().iter().all(|d| d.shape.types.is_some() && d.parts.iter().all(|p| p.shape.types.is_some()))
+        );
+    }
+}
