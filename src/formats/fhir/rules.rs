@@ -15,7 +15,11 @@
 //! - a `Coding`'s `system` "is a URL that identifies the code system that defines the code"
 //!   (Using Codes in Resources): a relative or local (`#...`) reference identifies nothing, and
 //!   the canonical URL of a core value set (`http://hl7.org/fhir/ValueSet/...`) names a value
-//!   set, not a code system: `CODING_SYSTEM_INVALID` (on `system`).
+//!   set, not a code system: `CODING_SYSTEM_INVALID` (on `system`); and a `system` in the
+//!   namespaces that STU3 and earlier used for HL7 v2 tables and v3 code systems
+//!   (`http://hl7.org/fhir/v2/0203`) names no R4 code system: R4 publishes them as
+//!   `http://terminology.hl7.org/CodeSystem/v2-0203` (Terminology: "v2 tables", "v3 code
+//!   systems"): `CODING_SYSTEM_UNKNOWN`, as the reference validator reports.
 //!
 //! The checks of extensions against the core extension definitions are in
 //! [`super::extensions`] (called from here for every `Extension` node).
@@ -77,6 +81,8 @@ impl Rules {
             let Some((system_node, system)) = child_value(doc, i, self.coding_system) else { return };
             if !is_absolute_uri(system) || system.starts_with(b"http://hl7.org/fhir/ValueSet/") {
                 f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
+            } else if !outside_retired_namespaces(system) {
+                f.push(Code::CODING_SYSTEM_UNKNOWN, Location::Fhir(doc.path(system_node)));
             }
         } else if ty == self.identifier {
             let Some((_, system)) = child_value(doc, i, self.identifier_system) else { return };
@@ -133,6 +139,13 @@ fn canonical_url(ty: TypeId) -> Option<ElemRef> {
     table.get(usize::from(ty.0)).copied().flatten()
 }
 
+/// False when `system` is in the namespaces of HL7 v2 tables and v3 code systems that STU3 and
+/// earlier used (`http://hl7.org/fhir/v2/0203`, `http://hl7.org/fhir/v3/MaritalStatus`): R4
+/// defines none there (they are `http://terminology.hl7.org/CodeSystem/v2-0203`, `.../v3-...`).
+fn outside_retired_namespaces(system: &[u8]) -> bool {
+    !(system.starts_with(b"http://hl7.org/fhir/v2/") || system.starts_with(b"http://hl7.org/fhir/v3/"))
+}
+
 /// RFC 3986: `scheme ":" ...`, the scheme a letter then letters, digits, `+`, `-`, `.`; and
 /// something after the colon.
 pub(super) fn is_absolute_uri(v: &[u8]) -> bool {
@@ -182,6 +195,23 @@ mod tests {
         assert_eq!(base64_len(b"SGV"), None);
         assert_eq!(base64_len(b"SG=s"), None);
         assert_eq!(base64_len(b"%%%2"), None);
+    }
+
+    #[test]
+    fn retired_code_system_namespaces() {
+        for known in [
+            &b"http://hl7.org/fhir/administrative-gender"[..],
+            b"http://hl7.org/fhir/CodeSystem/medication-status",
+            b"http://hl7.org/fhir/sid/cvx",
+            b"http://hl7.org/fhir/us/core/CodeSystem/us-core-provenance-participant-type",
+            b"http://terminology.hl7.org/CodeSystem/v2-0203",
+            b"http://loinc.org",
+        ] {
+            assert!(outside_retired_namespaces(known), "{known:?}");
+        }
+        for unknown in [&b"http://hl7.org/fhir/v2/0203"[..], b"http://hl7.org/fhir/v3/MaritalStatus"] {
+            assert!(!outside_retired_namespaces(unknown), "{unknown:?}");
+        }
     }
 
     #[test]
