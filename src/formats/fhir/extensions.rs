@@ -31,6 +31,7 @@ use crate::diag::{Code, Location};
 
 use super::definitions::{self as defs, ElemRef, TypeId};
 use super::model::{Document, NONE};
+use super::rules::child_value;
 use super::validate::Findings;
 
 static TABLE: &str = include_str!("definitions/extensions.txt");
@@ -151,16 +152,6 @@ fn elems() -> Option<&'static Elems> {
 /// The `Extension` type (the validator calls [`check`] for nodes of it).
 pub(super) fn extension_type() -> Option<TypeId> {
     elems().map(|e| e.extension)
-}
-
-/// The first child of `i` defined by `elem` that has a value, and its value.
-fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
-    doc.children(i)
-        .find(|&c| {
-            let n = doc.node(c);
-            n.elem == Some(elem) && n.has_value() && !n.is_unknown()
-        })
-        .map(|c| (c, doc.value(c)))
 }
 
 /// Checks the extension node `i`.

@@ -113,7 +113,7 @@ impl Rules {
 }
 
 /// The first child of node `i` defined by `elem` that has a value, and its value.
-fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
+pub(super) fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
     doc.children(i)
         .find(|&c| {
             let n = doc.node(c);
