@@ -203,6 +203,7 @@ codes! {
     IDENTIFIER_URI_INVALID => Error, "an Identifier whose system is urn:ietf:rfc:3986 has a value that is not an absolute URI";
     CODING_SYSTEM_INVALID => Error, "a Coding's system is not an absolute URI, or is the URL of a core value set rather than a code system";
     CODING_SYSTEM_UNKNOWN => Error, "a Coding's system is in the namespaces STU3 used for HL7 v2 tables and v3 code systems (http://hl7.org/fhir/v2/..., /v3/...), where R4 defines none";
+    UCUM_CODE_INVALID => Error, "a code of the UCUM code system (a Coding's, or a Quantity's with system http://unitsofmeasure.org) is not a valid UCUM expression";
     CANONICAL_URL_RELATIVE => Error, "the url of a canonical resource (not contained) is not an absolute URI";
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
     EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
@@ -230,6 +231,7 @@ codes! {
     CONVERT_TIMEZONE_MISSING => Warning, "a time without offset, and no --default-timezone: reduced to the date (or left out where FHIR needs an instant)";
     CONVERT_PRECISION_INSUFFICIENT => Warning, "a timestamp is less precise than the FHIR instant its element needs; it is left out";
     CONVERT_CONTROL_CHARACTER_REPLACED => Warning, "a field holds control characters a FHIR string cannot (below U+0020 other than tab, CR and LF, raw or from a hex escape); each is written as a space";
+    CONVERT_UNIT_NOT_UCUM => Warning, "a code whose coding system is UCUM is not a UCUM expression (mcg, mEq, ea): it is kept without the UCUM system (a quantity's unit keeps it as text)";
     CONVERT_VALUE_INVALID => Warning, "a value does not match its v2 data type (number, date, time); it is kept as text where FHIR allows, else left out";
     CONVERT_VALUE_TYPE_UNSUPPORTED => Warning, "OBX-2 names a value type without a FHIR mapping here; dataAbsentReason is set";
     CONVERT_VALUE_MISSING => Warning, "an element FHIR requires has no source in the message; a data-absent-reason extension stands in";

@@ -828,3 +828,32 @@ fn an_insurer_given_as_the_null_value_makes_no_empty_organization() {
     assert!(!entries.iter().any(|e| e["resource"]["resourceType"] == "Organization"), "no Organization: {entries:?}");
     assert_eq!(codes_at(&out[0], "CONVERT_VALUE_MISSING"), ["IN1[1]-3->Coverage.payor"]);
 }
+
+/// A unit that claims UCUM and is not a UCUM expression (mcg, mEq) is kept without the UCUM
+/// system (the validator would report UCUM_CODE_INVALID), and said; a valid one keeps it.
+#[test]
+fn units_that_claim_ucum_and_are_not_lose_the_system() {
+    let input = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ORU^R01^ORU_R01|MSG1|P|2.5.1\r\
+                  PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                  OBR|1|||24356-8^Urinalysis^LN\r\
+                  OBX|1|NM|2345-7^Glucose^LN||94|mcg/dL^mcg/dL^UCUM|||||F\r\
+                  OBX|2|NM|2345-7^Glucose^LN||94|mg/dL^mg/dL^UCUM|||||F\r\
+                  OBX|3|CWE|2345-7^Glucose^LN||mEq^milliequivalent^UCUM||||||F\r";
+    let (c, out) = convert(&[], input);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "UCUM units");
+    let obs: Vec<Value> = out[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["resource"].clone())
+        .filter(|r| r["resourceType"] == "Observation")
+        .collect();
+    assert_eq!(obs[0]["valueQuantity"], serde_json::json!({"value": 94, "unit": "mcg/dL"}));
+    assert_eq!(obs[1]["valueQuantity"]["system"], "http://unitsofmeasure.org");
+    assert_eq!(obs[2]["valueCodeableConcept"]["coding"][0].get("system"), None);
+    assert_eq!(
+        codes_at(&out[0], "CONVERT_UNIT_NOT_UCUM"),
+        ["OBX[1]-6[1].1->Observation.valueQuantity", "OBX[3]-5[1].1->Observation.valueCodeableConcept"]
+    );
+}

@@ -31,6 +31,9 @@ NO_BASE = "SearchParameter.base is required (1..*) and absent"
 OID_AS_URI = ("an Identifier with system urn:ietf:rfc:3986 (the value is a URI) holds a bare OID, "
               "not urn:oid:... (IDENTIFIER_URI_INVALID)")
 
+UCUM_BAD = ("a Quantity with system http://unitsofmeasure.org whose code is not a UCUM expression "
+            "(UCUM_CODE_INVALID): ")
+
 # The examples that are wrong, and why (verified one by one against the R4 definitions).
 KNOWN_WRONG = {
     "ActivityDefinition-blood-tubes-supply.json": EMPTY_DIV,
@@ -68,6 +71,27 @@ KNOWN_WRONG = {
     "StructureDefinition-Request.json": "sdf-4: not abstract and no baseDefinition",
     "Bundle-hla-1.json": ("the core complex extension hla-genotyping-results-glstring has parts 'url' and "
                           "'text'; the example names one 'uri' (EXTENSION_URL_INVALID)"),
+    "Bundle-father.json": UCUM_BAD + "'tbl'",
+    "Claim-760151.json": UCUM_BAD + "'TAB'",
+    "Claim-760152.json": UCUM_BAD + "'TAB'",
+    "MedicationDispense-meddisp0309.json": UCUM_BAD + "'drop' (UCUM: [drp])",
+    "MedicationDispense-meddisp0313.json": UCUM_BAD + "'mEq' (UCUM is case-sensitive: meq)",
+    "MedicationDispense-meddisp0318.json": UCUM_BAD + "'mcg' (UCUM: ug)",
+    "MedicationDispense-meddisp0324.json": UCUM_BAD + "'ea'",
+    "MedicationDispense-meddisp0327.json": UCUM_BAD + "'ea'",
+    "MedicationDispense-meddisp0328.json": UCUM_BAD + "'ea'",
+    "MedicationDispense-meddisp0329.json": UCUM_BAD + "'ea'",
+    "MedicationRequest-medrx0304.json": UCUM_BAD + "'drop' (UCUM: [drp])",
+    "MedicationRequest-medrx0314.json": UCUM_BAD + "'mcg' (UCUM: ug)",
+    "MedicationRequest-medrx0319.json": UCUM_BAD + "'ml/hr' (UCUM: mL/h)",
+    "MedicationRequest-medrx0322.json": UCUM_BAD + "'mEq' (UCUM is case-sensitive: meq)",
+    "MedicationRequest-medrx0325.json": UCUM_BAD + "'ea'",
+    "MedicationRequest-medrx0326.json": UCUM_BAD + "'ea'",
+    "MedicationRequest-medrx0328.json": UCUM_BAD + "'ea'",
+    "MedicationRequest-medrx0329.json": UCUM_BAD + "'ea'",
+    "MedicationRequest-medrx0334.json": UCUM_BAD + "'ea'",
+    "MedicationRequest-medrx0335.json": UCUM_BAD + "'ea'",
+    "VisionPrescription-33124.json": UCUM_BAD + "'month' (UCUM: mo)",
 }
 
 

@@ -442,6 +442,27 @@ impl Ctx<'_> {
         None
     }
 
+    /// `system`, unless it is UCUM and `code` is not a UCUM expression: then `None` (the code
+    /// is kept without a system, as text where it is a unit) and `CONVERT_UNIT_NOT_UCUM` at
+    /// `pos` (a code that claims UCUM and is not would make the Bundle invalid).
+    pub fn ucum_checked(
+        &mut self,
+        system: Option<String>,
+        code: Option<&str>,
+        pos: crate::diag::Hl7Position,
+        path: &'static str,
+    ) -> Option<String> {
+        match (system, code) {
+            (Some(s), Some(code))
+                if s == "http://unitsofmeasure.org" && !crate::formats::fhir::ucum::valid(code.as_bytes()) =>
+            {
+                self.note(Code::CONVERT_UNIT_NOT_UCUM, pos, path);
+                None
+            }
+            (system, _) => system,
+        }
+    }
+
     /// CWE/CE/CNE to CodeableConcept. `table` is the HL7 table whose system applies when the
     /// value names no coding system (`None`: no default).
     pub fn codeable(&mut self, rep: Rep<'_>, table: Option<&'static str>, path: &'static str) -> Obj {
@@ -466,6 +487,7 @@ impl Ctx<'_> {
                 None if self.r.text(c(system_c)).is_none() => table.map(vocab::v2_table_system),
                 None => None,
             };
+            let system = self.ucum_checked(system, code.as_deref(), rep.pos.component(code_c as u32, 0), path);
             coding.opt("system", system);
             coding.opt("version", self.r.text(c(version_c)));
             coding.opt("code", code);

@@ -364,6 +364,7 @@ fn quantity(ctx: &mut Ctx<'_>, value: String, units: Option<Rep<'_>>, path: &'st
         let code = ctx.r.code_text(c1);
         let text = ctx.r.text(c2);
         let system = ctx.coding_system(u, 3, path);
+        let system = ctx.ucum_checked(system, code.as_deref(), u.pos.component(1, 0), path);
         q.opt("unit", text.or_else(|| code.clone()));
         if system.is_some() {
             q.opt("system", system);

@@ -6,8 +6,8 @@
 //!   [`definitions`] (the generated tables of the core StructureDefinitions and value sets);
 //! - [`primitive`]: the primitive types' syntax; [`fhirpath`]: the invariant engine;
 //! - [`validate`]: structure, cardinality, types, primitives, bindings, Bundle references,
-//!   invariants, the rules stated in prose ([`rules`]) and the core extension definitions
-//!   ([`extensions`]); [`inspect`]: a value-free summary;
+//!   invariants, the rules stated in prose ([`rules`]), the core extension definitions
+//!   ([`extensions`]) and UCUM codes ([`ucum`]); [`inspect`]: a value-free summary;
 //! - [`write`] and [`fmt`]: the data-channel writers (FHIR JSON; canonical JSON and XML).
 //!
 //! What it does not do: profiles other than the core, terminology services (value sets that
@@ -26,6 +26,7 @@ pub mod primitive;
 pub mod read_json;
 pub mod read_xml;
 pub mod rules;
+pub mod ucum;
 pub mod validate;
 pub mod write;
 pub mod xml;

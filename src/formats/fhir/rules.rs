@@ -19,7 +19,11 @@
 //!   namespaces that STU3 and earlier used for HL7 v2 tables and v3 code systems
 //!   (`http://hl7.org/fhir/v2/0203`) names no R4 code system: R4 publishes them as
 //!   `http://terminology.hl7.org/CodeSystem/v2-0203` (Terminology: "v2 tables", "v3 code
-//!   systems"): `CODING_SYSTEM_UNKNOWN`, as the reference validator reports.
+//!   systems"): `CODING_SYSTEM_UNKNOWN`, as the reference validator reports;
+//! - a code of the UCUM code system (`http://unitsofmeasure.org`; the `code` of a Coding, or of a
+//!   Quantity, Age, Count, Distance or Duration with that `system`) is a UCUM expression
+//!   ([`super::ucum`]), otherwise `UCUM_CODE_INVALID` (on `code`): a code SHALL be valid in its
+//!   code system, and UCUM is a grammar phiward carries whole.
 //!
 //! The checks of extensions against the core extension definitions are in
 //! [`super::extensions`] (called from here for every `Extension` node).
@@ -83,6 +87,8 @@ impl Rules {
                 f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
             } else if !outside_retired_namespaces(system) {
                 f.push(Code::CODING_SYSTEM_UNKNOWN, Location::Fhir(doc.path(system_node)));
+            } else if system == UCUM {
+                ucum_code(doc, i, f);
             }
         } else if ty == self.identifier {
             let Some((_, system)) = child_value(doc, i, self.identifier_system) else { return };
@@ -92,6 +98,10 @@ impl Rules {
             let Some((value_node, value)) = child_value(doc, i, self.identifier_value) else { return };
             if !is_absolute_uri(value) {
                 f.push(Code::IDENTIFIER_URI_INVALID, Location::Fhir(doc.path(value_node)));
+            }
+        } else if quantity_like(ty) {
+            if doc.named(i, "system").any(|c| doc.node(c).has_value() && doc.value(c) == UCUM) {
+                ucum_code(doc, i, f);
             }
         } else if ty == self.attachment {
             let Some((size_node, size)) = child_value(doc, i, self.attachment_size) else { return };
@@ -110,6 +120,27 @@ impl Rules {
             }
         }
     }
+}
+
+/// The UCUM code system.
+const UCUM: &[u8] = b"http://unitsofmeasure.org";
+
+/// `UCUM_CODE_INVALID` when the `code` child of node `i` (a Coding or a Quantity whose system
+/// is UCUM) is not a UCUM expression.
+fn ucum_code(doc: &Document, i: u32, f: &mut Findings) {
+    for c in doc.named(i, "code") {
+        if doc.node(c).has_value() && !super::ucum::valid(doc.value(c)) {
+            f.push(Code::UCUM_CODE_INVALID, Location::Fhir(doc.path(c)));
+        }
+    }
+}
+
+/// True for `Quantity` and the types that derive from it (`Age`, `Count`, `Distance`,
+/// `Duration`), looked up once per type.
+fn quantity_like(ty: TypeId) -> bool {
+    static TABLE: OnceLock<Vec<bool>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| defs::all_types().map(|t| defs::derives_from(t, "Quantity")).collect());
+    table.get(usize::from(ty.0)).copied().unwrap_or(false)
 }
 
 /// The first child of node `i` defined by `elem` that has a value, and its value.
