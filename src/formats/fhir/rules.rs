@@ -39,12 +39,25 @@ use super::definitions::{self as defs, ElemRef, TypeId, TypeRef};
 use super::model::{Document, Node};
 use super::validate::Findings;
 
+/// What the rules check on a node of a type.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Nothing (most types: primitives, most complex types).
+    None,
+    Extension,
+    Coding,
+    Identifier,
+    /// `Quantity` and the types that derive from it (`Age`, `Count`, `Distance`, `Duration`).
+    Quantity,
+    Attachment,
+    /// A canonical resource (its root `url` is a `uri`): that element.
+    Canonical(ElemRef),
+}
+
 /// The types and elements the rules look at, resolved once.
 pub(super) struct Rules {
-    attachment: TypeId,
-    identifier: TypeId,
-    coding: TypeId,
-    extension: TypeId,
+    /// Per type (indexed by [`TypeId`]): what to check.
+    kinds: Vec<Kind>,
     attachment_size: ElemRef,
     attachment_data: ElemRef,
     identifier_system: ElemRef,
@@ -59,11 +72,19 @@ pub(super) fn rules() -> Option<&'static Rules> {
         let ty = |name: &[u8]| defs::type_id(name);
         let elem = |t: TypeId, name: &[u8]| defs::child(ElemRef { ty: t, idx: 0 }, name).map(|(e, _)| e);
         let (attachment, identifier, coding) = (ty(b"Attachment")?, ty(b"Identifier")?, ty(b"Coding")?);
+        let extension = super::extensions::extension_type()?;
+        let kinds = defs::all_types()
+            .map(|t| match t {
+                _ if t == extension => Kind::Extension,
+                _ if t == coding => Kind::Coding,
+                _ if t == identifier => Kind::Identifier,
+                _ if t == attachment => Kind::Attachment,
+                _ if defs::derives_from(t, "Quantity") => Kind::Quantity,
+                _ => canonical_url(t).map_or(Kind::None, Kind::Canonical),
+            })
+            .collect();
         Some(Rules {
-            attachment,
-            identifier,
-            coding,
-            extension: super::extensions::extension_type()?,
+            kinds,
             attachment_size: elem(attachment, b"size")?,
             attachment_data: elem(attachment, b"data")?,
             identifier_system: elem(identifier, b"system")?,
@@ -79,44 +100,52 @@ impl Rules {
     #[inline]
     pub(super) fn check(&self, doc: &Document, i: u32, node: &Node, f: &mut Findings) {
         let Some(ty) = node.ty else { return };
-        if ty == self.extension {
-            super::extensions::check(doc, i, f);
-        } else if ty == self.coding {
-            let Some((system_node, system)) = child_value(doc, i, self.coding_system) else { return };
-            if !is_absolute_uri(system) || system.starts_with(b"http://hl7.org/fhir/ValueSet/") {
-                f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
-            } else if !outside_retired_namespaces(system) {
-                f.push(Code::CODING_SYSTEM_UNKNOWN, Location::Fhir(doc.path(system_node)));
-            } else if system == UCUM {
-                ucum_code(doc, i, f);
-            }
-        } else if ty == self.identifier {
-            let Some((_, system)) = child_value(doc, i, self.identifier_system) else { return };
-            if system != b"urn:ietf:rfc:3986" {
-                return;
-            }
-            let Some((value_node, value)) = child_value(doc, i, self.identifier_value) else { return };
-            if !is_absolute_uri(value) {
-                f.push(Code::IDENTIFIER_URI_INVALID, Location::Fhir(doc.path(value_node)));
-            }
-        } else if quantity_like(ty) {
-            if doc.named(i, "system").any(|c| doc.node(c).has_value() && doc.value(c) == UCUM) {
-                ucum_code(doc, i, f);
-            }
-        } else if ty == self.attachment {
-            let Some((size_node, size)) = child_value(doc, i, self.attachment_size) else { return };
-            let Some((_, data)) = child_value(doc, i, self.attachment_data) else { return };
-            // An invalid size or data is PRIMITIVE_INVALID already.
-            if let (Some(size), Some(decoded)) = (parse_u64(size), base64_len(data)) {
-                if size != decoded {
-                    f.push(Code::ATTACHMENT_SIZE_MISMATCH, Location::Fhir(doc.path(size_node)));
+        match self.kinds.get(usize::from(ty.0)).copied().unwrap_or(Kind::None) {
+            Kind::None => {}
+            Kind::Extension => super::extensions::check(doc, i, f),
+            Kind::Coding => {
+                let Some((system_node, system)) = child_value(doc, i, self.coding_system) else { return };
+                if !is_absolute_uri(system) || system.starts_with(b"http://hl7.org/fhir/ValueSet/") {
+                    f.push(Code::CODING_SYSTEM_INVALID, Location::Fhir(doc.path(system_node)));
+                } else if !outside_retired_namespaces(system) {
+                    f.push(Code::CODING_SYSTEM_UNKNOWN, Location::Fhir(doc.path(system_node)));
+                } else if system == UCUM {
+                    ucum_code(doc, i, f);
                 }
             }
-        } else if node.is_resource() && node.name != "contained" {
-            let Some(url_elem) = canonical_url(ty) else { return };
-            let Some((url_node, url)) = child_value(doc, i, url_elem) else { return };
-            if !is_absolute_uri(url) {
-                f.push(Code::CANONICAL_URL_RELATIVE, Location::Fhir(doc.path(url_node)));
+            Kind::Identifier => {
+                let Some((_, system)) = child_value(doc, i, self.identifier_system) else { return };
+                if system != b"urn:ietf:rfc:3986" {
+                    return;
+                }
+                let Some((value_node, value)) = child_value(doc, i, self.identifier_value) else { return };
+                if !is_absolute_uri(value) {
+                    f.push(Code::IDENTIFIER_URI_INVALID, Location::Fhir(doc.path(value_node)));
+                }
+            }
+            Kind::Quantity => {
+                if doc.named(i, "system").any(|c| doc.node(c).has_value() && doc.value(c) == UCUM) {
+                    ucum_code(doc, i, f);
+                }
+            }
+            Kind::Attachment => {
+                let Some((size_node, size)) = child_value(doc, i, self.attachment_size) else { return };
+                let Some((_, data)) = child_value(doc, i, self.attachment_data) else { return };
+                // An invalid size or data is PRIMITIVE_INVALID already.
+                if let (Some(size), Some(decoded)) = (parse_u64(size), base64_len(data)) {
+                    if size != decoded {
+                        f.push(Code::ATTACHMENT_SIZE_MISMATCH, Location::Fhir(doc.path(size_node)));
+                    }
+                }
+            }
+            Kind::Canonical(url_elem) => {
+                if !node.is_resource() || node.name == "contained" {
+                    return;
+                }
+                let Some((url_node, url)) = child_value(doc, i, url_elem) else { return };
+                if !is_absolute_uri(url) {
+                    f.push(Code::CANONICAL_URL_RELATIVE, Location::Fhir(doc.path(url_node)));
+                }
             }
         }
     }
@@ -135,14 +164,6 @@ fn ucum_code(doc: &Document, i: u32, f: &mut Findings) {
     }
 }
 
-/// True for `Quantity` and the types that derive from it (`Age`, `Count`, `Distance`,
-/// `Duration`), looked up once per type.
-fn quantity_like(ty: TypeId) -> bool {
-    static TABLE: OnceLock<Vec<bool>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| defs::all_types().map(|t| defs::derives_from(t, "Quantity")).collect());
-    table.get(usize::from(ty.0)).copied().unwrap_or(false)
-}
-
 /// The first child of node `i` defined by `elem` that has a value, and its value.
 pub(super) fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
     doc.children(i)
@@ -154,20 +175,12 @@ pub(super) fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32,
 }
 
 /// The root element `url` of resource type `ty` when it is a `uri` (the canonical resources of
-/// R4), looked up once per type.
+/// R4); built into [`Rules`] once per type.
 fn canonical_url(ty: TypeId) -> Option<ElemRef> {
-    static TABLE: OnceLock<Vec<Option<ElemRef>>> = OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let Some(uri) = defs::type_id(b"uri") else { return Vec::new() };
-        defs::all_types()
-            .map(|t| {
-                let (elem, _) = defs::child(ElemRef { ty: t, idx: 0 }, b"url").filter(|_| defs::is_resource(t))?;
-                let def = defs::element(elem)?;
-                (elem.ty == t && def.types.len() == 1 && def.types.first() == Some(&TypeRef::Type(uri))).then_some(elem)
-            })
-            .collect()
-    });
-    table.get(usize::from(ty.0)).copied().flatten()
+    let uri = defs::type_id(b"uri")?;
+    let (elem, _) = defs::child(ElemRef { ty, idx: 0 }, b"url").filter(|_| defs::is_resource(ty))?;
+    let def = defs::element(elem)?;
+    (elem.ty == ty && def.types.len() == 1 && def.types.first() == Some(&TypeRef::Type(uri))).then_some(elem)
 }
 
 /// False when `system` is in the namespaces of HL7 v2 tables and v3 code systems that STU3 and

@@ -13,6 +13,8 @@
 //! What it does not do: unit conversion, dimension checks (`mg` where a length is meant), or
 //! the case-insensitive form.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::OnceLock;
 
 static TABLE: &str = include_str!("definitions/ucum.txt");
@@ -21,9 +23,28 @@ static TABLE: &str = include_str!("definitions/ucum.txt");
 const MAX_LEN: usize = 512;
 const MAX_DEPTH: usize = 16;
 
+/// FNV-1a: the atoms are a few bytes long, and the table is fixed (no untrusted keys are
+/// inserted, so no flooding to resist).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 struct Table {
-    /// `(atom, metric)`, sorted by atom.
-    atoms: Vec<(&'static str, bool)>,
+    /// Atom to metric.
+    atoms: HashMap<&'static [u8], bool, BuildHasherDefault<Fnv>>,
     /// Longest first (`da` before `d`).
     prefixes: Vec<&'static str>,
 }
@@ -31,25 +52,25 @@ struct Table {
 fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(|| {
-        let mut atoms = Vec::new();
+        let mut atoms = HashMap::default();
         let mut prefixes = Vec::new();
         for line in TABLE.lines() {
             let mut f = line.split('\t');
             match (f.next(), f.next(), f.next()) {
                 (Some("P"), Some(p), _) => prefixes.push(p),
-                (Some("A"), Some(a), Some(m)) => atoms.push((a, m == "m")),
+                (Some("A"), Some(a), Some(m)) => {
+                    atoms.insert(a.as_bytes(), m == "m");
+                }
                 _ => {}
             }
         }
-        atoms.sort_unstable();
         prefixes.sort_by_key(|p| std::cmp::Reverse(p.len()));
         Table { atoms, prefixes }
     })
 }
 
 fn atom(symbol: &[u8]) -> Option<bool> {
-    let t = table();
-    t.atoms.binary_search_by(|(a, _)| a.as_bytes().cmp(symbol)).ok().and_then(|k| t.atoms.get(k)).map(|&(_, m)| m)
+    table().atoms.get(symbol).copied()
 }
 
 /// True when `symbol` is an atom, or a prefix and a metric atom.
@@ -57,7 +78,12 @@ fn unit(symbol: &[u8]) -> bool {
     if atom(symbol).is_some() {
         return true;
     }
-    table().prefixes.iter().any(|p| symbol.strip_prefix(p.as_bytes()).is_some_and(|rest| atom(rest) == Some(true)))
+    let Some(&first) = symbol.first() else { return false };
+    table()
+        .prefixes
+        .iter()
+        .filter(|p| p.as_bytes().first() == Some(&first))
+        .any(|p| symbol.strip_prefix(p.as_bytes()).is_some_and(|rest| atom(rest) == Some(true)))
 }
 
 /// True when `code` is a valid UCUM expression (case-sensitive form).
