@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Rebuilds the committed seed corpus (fuzz/corpus/<target>/) from fixtures/ (synthetic data only)
-# plus a few hand-written signatures for format detection. Run from anywhere; it replaces
-# fuzz/corpus/ entirely. Minimised crashes live in fuzz/regressions/, not here.
+# plus a few hand-written signatures for format detection. Run from anywhere; it replaces the
+# folders it builds (not fuzz/corpus/policy/, whose seeds are written by hand). Minimised crashes live in fuzz/regressions/, not here.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 fx="$here/../fixtures/hl7v2"
 out="$here/corpus"
-rm -rf "$out"
+# Only the folders built here are replaced (the policy seeds are kept: they are written by hand).
+rm -rf "$out"/{hl7v2,mllp,batch,detect,pipeline,mcp,fhir_json,fhir_xml}
 mkdir -p "$out"/{hl7v2,mllp,batch,detect,pipeline,mcp,fhir_json,fhir_xml}
 
 copy() { # copy TARGET FILE...
