@@ -857,3 +857,18 @@ fn units_that_claim_ucum_and_are_not_lose_the_system() {
         ["OBX[1]-6[1].1->Observation.valueQuantity", "OBX[3]-5[1].1->Observation.valueCodeableConcept"]
     );
 }
+
+/// MSH-18 names the ISO 8859 part the bytes are in: each part decodes by its own table (before,
+/// every part but 1 was read as Latin-1, and a Polish name came out garbled).
+#[test]
+fn iso_8859_parts_decode_by_their_own_tables() {
+    let input = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ADT^A04^ADT_A01|MSG1|P|2.5|||||POL|8859/2\r\
+                  EVN|A04|20240101120000+0100\r\
+                  PID|1||123^^^H^MR||\xa3\xf3d\xbc^Zofia||19700101|F\r\
+                  PV1|1|O\r";
+    let (c, out) = convert(&[], input);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "8859/2");
+    let patient = patient_entry(&out[0]);
+    assert_eq!(patient["resource"]["name"][0]["family"], "Łódź");
+}

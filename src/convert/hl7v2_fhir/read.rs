@@ -105,7 +105,7 @@ impl<'m> Reader<'m> {
             .map_or(Charset::Default, |b| Charset::from_msh18(b.expose_value(disclosure)));
         let charset = match declared {
             Charset::Default if std::str::from_utf8(msg.bytes().expose_value(disclosure)).is_ok() => Charset::Utf8,
-            Charset::Default => Charset::Latin,
+            Charset::Default => Charset::Iso8859(1),
             other => other,
         };
         Reader {

@@ -311,7 +311,7 @@ fn scan_flags(bytes: &[u8]) -> (bool, bool) {
 
 fn charset_checks(msg: &Message, charset: Charset, first_high: usize, f: &mut Findings) {
     match charset {
-        Charset::Latin | Charset::Unknown => {}
+        Charset::Iso8859(_) | Charset::Unknown => {}
         Charset::Default => f.at(Code::CHARSET_NON_ASCII, msg.position_of(first_high)),
         Charset::Ascii => f.at(Code::CHARSET_INVALID_BYTES, msg.position_of(first_high)),
         Charset::Utf8 => {

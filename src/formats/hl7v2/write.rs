@@ -31,7 +31,7 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let utf8 = std::str::from_utf8(all).is_ok();
     let charset = match declared {
         Charset::Default if utf8 => Charset::Utf8,
-        Charset::Default => Charset::Latin,
+        Charset::Default => Charset::Iso8859(1),
         other => other,
     };
     // Slices of a valid UTF-8 buffer cut at ASCII delimiters are valid UTF-8: no per-value check.
