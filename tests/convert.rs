@@ -872,3 +872,106 @@ fn iso_8859_parts_decode_by_their_own_tables() {
     let patient = patient_entry(&out[0]);
     assert_eq!(patient["resource"]["name"][0]["family"], "Łódź");
 }
+
+/// The PID fields of later v2 versions and of the IG's PID[Patient] map: PID-40 telecom,
+/// PID-12 county as the district of the one address, PID-26 and PID-39 citizenship and PID-28
+/// nationality as core extensions with a `code` part, PID-33 as `meta.lastUpdated` (an instant:
+/// seconds and an offset, else said).
+#[test]
+fn later_pid_fields_map_as_the_ig_says() {
+    let input = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ADT^A08^ADT_A01|MSG1|P|2.8\r\
+                  PID|1||123^^^H^MR||Invented^Pat||19700101|M|||1 Main St^^Town^ST^00000^USA^H|||||||||||||||USA^United States^ISO3166||CAN^Canada^ISO3166|||||20240101103000+0100||||||TRIBE1^Invented tribe^L|^NET^Internet^pat@example.org\r";
+    let (c, out) = convert(&[], input);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "PID later fields");
+    let p = &patient_entry(&out[0])["resource"];
+    assert_eq!(p["telecom"], serde_json::json!([{"system": "email", "value": "pat@example.org"}]));
+    assert_eq!(p["meta"]["lastUpdated"], "2024-01-01T10:30:00+01:00");
+    let ext = p["extension"].as_array().expect("extensions");
+    let of = |url: &str| -> Vec<Value> {
+        ext.iter().filter(|e| e["url"].as_str().is_some_and(|u| u.ends_with(url))).cloned().collect()
+    };
+    let citizenship = of("patient-citizenship");
+    assert_eq!(citizenship.len(), 2, "PID-26 and PID-39: {ext:?}");
+    assert_eq!(citizenship[0]["extension"][0]["url"], "code");
+    assert_eq!(citizenship[0]["extension"][0]["valueCodeableConcept"]["coding"][0]["code"], "USA");
+    assert_eq!(citizenship[1]["extension"][0]["valueCodeableConcept"]["coding"][0]["code"], "TRIBE1");
+    assert_eq!(of("patient-nationality")[0]["extension"][0]["valueCodeableConcept"]["coding"][0]["code"], "CAN");
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    for n in [12, 26, 28, 33, 39, 40] {
+        assert!(
+            !unmapped.iter().any(|l| l.starts_with(&format!("PID[1]-{n}->"))),
+            "PID-{n} said unmapped: {unmapped:?}"
+        );
+    }
+    // PID-12 with two addresses, one of which has its own county: an address of its own.
+    let two = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ADT^A08^ADT_A01|MSG2|P|2.8\r\
+                PID|1||124^^^H^MR||Invented^Second||19700101|M|||1 Main St^^Town^ST^00000^USA^H^^C1~2 Side St^^Town^ST^00000^USA^M|C2\r";
+    let (c, out) = convert(&[], two);
+    assert_eq!(c, 0, "{out:?}");
+    let addresses = patient_entry(&out[0])["resource"]["address"].clone();
+    assert_eq!(addresses.as_array().map(Vec::len), Some(3), "{addresses}");
+    assert_eq!(addresses[0]["district"], "C1");
+    assert_eq!(addresses[2], serde_json::json!({"district": "C2"}));
+}
+
+/// DG1-6 and DG1-15 name the Condition in the Encounter's `diagnosis` (use and rank); OBR-24
+/// is the DiagnosticReport's category, OBR-6 the ServiceRequest's occurrence.
+#[test]
+fn diagnosis_use_and_rank_and_report_category() {
+    let adt = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ADT^A01^ADT_A01|MSG1|P|2.5.1\r\
+                PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                PV1|1|I|W1^R1^B1\r\
+                DG1|1||I10^Hypertension^I10||20240101|A|||||||||1\r\
+                DG1|2||E11^Diabetes^I10||20240101|W|||||||||x\r";
+    let (c, out) = convert(&["--default-timezone", "Z"], adt);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "DG1 diagnosis");
+    let enc = &entry_of(&out[0], "Encounter")["resource"];
+    let diagnosis = enc["diagnosis"].as_array().expect("Encounter.diagnosis");
+    assert_eq!(diagnosis.len(), 2);
+    assert_eq!(diagnosis[0]["rank"], 1);
+    let roles: Vec<&str> =
+        diagnosis[0]["use"]["coding"].as_array().expect("codings").iter().filter_map(|c| c["code"].as_str()).collect();
+    assert_eq!(roles, ["A", "AD"]);
+    assert_eq!(diagnosis[1].get("rank"), None);
+    assert_eq!(codes_at(&out[0], "CONVERT_VALUE_INVALID"), ["DG1[2]-15[1]->Encounter.diagnosis.rank"]);
+    let conditions: Vec<String> = out[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["resource"]["resourceType"] == "Condition")
+        .map(|e| e["fullUrl"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(diagnosis[0]["condition"]["reference"], conditions[0].as_str());
+
+    let oru = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ORU^R01^ORU_R01|MSG1|P|2.5.1\r\
+                PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                OBR|1|||24356-8^Urinalysis^LN||20240101090000+0100||||||||||||||||||CH|F\r\
+                OBX|1|NM|2345-7^Glucose^LN||94|mg/dL|||||F\r";
+    let (c, out) = convert(&[], oru);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "OBR-24");
+    let dr = &entry_of(&out[0], "DiagnosticReport")["resource"];
+    assert_eq!(
+        dr["category"][0]["coding"][0],
+        serde_json::json!({"system": "http://terminology.hl7.org/CodeSystem/v2-0074", "code": "CH"})
+    );
+    assert_eq!(entry_of(&out[0], "ServiceRequest")["resource"]["occurrenceDateTime"], "2024-01-01T09:00:00+01:00");
+}
+
+/// FT/TX formatting commands become plain text in a FHIR string: highlighting and fill/indent
+/// commands vanish, `\.br\` and `\.sp n\` break lines, `\.sk n\` skips spaces; a literal escape
+/// character (`\E\`) stays one.
+#[test]
+fn formatted_text_becomes_plain_text() {
+    let input = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ORU^R01^ORU_R01|MSG1|P|2.5.1\r\
+                  PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                  OBR|1|||24356-8^Urinalysis^LN\r\
+                  OBX|1|FT|18782-3^Study observation^LN||IMPRESSION:\\.br\\\\H\\Lung-RADS 2\\N\\: benign.\\.sp 2\\\\.in +4\\Path \\E\\H\\E\\ kept.||||||F\r";
+    let (c, out) = convert(&[], input);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "FT text");
+    let obs = &entry_of(&out[0], "Observation")["resource"];
+    assert_eq!(obs["valueString"], "IMPRESSION:\nLung-RADS 2: benign.\n\nPath \\H\\ kept.");
+}

@@ -305,6 +305,12 @@ impl<'m> Ctx<'m> {
         &mut self.entries[i].res
     }
 
+    /// The entry of type `ty` that `reference` (a `urn:uuid:` reference) names.
+    pub fn entry_of(&self, ty: &str, reference: &str) -> Option<usize> {
+        let id = reference.strip_prefix("urn:uuid:")?;
+        self.entries.iter().position(|e| e.ty == ty && e.id == id)
+    }
+
     /// The reference to an entry.
     pub fn entry_ref(&self, i: usize) -> String {
         reference(&self.entries[i].id)

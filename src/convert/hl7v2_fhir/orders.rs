@@ -296,9 +296,21 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
         }
     }
     if let Some(obr) = obr {
+        // OBR-6 (requested date/time), OBR-31 (reason for study), OBR-46 and OBR-47 (placer and
+        // filler supplemental service information), as the IG's OBR[ServiceRequest] map.
+        if let Some(rep) = ctx.r.first(obr, 6) {
+            let d = ctx.datetime(rep, 1, "ServiceRequest.occurrenceDateTime");
+            sr.opt("occurrenceDateTime", d);
+        }
         for rep in ctx.r.reps(obr, 31) {
             let cc = ctx.codeable(rep, None, "ServiceRequest.reasonCode");
             sr.push_obj("reasonCode", cc);
+        }
+        for n in [46, 47] {
+            for rep in ctx.r.reps(obr, n) {
+                let cc = ctx.codeable(rep, None, "ServiceRequest.orderDetail");
+                sr.push_obj("orderDetail", cc);
+            }
         }
     }
     let i = ctx.add("ServiceRequest", id, sr);
@@ -306,8 +318,11 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
         ctx.unmapped_fields(o, &[1, 2, 3, 4, 5, 9, 12]);
     }
     if let Some(o) = obr {
-        let report_fields: &[u32] =
-            if ctx.message_type.0 == "ORU" { &[1, 2, 3, 4, 7, 16, 22, 25, 31] } else { &[1, 2, 3, 4, 7, 16, 31] };
+        let report_fields: &[u32] = if ctx.message_type.0 == "ORU" {
+            &[1, 2, 3, 4, 6, 7, 16, 22, 24, 25, 31, 46, 47]
+        } else {
+            &[1, 2, 3, 4, 6, 7, 16, 31, 46, 47]
+        };
         ctx.unmapped_fields(o, report_fields);
     }
     Some(i)
@@ -344,6 +359,11 @@ fn diagnostic_report(
         None => {
             dr.set("status", V::code("unknown"));
         }
+    }
+    if let Some(rep) = ctx.r.first(obr, 24) {
+        // OBR-24 (diagnostic service section id, table 0074): the report's category.
+        let cc = ctx.codeable(rep, Some("0074"), "DiagnosticReport.category");
+        dr.push_obj("category", cc);
     }
     dr.obj("code", required_codeable(ctx, obr, 4, "DiagnosticReport.code"));
     subject(ctx, &mut dr, "subject");

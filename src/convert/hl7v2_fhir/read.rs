@@ -155,20 +155,16 @@ impl<'m> Reader<'m> {
         if raw.is_empty() || raw == b"\"\"" {
             return None;
         }
-        let mut buf = super::tree::string(raw.len()).into_bytes();
         let escaped = memchr::memchr(self.d.escape, raw).is_some();
+        // Rendered formatting commands can make the text longer than its escaped form (at most
+        // 16 bytes for the 7 of `\.sp 16\`): room for three times it, so that the buffer never
+        // grows (a grown buffer would leave its first allocation unwiped).
+        let mut buf = super::tree::string(if escaped { raw.len().saturating_mul(3) } else { raw.len() }).into_bytes();
         if escaped {
-            let mut decoded = Vec::with_capacity(raw.len());
-            escape::decode(raw, &self.d, &mut decoded);
-            let br = [self.d.escape, b'.', b'b', b'r', self.d.escape];
-            let mut rest = decoded.as_slice();
-            while let Some(i) = memchr::memmem::find(rest, &br) {
-                buf.extend_from_slice(&rest[..i]);
-                buf.push(b'\n');
-                rest = &rest[i + br.len()..];
-            }
-            buf.extend_from_slice(rest);
-            decoded.zeroize();
+            // Delimiter and hex escapes decoded, formatting commands rendered as plain text.
+            let room = buf.capacity();
+            escape::decode_plain(raw, &self.d, &mut buf);
+            debug_assert_eq!(buf.capacity(), room, "rendered text outgrew its room");
         } else {
             buf.extend_from_slice(raw);
         }

@@ -67,6 +67,12 @@ fn extension(url: &'static str, key: &'static str, v: V) -> Option<Obj> {
     Some(e)
 }
 
+/// A part of a complex extension: `{"url": name, key: v}` (a relative url, the part's name);
+/// `None` when `v` is empty.
+fn extension_part(name: &'static str, key: &'static str, v: V) -> Option<Obj> {
+    extension(name, key, v)
+}
+
 impl Ctx<'_> {
     /// Maps a code through `map` into `key` of `res`; an unknown code is kept in the
     /// `originalText` extension of `_key` and reported.
@@ -531,9 +537,18 @@ fn id_of(reference: &str) -> &str {
 /// PID to Patient. Returns the entry.
 pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     // PID-18 is the Account's ([`account`]).
-    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14, 15, 16, 17, 18, 19, 20, 23, 24, 25, 29, 30];
+    const MAPPED: &[u32] =
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 23, 24, 25, 26, 28, 29, 30, 33, 39, 40];
     let id = id_of(ctx.patient.as_deref()?).to_owned();
     let mut p = Ctx::resource("Patient", &id);
+    if let Some(rep) = ctx.r.first(seg, 33) {
+        // PID-33 (last update date/time): an instant, so only with seconds and an offset.
+        if let Some(t) = ctx.instant(rep, 1, "Patient.meta.lastUpdated") {
+            let mut meta = Obj::new();
+            meta.set("lastUpdated", V::S(t));
+            p.obj("meta", meta);
+        }
+    }
     let mut ext = Vec::new();
     if let Some(rep) = ctx.r.first(seg, 6) {
         if let Some(family) = ctx.r.text(rep.composite(1).c(1)) {
@@ -557,6 +572,24 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
         let mut a = Obj::new();
         a.set("text", V::S(place));
         ext.extend(extension("http://hl7.org/fhir/StructureDefinition/patient-birthPlace", "valueAddress", V::O(a)));
+    }
+    // PID-26 (citizenship) and PID-39 (tribal citizenship): patient-citizenship, PID-28
+    // (nationality): patient-nationality, each with the code in its `code` part (table 0171,
+    // 0212 when the CWE names no system).
+    for (n, url, table) in [
+        (26, "http://hl7.org/fhir/StructureDefinition/patient-citizenship", "0171"),
+        (28, "http://hl7.org/fhir/StructureDefinition/patient-nationality", "0212"),
+        (39, "http://hl7.org/fhir/StructureDefinition/patient-citizenship", "0171"),
+    ] {
+        for rep in ctx.r.reps(seg, n) {
+            let cc = ctx.codeable(rep, Some(table), "Patient.extension");
+            if let Some(part) = extension_part("code", "valueCodeableConcept", V::O(cc)) {
+                let mut e = Obj::new();
+                e.set("url", V::code(url));
+                e.push_obj("extension", part);
+                ext.push(e);
+            }
+        }
     }
     for e in ext {
         p.push_obj("extension", e);
@@ -587,7 +620,8 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
             p.push_obj("name", name);
         }
     }
-    for (n, default_use) in [(13, Some("home")), (14, Some("work"))] {
+    // PID-40 (patient telecommunication information, v2.7 on) has no default use.
+    for (n, default_use) in [(13, Some("home")), (14, Some("work")), (40, None)] {
         for rep in ctx.r.reps(seg, n) {
             let t = ctx.telecom(rep, default_use, "Patient.telecom");
             p.push_obj("telecom", t);
@@ -636,8 +670,31 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
             None => {}
         },
     }
+    let mut addresses = Vec::new();
+    let mut districts = Vec::new();
     for rep in ctx.r.reps(seg, 11) {
-        let a = ctx.address(rep, "Patient.address");
+        addresses.push(ctx.address(rep, "Patient.address"));
+        districts.push(ctx.r.text(rep.c(9)));
+    }
+    if let Some(mut county) = ctx.r.field_text(seg, 12, 1) {
+        // PID-12 (county code), as the IG: the district of the one address that has none, else
+        // an address of its own (PID-12 does not repeat, PID-11 may).
+        match (addresses.as_mut_slice(), districts.as_slice()) {
+            ([only], [None]) => {
+                only.set("district", V::S(county));
+            }
+            ([_], [Some(d)]) if *d == county => crate::phi::wipe_string(&mut county),
+            _ => {
+                let mut a = Obj::new();
+                a.set("district", V::S(county));
+                addresses.push(a);
+            }
+        }
+    }
+    for d in districts.iter_mut().flatten() {
+        crate::phi::wipe_string(d);
+    }
+    for a in addresses {
         p.push_obj("address", a);
     }
     if let Some(rep) = ctx.r.first(seg, 16) {
@@ -1025,8 +1082,41 @@ pub fn dg1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
             c.obj("asserter", reference_obj(&p));
         }
     }
+    let condition = reference(&id);
     ctx.add("Condition", id, c);
-    ctx.unmapped_fields(seg, MAPPED);
+    // The IG's DG1[Encounter] map: the Encounter's `diagnosis` names the Condition, with DG1-6
+    // (diagnosis type, table 0052; "A" is the diagnosis role AD) as its use and DG1-15
+    // (diagnosis priority) as its rank. Without an Encounter, DG1-6 and DG1-15 are reported.
+    let encounter = ctx.encounter.as_deref().and_then(|e| ctx.entry_of("Encounter", e));
+    let Some(enc) = encounter else {
+        ctx.unmapped_fields(seg, MAPPED);
+        return;
+    };
+    let mut diagnosis = Obj::new();
+    diagnosis.obj("condition", reference_obj(&condition));
+    if let Some(rep) = ctx.r.first(seg, 6) {
+        let mut cc = ctx.codeable(rep, Some("0052"), "Encounter.diagnosis.use");
+        if ctx.r.text(rep.c(1)).as_deref() == Some("A") && ctx.r.text(rep.c(3)).is_none_or(|s| s == "HL70052") {
+            let mut coding = Obj::new();
+            coding.set("system", V::code("http://terminology.hl7.org/CodeSystem/diagnosis-role"));
+            coding.set("code", V::code("AD"));
+            coding.set("display", V::code("Admission diagnosis"));
+            cc.push_obj("coding", coding);
+        }
+        diagnosis.obj("use", cc);
+    }
+    if let Some(rank) = ctx.r.field_text(seg, 15, 1) {
+        match rank.parse::<u32>() {
+            Ok(n) if n > 0 => {
+                diagnosis.set("rank", V::N(n.to_string()));
+            }
+            _ => ctx.note(Code::CONVERT_VALUE_INVALID, seg.position().field(15, 1), "Encounter.diagnosis.rank"),
+        }
+        let mut rank = rank;
+        crate::phi::wipe_string(&mut rank);
+    }
+    ctx.entry_mut(enc).push_obj("diagnosis", diagnosis);
+    ctx.unmapped_fields(seg, &[1, 3, 4, 5, 6, 15, 16]);
 }
 
 /// PR1 to Procedure (status completed: PR1 reports procedures performed).

@@ -222,18 +222,25 @@ pub fn immunization_status(code: &str) -> Option<&'static str> {
     })
 }
 
-/// Table 0278 (filler status) to AppointmentStatus.
+/// Table 0278 (filler status) to AppointmentStatus. The table's codes are words in mixed case
+/// (`Booked`); senders also write them in capitals (`BOOKED`), so case is ignored.
 pub fn appointment_status(code: &str) -> Option<&'static str> {
-    Some(match code {
-        "Booked" | "Confirmed" | "Overbook" => "booked",
-        "Pending" | "Waitlist" => "pending",
-        "Cancelled" | "Deleted" | "Dc" => "cancelled",
-        "Noshow" => "noshow",
-        "Complete" => "fulfilled",
-        "Started" | "Arrived" => "arrived",
-        "Blocked" => "proposed",
-        _ => return None,
-    })
+    const MAP: &[(&str, &str)] = &[
+        ("Booked", "booked"),
+        ("Confirmed", "booked"),
+        ("Overbook", "booked"),
+        ("Pending", "pending"),
+        ("Waitlist", "pending"),
+        ("Cancelled", "cancelled"),
+        ("Deleted", "cancelled"),
+        ("Dc", "cancelled"),
+        ("Noshow", "noshow"),
+        ("Complete", "fulfilled"),
+        ("Started", "arrived"),
+        ("Arrived", "arrived"),
+        ("Blocked", "proposed"),
+    ];
+    MAP.iter().find(|(v2, _)| v2.eq_ignore_ascii_case(code)).map(|&(_, fhir)| fhir)
 }
 
 /// Table 0271 (document completion status) to CompositionStatus (DocumentReference.docStatus).
@@ -258,4 +265,17 @@ pub fn subscriber_relationship(code: &str) -> Option<&'static str> {
         | "NCH" | "NON" | "OAD" | "ONE" | "OWN" | "SIS" | "TRA" | "UNK" | "WRD" => "other",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filler_status_ignores_case() {
+        assert_eq!(appointment_status("Booked"), Some("booked"));
+        assert_eq!(appointment_status("BOOKED"), Some("booked"));
+        assert_eq!(appointment_status("arrived"), Some("arrived"));
+        assert_eq!(appointment_status("Rescheduled"), None);
+    }
 }

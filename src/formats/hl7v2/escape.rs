@@ -143,6 +143,58 @@ pub fn decode(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
     out.extend_from_slice(&bytes[last..]);
 }
 
+/// Decodes a part into plain text (the converter's strings): as [`decode`], and the formatting
+/// commands of TX/FT/CF rendered as plain text: `\.br\` and `\.ce\` a line break, `\.sp n\`
+/// n line breaks (one without n), `\.sk n\` n spaces, highlighting `\H\ \N\` and the fill and
+/// indent commands (`\.fi\ \.nf\ \.in n\ \.ti n\`) nothing. Line breaks and spaces from one
+/// command are at most [`MAX_RENDERED`]. Character-set, local and unknown escapes are kept as
+/// written. Works on the escaped bytes, so a literal escape character (`\E\`) followed by
+/// letters is never taken for a command.
+pub fn decode_plain(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
+    let mut last = 0;
+    for seq in sequences(bytes, d) {
+        out.extend_from_slice(&bytes[last..seq.start]);
+        match seq.kind {
+            Some(Kind::Delimiter(b)) => out.push(b),
+            Some(Kind::Hex) => {
+                let hex = &bytes[seq.start + 2..seq.end - 1];
+                out.extend(hex.chunks_exact(2).map(|p| hex_value(p[0]) << 4 | hex_value(p[1])));
+            }
+            Some(Kind::Verbatim) => {
+                let body = &bytes[seq.start + 1..seq.end - 1];
+                match body {
+                    b".br" | b".ce" => out.push(b'\n'),
+                    b"H" | b"N" | b".fi" | b".nf" => {}
+                    [b'.', b's', b'p', rest @ ..] => out.extend(std::iter::repeat_n(b'\n', count(rest, 1))),
+                    [b'.', b's', b'k', rest @ ..] => out.extend(std::iter::repeat_n(b' ', count(rest, 0))),
+                    [b'.', b'i', b'n', ..] | [b'.', b't', b'i', ..] => {}
+                    _ => out.extend_from_slice(&bytes[seq.start..seq.end]),
+                }
+            }
+            _ => out.extend_from_slice(&bytes[seq.start..seq.end]),
+        }
+        last = seq.end;
+    }
+    out.extend_from_slice(&bytes[last..]);
+}
+
+/// The most line breaks or spaces one formatting command renders to (`\.sp 99999\` is not a
+/// way to grow a string).
+pub const MAX_RENDERED: usize = 16;
+
+/// The count of a `\.sp n\` or `\.sk n\` command (`rest` after the command's letters):
+/// `default` without one, at most [`MAX_RENDERED`].
+fn count(rest: &[u8], default: usize) -> usize {
+    let n = rest.strip_prefix(b" ").unwrap_or(rest);
+    let n = n.strip_prefix(b"+").unwrap_or(n);
+    if n.is_empty() {
+        return default;
+    }
+    n.iter()
+        .try_fold(0usize, |acc, &b| b.is_ascii_digit().then(|| (acc * 10 + usize::from(b - b'0')).min(MAX_RENDERED)))
+        .unwrap_or(0)
+}
+
 /// Writes a part in canonical form: hexadecimal digits in upper case, everything else as written.
 pub fn canonicalize(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
     let mut last = 0;
@@ -194,6 +246,20 @@ mod tests {
     fn kinds(s: &str) -> Vec<Option<Code>> {
         let d = Delimiters::default();
         sequences(s.as_bytes(), &d).map(|q| finding(&q)).collect()
+    }
+
+    #[test]
+    fn plain_text_renders_formatting_commands() {
+        let plain = |s: &str| {
+            let mut out = Vec::new();
+            decode_plain(s.as_bytes(), &Delimiters::default(), &mut out);
+            String::from_utf8_lossy(&out).into_owned()
+        };
+        assert_eq!(plain(r"IMPRESSION:\.br\\H\Lung-RADS 2\N\: benign"), "IMPRESSION:\nLung-RADS 2: benign");
+        assert_eq!(plain(r"a\.sp 2\b\.sp\c\.sk 3\d\.in +4\\.ti -2\e\.fi\\.nf\\.ce\f"), "a\n\nb\nc   de\nf");
+        assert_eq!(plain(r"\.sp 99999\x"), format!("{}x", "\n".repeat(MAX_RENDERED)));
+        // A literal escape character followed by letters is not a command.
+        assert_eq!(plain(r"\E\H\E\ \F\ \X41\ \Zlocal\ \Q\"), r"\H\ | A \Zlocal\ \Q\");
     }
 
     #[test]
