@@ -975,3 +975,95 @@ fn formatted_text_becomes_plain_text() {
     let obs = &entry_of(&out[0], "Observation")["resource"];
     assert_eq!(obs["valueString"], "IMPRESSION:\nLung-RADS 2: benign.\n\nPath \\H\\ kept.");
 }
+
+/// The IG's maps for MSH-17 (sender country), the first SFT (MessageHeader.source software and
+/// version), PL-7/PL-8 (building and floor Locations in the chain), PV2-1/13/25, PD1-3, NK1-33
+/// and IN1-5/7/9/15/16/18/19 (payer address and phone, group name, plan type, a subscriber
+/// who is not the patient).
+#[test]
+fn more_ig_maps_on_adt_segments() {
+    let input = b"MSH|^~\\&|APP|FAC|RCV|RFAC|20240101120000+0100||ADT^A01^ADT_A01|MSG1|P|2.5.1|||||DEU\r\
+                  SFT|Invented Soft|4.2|InventedADT|B123\r\
+                  SFT|Other Soft|1.0|Other|B9\r\
+                  PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                  PD1|||Invented Clinic^^CL1\r\
+                  NK1|1|Invented^Kin|SPO||||||||||||||||||||||||||||||NK77^^^H^MR\r\
+                  PV1|1|I|W1^R1^B1^HOSP^^^MAIN^4\r\
+                  PV2|W0^R0^B0^HOSP||FLU^Influenza||||||||||Invented^Referrer^^^^^^^^^^^^NPI1||||||||||||2\r\
+                  IN1|1|PLAN1|INS1^^^H|Invented Insurance|1 Ins Rd^^Town^ST^00000||^WPN^PH^^^555^5550100|GRP1|Invented Group||||||HMO^HMO^HL70086|Invented^Spouse|SPO|19710202|2 Home St^^Town^ST^00000\r";
+    let (c, out) = convert(&["--default-timezone", "Z"], input);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "more IG maps");
+    let b = &out[0]["bundle"];
+    let entries = b["entry"].as_array().expect("entries");
+    let by_url = |u: &str| -> Value {
+        entries.iter().find(|e| e["fullUrl"] == u).map(|e| e["resource"].clone()).unwrap_or_default()
+    };
+    let mh = &entries[0]["resource"];
+    assert_eq!(mh["source"]["software"], "InventedADT");
+    assert_eq!(mh["source"]["version"], "4.2");
+    let sender = by_url(mh["sender"]["reference"].as_str().expect("sender"));
+    assert_eq!(sender["address"], serde_json::json!([{"country": "DEU"}]));
+    // Bed -> room -> ward -> floor -> building -> facility.
+    let enc = &entry_of(&out[0], "Encounter")["resource"];
+    let mut chain = Vec::new();
+    let mut at = enc["location"][0]["location"]["reference"].as_str().map(str::to_owned);
+    while let Some(u) = at {
+        let l = by_url(&u);
+        chain.push(l["physicalType"]["coding"][0]["code"].as_str().unwrap_or_default().to_owned());
+        at = l["partOf"]["reference"].as_str().map(str::to_owned);
+    }
+    assert_eq!(chain, ["bd", "ro", "wa", "lvl", "bu", "si"]);
+    let planned: Vec<&Value> =
+        enc["location"].as_array().expect("locations").iter().filter(|l| l["status"] == "planned").collect();
+    assert_eq!(planned.len(), 1, "PV2-1");
+    assert!(
+        enc["participant"].as_array().expect("participants").iter().any(|p| p["type"][0]["coding"][0]["code"] == "REF")
+    );
+    let priorities: Vec<&str> =
+        enc["priority"]["coding"].as_array().expect("priority").iter().filter_map(|c| c["code"].as_str()).collect();
+    assert_eq!(priorities, ["2", "UR"]);
+    let patient = &patient_entry(&out[0])["resource"];
+    let gp = by_url(patient["generalPractitioner"][0]["reference"].as_str().expect("PD1-3"));
+    assert_eq!(gp["resourceType"], "Organization");
+    let kin = entries
+        .iter()
+        .map(|e| &e["resource"])
+        .find(|r| r["resourceType"] == "RelatedPerson" && r["identifier"].is_array())
+        .expect("NK1");
+    assert_eq!(kin["identifier"][0]["value"], "NK77");
+    let coverage = &entry_of(&out[0], "Coverage")["resource"];
+    assert_eq!(coverage["type"]["coding"][0]["code"], "HMO");
+    assert_eq!(coverage["class"][1]["name"], "Invented Group");
+    let payer = by_url(coverage["payor"][0]["reference"].as_str().expect("payor"));
+    assert_eq!(payer["address"][0]["line"][0], "1 Ins Rd");
+    assert_eq!(payer["telecom"][0]["value"], "555 5550100");
+    let subscriber = by_url(coverage["subscriber"]["reference"].as_str().expect("subscriber"));
+    assert_eq!(subscriber["resourceType"], "RelatedPerson");
+    assert_eq!(subscriber["birthDate"], "1971-02-02");
+    assert_eq!(subscriber["name"][0]["family"], "Invented");
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    for f in [
+        "MSH[1]-17->",
+        "PD1[1]-3->",
+        "NK1[1]-33->",
+        "PV2[1]-1->",
+        "PV2[1]-13->",
+        "PV2[1]-25->",
+        "IN1[1]-5->",
+        "IN1[1]-7->",
+        "IN1[1]-9->",
+        "IN1[1]-15->",
+        "IN1[1]-16->",
+        "IN1[1]-18->",
+        "IN1[1]-19->",
+    ] {
+        assert!(!unmapped.iter().any(|l| l.starts_with(f)), "{f} said unmapped: {unmapped:?}");
+    }
+    // The second SFT has no place in MessageHeader.source: reported.
+    assert!(
+        codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED").iter().any(|l| l.starts_with("SFT[2]")),
+        "{:?}",
+        out[0]["findings"]
+    );
+}

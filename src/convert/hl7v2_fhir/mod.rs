@@ -384,7 +384,8 @@ pub fn convert_after(
     if !supported {
         ctx.note(Code::CONVERT_MESSAGE_UNSUPPORTED, msh.position().field(9, 0), "MessageHeader.eventCoding");
     }
-    let header = segments::msh(&mut ctx, msh);
+    let sft = msg.segments().find(|s| s.name() == Some("SFT"));
+    let header = segments::msh(&mut ctx, msh, sft);
     segments::prepare(&mut ctx, msg);
     orders::walk(&mut ctx, msg);
     segments::finish_header(&mut ctx, header);

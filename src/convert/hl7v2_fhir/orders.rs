@@ -49,6 +49,8 @@ struct State<'a> {
     /// A second PID was seen: what follows belongs to another patient (ADT^A40 and ORU^R01 may
     /// carry several); it is reported, not attached to the first one.
     other_patient: bool,
+    /// The first SFT was seen (it is the MessageHeader's source).
+    sft_seen: bool,
 }
 
 /// The appointment being built (SCH, then its TQ1 and AIS), finished at the end of the message.
@@ -192,6 +194,9 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
                 st.document = document(ctx, seg);
                 st.note = None;
             }
+            // The first SFT is the MessageHeader's source (segments::msh); MessageHeader.source
+            // has one software, so the others are reported.
+            Some("SFT") if !st.sft_seen => st.sft_seen = true,
             _ => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
         }
     }

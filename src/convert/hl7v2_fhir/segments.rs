@@ -285,17 +285,33 @@ impl Ctx<'_> {
         })
     }
 
-    /// PL to Location resources (facility, point of care, room, bed, each `partOf` the level
-    /// above); the reference of the most specific one.
+    /// PL to Location resources (facility, building, floor, point of care, room, bed, each
+    /// `partOf` the level above: the IG's PL[Location], which gives building and floor the
+    /// facility and the building as parents and the point of care none; here the point of care
+    /// is part of the floor, so that one chain holds them all); the reference of the most
+    /// specific one.
     pub fn location(&mut self, rep: Rep<'_>, seg: SegmentRef<'_>, path: &'static str) -> Option<String> {
         let mut parent: Option<String> = None;
         let mut key = Vec::new();
         // (component, physical type code, display)
-        for (c, ty, display) in [(4, "si", "Site"), (1, "wa", "Ward"), (2, "ro", "Room"), (3, "bd", "Bed")] {
-            let part = if c == 4 { rep.composite(4).c(1) } else { rep.c(c) };
-            key.extend_from_slice(self.r.raw_for_key(part));
-            key.push(0);
-            let Some(name) = self.r.text(part) else { continue };
+        for (c, ty, display) in [
+            (4, "si", "Site"),
+            (7, "bu", "Building"),
+            (8, "lvl", "Level"),
+            (1, "wa", "Ward"),
+            (2, "ro", "Room"),
+            (3, "bd", "Bed"),
+        ] {
+            // Facility (HD), building and floor (IS, CWE from v2.7): their first part.
+            let part = if matches!(c, 4 | 7 | 8) { rep.composite(c).c(1) } else { rep.c(c) };
+            let name = self.r.text(part);
+            // Building and floor join the key only when given: the ids of the other levels
+            // stay those of a PL without them.
+            if !matches!(c, 7 | 8) || name.is_some() {
+                key.extend_from_slice(self.r.raw_for_key(part));
+                key.push(0);
+            }
+            let Some(name) = name else { continue };
             let id = self.identity_id("Location", &key, seg.index(), rep.pos.field * 1000 + c as u32);
             let mut res = Ctx::resource("Location", &id);
             res.set("name", V::S(name));
@@ -318,14 +334,14 @@ impl Ctx<'_> {
             parent = Some(self.add_shared("Location", shared_key, id, res));
         }
         zeroize::Zeroize::zeroize(&mut key);
-        self.unmapped_components(rep, &[1, 2, 3, 4, 9], path);
+        self.unmapped_components(rep, &[1, 2, 3, 4, 7, 8, 9], path);
         parent
     }
 }
 
 /// MSH to MessageHeader (entry 0) and the sender/receiver Organizations. Returns the entry.
-pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
-    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 18];
+pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, sft: Option<SegmentRef<'_>>) -> usize {
+    let mut mapped = vec![1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 18];
     let id = ctx.positional_id("MessageHeader", seg.index(), 0);
     let mut mh = Ctx::resource("MessageHeader", &id);
     // MSH-11 (PT): the IG's PT[Meta], the processing id (table 0103) and mode (0207) as tags.
@@ -366,15 +382,30 @@ pub fn msh(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> usize {
     }
     if let Some(rep) = ctx.r.first(seg, 4) {
         if let Some(org) = ctx.organization_hd(rep, seg, "MessageHeader.sender") {
+            // MSH-17 (country code) is the sender's country (the IG's MSH[MessageHeader]).
+            let sender = ctx.entry_of("Organization", &org);
+            if let (Some(country), Some(i)) = (ctx.r.field_text(seg, 17, 1), sender) {
+                let mut a = Obj::new();
+                a.set("country", V::S(country));
+                ctx.entry_mut(i).push_obj("address", a);
+                mapped.push(17);
+            }
             mh.obj("sender", reference_obj(&org));
         }
     }
     let mut source = Obj::new();
     source.opt("name", ctx.r.field_text(seg, 3, 1));
+    // The first SFT (software segment): its product name and version (the IG's
+    // SFT[MessageHeader]; its other fields have only proposed extensions there).
+    if let Some(sft) = sft {
+        source.opt("software", ctx.r.field_text(sft, 3, 1));
+        source.opt("version", ctx.r.field_text(sft, 2, 1));
+        ctx.unmapped_fields(sft, &[2, 3]);
+    }
     source.obj("_endpoint", absent("unknown"));
     mh.obj("source", source);
     *ctx.entry_mut(index) = mh;
-    ctx.unmapped_fields(seg, MAPPED);
+    ctx.unmapped_fields(seg, &mapped);
     index
 }
 
@@ -777,30 +808,42 @@ pub fn account(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<String> {
     Some(r)
 }
 
-/// PD1-4 to Patient.generalPractitioner.
+/// PD1-3 (patient primary facility, an Organization) and PD1-4 (primary care provider) to
+/// Patient.generalPractitioner.
 pub fn pd1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, patient: Option<usize>) {
-    const MAPPED: &[u32] = &[4];
-    for rep in ctx.r.reps(seg, 4) {
-        if let (Some(p), Some(i)) = (ctx.practitioner(rep, seg, "Patient.generalPractitioner"), patient) {
-            ctx.entry_mut(i).push_obj("generalPractitioner", reference_obj(&p));
-        }
-    }
-    if patient.is_none() {
+    const MAPPED: &[u32] = &[3, 4];
+    let Some(i) = patient else {
+        // Nothing to attach to: no Organization or Practitioner is made for it.
         ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
         return;
+    };
+    for rep in ctx.r.reps(seg, 3) {
+        if let Some(o) = ctx.organization_xon(rep, None, seg, "Patient.generalPractitioner") {
+            ctx.entry_mut(i).push_obj("generalPractitioner", reference_obj(&o));
+        }
+    }
+    for rep in ctx.r.reps(seg, 4) {
+        if let Some(p) = ctx.practitioner(rep, seg, "Patient.generalPractitioner") {
+            ctx.entry_mut(i).push_obj("generalPractitioner", reference_obj(&p));
+        }
     }
     ctx.unmapped_fields(seg, MAPPED);
 }
 
 /// NK1 to RelatedPerson.
 pub fn nk1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
-    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16];
+    const MAPPED: &[u32] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 33, 40];
     let Some(patient) = ctx.patient.clone() else {
         ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
         return;
     };
     let id = ctx.positional_id("RelatedPerson", seg.index(), 0);
     let mut rp = Ctx::resource("RelatedPerson", &id);
+    // NK1-33 (next of kin/associated party's identifiers).
+    for rep in ctx.r.reps(seg, 33) {
+        let ident = ctx.identifier_cx(rep, "RelatedPerson.identifier");
+        rp.push_obj("identifier", ident);
+    }
     rp.obj("patient", reference_obj(&patient));
     for n in [3, 7] {
         if let Some(rep) = ctx.r.first(seg, n) {
@@ -812,7 +855,8 @@ pub fn nk1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
         let name = ctx.xpn(rep, "RelatedPerson.name");
         rp.push_obj("name", name);
     }
-    for (n, default_use) in [(5, Some("home")), (6, Some("work"))] {
+    // NK1-40 (next of kin telecommunication information, v2.7 on) has no default use.
+    for (n, default_use) in [(5, Some("home")), (6, Some("work")), (40, None)] {
         for rep in ctx.r.reps(seg, n) {
             let t = ctx.telecom(rep, default_use, "RelatedPerson.telecom");
             rp.push_obj("telecom", t);
@@ -976,7 +1020,7 @@ pub fn pv1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
 
 /// PV2-3 to Encounter.reasonCode.
 pub fn pv2(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, encounter: Option<usize>) {
-    const MAPPED: &[u32] = &[3];
+    const MAPPED: &[u32] = &[1, 3, 13, 25];
     let Some(i) = encounter else {
         ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
         return;
@@ -984,6 +1028,47 @@ pub fn pv2(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, encounter: Option<usize>) {
     if let Some(rep) = ctx.r.first(seg, 3) {
         let cc = ctx.codeable(rep, None, "Encounter.reasonCode");
         ctx.entry_mut(i).push_obj("reasonCode", cc);
+    }
+    // PV2-1 (prior pending location): a location `planned` (the IG's PV2[Encounter]).
+    if let Some(rep) = ctx.r.first(seg, 1) {
+        if let Some(l) = ctx.location(rep, seg, "Encounter.location.location") {
+            let mut loc = Obj::new();
+            loc.obj("location", reference_obj(&l));
+            loc.set("status", V::code("planned"));
+            ctx.entry_mut(i).push_obj("location", loc);
+        }
+    }
+    // PV2-13 (referral source code): a referrer participant.
+    for rep in ctx.r.reps(seg, 13) {
+        if let Some(r) = ctx.practitioner(rep, seg, "Encounter.participant.individual") {
+            let mut part = Obj::new();
+            part.push_obj(
+                "type",
+                concept("http://terminology.hl7.org/CodeSystem/v3-ParticipationType", "REF", Some("referrer")),
+            );
+            part.obj("individual", reference_obj(&r));
+            ctx.entry_mut(i).push_obj("participant", part);
+        }
+    }
+    // PV2-25 (visit priority code, table 0217): the Encounter's priority, with the IG's map to
+    // ActPriority (1 emergency EM, 2 urgent UR, 3 elective EL) beside the v2 code.
+    if let Some(rep) = ctx.r.first(seg, 25) {
+        let mut cc = ctx.codeable(rep, Some("0217"), "Encounter.priority");
+        let given_in_0217 = ctx.r.text(rep.c(3)).is_none_or(|s| s == "HL70217");
+        let act = match ctx.r.text(rep.c(1)).as_deref() {
+            Some("1") if given_in_0217 => Some(("EM", "emergency")),
+            Some("2") if given_in_0217 => Some(("UR", "urgent")),
+            Some("3") if given_in_0217 => Some(("EL", "elective")),
+            _ => None,
+        };
+        if let Some((code, display)) = act {
+            let mut coding = Obj::new();
+            coding.set("system", V::code("http://terminology.hl7.org/CodeSystem/v3-ActPriority"));
+            coding.set("code", V::code(code));
+            coding.set("display", V::code(display));
+            cc.push_obj("coding", coding);
+        }
+        ctx.entry_mut(i).obj("priority", cc);
     }
     ctx.unmapped_fields(seg, MAPPED);
 }
@@ -1160,7 +1245,7 @@ pub fn pr1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
 
 /// IN1 to Coverage and the payer Organization.
 pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
-    const MAPPED: &[u32] = &[1, 2, 3, 4, 8, 12, 13, 17, 36];
+    let mut mapped = vec![1, 2, 3, 4, 8, 12, 13, 15, 17, 36];
     let Some(patient) = ctx.patient.clone() else {
         ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
         return;
@@ -1172,6 +1257,47 @@ pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
         c.push_obj("identifier", ident);
     }
     c.set("status", V::code("active"));
+    // IN1-15 (plan type, table 0086): the Coverage's type (the IG's IN1[Coverage]).
+    if let Some(rep) = ctx.r.first(seg, 15) {
+        let cc = ctx.codeable(rep, Some("0086"), "Coverage.type");
+        c.obj("type", cc);
+    }
+    // The subscriber (the IG's IN1-16 rows): the Patient when IN1-17 says self, else a
+    // RelatedPerson named by IN1-16 with IN1-17 as relationship, IN1-18 birth date and IN1-19
+    // address.
+    let relation = ctx.r.first(seg, 17).and_then(|rep| ctx.r.code_text(rep.c(1)));
+    if relation.as_deref() == Some("SEL") {
+        c.obj("subscriber", reference_obj(&patient));
+        mapped.extend([16, 18, 19]);
+    } else if ctx.r.first(seg, 16).is_some() {
+        let rid = ctx.positional_id("RelatedPerson", seg.index(), 16);
+        let mut rp = Ctx::resource("RelatedPerson", &rid);
+        rp.obj("patient", reference_obj(&patient));
+        if let Some(rep) = ctx.r.first(seg, 17) {
+            let cc = ctx.codeable(rep, Some("0063"), "RelatedPerson.relationship");
+            rp.push_obj("relationship", cc);
+        }
+        for rep in ctx.r.reps(seg, 16) {
+            let name = ctx.xpn(rep, "RelatedPerson.name");
+            rp.push_obj("name", name);
+        }
+        if let Some(rep) = ctx.r.first(seg, 18) {
+            let d = ctx.date(rep, 1, "RelatedPerson.birthDate");
+            rp.opt("birthDate", d);
+        }
+        for rep in ctx.r.reps(seg, 19) {
+            let a = ctx.address(rep, "RelatedPerson.address");
+            rp.push_obj("address", a);
+        }
+        let r = reference(&rid);
+        ctx.add("RelatedPerson", rid, rp);
+        c.obj("subscriber", reference_obj(&r));
+        mapped.extend([16, 18, 19]);
+    }
+    let mut relation = relation;
+    if let Some(r) = relation.as_mut() {
+        crate::phi::wipe_string(r);
+    }
     c.obj("beneficiary", reference_obj(&patient));
     if let Some(rep) = ctx.r.first(seg, 17) {
         let code = ctx.r.code_text(rep.c(1));
@@ -1214,6 +1340,16 @@ pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
             org.push_obj("identifier", ident);
         }
         org.opt("name", name);
+        // IN1-5 (insurance company address, the IG's payor address) and IN1-7 (its phone).
+        for rep in ctx.r.reps(seg, 7) {
+            let t = ctx.telecom(rep, Some("work"), "Organization.telecom");
+            org.push_obj("telecom", t);
+        }
+        for rep in ctx.r.reps(seg, 5) {
+            let a = ctx.address(rep, "Organization.address");
+            org.push_obj("address", a);
+        }
+        mapped.extend([5, 7]);
         let r = ctx.add_shared("Organization", key, oid, org);
         c.push_obj("payor", reference_obj(&r));
     } else {
@@ -1228,12 +1364,19 @@ pub fn in1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
                 let mut class = Obj::new();
                 class.obj("type", concept("http://terminology.hl7.org/CodeSystem/coverage-class", ty, None));
                 class.set("value", V::S(v));
+                if n == 8 {
+                    // IN1-9 (group name, XON): the group's name.
+                    if let Some(group) = ctx.r.first(seg, 9).and_then(|rep| ctx.r.text(rep.c(1))) {
+                        class.set("name", V::S(group));
+                        mapped.push(9);
+                    }
+                }
                 c.push_obj("class", class);
             }
         }
     }
     ctx.add("Coverage", id, c);
-    ctx.unmapped_fields(seg, MAPPED);
+    ctx.unmapped_fields(seg, &mapped);
 }
 
 /// MRG: the merged (prior) Patient, inactive, `replaced-by` the surviving one, which `replaces`
