@@ -1067,3 +1067,56 @@ fn more_ig_maps_on_adt_segments() {
         out[0]["findings"]
     );
 }
+
+/// Order timing and requester: a TQ1 between ORC and OBR (OML) or after OBR (ORU) gives the
+/// ServiceRequest's occurrence and priority; ORC-21/22 with an ordering provider make a
+/// PractitionerRole in that Organization; ORC-29 is `locationCode`; OBR-11 G a reflex order;
+/// OBR-8 with OBR-7 the report's effectivePeriod.
+#[test]
+fn order_timing_requester_and_report_period() {
+    let oml = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||OML^O21^OML_O21|MSG1|P|2.5.1\r\
+                PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                ORC|NW|PL1||||||||||DOC1^Invented^Orderer|||||||||Invented Lab Org^^^^^^^^^ORG9|9 Lab St^^Town^ST^00000|||||||O^Outpatient^HL70482\r\
+                TQ1|1||||||20240102080000+0100||S\r\
+                OBR|1|PL1||24356-8^Urinalysis^LN|||||||G\r";
+    let (c, out) = convert(&[], oml);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "OML timing");
+    let sr = &entry_of(&out[0], "ServiceRequest")["resource"];
+    assert_eq!(sr["occurrenceDateTime"], "2024-01-02T08:00:00+01:00");
+    assert_eq!(sr["priority"], "stat");
+    assert_eq!(sr["intent"], "reflex-order");
+    assert_eq!(sr["locationCode"][0]["coding"][0]["code"], "O");
+    let entries = out[0]["bundle"]["entry"].as_array().expect("entries");
+    let by_url =
+        |u: &str| entries.iter().find(|e| e["fullUrl"] == u).map(|e| e["resource"].clone()).unwrap_or_default();
+    let role = by_url(sr["requester"]["reference"].as_str().expect("requester"));
+    assert_eq!(role["resourceType"], "PractitionerRole");
+    let org = by_url(role["organization"]["reference"].as_str().expect("organization"));
+    assert_eq!(org["name"], "Invented Lab Org");
+    assert_eq!(org["address"][0]["line"][0], "9 Lab St");
+    assert!(codes_at(&out[0], "CONVERT_SEGMENT_UNMAPPED").is_empty(), "{:?}", out[0]["findings"]);
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    for f in ["ORC[1]-21->", "ORC[1]-22->", "ORC[1]-29->", "TQ1[1]-7->", "TQ1[1]-9->", "OBR[1]-11->"] {
+        assert!(!unmapped.iter().any(|l| l.starts_with(f)), "{f} said unmapped: {unmapped:?}");
+    }
+
+    let oru = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ORU^R01^ORU_R01|MSG2|P|2.5.1\r\
+                PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                OBR|1|||24356-8^Urinalysis^LN|||20240101090000+0100|20240101093000+0100|||||||||||||||||F\r\
+                TQ1|1||||||20240101080000+0100|20240101083000+0100|PRN\r\
+                OBX|1|NM|2345-7^Glucose^LN||94|mg/dL|||||F\r";
+    let (c, out) = convert(&[], oru);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "ORU timing");
+    let dr = &entry_of(&out[0], "DiagnosticReport")["resource"];
+    assert_eq!(
+        dr["effectivePeriod"],
+        serde_json::json!({"start": "2024-01-01T09:00:00+01:00", "end": "2024-01-01T09:30:00+01:00"})
+    );
+    let sr = &entry_of(&out[0], "ServiceRequest")["resource"];
+    assert_eq!(sr["occurrencePeriod"]["end"], "2024-01-01T08:30:00+01:00");
+    // PRN (as needed) has no RequestPriority: kept beside the element and reported.
+    assert_eq!(sr.get("priority"), None);
+    assert_eq!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED"), ["TQ1[1]-9[1]->ServiceRequest.priority"]);
+}

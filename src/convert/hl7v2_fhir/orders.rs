@@ -51,6 +51,8 @@ struct State<'a> {
     other_patient: bool,
     /// The first SFT was seen (it is the MessageHeader's source).
     sft_seen: bool,
+    /// TQ1 segments after an ORC whose ServiceRequest waits for its OBR.
+    timing: Vec<SegmentRef<'a>>,
 }
 
 /// The appointment being built (SCH, then its TQ1 and AIS), finished at the end of the message.
@@ -114,6 +116,9 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
             Some("IN1") => segments::in1(ctx, seg),
             Some("MRG") => segments::mrg(ctx, seg, st.patient),
             Some("ORC") => {
+                for tq1 in std::mem::take(&mut st.timing) {
+                    ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, tq1.position(), NOWHERE);
+                }
                 st.orc = Some(seg);
                 st.order = None;
                 st.report = None;
@@ -126,6 +131,12 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
             Some("OBR") => {
                 let orc = st.orc.take();
                 st.order = service_request(ctx, orc, Some(seg));
+                for tq1 in std::mem::take(&mut st.timing) {
+                    match st.order {
+                        Some(o) => order_timing(ctx, tq1, o),
+                        None => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, tq1.position(), NOWHERE),
+                    }
+                }
                 st.note = st.order.map(|entry| NoteTarget { entry });
                 st.report = None;
                 st.report_effective =
@@ -175,6 +186,28 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
                     appointment_timing(ctx, seg, a);
                 }
             }
+            // A TQ1 of an order group (ORC [TQ1] OBR in OML/ORM, OBR [TQ1] in ORU): the timing of
+            // its ServiceRequest. Between an ORC and its OBR it waits for the OBR; an ORC whose
+            // TQ1 is followed by no OBR gets its ServiceRequest here.
+            Some("TQ1") if ctx.message_type.0 != "SIU" => {
+                if st.order.is_none()
+                    && st.orc.is_some()
+                    && !matches!(next, Some("OBR" | "TQ1" | "TQ2" | "RXO" | "RXA"))
+                {
+                    st.order = service_request(ctx, st.orc.take(), None);
+                    st.note = st.order.map(|entry| NoteTarget { entry });
+                }
+                match (st.order, st.orc.is_some()) {
+                    (Some(o), false) => {
+                        for tq1 in std::mem::take(&mut st.timing) {
+                            order_timing(ctx, tq1, o);
+                        }
+                        order_timing(ctx, seg, o);
+                    }
+                    (None, true) => st.timing.push(seg),
+                    _ => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
+                }
+            }
             Some("RGS") => ctx.unmapped_fields(seg, &[1]),
             Some("AIS") => match st.appointment.as_mut() {
                 Some(a) => {
@@ -199,6 +232,9 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
             Some("SFT") if !st.sft_seen => st.sft_seen = true,
             _ => ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE),
         }
+    }
+    for tq1 in std::mem::take(&mut st.timing) {
+        ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, tq1.position(), NOWHERE);
     }
     if let Some(d) = st.document {
         finish_document(ctx, d, std::mem::take(&mut st.document_text));
@@ -295,14 +331,76 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
     let requester = orc
         .and_then(|o| ctx.r.first(o, 12).map(|r| (o, r)))
         .or_else(|| obr.and_then(|o| ctx.r.first(o, 16).map(|r| (o, r))));
-    if let Some((seg, rep)) = requester {
-        if let Some(p) = ctx.practitioner(rep, seg, "ServiceRequest.requester") {
-            sr.obj("requester", reference_obj(&p));
+    let practitioner = requester.and_then(|(seg, rep)| ctx.practitioner(rep, seg, "ServiceRequest.requester"));
+    // ORC-21 (ordering facility, with ORC-22 its address): the IG's requester
+    // PractitionerRole.organization; the Organization itself without an ordering provider.
+    let mut orc_mapped = vec![1, 2, 3, 4, 5, 9, 12];
+    let mut facility = None;
+    if let Some(o) = orc {
+        if let Some(rep) = ctx.r.first(o, 21) {
+            let address = ctx.r.first(o, 22);
+            facility = ctx.organization_xon(rep, address, o, "ServiceRequest.requester");
+            if facility.is_some() {
+                orc_mapped.extend([21, 22]);
+            }
         }
     }
+    let requester = match (practitioner, facility) {
+        (Some(p), Some(org)) => {
+            let mut key = b"ORDR".to_vec();
+            key.extend_from_slice(p.as_bytes());
+            key.push(0);
+            key.extend_from_slice(org.as_bytes());
+            Some(match ctx.shared_ref("PractitionerRole", &key) {
+                Some(r) => r,
+                None => {
+                    let seg = orc.unwrap_or(anchor);
+                    let id = ctx.identity_id("PractitionerRole", &key, seg.index(), 21_000);
+                    let mut res = Ctx::resource("PractitionerRole", &id);
+                    res.obj("practitioner", reference_obj(&p));
+                    res.obj("organization", reference_obj(&org));
+                    ctx.add_shared("PractitionerRole", key, id, res)
+                }
+            })
+        }
+        (p, org) => p.or(org),
+    };
+    if let Some(r) = requester {
+        sr.obj("requester", reference_obj(&r));
+    }
+    // ORC-29 (order type, table 0482): where the service is wanted (`locationCode`).
+    if let Some(rep) = orc.and_then(|o| ctx.r.first(o, 29)) {
+        let cc = ctx.codeable(rep, Some("0482"), "ServiceRequest.locationCode");
+        sr.push_obj("locationCode", cc);
+        orc_mapped.push(29);
+    }
     if let Some(obr) = obr {
-        // OBR-6 (requested date/time), OBR-31 (reason for study), OBR-46 and OBR-47 (placer and
-        // filler supplemental service information), as the IG's OBR[ServiceRequest] map.
+        // OBR-5 (priority, table 0027), OBR-6 (requested date/time), OBR-11 (specimen action
+        // code: G, a generated order, is a reflex order), OBR-31 (reason for study), OBR-46 and
+        // OBR-47 (placer and filler supplemental service information), as the IG's
+        // OBR[ServiceRequest] map.
+        if let Some(rep) = ctx.r.first(obr, 5) {
+            let code = ctx.r.code_text(rep.c(1));
+            ctx.mapped_code(
+                &mut sr,
+                "priority",
+                "_priority",
+                code,
+                rep.pos,
+                "ServiceRequest.priority",
+                vocab::request_priority,
+            );
+        }
+        if let Some(rep) = ctx.r.first(obr, 11) {
+            match ctx.r.code_text(rep.c(1)).as_deref() {
+                Some("G") => {
+                    sr.set("intent", V::code("reflex-order"));
+                }
+                // Add-on: the IG proposes an intent R4 does not have.
+                Some("A") => ctx.note(Code::CONVERT_CODE_UNMAPPED, rep.pos, "ServiceRequest.intent"),
+                _ => {}
+            }
+        }
         if let Some(rep) = ctx.r.first(obr, 6) {
             let d = ctx.datetime(rep, 1, "ServiceRequest.occurrenceDateTime");
             sr.opt("occurrenceDateTime", d);
@@ -320,17 +418,60 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
     }
     let i = ctx.add("ServiceRequest", id, sr);
     if let Some(o) = orc {
-        ctx.unmapped_fields(o, &[1, 2, 3, 4, 5, 9, 12]);
+        ctx.unmapped_fields(o, &orc_mapped);
     }
     if let Some(o) = obr {
         let report_fields: &[u32] = if ctx.message_type.0 == "ORU" {
-            &[1, 2, 3, 4, 6, 7, 16, 22, 24, 25, 31, 46, 47]
+            &[1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 22, 24, 25, 31, 46, 47]
         } else {
-            &[1, 2, 3, 4, 6, 7, 16, 31, 46, 47]
+            &[1, 2, 3, 4, 5, 6, 7, 11, 16, 31, 46, 47]
         };
         ctx.unmapped_fields(o, report_fields);
     }
     Some(i)
+}
+
+/// TQ1 to the timing of a ServiceRequest (the IG's TQ1[ServiceRequest]): TQ1-7 and TQ1-8
+/// (start and end) its `occurrencePeriod`, or `occurrenceDateTime` with a start only, unless
+/// the request already has an occurrence (OBR-6, an earlier TQ1: then they are reported);
+/// TQ1-9 (priority, table 0485) its `priority`, unless it has one.
+fn order_timing(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, entry: usize) {
+    let mut mapped = vec![1];
+    let start = ctx.r.first(seg, 7).and_then(|rep| ctx.datetime(rep, 1, "ServiceRequest.occurrencePeriod.start"));
+    let end = ctx.r.first(seg, 8).and_then(|rep| ctx.datetime(rep, 1, "ServiceRequest.occurrencePeriod.end"));
+    let sr = ctx.entry_mut(entry);
+    let has_occurrence = sr.has("occurrenceDateTime") || sr.has("occurrencePeriod") || sr.has("occurrenceTiming");
+    if !has_occurrence && (start.is_some() || end.is_some()) {
+        if end.is_some() {
+            let period = ctx.period(start, end, seg.position().field(8, 1), "ServiceRequest.occurrencePeriod.end");
+            ctx.entry_mut(entry).obj("occurrencePeriod", period);
+        } else {
+            ctx.entry_mut(entry).opt("occurrenceDateTime", start);
+        }
+        mapped.extend([7, 8]);
+    } else {
+        for mut s in [start, end].into_iter().flatten() {
+            crate::phi::wipe_string(&mut s);
+        }
+    }
+    if let Some(rep) = ctx.r.first(seg, 9) {
+        if !ctx.entry_mut(entry).has("priority") && !ctx.entry_mut(entry).has("_priority") {
+            let code = ctx.r.code_text(rep.c(1));
+            let mut sr = std::mem::take(ctx.entry_mut(entry));
+            ctx.mapped_code(
+                &mut sr,
+                "priority",
+                "_priority",
+                code,
+                rep.pos,
+                "ServiceRequest.priority",
+                vocab::request_priority,
+            );
+            *ctx.entry_mut(entry) = sr;
+            mapped.push(9);
+        }
+    }
+    ctx.unmapped_fields(seg, &mapped);
 }
 
 /// OBR to DiagnosticReport (ORU).
@@ -373,7 +514,14 @@ fn diagnostic_report(
     dr.obj("code", required_codeable(ctx, obr, 4, "DiagnosticReport.code"));
     subject(ctx, &mut dr, "subject");
     encounter(ctx, &mut dr, "encounter");
-    dr.opt("effectiveDateTime", effective);
+    // OBR-8 (observation end date/time): with OBR-7, the report's effectivePeriod (the IG).
+    let end = ctx.r.first(obr, 8).and_then(|rep| ctx.datetime(rep, 1, "DiagnosticReport.effectivePeriod.end"));
+    if end.is_some() {
+        let period = ctx.period(effective, end, obr.position().field(8, 1), "DiagnosticReport.effectivePeriod.end");
+        dr.obj("effectivePeriod", period);
+    } else {
+        dr.opt("effectiveDateTime", effective);
+    }
     if let Some(rep) = ctx.r.first(obr, 22) {
         let t = ctx.instant(rep, 1, "DiagnosticReport.issued");
         dr.opt("issued", t);

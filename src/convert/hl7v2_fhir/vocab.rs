@@ -222,6 +222,17 @@ pub fn immunization_status(code: &str) -> Option<&'static str> {
     })
 }
 
+/// Tables 0027 (OBR-5, TQ-6) and 0485 (TQ1-9) priority to RequestPriority (the IG's map: the
+/// other codes, preop, callback, timing critical, as needed, have none).
+pub fn request_priority(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "S" => "stat",
+        "A" => "asap",
+        "R" => "routine",
+        _ => return None,
+    })
+}
+
 /// Table 0278 (filler status) to AppointmentStatus. The table's codes are words in mixed case
 /// (`Booked`); senders also write them in capitals (`BOOKED`), so case is ignored.
 pub fn appointment_status(code: &str) -> Option<&'static str> {
