@@ -1120,3 +1120,22 @@ fn order_timing_requester_and_report_period() {
     assert_eq!(sr.get("priority"), None);
     assert_eq!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED"), ["TQ1[1]-9[1]->ServiceRequest.priority"]);
 }
+
+/// OBR-46/47 become orderDetail only beside a code (prr-1); with OBR-4 the null value they are
+/// reported, and the Bundle stays valid.
+#[test]
+fn order_detail_needs_a_code() {
+    let input = b"MSH|^~\\&|A|B|C|D|20240101120000+0100||ORM^O01|M1|P|2.3\r\
+                  PID|1||1^^^H^MR||Invented^Pat\r\
+                  ORC|NW|1\r\
+                  OBR|1|1||\"\"||||||||||||||||||||||||||||||||||||||||||A^Detail^L\r";
+    let (c, out) = convert(&[], input);
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "orderDetail without code");
+    assert_eq!(entry_of(&out[0], "ServiceRequest")["resource"].get("orderDetail"), None);
+    assert!(
+        codes_at(&out[0], "CONVERT_FIELD_UNMAPPED").iter().any(|l| l.starts_with("OBR[1]-46->")),
+        "{:?}",
+        out[0]["findings"]
+    );
+}

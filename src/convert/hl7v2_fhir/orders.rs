@@ -409,24 +409,31 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
             let cc = ctx.codeable(rep, None, "ServiceRequest.reasonCode");
             sr.push_obj("reasonCode", cc);
         }
-        for n in [46, 47] {
-            for rep in ctx.r.reps(obr, n) {
-                let cc = ctx.codeable(rep, None, "ServiceRequest.orderDetail");
-                sr.push_obj("orderDetail", cc);
+        // orderDetail only beside a code (prr-1): without OBR-4 they are reported.
+        if sr.has("code") {
+            for n in [46, 47] {
+                for rep in ctx.r.reps(obr, n) {
+                    let cc = ctx.codeable(rep, None, "ServiceRequest.orderDetail");
+                    sr.push_obj("orderDetail", cc);
+                }
             }
         }
     }
+    let has_code = sr.has("code");
     let i = ctx.add("ServiceRequest", id, sr);
     if let Some(o) = orc {
         ctx.unmapped_fields(o, &orc_mapped);
     }
     if let Some(o) = obr {
-        let report_fields: &[u32] = if ctx.message_type.0 == "ORU" {
-            &[1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 22, 24, 25, 31, 46, 47]
+        let mut fields = if ctx.message_type.0 == "ORU" {
+            vec![1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 22, 24, 25, 31]
         } else {
-            &[1, 2, 3, 4, 5, 6, 7, 11, 16, 31, 46, 47]
+            vec![1, 2, 3, 4, 5, 6, 7, 11, 16, 31]
         };
-        ctx.unmapped_fields(o, report_fields);
+        if has_code {
+            fields.extend([46, 47]);
+        }
+        ctx.unmapped_fields(o, &fields);
     }
     Some(i)
 }
