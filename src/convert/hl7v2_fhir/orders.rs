@@ -380,16 +380,7 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
         // OBR-47 (placer and filler supplemental service information), as the IG's
         // OBR[ServiceRequest] map.
         if let Some(rep) = ctx.r.first(obr, 5) {
-            let code = ctx.r.code_text(rep.c(1));
-            ctx.mapped_code(
-                &mut sr,
-                "priority",
-                "_priority",
-                code,
-                rep.pos,
-                "ServiceRequest.priority",
-                vocab::request_priority,
-            );
+            request_priority(ctx, rep, &mut sr);
         }
         if let Some(rep) = ctx.r.first(obr, 11) {
             match ctx.r.code_text(rep.c(1)).as_deref() {
@@ -438,6 +429,13 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
     Some(i)
 }
 
+/// A priority code (OBR-5, TQ1-9; tables 0027 and 0485) as a ServiceRequest's `priority`, or
+/// kept in `_priority` and reported.
+fn request_priority(ctx: &mut Ctx<'_>, rep: Rep<'_>, sr: &mut Obj) {
+    let code = ctx.r.code_text(rep.c(1));
+    ctx.mapped_code(sr, "priority", "_priority", code, rep.pos, "ServiceRequest.priority", vocab::request_priority);
+}
+
 /// TQ1 to the timing of a ServiceRequest (the IG's TQ1[ServiceRequest]): TQ1-7 and TQ1-8
 /// (start and end) its `occurrencePeriod`, or `occurrenceDateTime` with a start only, unless
 /// the request already has an occurrence (OBR-6, an earlier TQ1: then they are reported);
@@ -463,17 +461,8 @@ fn order_timing(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, entry: usize) {
     }
     if let Some(rep) = ctx.r.first(seg, 9) {
         if !ctx.entry_mut(entry).has("priority") && !ctx.entry_mut(entry).has("_priority") {
-            let code = ctx.r.code_text(rep.c(1));
             let mut sr = std::mem::take(ctx.entry_mut(entry));
-            ctx.mapped_code(
-                &mut sr,
-                "priority",
-                "_priority",
-                code,
-                rep.pos,
-                "ServiceRequest.priority",
-                vocab::request_priority,
-            );
+            request_priority(ctx, rep, &mut sr);
             *ctx.entry_mut(entry) = sr;
             mapped.push(9);
         }

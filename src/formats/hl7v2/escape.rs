@@ -127,20 +127,7 @@ fn hex_value(b: u8) -> u8 {
 /// Decodes a part: delimiter escapes become the delimiter, hex escapes become their bytes,
 /// everything else (formatting, unknown, unterminated) is kept as written.
 pub fn decode(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
-    let mut last = 0;
-    for seq in sequences(bytes, d) {
-        out.extend_from_slice(&bytes[last..seq.start]);
-        match seq.kind {
-            Some(Kind::Delimiter(b)) => out.push(b),
-            Some(Kind::Hex) => {
-                let hex = &bytes[seq.start + 2..seq.end - 1];
-                out.extend(hex.chunks_exact(2).map(|p| hex_value(p[0]) << 4 | hex_value(p[1])));
-            }
-            _ => out.extend_from_slice(&bytes[seq.start..seq.end]),
-        }
-        last = seq.end;
-    }
-    out.extend_from_slice(&bytes[last..]);
+    decode_with(bytes, d, out, false);
 }
 
 /// Decodes a part into plain text (the converter's strings): as [`decode`], and the formatting
@@ -151,6 +138,11 @@ pub fn decode(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
 /// written. Works on the escaped bytes, so a literal escape character (`\E\`) followed by
 /// letters is never taken for a command.
 pub fn decode_plain(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
+    decode_with(bytes, d, out, true);
+}
+
+/// [`decode`], and with `plain` [`decode_plain`].
+fn decode_with(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>, plain: bool) {
     let mut last = 0;
     for seq in sequences(bytes, d) {
         out.extend_from_slice(&bytes[last..seq.start]);
@@ -160,7 +152,7 @@ pub fn decode_plain(bytes: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
                 let hex = &bytes[seq.start + 2..seq.end - 1];
                 out.extend(hex.chunks_exact(2).map(|p| hex_value(p[0]) << 4 | hex_value(p[1])));
             }
-            Some(Kind::Verbatim) => {
+            Some(Kind::Verbatim) if plain => {
                 let body = &bytes[seq.start + 1..seq.end - 1];
                 match body {
                     b".br" | b".ce" => out.push(b'\n'),
