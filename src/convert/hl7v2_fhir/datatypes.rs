@@ -355,7 +355,7 @@ impl Ctx<'_> {
     pub fn unmapped_components(&mut self, rep: Rep<'_>, mapped: &[u32], path: &'static str) {
         for c in rep.populated() {
             if !mapped.contains(&c) {
-                self.note(Code::CONVERT_COMPONENT_UNMAPPED, rep.pos.component(c, 0), path);
+                self.note(Code::CONVERT_COMPONENT_UNMAPPED, rep.at(c as u32), path);
             }
         }
     }
@@ -363,7 +363,7 @@ impl Ctx<'_> {
     /// A timestamp as FHIR `dateTime`, with the findings it needs.
     pub fn datetime(&mut self, rep: Rep<'_>, c: usize, path: &'static str) -> Option<String> {
         let raw = self.r.raw_for_key(rep.c(c));
-        let pos = || if c > 1 || rep.populated().any(|x| x > 1) { rep.pos.component(c as u32, 0) } else { rep.pos };
+        let pos = || if c > 1 || rep.populated().any(|x| x > 1) { rep.at(c as u32) } else { rep.pos };
         // The same bytes as the last timestamp give the same result and the same finding.
         if !raw.is_empty() && self.last_datetime.0 == raw {
             let s = super::tree::copy(&self.last_datetime.1);
@@ -395,7 +395,7 @@ impl Ctx<'_> {
     /// reported and left out.
     pub fn instant(&mut self, rep: Rep<'_>, c: usize, path: &'static str) -> Option<String> {
         let text = self.r.text(rep.c(c))?;
-        let pos = rep.pos.component(c as u32, 0);
+        let pos = rep.at(c as u32);
         let Some(dtm) = parse_dtm(&text) else {
             self.note(Code::CONVERT_VALUE_INVALID, pos, path);
             return None;
@@ -418,7 +418,7 @@ impl Ctx<'_> {
         match parse_dtm(&text) {
             Some(d) => Some(d.date()),
             None => {
-                self.note(Code::CONVERT_VALUE_INVALID, rep.pos.component(c as u32, 0), path);
+                self.note(Code::CONVERT_VALUE_INVALID, rep.at(c as u32), path);
                 None
             }
         }
@@ -438,7 +438,7 @@ impl Ctx<'_> {
         if let Some(uri) = self.opts.naming.lookup(&name) {
             return Some(uri.to_owned());
         }
-        self.note(Code::CONVERT_CODE_SYSTEM_UNKNOWN, rep.pos.component(c as u32, 0), path);
+        self.note(Code::CONVERT_CODE_SYSTEM_UNKNOWN, rep.at(c as u32), path);
         None
     }
 
@@ -487,7 +487,7 @@ impl Ctx<'_> {
                 None if self.r.text(c(system_c)).is_none() => table.map(vocab::v2_table_system),
                 None => None,
             };
-            let system = self.ucum_checked(system, code.as_deref(), rep.pos.component(code_c as u32, 0), path);
+            let system = self.ucum_checked(system, code.as_deref(), rep.at(code_c as u32), path);
             coding.opt("system", system);
             coding.opt("version", self.r.text(c(version_c)));
             coding.opt("code", code);
@@ -532,7 +532,7 @@ impl Ctx<'_> {
         id.opt("system", system.clone());
         id.opt("value", self.r.text(rep.c(1)));
         let (start, end) = (self.date(rep, 7, path), self.date(rep, 8, path));
-        let period = self.period(start, end, rep.pos.component(8, 0), path);
+        let period = self.period(start, end, rep.at(8), path);
         id.obj("period", period);
         if system.is_none() {
             if let Some(a) = assigner {
@@ -572,7 +572,7 @@ impl Ctx<'_> {
             }
         }
         if system.is_none() && (ns.is_some() || uid.is_some()) {
-            self.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, rep.pos.component(2, 0), path);
+            self.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, rep.at(2), path);
         }
         let has_system = system.is_some();
         id.opt("system", system);
@@ -596,7 +596,7 @@ impl Ctx<'_> {
                 Some(code) => {
                     name.set("use", V::code(code));
                 }
-                None => self.note(Code::CONVERT_CODE_UNMAPPED, rep.pos.component(use_c as u32, 0), path),
+                None => self.note(Code::CONVERT_CODE_UNMAPPED, rep.at(use_c as u32), path),
             }
         }
         name.opt("family", self.r.text(family.c(1)));
@@ -639,7 +639,7 @@ impl Ctx<'_> {
                 Some((None, Some(ty))) => {
                     a.set("type", V::code(ty));
                 }
-                _ => self.note(Code::CONVERT_CODE_UNMAPPED, rep.pos.component(7, 0), path),
+                _ => self.note(Code::CONVERT_CODE_UNMAPPED, rep.at(7), path),
             }
         }
         let street = rep.composite(1);
@@ -671,7 +671,7 @@ impl Ctx<'_> {
             // An equipment type outside table 0202 is reported, and the contact point is kept
             // as `other`: a value needs a system (cpt-2).
             Some(_) => {
-                self.note(Code::CONVERT_CODE_UNMAPPED, rep.pos.component(3, 0), path);
+                self.note(Code::CONVERT_CODE_UNMAPPED, rep.at(3), path);
                 Some("other")
             }
             None if email.is_some() => Some("email"),
@@ -697,7 +697,7 @@ impl Ctx<'_> {
             Some("PRS") => Some("mobile"),
             Some("EMR" | "ASN" | "BPN") => None,
             Some(_) => {
-                self.note(Code::CONVERT_CODE_UNMAPPED, rep.pos.component(2, 0), path);
+                self.note(Code::CONVERT_CODE_UNMAPPED, rep.at(2), path);
                 None
             }
             None => default_use,

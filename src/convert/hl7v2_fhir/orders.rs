@@ -533,7 +533,7 @@ fn quantity(ctx: &mut Ctx<'_>, value: String, units: Option<Rep<'_>>, path: &'st
         let code = ctx.r.code_text(c1);
         let text = ctx.r.text(c2);
         let system = ctx.coding_system(u, 3, path);
-        let system = ctx.ucum_checked(system, code.as_deref(), u.pos.component(1, 0), path);
+        let system = ctx.ucum_checked(system, code.as_deref(), u.at(1), path);
         q.opt("unit", text.or_else(|| code.clone()));
         if system.is_some() {
             q.opt("system", system);
@@ -886,7 +886,7 @@ fn specimen(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, order: Option<usize>) -> Opt
         let end = ctx.datetime(rep, 2, "Specimen.collection.collectedPeriod");
         match (start, end) {
             (Some(a), Some(b)) => {
-                let p = ctx.period(Some(a), Some(b), rep.pos.component(2, 0), "Specimen.collection.collectedPeriod");
+                let p = ctx.period(Some(a), Some(b), rep.at(2), "Specimen.collection.collectedPeriod");
                 col.obj("collectedPeriod", p);
             }
             (Some(a), None) => {

@@ -72,7 +72,14 @@ impl<'a> Rep<'a> {
     /// composite components such as CX-4, an HD).
     pub fn composite(self, c: usize) -> Rep<'a> {
         let bytes = self.c(c);
-        Rep { bytes, pos: self.pos.component(c as u32, 0), d: Delimiters { component: self.d.subcomponent, ..self.d } }
+        Rep { bytes, pos: self.at(c as u32), d: Delimiters { component: self.d.subcomponent, ..self.d } }
+    }
+
+    /// Where part `k` of this repetition is: component `k` of a field's repetition, or
+    /// subcomponent `k` of a component taken by [`Rep::composite`] (`OBR-15[1].1.2`, not
+    /// `OBR-15[1].2`).
+    pub fn at(self, k: u32) -> Hl7Position {
+        if self.pos.component == 0 { self.pos.component(k, 0) } else { self.pos.component(self.pos.component, k) }
     }
 
     /// Numbers of the populated components (1-based).

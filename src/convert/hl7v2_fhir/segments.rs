@@ -238,7 +238,7 @@ impl Ctx<'_> {
                 let authority = ctx.r.text(rep.c(3));
                 let system = authority.as_deref().and_then(|a| ctx.opts.naming.lookup(a)).map(str::to_owned);
                 if authority.is_some() && system.is_none() {
-                    ctx.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, rep.pos.component(3, 0), path);
+                    ctx.note(Code::CONVERT_IDENTIFIER_SYSTEM_UNKNOWN, rep.at(3), path);
                 }
                 res.push_obj("identifier", identifier_with(None, system, v, authority));
             }
