@@ -355,7 +355,7 @@ impl Ctx<'_> {
     pub fn unmapped_components(&mut self, rep: Rep<'_>, mapped: &[u32], path: &'static str) {
         for c in rep.populated() {
             if !mapped.contains(&c) {
-                self.note(Code::CONVERT_COMPONENT_UNMAPPED, rep.at(c as u32), path);
+                self.note(Code::CONVERT_COMPONENT_UNMAPPED, rep.at(c), path);
             }
         }
     }
