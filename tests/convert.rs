@@ -1139,3 +1139,42 @@ fn order_detail_needs_a_code() {
         out[0]["findings"]
     );
 }
+
+/// An order without SPM: OBR-14 and OBR-15 (the specimen fields of older messages) make a
+/// Specimen (the IG's OBR[Specimen]); with an SPM they are reported, the SPM is the specimen.
+#[test]
+fn obr_specimen_fields_make_a_specimen_without_spm() {
+    let head = "MSH|^~\\&|A|B|C|D|20240101120000+0100||ORU^R01^ORU_R01|MSG1|P|2.3\r\
+                PID|1||123^^^H^MR||Invented^Pat||19700101|M\r\
+                OBR|1|||24356-8^Urinalysis^LN|||20240101090000+0100|||||||20240101100000+0100|UR&Urine&HL70070^^Clean catch^BLDV&Vein&HL70163^XX||||||||||F\r\
+                OBX|1|NM|2345-7^Glucose^LN||94|mg/dL|||||F\r";
+    let (c, out) = convert(&[], head.as_bytes());
+    assert_eq!(c, 0, "{out:?}");
+    check_bundle(&out[0], "message", "OBR specimen");
+    let sp = &entry_of(&out[0], "Specimen")["resource"];
+    assert_eq!(
+        sp["type"]["coding"][0],
+        serde_json::json!({"system": "http://terminology.hl7.org/CodeSystem/v2-0070", "code": "UR", "display": "Urine"})
+    );
+    assert_eq!(sp["receivedTime"], "2024-01-01T10:00:00+01:00");
+    assert_eq!(sp["collection"]["collectedDateTime"], "2024-01-01T09:00:00+01:00");
+    assert_eq!(sp["collection"]["method"]["text"], "Clean catch");
+    assert_eq!(sp["collection"]["bodySite"]["coding"][0]["code"], "BLDV");
+    assert_eq!(sp["request"][0]["reference"], entry_of(&out[0], "ServiceRequest")["fullUrl"]);
+    assert_eq!(codes_at(&out[0], "CONVERT_COMPONENT_UNMAPPED"), ["OBR[1]-15[1].5->Specimen"]);
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    assert!(!unmapped.iter().any(|l| l.starts_with("OBR[1]-14->") || l.starts_with("OBR[1]-15->")), "{unmapped:?}");
+
+    let with_spm = format!("{head}SPM|1|||BLD^Blood^HL70487\r");
+    let (c, out) = convert(&[], with_spm.as_bytes());
+    assert_eq!(c, 0, "{out:?}");
+    let specimens = out[0]["bundle"]["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["resource"]["resourceType"] == "Specimen")
+        .count();
+    assert_eq!(specimens, 1, "the SPM's only");
+    let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
+    assert!(unmapped.iter().any(|l| l.starts_with("OBR[1]-15->")), "{unmapped:?}");
+}

@@ -124,13 +124,24 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
                 st.report = None;
                 st.note = None;
                 if !matches!(next, Some("OBR" | "RXO" | "RXA" | "TQ1")) {
-                    st.order = service_request(ctx, Some(seg), None);
+                    st.order = service_request(ctx, Some(seg), None, false);
                     st.note = st.order.map(|entry| NoteTarget { entry });
                 }
             }
             Some("OBR") => {
                 let orc = st.orc.take();
-                st.order = service_request(ctx, orc, Some(seg));
+                // OBR-14/15 (specimen received, specimen source) make a Specimen when the order
+                // has no SPM (older messages); with one, the SPM is the specimen.
+                let has_spm = segs[i + 1..]
+                    .iter()
+                    .map(|s| s.name())
+                    .take_while(|n| !matches!(n, Some("ORC" | "OBR")))
+                    .any(|n| n == Some("SPM"));
+                let from_obr = !has_spm && (ctx.r.first(seg, 14).is_some() || ctx.r.first(seg, 15).is_some());
+                st.order = service_request(ctx, orc, Some(seg), from_obr);
+                if from_obr {
+                    obr_specimen(ctx, seg, st.order);
+                }
                 for tq1 in std::mem::take(&mut st.timing) {
                     match st.order {
                         Some(o) => order_timing(ctx, tq1, o),
@@ -194,7 +205,7 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
                     && st.orc.is_some()
                     && !matches!(next, Some("OBR" | "TQ1" | "TQ2" | "RXO" | "RXA"))
                 {
-                    st.order = service_request(ctx, st.orc.take(), None);
+                    st.order = service_request(ctx, st.orc.take(), None, false);
                     st.note = st.order.map(|entry| NoteTarget { entry });
                 }
                 match (st.order, st.orc.is_some()) {
@@ -291,7 +302,14 @@ fn status_from_orc(
 }
 
 /// ORC and/or OBR to ServiceRequest.
-fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<SegmentRef<'_>>) -> Option<usize> {
+/// ORC and OBR to ServiceRequest; `specimen_from_obr`: OBR-14 and OBR-15 are mapped by
+/// [`obr_specimen`].
+fn service_request(
+    ctx: &mut Ctx<'_>,
+    orc: Option<SegmentRef<'_>>,
+    obr: Option<SegmentRef<'_>>,
+    specimen_from_obr: bool,
+) -> Option<usize> {
     let anchor = obr.or(orc)?;
     let id = ctx.positional_id("ServiceRequest", anchor.index(), 0);
     let mut sr = Ctx::resource("ServiceRequest", &id);
@@ -423,6 +441,9 @@ fn service_request(ctx: &mut Ctx<'_>, orc: Option<SegmentRef<'_>>, obr: Option<S
         };
         if has_code {
             fields.extend([46, 47]);
+        }
+        if specimen_from_obr {
+            fields.extend([14, 15]);
         }
         ctx.unmapped_fields(o, &fields);
     }
@@ -912,6 +933,52 @@ fn specimen(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, order: Option<usize>) -> Opt
     let i = ctx.add("Specimen", id, s);
     ctx.unmapped_fields(seg, MAPPED);
     Some(i)
+}
+
+/// OBR-14 and OBR-15 to a Specimen (the IG's OBR[Specimen], for an order without SPM):
+/// OBR-15 (SPS) component 1 its `type` (table 0070), 3 (collection method, text) and 4 (body
+/// site, table 0163) its `collection`, OBR-14 its `receivedTime`, OBR-7 (with OBR-8) its
+/// collection time; `request` the ServiceRequest. Other SPS components are reported.
+fn obr_specimen(ctx: &mut Ctx<'_>, obr: SegmentRef<'_>, order: Option<usize>) -> Option<usize> {
+    let id = ctx.positional_id("Specimen", obr.index(), 15);
+    let mut s = Ctx::resource("Specimen", &id);
+    let source = ctx.r.first(obr, 15);
+    if let Some(src) = source {
+        let cc = ctx.codeable(src.composite(1), Some("0070"), "Specimen.type");
+        s.obj("type", cc);
+    }
+    subject(ctx, &mut s, "subject");
+    if let Some(rep) = ctx.r.first(obr, 14) {
+        let t = ctx.datetime(rep, 1, "Specimen.receivedTime");
+        s.opt("receivedTime", t);
+    }
+    if let Some(o) = order {
+        let r = ctx.entry_ref(o);
+        s.push_obj("request", reference_obj(&r));
+    }
+    let mut col = Obj::new();
+    let start = ctx.r.first(obr, 7).and_then(|rep| ctx.datetime(rep, 1, "Specimen.collection.collectedDateTime"));
+    let end = ctx.r.first(obr, 8).and_then(|rep| ctx.datetime(rep, 1, "Specimen.collection.collectedPeriod.end"));
+    if end.is_some() {
+        let p = ctx.period(start, end, obr.position().field(8, 1), "Specimen.collection.collectedPeriod.end");
+        col.obj("collectedPeriod", p);
+    } else {
+        col.opt("collectedDateTime", start);
+    }
+    if let Some(src) = source {
+        if let Some(method) = ctx.r.text(src.c(3)) {
+            let mut cc = Obj::new();
+            cc.set("text", V::S(method));
+            col.obj("method", cc);
+        }
+        if !src.composite(4).is_empty() {
+            let cc = ctx.codeable(src.composite(4), Some("0163"), "Specimen.collection.bodySite");
+            col.obj("bodySite", cc);
+        }
+        ctx.unmapped_components(src, &[1, 3, 4], "Specimen");
+    }
+    s.obj("collection", col);
+    Some(ctx.add("Specimen", id, s))
 }
 
 /// RXA (with its ORC) to Immunization.
