@@ -888,19 +888,8 @@ fn specimen(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, order: Option<usize>) -> Opt
             }
         }
     }
-    if let Some(rep) = ctx.r.first(seg, 4) {
-        let cc = ctx.codeable(rep, Some("0487"), "Specimen.type");
-        s.obj("type", cc);
-    }
-    subject(ctx, &mut s, "subject");
-    if let Some(rep) = ctx.r.first(seg, 18) {
-        let t = ctx.datetime(rep, 1, "Specimen.receivedTime");
-        s.opt("receivedTime", t);
-    }
-    if let Some(o) = order {
-        let r = ctx.entry_ref(o);
-        s.push_obj("request", reference_obj(&r));
-    }
+    let ty = ctx.r.first(seg, 4).map(|rep| (rep, "0487"));
+    specimen_common(ctx, &mut s, ty, ctx.r.first(seg, 18), order);
     let mut col = Obj::new();
     if let Some(rep) = ctx.r.first(seg, 17) {
         let start = ctx.datetime(rep, 1, "Specimen.collection.collectedDateTime");
@@ -935,6 +924,30 @@ fn specimen(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, order: Option<usize>) -> Opt
     Some(i)
 }
 
+/// What a Specimen from SPM and one from OBR share: `type` (a CWE, with the table for a code
+/// without a system), `subject`, `receivedTime`, `request` the order.
+fn specimen_common(
+    ctx: &mut Ctx<'_>,
+    s: &mut Obj,
+    ty: Option<(Rep<'_>, &'static str)>,
+    received: Option<Rep<'_>>,
+    order: Option<usize>,
+) {
+    if let Some((rep, table)) = ty {
+        let cc = ctx.codeable(rep, Some(table), "Specimen.type");
+        s.obj("type", cc);
+    }
+    subject(ctx, s, "subject");
+    if let Some(rep) = received {
+        let t = ctx.datetime(rep, 1, "Specimen.receivedTime");
+        s.opt("receivedTime", t);
+    }
+    if let Some(o) = order {
+        let r = ctx.entry_ref(o);
+        s.push_obj("request", reference_obj(&r));
+    }
+}
+
 /// OBR-14 and OBR-15 to a Specimen (the IG's OBR[Specimen], for an order without SPM):
 /// OBR-15 (SPS) component 1 its `type` (table 0070), 3 (collection method, text) and 4 (body
 /// site, table 0163) its `collection`, OBR-14 its `receivedTime`, OBR-7 (with OBR-8) its
@@ -943,19 +956,8 @@ fn obr_specimen(ctx: &mut Ctx<'_>, obr: SegmentRef<'_>, order: Option<usize>) ->
     let id = ctx.positional_id("Specimen", obr.index(), 15);
     let mut s = Ctx::resource("Specimen", &id);
     let source = ctx.r.first(obr, 15);
-    if let Some(src) = source {
-        let cc = ctx.codeable(src.composite(1), Some("0070"), "Specimen.type");
-        s.obj("type", cc);
-    }
-    subject(ctx, &mut s, "subject");
-    if let Some(rep) = ctx.r.first(obr, 14) {
-        let t = ctx.datetime(rep, 1, "Specimen.receivedTime");
-        s.opt("receivedTime", t);
-    }
-    if let Some(o) = order {
-        let r = ctx.entry_ref(o);
-        s.push_obj("request", reference_obj(&r));
-    }
+    let ty = source.map(|src| (src.composite(1), "0070"));
+    specimen_common(ctx, &mut s, ty, ctx.r.first(obr, 14), order);
     let mut col = Obj::new();
     let start = ctx.r.first(obr, 7).and_then(|rep| ctx.datetime(rep, 1, "Specimen.collection.collectedDateTime"));
     let end = ctx.r.first(obr, 8).and_then(|rep| ctx.datetime(rep, 1, "Specimen.collection.collectedPeriod.end"));
