@@ -175,3 +175,75 @@ fn multi_record_lines_and_exit_codes() {
     assert!(lines.iter().any(|l| l["error"] == "MLLP_FRAME_TRUNCATED"));
     assert!(lines.iter().filter(|l| l.get("model").is_some()).count() >= 1, "good records are kept");
 }
+
+/// Drops the white space outside JSON strings.
+fn squeeze_json(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let (mut in_str, mut escaped) = (false, false);
+    for &c in json {
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+        } else if !c.is_ascii_whitespace() {
+            in_str = c == b'"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The pretty-output bug (`"DOE,  JOHN"` for `DOE, JOHN`): the default (pretty) output of
+/// `parse` and `convert` carries exactly the bytes of `--json`, on every fixture: the same JSON
+/// values, and the same bytes once the white space outside strings is dropped.
+#[test]
+fn pretty_output_keeps_commas_and_agrees_with_json() {
+    let mut compared = 0;
+    for dir in ["hl7v2", "fhir", "redact"] {
+        for path in crate::common::files_under(&crate::common::fixture(dir)) {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+            if matches!(ext, "py" | "md") || path.ends_with("manifest.json") || path.ends_with("markers_index.json") {
+                continue;
+            }
+            let p = path.to_string_lossy().into_owned();
+            let mut runs = vec![vec!["parse"]];
+            if dir == "hl7v2" {
+                runs.push(vec!["convert", "--to", "fhir"]);
+            }
+            for args in runs {
+                let pretty = crate::common::run(&[args.as_slice(), &[p.as_str()]].concat());
+                let mut json_args = args.clone();
+                json_args.push("--json");
+                json_args.push(&p);
+                let compact = crate::common::run(&json_args);
+                assert_eq!(crate::common::code(&pretty), crate::common::code(&compact), "{p} {args:?}");
+                if compact.stdout.is_empty() {
+                    continue;
+                }
+                let values = |b: &[u8]| -> Vec<serde_json::Value> {
+                    serde_json::Deserializer::from_slice(b)
+                        .into_iter::<serde_json::Value>()
+                        .collect::<Result<_, _>>()
+                        .unwrap_or_else(|_| panic!("{p} {args:?}: output is not JSON"))
+                };
+                assert_eq!(values(&pretty.stdout), values(&compact.stdout), "{p} {args:?}");
+                assert_eq!(squeeze_json(&pretty.stdout), squeeze_json(&compact.stdout), "{p} {args:?}");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 200, "{compared}");
+}
+
+#[test]
+fn pretty_output_keeps_a_comma_in_a_name() {
+    let msg = b"MSH|^~\\&|A|B|C|D|20240101120000||ADT^A01^ADT_A01|X1|P|2.5.1\rPID|1||123^^^H^MR||DOE, JOHN^A,B\r";
+    let out = crate::common::run_stdin(&["parse", "-"], msg);
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(text.contains("\"DOE, JOHN\"") && text.contains("\"A,B\""), "{text}");
+}

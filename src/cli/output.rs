@@ -148,107 +148,139 @@ fn human_summary(json: &[u8], out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// Re-indents compact JSON without building a value tree (two spaces per level).
+/// Re-indents JSON with serde_json's `PrettyFormatter` (two spaces), without building a value
+/// tree: a scanner walks the tokens and hands the structure to the formatter, while every
+/// string and number is copied byte for byte. The data is therefore exactly what `--json` gives;
+/// only white space outside strings is added (`pretty_keeps_every_value` proves it).
+///
+/// What it does not do: validate the JSON (it comes from phiward's own writers) or re-encode
+/// numbers and strings (a decimal such as `1.10` keeps its digits).
 pub fn pretty(json: &[u8], out: &mut impl Write) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(json.len() * 2);
-    let mut depth = 0usize;
-    let mut in_str = false;
-    let mut escaped = false;
-    let newline = |buf: &mut Vec<u8>, depth: usize| {
-        buf.push(b'\n');
-        buf.extend(std::iter::repeat_n(b' ', depth * 2));
-    };
+    let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(json.len() + json.len() / 2));
+    reindent(json, &mut buf)?;
+    out.write_all(&buf)
+}
+
+/// What the scanner is inside.
+#[derive(Copy, Clone, Debug)]
+enum Open {
+    /// An array; `first` until its first value.
+    Array { first: bool },
+    /// An object; `first` until its first key, `key` while a key (not a value) is expected.
+    Object { first: bool, key: bool },
+}
+
+/// The token walk behind [`pretty`].
+fn reindent(json: &[u8], buf: &mut Vec<u8>) -> io::Result<()> {
+    use serde_json::ser::{Formatter, PrettyFormatter};
+    let mut f = PrettyFormatter::with_indent(b"  ");
+    let mut stack: Vec<Open> = Vec::new();
     let mut i = 0;
-    while i < json.len() {
-        let b = json[i];
-        if in_str {
-            buf.push(b);
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            i += 1;
-            continue;
-        }
+    while let Some(&b) = json.get(i) {
         match b {
-            b'"' => {
-                in_str = true;
-                buf.push(b);
+            b' ' | b'\t' | b'\n' | b'\r' | b',' => {
+                i += 1;
+                continue;
             }
-            b'{' | b'[' => {
-                let close = if b == b'{' { b'}' } else { b']' };
-                if json.get(i + 1) == Some(&close) {
-                    buf.extend_from_slice(&[b, close]);
-                    i += 2;
-                    continue;
-                }
-                if b == b'[' {
-                    if let Some(end) = flat_array_end(json, i) {
-                        for &c in &json[i..=end] {
-                            buf.push(c);
-                            if c == b',' && !in_string_at(json, i, end) {
-                                buf.push(b' ');
-                            }
-                        }
-                        i = end + 1;
-                        continue;
-                    }
-                }
-                buf.push(b);
-                depth += 1;
-                newline(&mut buf, depth);
+            b':' => {
+                f.end_object_key(buf)?;
+                f.begin_object_value(buf)?;
+                i += 1;
+                continue;
             }
             b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                newline(&mut buf, depth);
-                buf.push(b);
+                stack.pop();
+                if b == b'}' {
+                    f.end_object(buf)?;
+                } else {
+                    f.end_array(buf)?;
+                }
+                after_value(&mut f, &mut stack, buf)?;
+                i += 1;
+                continue;
             }
-            b',' => {
-                buf.push(b);
-                newline(&mut buf, depth);
-            }
-            b':' => buf.extend_from_slice(b": "),
-            _ => buf.push(b),
-        }
-        i += 1;
-    }
-    let r = out.write_all(&buf);
-    crate::phi::wipe(&mut buf);
-    r
-}
-
-/// When the array starting at `start` holds only scalars, the index of its closing bracket.
-fn flat_array_end(json: &[u8], start: usize) -> Option<usize> {
-    let mut in_str = false;
-    let mut escaped = false;
-    for (j, &c) in json.iter().enumerate().skip(start + 1) {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == b'\\' {
-                escaped = true;
-            } else if c == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match c {
-            b'"' => in_str = true,
-            b'[' | b'{' => return None,
-            b']' => return Some(j),
             _ => {}
         }
+        // A value, or a key: the formatter places it.
+        let is_key = match stack.last_mut() {
+            Some(Open::Array { first }) => {
+                f.begin_array_value(buf, *first)?;
+                *first = false;
+                false
+            }
+            Some(Open::Object { first, key: true }) => {
+                f.begin_object_key(buf, *first)?;
+                *first = false;
+                true
+            }
+            _ => false,
+        };
+        match b {
+            b'{' => {
+                f.begin_object(buf)?;
+                stack.push(Open::Object { first: true, key: true });
+                i += 1;
+            }
+            b'[' => {
+                f.begin_array(buf)?;
+                stack.push(Open::Array { first: true });
+                i += 1;
+            }
+            b'"' => {
+                let end = string_end(json, i);
+                buf.extend_from_slice(&json[i..end]);
+                i = end;
+                if is_key {
+                    // `:` ends the key.
+                    if let Some(Open::Object { key, .. }) = stack.last_mut() {
+                        *key = false;
+                    }
+                } else {
+                    after_value(&mut f, &mut stack, buf)?;
+                }
+            }
+            _ => {
+                // A number, `true`, `false` or `null`: up to the next delimiter, as written.
+                let end = json[i..]
+                    .iter()
+                    .position(|c| matches!(c, b',' | b'}' | b']' | b':' | b' ' | b'\t' | b'\n' | b'\r'))
+                    .map_or(json.len(), |n| i + n);
+                buf.extend_from_slice(&json[i..end]);
+                i = end.max(i + 1);
+                after_value(&mut f, &mut stack, buf)?;
+            }
+        }
     }
-    None
+    Ok(())
 }
 
-/// Placeholder kept simple: commas inside strings of a flat array are rare enough that the
-/// spacing after them is decided by a scan. Returns false (commas are spaced everywhere).
-fn in_string_at(_json: &[u8], _start: usize, _end: usize) -> bool {
-    false
+/// Closes a value inside the innermost array or object.
+fn after_value(f: &mut serde_json::ser::PrettyFormatter<'_>, stack: &mut [Open], buf: &mut Vec<u8>) -> io::Result<()> {
+    use serde_json::ser::Formatter;
+    match stack.last_mut() {
+        Some(Open::Array { .. }) => f.end_array_value(buf),
+        Some(Open::Object { key, .. }) => {
+            *key = true;
+            f.end_object_value(buf)
+        }
+        None => Ok(()),
+    }
+}
+
+/// The index just past the string that starts at `start` (its closing quote), or the end of
+/// the input.
+fn string_end(json: &[u8], start: usize) -> usize {
+    let mut escaped = false;
+    for (j, &c) in json.iter().enumerate().skip(start + 1) {
+        if escaped {
+            escaped = false;
+        } else if c == b'\\' {
+            escaped = true;
+        } else if c == b'"' {
+            return j + 1;
+        }
+    }
+    json.len()
 }
 
 /// Writes value-free findings on stdout (`policy check`): one `location severity CODE: meaning`
@@ -319,4 +351,96 @@ pub fn text(text: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pretty;
+
+    /// Drops the white space outside strings (what `pretty` may add).
+    fn squeeze(json: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let (mut in_str, mut escaped) = (false, false);
+        for &c in json {
+            if in_str {
+                out.push(c);
+                if escaped {
+                    escaped = false;
+                } else if c == b'\\' {
+                    escaped = true;
+                } else if c == b'"' {
+                    in_str = false;
+                }
+            } else if !c.is_ascii_whitespace() {
+                in_str = c == b'"';
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    fn check(compact: &[u8]) {
+        let mut out = Vec::new();
+        pretty(compact, &mut out).expect("write to a Vec");
+        assert_eq!(squeeze(&out), compact, "pretty output is the compact output plus white space");
+        let a: serde_json::Value = serde_json::from_slice(compact).expect("compact parses");
+        let b: serde_json::Value = serde_json::from_slice(&out).expect("pretty parses");
+        assert_eq!(a, b);
+    }
+
+    /// The bug: `"DOE,  JOHN"` for the HL7 v2 value `DOE, JOHN`, `"A, B"` for `"A,B"`.
+    #[test]
+    fn pretty_keeps_commas_in_strings() {
+        let compact = br#"{"model":{"PID":[["DOE, JOHN","A,B",",",", ,"]],"n":[1,2.50,-3e5]}}"#;
+        let mut out = Vec::new();
+        pretty(compact, &mut out).expect("write");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(text.contains(r#""DOE, JOHN""#) && text.contains(r#""A,B""#) && text.contains("2.50"), "{text}");
+        check(compact);
+    }
+
+    #[test]
+    fn pretty_layout_is_serde_jsons() {
+        let compact = br#"{"a":[],"b":{},"c":[1,{"d":null}],"e":"x"}"#;
+        let mut out = Vec::new();
+        pretty(compact, &mut out).expect("write");
+        let value: serde_json::Value = serde_json::from_slice(compact).expect("parses");
+        let expected = serde_json::to_vec_pretty(&value).expect("serializes");
+        assert_eq!(String::from_utf8(out).expect("utf-8"), String::from_utf8(expected).expect("utf-8"));
+    }
+
+    /// Generated documents: strings made of commas, quotes, escapes, brackets, colons and
+    /// non-ASCII characters, in arrays and objects nested at random (a fixed xorshift seed).
+    #[test]
+    fn pretty_keeps_every_value() {
+        const PIECES: [&str; 16] =
+            [",", ", ", "\"", "\\", "\n", "\t", "[", "]", "{", "}", ":", "é", "漢", "😀", "DOE, JOHN", " "];
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..2_000 {
+            let value = generate(&mut next, 0, &PIECES);
+            let compact = serde_json::to_vec(&value).expect("serializes");
+            check(&compact);
+        }
+    }
+
+    fn generate(next: &mut impl FnMut(u64) -> u64, depth: u32, pieces: &[&str]) -> serde_json::Value {
+        use serde_json::Value;
+        let text = |next: &mut dyn FnMut(u64) -> u64| -> String {
+            (0..next(6)).map(|_| pieces[next(pieces.len() as u64) as usize]).collect()
+        };
+        match if depth > 3 { next(4) } else { next(7) } {
+            0 => Value::String(text(next)),
+            1 => Value::from(next(1_000_000) as f64 / 7.0),
+            2 => Value::Bool(next(2) == 0),
+            3 => Value::Null,
+            4 | 5 => Value::Array((0..next(4)).map(|_| generate(next, depth + 1, pieces)).collect()),
+            _ => Value::Object((0..next(4)).map(|_| (text(next), generate(next, depth + 1, pieces))).collect()),
+        }
+    }
 }
