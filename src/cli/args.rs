@@ -199,25 +199,10 @@ pub struct RedactArgs {
     pub manifest: Option<PathBuf>,
 }
 
-/// The formats accepted by `--format`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// HL7 v2 (ER7), including FHS/BHS batches.
-    Hl7,
-    /// FHIR R4 (JSON or XML).
-    Fhir,
-    /// ASC X12.
-    X12,
-    /// DICOM Part 10.
-    Dicom,
-    /// C-CDA.
-    Ccda,
-    /// NCPDP SCRIPT.
-    Ncpdp,
-    /// ASTM E1394.
-    Astm,
-    /// HL7 v2 in MLLP frames.
-    Mllp,
+/// The names `--format` accepts: the registered formats' and their aliases (`mllp`), read from
+/// the registry.
+fn format_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(crate::formats::accepted_names())
 }
 
 /// Input and output options shared by every command that reads a message.
@@ -227,8 +212,8 @@ pub struct InputArgs {
     #[arg(value_name = "FILE|-")]
     pub input: PathBuf,
     /// The input format (detected from the first bytes when omitted).
-    #[arg(long, value_enum)]
-    pub format: Option<FormatArg>,
+    #[arg(long, value_parser = format_names())]
+    pub format: Option<String>,
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,

@@ -20,7 +20,7 @@ use crate::ops::{self, Command, Request, Source};
 use crate::policy::Policy;
 use std::sync::Arc;
 
-use args::{Cli, Cmd, FormatArg, InputArgs, SyntaxArg};
+use args::{Cli, Cmd, InputArgs, SyntaxArg};
 use output::Style;
 
 /// Runs the command line; returns the process exit code.
@@ -147,16 +147,11 @@ pub fn init_logging() {
     let _ = subscriber.try_init();
 }
 
-fn format_of(arg: FormatArg) -> Format {
-    match arg {
-        FormatArg::Hl7 => Format::Hl7,
-        FormatArg::Fhir => Format::Fhir,
-        FormatArg::X12 => Format::X12,
-        FormatArg::Dicom => Format::Dicom,
-        FormatArg::Ccda => Format::Ccda,
-        FormatArg::Ncpdp => Format::Ncpdp,
-        FormatArg::Astm => Format::Astm,
-        FormatArg::Mllp => Format::Mllp,
+/// The format and framing `--format` names (clap accepted only the registry's names).
+fn format_of(name: &str) -> (Option<Format>, Option<crate::formats::codec::Framing>) {
+    match crate::formats::resolve(name) {
+        Some((format, framing)) => (Some(format), framing),
+        None => (None, None),
     }
 }
 
@@ -241,10 +236,12 @@ fn run_request(
     } else {
         Style::Human
     };
+    let (format, framing) = a.format.as_deref().map_or((None, None), format_of);
     let request = Request {
         command,
         source,
-        format: a.format.map(format_of),
+        format,
+        framing,
         limits,
         strict,
         unsafe_show_values: a.unsafe_show_values,

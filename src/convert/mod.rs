@@ -7,8 +7,12 @@
 //!
 //! What it does not do: decide whether data may be disclosed (`ops` does), or print.
 
+mod engine;
 pub mod hl7v2_fhir;
 pub mod naming;
+
+pub use engine::Converts;
+pub use hl7v2_fhir::Converted;
 
 use crate::keys::Key;
 

@@ -14,12 +14,6 @@ use zeroize::Zeroize;
 use crate::diag::Code;
 use crate::limits::Limits;
 
-use super::Operation;
-
-/// The operations implemented for MLLP streams (each frame's content is HL7 v2).
-pub const OPERATIONS: &[Operation] =
-    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Convert, Operation::Redact];
-
 /// Start block.
 pub const START: u8 = 0x0B;
 /// End block (followed by CR).

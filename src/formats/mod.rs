@@ -8,32 +8,88 @@
 //! Architecture Invariant: `formats/` depends only on `phi`, `diag`, `limits` (and `detect` for
 //! delimiter rules); it knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
 
+pub mod codec;
 pub mod fhir;
 pub mod hl7v2;
 pub mod mllp;
+pub mod planned;
+pub mod sniff;
 
 use serde::Serialize;
 
-/// A message format.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    /// HL7 v2 ER7 (pipe-delimited), single messages, concatenations and FHS/BHS batches.
-    Hl7,
-    /// HL7 v2 in MLLP frames (0x0B ... 0x1C 0x0D), one or more per stream.
-    Mllp,
-    /// FHIR R4, JSON or XML.
-    Fhir,
-    /// ASC X12.
-    X12,
-    /// DICOM Part 10 files.
-    Dicom,
-    /// HL7 C-CDA (CDA R2 XML).
-    Ccda,
-    /// NCPDP SCRIPT XML.
-    Ncpdp,
-    /// ASTM E1394 laboratory records.
-    Astm,
+pub use codec::Codec;
+
+/// The registry: one line per format. `codecs` are the formats built into phiward (a type
+/// that implements [`Codec`], and, in their own modules, the policy engine's and the
+/// converter's traits); `planned` are formats phiward recognises (name and signature) and
+/// answers `CLI_FORMAT_UNSUPPORTED` for. Everything else is generated from this list by the
+/// macro given as `$then`: the [`Format`] enum, names, detection, the operation matrix here,
+/// and the one dispatch point in `ops`.
+///
+/// Adding a format: ARCHITECTURE.md, "Adding a format".
+macro_rules! with_registry {
+    ($then:ident) => {
+        $then! {
+            codecs {
+                Hl7: crate::formats::hl7v2::Hl7,
+                Fhir: crate::formats::fhir::Fhir,
+            }
+            planned {
+                X12: "x12", text = true, crate::formats::planned::is_x12;
+                Dicom: "dicom", text = false, crate::formats::planned::is_dicom;
+                Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
+                Ncpdp: "ncpdp", text = true, crate::formats::planned::is_ncpdp;
+                Astm: "astm", text = true, crate::formats::planned::is_astm;
+            }
+        }
+    };
+}
+pub(crate) use with_registry;
+
+/// Generates [`Format`] and its tables from the registry (no `match`: tables indexed by the
+/// variant).
+macro_rules! define_formats {
+    (
+        codecs { $($codec:ident: $ty:path,)* }
+        planned { $($planned:ident: $pname:literal, text = $text:literal, $psniff:path;)* }
+    ) => {
+        /// A message format (see the registry, [`with_registry`]).
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Format {
+            $(
+                #[doc = concat!("Built in: [`", stringify!($ty), "`].")]
+                $codec,
+            )*
+            $(
+                #[doc = concat!("Recognised, not built yet: `", $pname, "`.")]
+                $planned,
+            )*
+        }
+
+        impl Format {
+            /// Every format, in registry order.
+            pub const ALL: &'static [Format] = &[$(Format::$codec,)* $(Format::$planned,)*];
+            const NAMES: &'static [&'static str] = &[$(<$ty as Codec>::NAME,)* $($pname,)*];
+            const OPERATIONS: &'static [&'static [Operation]] =
+                &[$(<$ty as Codec>::OPERATIONS,)* $({ let _ = $pname; &[] },)*];
+            const TEXT: &'static [bool] = &[$(<$ty as Codec>::TEXT,)* $($text,)*];
+            const SNIFFERS: &'static [fn(&[u8], &[u8]) -> bool] = &[$(<$ty as Codec>::sniff,)* $($psniff,)*];
+            /// True for a format built into this binary (a codec), false for a planned one.
+            const BUILT: &'static [bool] = &[$({ let _ = stringify!($codec); true },)* $({ let _ = $pname; false },)*];
+        }
+    };
+}
+
+with_registry!(define_formats);
+
+/// Names `--format` and the MCP tools accept besides the formats' own: a framing names the
+/// format it carries, framed.
+pub const ALIASES: &[(&str, Format, codec::Framing)] = &[("mllp", Format::Hl7, codec::Framing::Mllp)];
+
+impl Serialize for Format {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 /// An operation on a parsed input.
@@ -79,49 +135,58 @@ impl Operation {
 }
 
 impl Format {
-    /// Every format, in a stable order.
-    pub const ALL: [Format; 8] = [
-        Format::Hl7,
-        Format::Mllp,
-        Format::Fhir,
-        Format::X12,
-        Format::Dicom,
-        Format::Ccda,
-        Format::Ncpdp,
-        Format::Astm,
-    ];
+    /// The entry of a table generated from the registry (the tables have one entry per
+    /// variant, in declaration order, so the index is always inside).
+    fn entry<T: Copy>(self, table: &[T]) -> T {
+        table[self as usize]
+    }
 
     /// The stable lower-case name, as in `--format` and in output JSON.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Hl7 => "hl7",
-            Format::Mllp => "mllp",
-            Format::Fhir => "fhir",
-            Format::X12 => "x12",
-            Format::Dicom => "dicom",
-            Format::Ccda => "ccda",
-            Format::Ncpdp => "ncpdp",
-            Format::Astm => "astm",
-        }
+        self.entry(Self::NAMES)
     }
 
-    /// Looks a format up by its stable name.
+    /// Looks a format up by its stable name (aliases are not formats: see [`resolve`]).
     pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.as_str() == name)
+        Format::ALL.iter().copied().find(|f| f.as_str() == name)
     }
 
-    /// The operations this build implements for the format, as declared by its module.
+    /// The operations this build implements for the format, as declared by its codec.
     pub fn operations(self) -> &'static [Operation] {
-        match self {
-            Format::Hl7 => hl7v2::OPERATIONS,
-            Format::Mllp => mllp::OPERATIONS,
-            Format::Fhir => fhir::OPERATIONS,
-            Format::X12 | Format::Dicom | Format::Ccda | Format::Ncpdp | Format::Astm => &[],
-        }
+        self.entry(Self::OPERATIONS)
     }
 
     /// True when the operation is implemented for the format.
     pub fn supports(self, op: Operation) -> bool {
         self.operations().contains(&op)
     }
+
+    /// True for a format built into this binary (not only recognised).
+    pub fn is_built(self) -> bool {
+        self.entry(Self::BUILT)
+    }
+
+    /// False for a binary format (an input of white space may still be one).
+    pub fn is_text(self) -> bool {
+        self.entry(Self::TEXT)
+    }
+
+    /// True when the input's first bytes look like this format (`body`: after a BOM and
+    /// white space; `raw`: as they are).
+    pub fn sniff(self, body: &[u8], raw: &[u8]) -> bool {
+        self.entry(Self::SNIFFERS)(body, raw)
+    }
+}
+
+/// A name as given to `--format` or an MCP tool: a format, or an alias with its framing.
+pub fn resolve(name: &str) -> Option<(Format, Option<codec::Framing>)> {
+    if let Some(f) = Format::from_name(name) {
+        return Some((f, None));
+    }
+    ALIASES.iter().find(|(n, _, _)| *n == name).map(|&(_, f, framing)| (f, Some(framing)))
+}
+
+/// Every name `--format` accepts: the formats', then the aliases.
+pub fn accepted_names() -> Vec<&'static str> {
+    Format::ALL.iter().map(|f| f.as_str()).chain(ALIASES.iter().map(|(n, _, _)| *n)).collect()
 }

@@ -407,12 +407,13 @@ pub fn detect(data: &[u8]) {
     let result = crate::detect::detect(data);
     let body = crate::detect::skip_bom_and_space(data);
     assert!(data.ends_with(body) && body.first().is_none_or(|b| !b.is_ascii_whitespace()), "skip_bom_and_space");
-    let dicom_at = |b: &[u8]| b.get(128..132) == Some(b"DICM");
     match result {
-        Ok(Format::Hl7) => assert!(matches!(body.get(..3), Some(b"MSH" | b"FHS" | b"BHS")), "hl7 without a header"),
-        Ok(Format::Mllp) => assert_eq!(body.first(), Some(&mllp::START), "mllp without a start block"),
-        Ok(Format::Dicom) => assert!(dicom_at(data), "dicom without DICM"),
-        Ok(_) => {}
+        Ok(format) => {
+            // The detected format is the one whose signature matches, and no other's does.
+            assert!(format.sniff(body, data), "{} detected without its signature", format.as_str());
+            let others = Format::ALL.iter().filter(|f| **f != format && f.sniff(body, data)).count();
+            assert_eq!(others, 0, "detected although another signature matches");
+        }
         Err(code) => {
             let expected = [Code::CLI_EMPTY_INPUT, Code::CLI_FORMAT_UNDETECTED, Code::CLI_FORMAT_AMBIGUOUS];
             assert!(expected.contains(&code), "unexpected detection code {}", code.as_str());
@@ -420,10 +421,15 @@ pub fn detect(data: &[u8]) {
             sec.failure(code, None);
         }
     }
-    // A BOM and white space in front change nothing (DICOM's signature sits at a fixed offset).
+    // A BOM and white space in front change nothing for text formats (a binary format's
+    // signature may sit at a fixed offset).
     let mut padded = b"\xEF\xBB\xBF \r\n\t".to_vec();
     padded.extend_from_slice(data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data));
-    if !dicom_at(data) && !dicom_at(&padded) {
+    let binary = |b: &[u8]| {
+        let body = crate::detect::skip_bom_and_space(b);
+        Format::ALL.iter().any(|f| !f.is_text() && f.sniff(body, b))
+    };
+    if !binary(data) && !binary(&padded) {
         assert_eq!(crate::detect::detect(&padded), result, "leading BOM or white space changed detection");
     }
     sec.log(logs::take());
@@ -465,11 +471,13 @@ impl Sink for Collect {
     }
 }
 
-fn run_op(input: &[u8], command: Command, format: Option<Format>, strict: bool) -> (Outcome, Collect) {
+fn run_op(input: &[u8], command: Command, format: Option<&str>, strict: bool) -> (Outcome, Collect) {
+    let (format, framing) = format.and_then(crate::formats::resolve).map_or((None, None), |(f, fr)| (Some(f), fr));
     let request = Request {
         command,
         source: Source::Bytes(Phi::new(input.to_vec())),
         format,
+        framing,
         limits: Limits::default(),
         strict,
         unsafe_show_values: false,
@@ -494,11 +502,11 @@ fn pipeline_one(input: &[u8], markers: bool) {
         (Command::Inspect, None, false),
         (Command::Fmt { check: false }, None, false),
         (Command::Fmt { check: true }, None, false),
-        (Command::Validate, Some(Format::Hl7), false),
-        (Command::Validate, Some(Format::Mllp), false),
         (Command::Convert, None, false),
     ];
-    for (command, format, strict) in runs {
+    // Every name `--format` accepts (each registered format, and the framings' aliases).
+    let forced = crate::formats::accepted_names().into_iter().map(|name| (Command::Validate, Some(name), false));
+    for (command, format, strict) in runs.into_iter().chain(forced) {
         let (outcome, got) = run_op(input, command, format, strict);
         outcome_ok(&outcome, &got, command);
         if command == Command::Convert {

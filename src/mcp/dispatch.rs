@@ -152,6 +152,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         command,
         source: Source::Bytes(input.bytes),
         format: input.format,
+        framing: input.framing,
         limits: config.limits,
         strict: false,
         unsafe_show_values: false,
@@ -181,6 +182,8 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
 struct Input {
     bytes: Phi<Vec<u8>>,
     format: Option<Format>,
+    /// A framing named by an alias (`mllp`).
+    framing: Option<crate::formats::codec::Framing>,
     /// One record per line (FHIR NDJSON), as the CLI's `--ndjson`.
     ndjson: bool,
     /// `convert` options (`bundle_type`, `default_timezone`).
@@ -215,9 +218,12 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
             Some(_) => return Err(Code::CLI_USAGE),
         }
     }
-    let format = match args.get("format") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(Format::from_name(s).ok_or(Code::CLI_USAGE)?),
+    let (format, framing) = match args.get("format") {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::String(s)) => {
+            let (f, framing) = crate::formats::resolve(s).ok_or(Code::CLI_USAGE)?;
+            (Some(f), framing)
+        }
         Some(_) => return Err(Code::CLI_USAGE),
     };
     let ndjson = match (tool, args.get("ndjson")) {
@@ -240,7 +246,7 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
             Some(_) => return Err(Code::CLI_USAGE),
         };
     }
-    Ok(Input { bytes, format, ndjson, convert })
+    Ok(Input { bytes, format, framing, ndjson, convert })
 }
 
 /// Zeroizes the strings of the arguments that were not consumed, then drops them.

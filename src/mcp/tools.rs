@@ -112,7 +112,7 @@ impl Tool {
             }
         };
         let formats: Vec<&str> =
-            Format::ALL.into_iter().filter(|f| f.supports(self.operation())).map(Format::as_str).collect();
+            Format::ALL.iter().filter(|f| f.supports(self.operation())).map(|f| f.as_str()).collect();
         let formats = if formats.is_empty() { "none yet".to_owned() } else { formats.join(", ") };
         let input = "Pass the message as text in `content` (or as base64 in `content_base64` for binary \
                      input), and `format` when you know it (omitted means detect).";
@@ -145,7 +145,7 @@ impl Tool {
                     },
                     "format": {
                         "type": "string",
-                        "enum": Format::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+                        "enum": crate::formats::accepted_names(),
                         "description": "The input format (hl7 or mllp convert; the others fail with \
                                         CLI_FORMAT_UNSUPPORTED); omit it to detect the format."
                     },
@@ -183,7 +183,7 @@ impl Tool {
                     },
                     "format": {
                         "type": "string",
-                        "enum": Format::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+                        "enum": crate::formats::accepted_names(),
                         "description": "The message format; omit it to detect the format from the \
                                         first bytes."
                     },

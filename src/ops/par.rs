@@ -20,15 +20,16 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use super::{Command, findings_json, verdict_json};
+use super::json;
+use super::request::Command;
+use super::runner::{check_for, render};
 use crate::diag::{Code, Diagnostic};
-use crate::formats::fhir;
-use crate::formats::hl7v2;
-use crate::limits::Limits;
+use crate::formats::codec::{Codec, Kind, Settings};
 use crate::phi::Disclosure;
 
 /// Most worker threads.
@@ -44,32 +45,22 @@ const IN_FLIGHT_PER_WORKER: u64 = 2;
 #[derive(Copy, Clone, Debug)]
 pub(super) struct Work {
     pub(super) command: Command,
-    pub(super) strict: bool,
-    pub(super) limits: Limits,
+    pub(super) settings: Settings,
 }
 
-/// One record of a multi-record input (its `Debug` shows the record number only).
-pub(super) enum Job {
-    /// An HL7 v2 message (not an envelope record) at `offset` in the input.
-    Hl7 { bytes: Vec<u8>, offset: u64, record: u64 },
-    /// A FHIR NDJSON line.
-    Fhir { bytes: Vec<u8>, record: u64 },
+/// One message record of a multi-record input (its `Debug` shows the record number only).
+pub(super) struct Job {
+    /// The record's bytes.
+    pub(super) bytes: Vec<u8>,
+    /// Where it starts in the input.
+    pub(super) offset: u64,
+    /// Its number.
+    pub(super) record: u64,
 }
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Job::Hl7 { record, .. } => write!(f, "Hl7(record {record})"),
-            Job::Fhir { record, .. } => write!(f, "Fhir(record {record})"),
-        }
-    }
-}
-
-impl Job {
-    fn len(&self) -> usize {
-        match self {
-            Job::Hl7 { bytes, .. } | Job::Fhir { bytes, .. } => bytes.len(),
-        }
+        write!(f, "Job(record {})", self.record)
     }
 }
 
@@ -84,10 +75,10 @@ pub(super) struct Finished {
 
 impl Finished {
     /// Processes a batch (`bytes`: its input bytes, to size the buffer once).
-    fn of(batch: Vec<Job>, bytes: usize, work: &Work, disclosure: &Disclosure) -> Finished {
+    fn of<C: Codec>(batch: Vec<Job>, bytes: usize, work: &Work, disclosure: &Disclosure) -> Finished {
         // The JSON of a record is about 1.7 times its bytes (and rarely more than twice).
         let mut lines = Vec::with_capacity(bytes.saturating_mul(2).saturating_add(batch.len() * 64));
-        let outs = batch.into_iter().map(|job| process(job, work, disclosure, &mut lines)).collect();
+        let outs = batch.into_iter().map(|job| process::<C>(job, work, disclosure, &mut lines)).collect();
         Finished { lines, outs }
     }
 
@@ -130,12 +121,9 @@ impl std::fmt::Debug for Out {
 
 /// Does one record's work, catching a panic; a record's object is appended to `lines`,
 /// followed by a newline.
-fn process(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
+fn process<C: Codec>(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
     let start = lines.len();
-    let run = std::panic::AssertUnwindSafe(|| match job {
-        Job::Hl7 { bytes, offset, record } => hl7_message(bytes, offset, record, work, disclosure, lines),
-        Job::Fhir { bytes, record } => fhir_line(bytes, record, work, disclosure, lines),
-    });
+    let run = std::panic::AssertUnwindSafe(|| message::<C>(job, work, disclosure, lines));
     let out = std::panic::catch_unwind(run).unwrap_or_else(Out::Panicked);
     match out {
         Out::Json { .. } => lines.push(b'\n'),
@@ -145,133 +133,45 @@ fn process(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) 
     out
 }
 
-/// `{"record":N,`
-fn record_prefix(record: u64, json: &mut Vec<u8>) {
-    json.extend_from_slice(b"{\"record\":");
-    crate::diag::decimal(record, json);
-    json.push(b',');
-}
-
-/// `{"record":N,"format":..,"error":..}`: a record that could not be parsed.
-fn failed(record: u64, format: &str, code: Code, json: &mut Vec<u8>) -> Out {
-    let start = json.len();
-    record_prefix(record, json);
-    json.extend_from_slice(b"\"format\":");
-    crate::json::string(json, format);
-    json.extend_from_slice(b",\"error\":");
-    crate::json::string(json, code.as_str());
-    json.push(b'}');
-    Out::Json {
-        record,
-        json: start..json.len(),
-        findings: Vec::new(),
-        valid: Some(false),
-        error: Some(code),
-        invalid: false,
-        failed: true,
-    }
-}
-
-/// An object `{...}` appended as `{"record":N,...}`; returns where it is in `json`.
-fn numbered(record: u64, object: &[u8], json: &mut Vec<u8>) -> std::ops::Range<usize> {
-    let start = json.len();
-    record_prefix(record, json);
-    json.extend_from_slice(object.get(1..).unwrap_or_default());
-    start..json.len()
-}
-
-fn hl7_message(
-    bytes: Vec<u8>,
-    offset: u64,
-    record: u64,
-    work: &Work,
-    disclosure: &Disclosure,
-    lines: &mut Vec<u8>,
-) -> Out {
-    let msg = match hl7v2::parse::parse_record(bytes, offset, &work.limits, None) {
-        Ok(m) => m,
-        Err((fatal, _)) => {
-            let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
-            return failed(record, "hl7", code, lines);
-        }
-    };
-    let options = hl7v2::validate::Options {
-        strict: work.strict,
-        syntax_only: matches!(work.command, Command::Parse | Command::Fmt { .. }),
-    };
-    let mut findings = hl7v2::validate::validate(&msg, options);
-    findings.truncate(hl7v2::validate::MAX_FINDINGS);
-    match work.command {
-        Command::Parse => {
-            let start = lines.len();
-            record_prefix(record, lines);
-            lines.extend_from_slice(b"\"format\":\"hl7\",\"model\":");
-            hl7v2::write::model_json(&msg, disclosure, lines);
-            lines.extend_from_slice(b",\"warnings\":");
-            findings_json(&findings, lines);
-            lines.push(b'}');
-            let json = start..lines.len();
-            Out::Json { record, json, findings, valid: None, error: None, invalid: false, failed: false }
-        }
-        Command::Validate => {
-            let valid = hl7v2::validate::is_valid(&findings);
-            let mut object = Vec::with_capacity(256);
-            verdict_json("hl7", valid, &findings, &mut object);
-            let json = numbered(record, &object, lines);
-            Out::Json { record, json, findings, valid: Some(valid), error: None, invalid: !valid, failed: false }
-        }
-        Command::Inspect => {
-            let summary = hl7v2::inspect::summarize(&msg, &findings);
-            let mut object = Vec::with_capacity(256);
-            if serde_json::to_writer(&mut object, &summary).is_err() {
-                return Out::Internal(Code::CLI_INTERNAL);
-            }
-            let json = numbered(record, &object, lines);
-            Out::Json { record, json, findings: Vec::new(), valid: None, error: None, invalid: false, failed: false }
-        }
-        // Not batched (see `Runner::batchable`).
-        Command::Fmt { .. } | Command::Redact | Command::Convert => Out::Internal(Code::CLI_INTERNAL),
-    }
-}
-
-fn fhir_line(bytes: Vec<u8>, record: u64, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
-    let doc = match fhir::read(bytes, &work.limits) {
+/// One message record: read, findings, rendering (as the record path does it).
+fn message<C: Codec>(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
+    let record = job.record;
+    // A message inherits nothing from the stream (envelope records are not batched).
+    let stream = C::Stream::default();
+    let doc = match C::read(job.bytes, job.offset, Kind::Message, &stream, &work.settings, false) {
         Ok(doc) => doc,
         Err(fatal) => {
-            let code = if fatal.code == Code::CLI_INPUT_TOO_LARGE { fatal.code } else { Code::CLI_PARSE_FAILED };
-            return failed(record, "fhir", code, lines);
+            let code = if fatal.cause.code == Code::CLI_INPUT_TOO_LARGE {
+                Code::CLI_INPUT_TOO_LARGE
+            } else {
+                Code::CLI_PARSE_FAILED
+            };
+            let start = lines.len();
+            json::failed_json(Some(record), C::NAME, code, lines);
+            return Out::Json {
+                record,
+                json: start..lines.len(),
+                findings: Vec::new(),
+                valid: Some(false),
+                error: Some(code),
+                invalid: false,
+                failed: true,
+            };
         }
     };
-    let options = fhir::validate::Options { strict: work.strict };
-    let mut object = Vec::with_capacity(256);
-    match work.command {
-        Command::Parse => {
-            object.extend_from_slice(b"{\"format\":\"fhir\",\"model\":");
-            fhir::write::resource_json(&doc, disclosure, false, &mut object);
-            object.extend_from_slice(b",\"warnings\":");
-            findings_json(doc.findings(), &mut object);
-            object.push(b'}');
-            let json = numbered(record, &object, lines);
-            let findings = doc.findings().to_vec();
-            Out::Json { record, json, findings, valid: None, error: None, invalid: false, failed: false }
-        }
-        Command::Validate => {
-            let findings = fhir::validate::validate(&doc, options);
-            let valid = fhir::validate::is_valid(&findings);
-            verdict_json("fhir", valid, &findings, &mut object);
-            let json = numbered(record, &object, lines);
-            Out::Json { record, json, findings, valid: Some(valid), error: None, invalid: !valid, failed: false }
-        }
-        Command::Inspect => {
-            let findings = fhir::validate::validate(&doc, options);
-            let summary = fhir::inspect::summarize(&doc, &findings);
-            if serde_json::to_writer(&mut object, &summary).is_err() {
-                return Out::Internal(Code::CLI_INTERNAL);
-            }
-            let json = numbered(record, &object, lines);
-            Out::Json { record, json, findings: Vec::new(), valid: None, error: None, invalid: false, failed: false }
-        }
-        Command::Fmt { .. } | Command::Redact | Command::Convert => Out::Internal(Code::CLI_INTERNAL),
+    let findings = C::findings(&doc, Kind::Message, check_for(work.command), &work.settings);
+    let start = lines.len();
+    match render::<C>(work.command, &doc, findings, Some(record), disclosure, lines) {
+        Ok(r) => Out::Json {
+            record,
+            json: start..lines.len(),
+            findings: r.findings,
+            valid: r.valid,
+            error: None,
+            invalid: r.valid == Some(false),
+            failed: false,
+        },
+        Err(code) => Out::Internal(code),
     }
 }
 
@@ -289,7 +189,7 @@ struct Pool {
 
 impl Pool {
     /// `grant` lends each worker the disclosure of this operation (granted by `ops`).
-    fn start(workers: usize, work: Work, grant: &fn() -> Disclosure) -> Pool {
+    fn start<C: Codec>(workers: usize, work: Work, grant: &fn() -> Disclosure) -> Pool {
         let (jobs, queue) = mpsc::channel::<Batch>();
         let queue = Arc::new(Mutex::new(queue));
         let (results, done) = mpsc::channel::<Done>();
@@ -304,7 +204,7 @@ impl Pool {
                         // poisoned lock still holds a usable queue).
                         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
                         let Ok((id, batch, bytes)) = next else { break };
-                        let finished = Finished::of(batch, bytes, &work, &disclosure);
+                        let finished = Finished::of::<C>(batch, bytes, &work, &disclosure);
                         if results.send((id, finished)).is_err() {
                             break;
                         }
@@ -331,7 +231,7 @@ impl Drop for Pool {
 /// Collects records into batches, sends them to the pool, and gives back finished batches in
 /// input order.
 #[derive(Debug)]
-pub(super) struct Batcher {
+pub(super) struct Batcher<C> {
     work: Work,
     workers: usize,
     /// Lends a worker (or this thread, for a short input) the disclosure of this operation.
@@ -345,10 +245,11 @@ pub(super) struct Batcher {
     next_write: u64,
     /// Batches finished out of order.
     ready: BTreeMap<u64, Finished>,
+    codec: PhantomData<fn() -> C>,
 }
 
-impl Batcher {
-    pub(super) fn new(work: Work, workers: usize, grant: fn() -> Disclosure) -> Batcher {
+impl<C: Codec> Batcher<C> {
+    pub(super) fn new(work: Work, workers: usize, grant: fn() -> Disclosure) -> Batcher<C> {
         Batcher {
             work,
             workers,
@@ -359,18 +260,19 @@ impl Batcher {
             next_id: 0,
             next_write: 0,
             ready: BTreeMap::new(),
+            codec: PhantomData,
         }
     }
 
     /// Adds a record; returns the batches now finished, in order (often none).
     pub(super) fn push(&mut self, job: Job) -> Vec<Finished> {
-        self.batch_bytes += job.len();
+        self.batch_bytes += job.bytes.len();
         self.batch.push(job);
         if self.batch.len() < MAX_BATCH_RECORDS && self.batch_bytes < MAX_BATCH_BYTES {
             return Vec::new();
         }
         if self.pool.is_none() {
-            self.pool = Some(Pool::start(self.workers, self.work, &self.grant));
+            self.pool = Some(Pool::start::<C>(self.workers, self.work, &self.grant));
         }
         if !self.send() {
             return self.inline();
@@ -432,7 +334,7 @@ impl Batcher {
         let disclosure = (self.grant)();
         let batch = std::mem::take(&mut self.batch);
         let bytes = std::mem::take(&mut self.batch_bytes);
-        out.push(Finished::of(batch, bytes, &self.work, &disclosure));
+        out.push(Finished::of::<C>(batch, bytes, &self.work, &disclosure));
         out
     }
 

@@ -13,6 +13,7 @@
 //! as data-channel writers), or read key files (see `keys`).
 
 pub mod action;
+mod engine;
 pub mod fhir;
 pub mod hl7v2;
 pub mod lint;
@@ -27,6 +28,7 @@ use crate::diag::{Code, Diagnostic, Location};
 use crate::limits::Limits;
 
 pub use action::Action;
+pub use engine::Redacts;
 
 /// Largest policy file read.
 pub const MAX_POLICY_BYTES: usize = 1024 * 1024;

@@ -14,6 +14,7 @@ pub mod conceptmap;
 pub mod find;
 pub mod import;
 pub mod index;
+pub mod scan;
 pub mod score;
 
 use std::path::{Path, PathBuf};

@@ -14,6 +14,7 @@
 //! need SNOMED CT, LOINC, ... are not checked), FHIR versions other than R4, RDF/Turtle.
 
 pub mod bundle;
+mod codec;
 pub mod definitions;
 pub mod direct;
 pub mod extensions;
@@ -31,13 +32,8 @@ pub mod validate;
 pub mod write;
 pub mod xml;
 
+pub use codec::{Fhir, NoEnvelope};
 pub use model::{Document, Syntax};
-
-use super::Operation;
-
-/// The operations implemented for FHIR.
-pub const OPERATIONS: &[Operation] =
-    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact];
 
 /// Reads one FHIR resource, JSON or XML (chosen by the first byte after a BOM and white
 /// space). A fatal diagnostic (syntax, limits, no resource) is an `Err`.

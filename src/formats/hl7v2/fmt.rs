@@ -77,3 +77,8 @@ fn level(raw: &[u8], seps: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
         wrote_any = true;
     }
 }
+
+/// True when `canonical` (what [`canonical`] wrote) is the message's bytes as they came.
+pub fn is_canonical(msg: &Message, canonical: &[u8], disclosure: &Disclosure) -> bool {
+    canonical == msg.bytes().expose_value(disclosure)
+}

@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod charset;
+mod codec;
 pub mod conformance;
 pub mod escape;
 pub mod fmt;
@@ -24,10 +25,5 @@ pub mod stream;
 pub mod validate;
 pub mod write;
 
+pub use codec::{Hl7, Stream};
 pub use parse::{Delimiters, Message, parse};
-
-use super::Operation;
-
-/// The operations implemented for HL7 v2.
-pub const OPERATIONS: &[Operation] =
-    &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Convert, Operation::Redact];

@@ -83,7 +83,7 @@ impl Secondary {
             assert!(r.as_u64().is_some_and(|n| n >= 1), "record is not a positive number");
         }
         let format = map.get("format").and_then(Value::as_str).unwrap_or_default().to_owned();
-        assert!(crate::formats::Format::from_name(&format).is_some(), "unknown format in a JSON item");
+        assert!(crate::formats::resolve(&format).is_some(), "unknown format in a JSON item");
         if map.contains_key("model") {
             // parse: the model is the data channel; only the warnings are secondary.
             let warnings = map.remove("warnings").unwrap_or(Value::Array(Vec::new()));
@@ -296,7 +296,7 @@ fn vocabulary() -> &'static HashSet<&'static str> {
             );
         }
         w.extend(SEVERITIES.iter().map(|s| s.as_str()));
-        w.extend(crate::formats::Format::ALL.iter().map(|f| f.as_str()));
+        w.extend(crate::formats::accepted_names());
         w.extend(crate::formats::Operation::ALL.iter().map(|o| o.as_str()));
         w.extend([
             "phiward",

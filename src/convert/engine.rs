@@ -1,0 +1,65 @@
+//! Conversion keyed by format: [`Converts`] is what the pipeline asks of a format's converter,
+//! implemented here for each registered codec type (HL7 v2 converts to FHIR R4; the others do
+//! not convert). A format without an implementation cannot be registered.
+//!
+//! What it does not do: convert (see [`super::hl7v2_fhir`]).
+
+use super::Options;
+use super::hl7v2_fhir::{self, Converted};
+use crate::diag::Code;
+use crate::formats::codec::Codec;
+use crate::formats::fhir::Fhir;
+use crate::formats::hl7v2::Hl7;
+use crate::limits::Limits;
+use crate::phi::Disclosure;
+
+/// A format's converter to FHIR R4.
+pub trait Converts: Codec {
+    /// True when the format converts (it may then declare `convert`).
+    const CONVERTS: bool;
+
+    /// Converts one record, writing the Bundle after `prefix` (the start of its record's
+    /// object) in a buffer with `room_per_finding` bytes left per finding. Record `record` of the
+    /// input. `CLI_FORMAT_UNSUPPORTED` when the format does not convert.
+    fn convert(
+        doc: &Self::Document,
+        prefix: &[u8],
+        room_per_finding: usize,
+        options: &Options,
+        record: u64,
+        limits: &Limits,
+        disclosure: &Disclosure,
+    ) -> Result<Converted, Code>;
+}
+
+impl Converts for Hl7 {
+    const CONVERTS: bool = true;
+
+    fn convert(
+        doc: &Self::Document,
+        prefix: &[u8],
+        room_per_finding: usize,
+        options: &Options,
+        record: u64,
+        limits: &Limits,
+        disclosure: &Disclosure,
+    ) -> Result<Converted, Code> {
+        Ok(hl7v2_fhir::convert_after(prefix, room_per_finding, doc, options, record, limits, disclosure))
+    }
+}
+
+impl Converts for Fhir {
+    const CONVERTS: bool = false;
+
+    fn convert(
+        _doc: &Self::Document,
+        _prefix: &[u8],
+        _room_per_finding: usize,
+        _options: &Options,
+        _record: u64,
+        _limits: &Limits,
+        _disclosure: &Disclosure,
+    ) -> Result<Converted, Code> {
+        Err(Code::CLI_FORMAT_UNSUPPORTED)
+    }
+}

@@ -1,0 +1,220 @@
+//! The trait a format implements, and the value-free types its methods exchange with the
+//! pipeline.
+//!
+//! A format is a type that implements [`Codec`]: how its inputs are recognised (`sniff`), how a
+//! stream of them is cut into records (`split`, with framings such as MLLP handled there), how a
+//! record is read into a document whose values are `Phi`, how a document is validated, summed up
+//! without values, written as the JSON model and in canonical form, and what it tracks across
+//! the records of a stream (batch envelopes). The registry (`formats/mod.rs`) lists the types;
+//! the pipeline (`ops`) is generic over the trait and never names a format.
+//!
+//! Architecture Invariant: a codec knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
+//! Redaction and conversion of a format are traits of their own modules, implemented there for
+//! the same type.
+//!
+//! What it does not do: decide exit codes, write to the sink, or redact (see `ops`, `policy`).
+
+use std::io::BufRead;
+
+use crate::diag::{Code, Diagnostic};
+use crate::limits::Limits;
+use crate::phi::{Disclosure, Phi};
+
+use super::Operation;
+
+/// What a record is in its stream: a message, or an envelope record of the format's batch
+/// protocol (`E`: the format's envelope kinds).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind<E> {
+    /// A message (a unit of content).
+    Message,
+    /// An envelope record (batch and file headers and trailers).
+    Envelope(E),
+}
+
+/// One piece of an input, in input order.
+#[derive(Debug)]
+pub enum Piece<E> {
+    /// A record.
+    Record {
+        /// Message or envelope.
+        kind: Kind<E>,
+        /// Byte offset of the record in the input.
+        offset: u64,
+        /// Its bytes; `None` when it is over `max_input_bytes` and was skipped.
+        bytes: Option<Vec<u8>>,
+    },
+    /// A problem of the framing outside any record: it counts as a failed record.
+    Problem {
+        /// The problem's code.
+        code: Code,
+        /// Where it starts.
+        offset: u64,
+        /// The name written as the failed record's `format` (the framing's, e.g. `mllp`).
+        label: &'static str,
+    },
+    /// A frame opens: the records up to [`Piece::FrameEnd`] are its content.
+    FrameStart(Framing),
+    /// The input cannot be read further: the operation fails with this code (the records
+    /// before are written).
+    Fail(Code),
+    /// The open frame closes; `clean` is false when its end was malformed (which makes
+    /// `fmt --check` negative).
+    FrameEnd {
+        /// The frame ended as the framing requires.
+        clean: bool,
+    },
+}
+
+/// A framing: bytes around records on the wire, not a format (`--format mllp` names HL7 v2 in
+/// MLLP frames).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// HL7 v2 Minimal Lower Layer Protocol: `0x0B` content `0x1C 0x0D`.
+    Mllp,
+}
+
+impl Framing {
+    /// The bytes `fmt` writes before a frame's content, and after it.
+    pub fn wrap(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Framing::Mllp => (&[super::mllp::START], &[super::mllp::END, b'\r']),
+        }
+    }
+}
+
+/// A syntax, for formats with more than one (FHIR JSON and XML).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// JSON.
+    Json,
+    /// XML.
+    Xml,
+}
+
+/// The request's settings a codec reads (value-free, `Copy`).
+#[derive(Copy, Clone, Debug)]
+pub struct Settings {
+    /// Limits.
+    pub limits: Limits,
+    /// Warnings become errors.
+    pub strict: bool,
+    /// The input is NDJSON: one record per line.
+    pub ndjson: bool,
+    /// `fmt`: the syntax to write; `None` keeps the input's.
+    pub to: Option<Syntax>,
+    /// A framing the caller declared (`--format mllp`); `None`: the codec detects it.
+    pub framing: Option<Framing>,
+}
+
+/// Which findings a caller wants.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// What reading found (the warnings of `parse` and `fmt`).
+    Syntax,
+    /// Full validation (`validate`, `inspect`).
+    Full,
+}
+
+/// A record that could not be read: the fatal diagnostic, and the record's bytes when the
+/// codec could give them back (for `fmt` to pass the record through, or for the operator's
+/// `--unsafe-show-values` excerpt).
+#[derive(Debug)]
+pub struct Fatal {
+    /// Why (value-free).
+    pub cause: Diagnostic,
+    /// The record's bytes.
+    pub bytes: Option<Phi<Vec<u8>>>,
+}
+
+/// The pieces of an input (an I/O error ends the operation).
+pub type Pieces<'a, E> = Box<dyn Iterator<Item = std::io::Result<Piece<E>>> + 'a>;
+
+/// A format.
+pub trait Codec: 'static {
+    /// The stable lower-case name (`--format`, output JSON).
+    const NAME: &'static str;
+    /// The operations implemented for this format (the support matrix reads it).
+    const OPERATIONS: &'static [Operation];
+    /// False for binary formats, whose input may start with white space (the pipeline's
+    /// empty-input check looks past it only for text).
+    const TEXT: bool = true;
+    /// What `fmt` writes after a record it passes through unchanged (a failed record of a
+    /// stream): the separator the splitter removed, if any.
+    const PASS_THROUGH_END: &'static [u8] = b"";
+
+    /// Most findings kept for one record.
+    const MAX_FINDINGS: usize = 1000;
+
+    /// The format's envelope record kinds.
+    type Envelope: Copy + Send + std::fmt::Debug + 'static;
+    /// A record read: values are `Phi`.
+    type Document: Send + Sync + 'static;
+    /// What is tracked across the records of a stream (envelopes, counts, inherited
+    /// delimiters); value-free.
+    type Stream: Default;
+
+    /// True when the input looks like this format. `body` is the first bytes after a UTF-8 BOM
+    /// and white space; `raw` the first bytes as they are.
+    fn sniff(body: &[u8], raw: &[u8]) -> bool;
+
+    /// Cuts an input into pieces. `first` is its first byte after a BOM and white space.
+    /// Returns whether the input is known to hold several records (a framed or NDJSON stream)
+    /// before any is read.
+    fn split<'a>(
+        input: Box<dyn BufRead + 'a>,
+        first: Option<u8>,
+        settings: &Settings,
+    ) -> (bool, Pieces<'a, Self::Envelope>);
+
+    /// Reads one record. `keep` asks for the bytes back on failure. `stream` is read for what
+    /// envelope records inherit.
+    fn read(
+        bytes: Vec<u8>,
+        offset: u64,
+        kind: Kind<Self::Envelope>,
+        stream: &Self::Stream,
+        settings: &Settings,
+        keep: bool,
+    ) -> Result<Self::Document, Fatal>;
+
+    /// The findings on a record, capped.
+    fn findings(doc: &Self::Document, kind: Kind<Self::Envelope>, check: Check, settings: &Settings)
+    -> Vec<Diagnostic>;
+
+    /// Writes the JSON model of a record (data channel).
+    fn model_json(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>);
+
+    /// Writes the value-free summary of a record (a JSON object).
+    fn summary(doc: &Self::Document, findings: &[Diagnostic], out: &mut Vec<u8>) -> Result<(), Code>;
+
+    /// Writes the canonical form of a record (data channel).
+    fn canonical(doc: &Self::Document, settings: &Settings, disclosure: &Disclosure, out: &mut Vec<u8>);
+
+    /// True when `canonical` (what [`Codec::canonical`] wrote) is the record as it came.
+    fn is_canonical(doc: &Self::Document, canonical: &[u8], settings: &Settings, disclosure: &Disclosure) -> bool;
+
+    /// A message record was seen (whether or not it could be read).
+    fn on_message(_stream: &mut Self::Stream) {}
+
+    /// An envelope record was seen (`doc`: `None` when it could not be read); returns its
+    /// findings from the stream's point of view (counts, placement).
+    fn on_envelope(
+        _stream: &mut Self::Stream,
+        _kind: Self::Envelope,
+        _doc: Option<&Self::Document>,
+    ) -> Vec<Diagnostic> {
+        Vec::new()
+    }
+
+    /// True when the settings make sense for this format (`--to`, `--ndjson`); otherwise the
+    /// operation is `CLI_FORMAT_UNSUPPORTED`.
+    fn accepts(settings: &Settings) -> bool {
+        settings.to.is_none()
+    }
+
+    /// The findings of the end of the stream (an unclosed batch).
+    fn finish(_stream: &mut Self::Stream) -> Vec<Diagnostic> {
+        Vec::new()
+    }
+}

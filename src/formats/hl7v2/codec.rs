@@ -1,0 +1,175 @@
+//! HL7 v2 as a registered format: [`Hl7`] implements the [`Codec`] trait over the modules of
+//! this folder. An input is ER7 (split by [`stream`]: messages, concatenations, FHS/BHS
+//! batches) or MLLP frames (the framing, [`crate::formats::mllp`]), each frame's content split
+//! the same way; the batch protocol is tracked across records by [`batch::Tracker`].
+//!
+//! What it does not do: anything of its own; it maps the trait onto `parse`, `validate`,
+//! `inspect`, `write` and `fmt`.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead};
+
+use super::parse::{Delimiters, Message};
+use super::stream::{self, Envelope};
+use super::{batch, fmt, inspect, validate, write};
+use crate::diag::{Code, Diagnostic};
+use crate::formats::Operation;
+use crate::formats::codec::{Check, Codec, Fatal, Framing, Kind, Piece, Pieces, Settings};
+use crate::formats::mllp::{self, Deframer, Frame};
+use crate::phi::{Disclosure, Phi};
+
+/// HL7 v2 (ER7), single messages, concatenations and FHS/BHS batches, plain or in MLLP frames.
+#[derive(Debug)]
+pub struct Hl7;
+
+/// What HL7 v2 tracks across the records of a stream: the batch protocol, and the delimiters
+/// the envelope records inherit from the last file or batch header.
+#[derive(Debug, Default)]
+pub struct Stream {
+    tracker: batch::Tracker,
+    delimiters: Option<Delimiters>,
+}
+
+fn kind_of(kind: stream::Kind) -> Kind<Envelope> {
+    match kind {
+        stream::Kind::Message => Kind::Message,
+        stream::Kind::Envelope(e) => Kind::Envelope(e),
+    }
+}
+
+/// True for `MSH`, `FHS` or `BHS` followed by a field separator.
+fn is_header(body: &[u8]) -> bool {
+    matches!(body.get(..3), Some(b"MSH" | b"FHS" | b"BHS"))
+        && body.get(3).is_some_and(|&b| crate::detect::is_delimiter_byte(b))
+}
+
+impl Codec for Hl7 {
+    const NAME: &'static str = "hl7";
+    const OPERATIONS: &'static [Operation] = &[
+        Operation::Parse,
+        Operation::Validate,
+        Operation::Inspect,
+        Operation::Fmt,
+        Operation::Convert,
+        Operation::Redact,
+    ];
+    const MAX_FINDINGS: usize = validate::MAX_FINDINGS;
+
+    type Envelope = Envelope;
+    type Document = Message;
+    type Stream = Stream;
+
+    fn sniff(body: &[u8], _raw: &[u8]) -> bool {
+        is_header(body) || body.first() == Some(&mllp::START)
+    }
+
+    fn split<'a>(input: Box<dyn BufRead + 'a>, first: Option<u8>, settings: &Settings) -> (bool, Pieces<'a, Envelope>) {
+        let framed = settings.framing == Some(Framing::Mllp) || first == Some(mllp::START);
+        if framed {
+            let frames = Framed { frames: Deframer::new(input, settings.limits), queue: VecDeque::new() };
+            return (true, Box::new(frames));
+        }
+        let records = stream::Splitter::new(input, settings.limits)
+            .map(|raw| raw.map(|raw| Piece::Record { kind: kind_of(raw.kind), offset: raw.offset, bytes: raw.bytes }));
+        (false, Box::new(records))
+    }
+
+    fn read(
+        bytes: Vec<u8>,
+        offset: u64,
+        kind: Kind<Envelope>,
+        stream: &Stream,
+        settings: &Settings,
+        _keep: bool,
+    ) -> Result<Message, Fatal> {
+        let inherited = match kind {
+            Kind::Message => None,
+            Kind::Envelope(_) => Some(stream.delimiters),
+        };
+        super::parse::parse_record(bytes, offset, &settings.limits, inherited)
+            .map_err(|(cause, bytes)| Fatal { cause, bytes: Some(bytes) })
+    }
+
+    fn findings(msg: &Message, kind: Kind<Envelope>, check: Check, settings: &Settings) -> Vec<Diagnostic> {
+        let options = validate::Options { strict: settings.strict, syntax_only: check == Check::Syntax };
+        let mut findings = match kind {
+            Kind::Message => validate::validate(msg, options),
+            Kind::Envelope(_) => validate::validate_envelope(msg, options),
+        };
+        findings.truncate(validate::MAX_FINDINGS);
+        findings
+    }
+
+    fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
+        write::model_json(msg, disclosure, out);
+    }
+
+    fn summary(msg: &Message, findings: &[Diagnostic], out: &mut Vec<u8>) -> Result<(), Code> {
+        let summary = inspect::summarize(msg, findings);
+        serde_json::to_writer(out, &summary).map_err(|_| Code::CLI_INTERNAL)
+    }
+
+    fn canonical(msg: &Message, _settings: &Settings, disclosure: &Disclosure, out: &mut Vec<u8>) {
+        fmt::canonical(msg, disclosure, out);
+    }
+
+    fn is_canonical(msg: &Message, canonical: &[u8], _settings: &Settings, disclosure: &Disclosure) -> bool {
+        fmt::is_canonical(msg, canonical, disclosure)
+    }
+
+    fn on_message(stream: &mut Stream) {
+        stream.tracker.message();
+    }
+
+    fn on_envelope(stream: &mut Stream, kind: Envelope, doc: Option<&Message>) -> Vec<Diagnostic> {
+        if let (Envelope::Fhs | Envelope::Bhs, Some(msg)) = (kind, doc) {
+            stream.delimiters = Some(msg.delimiters());
+        }
+        stream.tracker.envelope(kind, doc)
+    }
+
+    fn finish(stream: &mut Stream) -> Vec<Diagnostic> {
+        stream.tracker.finish()
+    }
+}
+
+/// The pieces of an MLLP stream: a frame problem, or a frame with the records of its content.
+struct Framed<'a> {
+    frames: Deframer<Box<dyn BufRead + 'a>>,
+    /// The pieces of the frame being given out.
+    queue: VecDeque<Piece<Envelope>>,
+}
+
+impl Iterator for Framed<'_> {
+    type Item = io::Result<Piece<Envelope>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(p) = self.queue.pop_front() {
+            return Some(Ok(p));
+        }
+        let frame = match self.frames.next()? {
+            Ok(f) => f,
+            Err(e) => return Some(Err(e)),
+        };
+        match frame {
+            Frame::Problem { code, offset } => return Some(Ok(Piece::Problem { code, offset, label: "mllp" })),
+            Frame::Content { bytes, offset, end_without_cr } => {
+                let ranges = stream::split_slice(&bytes);
+                if let [(kind, _)] = ranges.as_slice() {
+                    // The common case, one message per frame: no copy.
+                    let kind = kind_of(*kind);
+                    self.queue.push_back(Piece::Record { kind, offset, bytes: Some(bytes) });
+                } else {
+                    let content = Phi::new(bytes);
+                    for (kind, range) in ranges {
+                        let piece = content.span().slice(range.start, range.end).raw().to_vec();
+                        let at = offset + range.start as u64;
+                        self.queue.push_back(Piece::Record { kind: kind_of(kind), offset: at, bytes: Some(piece) });
+                    }
+                }
+                self.queue.push_back(Piece::FrameEnd { clean: !end_without_cr });
+            }
+        }
+        Some(Ok(Piece::FrameStart(Framing::Mllp)))
+    }
+}

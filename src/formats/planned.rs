@@ -1,0 +1,39 @@
+//! Signatures of the formats phiward recognises but does not build yet (the registry's
+//! `planned` lines): an input that matches one is answered `CLI_FORMAT_UNSUPPORTED` rather than
+//! `CLI_FORMAT_UNDETECTED`. When a format lands, its signature moves into its codec.
+//!
+//! Each takes the first bytes after a BOM and white space (`body`) and as they are (`raw`).
+
+use super::sniff::xml_root;
+use crate::detect::is_delimiter_byte;
+
+/// ASC X12: `ISA` followed by an element separator.
+pub fn is_x12(body: &[u8], _raw: &[u8]) -> bool {
+    body.starts_with(b"ISA") && body.get(3).is_some_and(|&b| is_delimiter_byte(b))
+}
+
+/// DICOM Part 10: `DICM` at offset 128 (after the preamble).
+pub fn is_dicom(_body: &[u8], raw: &[u8]) -> bool {
+    raw.get(128..132) == Some(b"DICM")
+}
+
+/// C-CDA: a `ClinicalDocument` root.
+pub fn is_ccda(body: &[u8], _raw: &[u8]) -> bool {
+    xml_root(body).is_some_and(|r| r.local == b"ClinicalDocument")
+}
+
+/// NCPDP SCRIPT: a root in the SCRIPT namespace.
+pub fn is_ncpdp(body: &[u8], _raw: &[u8]) -> bool {
+    xml_root(body).is_some_and(|r| r.namespace == Some(b"http://www.ncpdp.org/schema/SCRIPT"))
+}
+
+/// ASTM E1394: a header record `H|\^&`, optionally after an E1381 frame start.
+pub fn is_astm(body: &[u8], _raw: &[u8]) -> bool {
+    // Optional E1381 framing: STX and a frame number digit.
+    let rec = match body {
+        [0x02, d, rest @ ..] if d.is_ascii_digit() => rest,
+        [d, rest @ ..] if d.is_ascii_digit() => rest,
+        _ => body,
+    };
+    rec.starts_with(b"H|\\^&")
+}

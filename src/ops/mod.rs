@@ -1,0 +1,309 @@
+//! The single orchestrator: one request in, one [`Outcome`] out, data through a [`Sink`].
+//!
+//! The CLI and the MCP server both call [`run`]. The exit code and status are computed here,
+//! once, so the two front doors cannot disagree. `ops` is also the only place that grants a
+//! [`Disclosure`]: for the operations whose purpose is to return data, and for the operator's
+//! `--unsafe-show-values` door.
+//!
+//! - [`request`]: the request, outcome, item and sink types;
+//! - [`run`] (here): open the input, detect its format, check the request against the support
+//!   matrix, and dispatch to the format's pipeline: the one `match` on [`Format`], generated
+//!   from the registry;
+//! - `runner`: the one record path, generic over the format; `par`: records on all cores;
+//!   `json`: the value-free JSON envelopes and the findings writer.
+//!
+//! What it does not do: write to stdout or stderr (the sink and the CLI's output module do), or
+//! parse command lines.
+
+use std::io::{self, BufReader, Read};
+
+mod json;
+mod par;
+mod request;
+mod runner;
+
+pub use crate::formats::codec::Syntax;
+pub use json::findings_json;
+pub use request::{Command, Item, Outcome, Request, Sink, Source, Status};
+
+use crate::detect;
+use crate::diag::{Code, Diagnostic};
+use crate::error::Error;
+use crate::formats::Format;
+use crate::phi::{Disclosure, Phi};
+
+/// Runs a request.
+pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
+    let disclosure = Disclosure::grant();
+    let show = request.unsafe_show_values;
+    let result = (|| -> Result<Outcome, Failure> {
+        let mut reader = open(&request.source)?;
+        let prefix = fill_prefix(&mut reader)?;
+        if prefix.is_empty() {
+            return Err(Failure::code(Code::CLI_EMPTY_INPUT));
+        }
+        let format = match request.format {
+            Some(f) => f,
+            None => detect::detect(&prefix).map_err(|code| Failure {
+                code,
+                cause: None,
+                excerpt: excerpt_of(show, &prefix, 0),
+            })?,
+        };
+        let first = detect::skip_bom_and_space(&prefix).first().copied();
+        if first.is_none() && format.is_text() {
+            return Err(Failure::code(Code::CLI_EMPTY_INPUT));
+        }
+        if request.command == Command::Redact && request.policy.is_none() {
+            return Err(Failure::code(Code::CLI_USAGE));
+        }
+        if let Some(p) = request.redaction() {
+            p.check_key(request.key.is_some()).map_err(|e| Failure::code(e.code))?;
+        }
+        if !format.supports(request.command.operation()) {
+            return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
+        }
+        let whole = batchable_source(&request.source);
+        let input = BufReader::with_capacity(64 * 1024, io::Cursor::new(prefix).chain(reader));
+        let input: Box<dyn io::BufRead + '_> = Box::new(input);
+        dispatch(format, &request, sink, &disclosure, input, first, whole)
+    })();
+    match result {
+        Ok(outcome) => outcome,
+        Err(f) => {
+            let mut o = Outcome::failed(f.code);
+            o.cause = f.cause;
+            o.excerpt = f.excerpt.map(|e| (e, Disclosure::grant()));
+            o
+        }
+    }
+}
+
+/// Generates [`dispatch`] from the registry: the one `match` on [`Format`] of the crate.
+macro_rules! define_dispatch {
+    (
+        codecs { $($codec:ident: $ty:path,)* }
+        planned { $($planned:ident: $pname:literal, text = $text:literal, $psniff:path;)* }
+    ) => {
+        /// Runs the request through the pipeline of `format`'s codec.
+        fn dispatch(
+            format: Format,
+            request: &Request,
+            sink: &mut dyn Sink,
+            disclosure: &Disclosure,
+            input: Box<dyn io::BufRead + '_>,
+            first: Option<u8>,
+            whole: bool,
+        ) -> Result<Outcome, Failure> {
+            match format {
+                $(Format::$codec => {
+                    if !<$ty as crate::formats::Codec>::accepts(&runner::settings(request)) {
+                        return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
+                    }
+                    runner::run::<$ty>(request, sink, disclosure, input, first, whole)
+                })*
+                $(Format::$planned => Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED)),)*
+            }
+        }
+
+        /// Every registered codec declares exactly the operations it implements: a declared
+        /// `convert` has a converter, an undeclared one has none; the same for `redact`.
+        #[cfg(test)]
+        #[test]
+        fn declared_operations_are_implemented() {
+            use crate::formats::Operation;
+            $(
+                let ops = <$ty as crate::formats::Codec>::OPERATIONS;
+                assert_eq!(
+                    ops.contains(&Operation::Convert),
+                    <$ty as crate::convert::Converts>::CONVERTS,
+                    "{}: convert declared and implemented differ",
+                    <$ty as crate::formats::Codec>::NAME,
+                );
+                assert_eq!(
+                    ops.contains(&Operation::Redact),
+                    <$ty as crate::policy::Redacts>::REDACTS,
+                    "{}: redact declared and implemented differ",
+                    <$ty as crate::formats::Codec>::NAME,
+                );
+                for op in [Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt] {
+                    // The codec's required methods implement these four; a codec that leaves one
+                    // out must say so by not declaring it, and then nothing may call it.
+                    assert!(ops.contains(&op), "{}: {} not declared", <$ty as crate::formats::Codec>::NAME, op.as_str());
+                }
+            )*
+            $( assert!(Format::$planned.operations().is_empty(), "{} is planned", $pname); )*
+        }
+    };
+}
+crate::formats::with_registry!(define_dispatch);
+
+/// A failure before or instead of data.
+#[derive(Debug)]
+struct Failure {
+    code: Code,
+    cause: Option<Diagnostic>,
+    excerpt: Option<Phi<Vec<u8>>>,
+}
+
+impl Failure {
+    fn code(code: Code) -> Failure {
+        Failure { code, cause: None, excerpt: None }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::code(e.code())
+    }
+}
+
+/// Up to 200 bytes around `offset`, when the operator asked for them.
+fn excerpt_of(show: bool, bytes: &[u8], offset: usize) -> Option<Phi<Vec<u8>>> {
+    if !show {
+        return None;
+    }
+    let start = offset.saturating_sub(100).min(bytes.len());
+    let end = (start + 200).min(bytes.len());
+    Some(Phi::new(bytes[start..end].to_vec()))
+}
+
+fn open(source: &Source) -> Result<Box<dyn Read + '_>, Failure> {
+    match source {
+        Source::Path(p) => {
+            let file = std::fs::File::open(p).map_err(|e| Failure::from(crate::error::from_read_io(&e)))?;
+            match file.metadata() {
+                Ok(m) if m.is_dir() => Err(Failure::code(Code::CLI_NO_INPUT)),
+                Ok(_) => Ok(Box::new(file)),
+                Err(e) => Err(Failure::from(crate::error::from_read_io(&e))),
+            }
+        }
+        Source::Stdin => Ok(Box::new(io::stdin().lock())),
+        Source::Bytes(b) => Ok(Box::new(b.span().raw())),
+    }
+}
+
+/// Reads up to [`detect::PREFIX_LEN`] bytes (less at end of input).
+fn fill_prefix(reader: &mut dyn Read) -> Result<Vec<u8>, Failure> {
+    let mut prefix = vec![0u8; detect::PREFIX_LEN];
+    let mut filled = 0;
+    while filled < prefix.len() {
+        match reader.read(&mut prefix[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Failure::from(crate::error::from_read_io(&e))),
+        }
+    }
+    prefix.truncate(filled);
+    Ok(prefix)
+}
+
+/// True when the input is read whole, not a live stream: a file, bytes in memory, or standard
+/// input redirected from a regular file. Only such inputs are processed in batches on several
+/// threads; a pipe or a terminal gets each record's output as the record arrives.
+fn batchable_source(source: &Source) -> bool {
+    match source {
+        Source::Path(_) | Source::Bytes(_) => true,
+        Source::Stdin => stdin_is_file(),
+    }
+}
+
+#[cfg(unix)]
+fn stdin_is_file() -> bool {
+    use std::os::fd::AsFd;
+    let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() else { return false };
+    std::fs::File::from(fd).metadata().is_ok_and(|m| m.is_file())
+}
+
+#[cfg(not(unix))]
+fn stdin_is_file() -> bool {
+    false
+}
+
+/// Lends a worker thread the disclosure of the operation it works for.
+fn grant_worker() -> Disclosure {
+    Disclosure::grant()
+}
+
+/// Enforcement for FHIR JSON that phiward produces itself (the hook for `convert`'s Bundle):
+/// under a policy whose disclosure is `redacted` the JSON is redacted by the FHIR rules (ids,
+/// fullUrls and references rewritten consistently); otherwise it is returned as is. On failure
+/// nothing may be released (the caller fails the record with the code).
+pub fn enforce_fhir_json(request: &Request, json: Vec<u8>, disclosure: &Disclosure) -> Result<Vec<u8>, Code> {
+    match request.redaction() {
+        None => Ok(json),
+        Some(p) => {
+            crate::policy::fhir::redact_fhir_json(p, request.key.as_deref(), json, &request.limits, disclosure, true)
+        }
+    }
+}
+
+/// `map-codes --scan`: every coding of the message in `path` (see
+/// [`crate::terminology::scan::codings`]), under this operation's disclosure.
+pub fn scan_codings(
+    path: &std::path::Path,
+    limits: &crate::limits::Limits,
+) -> Result<Vec<crate::terminology::conceptmap::Coding>, Code> {
+    let max = usize::try_from(limits.max_input_bytes).unwrap_or(usize::MAX);
+    let bytes = crate::terminology::import::read_bounded_bytes(path, max)?;
+    scan_codings_in(bytes, limits)
+}
+
+/// [`scan_codings`] of a message in memory (the MCP `map_codes` tool's `content`).
+pub fn scan_codings_in(
+    bytes: Vec<u8>,
+    limits: &crate::limits::Limits,
+) -> Result<Vec<crate::terminology::conceptmap::Coding>, Code> {
+    crate::terminology::scan::codings(bytes, limits, &Disclosure::grant())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The FHIR invariants decided natively agree with the FHIRPath engine on every element of
+    /// the Bundles the converter makes of every HL7 v2 fixture (all three Bundle types).
+    #[test]
+    fn native_invariants_agree_on_converted_bundles() {
+        use crate::convert::{BundleType, Options};
+        use crate::formats::hl7v2::{parse, stream};
+        let limits = crate::limits::Limits::default();
+        let disclosure = crate::phi::Disclosure::grant();
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/hl7v2"))];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "hl7") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut docs = Vec::new();
+        for path in files {
+            let bytes = std::fs::read(&path).expect("read");
+            for (kind, range) in stream::split_slice(&bytes) {
+                if !matches!(kind, stream::Kind::Message) {
+                    continue;
+                }
+                let Ok(msg) = parse::parse(bytes[range].to_vec(), &limits) else { continue };
+                for bundle_type in [BundleType::Message, BundleType::Collection, BundleType::Transaction] {
+                    let opts = Options { bundle_type, ..Options::default() };
+                    let converted = crate::convert::hl7v2_fhir::convert(&msg, &opts, 1, &limits, &disclosure);
+                    if let Ok(doc) = crate::formats::fhir::read(converted.bundle().to_vec(), &limits) {
+                        docs.push((path.display().to_string(), doc));
+                    }
+                }
+            }
+        }
+        assert!(docs.len() > 100, "{}", docs.len());
+        let decided = crate::formats::fhir::fhirpath::natives_agree(&docs);
+        for key in [
+            "dom-2", "dom-3", "dom-4", "dom-5", "dom-6", "ext-1", "bdl-1", "bdl-2", "bdl-3", "bdl-4", "bdl-5", "bdl-7",
+            "bdl-8", "bdl-9", "bdl-10", "bdl-11", "bdl-12", "ref-1", "obs-6", "obs-7", "qty-3", "cpt-2",
+        ] {
+            assert!(decided.get(key).copied().unwrap_or(0) > 0, "{key} never decided natively");
+        }
+    }
+}

@@ -1,0 +1,750 @@
+//! The one record path: the pieces of an input (records, framing problems, frames) run through
+//! one format's codec, its policy engine and its converter, whatever the format. Generic over
+//! [`Pipeline`]; the registry's dispatch (`super::dispatch`) picks the type.
+//!
+//! Multi-record inputs are read one record at a time; memory is bounded by the largest record
+//! (times the few batches in flight when records are processed on several threads: `parse`,
+//! `validate`, `inspect` and `convert` of an input read whole, see [`super::par`] and
+//! [`Runner::flush_converts`]).
+//!
+//! What it does not do: open the input, detect its format (see `super::run`), or write to
+//! stdout (the sink does).
+
+use std::io::BufRead;
+
+use zeroize::Zeroizing;
+
+use super::json::{self, FINDING_ROOM};
+use super::par;
+use super::request::{Command, Item, Outcome, Request, Status};
+use super::{Failure, excerpt_of};
+use crate::convert::Converts;
+use crate::diag::{Code, Diagnostic, Location};
+use crate::error::exit;
+use crate::formats::codec::{Check, Codec, Framing, Kind, Piece, Settings};
+use crate::phi::{Disclosure, Phi};
+use crate::policy::{self, Redacts};
+
+/// What the pipeline needs of a format: its codec, its policy engine, its converter.
+pub trait Pipeline: Codec + Redacts + Converts {}
+
+impl<C: Codec + Redacts + Converts> Pipeline for C {}
+
+/// Messages per thread converted together (bounds memory: the batch's messages and Bundles).
+const CONVERT_BATCH_PER_WORKER: usize = 128;
+
+/// True when no finding is an error or fatal.
+pub(super) fn is_valid(findings: &[Diagnostic]) -> bool {
+    !findings.iter().any(|d| d.severity.is_failure())
+}
+
+/// The `--policy` and `redact` settings a codec sees, from the request.
+pub(super) fn settings(request: &Request) -> Settings {
+    Settings {
+        limits: request.limits,
+        strict: request.strict,
+        ndjson: request.ndjson,
+        to: request.to,
+        framing: request.framing,
+    }
+}
+
+/// Runs every piece of an input through the pipeline of format `C`.
+pub(super) fn run<C: Pipeline>(
+    request: &Request,
+    sink: &mut dyn super::Sink,
+    disclosure: &Disclosure,
+    input: Box<dyn BufRead + '_>,
+    first: Option<u8>,
+    whole: bool,
+) -> Result<Outcome, Failure> {
+    let settings = settings(request);
+    let (multi, pieces) = C::split(input, first, &settings);
+    let mut runner = Runner::<C>::new(request, settings, sink, disclosure, multi);
+    runner.parallel(whole);
+    let result = runner.pieces(pieces);
+    // What was read before the end (or a failure) is written; a failure among those records
+    // comes first.
+    let flushed = runner.flush_pending();
+    flushed.and(result)?;
+    runner.finish()
+}
+
+/// A record's rendering (its JSON is in the caller's buffer).
+#[derive(Debug)]
+pub(super) struct Rendered {
+    /// The findings it lists, for human rendering.
+    pub(super) findings: Vec<Diagnostic>,
+    /// The verdict (`validate`).
+    pub(super) valid: Option<bool>,
+}
+
+/// Writes the object of a record for `parse`, `validate` or `inspect` into `out` (with
+/// `"record":N` when `record` is given): the one rendering of a record, used by the record path
+/// and by the workers of [`super::par`].
+pub(super) fn render<C: Codec>(
+    command: Command,
+    doc: &C::Document,
+    findings: Vec<Diagnostic>,
+    record: Option<u64>,
+    disclosure: &Disclosure,
+    out: &mut Vec<u8>,
+) -> Result<Rendered, Code> {
+    match command {
+        Command::Parse => {
+            match record {
+                Some(r) => json::record_prefix_for(true, r, out),
+                None => out.push(b'{'),
+            }
+            out.extend_from_slice(b"\"format\":");
+            crate::json::string(out, C::NAME);
+            out.extend_from_slice(b",\"model\":");
+            C::model_json(doc, disclosure, out);
+            out.extend_from_slice(b",\"warnings\":");
+            json::findings_json(&findings, out);
+            out.push(b'}');
+            Ok(Rendered { findings, valid: None })
+        }
+        Command::Validate => {
+            let valid = is_valid(&findings);
+            let mut object = Vec::with_capacity(256);
+            json::verdict_json(C::NAME, valid, &findings, &mut object);
+            json::numbered(record, &object, out);
+            Ok(Rendered { findings, valid: Some(valid) })
+        }
+        Command::Inspect => {
+            let mut object = Vec::with_capacity(256);
+            C::summary(doc, &findings, &mut object)?;
+            json::numbered(record, &object, out);
+            Ok(Rendered { findings: Vec::new(), valid: None })
+        }
+        // Written by the record path (data with the record's bytes, or nothing).
+        Command::Fmt { .. } | Command::Redact | Command::Convert => Err(Code::CLI_INTERNAL),
+    }
+}
+
+/// Which findings a command reports.
+pub(super) fn check_for(command: Command) -> Check {
+    match command {
+        Command::Parse | Command::Fmt { .. } => Check::Syntax,
+        _ => Check::Full,
+    }
+}
+
+/// A message waiting to be converted, with its record number.
+struct ConvertJob<D> {
+    doc: D,
+    record: u64,
+}
+
+/// The output of the open frame (`fmt` and `redact` write a framed stream framed).
+struct Frame {
+    framing: Framing,
+    out: Zeroizing<Vec<u8>>,
+    /// Where its content starts in `out` (after the start bytes, when written).
+    content: usize,
+}
+
+struct Runner<'r, C: Pipeline> {
+    request: &'r Request,
+    settings: Settings,
+    redactor: Option<C::Redactor<'r>>,
+    sink: &'r mut dyn super::Sink,
+    disclosure: &'r Disclosure,
+    /// Records seen.
+    records: u64,
+    /// Several records (known before the first is processed, by reading one piece ahead).
+    multi: bool,
+    stream: C::Stream,
+    any_failed_record: bool,
+    any_invalid: bool,
+    output_failed: bool,
+    /// Messages read and waiting to be converted (`convert`): converted together, on all
+    /// cores, and written in input order (see [`Runner::flush_converts`]).
+    pending: Vec<ConvertJob<C::Document>>,
+    /// How many messages may wait: 1 (none waits) for standard input, whose records are
+    /// written as they come.
+    batch: usize,
+    /// Worker threads for a batch.
+    workers: usize,
+    /// `parse`, `validate`, `inspect` of a multi-record input read whole: records processed in
+    /// batches on several threads (see [`par`]).
+    par: Option<par::Batcher<C>>,
+    frame: Option<Frame>,
+}
+
+impl<'r, C: Pipeline> Runner<'r, C> {
+    fn new(
+        request: &'r Request,
+        settings: Settings,
+        sink: &'r mut dyn super::Sink,
+        disclosure: &'r Disclosure,
+        multi: bool,
+    ) -> Self {
+        let key = request.key.as_deref();
+        Runner {
+            request,
+            settings,
+            redactor: request.redaction().map(|p| C::redactor(p, key)),
+            sink,
+            disclosure,
+            records: 0,
+            multi,
+            stream: C::Stream::default(),
+            any_failed_record: false,
+            any_invalid: false,
+            output_failed: false,
+            pending: Vec::new(),
+            batch: 1,
+            workers: 1,
+            par: None,
+            frame: None,
+        }
+    }
+
+    /// Lets records be processed several at a time on all cores when the input is read whole
+    /// (`whole`): `convert` (see [`Runner::flush_converts`]), and `parse`, `validate` and
+    /// `inspect` without a redacting policy (see [`par`]).
+    fn parallel(&mut self, whole: bool) {
+        if !whole {
+            return;
+        }
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(par::MAX_WORKERS);
+        if workers <= 1 {
+            return;
+        }
+        match self.request.command {
+            Command::Convert => {
+                self.workers = workers;
+                self.batch = workers * CONVERT_BATCH_PER_WORKER;
+            }
+            Command::Parse | Command::Validate | Command::Inspect if self.request.redaction().is_none() => {
+                let work = par::Work { command: self.request.command, settings: self.settings };
+                self.par = Some(par::Batcher::new(work, workers, super::grant_worker));
+            }
+            _ => {}
+        }
+    }
+
+    /// `Some(check)` for `fmt`, `Some(false)` for `redact` (both write the records' bytes).
+    fn fmt_mode(&self) -> Option<bool> {
+        match self.request.command {
+            Command::Fmt { check } => Some(check),
+            Command::Redact => Some(false),
+            _ => None,
+        }
+    }
+
+    /// True when values pass through a policy before they leave.
+    fn redacting(&self) -> bool {
+        self.redactor.is_some()
+    }
+
+    /// Runs every piece.
+    fn pieces(&mut self, pieces: crate::formats::codec::Pieces<'_, C::Envelope>) -> Result<(), Failure> {
+        let mut pieces = pieces.peekable();
+        let mut first = true;
+        while let Some(piece) = pieces.next() {
+            let piece = piece.map_err(|e| Failure::from(crate::error::from_read_io(&e)))?;
+            if first {
+                first = false;
+                let envelope = matches!(piece, Piece::Record { kind: Kind::Envelope(_), .. });
+                self.multi = self.multi || envelope || pieces.peek().is_some();
+            }
+            match piece {
+                Piece::Fail(code) => return Err(Failure::code(code)),
+                Piece::Problem { code, offset, label } => {
+                    self.records += 1;
+                    let cause = Diagnostic::new(code, Location::Offset(offset));
+                    self.failed_record(code, cause, None, label, &mut Vec::new())?;
+                }
+                Piece::FrameStart(framing) => {
+                    let mut out = Zeroizing::new(Vec::new());
+                    if self.fmt_mode() == Some(false) {
+                        out.extend_from_slice(framing.wrap().0);
+                    }
+                    let content = out.len();
+                    self.frame = Some(Frame { framing, out, content });
+                }
+                Piece::FrameEnd { clean } => {
+                    if !clean && self.fmt_mode() == Some(true) {
+                        self.any_invalid = true;
+                    }
+                    if let Some(mut frame) = self.frame.take() {
+                        if self.fmt_mode() == Some(false) {
+                            if frame.out.len() == frame.content {
+                                frame.out.clear();
+                            } else {
+                                frame.out.extend_from_slice(frame.framing.wrap().1);
+                            }
+                        }
+                        if !frame.out.is_empty() {
+                            self.emit_bytes(&frame.out);
+                        }
+                    }
+                }
+                Piece::Record { kind, offset, bytes } => {
+                    // A record of a frame writes into the frame's output; another into its own.
+                    let mut frame = self.frame.take();
+                    let mut own = Zeroizing::new(Vec::new());
+                    let out = match frame.as_mut() {
+                        Some(f) => &mut f.out,
+                        None => &mut own,
+                    };
+                    let result = self.record(kind, offset, bytes, out);
+                    self.frame = frame;
+                    result?;
+                    if !own.is_empty() {
+                        self.emit_bytes(&own);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes one record. `fmt` and `redact` output is appended to `out`.
+    fn record(
+        &mut self,
+        kind: Kind<C::Envelope>,
+        offset: u64,
+        bytes: Option<Vec<u8>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Failure> {
+        self.records += 1;
+        if self.records > self.request.limits.max_records {
+            return Err(Failure::code(Code::CLI_INPUT_TOO_LARGE));
+        }
+        let Some(bytes) = bytes else {
+            let cause = Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Offset(offset));
+            return self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, C::NAME, out);
+        };
+        if matches!(kind, Kind::Message) {
+            C::on_message(&mut self.stream);
+        }
+        if self.par.is_some() && self.multi {
+            if matches!(kind, Kind::Message) {
+                return self.queue(par::Job { bytes, offset, record: self.records });
+            }
+            // An envelope record is processed here, after the records before it.
+            self.flush_pending()?;
+        }
+        // A copy of the bytes for the operator's excerpt, or for `fmt` to pass a record that
+        // fails through (codecs that keep their input give it back anyway).
+        let keep =
+            self.request.unsafe_show_values || (self.multi && self.fmt_mode() == Some(false) && !self.redacting());
+        let mut doc = match C::read(bytes, offset, kind, &self.stream, &self.settings, keep) {
+            Ok(d) => d,
+            Err(fatal) => {
+                if let Kind::Envelope(e) = kind {
+                    self.any_invalid |= !C::on_envelope(&mut self.stream, e, None).is_empty();
+                }
+                let code = if fatal.cause.code == Code::CLI_INPUT_TOO_LARGE {
+                    Code::CLI_INPUT_TOO_LARGE
+                } else {
+                    Code::CLI_PARSE_FAILED
+                };
+                return self.failed_record(code, fatal.cause, fatal.bytes, C::NAME, out);
+            }
+        };
+        if let Some(r) = self.redactor.as_mut() {
+            if self.request.command == Command::Redact {
+                if let Kind::Envelope(e) = kind {
+                    C::on_envelope(&mut self.stream, e, Some(&doc));
+                }
+                C::redact(r, &doc, &self.settings, self.disclosure, out);
+                return Ok(());
+            }
+            // Data is redacted before anything else reads it: the record is read again from
+            // its redacted bytes.
+            let mut red = Vec::new();
+            C::redact(r, &doc, &self.settings, self.disclosure, &mut red);
+            doc = match C::read(red, offset, kind, &self.stream, &self.settings, false) {
+                Ok(d) => d,
+                Err(fatal) => return self.failed_record(Code::CLI_PARSE_FAILED, fatal.cause, None, C::NAME, out),
+            };
+        }
+        let command = self.request.command;
+        if command == Command::Convert {
+            if let Kind::Envelope(e) = kind {
+                // Batch envelopes carry no patient data to convert.
+                C::on_envelope(&mut self.stream, e, Some(&doc));
+                return Ok(());
+            }
+            self.pending.push(ConvertJob { doc, record: self.records });
+            if self.pending.len() >= self.batch {
+                self.flush_converts()?;
+            }
+            return Ok(());
+        }
+        let mut findings = C::findings(&doc, kind, check_for(command), &self.settings);
+        if let Kind::Envelope(e) = kind {
+            findings.extend(C::on_envelope(&mut self.stream, e, Some(&doc)));
+            findings.truncate(C::MAX_FINDINGS);
+        }
+        match command {
+            Command::Parse | Command::Validate | Command::Inspect => {
+                let record = self.multi.then_some(self.records);
+                let mut json = Zeroizing::new(Vec::with_capacity(256));
+                let rendered =
+                    render::<C>(command, &doc, findings, record, self.disclosure, &mut json).map_err(Failure::code)?;
+                if rendered.valid == Some(false) {
+                    self.any_invalid = true;
+                }
+                self.emit(&json, &rendered.findings, rendered.valid, None);
+            }
+            Command::Fmt { check } => {
+                let start = out.len();
+                C::canonical(&doc, &self.settings, self.disclosure, out);
+                if check {
+                    let canonical = C::is_canonical(&doc, &out[start..], &self.settings, self.disclosure);
+                    out.truncate(start);
+                    if !canonical {
+                        self.any_invalid = true;
+                        let mut json = Vec::new();
+                        json.extend_from_slice(b"{\"format\":");
+                        crate::json::string(&mut json, C::NAME);
+                        json.extend_from_slice(b",\"canonical\":false}");
+                        self.emit_numbered(&json, &[], Some(false), None);
+                    }
+                }
+            }
+            // Handled above.
+            Command::Redact | Command::Convert => {}
+        }
+        Ok(())
+    }
+
+    /// A record that could not be read (or a framing problem, labelled by `label`). In a
+    /// single-record input the command fails (no data). In a stream the record is reported
+    /// and the others go on; `fmt` passes the record's bytes through unchanged so that nothing
+    /// is lost.
+    fn failed_record(
+        &mut self,
+        code: Code,
+        cause: Diagnostic,
+        bytes: Option<Phi<Vec<u8>>>,
+        label: &'static str,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Failure> {
+        // Records waiting in a batch come first.
+        self.flush_pending()?;
+        if !self.multi {
+            let at = match cause.location {
+                Location::Offset(o) => usize::try_from(o).unwrap_or(usize::MAX),
+                _ => 0,
+            };
+            let excerpt = bytes.as_ref().and_then(|b| excerpt_of(self.request.unsafe_show_values, b.span().raw(), at));
+            return Err(Failure { code, cause: Some(cause), excerpt });
+        }
+        self.any_failed_record = true;
+        if self.fmt_mode() == Some(false) {
+            if let Some(r) = self.redactor.as_mut() {
+                // Under a policy a record that does not parse cannot be redacted: it is left out.
+                C::counts(r).fail_closed += 1;
+                return Ok(());
+            }
+            if let Some(b) = &bytes {
+                out.extend_from_slice(b.expose_value(self.disclosure));
+                out.extend_from_slice(C::PASS_THROUGH_END);
+            }
+            return Ok(());
+        }
+        let mut json = Vec::new();
+        json::failed_json(None, label, code, &mut json);
+        self.emit_numbered(&json, &[], Some(false), Some(code));
+        Ok(())
+    }
+
+    /// Hands a record to the batch, and writes the records finished meanwhile.
+    fn queue(&mut self, job: par::Job) -> Result<(), Failure> {
+        let Some(batcher) = self.par.as_mut() else { return Ok(()) };
+        let done = batcher.push(job);
+        self.write_outs(done)
+    }
+
+    /// Writes finished records, in order.
+    fn write_outs(&mut self, batches: Vec<par::Finished>) -> Result<(), Failure> {
+        for batch in batches {
+            self.write_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the records of a finished batch: with one call when the sink takes JSON lines
+    /// and every record has its object.
+    fn write_batch(&mut self, batch: par::Finished) -> Result<(), Failure> {
+        if batch.all_json() {
+            if let Some(written) = self.sink.json_lines(&batch.lines, self.disclosure) {
+                for out in &batch.outs {
+                    if let par::Out::Json { invalid, failed, .. } = out {
+                        self.any_invalid |= invalid;
+                        self.any_failed_record |= failed;
+                    }
+                }
+                if written.is_err() {
+                    self.output_failed = true;
+                }
+                return Ok(());
+            }
+        }
+        for out in batch.outs {
+            match out {
+                par::Out::Json { record, json, findings, valid, error, invalid, failed } => {
+                    self.any_invalid |= invalid;
+                    self.any_failed_record |= failed;
+                    let json = batch.lines.get(json).unwrap_or_default();
+                    let item = Item::Json { record: Some(record), json, findings: &findings, valid, error };
+                    if self.sink.item(item, self.disclosure).is_err() {
+                        self.output_failed = true;
+                    }
+                }
+                par::Out::Internal(code) => {
+                    if let Some(b) = self.par.as_mut() {
+                        b.abandon();
+                    }
+                    return Err(Failure::code(code));
+                }
+                par::Out::Panicked(payload) => {
+                    if let Some(b) = self.par.as_mut() {
+                        b.abandon();
+                    }
+                    std::panic::resume_unwind(payload);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every record waiting in a batch (`parse`, `validate`, `inspect`, `convert`):
+    /// called before any other output, and at the end of the input.
+    fn flush_pending(&mut self) -> Result<(), Failure> {
+        if let Some(b) = self.par.as_mut() {
+            let done = b.drain();
+            self.write_outs(done)?;
+        }
+        self.flush_converts()
+    }
+
+    /// Converts the waiting messages (in parallel when there are several) and writes their
+    /// records in input order. Called when the batch is full, before any other record is
+    /// written, and at the end of the input.
+    fn flush_converts(&mut self) -> Result<(), Failure> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let jobs = std::mem::take(&mut self.pending);
+        // The request and the disclosure outlive the runner's borrow: the workers read them
+        // while this thread writes.
+        let request = self.request;
+        let disclosure = self.disclosure;
+        // Without a redacting policy the Bundle is written as it is: the converter writes it
+        // after the start of its record, and `write_converted` appends the rest (no copy).
+        let multi = self.multi;
+        let in_place = request.redaction().is_none();
+        let convert = |job: &ConvertJob<C::Document>| {
+            let mut prefix = Vec::new();
+            if in_place {
+                json::converted_record_prefix(multi, job.record, &mut prefix);
+            }
+            C::convert(&job.doc, &prefix, FINDING_ROOM, &request.convert, job.record, &request.limits, disclosure)
+        };
+        let records = self.records;
+        let mut outcome = Ok(());
+        if jobs.len() == 1 || self.workers <= 1 {
+            for job in &jobs {
+                self.records = job.record;
+                outcome = self.write_converted(convert(job));
+                if outcome.is_err() {
+                    break;
+                }
+            }
+            self.records = records;
+            return outcome;
+        }
+        // The messages are taken in input order by index, by `workers - 1` helper threads and
+        // by this thread, which converts one whenever the next Bundle to write is not ready:
+        // one thread per core (a third would only take turns), and writing overlaps converting.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (done, arrived) = std::sync::mpsc::channel();
+        let mut slots: Vec<Option<Result<crate::convert::Converted, Code>>> = jobs.iter().map(|_| None).collect();
+        let mut written = 0usize;
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..self.workers.min(jobs.len()))
+                .map(|_| {
+                    let done = done.clone();
+                    let (next, jobs, convert) = (&next, &jobs, &convert);
+                    scope.spawn(move || {
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(job) = jobs.get(i) else { break };
+                            if done.send((i, convert(job))).is_err() {
+                                break;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            drop(done);
+            loop {
+                while let Ok((i, converted)) = arrived.try_recv() {
+                    if let Some(slot) = slots.get_mut(i) {
+                        *slot = Some(converted);
+                    }
+                }
+                while outcome.is_ok()
+                    && let Some(converted) = slots.get_mut(written).and_then(Option::take)
+                {
+                    self.records = jobs.get(written).map_or(records, |j| j.record);
+                    outcome = self.write_converted(converted);
+                    written += 1;
+                }
+                if outcome.is_err() {
+                    // Nothing more is written: the helpers stop at their next message.
+                    next.store(jobs.len(), std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+                if written == jobs.len() {
+                    break;
+                }
+                // The next Bundle to write is not ready: convert a message here, or wait.
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if let Some(job) = jobs.get(i) {
+                    // A panic here is caught as in a helper: the message stays unconverted and is
+                    // converted again below, once the records before it are written.
+                    let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| convert(job)));
+                    if let (Ok(converted), Some(slot)) = (converted, slots.get_mut(i)) {
+                        *slot = Some(converted);
+                    }
+                    continue;
+                }
+                match arrived.recv() {
+                    Ok((i, converted)) => {
+                        if let Some(slot) = slots.get_mut(i) {
+                            *slot = Some(converted);
+                        }
+                    }
+                    // Every helper is gone: what they left is converted below.
+                    Err(_) => break,
+                }
+            }
+            for h in helpers {
+                // A helper that panicked left its messages unconverted: they are converted
+                // again below, on this thread, where a panic is the CLI's to handle.
+                let _ = h.join();
+            }
+        });
+        // What a panicked worker left, in order, then everything after it.
+        while outcome.is_ok() && written < jobs.len() {
+            let Some(job) = jobs.get(written) else { break };
+            let converted = slots.get_mut(written).and_then(Option::take).unwrap_or_else(|| convert(job));
+            self.records = job.record;
+            outcome = self.write_converted(converted);
+            written += 1;
+        }
+        self.records = records;
+        outcome
+    }
+
+    /// Writes one converted message (the record number is `self.records`).
+    fn write_converted(&mut self, converted: Result<crate::convert::Converted, Code>) -> Result<(), Failure> {
+        let mut converted = converted.map_err(Failure::code)?;
+        if converted.start > 0 {
+            // The Bundle follows the start of its record (no redacting policy): the object is
+            // completed in its buffer, which `converted` wipes when dropped.
+            let valid = is_valid(&converted.findings);
+            self.any_invalid |= !valid;
+            let json = &mut converted.out;
+            json.reserve(16 + FINDING_ROOM * converted.findings.len());
+            json.extend_from_slice(b",\"findings\":");
+            json::findings_json(&converted.findings, json);
+            json.push(b'}');
+            self.emit(&converted.out, &converted.findings, None, None);
+            return Ok(());
+        }
+        // Under a redacting policy the message was redacted by its own rules; the Bundle is
+        // then redacted by the FHIR rules (ids, fullUrls and references rewritten
+        // consistently). A Bundle that cannot be redacted is not released.
+        let mut bundle =
+            match super::enforce_fhir_json(self.request, std::mem::take(&mut converted.out), self.disclosure) {
+                Ok(b) => b,
+                Err(code) => {
+                    let at = Location::Record(u32::try_from(self.records).unwrap_or(u32::MAX));
+                    return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", &mut Vec::new());
+                }
+            };
+        let valid = is_valid(&converted.findings);
+        self.any_invalid |= !valid;
+        // The object is written complete (with `record` in a multi-record input), without
+        // copying the Bundle a second time.
+        let mut json = Vec::with_capacity(bundle.len() + 128 + 160 * converted.findings.len());
+        json::converted_record_prefix(self.multi, self.records, &mut json);
+        // The redactor ends its document with a newline (a file's last line); inside the
+        // record's object it would split the JSON line.
+        json.extend_from_slice(bundle.trim_ascii_end());
+        crate::phi::wipe(&mut bundle);
+        json.extend_from_slice(b",\"findings\":");
+        json::findings_json(&converted.findings, &mut json);
+        json.push(b'}');
+        self.emit(&json, &converted.findings, None, None);
+        crate::phi::wipe(&mut json);
+        Ok(())
+    }
+
+    /// Emits an object that already starts with its record's prefix.
+    fn emit(&mut self, json: &[u8], findings: &[Diagnostic], valid: Option<bool>, error: Option<Code>) {
+        let record = self.multi.then_some(self.records);
+        let item = Item::Json { record, json, findings, valid, error };
+        if self.sink.item(item, self.disclosure).is_err() {
+            self.output_failed = true;
+        }
+    }
+
+    /// Emits an object `{...}` written without its record's prefix.
+    fn emit_numbered(&mut self, object: &[u8], findings: &[Diagnostic], valid: Option<bool>, error: Option<Code>) {
+        let mut json = Vec::with_capacity(object.len() + 16);
+        json::numbered(self.multi.then_some(self.records), object, &mut json);
+        self.emit(&json, findings, valid, error);
+    }
+
+    fn emit_bytes(&mut self, bytes: &[u8]) {
+        if self.sink.item(Item::Bytes(bytes), self.disclosure).is_err() {
+            self.output_failed = true;
+        }
+    }
+
+    fn finish(mut self) -> Result<Outcome, Failure> {
+        let end = C::finish(&mut self.stream);
+        if !end.is_empty() && self.request.command == Command::Validate {
+            self.any_invalid = true;
+            self.records += 1;
+            let mut json = Vec::new();
+            json::verdict_json(C::NAME, false, &end, &mut json);
+            self.emit_numbered(&json, &end, Some(false), None);
+        }
+        if self.records == 0 {
+            return Err(Failure::code(Code::CLI_EMPTY_INPUT));
+        }
+        if self.output_failed {
+            return Err(Failure::code(Code::CLI_OUTPUT_FAILED));
+        }
+        let (exit, status) = if self.any_failed_record {
+            (exit::DATAERR, Status::Verdict)
+        } else if self.any_invalid {
+            (exit::INVALID, Status::Verdict)
+        } else {
+            (exit::OK, Status::Success)
+        };
+        let manifest = match (self.request.command, self.request.policy.as_deref()) {
+            (Command::Redact, Some(p)) => {
+                let mut counts = policy::manifest::Counts::new(p);
+                if let Some(r) = self.redactor.as_mut() {
+                    counts.add(C::counts(r));
+                }
+                Some(policy::manifest::json(p, &counts, self.request.key.is_some()))
+            }
+            _ => None,
+        };
+        Ok(Outcome { exit, status, code: None, cause: None, excerpt: None, multi: self.multi, manifest })
+    }
+}
