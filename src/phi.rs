@@ -158,8 +158,22 @@ pub struct Disclosure {
 impl Disclosure {
     /// Grants disclosure. Called only from `ops` (checked by the architecture test).
     pub(crate) fn grant() -> Disclosure {
+        #[cfg(test)]
+        GRANTS.with(|g| g.set(g.get() + 1));
         Disclosure { _private: () }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Grants made on this thread (tests prove which operations are never granted).
+    static GRANTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Grants made on this thread so far (tests only).
+#[cfg(test)]
+pub(crate) fn grants() -> u64 {
+    GRANTS.with(std::cell::Cell::get)
 }
 
 /// A type that cannot carry a message value: flags, counts of structure, codes.

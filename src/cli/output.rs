@@ -14,7 +14,6 @@ use std::io::{self, Write};
 
 use crate::diag::Code;
 use crate::ops::{Item, Outcome, Sink};
-use crate::phi::Disclosure;
 
 /// How stdout renders items.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -65,7 +64,7 @@ impl Stdout {
 }
 
 impl Sink for Stdout {
-    fn json_lines(&mut self, lines: &[u8], _disclosure: &Disclosure) -> Option<io::Result<()>> {
+    fn json_lines(&mut self, lines: &[u8]) -> Option<io::Result<()>> {
         match self.style {
             // A batch is larger than the buffer: written straight through, not copied.
             Style::Json => Some(self.out.write_all(lines)),
@@ -74,7 +73,7 @@ impl Sink for Stdout {
         }
     }
 
-    fn item(&mut self, item: Item<'_>, _disclosure: &Disclosure) -> io::Result<()> {
+    fn item(&mut self, item: Item<'_>) -> io::Result<()> {
         match item {
             Item::Bytes(b) => self.out.write_all(b),
             Item::Json { record, json, findings, valid, error } => match self.style {

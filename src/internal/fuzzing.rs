@@ -460,7 +460,7 @@ struct Collected {
 }
 
 impl Sink for Collect {
-    fn item(&mut self, item: Item<'_>, _disclosure: &Disclosure) -> io::Result<()> {
+    fn item(&mut self, item: Item<'_>) -> io::Result<()> {
         match item {
             Item::Bytes(b) => self.bytes.extend_from_slice(b),
             Item::Json { record, json, findings, .. } => {

@@ -22,7 +22,7 @@ use crate::error::exit_code_for;
 use crate::formats::Format;
 use crate::limits::Limits;
 use crate::ops::{self, Command, Item, Request, Sink, Source, Status};
-use crate::phi::{Disclosure, Phi};
+use crate::phi::Phi;
 
 use super::tools::Tool;
 
@@ -357,7 +357,7 @@ struct Collect {
 }
 
 impl Sink for Collect {
-    fn item(&mut self, item: Item<'_>, _disclosure: &Disclosure) -> io::Result<()> {
+    fn item(&mut self, item: Item<'_>) -> io::Result<()> {
         match item {
             Item::Json { json, .. } => {
                 self.objects.push(json.to_vec());

@@ -34,7 +34,9 @@ use crate::phi::{Disclosure, Phi};
 
 /// Runs a request.
 pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
-    let disclosure = Disclosure::grant();
+    // Only the commands that return data are granted a disclosure: `validate` and `inspect`
+    // run without one (`validate_and_inspect_are_never_granted`).
+    let disclosure = request.command.discloses().then(Disclosure::grant);
     let show = request.unsafe_show_values;
     let result = (|| -> Result<Outcome, Failure> {
         let mut reader = open(&request.source)?;
@@ -66,7 +68,7 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
         let whole = batchable_source(&request.source);
         let input = BufReader::with_capacity(64 * 1024, io::Cursor::new(prefix).chain(reader));
         let input: Box<dyn io::BufRead + '_> = Box::new(input);
-        dispatch(format, &request, sink, &disclosure, input, first, whole)
+        dispatch(format, &request, sink, disclosure.as_ref(), input, first, whole)
     })();
     match result {
         Ok(outcome) => outcome,
@@ -90,7 +92,7 @@ macro_rules! define_dispatch {
             format: Format,
             request: &Request,
             sink: &mut dyn Sink,
-            disclosure: &Disclosure,
+            disclosure: Option<&Disclosure>,
             input: Box<dyn io::BufRead + '_>,
             first: Option<u8>,
             whole: bool,
@@ -260,6 +262,61 @@ pub fn scan_codings_in(
 
 #[cfg(test)]
 mod tests {
+    /// `validate` and `inspect` are never granted a disclosure, whatever the input (single
+    /// messages, MLLP streams and batches processed on several threads, FHIR JSON, XML and
+    /// NDJSON), and under a policy whose disclosure is `redacted` too; `parse` is (the control
+    /// that shows the count works).
+    #[test]
+    fn validate_and_inspect_are_never_granted() {
+        use super::{Command, Item, Request, Sink, Source};
+        struct Null;
+        impl Sink for Null {
+            fn item(&mut self, _item: Item<'_>) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let policy = std::sync::Arc::new(crate::policy::load(crate::policy::AGENT.as_bytes()).expect("agent policy"));
+        let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures"));
+        let mut files = Vec::new();
+        for dir in ["hl7v2/valid", "hl7v2/invalid", "fhir/valid", "fhir/invalid"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("fixtures") {
+                files.push(entry.expect("entry").path());
+            }
+        }
+        files.sort();
+        let run = |command: Command, path: &std::path::Path, ndjson: bool, with_policy: bool| {
+            let request = Request {
+                command,
+                source: Source::Path(path.to_path_buf()),
+                format: None,
+                framing: None,
+                limits: crate::limits::Limits::default(),
+                strict: false,
+                unsafe_show_values: false,
+                ndjson,
+                to: None,
+                convert: crate::convert::Options::default(),
+                policy: with_policy.then(|| std::sync::Arc::clone(&policy)),
+                key: None,
+            };
+            let before = crate::phi::grants();
+            super::run(request, &mut Null);
+            crate::phi::grants() - before
+        };
+        let mut runs = 0;
+        for path in &files {
+            let ndjson = path.extension().is_some_and(|e| e == "ndjson");
+            for with_policy in [false, true] {
+                for command in [Command::Validate, Command::Inspect] {
+                    assert_eq!(run(command, path, ndjson, with_policy), 0, "{command:?} granted on {}", path.display());
+                    runs += 1;
+                }
+            }
+            assert!(run(Command::Parse, path, ndjson, false) >= 1, "parse not granted on {}", path.display());
+        }
+        assert!(runs > 400, "{runs}");
+    }
+
     /// The FHIR invariants decided natively agree with the FHIRPath engine on every element of
     /// the Bundles the converter makes of every HL7 v2 fixture (all three Bundle types).
     #[test]

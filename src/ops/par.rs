@@ -75,7 +75,7 @@ pub(super) struct Finished {
 
 impl Finished {
     /// Processes a batch (`bytes`: its input bytes, to size the buffer once).
-    fn of<C: Codec>(batch: Vec<Job>, bytes: usize, work: &Work, disclosure: &Disclosure) -> Finished {
+    fn of<C: Codec>(batch: Vec<Job>, bytes: usize, work: &Work, disclosure: Option<&Disclosure>) -> Finished {
         // The JSON of a record is about 1.7 times its bytes (and rarely more than twice).
         let mut lines = Vec::with_capacity(bytes.saturating_mul(2).saturating_add(batch.len() * 64));
         let outs = batch.into_iter().map(|job| process::<C>(job, work, disclosure, &mut lines)).collect();
@@ -121,7 +121,7 @@ impl std::fmt::Debug for Out {
 
 /// Does one record's work, catching a panic; a record's object is appended to `lines`,
 /// followed by a newline.
-fn process<C: Codec>(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
+fn process<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lines: &mut Vec<u8>) -> Out {
     let start = lines.len();
     let run = std::panic::AssertUnwindSafe(|| message::<C>(job, work, disclosure, lines));
     let out = std::panic::catch_unwind(run).unwrap_or_else(Out::Panicked);
@@ -134,7 +134,7 @@ fn process<C: Codec>(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut
 }
 
 /// One message record: read, findings, rendering (as the record path does it).
-fn message<C: Codec>(job: Job, work: &Work, disclosure: &Disclosure, lines: &mut Vec<u8>) -> Out {
+fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lines: &mut Vec<u8>) -> Out {
     let record = job.record;
     // A message inherits nothing from the stream (envelope records are not batched).
     let stream = C::Stream::default();
@@ -188,8 +188,9 @@ struct Pool {
 }
 
 impl Pool {
-    /// `grant` lends each worker the disclosure of this operation (granted by `ops`).
-    fn start<C: Codec>(workers: usize, work: Work, grant: &fn() -> Disclosure) -> Pool {
+    /// `grant` lends each worker the disclosure of this operation (granted by `ops` to the
+    /// commands that return data; `None` for the others).
+    fn start<C: Codec>(workers: usize, work: Work, grant: Option<fn() -> Disclosure>) -> Pool {
         let (jobs, queue) = mpsc::channel::<Batch>();
         let queue = Arc::new(Mutex::new(queue));
         let (results, done) = mpsc::channel::<Done>();
@@ -197,14 +198,14 @@ impl Pool {
             .filter_map(|_| {
                 let queue = Arc::clone(&queue);
                 let results = results.clone();
-                let disclosure = grant();
+                let disclosure = grant.map(|g| g());
                 let worker = move || {
                     loop {
                         // The lock is held only to take a batch (no panic can poison it; a
                         // poisoned lock still holds a usable queue).
                         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
                         let Ok((id, batch, bytes)) = next else { break };
-                        let finished = Finished::of::<C>(batch, bytes, &work, &disclosure);
+                        let finished = Finished::of::<C>(batch, bytes, &work, disclosure.as_ref());
                         if results.send((id, finished)).is_err() {
                             break;
                         }
@@ -234,8 +235,9 @@ impl Drop for Pool {
 pub(super) struct Batcher<C> {
     work: Work,
     workers: usize,
-    /// Lends a worker (or this thread, for a short input) the disclosure of this operation.
-    grant: fn() -> Disclosure,
+    /// Lends a worker (or this thread, for a short input) the disclosure of this operation
+    /// (`None`: the command returns no data).
+    grant: Option<fn() -> Disclosure>,
     batch: Vec<Job>,
     batch_bytes: usize,
     pool: Option<Pool>,
@@ -249,7 +251,7 @@ pub(super) struct Batcher<C> {
 }
 
 impl<C: Codec> Batcher<C> {
-    pub(super) fn new(work: Work, workers: usize, grant: fn() -> Disclosure) -> Batcher<C> {
+    pub(super) fn new(work: Work, workers: usize, grant: Option<fn() -> Disclosure>) -> Batcher<C> {
         Batcher {
             work,
             workers,
@@ -272,7 +274,7 @@ impl<C: Codec> Batcher<C> {
             return Vec::new();
         }
         if self.pool.is_none() {
-            self.pool = Some(Pool::start::<C>(self.workers, self.work, &self.grant));
+            self.pool = Some(Pool::start::<C>(self.workers, self.work, self.grant));
         }
         if !self.send() {
             return self.inline();
@@ -331,10 +333,10 @@ impl<C: Codec> Batcher<C> {
     /// Processes the batch on this thread, after every batch sent.
     fn inline(&mut self) -> Vec<Finished> {
         let mut out = self.drain_sent();
-        let disclosure = (self.grant)();
+        let disclosure = self.grant.map(|g| g());
         let batch = std::mem::take(&mut self.batch);
         let bytes = std::mem::take(&mut self.batch_bytes);
-        out.push(Finished::of::<C>(batch, bytes, &self.work, &disclosure));
+        out.push(Finished::of::<C>(batch, bytes, &self.work, disclosure.as_ref()));
         out
     }
 

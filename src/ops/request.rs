@@ -48,6 +48,13 @@ impl Command {
             Command::Convert => Operation::Convert,
         }
     }
+
+    /// True for the commands whose purpose is to return data (`parse`, `fmt`, `convert`,
+    /// `redact`): only they are granted a [`Disclosure`]. `validate` and `inspect` run without
+    /// one, so nothing on their path can turn a value into output bytes.
+    pub fn discloses(self) -> bool {
+        matches!(self, Command::Parse | Command::Fmt { .. } | Command::Convert | Command::Redact)
+    }
 }
 
 /// Where the input comes from.
@@ -92,10 +99,13 @@ pub struct Request {
 }
 
 impl Request {
-    /// The policy under which data is redacted, if any.
+    /// The policy under which data is redacted, if any: `redact`'s, and under `--policy` the
+    /// data of the other commands that return data. `validate` and `inspect` return no value,
+    /// so they read the message as it is.
     pub(super) fn redaction(&self) -> Option<&Policy> {
         let p = self.policy.as_deref()?;
-        (self.command == Command::Redact || p.disclosure == PolicyDisclosure::Redacted).then_some(p)
+        let redacts = self.command == Command::Redact || p.disclosure == PolicyDisclosure::Redacted;
+        (redacts && self.command.discloses()).then_some(p)
     }
 }
 
@@ -169,13 +179,13 @@ pub enum Item<'a> {
 /// Receives the data of an operation (stdout for the CLI, the result for MCP).
 pub trait Sink {
     /// Takes one item.
-    fn item(&mut self, item: Item<'_>, disclosure: &Disclosure) -> io::Result<()>;
+    fn item(&mut self, item: Item<'_>) -> io::Result<()>;
 
     /// Takes several records at once as compact JSON lines (each object followed by `\n`),
     /// when the sink would write each `Item::Json` as its object and a newline (or nothing);
     /// `None`, taking nothing, when it renders the items otherwise (they are then given one
     /// at a time).
-    fn json_lines(&mut self, _lines: &[u8], _disclosure: &Disclosure) -> Option<io::Result<()>> {
+    fn json_lines(&mut self, _lines: &[u8]) -> Option<io::Result<()>> {
         None
     }
 }

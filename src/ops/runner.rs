@@ -53,7 +53,7 @@ pub(super) fn settings(request: &Request) -> Settings {
 pub(super) fn run<C: Pipeline>(
     request: &Request,
     sink: &mut dyn super::Sink,
-    disclosure: &Disclosure,
+    disclosure: Option<&Disclosure>,
     input: Box<dyn BufRead + '_>,
     first: Option<u8>,
     whole: bool,
@@ -81,17 +81,19 @@ pub(super) struct Rendered {
 
 /// Writes the object of a record for `parse`, `validate` or `inspect` into `out` (with
 /// `"record":N` when `record` is given): the one rendering of a record, used by the record path
-/// and by the workers of [`super::par`].
+/// and by the workers of [`super::par`]. `parse` needs the operation's disclosure; `validate`
+/// and `inspect` have none.
 pub(super) fn render<C: Codec>(
     command: Command,
     doc: &C::Document,
     findings: Vec<Diagnostic>,
     record: Option<u64>,
-    disclosure: &Disclosure,
+    disclosure: Option<&Disclosure>,
     out: &mut Vec<u8>,
 ) -> Result<Rendered, Code> {
     match command {
         Command::Parse => {
+            let disclosure = disclosure.ok_or(Code::CLI_INTERNAL)?;
             match record {
                 Some(r) => json::record_prefix_for(true, r, out),
                 None => out.push(b'{'),
@@ -150,7 +152,8 @@ struct Runner<'r, C: Pipeline> {
     settings: Settings,
     redactor: Option<C::Redactor<'r>>,
     sink: &'r mut dyn super::Sink,
-    disclosure: &'r Disclosure,
+    /// Granted only to the commands that return data (see [`Command::discloses`]).
+    disclosure: Option<&'r Disclosure>,
     /// Records seen.
     records: u64,
     /// Several records (known before the first is processed, by reading one piece ahead).
@@ -178,7 +181,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         request: &'r Request,
         settings: Settings,
         sink: &'r mut dyn super::Sink,
-        disclosure: &'r Disclosure,
+        disclosure: Option<&'r Disclosure>,
         multi: bool,
     ) -> Self {
         let key = request.key.as_deref();
@@ -220,7 +223,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             }
             Command::Parse | Command::Validate | Command::Inspect if self.request.redaction().is_none() => {
                 let work = par::Work { command: self.request.command, settings: self.settings };
-                self.par = Some(par::Batcher::new(work, workers, super::grant_worker));
+                let grant = self.request.command.discloses().then_some(super::grant_worker as fn() -> Disclosure);
+                self.par = Some(par::Batcher::new(work, workers, grant));
             }
             _ => {}
         }
@@ -238,6 +242,12 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     /// True when values pass through a policy before they leave.
     fn redacting(&self) -> bool {
         self.redactor.is_some()
+    }
+
+    /// The operation's disclosure, for the steps that write values (`fmt`, `redact`, `convert`,
+    /// a record passed through): granted to every command that reaches them.
+    fn granted(&self) -> Result<&'r Disclosure, Failure> {
+        self.disclosure.ok_or(Failure::code(Code::CLI_INTERNAL))
     }
 
     /// Runs every piece.
@@ -347,18 +357,20 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 return self.failed_record(code, fatal.cause, fatal.bytes, C::NAME, out);
             }
         };
-        if let Some(r) = self.redactor.as_mut() {
+        if self.redactor.is_some() {
+            let disclosure = self.granted()?;
+            let Some(r) = self.redactor.as_mut() else { return Err(Failure::code(Code::CLI_INTERNAL)) };
             if self.request.command == Command::Redact {
                 if let Kind::Envelope(e) = kind {
                     C::on_envelope(&mut self.stream, e, Some(&doc));
                 }
-                C::redact(r, &doc, &self.settings, self.disclosure, out);
+                C::redact(r, &doc, &self.settings, disclosure, out);
                 return Ok(());
             }
             // Data is redacted before anything else reads it: the record is read again from
             // its redacted bytes.
             let mut red = Vec::new();
-            C::redact(r, &doc, &self.settings, self.disclosure, &mut red);
+            C::redact(r, &doc, &self.settings, disclosure, &mut red);
             doc = match C::read(red, offset, kind, &self.stream, &self.settings, false) {
                 Ok(d) => d,
                 Err(fatal) => return self.failed_record(Code::CLI_PARSE_FAILED, fatal.cause, None, C::NAME, out),
@@ -394,10 +406,11 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 self.emit(&json, &rendered.findings, rendered.valid, None);
             }
             Command::Fmt { check } => {
+                let disclosure = self.granted()?;
                 let start = out.len();
-                C::canonical(&doc, &self.settings, self.disclosure, out);
+                C::canonical(&doc, &self.settings, disclosure, out);
                 if check {
-                    let canonical = C::is_canonical(&doc, &out[start..], &self.settings, self.disclosure);
+                    let canonical = C::is_canonical(&doc, &out[start..], &self.settings, disclosure);
                     out.truncate(start);
                     if !canonical {
                         self.any_invalid = true;
@@ -445,7 +458,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 return Ok(());
             }
             if let Some(b) = &bytes {
-                out.extend_from_slice(b.expose_value(self.disclosure));
+                out.extend_from_slice(b.expose_value(self.granted()?));
                 out.extend_from_slice(C::PASS_THROUGH_END);
             }
             return Ok(());
@@ -475,7 +488,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     /// and every record has its object.
     fn write_batch(&mut self, batch: par::Finished) -> Result<(), Failure> {
         if batch.all_json() {
-            if let Some(written) = self.sink.json_lines(&batch.lines, self.disclosure) {
+            if let Some(written) = self.sink.json_lines(&batch.lines) {
                 for out in &batch.outs {
                     if let par::Out::Json { invalid, failed, .. } = out {
                         self.any_invalid |= invalid;
@@ -495,7 +508,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                     self.any_failed_record |= failed;
                     let json = batch.lines.get(json).unwrap_or_default();
                     let item = Item::Json { record: Some(record), json, findings: &findings, valid, error };
-                    if self.sink.item(item, self.disclosure).is_err() {
+                    if self.sink.item(item).is_err() {
                         self.output_failed = true;
                     }
                 }
@@ -537,7 +550,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         // The request and the disclosure outlive the runner's borrow: the workers read them
         // while this thread writes.
         let request = self.request;
-        let disclosure = self.disclosure;
+        let disclosure = self.granted()?;
         // Without a redacting policy the Bundle is written as it is: the converter writes it
         // after the start of its record, and `write_converted` appends the rest (no copy).
         let multi = self.multi;
@@ -665,14 +678,14 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         // Under a redacting policy the message was redacted by its own rules; the Bundle is
         // then redacted by the FHIR rules (ids, fullUrls and references rewritten
         // consistently). A Bundle that cannot be redacted is not released.
-        let mut bundle =
-            match super::enforce_fhir_json(self.request, std::mem::take(&mut converted.out), self.disclosure) {
-                Ok(b) => b,
-                Err(code) => {
-                    let at = Location::Record(u32::try_from(self.records).unwrap_or(u32::MAX));
-                    return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", &mut Vec::new());
-                }
-            };
+        let disclosure = self.granted()?;
+        let mut bundle = match super::enforce_fhir_json(self.request, std::mem::take(&mut converted.out), disclosure) {
+            Ok(b) => b,
+            Err(code) => {
+                let at = Location::Record(u32::try_from(self.records).unwrap_or(u32::MAX));
+                return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", &mut Vec::new());
+            }
+        };
         let valid = is_valid(&converted.findings);
         self.any_invalid |= !valid;
         // The object is written complete (with `record` in a multi-record input), without
@@ -695,7 +708,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     fn emit(&mut self, json: &[u8], findings: &[Diagnostic], valid: Option<bool>, error: Option<Code>) {
         let record = self.multi.then_some(self.records);
         let item = Item::Json { record, json, findings, valid, error };
-        if self.sink.item(item, self.disclosure).is_err() {
+        if self.sink.item(item).is_err() {
             self.output_failed = true;
         }
     }
@@ -708,7 +721,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     }
 
     fn emit_bytes(&mut self, bytes: &[u8]) {
-        if self.sink.item(Item::Bytes(bytes), self.disclosure).is_err() {
+        if self.sink.item(Item::Bytes(bytes)).is_err() {
             self.output_failed = true;
         }
     }
