@@ -208,6 +208,7 @@ fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
     Ok((policy.map(Arc::new), key))
 }
 
+#[expect(clippy::disallowed_methods, reason = "the operator's --unsafe-show-values door")]
 fn run_request(
     command: Command,
     a: InputArgs,

@@ -432,6 +432,10 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     /// single-record input the command fails (no data). In a stream the record is reported
     /// and the others go on; `fmt` passes the record's bytes through unchanged so that nothing
     /// is lost.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "ops: grants the disclosure, reads in-memory input, passes records through on the data channel"
+    )]
     fn failed_record(
         &mut self,
         code: Code,

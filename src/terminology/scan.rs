@@ -19,6 +19,7 @@ use crate::terminology::conceptmap::Coding;
 /// with string `system` and `code`, located `coding:N` (document order). The codings are data
 /// for the data channel (the caller's own message); this is why it lives here, where a
 /// `Disclosure` is granted.
+#[expect(clippy::disallowed_methods, reason = "map-codes --scan: the caller's own codings, on the data channel")]
 pub fn codings(bytes: Vec<u8>, limits: &Limits, disclosure: &Disclosure) -> Result<Vec<Coding>, Code> {
     if bytes.len() as u64 > limits.max_input_bytes {
         return Err(Code::CLI_INPUT_TOO_LARGE);

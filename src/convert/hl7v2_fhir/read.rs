@@ -104,6 +104,10 @@ impl<'a> Rep<'a> {
 
 impl<'m> Reader<'m> {
     /// A reader for a message.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the converter's one reader: its output is the Bundle on the data channel"
+    )]
     pub fn new(msg: &'m Message, disclosure: &'m Disclosure) -> Reader<'m> {
         let declared = msg
             .msh()
@@ -157,6 +161,10 @@ impl<'m> Reader<'m> {
 
     /// Unescaped, decoded text; `None` for an empty value or the HL7 null `""`. Leading and
     /// trailing white space is removed.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the converter's one reader: its output is the Bundle on the data channel"
+    )]
     pub fn text(&self, b: PhiBytes<'_>) -> Option<String> {
         let raw = b.expose_value(self.disclosure);
         if raw.is_empty() || raw == b"\"\"" {
@@ -240,6 +248,10 @@ impl<'m> Reader<'m> {
     }
 
     /// The raw bytes, for keyed derivations (resource ids) and exact comparisons only.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the converter's one reader: its output is the Bundle on the data channel"
+    )]
     pub fn raw_for_key<'a>(&self, b: PhiBytes<'a>) -> &'a [u8] {
         b.expose_value(self.disclosure)
     }

@@ -26,6 +26,10 @@ use super::model::Document;
 use super::validate::Findings;
 
 /// Runs the Bundle checks over every Bundle of the document.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 pub(super) fn check(doc: &Document, f: &mut Findings) {
     let Some(bundle_ty) = defs::type_id(b"Bundle") else { return };
     let Some(reference_ty) = defs::type_id(b"Reference") else { return };
@@ -100,6 +104,10 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
     }
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 fn resource_id(doc: &Document, r: u32) -> Option<&[u8]> {
     doc.named(r, "id").find(|&i| doc.node(i).has_value()).map(|i| doc.value(i))
 }

@@ -518,6 +518,10 @@ fn count_values<T: Value>(v: &T) -> usize {
 /// `Err` with the index of the first node that differs (`u32::MAX`: the findings or the node
 /// counts differ, or the bytes do not read). Used by the tests and, in debug builds, on every
 /// conversion.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 pub fn compare_with_read(doc: &Document, bytes: &[u8], limits: &Limits) -> Result<(), u32> {
     let read = super::read(bytes.to_vec(), limits).map_err(|_| u32::MAX)?;
     if read.nodes.len() != doc.nodes.len() || read.findings != doc.findings {

@@ -55,6 +55,10 @@ pub fn canonical_edited(doc: &Document, disclosure: &Disclosure, line: bool, edi
 
 /// True when `canonical` (from [`canonical`] or [`canonical_as`]) is byte for byte the input of `doc` (the final
 /// newline of an NDJSON line aside).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: it writes values out under the operation's disclosure"
+)]
 pub fn is_canonical(doc: &Document, disclosure: &Disclosure, line: bool, canonical: &[u8]) -> bool {
     let input = doc.input.span().expose_value(disclosure);
     let canonical = if line { canonical.strip_suffix(b"\n").unwrap_or(canonical) } else { canonical };
@@ -66,6 +70,10 @@ fn resource_xml(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
     resource_xml_edited(doc, disclosure, None, out);
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: it writes values out under the operation's disclosure"
+)]
 fn resource_xml_edited(doc: &Document, disclosure: &Disclosure, edits: Option<&Edits>, out: &mut Vec<u8>) {
     let mut w = Writer {
         edits,

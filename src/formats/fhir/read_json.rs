@@ -22,6 +22,10 @@ use super::json::{self, Kind as J, Tree};
 use super::model::{self, Builder, Document, NONE, Node, Syntax, ValueKind, flag};
 
 /// Reads one FHIR JSON resource. A fatal diagnostic (syntax, limits, no resource) is an `Err`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 pub fn read(input: Vec<u8>, limits: &Limits) -> Result<Document, Diagnostic> {
     let input = Phi::new(input);
     let mut tree = json::parse(input.span().raw(), limits).map_err(|e| fatal(e.code, Location::Offset(e.offset)))?;

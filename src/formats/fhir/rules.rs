@@ -98,6 +98,10 @@ pub(super) fn rules() -> Option<&'static Rules> {
 impl Rules {
     /// The rules of node `i` (the validator calls it for every known node).
     #[inline]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     pub(super) fn check(&self, doc: &Document, i: u32, node: &Node, f: &mut Findings) {
         let Some(ty) = node.ty else { return };
         match self.kinds.get(usize::from(ty.0)).copied().unwrap_or(Kind::None) {
@@ -156,6 +160,10 @@ const UCUM: &[u8] = b"http://unitsofmeasure.org";
 
 /// `UCUM_CODE_INVALID` when the `code` child of node `i` (a Coding or a Quantity whose system
 /// is UCUM) is not a UCUM expression.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 fn ucum_code(doc: &Document, i: u32, f: &mut Findings) {
     for c in doc.named(i, "code") {
         if doc.node(c).has_value() && !super::ucum::valid(doc.value(c)) {
@@ -165,6 +173,10 @@ fn ucum_code(doc: &Document, i: u32, f: &mut Findings) {
 }
 
 /// The first child of node `i` defined by `elem` that has a value, and its value.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 pub(super) fn child_value(doc: &Document, i: u32, elem: ElemRef) -> Option<(u32, &[u8])> {
     doc.children(i)
         .find(|&c| {

@@ -293,6 +293,10 @@ fn binding(doc: &Document, i: u32, strength: Strength, vs: u16, f: &mut Findings
 }
 
 /// Whether a Coding-like node (`system` + `code` children) is in the set; `None` without a code.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 fn coding_in(doc: &Document, i: u32, set: &defs::ValueSet) -> Option<bool> {
     let code = doc.named(i, "code").find(|&c| doc.node(c).has_value())?;
     let system = doc.named(i, "system").find(|&c| doc.node(c).has_value());

@@ -68,6 +68,10 @@ impl Edits {
 }
 
 /// As [`resource_json`], with `edits` applied.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: it writes values out under the operation's disclosure"
+)]
 pub fn resource_json_edited(
     doc: &Document,
     disclosure: &Disclosure,

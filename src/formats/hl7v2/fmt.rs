@@ -13,6 +13,10 @@ use super::escape;
 use super::parse::{Delimiters, Message};
 
 /// Appends the canonical form of a message (or envelope record).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: it writes values out under the operation's disclosure"
+)]
 pub fn canonical(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let d = msg.delimiters();
     for seg in msg.segments() {
@@ -79,6 +83,10 @@ fn level(raw: &[u8], seps: &[u8], d: &Delimiters, out: &mut Vec<u8>) {
 }
 
 /// True when `canonical` (what [`canonical`] wrote) is the message's bytes as they came.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: it writes values out under the operation's disclosure"
+)]
 pub fn is_canonical(msg: &Message, canonical: &[u8], disclosure: &Disclosure) -> bool {
     canonical == msg.bytes().expose_value(disclosure)
 }

@@ -150,6 +150,10 @@ fn is_header_id(id: &[u8]) -> bool {
 /// Parses one record, giving the buffer back on failure (so a caller can pass the record
 /// through unchanged, or show an excerpt under the operator's explicit request).
 /// `envelope` is `None` for a message, `Some(inherited)` for a batch envelope segment.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 pub fn parse_record(
     bytes: Vec<u8>,
     base_offset: u64,
@@ -554,6 +558,10 @@ impl Message {
 
     /// Finds the segment, field, repetition, component and subcomponent that hold a byte offset
     /// of the buffer. Used to place findings found by scanning.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     pub(crate) fn position_of(&self, offset: usize) -> Hl7Position {
         let off = offset as u32;
         let idx = self.segments.partition_point(|s| s.span.start <= off).saturating_sub(1);
@@ -691,6 +699,10 @@ impl<'a> FieldRef<'a> {
     }
 
     /// Byte offset just past the field in the message buffer.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     pub fn end_offset(self) -> usize {
         self.offset + self.bytes.raw().len()
     }
@@ -744,6 +756,10 @@ impl<'a> Part<'a> {
     }
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
 fn split_parts(bytes: PhiBytes<'_>, sep: Option<u8>) -> impl Iterator<Item = Part<'_>> {
     let raw = bytes.raw();
     let mut start = 0usize;
@@ -802,6 +818,10 @@ mod tests {
     }
 
     #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn splits_segments_and_fields() {
         let m = msg("MSH|^~\\&|APP|FAC|||20240101||ADT^A01|1|P|2.5\rPID|1||123^^^H^MR~456||DOE^JANE\r");
         assert_eq!(m.segment_count(), 2);

@@ -20,6 +20,10 @@ use super::escape;
 use super::parse::{Delimiters, Message};
 
 /// Appends the message model as compact JSON.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: it writes values out under the operation's disclosure"
+)]
 pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let d = msg.delimiters();
     let all = msg.bytes().expose_value(disclosure);

@@ -293,6 +293,10 @@ impl<'d> Env<'d> {
     }
 
     /// The value of a primitive element of type `ty`, when it has one.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn value_of(&self, n: u32, ty: &str) -> Option<&[u8]> {
         let node = self.doc.node(n);
         let t = node.ty?;
@@ -301,6 +305,10 @@ impl<'d> Env<'d> {
 
     /// The value of the only child `name` of `n` as text, when it has one (a primitive of a
     /// string type, valid UTF-8); `None` otherwise.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn text_of(&self, n: u32, name: &'static str) -> Option<&[u8]> {
         let c = self.only(n, name).ok()??;
         let node = self.doc.node(c);
@@ -466,6 +474,10 @@ impl<'d> Env<'d> {
     /// The boolean that `e` gives from node `n` when it is built of `exists()`, `empty()`,
     /// `not()` and `and`/`or`/`implies`/`=`/`!=` of those, or a path compared to a string;
     /// `None` when `e` is not of that form or the case is undecided.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     pub fn quick(&self, e: &Expr, n: u32) -> Option<bool> {
         match e {
             Expr::Call(Some(t), Func::Exists, args) if args.is_empty() => self.non_empty(t, n),
@@ -539,6 +551,10 @@ impl<'d> Env<'d> {
     }
 
     /// The value of a primitive element as a FHIRPath value.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn prim(&self, v: &Val) -> Option<Val> {
         let Val::Node(n) = *v else { return Some(v.clone()) };
         let doc = self.doc;
@@ -604,6 +620,10 @@ impl<'d> Env<'d> {
     }
 
     /// The bytes that decide equality of a string-like item (no allocation), when it is one.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn text_key<'v>(&'v self, v: &'v Val) -> Option<&'v [u8]> {
         match v {
             Val::Str(s) => Some(s.as_bytes()),
@@ -675,6 +695,10 @@ impl<'d> Env<'d> {
         value::equal(&pa, &pb)
     }
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn deep_equal(&self, x: u32, y: u32) -> bool {
         let doc = self.doc;
         let (nx, ny) = (doc.node(x), doc.node(y));
@@ -823,6 +847,10 @@ impl<'d> Env<'d> {
         })
     }
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn call(&self, f: Func, input: Vec<Val>, args: &[Expr], outer: &[Val], scope: &Scope<'_>, d: u32) -> R {
         let doc = self.doc;
         // Arguments that are not evaluated per item see the caller's focus and `$this`.
@@ -1111,6 +1139,10 @@ impl<'d> Env<'d> {
 
     /// `resolve()` within the document: `#id` to a contained resource of the root resource;
     /// otherwise, inside a Bundle, to an entry by `fullUrl` or by `Type/id`.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
     fn resolve(&self, v: &Val) -> Option<u32> {
         let doc = self.doc;
         let Val::Node(n) = *v else { return None };
