@@ -187,3 +187,21 @@ fn no_network_code() {
         assert!(!manifest.contains(&format!("\n{dep} ")), "{dep} in Cargo.toml");
     }
 }
+
+/// Architecture Invariant: `mcp` knows nothing of `cli` (the CLI wires the server up in
+/// `cli/mcp.rs`); the two front doors meet only in `ops`.
+#[test]
+fn mcp_does_not_depend_on_cli() {
+    let mut bad = Vec::new();
+    for (path, text) in sources() {
+        if !path.starts_with("src/mcp/") {
+            continue;
+        }
+        for (n, line) in code_lines(&text) {
+            if line.contains("crate::cli") {
+                bad.push(format!("{path}:{}", n + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "mcp uses cli: {bad:?}");
+}

@@ -1,5 +1,5 @@
 //! `phiward-mcp`: the MCP server on stdio, the same as `phiward mcp` (see `phiward::mcp`).
 
 fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(phiward::mcp::main_entry())
+    std::process::ExitCode::from(phiward::cli::mcp::main_entry())
 }

@@ -5,6 +5,8 @@
 //! [`output`].
 
 pub mod args;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod output;
 mod terminology;
 
@@ -278,7 +280,7 @@ fn run_request(
 
 #[cfg(feature = "mcp")]
 fn run_mcp(m: args::McpArgs) -> u8 {
-    crate::mcp::serve_cli(m)
+    mcp::serve_cli(m)
 }
 
 #[cfg(not(feature = "mcp"))]
