@@ -150,8 +150,8 @@ codes! {
 
     // ---- HL7 v2 conformance --------------------------------------------------------------
     // formats/hl7v2/conformance: a message against its version's definitions. Rows in
-    // docs/diagnostics-hl7v2-conformance.md. With --strict, warnings and the information codes
-    // marked "deviation" there become errors.
+    // DIAGNOSTICS.md. With --strict, warnings and the information codes marked "deviation" in
+    // docs/hl7v2-conformance.md become errors.
     VERSION_UNKNOWN => Warning, "MSH-12 names a version without definitions here; the nearest known version is used";
     STRUCTURE_UNKNOWN => Information, "MSH-9 names a message structure or event the version does not define; segment order is checked only if the event gives one";
     STRUCTURE_MISMATCH => Warning, "MSH-9.3 names a structure other than the one the version gives the message type and event";
