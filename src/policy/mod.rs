@@ -17,6 +17,7 @@ pub mod fhir;
 pub mod hl7v2;
 pub mod lint;
 pub mod manifest;
+pub mod proof;
 pub mod select;
 
 use std::ops::Range;
