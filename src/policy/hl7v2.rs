@@ -177,15 +177,6 @@ fn field_plan(policy: &Policy, seg_rules: &[u16], n: u32, obx5: bool, rules: &mu
     rules.extend(seg_rules.iter().copied().filter(|&i| policy.hl7v2[usize::from(i)].matches_field(n, obx5)));
 }
 
-/// The exact type OBX-2 names: the whole field must be a type id (no component, no padding,
-/// upper case as the standard writes it).
-fn obx2_type(raw: &[u8]) -> Option<&'static str> {
-    if raw.is_empty() || raw.len() > 3 || !raw.iter().all(u8::is_ascii_uppercase) {
-        return None;
-    }
-    std::str::from_utf8(raw).ok().and_then(select::hl7_type_name)
-}
-
 impl<'p> Redactor<'p> {
     /// A redactor.
     pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
@@ -273,7 +264,7 @@ impl<'p> Redactor<'p> {
             let is_obx = nb == b"OBX";
             let field_raw = |n: u32| seg.field(n).map(|f| f.bytes().expose_value(disclosure)).unwrap_or_default();
             let (obx2, age) = if is_obx {
-                (obx2_type(field_raw(2)), keep::obx_age(field_raw(3), field_raw(6), &d))
+                (select::hl7_type_name_exact(field_raw(2)), keep::obx_age(field_raw(3), field_raw(6), &d))
             } else {
                 (None, None)
             };
@@ -338,9 +329,10 @@ impl<'p> Redactor<'p> {
                 }
                 let units = matches!((nb, n), (b"OBX", 6) | (b"RXA", 7));
                 let sub_id = is_obx && n == 4;
+                let value_type = is_obx && n == 2;
                 let rules = std::mem::take(&mut self.field_rules);
                 let fc = FieldCtx {
-                    field: keep::Field { ty, table, units, sub_id },
+                    field: keep::Field { ty, table, units, sub_id, value_type },
                     schema,
                     version,
                     variant: if obx5 { Some(obx2.unwrap_or("")) } else { None },

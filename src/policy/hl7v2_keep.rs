@@ -9,7 +9,8 @@
 //! - Primitive leaves: NM a number, SI digits, ID and IS a value of their table, DT/DTM/TS a
 //!   date, TM a time; ST, TX, FT and every type without a check are free text.
 //! - Positions with a check of their own: an address's state (XAD-4), ZIP code (XAD-5) and
-//!   country (XAD-6); OBX-4 (a sub-id: digits and dots).
+//!   country (XAD-6); OBX-2 (a data type id, exactly); OBX-4 (a sub-id: digits and dots); a
+//!   structured numeric's comparator and separator (SN-1, SN-3).
 //!
 //! Free text is kept only by a `keep` with `free_text = true`; a leaf whose check fails is
 //! removed (and counted) whatever the rule says.
@@ -56,6 +57,12 @@ pub(super) enum Kind {
     Country,
     /// OBX-4.
     SubId,
+    /// OBX-2: a data type id, exactly.
+    DataType,
+    /// SN-1: a comparator (`>`, `<`, `>=`, `<=`, `=`, `<>`).
+    Comparator,
+    /// SN-3: a separator or suffix (`-`, `+`, `/`, `.`, `:`).
+    Separator,
 }
 
 /// The system of a code that names none.
@@ -89,6 +96,8 @@ pub(super) struct Field {
     pub units: bool,
     /// The field is OBX-4.
     pub sub_id: bool,
+    /// The field is OBX-2.
+    pub value_type: bool,
 }
 
 /// `CM_MSG_TYPE` is a `CM`.
@@ -134,8 +143,13 @@ pub(super) fn leaf(schema: &Schema, f: &Field, c: u32, s: u32) -> Leaf {
     if f.ty.is_empty() {
         return text(types);
     }
-    if f.sub_id {
-        return Leaf { types, kind: if (c, s) == (1, 1) { Kind::SubId } else { Kind::Text } };
+    if f.sub_id || f.value_type {
+        let kind = match ((c, s) == (1, 1), f.sub_id) {
+            (true, true) => Kind::SubId,
+            (true, false) => Kind::DataType,
+            (false, _) => Kind::Text,
+        };
+        return Leaf { types, kind };
     }
     if is_primitive(schema, f.ty) {
         let kind = if (c, s) == (1, 1) { primitive(types[0], f.table) } else { Kind::Text };
@@ -151,6 +165,13 @@ pub(super) fn leaf(schema: &Schema, f: &Field, c: u32, s: u32) -> Leaf {
         };
         let kind = if s == 1 { coded(c, false, default) } else { Kind::Text };
         return Leaf { types, kind };
+    }
+    if types[0] == "SN" && s == 1 {
+        match c {
+            1 => return Leaf { types, kind: Kind::Comparator },
+            3 => return Leaf { types, kind: Kind::Separator },
+            _ => {}
+        }
     }
     if matches!(types[0], "XAD" | "AD") && s == 1 {
         match c {
@@ -202,6 +223,9 @@ pub(super) fn prove(kind: Kind, v: &[u8], system: &[u8], version: Version) -> Pr
         Kind::SubId => check(
             !v.is_empty() && v.len() <= 20 && v.iter().all(|b| b.is_ascii_digit() || *b == b'.') && v[0] != b'.',
         ),
+        Kind::DataType => check(super::select::hl7_type_name_exact(v).is_some()),
+        Kind::Comparator => check(matches!(v, b">" | b"<" | b">=" | b"<=" | b"=" | b"<>")),
+        Kind::Separator => check(matches!(v, b"-" | b"+" | b"/" | b"." | b":")),
         Kind::System => {
             if proof::hl7_system(v).is_some() {
                 Proof::Proven
@@ -255,7 +279,7 @@ mod tests {
         let s = schema::schema(Version::V2_5_1);
         let field = |seg: &[u8], n: usize| {
             let f = s.field(seg, n).unwrap_or_else(|| panic!("field"));
-            Field { ty: f.data_type, table: f.table, units: false, sub_id: false }
+            Field { ty: f.data_type, table: f.table, units: false, sub_id: false, value_type: false }
         };
         // PID-10 (CE, table 0005): the code is checked against its system; the text is text.
         let pid10 = field(b"PID", 10);

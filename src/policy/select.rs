@@ -105,6 +105,15 @@ pub fn hl7_type_name(id: &str) -> Option<&'static str> {
     None
 }
 
+/// The data type an OBX-2 value names, matched exactly: the whole value is a type id (no
+/// component, no padding, upper case as the standard writes it).
+pub fn hl7_type_name_exact(raw: &[u8]) -> Option<&'static str> {
+    if raw.is_empty() || raw.len() > 3 || !raw.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()) {
+        return None;
+    }
+    std::str::from_utf8(raw).ok().and_then(hl7_type_name).filter(|t| t.as_bytes() == raw)
+}
+
 impl Hl7 {
     /// Parses a selector.
     pub fn parse(text: &str) -> Result<Hl7, Code> {
