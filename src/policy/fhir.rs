@@ -8,12 +8,14 @@
 //!   value set, known code systems, numbers, dates, UCUM units, states, countries; free text
 //!   (strings, markdown, narrative, attachments, ids, codes of unknown systems) only with
 //!   `free_text = true`;
-//! - extensions (primitive extensions included) and narrative are decided only by rules that
-//!   name them (`@Extension`, `*.extension`, `@Narrative`, `*.text`), whatever an ancestor's rule
-//!   says; contained resources only by rules for resources;
-//! - a variant-typed value (a choice element: `value[x]`, `Extension.value[x]`,
-//!   `component.value[x]`, ...) below what a selector names is decided only when the rule lists
-//!   its type in `types` (a selector naming the type itself, `@Quantity`, `valueQuantity`, does).
+//! - a `keep` reaches extensions (primitive extensions included) and narrative only when it
+//!   names them (`@Extension`, `*.extension`, `@Narrative`, `*.text`), whatever an ancestor's
+//!   rule says; contained resources only by rules for resources;
+//! - a `keep` reaches a variant-typed value (a choice element: `value[x]`,
+//!   `Extension.value[x]`, `component.value[x]`, ...) below what its selector names only when it
+//!   lists its type in `types` (a selector naming the type itself, `@Quantity`, `valueQuantity`,
+//!   does).
+//! The other actions transform or remove, and apply wherever their selector reaches.
 //! An element is written when something under it is; a `Narrative` without its `div` is dropped
 //! whole, and a kept `Extension` keeps its `url`.
 //!
@@ -414,11 +416,15 @@ fn matches(doc: &Document, chain: &[u32], rule: &Rule, age: bool) -> bool {
     if sel.root == Root::Age {
         return age;
     }
-    // Extensions and narrative are decided by rules that name them, wherever they are.
-    for &c in chain {
-        let ty = type_of(doc, c);
-        if matches!(ty, "Extension" | "Narrative") && !rule.names(ty) {
-            return false;
+    // A keep reaches into extensions and narrative only when it names them, wherever they are
+    // (the other actions transform or remove: they release nothing as received).
+    let keep = rule.action == Action::Keep;
+    if keep {
+        for &c in chain {
+            let ty = type_of(doc, c);
+            if matches!(ty, "Extension" | "Narrative") && !rule.names(ty) {
+                return false;
+            }
         }
     }
     // Try each ancestor-or-self as the selector's root.
@@ -440,7 +446,7 @@ fn matches(doc: &Document, chain: &[u32], rule: &Rule, age: bool) -> bool {
             continue;
         }
         let ok = sel.steps.iter().enumerate().all(|(s, step)| step_matches(doc, chain[k - 1 - s], step));
-        if ok && variants_named(doc, chain, k, rule) {
+        if ok && (!keep || variants_named(doc, chain, k, rule)) {
             return true;
         }
     }
