@@ -13,6 +13,7 @@
 //! as data-channel writers), or read key files (see `keys`).
 
 pub mod action;
+pub mod audit;
 pub mod fhir;
 mod fhir_keep;
 pub mod hl7v2;
