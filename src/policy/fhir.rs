@@ -8,14 +8,14 @@
 //!   value set, known code systems, numbers, dates, UCUM units, states, countries; free text
 //!   (strings, markdown, narrative, attachments, ids, codes of unknown systems) only with
 //!   `free_text = true`;
-//! - a `keep` reaches extensions (primitive extensions included) and narrative only when it
-//!   names them (`@Extension`, `*.extension`, `@Narrative`, `*.text`), whatever an ancestor's
-//!   rule says; contained resources only by rules for resources;
+//! - a rule (but `remove`) reaches extensions (primitive extensions included) and narrative
+//!   only when it names them (`@Extension`, `*.extension`, `@Narrative`, `*.text`), whatever an
+//!   ancestor's rule says; contained resources only by rules for resources;
 //! - a `keep` reaches a variant-typed value (a choice element: `value[x]`,
 //!   `Extension.value[x]`, `component.value[x]`, ...) below what its selector names only when it
 //!   lists its type in `types` (a selector naming the type itself, `@Quantity`, `valueQuantity`,
 //!   does).
-//! The other actions transform or remove, and apply wherever their selector reaches.
+//! The other actions transform or remove: they need no `types`.
 //! An element is written when something under it is; a `Narrative` without its `div` is dropped
 //! whole, and a kept `Extension` keeps its `url`.
 //!
@@ -416,10 +416,11 @@ fn matches(doc: &Document, chain: &[u32], rule: &Rule, age: bool) -> bool {
     if sel.root == Root::Age {
         return age;
     }
-    // A keep reaches into extensions and narrative only when it names them, wherever they are
-    // (the other actions transform or remove: they release nothing as received).
+    // A rule reaches into extensions and narrative only when it names them, wherever they are
+    // (what it writes there would release the extension's url, or the narrative); `remove`
+    // releases nothing and reaches everywhere.
     let keep = rule.action == Action::Keep;
-    if keep {
+    if rule.action != Action::Remove {
         for &c in chain {
             let ty = type_of(doc, c);
             if matches!(ty, "Extension" | "Narrative") && !rule.names(ty) {
