@@ -14,7 +14,8 @@
 //! A survivor is *documented* when it survives only because of a `keep` rule that states why it
 //! is safe (`reason = "..."`): the sample is redacted a second time with those rules withholding
 //! what they keep, and a marker that then survives no more is theirs. Any other survivor fails
-//! the test (exit 1), and so does a sample that cannot be redacted once marked.
+//! the test (exit 1), and so does a sample that cannot be redacted once marked. A file that
+//! cannot be redacted as it is (not a message, or an invalid one) is skipped and counted.
 //!
 //! What it does not do: judge values a marker cannot stand in for (a JSON number, a boolean: the
 //! walkers leave them, and the policy's number rules decide them), or prove anything about
@@ -73,6 +74,8 @@ pub struct Report {
     pub survivors: Vec<Survivor>,
     /// Samples that could not be redacted once marked, with the failure's code.
     pub failed: Vec<(u32, Code)>,
+    /// Files that are not messages phiward redacts (they fail unmarked too): not samples.
+    pub skipped: u32,
 }
 
 impl Report {
@@ -109,8 +112,9 @@ impl Report {
             ));
         }
         out.push_str(&format!(
-            "policy test: {} samples, {} markers, {} survived outside documented keeps, {} in documented keeps, {} samples failed: {}\n",
+            "policy test: {} samples ({} files skipped), {} markers, {} survived outside documented keeps, {} in documented keeps, {} samples failed: {}\n",
             self.samples,
+            self.skipped,
             self.markers,
             self.undocumented(),
             self.survivors.len() - self.undocumented(),
@@ -148,6 +152,7 @@ impl Report {
         serde_json::json!({
             "passed": self.passed(),
             "samples": self.samples,
+            "skipped": self.skipped,
             "markers": self.markers,
             "survived": self.undocumented(),
             "documented": self.survivors.len() - self.undocumented(),
@@ -239,6 +244,11 @@ pub fn run_samples(
     let mut report = Report::default();
     for (i, (bytes, ndjson)) in samples.iter().enumerate() {
         let sample = i as u32 + 1;
+        if redact(&as_is, &key, bytes, *ndjson, limits).is_err() {
+            // Not a message phiward redacts (a README, an invalid message): nothing to test.
+            report.skipped += 1;
+            continue;
+        }
         report.samples += 1;
         let marked = mark(bytes);
         report.markers += markers_in(&marked).len() as u64;

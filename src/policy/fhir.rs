@@ -413,9 +413,6 @@ fn rewrite_ref(value: &[u8], f: &mut dyn FnMut(&[u8], bool) -> Vec<u8>) -> Optio
 /// resource); `age`: the node is a number that is an age.
 fn matches(doc: &Document, chain: &[u32], rule: &Rule, age: bool) -> bool {
     let sel = &rule.select;
-    if sel.root == Root::Age {
-        return age;
-    }
     // A rule reaches into extensions and narrative only when it names them, wherever they are
     // (what it writes there would release the extension's url, or the narrative); `remove`
     // releases nothing and reaches everywhere.
@@ -427,6 +424,9 @@ fn matches(doc: &Document, chain: &[u32], rule: &Rule, age: bool) -> bool {
                 return false;
             }
         }
+    }
+    if sel.root == Root::Age {
+        return age;
     }
     // Try each ancestor-or-self as the selector's root.
     for (k, &a) in chain.iter().enumerate() {

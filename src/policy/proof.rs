@@ -128,7 +128,7 @@ pub fn code_valid(system: CodeSystem, code: &[u8], version: Version) -> bool {
         CodeSystem::Loinc => loinc(code),
         CodeSystem::Snomed => snomed(code),
         CodeSystem::Icd10 => icd10(code),
-        CodeSystem::Icd10Pcs => code.len() == 7 && code.iter().all(|b| b.is_ascii_digit() || upper_no_io(*b)),
+        CodeSystem::Icd10Pcs => icd10_pcs(code),
         CodeSystem::Icd9 => icd9(code),
         CodeSystem::Icd9Proc => icd9_procedure(code),
         CodeSystem::Ucum => is_ucum(code),
@@ -267,6 +267,14 @@ pub fn icd10(code: &[u8]) -> bool {
     }
     let tail = tail.strip_prefix(b".").unwrap_or(tail);
     tail.len() <= 4 && tail.iter().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+}
+
+/// ICD-10-PCS: seven characters, digits and letters but I and O, the first a section (0-9, B,
+/// C, D, F, G, H, X).
+pub fn icd10_pcs(code: &[u8]) -> bool {
+    code.len() == 7
+        && (code[0].is_ascii_digit() || matches!(code[0], b'B' | b'C' | b'D' | b'F' | b'G' | b'H' | b'X'))
+        && code.iter().all(|b| b.is_ascii_digit() || upper_no_io(*b))
 }
 
 /// ICD-9-CM diagnoses: `NNN[.N[N]]`, `VNN[.N[N]]`, `ENNN[.N]`.
@@ -635,6 +643,7 @@ mod tests {
     fn other_code_systems() {
         assert!(icd10(b"I10") && icd10(b"E11.9") && icd10(b"S72.001A") && icd10(b"U071"));
         assert!(!icd10(b"MKR12X") && !icd10(b"123") && !icd10(b"I10.12345"));
+        assert!(icd10_pcs(b"0BH17EZ") && !icd10_pcs(b"MKR205X") && !icd10_pcs(b"0BH17E"));
         assert!(icd9(b"250.00") && icd9(b"V45.81") && icd9(b"E880.9") && !icd9(b"2500.0"));
         assert!(is_ucum(b"mg/dL") && is_ucum(b"/min") && !is_ucum(b"{Smith}") && !is_ucum(b"MKR12X"));
         assert!(ndc(b"0777-3105-02") && !ndc(b"777-31"));
