@@ -2,9 +2,10 @@
 //! ages (for `@age`).
 //!
 //! - `boolean`, numbers, dates and times: their syntax.
-//! - `code`: a `Coding.code` (and a Quantity's `code`) is valid for the `system` beside it; any
-//!   other code is in the value set of its element's binding (when the definitions can expand
-//!   it), a MIME type (`contentType`) or a language tag (`language`).
+//! - `code`: a `Coding.code` (and a Quantity's `code`) is valid for the `system` beside it; the
+//!   value of a data-absent-reason extension is in its value set; any other code is in the value
+//!   set of its element's binding (when the definitions can expand it), a MIME type
+//!   (`contentType`) or a language tag (`language`).
 //! - `uri`: a Coding's or Quantity's `system` is a code system `proof` knows; `meta.profile` a
 //!   core StructureDefinition; `Reference.type` a resource type.
 //! - `string`: a Quantity's `unit` in UCUM, an Address's `state` (US or Canadian abbreviation),
@@ -105,6 +106,17 @@ pub(super) fn prove<'v>(doc: &Document, i: u32, v: &[u8], value: &dyn Fn(u32) ->
                 return match system {
                     Some(cs) => check(proof::code_valid(cs, v, Version::V2_8_2)),
                     None => Proof::Text,
+                };
+            }
+            if name == "value" && parent_ty == "Extension" {
+                // A core extension whose value set is known: data-absent-reason.
+                let url = child(doc, parent, "url", value);
+                return match url {
+                    Some(b"http://hl7.org/fhir/StructureDefinition/data-absent-reason") => {
+                        let system = proof::fhir_system(b"http://terminology.hl7.org/CodeSystem/data-absent-reason");
+                        check(system.is_some_and(|cs| proof::code_valid(cs, v, Version::V2_8_2)))
+                    }
+                    _ => Proof::Text,
                 };
             }
             if name == "contentType" {
