@@ -537,7 +537,8 @@ mod tests {
         let report = run_samples(&safe, None, &[(HL7.to_vec(), false)], &Limits::default()).unwrap_or_default();
         assert!(report.markers > 10, "{}", report.markers);
         assert!(report.passed(), "{}", report.text());
-        let unsafe_keep = policy(&format!("{head}[[hl7v2]]\nselect = \"PID-5\"\naction = \"keep\"\nfree_text = true\n"));
+        let unsafe_keep =
+            policy(&format!("{head}[[hl7v2]]\nselect = \"PID-5\"\naction = \"keep\"\nfree_text = true\n"));
         let report = run_samples(&unsafe_keep, None, &[(HL7.to_vec(), false)], &Limits::default()).unwrap_or_default();
         assert!(!report.passed());
         let at: Vec<&str> = report.survivors.iter().map(|s| s.location.as_str()).collect();
@@ -555,7 +556,9 @@ mod tests {
     #[test]
     fn fhir_survivors_are_located_by_element_path() {
         let json = br#"{"resourceType":"Patient","id":"p1","name":[{"family":"Doe"}],"gender":"female"}"#;
-        let p = policy("[policy]\nname = \"t\"\n[[fhir]]\nselect = \"Patient.name\"\naction = \"keep\"\nfree_text = true\n");
+        let p = policy(
+            "[policy]\nname = \"t\"\n[[fhir]]\nselect = \"Patient.name\"\naction = \"keep\"\nfree_text = true\n",
+        );
         let report = run_samples(&p, None, &[(json.to_vec(), false)], &Limits::default()).unwrap_or_default();
         let at: Vec<&str> = report.survivors.iter().map(|s| s.location.as_str()).collect();
         assert_eq!(at, ["Patient.name[0].family"], "{}", report.text());

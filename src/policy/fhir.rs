@@ -308,8 +308,9 @@ impl<'p> Redactor<'p> {
         let node = doc.node(i);
         let ty = type_of(doc, i);
         let replaced = |v: Vec<u8>| Some(ValueEdit::Replaced(v));
-        let is_ref =
-            matches!(node.name, "reference" | "fullUrl" | "url") || matches!(ty, "id" | "canonical") || node.name == "id";
+        let is_ref = matches!(node.name, "reference" | "fullUrl" | "url")
+            || matches!(ty, "id" | "canonical")
+            || node.name == "id";
         match action {
             Action::Keep => Some(ValueEdit::Same),
             Action::Remove | Action::Empty => None,

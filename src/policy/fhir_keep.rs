@@ -83,7 +83,8 @@ fn http_status(v: &[u8]) -> bool {
     let (code, reason) = v.split_at(v.len().min(3));
     code.len() == 3
         && code.iter().all(u8::is_ascii_digit)
-        && (reason.is_empty() || reason.strip_prefix(b" ").is_some_and(|r| HTTP_REASONS.iter().any(|x| x.as_bytes() == r)))
+        && (reason.is_empty()
+            || reason.strip_prefix(b" ").is_some_and(|r| HTTP_REASONS.iter().any(|x| x.as_bytes() == r)))
 }
 
 /// Checks value `v` of node `i`; `value` reads another node's value (a `system` beside a code).

@@ -158,11 +158,7 @@ pub(super) fn leaf(schema: &Schema, f: &Field, c: u32, s: u32) -> Leaf {
     let Some(cd) = schema.datatype(f.ty).and_then(|d| d.component(c as usize)) else { return text(types) };
     types[1] = base(cd.data_type);
     if is_coded(types[0]) {
-        let default = if f.units {
-            Default::Units
-        } else {
-            f.table.map_or(Default::None, Default::Table)
-        };
+        let default = if f.units { Default::Units } else { f.table.map_or(Default::None, Default::Table) };
         let kind = if s == 1 { coded(c, false, default) } else { Kind::Text };
         return Leaf { types, kind };
     }
@@ -220,9 +216,9 @@ pub(super) fn prove(kind: Kind, v: &[u8], system: &[u8], version: Version) -> Pr
         Kind::State => check(proof::state(v)),
         Kind::Zip => check(proof::zip(v)),
         Kind::Country => check(proof::country(v)),
-        Kind::SubId => check(
-            !v.is_empty() && v.len() <= 20 && v.iter().all(|b| b.is_ascii_digit() || *b == b'.') && v[0] != b'.',
-        ),
+        Kind::SubId => {
+            check(!v.is_empty() && v.len() <= 20 && v.iter().all(|b| b.is_ascii_digit() || *b == b'.') && v[0] != b'.')
+        }
         Kind::DataType => check(super::select::hl7_type_name_exact(v).is_some()),
         Kind::Comparator => check(matches!(v, b">" | b"<" | b">=" | b"<=" | b"=" | b"<>")),
         Kind::Separator => check(matches!(v, b"-" | b"+" | b"/" | b"." | b":")),
@@ -238,9 +234,10 @@ pub(super) fn prove(kind: Kind, v: &[u8], system: &[u8], version: Version) -> Pr
                 match default {
                     Default::None => None,
                     Default::Units => Some(proof::CodeSystem::Ucum),
-                    Default::Table(n) => {
-                        schema::schema(version).table(n).filter(|t| !t.values.is_empty()).map(|_| proof::CodeSystem::Hl7Table(n))
-                    }
+                    Default::Table(n) => schema::schema(version)
+                        .table(n)
+                        .filter(|t| !t.values.is_empty())
+                        .map(|_| proof::CodeSystem::Hl7Table(n)),
                 }
             } else {
                 proof::hl7_system(system)
@@ -255,7 +252,11 @@ pub(super) fn prove(kind: Kind, v: &[u8], system: &[u8], version: Version) -> Pr
 
 /// True when the OBX segment's observation is an age: OBX-3 is a LOINC age code, or OBX-6 an
 /// age unit. The unit (years when OBX-6 names none) for `proof::cap_age`.
-pub(super) fn obx_age(obx3: &[u8], obx6: &[u8], d: &crate::formats::hl7v2::parse::Delimiters) -> Option<Option<proof::AgeUnit>> {
+pub(super) fn obx_age(
+    obx3: &[u8],
+    obx6: &[u8],
+    d: &crate::formats::hl7v2::parse::Delimiters,
+) -> Option<Option<proof::AgeUnit>> {
     let first = |f: &'_ [u8]| -> Vec<Vec<u8>> {
         let rep = f.split(|b| *b == d.repetition).next().unwrap_or_default();
         rep.split(|b| *b == d.component)
@@ -266,7 +267,8 @@ pub(super) fn obx_age(obx3: &[u8], obx6: &[u8], d: &crate::formats::hl7v2::parse
     let units = first(obx6);
     let unit = units.first().and_then(|u| proof::age_unit(u));
     let system = code.get(2).map(Vec::as_slice).unwrap_or_default();
-    let age_code = code.first().is_some_and(|c| proof::is_loinc_age_code(c)) && matches!(system, b"LN" | b"LOINC" | b"");
+    let age_code =
+        code.first().is_some_and(|c| proof::is_loinc_age_code(c)) && matches!(system, b"LN" | b"LOINC" | b"");
     (age_code || unit.is_some()).then_some(unit)
 }
 
