@@ -114,7 +114,9 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
         risks.push("dates shifted, not removed: intervals are kept; date_shift is not idempotent");
     }
     if all().any(|a| matches!(a, Action::Keep)) {
-        risks.push("kept coded and numeric values are not inspected for identifiers");
+        risks.push(
+            "kept codes are checked by syntax and bundled tables, not against the full code systems; kept numbers are clinical values, not inspected",
+        );
     }
     if all().any(|a| matches!(a, Action::Hash | Action::Pseudonym)) {
         risks.push("hashes and pseudonyms link records for anyone holding the key");
