@@ -15,8 +15,8 @@
 //!   `Extension.value[x]`, `component.value[x]`, ...) below what its selector names only when it
 //!   lists its type in `types` (a selector naming the type itself, `@Quantity`, `valueQuantity`,
 //!   does).
-//! The other actions transform or remove: they need no `types`.
-//! An element is written when something under it is; a `Narrative` without its `div` is dropped
+//!
+//! The other actions transform or remove: they need no `types`. An element is written when something under it is; a `Narrative` without its `div` is dropped
 //! whole, and a kept `Extension` keeps its `url`.
 //!
 //! Identifiers that make a document hang together (resource ids, `fullUrl`s, references) are
