@@ -110,13 +110,7 @@ impl Rule {
         if !allowed {
             return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
         }
-        let mut types = Vec::new();
-        for (name, span) in &parts.types {
-            match FHIR_VARIANT_TYPES.iter().find(|t| *t == name) {
-                Some(t) => types.push(*t),
-                None => return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, span.clone())),
-            }
-        }
+        let types = parts.variant_types(ctx, FHIR_VARIANT_TYPES)?;
         Ok(Rule {
             select,
             action: parts.action,

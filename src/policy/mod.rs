@@ -361,6 +361,27 @@ pub(crate) struct RuleParts<'a> {
     pub documented: bool,
 }
 
+impl RuleParts<'_> {
+    /// The `types` a rule lists, each one of `allowed` (the non-identifying variant types of the
+    /// rule's format); any other is `POLICY_ACTION_NOT_ALLOWED` at the type.
+    pub(crate) fn variant_types(
+        &self,
+        ctx: &Ctx<'_>,
+        allowed: &[&'static str],
+    ) -> Result<Vec<&'static str>, LoadError> {
+        self.types
+            .iter()
+            .map(|(name, span)| {
+                allowed
+                    .iter()
+                    .find(|t| *t == name)
+                    .copied()
+                    .ok_or_else(|| ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, span.clone()))
+            })
+            .collect()
+    }
+}
+
 pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>) -> Result<RuleParts<'a>, LoadError> {
     let mut select = None;
     let mut action_name = None;
