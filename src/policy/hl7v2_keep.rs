@@ -132,12 +132,20 @@ fn coded(p: u32, sub: bool, default: Default) -> Kind {
     }
 }
 
-fn is_primitive(schema: &Schema, t: &str) -> bool {
-    schema.datatype(t).is_none_or(|d| d.primitive || d.components.is_empty())
+/// The definition of type `t`: the message's version's, else (a type OBX-2 names from a later
+/// version) 2.8.2's or 2.5.1's.
+fn datatype(schema: &'static Schema, t: &str) -> Option<&'static schema::DataTypeDef> {
+    schema
+        .datatype(t)
+        .or_else(|| [Version::V2_8_2, Version::V2_5_1].into_iter().find_map(|v| schema::schema(v).datatype(t)))
+}
+
+fn is_primitive(schema: &'static Schema, t: &str) -> bool {
+    datatype(schema, t).is_none_or(|d| d.primitive || d.components.is_empty())
 }
 
 /// The types and kind of leaf `c`.`s` (1-based) of a field.
-pub(super) fn leaf(schema: &Schema, f: &Field, c: u32, s: u32) -> Leaf {
+pub(super) fn leaf(schema: &'static Schema, f: &Field, c: u32, s: u32) -> Leaf {
     let mut types = [base(f.ty), "", ""];
     let text = |types| Leaf { types, kind: Kind::Text };
     if f.ty.is_empty() {
@@ -155,7 +163,7 @@ pub(super) fn leaf(schema: &Schema, f: &Field, c: u32, s: u32) -> Leaf {
         let kind = if (c, s) == (1, 1) { primitive(types[0], f.table) } else { Kind::Text };
         return Leaf { types, kind };
     }
-    let Some(cd) = schema.datatype(f.ty).and_then(|d| d.component(c as usize)) else { return text(types) };
+    let Some(cd) = datatype(schema, f.ty).and_then(|d| d.component(c as usize)) else { return text(types) };
     types[1] = base(cd.data_type);
     if is_coded(types[0]) {
         let default = if f.units { Default::Units } else { f.table.map_or(Default::None, Default::Table) };
@@ -186,7 +194,7 @@ pub(super) fn leaf(schema: &Schema, f: &Field, c: u32, s: u32) -> Leaf {
         let default = if units { Default::Units } else { cd.table.map_or(Default::None, Default::Table) };
         return Leaf { types, kind: coded(s, true, default) };
     }
-    let Some(sd) = schema.datatype(cd.data_type).and_then(|d| d.component(s as usize)) else { return text(types) };
+    let Some(sd) = datatype(schema, cd.data_type).and_then(|d| d.component(s as usize)) else { return text(types) };
     types[2] = base(sd.data_type);
     Leaf { types, kind: primitive(types[2], sd.table) }
 }
@@ -299,6 +307,11 @@ mod tests {
         assert_eq!(pid7.types[0], "TS");
         // MSH-9 (MSG): table values.
         assert_eq!(leaf(s, &field(b"MSH", 9), 1, 1).kind, Kind::Table(76));
+        // A type the message's version does not define (CWE in 2.3, named by OBX-2) is typed by
+        // a later version's definition.
+        let cwe = Field { ty: "CWE", table: None, units: false, sub_id: false, value_type: false };
+        let old = schema::schema(Version::V2_3);
+        assert!(matches!(leaf(old, &cwe, 1, 1).kind, Kind::Code { system: 3, .. }));
     }
 
     #[test]
