@@ -114,6 +114,9 @@ codes! {
     POLICY_RULE_SHADOWED => Warning, "a policy rule can never apply: an earlier rule matches everything it matches";
     POLICY_TOOL_NOT_ALLOWED => Fatal, "the policy does not allow this tool";
     POLICY_SHOW_VALUES_FORBIDDEN => Fatal, "the policy forbids --unsafe-show-values";
+    POLICY_MARKER_SURVIVED => Error, "a marker put into a sample survived redaction outside the fields the policy documents as kept (`policy test`)";
+    POLICY_MARKER_DOCUMENTED => Information, "a marker survived only in a field a keep rule documents as safe with a reason (`policy test`)";
+    POLICY_SAMPLE_FAILED => Error, "a sample could not be redacted once marked, so the policy test could not check it";
 
     // ---- input and framing ---------------------------------------------------------------
     BOM_PRESENT => Information, "the input starts with a UTF-8 byte order mark";

@@ -24,6 +24,9 @@
 //! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
 //!   action, manifest), `policy check` (shipped policies, policies that do not load), and
 //!   enforcement of `--policy` on parse/fmt and over MCP.
+//! - `redact_fail_closed`: keep means keep what the rule proves safe (issue 36): one regression
+//!   test per red-team finding on fixtures/redact/red_team, and `policy test` (shipped policies
+//!   pass it on the fixtures, a planted unsafe keep is found).
 
 mod common;
 
@@ -38,5 +41,6 @@ mod mcp;
 mod no_leak;
 mod parallel;
 mod redact;
+mod redact_fail_closed;
 mod registry;
 mod terminology;

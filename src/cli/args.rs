@@ -176,6 +176,27 @@ pub struct MapArgs {
 pub enum PolicyCmd {
     /// Load and lint a policy: exit 0 when it loads with no findings, 1 otherwise.
     Check(PolicyCheckArgs),
+    /// Marker audit: put a marker in every value of the samples, redact them under the policy,
+    /// and report every marker that survives, by path. Exit 0 when none survives outside the
+    /// keeps the policy documents (`reason`), 1 otherwise.
+    Test(PolicyTestArgs),
+}
+
+/// `policy test` options.
+#[derive(Debug, Args)]
+pub struct PolicyTestArgs {
+    /// The policy file.
+    #[arg(value_name = "POLICY")]
+    pub file: PathBuf,
+    /// A folder of sample messages (read recursively).
+    #[arg(long, value_name = "DIR")]
+    pub samples: PathBuf,
+    /// A key file for the policy's keyed actions (default: a fixed test key).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+    /// The report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `policy check` options.

@@ -46,6 +46,7 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Cmd::Convert(c) => run_convert(c),
         Cmd::Redact(r) => run_redact(r),
         Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
+        Cmd::Policy(args::PolicyCmd::Test(t)) => policy_test(&t),
         Cmd::Mcp(m) => run_mcp(m),
         Cmd::FindEquivalent(f) => terminology::find(f),
         Cmd::MapCodes(m) => terminology::map_codes(m),
@@ -100,6 +101,31 @@ fn policy_check(c: &args::PolicyCheckArgs) -> u8 {
         return exit::IOERR;
     }
     if findings.is_empty() { exit::OK } else { exit::INVALID }
+}
+
+/// `policy test`: the marker audit (`policy::audit`); the report on stdout.
+fn policy_test(t: &args::PolicyTestArgs) -> u8 {
+    let fail = |code: Code, cause| {
+        output::failure(code, cause);
+        exit_code_for(code)
+    };
+    let policy = match crate::policy::load_file(&t.file) {
+        Ok(p) => p,
+        Err(e) => return fail(e.code, (e.line > 0).then(|| e.diagnostic())),
+    };
+    let key = match t.key_file.as_deref().map(Key::from_file).transpose() {
+        Ok(k) => k.map(Arc::new),
+        Err(e) => return fail(e.code(), None),
+    };
+    let report = match crate::policy::audit::run(&policy, key, &t.samples, &crate::limits::Limits::default()) {
+        Ok(r) => r,
+        Err(code) => return fail(code, None),
+    };
+    let written = if t.json { output::json_value(&report.json(), true) } else { output::text(&report.text()) };
+    if written.is_err() {
+        return exit::IOERR;
+    }
+    if report.passed() { exit::OK } else { exit::INVALID }
 }
 
 fn run_redact(r: args::RedactArgs) -> u8 {

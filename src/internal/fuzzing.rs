@@ -27,10 +27,10 @@
 //!
 //! What it does not do: print anything, or run outside tests and fuzzing.
 
-mod fhir_values;
+pub(crate) mod fhir_values;
 mod logs;
 mod oracle;
-mod values;
+pub(crate) mod values;
 
 use std::io::{self, BufReader};
 

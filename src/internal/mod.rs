@@ -6,7 +6,9 @@
 //! - `model_oracle` (tests only): the former HL7 v2 model writer, the oracle of a differential
 //!   test of the current one.
 //!
-//! What it does not do: anything the CLI or the MCP server calls. It is `#[doc(hidden)]`.
+//! What it does not do: anything the CLI or the MCP server calls, but the marker walkers of
+//! `fuzzing::values` and `fuzzing::fhir_values`, which `policy test` (`policy::audit`) shares with
+//! the no-leak oracle so that both mark values the same way. It is `#[doc(hidden)]`.
 
 pub mod fuzzing;
 #[cfg(test)]

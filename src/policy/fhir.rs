@@ -3,16 +3,27 @@
 //!
 //! Each primitive value is decided by the first rule whose selector matches it or one of its
 //! ancestors (up to its nearest resource); a value no rule matches is removed, and so are elements
-//! without a definition. Free text (narrative `div`, `markdown`, an `Attachment`'s data, url and
-//! title, anything inside an `Annotation`, `value[x]` strings) is kept only by a `keep` rule
-//! with `free_text = true`.
-//! An element is written when something under it is; a `Narrative` without its `div` is dropped
+//! without a definition. Fail closed at every level:
+//! - a `keep` writes only what it proves safe (`fhir_keep`): codes valid for their system or
+//!   value set, known code systems, numbers, dates, UCUM units, states, countries; free text
+//!   (strings, markdown, narrative, attachments, ids, codes of unknown systems) only with
+//!   `free_text = true`;
+//! - a rule (but `remove`) reaches extensions (primitive extensions included) and narrative
+//!   only when it names them (`@Extension`, `*.extension`, `@Narrative`, `*.text`), whatever an
+//!   ancestor's rule says; contained resources only by rules for resources;
+//! - a `keep` reaches a variant-typed value (a choice element: `value[x]`,
+//!   `Extension.value[x]`, `component.value[x]`, ...) below what its selector names only when it
+//!   lists its type in `types` (a selector naming the type itself, `@Quantity`, `valueQuantity`,
+//!   does).
+//!
+//! The other actions transform or remove: they need no `types`. An element is written when something under it is; a `Narrative` without its `div` is dropped
 //! whole, and a kept `Extension` keeps its `url`.
 //!
 //! Identifiers that make a document hang together (resource ids, `fullUrl`s, references) are
 //! rewritten by `sequence`, `pseudonym` or `hash` part by part: `Patient/123` becomes
-//! `Patient/<new>`, `urn:uuid:...` a new UUID, `#c1` `#<new>`, with the same new value for the
-//! same old one, so that references keep resolving.
+//! `Patient/<new>`, `urn:uuid:...` a new UUID, `#c1` `#<new>`, an absolute URL's base the fixed
+//! [`FIXED_BASE`], with the same new value for the same old one, so that references keep
+//! resolving.
 //!
 //! What it does not do: validate (run `validate` on the output), or redact inside `div` (a
 //! narrative is kept or removed whole).
@@ -22,7 +33,9 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::action::{self, Action, Context};
+use super::fhir_keep as keep;
 use super::manifest::Counts;
+use super::proof;
 use super::select::{self, FHIR_DATE_TYPES, Root};
 use super::{Ctx, LoadError, Policy};
 use crate::diag::Code;
@@ -41,9 +54,46 @@ pub struct Rule {
     pub action: Action,
     /// `keep` also keeps free text.
     pub free_text: bool,
+    /// The types of variant values (`value[x]` and every other choice element below what the
+    /// selector names) the rule decides, matched exactly.
+    pub types: Vec<&'static str>,
+    /// The rule states why what it keeps is safe (`reason`): `policy test` counts what survives
+    /// under it as documented.
+    pub documented: bool,
+    /// `policy test` only: the rule decides as written but writes nothing it would keep.
+    pub withheld: bool,
     /// Line and column of the rule's selector in the policy file.
     pub at: (u32, u32),
 }
+
+/// The variant types a rule may list: values that do not identify a person by their type
+/// (numbers, codes, quantities, dates, which the date rules still decide). Text, people,
+/// addresses, contacts, identifiers, references and attachments are refused at load.
+pub const FHIR_VARIANT_TYPES: &[&str] = &[
+    "boolean",
+    "integer",
+    "positiveInt",
+    "unsignedInt",
+    "decimal",
+    "code",
+    "date",
+    "dateTime",
+    "instant",
+    "time",
+    "Coding",
+    "CodeableConcept",
+    "Quantity",
+    "Age",
+    "Count",
+    "Distance",
+    "Duration",
+    "Range",
+    "Ratio",
+    "Period",
+];
+
+/// The fixed base of absolute references and fullUrls once their id is rewritten.
+pub const FIXED_BASE: &str = "https://redacted.invalid/fhir/";
 
 impl Rule {
     pub(super) fn build(ctx: &Ctx<'_>, t: &DeTable<'_>, span: Range<usize>) -> Result<Rule, LoadError> {
@@ -60,7 +110,26 @@ impl Rule {
         if !allowed {
             return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
         }
-        Ok(Rule { select, action: parts.action, free_text: parts.free_text, at: ctx.at(parts.select_span) })
+        let types = parts.variant_types(ctx, FHIR_VARIANT_TYPES)?;
+        Ok(Rule {
+            select,
+            action: parts.action,
+            free_text: parts.free_text,
+            types,
+            documented: parts.documented,
+            withheld: false,
+            at: ctx.at(parts.select_span),
+        })
+    }
+
+    /// True when the rule names extensions (`@Extension`, a step `extension`) or narrative
+    /// (`@Narrative`, a step `text` or `div`), so that it may decide what is inside them.
+    fn names(&self, opaque: &str) -> bool {
+        let steps = |names: &[&str]| self.select.steps.iter().any(|s| names.contains(&s.as_str()));
+        match opaque {
+            "Extension" => self.select.root == Root::Type("Extension") || steps(&["extension", "modifierExtension"]),
+            _ => self.select.root == Root::Type("Narrative") || steps(&["text", "div"]),
+        }
     }
 }
 
@@ -96,6 +165,12 @@ impl<'p> Redactor<'p> {
         let offset = self.policy.hl7v2.len();
         let mut chain: Vec<u32> = Vec::new();
         let mut births: Vec<(u32, usize)> = Vec::new();
+        let value_of = |j: u32| doc.value_span(j).expose_value(disclosure);
+        let ages = if self.policy.fhir.iter().any(|r| r.select.root == Root::Age) {
+            keep::ages(doc, &value_of)
+        } else {
+            Vec::new()
+        };
         for i in 0..n as u32 {
             let node = doc.node(i);
             if node.is_unknown() {
@@ -116,11 +191,13 @@ impl<'p> Redactor<'p> {
                 }
                 cur = c.parent;
             }
-            let free = is_free_text(doc, &chain);
-            let found =
-                self.policy.fhir.iter().position(|r| {
-                    matches(doc, &chain, &r.select) && !(free && r.action == Action::Keep && !r.free_text)
-                });
+            let value = doc.value_span(i).expose_value(disclosure);
+            let proof = keep::prove(doc, i, value, &value_of);
+            let free = proof == keep::Proof::Text;
+            let age = ages.get(i as usize).copied().flatten();
+            let found = self.policy.fhir.iter().position(|r| {
+                matches(doc, &chain, r, age.is_some()) && !(free && r.action == Action::Keep && !r.free_text)
+            });
             let Some(ri) = found else {
                 self.counts.fail_closed += 1;
                 if free {
@@ -129,14 +206,31 @@ impl<'p> Redactor<'p> {
                 continue;
             };
             self.counts.rule(offset + ri);
-            if self.policy.fhir[ri].action == Action::GeneralizeBirthDate {
+            let rule = &self.policy.fhir[ri];
+            if rule.action == Action::GeneralizeBirthDate {
                 // Decided once the record's other dates are (their released years are the
                 // reference).
                 births.push((i, ri));
                 continue;
             }
-            let value = doc.value_span(i).expose_value(disclosure);
-            let edit = self.apply(doc, i, &self.policy.fhir[ri].action, value, &mut ctx);
+            if rule.action == Action::Keep {
+                // Keep writes what it proves (free text only under `free_text`, checked above).
+                if proof == keep::Proof::Unproven {
+                    self.counts.unproven += 1;
+                } else if !rule.withheld {
+                    own[i as usize] = true;
+                }
+                continue;
+            }
+            if let (Action::CapAge, Some(unit)) = (&rule.action, age) {
+                // A number stays a number: 90 years or more become 90 years (in its unit).
+                if let Some(v) = proof::cap_age(value.trim_ascii(), unit) {
+                    own[i as usize] = true;
+                    edits.values[i as usize] = ValueEdit::Replaced(v);
+                }
+                continue;
+            }
+            let edit = self.apply(doc, i, &rule.action, value, &mut ctx);
             if let Some(e) = edit {
                 own[i as usize] = true;
                 edits.values[i as usize] = e;
@@ -209,7 +303,9 @@ impl<'p> Redactor<'p> {
         let node = doc.node(i);
         let ty = type_of(doc, i);
         let replaced = |v: Vec<u8>| Some(ValueEdit::Replaced(v));
-        let is_ref = matches!(node.name, "reference" | "fullUrl" | "url") || ty == "id" || node.name == "id";
+        let is_ref = matches!(node.name, "reference" | "fullUrl" | "url")
+            || matches!(ty, "id" | "canonical")
+            || node.name == "id";
         match action {
             Action::Keep => Some(ValueEdit::Same),
             Action::Remove | Action::Empty => None,
@@ -263,8 +359,9 @@ impl<'p> Redactor<'p> {
 }
 
 /// Rewrites the identifier parts of a reference, `fullUrl` or id with `f` (`uuid`: the part is
-/// a UUID and its replacement must be one). A bare resource type (`Patient`, a transaction's
-/// `request.url`) is kept, a search (`Patient?...`) is reduced to its type.
+/// a UUID and its replacement must be one); an absolute URL's base becomes [`FIXED_BASE`]. A
+/// bare resource type (`Patient`, a transaction's `request.url`) is kept, a search
+/// (`Patient?...`) is reduced to its type.
 fn rewrite_ref(value: &[u8], f: &mut dyn FnMut(&[u8], bool) -> Vec<u8>) -> Option<Vec<u8>> {
     let is_type = |s: &[u8]| defs::type_id(s).is_some_and(defs::is_resource);
     if is_type(value) {
@@ -293,10 +390,13 @@ fn rewrite_ref(value: &[u8], f: &mut dyn FnMut(&[u8], bool) -> Vec<u8>) -> Optio
     if parts.len() >= 2 && is_type(parts[parts.len() - 2]) {
         let id = parts[parts.len() - 1];
         let mut out = Vec::new();
-        for p in &parts[..parts.len() - 1] {
-            out.extend_from_slice(p);
-            out.push(b'/');
+        if parts.len() > 2 {
+            // An absolute (or based) reference: its base can name a site or a person's server;
+            // the fixed base keeps it absolute and keeps references between entries resolving.
+            out.extend_from_slice(FIXED_BASE.as_bytes());
         }
+        out.extend_from_slice(parts[parts.len() - 2]);
+        out.push(b'/');
         out.extend_from_slice(&f(id, false));
         return Some(out);
     }
@@ -306,27 +406,25 @@ fn rewrite_ref(value: &[u8], f: &mut dyn FnMut(&[u8], bool) -> Vec<u8>) -> Optio
     Some(f(value, false))
 }
 
-/// True when the chain (node first, up to its resource) is free text.
-fn is_free_text(doc: &Document, chain: &[u32]) -> bool {
-    let Some(&leaf) = chain.first() else { return false };
-    let node = doc.node(leaf);
-    let ty = type_of(doc, leaf);
-    if node.value_kind == ValueKind::Xhtml || matches!(ty, "xhtml" | "markdown") {
-        return true;
+/// True when `rule` selects the node at `chain[0]` (the chain runs from the node up to its
+/// resource); `age`: the node is a number that is an age.
+fn matches(doc: &Document, chain: &[u32], rule: &Rule, age: bool) -> bool {
+    let sel = &rule.select;
+    // A rule reaches into extensions and narrative only when it names them, wherever they are
+    // (what it writes there would release the extension's url, or the narrative); `remove`
+    // releases nothing and reaches everywhere.
+    let keep = rule.action == Action::Keep;
+    if rule.action != Action::Remove {
+        for &c in chain {
+            let ty = type_of(doc, c);
+            if matches!(ty, "Extension" | "Narrative") && !rule.names(ty) {
+                return false;
+            }
+        }
     }
-    if node.name == "value" && ty == "string" {
-        return true;
+    if sel.root == Root::Age {
+        return age;
     }
-    // In an attachment: its content, address and title (not its content type, language, size).
-    let in_attachment = chain.get(1).is_some_and(|&p| type_of(doc, p) == "Attachment");
-    if in_attachment && matches!(node.name, "data" | "url" | "title") {
-        return true;
-    }
-    chain.iter().any(|&c| type_of(doc, c) == "Annotation")
-}
-
-/// True when `sel` matches the node at `chain[0]`.
-fn matches(doc: &Document, chain: &[u32], sel: &select::Fhir) -> bool {
     // Try each ancestor-or-self as the selector's root.
     for (k, &a) in chain.iter().enumerate() {
         let root_ok = match sel.root {
@@ -335,6 +433,7 @@ fn matches(doc: &Document, chain: &[u32], sel: &select::Fhir) -> bool {
                 (node.is_resource() || node.parent == NONE) && t.is_none_or(|t| type_of(doc, a) == t)
             }
             Root::Type(t) => type_of(doc, a) == t,
+            Root::Age => false,
         };
         if !root_ok {
             continue;
@@ -345,11 +444,35 @@ fn matches(doc: &Document, chain: &[u32], sel: &select::Fhir) -> bool {
             continue;
         }
         let ok = sel.steps.iter().enumerate().all(|(s, step)| step_matches(doc, chain[k - 1 - s], step));
-        if ok {
+        if ok && (!keep || variants_named(doc, chain, k, rule)) {
             return true;
         }
     }
     false
+}
+
+/// True when every variant-typed node (a choice element: `value[x]`, `onset[x]`, ...) from the
+/// selection's root `chain[k]` down to the leaf is one the rule names with its type: the root of
+/// a type selector of that type, a step spelled with the type (`valueQuantity`), or a type the
+/// rule lists in `types`.
+fn variants_named(doc: &Document, chain: &[u32], k: usize, rule: &Rule) -> bool {
+    let named = rule.select.steps.len();
+    (0..=k).all(|j| {
+        let c = chain[j];
+        let is_choice = doc.node(c).elem.and_then(defs::element).is_some_and(|d| d.choice);
+        if !is_choice {
+            return true;
+        }
+        let ty = type_of(doc, c);
+        let explicit = if j == k {
+            rule.select.root == Root::Type(ty)
+        } else if j + named >= k {
+            rule.select.steps[k - 1 - j] != doc.node(c).name
+        } else {
+            false
+        };
+        explicit || rule.types.contains(&ty)
+    })
 }
 
 /// True when node `i` is the element `step` (`value`, or a choice spelled with its type:

@@ -1,12 +1,15 @@
 //! HL7 v2 redaction: a data-channel writer that writes a message under a policy.
 //!
-//! Every field of every segment is decided by the first rule whose selector matches it (at the
-//! field, repetition, component or subcomponent level); a value no rule matches is removed. Free
-//! text (fields of type FT and TX, OBX-5 when OBX-2 is FT, TX, ST, ED or RP, NTE-3) is kept only
-//! by a `keep` rule with `free_text = true`. A segment whose id is neither standard nor Z is
-//! dropped; MSH-1 and MSH-2 (the delimiters) are always kept; a field of type SI or NM that a
-//! `keep` rule keeps whole is dropped when its value is not a number. The output is in canonical form
-//! (no trailing empty fields or parts), so it parses and redacting it again changes nothing.
+//! Every leaf (subcomponent) of every field is decided by the first rule whose selector matches
+//! it (a path at the field, repetition, component or subcomponent level; a type selector at any
+//! level of the leaf's type; `@age`); a value no rule matches is removed. A `keep` writes only
+//! what it proves safe (`hl7v2_keep`): codes valid for their coding system or table, numbers,
+//! dates, known coding systems, states, ZIP codes, countries; free text (ST, TX, FT, a code's
+//! texts, anything without a check) only with `free_text = true`; OBX-5 only when OBX-2 is,
+//! exactly, a type the rule lists in `types` (or names with a type selector). A segment whose id
+//! is neither standard nor Z is dropped; MSH-1 and MSH-2 (the delimiters) are always kept. The
+//! output is in canonical form (no trailing empty fields or parts), so it parses and redacting
+//! it again changes nothing.
 //!
 //! What it does not do: validate the message, or re-encode character sets.
 
@@ -16,13 +19,15 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::action::{self, Action, Context};
+use super::hl7v2_keep as keep;
 use super::manifest::Counts;
+use super::proof;
 use super::select::{self, HL7_DATE_TYPES};
 use super::{Ctx, LoadError, Policy};
 use crate::diag::Code;
 use crate::formats::hl7v2::escape;
 use crate::formats::hl7v2::parse::{Delimiters, Message};
-use crate::formats::hl7v2::schema::{self, Version};
+use crate::formats::hl7v2::schema::{self, Schema, Version};
 use crate::keys::Key;
 use crate::phi::Disclosure;
 
@@ -35,9 +40,22 @@ pub struct Rule {
     pub action: Action,
     /// `keep` also keeps free text.
     pub free_text: bool,
+    /// `keep` on OBX-5 (a variant-typed value): the OBX-2 types it keeps, matched exactly.
+    pub types: Vec<&'static str>,
+    /// The rule states why what it keeps is safe (`reason`): `policy test` counts what survives
+    /// under it as documented.
+    pub documented: bool,
+    /// `policy test` only: the rule decides as written but writes nothing it would keep.
+    pub withheld: bool,
     /// Line and column of the rule's selector in the policy file.
     pub at: (u32, u32),
 }
+
+/// The OBX-5 types a `keep` may list: values that do not identify a person by their type
+/// (numbers, coded values, dates and times, which the date rules still decide). Text and
+/// person, address, phone and identifier types are refused at load.
+pub const HL7_VARIANT_TYPES: &[&str] =
+    &["NM", "SN", "CE", "CWE", "CNE", "CF", "ID", "IS", "DT", "DTM", "TS", "TM", "NA", "MA", "NR", "CQ"];
 
 impl Rule {
     pub(super) fn build(ctx: &Ctx<'_>, t: &DeTable<'_>, span: Range<usize>) -> Result<Rule, LoadError> {
@@ -45,7 +63,7 @@ impl Rule {
         let select = select::Hl7::parse(parts.select).map_err(|c| ctx.err(c, parts.select_span.clone()))?;
         let ty = select.data_type();
         let allowed = match &parts.action {
-            a if a.is_date_action() => ty.is_none_or(|t| HL7_DATE_TYPES.contains(&t)),
+            a if a.is_date_action() => ty.is_none_or(|t| HL7_DATE_TYPES.contains(&t)) && select != select::Hl7::Age,
             Action::GeneralizeZip => ty.is_none_or(|t| matches!(t, "XAD" | "AD" | "ST")),
             Action::CapAge => ty.is_none_or(|t| matches!(t, "NM" | "ST" | "CQ" | "SN")),
             _ => true,
@@ -53,28 +71,41 @@ impl Rule {
         if !allowed {
             return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
         }
-        Ok(Rule { select, action: parts.action, free_text: parts.free_text, at: ctx.at(parts.select_span) })
+        let types = parts.variant_types(ctx, HL7_VARIANT_TYPES)?;
+        Ok(Rule {
+            select,
+            action: parts.action,
+            free_text: parts.free_text,
+            types,
+            documented: parts.documented,
+            withheld: false,
+            at: ctx.at(parts.select_span),
+        })
     }
 
-    /// True when the rule can decide field `n` of a segment (given its type).
-    fn matches_field(&self, n: u32, ty: &str) -> bool {
+    /// True when the rule can decide something in field `n` of a segment it applies to.
+    fn matches_field(&self, n: u32, obx5: bool) -> bool {
         match &self.select {
-            select::Hl7::Type(t) => type_matches(t, ty),
+            select::Hl7::Type(_) => true,
+            select::Hl7::Age => obx5,
             select::Hl7::Path { field, .. } => field.is_none_or(|f| f == n),
         }
     }
 
-    /// True when the rule decides the whole field at once.
+    /// True when the rule decides the whole field at once (a path naming no part of it).
     fn whole_field(&self) -> bool {
         match &self.select {
-            select::Hl7::Type(_) => true,
+            select::Hl7::Type(_) | select::Hl7::Age => false,
             select::Hl7::Path { rep, comp, sub, .. } => rep.is_none() && comp.is_none() && sub.is_none(),
         }
     }
 
-    fn matches_leaf(&self, r: u32, c: u32, s: u32) -> bool {
+    /// True when the rule selects leaf `r`.`c`.`s` of types `types`; `age` when the leaf is a
+    /// number of an age observation.
+    fn matches_leaf(&self, r: u32, c: u32, s: u32, types: &[&str; 3], age: bool) -> bool {
         match &self.select {
-            select::Hl7::Type(_) => true,
+            select::Hl7::Type(t) => types.iter().any(|ty| !ty.is_empty() && type_matches(t, ty)),
+            select::Hl7::Age => age,
             select::Hl7::Path { rep, comp, sub, .. } => {
                 rep.is_none_or(|x| x == r) && comp.is_none_or(|x| x == c) && sub.is_none_or(|x| x == s)
             }
@@ -86,31 +117,14 @@ fn type_matches(selector: &str, ty: &str) -> bool {
     selector == ty || (selector == "DTM" && matches!(ty, "TS" | "DT"))
 }
 
-/// False for a value of a numeric type (SI, NM) that is not a number: `keep` drops it.
-fn fits_type(ty: &str, raw: &[u8]) -> bool {
-    match ty {
-        "SI" => raw.iter().all(u8::is_ascii_digit),
-        "NM" => {
-            let body = raw.strip_prefix(b"-").or_else(|| raw.strip_prefix(b"+")).unwrap_or(raw);
-            body.iter().filter(|b| **b == b'.').count() <= 1 && body.iter().all(|b| b.is_ascii_digit() || *b == b'.')
-        }
-        _ => true,
-    }
-}
-
-/// True for fields holding free text.
-fn is_free_text(seg: &[u8], n: u32, ty: &str) -> bool {
-    matches!(ty, "FT" | "TX" | "ED" | "RP") || (seg == b"NTE" && n == 3) || (seg == b"OBX" && n == 5 && ty == "ST")
-}
-
 /// The rules that can decide one field, resolved once per segment id and version.
 #[derive(Debug, Default)]
 struct FieldPlan {
     /// The field's data type in the version (`""` when unknown).
     ty: &'static str,
-    /// Free text.
-    free: bool,
-    /// Candidate rules, in policy order (`keep` rules that cannot keep free text left out).
+    /// The field's table.
+    table: Option<u16>,
+    /// Candidate rules, in policy order.
     rules: Vec<u16>,
 }
 
@@ -121,8 +135,21 @@ struct SegmentPlan {
     drop: Option<u16>,
     /// Fields 1..=n of the definition.
     fields: Vec<FieldPlan>,
-    /// Segment-level candidates (for OBX-5, whose type comes from OBX-2).
+    /// Segment-level candidates (for OBX-5, whose type comes from OBX-2, and fields past the
+    /// definition).
     rules: Vec<u16>,
+}
+
+/// What the leaves of one field are decided with.
+struct FieldCtx<'a> {
+    field: keep::Field,
+    schema: &'static Schema,
+    version: Version,
+    /// OBX-5: its type from OBX-2 (exactly), for `types`.
+    variant: Option<&'static str>,
+    /// OBX-5 of an age observation: the age unit.
+    age: Option<Option<proof::AgeUnit>>,
+    rules: &'a [u16],
 }
 
 /// Redacts HL7 v2 messages under one policy (and key), record after record.
@@ -139,16 +166,9 @@ pub struct Redactor<'p> {
     scratch2: Vec<u8>,
 }
 
-fn field_plan(policy: &Policy, seg_rules: &[u16], id: &[u8], n: u32, ty: &'static str, rules: &mut Vec<u16>) -> bool {
-    let free = is_free_text(id, n, ty);
+fn field_plan(policy: &Policy, seg_rules: &[u16], n: u32, obx5: bool, rules: &mut Vec<u16>) {
     rules.clear();
-    for &i in seg_rules {
-        let r = &policy.hl7v2[usize::from(i)];
-        if r.matches_field(n, ty) && !(free && r.action == Action::Keep && !r.free_text) {
-            rules.push(i);
-        }
-    }
-    free
+    rules.extend(seg_rules.iter().copied().filter(|&i| policy.hl7v2[usize::from(i)].matches_field(n, obx5)));
 }
 
 impl<'p> Redactor<'p> {
@@ -174,6 +194,7 @@ impl<'p> Redactor<'p> {
         let rules: Vec<u16> = (0..policy.hl7v2.len() as u16)
             .filter(|&i| match &policy.hl7v2[usize::from(i)].select {
                 select::Hl7::Type(_) => true,
+                select::Hl7::Age => &id == b"OBX",
                 select::Hl7::Path { segment, .. } => segment.matches(&id),
             })
             .collect();
@@ -185,10 +206,10 @@ impl<'p> Redactor<'p> {
         let count = segdef.map_or(0, |s| s.fields.len());
         let mut fields = Vec::with_capacity(count);
         for n in 1..=count as u32 {
-            let ty = segdef.and_then(|s| s.field(n as usize)).map_or("", |f| f.base_data_type());
+            let def = segdef.and_then(|s| s.field(n as usize));
             let mut r = Vec::new();
-            let free = field_plan(policy, &rules, &id, n, ty, &mut r);
-            fields.push(FieldPlan { ty, free, rules: r });
+            field_plan(policy, &rules, n, false, &mut r);
+            fields.push(FieldPlan { ty: def.map_or("", |f| f.data_type), table: def.and_then(|f| f.table), rules: r });
         }
         self.plans.push(SegmentPlan { drop, fields, rules });
         let i = self.plans.len() - 1;
@@ -208,6 +229,7 @@ impl<'p> Redactor<'p> {
                 f.bytes().expose_value(disclosure).split(|b| *b == d.component).next().and_then(Version::nearest)
             })
             .unwrap_or(Version::V2_5_1);
+        let schema = schema::schema(version);
         let mut ctx = Context::new(self.key);
         if let Some(pid3) = msg.segment("PID").and_then(|s| s.field(3)) {
             let raw = pid3.bytes().expose_value(disclosure);
@@ -234,13 +256,12 @@ impl<'p> Redactor<'p> {
             let line_start = out.len();
             out.extend_from_slice(nb);
             let mut min_len = out.len();
-            let obx2 = if nb == b"OBX" {
-                seg.field(2).and_then(|f| {
-                    let raw = f.bytes().expose_value(disclosure);
-                    std::str::from_utf8(raw).ok().and_then(select::hl7_type_name)
-                })
+            let is_obx = nb == b"OBX";
+            let field_raw = |n: u32| seg.field(n).map(|f| f.bytes().expose_value(disclosure)).unwrap_or_default();
+            let (obx2, age) = if is_obx {
+                (select::hl7_type_name_exact(field_raw(2)), keep::obx_age(field_raw(3), field_raw(6), &d))
             } else {
-                None
+                (None, None)
             };
             for field in seg.fields() {
                 let n = field.position().field;
@@ -257,63 +278,64 @@ impl<'p> Redactor<'p> {
                 if raw.is_empty() {
                     continue;
                 }
+                let obx5 = is_obx && n == 5;
                 let plan = &self.plans[pi];
-                let known = if nb == b"OBX" && n == 5 { None } else { plan.fields.get((n as usize).wrapping_sub(1)) };
-                let (ty, free) = match known {
+                let known = if obx5 { None } else { plan.fields.get((n as usize).wrapping_sub(1)) };
+                let (ty, table) = match known {
                     Some(fp) => {
-                        // Copied only when the field is decided part by part.
-                        let whole = fp.rules.first().is_none_or(|&f| self.policy.hl7v2[usize::from(f)].whole_field());
                         self.field_rules.clear();
-                        if whole {
-                            self.field_rules.extend(fp.rules.first());
-                        } else {
-                            self.field_rules.extend_from_slice(&fp.rules);
-                        }
-                        (fp.ty, fp.free)
+                        self.field_rules.extend_from_slice(&fp.rules);
+                        (fp.ty, fp.table)
                     }
                     None => {
                         // OBX-5 is typed by OBX-2; a field past the definition has no type.
-                        let ty = if nb == b"OBX" && n == 5 { obx2.unwrap_or("") } else { "" };
                         let mut r = std::mem::take(&mut self.field_rules);
-                        let free = field_plan(self.policy, &plan.rules, nb, n, ty, &mut r);
+                        field_plan(self.policy, &plan.rules, n, obx5, &mut r);
                         self.field_rules = r;
-                        (ty, free)
+                        (if obx5 { obx2.unwrap_or("") } else { "" }, None)
                     }
                 };
                 let Some(&first) = self.field_rules.first() else {
                     self.counts.fail_closed += 1;
-                    if free {
-                        self.counts.free_text_removed += 1;
-                    }
                     continue;
                 };
                 let r = &self.policy.hl7v2[usize::from(first)];
                 if r.whole_field() {
-                    self.counts.rule(usize::from(first));
+                    // A path naming the field decides every leaf alike, but for `keep` (checked
+                    // leaf by leaf, below).
                     match r.action {
-                        Action::Keep if !fits_type(ty, raw) => {
-                            // A kept number that is not a number is not what the rule meant.
-                            self.counts.fail_closed += 1;
+                        Action::Remove => {
+                            self.counts.rule(usize::from(first));
                             continue;
                         }
-                        Action::Keep => {
-                            out.extend_from_slice(raw);
-                            continue;
-                        }
-                        Action::Remove => continue,
                         // A fixed value replaces the whole field, not each of its parts.
                         Action::Replace(ref v) => {
+                            self.counts.rule(usize::from(first));
                             escape_into(v.as_bytes(), &d, out);
                             continue;
                         }
                         Action::Empty => {
+                            self.counts.rule(usize::from(first));
                             out.extend_from_slice(b"\"\"");
                             continue;
                         }
                         _ => {}
                     }
                 }
-                self.leaves(raw, &d, &mut ctx, r.whole_field().then_some(first), out);
+                let units = matches!((nb, n), (b"OBX", 6) | (b"RXA", 7));
+                let sub_id = is_obx && n == 4;
+                let value_type = is_obx && n == 2;
+                let rules = std::mem::take(&mut self.field_rules);
+                let fc = FieldCtx {
+                    field: keep::Field { ty, table, units, sub_id, value_type },
+                    schema,
+                    version,
+                    variant: if obx5 { Some(obx2.unwrap_or("")) } else { None },
+                    age: if obx5 { age } else { None },
+                    rules: &rules,
+                };
+                self.leaves(raw, &d, &mut ctx, &fc, out);
+                self.field_rules = rules;
             }
             if nb == b"MSH" {
                 // The reference of `generalize_birth_date`: MSH-7's year as released (so that
@@ -334,8 +356,32 @@ impl<'p> Redactor<'p> {
         }
     }
 
-    /// Writes a field leaf by leaf; `only` is the rule for every leaf when already decided.
-    fn leaves(&mut self, raw: &[u8], d: &Delimiters, ctx: &mut Context<'_>, only: Option<u16>, out: &mut Vec<u8>) {
+    /// The first rule of the field that decides leaf `r`.`c`.`s`.
+    fn decide(&self, fc: &FieldCtx<'_>, r: u32, c: u32, s: u32, leaf: &keep::Leaf) -> Option<u16> {
+        let age = fc.age.is_some() && leaf.types.iter().rev().find(|t| !t.is_empty()) == Some(&"NM");
+        fc.rules.iter().copied().find(|&i| {
+            let rule = &self.policy.hl7v2[usize::from(i)];
+            if !rule.matches_leaf(r, c, s, &leaf.types, age) {
+                return false;
+            }
+            if rule.action != Action::Keep {
+                return true;
+            }
+            // A keep decides only what it can keep: free text with `free_text`, and a variant
+            // value (OBX-5) of a type it lists (or names by a type selector).
+            if leaf.kind == keep::Kind::Text && !rule.free_text {
+                return false;
+            }
+            match (fc.variant, &rule.select) {
+                (Some(ty), select::Hl7::Path { .. }) => rule.types.contains(&ty),
+                (Some(""), _) => false,
+                _ => true,
+            }
+        })
+    }
+
+    /// Writes a field leaf by leaf, each decided by the first rule that selects it.
+    fn leaves(&mut self, raw: &[u8], d: &Delimiters, ctx: &mut Context<'_>, fc: &FieldCtx<'_>, out: &mut Vec<u8>) {
         let field_start = out.len();
         for (ri, rep) in raw.split(|b| *b == d.repetition).enumerate() {
             let rep_start = out.len();
@@ -343,25 +389,30 @@ impl<'p> Redactor<'p> {
                 let comp_start = out.len();
                 for (si, sub) in comp.split(|b| *b == d.subcomponent).enumerate() {
                     if !sub.is_empty() {
-                        let rule = match only {
-                            Some(i) => Some(i),
-                            None => {
-                                let (r, c, s) = (ri as u32 + 1, ci as u32 + 1, si as u32 + 1);
-                                let found = self
-                                    .field_rules
-                                    .iter()
-                                    .copied()
-                                    .find(|&i| self.policy.hl7v2[usize::from(i)].matches_leaf(r, c, s));
-                                match found {
-                                    Some(i) => self.counts.rule(usize::from(i)),
-                                    None => self.counts.fail_closed += 1,
+                        let (r, c, s) = (ri as u32 + 1, ci as u32 + 1, si as u32 + 1);
+                        let leaf = keep::leaf(fc.schema, &fc.field, c, s);
+                        match self.decide(fc, r, c, s, &leaf) {
+                            Some(i) => {
+                                self.counts.rule(usize::from(i));
+                                let rule = &self.policy.hl7v2[usize::from(i)];
+                                if rule.action == Action::Keep {
+                                    self.keep(rule, leaf.kind, sub, rep, comp, d, fc.version, out);
+                                } else if rule.action == Action::CapAge && leaf.types.contains(&"NM") {
+                                    // A number stays a number: 90 years or more become 90 years.
+                                    if let Some(a) = proof::cap_age(sub, fc.age.flatten()) {
+                                        out.extend_from_slice(&a);
+                                    }
+                                } else {
+                                    let action = &rule.action;
+                                    apply(action, sub, d, ctx, &mut self.scratch, &mut self.scratch2, out);
                                 }
-                                found
                             }
-                        };
-                        if let Some(i) = rule {
-                            let action = &self.policy.hl7v2[usize::from(i)].action;
-                            apply(action, sub, d, ctx, &mut self.scratch, &mut self.scratch2, out);
+                            None => {
+                                self.counts.fail_closed += 1;
+                                if leaf.kind == keep::Kind::Text {
+                                    self.counts.free_text_removed += 1;
+                                }
+                            }
                         }
                     }
                     out.push(d.subcomponent);
@@ -373,6 +424,42 @@ impl<'p> Redactor<'p> {
             out.push(d.repetition);
         }
         trim(out, field_start, d.repetition);
+    }
+
+    /// `keep` of one leaf: written when its kind is proven (or free text under `free_text`).
+    #[allow(clippy::too_many_arguments)]
+    fn keep(
+        &mut self,
+        rule: &Rule,
+        kind: keep::Kind,
+        sub: &[u8],
+        rep: &[u8],
+        comp: &[u8],
+        d: &Delimiters,
+        version: Version,
+        out: &mut Vec<u8>,
+    ) {
+        let system: &[u8] = match kind {
+            keep::Kind::Code { system, sub: false, .. } => rep
+                .split(|b| *b == d.component)
+                .nth(system as usize - 1)
+                .and_then(|c| c.split(|b| *b == d.subcomponent).next())
+                .unwrap_or_default(),
+            keep::Kind::Code { system, sub: true, .. } => {
+                comp.split(|b| *b == d.subcomponent).nth(system as usize - 1).unwrap_or_default()
+            }
+            _ => b"",
+        };
+        let written = match keep::prove(kind, sub, system, version) {
+            keep::Proof::Proven => true,
+            keep::Proof::Text => rule.free_text,
+            keep::Proof::Unproven => false,
+        };
+        if !written {
+            self.counts.unproven += 1;
+        } else if !rule.withheld {
+            out.extend_from_slice(sub);
+        }
     }
 }
 

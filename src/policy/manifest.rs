@@ -22,6 +22,9 @@ pub struct Counts {
     pub free_text_removed: u64,
     /// Identifiers rewritten so that references keep resolving (FHIR ids, fullUrls, references).
     pub ids_rewritten: u64,
+    /// Values a `keep` selected and could not prove safe (a code not valid for its system, a
+    /// number that is not one, a variant value of a type the rule does not list): removed.
+    pub unproven: u64,
 }
 
 impl Counts {
@@ -49,6 +52,7 @@ impl Counts {
         self.fail_closed += other.fail_closed;
         self.free_text_removed += other.free_text_removed;
         self.ids_rewritten += other.ids_rewritten;
+        self.unproven += other.unproven;
     }
 }
 
@@ -89,8 +93,8 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
     }
     out.extend_from_slice(
         format!(
-            "}},\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"idsRewritten\":{},\"keyed\":{keyed},\"residualRisks\":[",
-            counts.fail_closed, counts.free_text_removed, counts.ids_rewritten
+            "}},\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"unprovenRemovals\":{},\"idsRewritten\":{},\"keyed\":{keyed},\"residualRisks\":[",
+            counts.fail_closed, counts.free_text_removed, counts.unproven, counts.ids_rewritten
         )
         .as_bytes(),
     );
@@ -110,7 +114,9 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
         risks.push("dates shifted, not removed: intervals are kept; date_shift is not idempotent");
     }
     if all().any(|a| matches!(a, Action::Keep)) {
-        risks.push("kept coded and numeric values are not inspected for identifiers");
+        risks.push(
+            "kept codes are checked by syntax and bundled tables, not against the full code systems; kept numbers are clinical values, not inspected",
+        );
     }
     if all().any(|a| matches!(a, Action::Hash | Action::Pseudonym)) {
         risks.push("hashes and pseudonyms link records for anyone holding the key");

@@ -13,11 +13,15 @@
 //! as data-channel writers), or read key files (see `keys`).
 
 pub mod action;
+pub mod audit;
 mod engine;
 pub mod fhir;
+mod fhir_keep;
 pub mod hl7v2;
+mod hl7v2_keep;
 pub mod lint;
 pub mod manifest;
+pub mod proof;
 pub mod select;
 
 use std::ops::Range;
@@ -52,7 +56,7 @@ pub enum Disclosure {
 }
 
 /// A policy that loaded.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Policy {
     /// The policy's declared name (from the policy file, not from any message).
     pub name: String,
@@ -353,6 +357,31 @@ pub(crate) struct RuleParts<'a> {
     pub action: Action,
     pub action_span: Range<usize>,
     pub free_text: bool,
+    /// `types`: the variant types a `keep` keeps (OBX-5, `value[x]`), with their spans.
+    pub types: Vec<(&'a str, Range<usize>)>,
+    /// `reason` was given: the policy documents what this `keep` keeps as safe.
+    pub documented: bool,
+}
+
+impl RuleParts<'_> {
+    /// The `types` a rule lists, each one of `allowed` (the non-identifying variant types of the
+    /// rule's format); any other is `POLICY_ACTION_NOT_ALLOWED` at the type.
+    pub(crate) fn variant_types(
+        &self,
+        ctx: &Ctx<'_>,
+        allowed: &[&'static str],
+    ) -> Result<Vec<&'static str>, LoadError> {
+        self.types
+            .iter()
+            .map(|(name, span)| {
+                allowed
+                    .iter()
+                    .find(|t| *t == name)
+                    .copied()
+                    .ok_or_else(|| ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, span.clone()))
+            })
+            .collect()
+    }
 }
 
 pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>) -> Result<RuleParts<'a>, LoadError> {
@@ -360,6 +389,8 @@ pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>
     let mut action_name = None;
     let mut params = action::Params::default();
     let mut free_text = false;
+    let mut types = Vec::new();
+    let mut documented = false;
     for (key, value) in t.iter() {
         match key.get_ref().as_ref() {
             "select" => select = Some((string(ctx, value)?, value.span())),
@@ -377,16 +408,33 @@ pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>
             "note" => {
                 string(ctx, value)?;
             }
+            "reason" => {
+                let s = string(ctx, value)?;
+                if s.trim().is_empty() || s.len() > 512 || s.bytes().any(|b| b.is_ascii_control()) {
+                    return Err(ctx.err(Code::POLICY_INVALID_VALUE, value.span()));
+                }
+                documented = true;
+            }
+            "types" => {
+                let arr =
+                    value.get_ref().as_array().ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, value.span()))?;
+                if arr.len() > 64 {
+                    return Err(ctx.err(Code::POLICY_INVALID_VALUE, value.span()));
+                }
+                for t in arr.iter() {
+                    types.push((string(ctx, t)?, t.span()));
+                }
+            }
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),
         }
     }
     let (select, select_span) = select.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let (name, action_span) = action_name.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let action = Action::build(name, &params).map_err(|code| ctx.err(code, action_span.clone()))?;
-    if free_text && action != Action::Keep {
+    if (free_text || documented || !types.is_empty()) && action != Action::Keep {
         return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
     }
-    Ok(RuleParts { select, select_span, action, action_span, free_text })
+    Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented })
 }
 
 #[cfg(test)]

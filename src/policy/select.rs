@@ -1,12 +1,14 @@
 //! Selectors: which values a rule applies to.
 //!
 //! HL7 v2: `PID` (a whole segment), `PID-5`, `PID-3[*].1`, `PID-3[2].4.1`, `NK1-*`, `Z*` (every
-//! Z segment), `*-*`, and data-type selectors `@XPN`, `@XAD`, `@DTM` (a field of that type in
-//! the message's version; `@DTM` also matches `TS` and `DT`, OBX-5 is typed by OBX-2).
+//! Z segment), `*-*`, and data-type selectors `@XPN`, `@XAD`, `@DTM` (a field, component or
+//! subcomponent of that type in the message's version; `@DTM` also matches `TS` and `DT`, OBX-5
+//! is typed by OBX-2), and `@age` (numbers that are ages).
 //! FHIR: element paths from a resource type (`Patient.name`, `Bundle.entry.fullUrl`, `*.id`,
 //! `Patient` for a whole resource) and type selectors (`@HumanName`, `@Address`, `@date`,
-//! `@Narrative`, `@Extension`): a value matches when it is, or is inside, a node the selector
-//! names (up to its nearest resource).
+//! `@Narrative`, `@Extension`), and `@age`: a value matches when it is, or is inside, a node the
+//! selector names (up to its nearest resource; extensions, narrative and variant-typed values
+//! below that node are decided by their own rules, see `fhir`).
 //!
 //! What it does not do: look at values (a selector is structure only).
 
@@ -67,6 +69,9 @@ pub enum Hl7 {
     },
     /// Fields of a data type.
     Type(&'static str),
+    /// `@age`: the numbers that are a person's age (OBX-5 of an observation whose OBX-3 is a
+    /// LOINC age code or whose OBX-6 is an age unit).
+    Age,
 }
 
 /// Date-like HL7 v2 types (for the date actions and `@DTM`).
@@ -100,10 +105,22 @@ pub fn hl7_type_name(id: &str) -> Option<&'static str> {
     None
 }
 
+/// The data type an OBX-2 value names, matched exactly: the whole value is a type id (no
+/// component, no padding, upper case as the standard writes it).
+pub fn hl7_type_name_exact(raw: &[u8]) -> Option<&'static str> {
+    if raw.is_empty() || raw.len() > 3 || !raw.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()) {
+        return None;
+    }
+    std::str::from_utf8(raw).ok().and_then(hl7_type_name).filter(|t| t.as_bytes() == raw)
+}
+
 impl Hl7 {
     /// Parses a selector.
     pub fn parse(text: &str) -> Result<Hl7, Code> {
         let bad = Code::POLICY_UNKNOWN_SELECTOR;
+        if text == "@age" {
+            return Ok(Hl7::Age);
+        }
         if let Some(t) = text.strip_prefix('@') {
             return hl7_type_name(t).map(Hl7::Type).ok_or(bad);
         }
@@ -144,7 +161,7 @@ impl Hl7 {
     pub fn data_type(&self) -> Option<&'static str> {
         match self {
             Hl7::Type(t) => Some(t),
-            Hl7::Path { .. } => None,
+            Hl7::Path { .. } | Hl7::Age => None,
         }
     }
 
@@ -153,6 +170,7 @@ impl Hl7 {
         let lvl = |a: Option<u32>, b: Option<u32>| a.is_none() || a == b;
         match (self, later) {
             (Hl7::Type(a), Hl7::Type(b)) => a == b,
+            (Hl7::Age, Hl7::Age) => true,
             (
                 Hl7::Path { segment: s1, field: f1, rep: r1, comp: c1, sub: u1, .. },
                 Hl7::Path { segment: s2, field: f2, rep: r2, comp: c2, sub: u2, .. },
@@ -172,6 +190,9 @@ pub enum Root {
     Resource(Option<&'static str>),
     /// A node of this type, anywhere.
     Type(&'static str),
+    /// `@age`: a number that is a person's age (the value of an `Age`, of a Quantity with an
+    /// age unit, or of an Observation or component whose code is a LOINC age code).
+    Age,
 }
 
 /// A FHIR selector: a root and element names below it.
@@ -191,6 +212,9 @@ impl Fhir {
             Some(t) => (true, t),
             None => (false, text),
         };
+        if typed && text == "age" {
+            return Ok(Fhir { root: Root::Age, steps: Vec::new() });
+        }
         let mut parts = text.split('.');
         let head = parts.next().ok_or(bad)?;
         let root = if typed {

@@ -482,6 +482,11 @@ impl ValueSet {
         })
     }
 
+    /// The code systems whose codes the value set lists.
+    pub fn systems(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.systems.iter().map(|(s, _)| *s)
+    }
+
     /// True when `system` is one of the value set's code systems.
     pub fn has_system(&self, system: &[u8]) -> bool {
         self.systems.iter().any(|(s, _)| s.as_bytes() == system)

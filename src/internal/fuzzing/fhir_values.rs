@@ -24,9 +24,15 @@ pub(super) fn json_runs(data: &[u8]) -> Vec<Vec<u8>> {
 
 /// The JSON input with every value string rewritten into a unique marker.
 pub(super) fn json_markers(data: &[u8]) -> Vec<u8> {
+    json_markers_keeping(data, &|_| false)
+}
+
+/// [`json_markers`], but value strings for which `keep` is true stay as written (`policy test`
+/// keeps declarations, a known code system or extension URL).
+pub(crate) fn json_markers_keeping(data: &[u8], keep: &dyn Fn(&[u8]) -> bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() + 64);
     let mut n = 0u32;
-    json_walk(data, &mut out, |_, out| marker(&mut n, out));
+    json_walk(data, &mut out, |run, out| if keep(run) { out.extend_from_slice(run) } else { marker(&mut n, out) });
     out
 }
 
@@ -39,9 +45,14 @@ pub(super) fn xml_runs(data: &[u8]) -> Vec<Vec<u8>> {
 
 /// The XML input with every value rewritten into a unique marker.
 pub(super) fn xml_markers(data: &[u8]) -> Vec<u8> {
+    xml_markers_keeping(data, &|_| false)
+}
+
+/// [`xml_markers`], but values for which `keep` is true stay as written.
+pub(crate) fn xml_markers_keeping(data: &[u8], keep: &dyn Fn(&[u8]) -> bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() + 64);
     let mut n = 0u32;
-    xml_walk(data, &mut out, |_, out| marker(&mut n, out));
+    xml_walk(data, &mut out, |run, out| if keep(run) { out.extend_from_slice(run) } else { marker(&mut n, out) });
     out
 }
 

@@ -171,14 +171,22 @@ pub(super) fn runs(data: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// The marker prefix; a marker is `MKR` + decimal number + `X`.
-pub(super) const MARKER_PREFIX: &[u8] = b"MKR";
+pub(crate) const MARKER_PREFIX: &[u8] = b"MKR";
 
 /// Rewrites every value run of `data` into a unique marker token (`MKR1X`, `MKR2X`, ...).
 /// Escape sequences are kept as written, so the rewritten input still exercises them.
 pub(super) fn inject_markers(data: &[u8]) -> Vec<u8> {
+    inject_markers_keeping(data, &|_| false)
+}
+
+/// [`inject_markers`], but value runs for which `keep` is true stay as written (`policy test`
+/// keeps declarations, a data type or a coding system name, so that what they declare is
+/// exercised).
+pub(crate) fn inject_markers_keeping(data: &[u8], keep: &dyn Fn(&[u8]) -> bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() + 64);
     let mut n = 0u32;
     walk(data, &mut out, |piece, run, out| match piece {
+        Piece::Value if keep(run) => out.extend_from_slice(run),
         Piece::Value => {
             n += 1;
             out.extend_from_slice(MARKER_PREFIX);
