@@ -101,6 +101,7 @@ codes! {
     CLI_INTERNAL => Fatal, "an internal error occurred; no detail is shown";
     CLI_OUTPUT_FAILED => Fatal, "the output could not be written";
     CLI_KEY_INVALID => Fatal, "the key file holds fewer than 16 or more than 4096 bytes";
+    CLI_RECORDS_FAILED => Error, "records of a stream could not be processed; the others were";
     CLI_NAMING_SYSTEMS_INVALID => Fatal, "the naming-system file is not UTF-8 lines of an authority and an absolute URI";
 
     // ---- policy (load, lint, enforcement) ------------------------------------------------

@@ -247,3 +247,58 @@ fn pretty_output_keeps_a_comma_in_a_name() {
     let text = String::from_utf8(out.stdout).expect("utf-8");
     assert!(text.contains("\"DOE, JOHN\"") && text.contains("\"A,B\""), "{text}");
 }
+
+/// Runs phiward through `sh` with its standard output closed (`>&-`).
+fn run_stdout_closed(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["-c", "exec \"$0\" \"$@\" >&-"];
+    let bin = crate::common::bin();
+    let bin = bin.to_str().expect("utf-8 path");
+    all.push(bin);
+    all.extend_from_slice(args);
+    std::process::Command::new("sh").args(&all).output().expect("sh")
+}
+
+/// Regression (issue 36): with stdout closed, a command that writes data or a verdict failed
+/// silently with exit 0; it is CLI_OUTPUT_FAILED (74). `>/dev/null` is not a failure, and
+/// `--quiet` writes nothing, so it keeps its verdict.
+#[test]
+fn closed_stdout_is_output_failed() {
+    let valid = valid_path();
+    for args in [vec!["parse", valid.as_str()], vec!["validate", valid.as_str()], vec!["fmt", valid.as_str()]] {
+        let o = run_stdout_closed(&args);
+        assert_eq!(code(&o), 74, "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).starts_with("phiward: CLI_OUTPUT_FAILED: "), "{args:?}");
+    }
+    let o = run_stdout_closed(&["validate", "--quiet", valid.as_str()]);
+    assert_eq!(code(&o), 0);
+    let o = std::process::Command::new("sh")
+        .args(["-c", "exec \"$0\" validate \"$1\" >/dev/null", crate::common::bin().to_str().expect("utf-8"), &valid])
+        .output()
+        .expect("sh");
+    assert_eq!(code(&o), 0, "a redirection to /dev/null is not a closed stdout");
+}
+
+/// A stream with failed records (the others written) ends with one stderr line: counts and
+/// codes only.
+#[test]
+fn failed_records_summary_line() {
+    let path = fixture("hl7v2/invalid/mllp_truncated_last_frame.mllp");
+    let o = run(&["validate", "--json", path.to_str().expect("utf-8")]);
+    assert_eq!(code(&o), 65);
+    assert!(!o.stdout.is_empty(), "the other records are written");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("phiward: CLI_RECORDS_FAILED: "), "{err}");
+    assert!(lines[0].ends_with("(1 of 3 records: MLLP_FRAME_TRUNCATED)"), "{err}");
+}
+
+/// Regression (issue 35): `redact --manifest` into a folder that does not exist wrote the
+/// redacted data on stdout, then failed: the manifest file is created first.
+#[test]
+fn manifest_failure_writes_nothing_on_stdout() {
+    let valid = valid_path();
+    let o = run(&["redact", valid.as_str(), "--manifest", "/nonexistent-phiward-dir/m.json"]);
+    assert_failure_line(&o, "CLI_OUTPUT_FAILED");
+    assert_eq!(code(&o), 74);
+}

@@ -249,6 +249,18 @@ fn run_request(
         Ok(pk) => pk,
         Err(exit) => return exit,
     };
+    // The manifest file is created before anything is written on stdout: a failure writes
+    // nothing there.
+    let mut manifest_file = match &manifest {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some((f, path.clone())),
+            Err(_) => {
+                output::failure(Code::CLI_OUTPUT_FAILED, None);
+                return exit::IOERR;
+            }
+        },
+        None => None,
+    };
     let limits = match &policy {
         Some(p) => p.apply_limits(a.limits.limits()),
         None => a.limits.limits(),
@@ -284,6 +296,13 @@ fn run_request(
     let outcome = ops::run(request, &mut sink);
     tracing::debug!(exit = outcome.exit, multi = outcome.multi, "request finished");
     let flushed = sink.human_summary(&outcome).and_then(|()| sink.flush());
+    if outcome.code.is_some() || flushed.is_err() {
+        // No manifest for a run that failed.
+        if let Some((file, path)) = manifest_file.take() {
+            drop(file);
+            let _ = std::fs::remove_file(path);
+        }
+    }
     if let Some(code) = outcome.code {
         output::failure(code, outcome.cause);
         if let Some((excerpt, disclosure)) = &outcome.excerpt {
@@ -295,11 +314,14 @@ fn run_request(
         output::failure(Code::CLI_OUTPUT_FAILED, None);
         return exit::IOERR;
     }
-    if let (Some(path), Some(m)) = (manifest, &outcome.manifest) {
-        if std::fs::write(path, m).is_err() {
+    if let (Some((mut file, _)), Some(m)) = (manifest_file, &outcome.manifest) {
+        if std::io::Write::write_all(&mut file, m).and_then(|()| file.sync_all()).is_err() {
             output::failure(Code::CLI_OUTPUT_FAILED, None);
             return exit::IOERR;
         }
+    }
+    if outcome.records.failed > 0 {
+        output::records_failed(&outcome.records);
     }
     outcome.exit
 }

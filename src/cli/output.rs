@@ -32,6 +32,8 @@ pub enum Style {
 #[derive(Debug)]
 pub struct Stdout {
     style: Style,
+    /// Standard output was closed at start: every write fails (`CLI_OUTPUT_FAILED`).
+    closed: bool,
     out: io::BufWriter<io::StdoutLock<'static>>,
     /// Records that were shown as valid / invalid (human summary).
     counts: (u64, u64),
@@ -40,7 +42,12 @@ pub struct Stdout {
 impl Stdout {
     /// A sink writing in `style`.
     pub fn new(style: Style) -> Self {
-        Stdout { style, out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()), counts: (0, 0) }
+        Stdout {
+            style,
+            closed: stdout_was_closed(),
+            out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
+            counts: (0, 0),
+        }
     }
 
     /// Flushes stdout; a failure is reported by the caller.
@@ -65,6 +72,9 @@ impl Stdout {
 
 impl Sink for Stdout {
     fn json_lines(&mut self, lines: &[u8]) -> Option<io::Result<()>> {
+        if self.closed && self.style != Style::Quiet {
+            return Some(Err(io::ErrorKind::BrokenPipe.into()));
+        }
         match self.style {
             // A batch is larger than the buffer: written straight through, not copied.
             Style::Json => Some(self.out.write_all(lines)),
@@ -74,6 +84,10 @@ impl Sink for Stdout {
     }
 
     fn item(&mut self, item: Item<'_>) -> io::Result<()> {
+        let writes = matches!(item, Item::Bytes(_)) || self.style != Style::Quiet;
+        if self.closed && writes {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
         match item {
             Item::Bytes(b) => self.out.write_all(b),
             Item::Json { record, json, findings, valid, error } => match self.style {
@@ -312,6 +326,39 @@ pub fn failure_line(code: Code, cause: Option<crate::diag::Diagnostic>) -> Strin
         Some(d) => format!("phiward: {}: {} ({} at {})", code.as_str(), code.meaning(), d.code.as_str(), d.location),
         None => format!("phiward: {}: {}", code.as_str(), code.meaning()),
     }
+}
+
+/// After a stream some of whose records failed (the others were written): one stderr line with
+/// counts and codes only, `phiward: CLI_RECORDS_FAILED: meaning (2 of 9 records: CODE, CODE)`.
+pub fn records_failed(records: &crate::ops::Records) {
+    let codes: Vec<&str> = records.codes.iter().map(|c| c.as_str()).collect();
+    let code = Code::CLI_RECORDS_FAILED;
+    let _ = writeln!(
+        io::stderr().lock(),
+        "phiward: {}: {} ({} of {} records: {})",
+        code.as_str(),
+        code.meaning(),
+        records.failed,
+        records.seen,
+        codes.join(", ")
+    );
+}
+
+/// True when standard output was closed when the process started (`>&-`). The Rust runtime
+/// then opens `/dev/null` read-write on descriptor 1, so writes succeed and the data is lost
+/// without an error; a redirection to `/dev/null` by the caller opens it write-only. Linux only
+/// (reads `/proc/self`); elsewhere false.
+pub fn stdout_was_closed() -> bool {
+    let Ok(target) = std::fs::read_link("/proc/self/fd/1") else { return false };
+    if target != std::path::Path::new("/dev/null") {
+        return false;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/self/fdinfo/1") else { return false };
+    // `flags:` is octal; O_ACCMODE is 3 and O_RDWR 2.
+    info.lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        .is_some_and(|flags| flags & 3 == 2)
 }
 
 /// Prints the one stderr line of a failure, with a fixed hint.

@@ -24,7 +24,7 @@ mod runner;
 
 pub use crate::formats::codec::Syntax;
 pub use json::findings_json;
-pub use request::{Command, Item, Outcome, Request, Sink, Source, Status};
+pub use request::{Command, Item, Outcome, Records, Request, Sink, Source, Status};
 
 use crate::detect;
 use crate::diag::{Code, Diagnostic};

@@ -138,6 +138,30 @@ pub struct Outcome {
     pub multi: bool,
     /// `redact`: the value-free manifest (JSON).
     pub manifest: Option<Vec<u8>>,
+    /// Records of the input processed (a stream's), and those that failed with the distinct
+    /// codes of their failures (sorted): the CLI's summary line on stderr.
+    pub records: Records,
+}
+
+/// Counts of a stream's records (value-free).
+#[derive(Debug, Default, Clone)]
+pub struct Records {
+    /// Records seen.
+    pub seen: u64,
+    /// Records that could not be processed.
+    pub failed: u64,
+    /// The distinct codes of those failures, sorted.
+    pub codes: Vec<Code>,
+}
+
+impl Records {
+    /// Notes a failed record.
+    pub(super) fn fail(&mut self, code: Code) {
+        self.failed += 1;
+        if let Err(i) = self.codes.binary_search_by(|c| c.as_str().cmp(code.as_str())) {
+            self.codes.insert(i, code);
+        }
+    }
 }
 
 impl Outcome {
@@ -150,6 +174,7 @@ impl Outcome {
             excerpt: None,
             multi: false,
             manifest: None,
+            records: Records::default(),
         }
     }
 }

@@ -160,6 +160,8 @@ struct Runner<'r, C: Pipeline> {
     multi: bool,
     stream: C::Stream,
     any_failed_record: bool,
+    /// The failed records and their codes.
+    failed: super::Records,
     any_invalid: bool,
     output_failed: bool,
     /// Messages read and waiting to be converted (`convert`): converted together, on all
@@ -195,6 +197,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             multi,
             stream: C::Stream::default(),
             any_failed_record: false,
+            failed: super::Records::default(),
             any_invalid: false,
             output_failed: false,
             pending: Vec::new(),
@@ -455,6 +458,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             return Err(Failure { code, cause: Some(cause), excerpt });
         }
         self.any_failed_record = true;
+        self.failed.fail(code);
         if self.fmt_mode() == Some(false) {
             if let Some(r) = self.redactor.as_mut() {
                 // Under a policy a record that does not parse cannot be redacted: it is left out.
@@ -494,9 +498,12 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         if batch.all_json() {
             if let Some(written) = self.sink.json_lines(&batch.lines) {
                 for out in &batch.outs {
-                    if let par::Out::Json { invalid, failed, .. } = out {
+                    if let par::Out::Json { invalid, failed, error, .. } = out {
                         self.any_invalid |= invalid;
                         self.any_failed_record |= failed;
+                        if let (true, Some(code)) = (*failed, error) {
+                            self.failed.fail(*code);
+                        }
                     }
                 }
                 if written.is_err() {
@@ -510,6 +517,9 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 par::Out::Json { record, json, findings, valid, error, invalid, failed } => {
                     self.any_invalid |= invalid;
                     self.any_failed_record |= failed;
+                    if let (true, Some(code)) = (failed, error) {
+                        self.failed.fail(code);
+                    }
                     let json = batch.lines.get(json).unwrap_or_default();
                     let item = Item::Json { record: Some(record), json, findings: &findings, valid, error };
                     if self.sink.item(item).is_err() {
@@ -762,6 +772,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             }
             _ => None,
         };
-        Ok(Outcome { exit, status, code: None, cause: None, excerpt: None, multi: self.multi, manifest })
+        let mut records = self.failed;
+        records.seen = self.records;
+        Ok(Outcome { exit, status, code: None, cause: None, excerpt: None, multi: self.multi, manifest, records })
     }
 }
