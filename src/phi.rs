@@ -186,6 +186,21 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
+/// Implements `Debug` as a placeholder for a type that can hold a message value outside `Phi`
+/// (a converter's tree, a FHIRPath string, a redaction context): an `assert_eq!`, a panic
+/// message or a `tracing` field then shows the type's name, never the value.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! debug_placeholder {
+    ($($ty:ident $(<$($lt:lifetime),+>)?),+ $(,)?) => {$(
+        impl $(<$($lt),+>)? ::std::fmt::Debug for $ty $(<$($lt),+>)? {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(concat!(stringify!($ty), "(<redacted>)"))
+            }
+        }
+    )+};
+}
+
 macro_rules! value_free {
     ($($t:ty),* $(,)?) => {
         $(impl sealed::Sealed for $t {} impl ValueFree for $t {})*

@@ -162,7 +162,6 @@ impl ConceptMap {
 }
 
 /// A coding to translate and where it was found (a value-free location).
-#[derive(Debug)]
 pub struct Coding {
     /// `-`, `record:N`, an HL7 v2 position or a FHIR path.
     pub location: String,
@@ -274,6 +273,7 @@ pub fn run_mcp(args: &Map<String, Value>, limits: &crate::limits::Limits) -> Res
     Ok(map_codes(&map, &codings))
 }
 
+crate::debug_placeholder!(Coding);
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,7 +73,6 @@ pub const SUPPORTED: &[(&str, &str)] = &[
 ];
 
 /// The result of converting one message.
-#[derive(Debug)]
 pub struct Converted {
     /// The caller's prefix (see [`convert_after`]), then the Bundle (FHIR JSON, compact). Data
     /// channel only.
@@ -98,7 +97,6 @@ impl Drop for Converted {
 }
 
 /// One Bundle entry.
-#[derive(Debug)]
 pub(crate) struct Entry {
     ty: &'static str,
     id: String,
@@ -115,7 +113,6 @@ impl Drop for Entry {
 }
 
 /// The conversion state of one message.
-#[derive(Debug)]
 pub struct Ctx<'m> {
     /// Value access.
     pub r: Reader<'m>,
@@ -463,3 +460,5 @@ fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>, limit
     b.set("entry", V::A(list));
     fhir::direct::write_and_read(&V::O(b), out, limits)
 }
+
+crate::debug_placeholder!(Converted, Entry, Ctx<'m>);

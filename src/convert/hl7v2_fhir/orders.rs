@@ -29,7 +29,7 @@ struct NoteTarget {
     entry: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State<'a> {
     patient: Option<usize>,
     encounter: Option<usize>,
@@ -56,7 +56,7 @@ struct State<'a> {
 }
 
 /// The appointment being built (SCH, then its TQ1 and AIS), finished at the end of the message.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Appt {
     entry: usize,
     /// The SCH segment's position (where an untimed appointment is reported).
@@ -1604,6 +1604,7 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
+crate::debug_placeholder!(State<'a>, Appt);
 #[cfg(test)]
 mod tests {
     use super::minutes_of;

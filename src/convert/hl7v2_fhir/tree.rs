@@ -10,7 +10,6 @@
 use crate::formats::fhir::direct::{self, Json};
 
 /// A JSON value.
-#[derive(Debug)]
 pub enum V {
     /// A string (a message value, or a code built at run time).
     S(String),
@@ -192,7 +191,7 @@ impl direct::Value for V {
 }
 
 /// An object with keys in insertion order.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Obj(Vec<(&'static str, V)>);
 
 impl Obj {
@@ -284,6 +283,7 @@ impl Obj {
     }
 }
 
+crate::debug_placeholder!(V, Obj);
 #[cfg(test)]
 mod tests {
     use super::*;
