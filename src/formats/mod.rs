@@ -11,6 +11,7 @@
 pub mod fhir;
 pub mod hl7v2;
 pub mod mllp;
+pub mod xml;
 
 use serde::Serialize;
 
