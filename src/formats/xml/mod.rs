@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn refuses_dtds_entities_and_external_references() {
         let xxe = r#"<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><a>&e;</a>"#;
-        let e = p(xxe).err().expect("refused");
+        let e = p(xxe).expect_err("refused");
         assert_eq!((e.code(), e.offset()), (Code::XML_DTD_FORBIDDEN, 21));
         assert_eq!(kind("<!DOCTYPE a><a/>"), Some(Kind::Dtd));
         assert_eq!(kind("<!doctype a><a/>"), Some(Kind::Dtd));
@@ -246,7 +246,7 @@ mod tests {
         let t = p(&format!("<a x='{secret}'>{secret}<{secret}/></a>")).expect("well-formed");
         assert!(!format!("{t:?}").contains(secret));
         for bad in [format!("<a><{secret}></a>"), format!("<a>&{secret};</a>"), format!("<a {secret}/>")] {
-            let e = p(&bad).err().expect("refused");
+            let e = p(&bad).expect_err("refused");
             assert!(!format!("{e:?}").contains(secret));
         }
     }
