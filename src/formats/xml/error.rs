@@ -13,8 +13,10 @@ use crate::diag::Code;
 pub enum Kind {
     /// The input is not UTF-8.
     NotUtf8,
-    /// The XML declaration names an encoding other than UTF-8.
+    /// The XML declaration names an encoding other than UTF-8 (or US-ASCII).
     EncodingNotUtf8,
+    /// The XML declaration names US-ASCII, and a byte is not ASCII.
+    NotAscii,
     /// A document type declaration, or another markup declaration (`<!ENTITY`, `<!ELEMENT`...).
     Dtd,
     /// The input exceeds a limit: size, depth, element count, value size, attributes on one
@@ -65,7 +67,7 @@ impl Kind {
     /// The diagnostic code of this kind.
     pub fn code(self) -> Code {
         match self {
-            Kind::NotUtf8 | Kind::EncodingNotUtf8 => Code::CHARSET_INVALID_BYTES,
+            Kind::NotUtf8 | Kind::EncodingNotUtf8 | Kind::NotAscii => Code::CHARSET_INVALID_BYTES,
             Kind::Dtd => Code::XML_DTD_FORBIDDEN,
             Kind::TooLarge => Code::CLI_INPUT_TOO_LARGE,
             _ => Code::MALFORMED_XML,

@@ -233,6 +233,16 @@ mod tests {
         assert_eq!(value(&t, t.attrs_of(0)[0].value), b"x y");
     }
 
+    /// Regression (the hand-written tokenizer): a document declared US-ASCII (as the HL7 CDA
+    /// schemas are) was refused although ASCII is read exactly as UTF-8 is.
+    #[test]
+    fn ascii_declaration_of_an_ascii_document_is_accepted() {
+        assert!(p("<?xml version=\"1.0\" encoding=\"ASCII\"?><a/>").is_ok());
+        assert!(p("<?xml version='1.0' encoding='us-ascii'?><a/>").is_ok());
+        let e = p("<?xml version='1.0' encoding='US-ASCII'?><a>é</a>").expect_err("not ASCII");
+        assert_eq!((e.kind(), e.code(), e.offset()), (Kind::NotAscii, Code::CHARSET_INVALID_BYTES, 44));
+    }
+
     /// Regression (the hand-written tokenizer): an XML declaration after leading white space was
     /// skipped as a processing instruction, so its encoding was not checked.
     #[test]
@@ -251,3 +261,4 @@ mod tests {
         }
     }
 }
+

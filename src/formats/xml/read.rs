@@ -44,7 +44,7 @@ type Fail = (Kind, usize);
 /// Reads one XML document.
 ///
 /// The input must be UTF-8 (a byte order mark is skipped); an encoding declaration other than
-/// UTF-8 is an error. Errors hold a kind and a position, never input.
+/// UTF-8 is an error, except US-ASCII for a document whose bytes are all ASCII. Errors hold a kind and a position, never input.
 pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
     read(input, limits).map_err(|(kind, at)| Error::at(kind, at, input))
 }
@@ -208,6 +208,13 @@ impl Builder<'_> {
         match encoding {
             None => Ok(()),
             Some(Ok(name)) if name.eq_ignore_ascii_case(b"utf-8") || name.eq_ignore_ascii_case(b"utf8") => Ok(()),
+            // ASCII is read exactly as UTF-8 is: accepted when every byte is ASCII.
+            Some(Ok(name)) if name.eq_ignore_ascii_case(b"us-ascii") || name.eq_ignore_ascii_case(b"ascii") => {
+                match self.input.iter().position(|b| !b.is_ascii()) {
+                    Some(p) => Err((Kind::NotAscii, p)),
+                    None => Ok(()),
+                }
+            }
             Some(Ok(_)) => Err((Kind::EncodingNotUtf8, where_)),
             Some(Err(_)) => Err((Kind::MisplacedDeclaration, where_)),
         }
