@@ -225,6 +225,105 @@ mod tests {
 
     const MAX: usize = read::MAX_ATTRIBUTES;
 
+    /// Token soup (a fixed-seed generator over XML's delimiters and a few names): the reader never
+    /// panics, every error position lies inside the input, and every span of a tree does too.
+    #[test]
+    fn token_soup_never_panics_and_positions_stay_inside() {
+        const TOKENS: &[&str] = &[
+            "<",
+            ">",
+            "/",
+            "</",
+            "/>",
+            "=",
+            "\"",
+            "'",
+            " ",
+            "\r\n",
+            "a",
+            "p:b",
+            "xmlns",
+            "xmlns:p",
+            "xml:lang",
+            "&amp;",
+            "&#x41;",
+            "&",
+            ";",
+            "<!--",
+            "-->",
+            "<![CDATA[",
+            "]]>",
+            "<?",
+            "?>",
+            "<?xml version='1.0'?>",
+            "<!DOCTYPE",
+            "u",
+            "\u{1}",
+            "é",
+            "\u{FFFF}",
+            "<a>",
+            "</a>",
+            "<a x='1'>",
+            ":",
+        ];
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let limits = Limits { max_depth: 8, ..Limits::default() };
+        let mut trees = 0;
+        // Every other input is a root around content drawn mostly from well-formed pieces.
+        const CONTENT: &[&str] = &[
+            "<b/>",
+            "<c x='1' p:y=\"2\" xmlns:p='u'/>",
+            "text",
+            " ",
+            "&amp;",
+            "&#233;",
+            "<![CDATA[<x>]]>",
+            "<!-- c -->",
+            "<?pi x?>",
+            "<d>",
+            "</d>",
+            "\r\n",
+            "<e xmlns='v'>",
+            "</e>",
+            "<",
+            "&",
+            "]]>",
+        ];
+        for round in 0..20_000 {
+            let n = 1 + next() % 24;
+            let input: String = if round % 2 == 0 {
+                (0..n).map(|_| TOKENS[(next() % TOKENS.len() as u64) as usize]).collect()
+            } else {
+                let inner: String = (0..n).map(|_| CONTENT[(next() % CONTENT.len() as u64) as usize]).collect();
+                format!("<r>{inner}</r>")
+            };
+            let bytes = input.as_bytes();
+            match parse(bytes, &limits) {
+                Err(e) => assert!(e.offset() <= bytes.len() as u64, "{input:?}"),
+                Ok(t) => {
+                    trees += 1;
+                    for e in t.elements() {
+                        assert!(e.offset < e.end_offset && e.end_offset as usize <= bytes.len(), "{input:?}");
+                        assert!(e.qname.end <= e.content.start && e.content.end <= e.end_offset, "{input:?}");
+                    }
+                    for a in t.attributes() {
+                        assert!((a.local.end as usize) <= bytes.len(), "{input:?}");
+                    }
+                    for x in t.texts() {
+                        assert!(x.raw.start <= x.offset && (x.raw.end as usize) <= bytes.len(), "{input:?}");
+                    }
+                }
+            }
+        }
+        assert!(trees > 100, "the soup reaches the tree builder ({trees} trees)");
+    }
+
     /// Regression (the hand-written tokenizer): a CR LF inside an attribute value became two
     /// spaces; XML's end-of-line handling makes it one line feed, so one space.
     #[test]
@@ -261,4 +360,3 @@ mod tests {
         }
     }
 }
-
