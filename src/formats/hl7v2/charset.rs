@@ -44,7 +44,8 @@ pub enum Charset {
 /// The multi-byte sets of table 0211 that are decoded.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Multibyte {
-    /// `GB 18030`: the Chinese national standard (GB 2312 and GBK included).
+    /// `GB 18030-2000` (also written `GB 18030`): the Chinese national standard (GB 2312 and GBK
+    /// included).
     Gb18030,
     /// `KS X 1001` (formerly `KS C 5601`): Korean, in its EUC-KR form.
     KsX1001,
@@ -119,7 +120,7 @@ impl Charset {
             b"8859/14" | b"ISO IR199" => Charset::Iso8859(14),
             b"8859/15" | b"ISO IR203" => Charset::Iso8859(15),
             b"8859/16" | b"ISO IR226" => Charset::Iso8859(16),
-            b"GB 18030" => Charset::Multibyte(Multibyte::Gb18030),
+            b"GB 18030-2000" | b"GB 18030" => Charset::Multibyte(Multibyte::Gb18030),
             b"KS X 1001" | b"KS C 5601" => Charset::Multibyte(Multibyte::KsX1001),
             b"BIG-5" => Charset::Multibyte(Multibyte::Big5),
             _ => Charset::Unknown,
@@ -261,6 +262,7 @@ mod tests {
         // 中文 in GB 18030, 한국 in EUC-KR, 中文 in BIG-5.
         assert_eq!(decode("GB 18030", b"\xd6\xd0\xce\xc4"), "中文");
         assert_eq!(decode("GB 18030", b"\x81\x30\x81\x30"), "\u{80}", "a four-byte sequence");
+        assert_eq!(decode("GB 18030-2000", b"\xd6\xd0"), "中", "the name table 0211 gives");
         assert_eq!(decode("KS X 1001", b"\xc7\xd1\xb1\xb9"), "한국");
         assert_eq!(decode("KS C 5601", b"\xc7\xd1"), "한");
         assert_eq!(decode("BIG-5", b"\xa4\xa4\xa4\xe5"), "中文");
