@@ -70,7 +70,9 @@ pub fn read(input: Vec<u8>, limits: &Limits) -> Result<Document, Diagnostic> {
     let Some(ty) = ty else {
         return Err(fatal(Code::RESOURCE_TYPE_UNKNOWN, Location::Offset(u64::from(root.offset))));
     };
-    let mut values = zeroize::Zeroizing::new(Vec::with_capacity(raw.len() / 2 + 64));
+    // What is copied (attribute values, narrative markup, names of unknown elements) are
+    // disjoint parts of the input, none longer decoded: the buffer never grows, so never moves.
+    let mut values = zeroize::Zeroizing::new(Vec::with_capacity(raw.len() + 64));
     let mut r = Reader { input: raw, tree: &tree, ns: &ns, values: &mut values, b: Builder::new(limits.max_segments) };
     r.resource(0, NONE, None, "", 0, ty)?;
     let Reader { b, .. } = r;

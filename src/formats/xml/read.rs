@@ -56,8 +56,12 @@ fn read(input: &[u8], limits: &Limits) -> Result<Tree, Fail> {
     if let Err(e) = std::str::from_utf8(input) {
         return Err((Kind::NotUtf8, e.valid_up_to()));
     }
-    let mut values = Zeroizing::new(Vec::with_capacity(XML_NAMESPACE.len() + input.len() / 4));
+    // Decoded values are disjoint parts of the input and decoding never lengthens them, so this
+    // capacity is never outgrown: the buffer is never moved, and no copy of a value is left
+    // behind in freed memory without being zeroized.
+    let mut values = Zeroizing::new(Vec::with_capacity(XML_NAMESPACE.len() + input.len()));
     values.extend_from_slice(XML_NAMESPACE);
+    let capacity = values.capacity();
     let mut b = Builder {
         input,
         limits,
@@ -75,6 +79,7 @@ fn read(input: &[u8], limits: &Limits) -> Result<Tree, Fail> {
         root_done: false,
     };
     b.run()?;
+    debug_assert_eq!(b.values.capacity(), capacity, "the value buffer outgrew its capacity");
     let values = Phi::new(std::mem::take(&mut *b.values));
     Ok(Tree { elements: b.elements, attrs: b.attrs, texts: b.texts, namespaces: b.namespaces, values })
 }
