@@ -63,7 +63,7 @@ pub fn read(input: Vec<u8>, limits: &Limits) -> Result<Document, Diagnostic> {
     let tree = xml::parse(raw, limits).map_err(|e| fatal(e.code(), Location::Offset(e.offset())))?;
     let ns = namespaces(&tree);
     let root = tree.root();
-    if ns[root.ns.index()] != Ns::Fhir {
+    if ns.get(root.ns.index()) != Some(&Ns::Fhir) {
         return Err(fatal(Code::XML_NAMESPACE_INVALID, Location::Offset(u64::from(root.offset))));
     }
     let ty = defs::type_id(slice(raw, root.local)).filter(|t| defs::is_resource(*t));
