@@ -1,5 +1,6 @@
 //! In-process micro-benchmarks of the hot paths (divan): HL7 v2 parse, validate (syntax only and
-//! with conformance), inspect; MLLP deframing; FHIR read and validate. Inputs are the committed
+//! with conformance), inspect; MLLP deframing; FHIR read and validate (JSON and XML); the shared
+//! XML reader alone. Inputs are the committed
 //! synthetic fixtures, repeated where a bigger input says more. Run with
 //! `cargo bench --bench hot_paths`; figures are throughput in bytes per second (see BENCHMARKS.md
 //! for the whole-command, side-by-side benchmark against peers).
@@ -12,6 +13,7 @@ use divan::{Bencher, black_box};
 use phiward::formats::fhir;
 use phiward::formats::hl7v2::{self, inspect, validate};
 use phiward::formats::mllp::Deframer;
+use phiward::formats::xml;
 use phiward::limits::Limits;
 
 fn main() {
@@ -92,7 +94,36 @@ fn mllp_deframe(bencher: Bencher) {
         .bench(|| black_box(Deframer::new(Cursor::new(&stream[..]), Limits::default()).count()));
 }
 
-const FHIR: &[&str] = &["patient_full.json", "bundle_transaction_uuid.json", "observation_components.json"];
+const FHIR: &[&str] = &[
+    "patient_full.json",
+    "bundle_transaction_uuid.json",
+    "observation_components.json",
+    "patient_full.xml",
+    "immunization.xml",
+];
+
+/// The XML fixtures, repeated inside one root (the reader alone: tokenizing, checks, tree).
+fn xml_input(name: &str) -> Vec<u8> {
+    let one = fixture(&format!("fhir/valid/{name}"));
+    // Without its XML declaration, each copy is an element.
+    let body = match one.iter().position(|&b| b == b'>') {
+        Some(p) if one.starts_with(b"<?xml") => &one[p + 1..],
+        _ => &one[..],
+    };
+    let mut all = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<root>".to_vec();
+    for _ in 0..200 {
+        all.extend_from_slice(body);
+    }
+    all.extend_from_slice(b"</root>");
+    all
+}
+
+#[divan::bench(args = ["patient_full.xml", "immunization.xml"])]
+fn xml_parse(bencher: Bencher, name: &str) {
+    let input = xml_input(name);
+    let limits = Limits::default();
+    bencher.counter(BytesCount::of_slice(&input)).bench(|| black_box(xml::parse(&input, &limits).is_ok()));
+}
 
 #[divan::bench(args = FHIR)]
 fn fhir_read(bencher: Bencher, name: &str) {

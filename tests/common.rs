@@ -86,3 +86,11 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// True when stderr is empty, or is the one summary line of a stream whose failed records were
+/// reported in its output (`phiward: CLI_RECORDS_FAILED: ...`).
+pub fn stderr_clean_or_records_failed(stderr: &[u8]) -> bool {
+    let err = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    lines.is_empty() || (lines.len() == 1 && lines[0].starts_with("phiward: CLI_RECORDS_FAILED: "))
+}

@@ -14,6 +14,7 @@ pub mod hl7v2;
 pub mod mllp;
 pub mod planned;
 pub mod sniff;
+pub mod xml;
 
 use serde::Serialize;
 

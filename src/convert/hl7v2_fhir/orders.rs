@@ -1591,17 +1591,8 @@ fn finish_document(ctx: &mut Ctx<'_>, doc: usize, mut text: Vec<String>) {
 
 /// Standard base64 with padding.
 fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        out.push(char::from(A[(n >> 18) as usize & 63]));
-        out.push(char::from(A[(n >> 12) as usize & 63]));
-        out.push(if chunk.len() > 1 { char::from(A[(n >> 6) as usize & 63]) } else { '=' });
-        out.push(if chunk.len() > 2 { char::from(A[n as usize & 63]) } else { '=' });
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 crate::debug_placeholder!(State<'a>, Appt);

@@ -1,7 +1,8 @@
 //! FHIR R4 (4.0.1): JSON and XML reading, validation against the core definitions, inspection
 //! and canonical re-serialization.
 //!
-//! - [`json`] and [`xml`]: the syntax parsers (bounded, value-free errors);
+//! - [`json`] and the shared [`crate::formats::xml`] reader: the syntax parsers (bounded,
+//!   value-free errors);
 //! - [`read_json`], [`read_xml`]: the element tree of [`model`], resolved against
 //!   [`definitions`] (the generated tables of the core StructureDefinitions and value sets);
 //! - [`primitive`]: the primitive types' syntax; [`fhirpath`]: the invariant engine;
@@ -30,7 +31,6 @@ pub mod rules;
 pub mod ucum;
 pub mod validate;
 pub mod write;
-pub mod xml;
 
 pub use codec::{Fhir, NoEnvelope};
 pub use model::{Document, Syntax};

@@ -14,10 +14,47 @@ use crate::diag::{Code, Diagnostic, Location, Severity};
 use crate::limits::Limits;
 use crate::phi::Phi;
 
+use crate::formats::xml::{self, NsId, Tree};
+
 use super::definitions::{self as defs, ElemRef, Kind, TypeRef};
 use super::json::Span;
 use super::model::{self, Builder, Document, NONE, Syntax, ValueKind, flag};
-use super::xml::{self, Ns, Tree};
+
+/// The namespaces FHIR XML tells apart.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Ns {
+    /// No namespace.
+    None,
+    /// `http://hl7.org/fhir`
+    Fhir,
+    /// `http://www.w3.org/1999/xhtml`
+    Xhtml,
+    /// Any other namespace (the `xml` prefix's included).
+    Other,
+}
+
+impl crate::phi::sealed::Sealed for Ns {}
+impl crate::phi::ValueFree for Ns {}
+
+/// The FHIR namespace.
+pub const FHIR_NS: &[u8] = b"http://hl7.org/fhir";
+/// The XHTML namespace (`Narrative.div`).
+pub const XHTML_NS: &[u8] = b"http://www.w3.org/1999/xhtml";
+
+/// The [`Ns`] of every namespace of `tree`, indexed by [`NsId::index`].
+fn namespaces(tree: &Tree) -> Vec<Ns> {
+    tree.namespace_ids()
+        .map(|id| match id {
+            NsId::NONE => Ns::None,
+            NsId::XML => Ns::Other,
+            _ => tree.namespace(id).classify(|uri| match uri {
+                FHIR_NS => Ns::Fhir,
+                XHTML_NS => Ns::Xhtml,
+                _ => Ns::Other,
+            }),
+        })
+        .collect()
+}
 
 /// Reads one FHIR XML resource. A fatal diagnostic is an `Err`.
 #[expect(
@@ -27,17 +64,20 @@ use super::xml::{self, Ns, Tree};
 pub fn read(input: Vec<u8>, limits: &Limits) -> Result<Document, Diagnostic> {
     let input = Phi::new(input);
     let raw = input.span().raw();
-    let tree = xml::parse(raw, limits).map_err(|e| fatal(e.code, Location::Offset(e.offset)))?;
-    let root = tree.elements[0];
-    if root.ns != Ns::Fhir {
+    let tree = xml::parse(raw, limits).map_err(|e| fatal(e.code(), Location::Offset(e.offset())))?;
+    let ns = namespaces(&tree);
+    let root = tree.root();
+    if ns.get(root.ns.index()) != Some(&Ns::Fhir) {
         return Err(fatal(Code::XML_NAMESPACE_INVALID, Location::Offset(u64::from(root.offset))));
     }
     let ty = defs::type_id(slice(raw, root.local)).filter(|t| defs::is_resource(*t));
     let Some(ty) = ty else {
         return Err(fatal(Code::RESOURCE_TYPE_UNKNOWN, Location::Offset(u64::from(root.offset))));
     };
-    let mut values = zeroize::Zeroizing::new(Vec::with_capacity(tree.text.len() + 64));
-    let mut r = Reader { input: raw, tree: &tree, values: &mut values, b: Builder::new(limits.max_segments) };
+    // What is copied (attribute values, narrative markup, names of unknown elements) are
+    // disjoint parts of the input, none longer decoded: the buffer never grows, so never moves.
+    let mut values = zeroize::Zeroizing::new(Vec::with_capacity(raw.len() + 64));
+    let mut r = Reader { input: raw, tree: &tree, ns: &ns, values: &mut values, b: Builder::new(limits.max_segments) };
     r.resource(0, NONE, None, "", 0, ty)?;
     let Reader { b, .. } = r;
     let values = std::mem::take(&mut *values);
@@ -48,13 +88,15 @@ fn fatal(code: Code, location: Location) -> Diagnostic {
     Diagnostic::new(code, location).with_severity(Severity::Fatal)
 }
 
-fn slice(input: &[u8], s: (u32, u32)) -> &[u8] {
-    input.get(s.0 as usize..s.1 as usize).unwrap_or_default()
+fn slice(input: &[u8], s: xml::Span) -> &[u8] {
+    s.of(input)
 }
 
 struct Reader<'t> {
     input: &'t [u8],
     tree: &'t Tree,
+    /// The [`Ns`] of each namespace of `tree`.
+    ns: &'t [Ns],
     values: &'t mut Vec<u8>,
     b: Builder,
 }
@@ -73,14 +115,22 @@ impl Reader<'_> {
         self.b.open(node).ok_or_else(|| fatal(Code::CLI_INPUT_TOO_LARGE, Location::Offset(u64::from(offset))))
     }
 
-    fn copy_value(&mut self, bytes_from: Span) -> Span {
+    fn ns(&self, id: NsId) -> Ns {
+        self.ns.get(id.index()).copied().unwrap_or(Ns::Other)
+    }
+
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
+    fn copy_value(&mut self, bytes_from: xml::Span) -> Span {
         let start = self.values.len();
-        let v = bytes_from.of(&self.tree.text);
+        let v = self.tree.value(bytes_from).raw();
         self.values.extend_from_slice(v);
         Span { start: start as u32, len: v.len() as u32 }
     }
 
-    fn copy_input(&mut self, s: (u32, u32)) -> Span {
+    fn copy_input(&mut self, s: xml::Span) -> Span {
         let start = self.values.len();
         let v = slice(self.input, s);
         self.values.extend_from_slice(v);
@@ -98,7 +148,7 @@ impl Reader<'_> {
         index: u32,
         ty: defs::TypeId,
     ) -> Result<(), Diagnostic> {
-        let el = self.tree.elements[e as usize];
+        let el = self.tree.elements()[e as usize];
         let mut node = model::blank(parent, el.offset);
         node.name = if parent == NONE { defs::type_name(ty) } else { name };
         node.elem = elem;
@@ -115,15 +165,15 @@ impl Reader<'_> {
     /// Attributes and child elements of XML element `e`, as children of node `parent`.
     fn members(&mut self, e: u32, parent: u32, ctx: ElemRef, primitive: bool) -> Result<(), Diagnostic> {
         let tree = self.tree;
-        let el = tree.elements[e as usize];
-        if let Some(at) = el.text_at {
-            self.finding(Code::XML_TEXT_UNEXPECTED, parent, Some(at));
+        if let Some(text) = tree.texts_of(e).next() {
+            self.finding(Code::XML_TEXT_UNEXPECTED, parent, Some(text.offset));
         }
         // Attributes: id, url (Extension), value (primitives, read by the caller).
         for a in tree.attrs_of(e) {
             let name = slice(self.input, a.local);
-            if a.ns != Ns::None {
-                if a.ns == Ns::Other && name == b"space" {
+            let ans = self.ns(a.ns);
+            if ans != Ns::None {
+                if ans == Ns::Other && name == b"space" {
                     continue; // xml:space
                 }
                 self.finding(Code::UNKNOWN_ELEMENT, parent, Some(a.offset));
@@ -155,10 +205,11 @@ impl Reader<'_> {
         let mut counts: Vec<(u16, u32)> = Vec::new();
         let mut last_idx = 0u16;
         for c in tree.children(e) {
-            let child = tree.elements[c as usize];
+            let child = tree.elements()[c as usize];
+            let cns = self.ns(child.ns);
             let name = slice(self.input, child.local);
-            let xhtml_div = child.ns == Ns::Xhtml && name == b"div";
-            if child.ns != Ns::Fhir && !xhtml_div {
+            let xhtml_div = cns == Ns::Xhtml && name == b"div";
+            if cns != Ns::Fhir && !xhtml_div {
                 self.finding(Code::XML_NAMESPACE_INVALID, parent, Some(child.offset));
                 self.unknown(c, parent)?;
                 continue;
@@ -200,8 +251,8 @@ impl Reader<'_> {
                     let mut inner = tree.children(c);
                     let (first, second) = (inner.next(), inner.next());
                     let rty = first.and_then(|r| {
-                        let re = tree.elements[r as usize];
-                        (re.ns == Ns::Fhir).then(|| defs::type_id(slice(self.input, re.local))).flatten()
+                        let re = tree.elements()[r as usize];
+                        (self.ns(re.ns) == Ns::Fhir).then(|| defs::type_id(slice(self.input, re.local))).flatten()
                     });
                     match (first, second, rty.filter(|t| defs::is_resource(*t))) {
                         (Some(r), None, Some(t)) => self.resource(r, parent, Some(elem), def.name, index, t)?,
@@ -210,7 +261,7 @@ impl Reader<'_> {
                             self.unknown(c, parent)?;
                         }
                         (Some(r), _, _) => {
-                            let at = tree.elements[r as usize].offset;
+                            let at = tree.elements()[r as usize].offset;
                             self.finding(Code::RESOURCE_TYPE_UNKNOWN, parent, Some(at));
                             self.unknown(c, parent)?;
                         }
@@ -224,14 +275,14 @@ impl Reader<'_> {
                     node.ctx = Some(ElemRef { ty: t, idx: 0 });
                     node.index = index;
                     if def.xhtml {
-                        node.value = self.copy_input((child.offset, child.end_offset));
+                        node.value = self.copy_input(xml::Span { start: child.offset, end: child.end_offset });
                         node.value_kind = ValueKind::Xhtml;
                         let i = self.open(node)?;
                         self.b.close(i);
                         continue;
                     }
                     let value =
-                        tree.attrs_of(c).iter().find(|a| a.ns == Ns::None && slice(self.input, a.local) == b"value");
+                        tree.attrs_of(c).iter().find(|a| a.ns == NsId::NONE && slice(self.input, a.local) == b"value");
                     if let Some(a) = value {
                         node.value = self.copy_value(a.value);
                         node.value_kind = ValueKind::String;
@@ -262,7 +313,7 @@ impl Reader<'_> {
 
     /// An element without a definition: kept whole for `fmt`.
     fn unknown(&mut self, c: u32, parent: u32) -> Result<(), Diagnostic> {
-        let el = self.tree.elements[c as usize];
+        let el = self.tree.elements()[c as usize];
         let mut node = model::blank(parent, el.offset);
         node.flags = flag::UNKNOWN;
         node.name_text = self.copy_input(el.local);
@@ -270,5 +321,65 @@ impl Reader<'_> {
         let i = self.open(node)?;
         self.b.close(i);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `code location` of each finding, or of the fatal diagnostic.
+    fn findings(xml: &str) -> Vec<String> {
+        let show = |d: &Diagnostic| format!("{} {}", d.code.as_str(), d.location);
+        match read(xml.as_bytes().to_vec(), &Limits::default()) {
+            Ok(doc) => doc.findings().iter().map(show).collect(),
+            Err(d) => vec![show(&d)],
+        }
+    }
+
+    const OPEN: &str = r#"<Patient xmlns="http://hl7.org/fhir"><id value="1"/>"#;
+
+    /// Regression (the hand-written tokenizer): text made of a reference alone was reported at
+    /// the byte after the reference's `;`, not at the reference.
+    #[test]
+    fn text_of_only_a_reference_is_reported_at_its_ampersand() {
+        let xml = format!("{OPEN}&amp;</Patient>");
+        let at = xml.find('&').expect("a reference");
+        assert_eq!(findings(&xml)[0], format!("XML_TEXT_UNEXPECTED Patient/offset:{at}"));
+    }
+
+    /// Regression (the hand-written tokenizer): characters outside XML's `Char` production (C0
+    /// controls, U+FFFF) and a `--` inside a comment were accepted.
+    #[test]
+    fn characters_outside_xml_are_malformed() {
+        for bad in ["<active value=\"tr\u{1}ue\"/>", "\u{FFFF}", "<!-- a -- b -->"] {
+            let xml = format!("{OPEN}{bad}</Patient>");
+            let at = OPEN.len() + bad.find(['\u{1}', '\u{FFFF}', '-']).expect("a bad character");
+            let at = if bad.starts_with("<!--") { OPEN.len() + 7 } else { at };
+            assert_eq!(findings(&xml), vec![format!("MALFORMED_XML offset:{at}")], "{bad:?}");
+        }
+    }
+
+    /// Regression (the hand-written tokenizer): an XML declaration without a version, or with a
+    /// broken `encoding`, was accepted (or reported as another character set).
+    #[test]
+    fn malformed_declarations_are_malformed_xml() {
+        for decl in ["<?xml encoding=\"UTF-8\"?>", "<?xml version=\"1.0\" encoding-8\"?>"] {
+            let xml = format!("{decl}\n{OPEN}</Patient>");
+            assert_eq!(findings(&xml)[0].split(' ').next(), Some("MALFORMED_XML"), "{decl}");
+        }
+    }
+
+    #[test]
+    fn namespaces_and_attributes_resolve_as_before() {
+        let xml = format!(
+            "{OPEN}<f:name xmlns:f=\"http://hl7.org/fhir\" xml:space=\"preserve\"><f:family value=\"A\"/></f:name>\
+             <text><status value=\"generated\"/><div xmlns=\"http://www.w3.org/1999/xhtml\">x</div></text>\
+             <x:y xmlns:x=\"urn:other\"/></Patient>"
+        );
+        let found = findings(&xml);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("ELEMENT_OUT_OF_ORDER Patient/offset:"), "{found:?}");
+        assert!(found[1].starts_with("XML_NAMESPACE_INVALID Patient/offset:"), "{found:?}");
     }
 }

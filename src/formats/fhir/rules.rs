@@ -33,6 +33,8 @@
 
 use std::sync::OnceLock;
 
+use base64::Engine as _;
+
 use crate::diag::{Code, Location};
 
 use super::definitions::{self as defs, ElemRef, TypeId, TypeRef};
@@ -219,23 +221,24 @@ fn parse_u64(v: &[u8]) -> Option<u64> {
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
+/// Standard base64 that requires canonical padding but not zero trailing bits: what the
+/// `base64Binary` regex and the size rule accept (a sender's encoder may leave those bits set).
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireCanonical),
+);
+
 /// The number of bytes base64 text decodes to (white space ignored, as the base64Binary type
-/// allows it); `None` when it is not base64.
+/// allows it); `None` when it is not base64. Decoded by the `base64` crate into a zeroizing
+/// buffer (the bytes are the attachment's content) that only its length leaves.
 fn base64_len(v: &[u8]) -> Option<u64> {
-    let mut chars = 0u64;
-    let mut padding = 0u64;
-    for &b in v {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'/' if padding == 0 => chars += 1,
-            b'=' => padding += 1,
-            b' ' | b'\t' | b'\r' | b'\n' => {}
-            _ => return None,
-        }
-    }
-    if (chars + padding) % 4 != 0 || padding > 2 {
-        return None;
-    }
-    Some((chars + padding) / 4 * 3 - padding)
+    let compact: zeroize::Zeroizing<Vec<u8>> =
+        zeroize::Zeroizing::new(v.iter().copied().filter(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n')).collect());
+    let mut decoded = zeroize::Zeroizing::new(Vec::new());
+    BASE64.decode_vec(&compact[..], &mut decoded).ok()?;
+    Some(decoded.len() as u64)
 }
 
 #[cfg(test)]
@@ -251,6 +254,14 @@ mod tests {
         assert_eq!(base64_len(b"SGV"), None);
         assert_eq!(base64_len(b"SG=s"), None);
         assert_eq!(base64_len(b"%%%2"), None);
+        // Trailing bits need not be zero; padding must be canonical.
+        assert_eq!(base64_len(b"SGVsbG9="), Some(5));
+        assert_eq!(base64_len(b"AB=="), Some(1));
+        assert_eq!(base64_len(b"AB="), None);
+        assert_eq!(base64_len(b"AB=\n="), Some(1));
+        assert_eq!(base64_len(b"A==="), None);
+        assert_eq!(base64_len(b"===="), None);
+        assert_eq!(base64_len(b"A=B="), None);
     }
 
     #[test]

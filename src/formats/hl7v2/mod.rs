@@ -17,7 +17,6 @@ pub mod conformance;
 pub mod escape;
 pub mod fmt;
 pub mod inspect;
-mod iso8859;
 pub mod parse;
 pub mod schema;
 pub mod segment_ids;

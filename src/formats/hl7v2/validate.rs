@@ -310,12 +310,12 @@ fn scan_flags(bytes: &[u8]) -> (bool, bool) {
 }
 
 fn charset_checks(msg: &Message, charset: Charset, first_high: usize, f: &mut Findings) {
+    let mut offsets: Vec<usize> = Vec::new();
     match charset {
         Charset::Iso8859(_) | Charset::Unknown => {}
         Charset::Default => f.at(Code::CHARSET_NON_ASCII, msg.position_of(first_high)),
         Charset::Ascii => f.at(Code::CHARSET_INVALID_BYTES, msg.position_of(first_high)),
         Charset::Utf8 => {
-            let mut offsets: Vec<usize> = Vec::new();
             msg.bytes().classify(|b| {
                 let mut rest = b;
                 let mut base = 0usize;
@@ -330,14 +330,34 @@ fn charset_checks(msg: &Message, charset: Charset, first_high: usize, f: &mut Fi
                     rest = &rest[skip.min(rest.len())..];
                 }
             });
-            let mut last = None;
-            for off in offsets {
-                let p = msg.position_of(off);
-                if last != Some(p) {
-                    f.at(Code::CHARSET_INVALID_BYTES, p);
-                    last = Some(p);
+        }
+        Charset::Multibyte(_) => {
+            // Each piece the lexer separates is decoded alone: a character whose second byte is
+            // a delimiter (possible in GB 18030 and BIG-5) was split, and is reported here.
+            let d = msg.delimiters();
+            let mut seps = vec![d.field, d.component, d.repetition, d.escape, d.subcomponent, b'\r', b'\n'];
+            seps.extend(d.truncation);
+            msg.bytes().classify(|b| {
+                let mut start = 0usize;
+                for piece in b.split(|c| seps.contains(c)) {
+                    if offsets.len() >= 100 {
+                        break;
+                    }
+                    if !piece.is_ascii() {
+                        let room = 100 - offsets.len();
+                        offsets.extend(charset.invalid_offsets(piece, room).into_iter().map(|o| start + o));
+                    }
+                    start += piece.len() + 1;
                 }
-            }
+            });
+        }
+    }
+    let mut last = None;
+    for off in offsets {
+        let p = msg.position_of(off);
+        if last != Some(p) {
+            f.at(Code::CHARSET_INVALID_BYTES, p);
+            last = Some(p);
         }
     }
 }
@@ -352,6 +372,34 @@ mod tests {
     use super::*;
     use crate::formats::hl7v2::parse::parse;
     use crate::limits::Limits;
+
+    /// The charset findings (code, location) of a message declaring `msh18`, with `pid5` in
+    /// PID-5.
+    fn charset_findings(msh18: &str, pid5: &[u8]) -> Vec<String> {
+        let mut bytes =
+            format!("MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|2.5.1||||||{msh18}\rPID|1||1||").into_bytes();
+        bytes.extend_from_slice(pid5);
+        bytes.extend_from_slice(b"\r");
+        let Ok(m) = parse(bytes, &Limits::default()) else { panic!("parse") };
+        validate(&m, Options { strict: false, syntax_only: true })
+            .iter()
+            .filter(|d| d.code.as_str().starts_with("CHARSET"))
+            .map(|d| format!("{} {}", d.code.as_str(), d.location))
+            .collect()
+    }
+
+    #[test]
+    fn multibyte_sets_are_decoded_and_checked() {
+        // 中文^文 in GB 18030, 한국 in KS X 1001, 中文 in BIG-5: no finding.
+        assert!(charset_findings("GB 18030", b"\xd6\xd0\xce\xc4^\xce\xc4").is_empty());
+        assert!(charset_findings("KS X 1001", b"\xc7\xd1\xb1\xb9").is_empty());
+        assert!(charset_findings("BIG-5", b"\xa4\xa4\xa4\xe5").is_empty());
+        // A lead byte cut off by a delimiter: reported where the broken character starts.
+        assert_eq!(charset_findings("BIG-5", b"\xa4\xa4\xa4^x"), vec!["CHARSET_INVALID_BYTES PID[1]-5[1].1.1"]);
+        assert_eq!(charset_findings("KS X 1001", b"a\xff"), vec!["CHARSET_INVALID_BYTES PID[1]-5[1].1.1"]);
+        // Sets not decoded are still named.
+        assert_eq!(charset_findings("ISO IR87", b"x"), vec!["CHARSET_UNKNOWN MSH[1]-18[1]"]);
+    }
 
     /// `first_components` gives what `FieldRef::at(1, c, 1)` gives, on awkward shapes.
     #[test]
