@@ -41,16 +41,14 @@ pub struct Env<'d> {
     pub root_resource: u32,
     /// `%context`
     pub context: u32,
-    /// Children by name of large elements, shared by the evaluations of one document.
-    pub cache: &'d NavCache,
+    /// Children by name of large elements and the indexes of [`super::index`], shared by the
+    /// evaluations of one document.
+    pub cache: &'d NavCache<'d>,
     /// Which of `contained` and `text` the context has as children, once asked ([`Env::scan`]).
     scanned: std::cell::Cell<u8>,
 }
 
-/// A cache of `navigate` over elements with many descendants (a Bundle with thousands of
-/// entries is navigated once per entry by `bdl-3`'s `%resource.type`).
-#[derive(Debug, Default)]
-pub struct NavCache(std::cell::RefCell<std::collections::HashMap<(u32, String), Vec<u32>>>);
+pub use super::index::NavCache;
 
 /// Elements with more descendants than this are cached.
 const CACHE_ABOVE: u32 = 64;
@@ -77,8 +75,10 @@ pub enum Native {
     Org1,
     /// `per-1`
     Per1,
-    /// `dom-2`, `dom-3`, `dom-4`, `dom-5`: paths from `contained` only, all true without it.
+    /// `dom-2`, `dom-4`, `dom-5`: paths from `contained` only, all true without it.
     Contained,
+    /// `dom-3`: true without `contained`; otherwise one pass over the resource ([`Env::dom_3`]).
+    Dom3,
     /// `dom-6`: a path from `text`, false without it.
     Text,
 }
@@ -100,7 +100,8 @@ impl Native {
             "bdl-12" => Native::Bdl12,
             "org-1" => Native::Org1,
             "per-1" => Native::Per1,
-            "dom-2" | "dom-3" | "dom-4" | "dom-5" => Native::Contained,
+            "dom-2" | "dom-4" | "dom-5" => Native::Contained,
+            "dom-3" => Native::Dom3,
             "dom-6" => Native::Text,
             _ => Native::None,
         }
@@ -114,7 +115,7 @@ struct Scope<'a> {
 
 impl<'d> Env<'d> {
     /// The environment of the invariants of node `context`.
-    pub fn new(doc: &'d Document, resource: u32, root_resource: u32, context: u32, cache: &'d NavCache) -> Self {
+    pub fn new(doc: &'d Document, resource: u32, root_resource: u32, context: u32, cache: &'d NavCache<'d>) -> Self {
         Env { doc, resource, root_resource, context, cache, scanned: std::cell::Cell::new(0) }
     }
 
@@ -245,7 +246,7 @@ impl<'d> Env<'d> {
             let big =
                 doc.node(n).end.saturating_sub(n) > CACHE_ABOVE && name.starts_with(|c: char| c.is_ascii_lowercase());
             if big {
-                if let Some(hit) = self.cache.0.borrow().get(&(n, name.to_owned())) {
+                if let Some(hit) = self.cache.nav.borrow().get(&(n, name.to_owned())) {
                     out.extend(hit.iter().map(|&c| Val::Node(c)));
                     continue;
                 }
@@ -265,7 +266,7 @@ impl<'d> Env<'d> {
             if big {
                 let found: Vec<u32> =
                     out[before..].iter().filter_map(|v| if let Val::Node(c) = v { Some(*c) } else { None }).collect();
-                self.cache.0.borrow_mut().insert((n, name.to_owned()), found);
+                self.cache.nav.borrow_mut().insert((n, name.to_owned()), found);
             }
         }
         out
@@ -314,20 +315,27 @@ impl<'d> Env<'d> {
 
     /// An invariant evaluated without building collections, with the result [`Env::run`] gives
     /// over its compiled expression `e` (a test checks both agree on every element of the
-    /// fixtures and of the converter's output); `None` when the case is not one it decides
-    /// (the caller then runs the engine).
-    pub fn native(&self, kind: Native, e: &Expr) -> Option<Option<bool>> {
+    /// fixtures and of the converter's output, an [`EvalError`] included); `None` when the case
+    /// is not one it decides (the caller then runs the engine).
+    pub fn native(&self, kind: Native, e: &Expr) -> Option<Result<Option<bool>, EvalError>> {
         let n = self.context;
         let result = match kind {
             Native::None => self.quick(e, n)?,
-            // `contained.contained.empty()`, `contained.where(...).trace(...).empty()`,
-            // `contained.meta.versionId.empty() and ...`, `contained.meta.security.empty()`:
-            // without a `contained` child every path is empty and the result true.
+            // `contained.contained.empty()`, `contained.meta.versionId.empty() and ...`,
+            // `contained.meta.security.empty()`: without a `contained` child every path is
+            // empty and the result true.
             Native::Contained => {
                 if self.scan() & CONTAINED != 0 {
                     self.quick(e, n)?
                 } else {
                     true
+                }
+            }
+            Native::Dom3 => {
+                if self.scan() & CONTAINED == 0 {
+                    true
+                } else {
+                    return self.dom_3();
                 }
             }
             // `text.`div`.exists()`: false without a `text` child.
@@ -424,16 +432,120 @@ impl<'d> Env<'d> {
             }
             // `reference.startsWith('#').not() or (reference.substring(1) in
             // %rootResource.contained.id)`: without a reference, empty; with one not starting
-            // with `#`, true.
+            // with `#`, true; `#` alone, empty (its substring is empty); otherwise whether the
+            // text after `#` is the id of a contained resource of the root resource (one look-up
+            // in [`NavCache::contained_ids`], not a scan of them per reference).
             Native::Ref1 => match self.only(n, "reference").ok()? {
-                None => return Some(None),
+                None => return Some(Ok(None)),
                 Some(r) => match self.value_of(r, "string")? {
                     [first, ..] if *first != b'#' => true,
-                    _ => return None,
+                    [] => return None,
+                    [_] => return Some(Ok(None)),
+                    _ => {
+                        // The engine compares the text of the value (invalid UTF-8 replaced).
+                        let Some(Val::Str(text)) = self.prim(&Val::Node(r)) else { return None };
+                        let ids = self.cache.contained_ids(self, self.root_resource);
+                        if ids.other {
+                            return None;
+                        }
+                        // `text` starts with the one-byte `#`.
+                        text.as_bytes().get(1..).is_some_and(|id| ids.text.contains(id))
+                    }
                 },
             },
         };
-        Some(Some(result))
+        Some(Ok(Some(result)))
+    }
+
+    /// `dom-3`, `contained.where((('#'+id in (%resource.descendants().reference |
+    /// %resource.descendants().as(canonical) | %resource.descendants().as(uri) |
+    /// %resource.descendants().as(url))) or descendants().where(reference = '#').exists() or
+    /// descendants().where(as(canonical) = '#').exists() or ...).not()).trace('unmatched',
+    /// id).empty()`, for a context with `contained` children: the engine's result in one pass
+    /// over the resource (the engine walks every descendant of the resource once per contained
+    /// resource). `None` in a case left to the engine.
+    ///
+    /// A contained resource is unmatched when its one `id` has a value, `#` followed by it is
+    /// none of the listed values, and no descendant of it refers to its container (`#`). With
+    /// no `id`, or one without a value, the test is empty (never unmatched); with several, or
+    /// a value that is not text, `'#' + id` stops the engine ([`EvalError`]).
+    fn dom_3(&self) -> Option<Result<Option<bool>, EvalError>> {
+        let doc = self.doc;
+        // The listed values that start with `#`, without it: the ids they point to.
+        let mut local: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        let r = self.resource;
+        let mut d = r + 1;
+        while d < doc.node(r).end {
+            let node = doc.node(d);
+            if node.is_unknown() {
+                d = node.end.max(d + 1);
+                continue;
+            }
+            let item = Val::Node(d);
+            // `descendants().reference`: the children named `reference` of the descendants.
+            let listed = (node.parent != r && self.is_named(d, "reference"))
+                || ["canonical", "uri", "url"].iter().any(|ty| self.is_type(&item, ty));
+            if listed {
+                if self.text_key(&item).is_some() {
+                    if let Some(id) = doc.value(d).strip_prefix(b"#") {
+                        local.insert(id);
+                    }
+                } else if self.prim(&item).is_some() {
+                    // A value that compares otherwise than as text (none in R4: `reference`
+                    // elements are strings or uris): left to the engine.
+                    return None;
+                }
+            }
+            d += 1;
+        }
+        let hash = Val::string("#".into());
+        let mut unmatched = false;
+        for c in doc.children(self.context).filter(|&c| self.is_named(c, "contained")) {
+            let mut ids = doc.children(c).filter(|&i| self.is_named(i, "id"));
+            let id = match (ids.next(), ids.next()) {
+                (None, _) => continue,
+                (Some(_), Some(_)) => return Some(Err(EvalError)),
+                (Some(id), None) => id,
+            };
+            let text = match self.prim(&Val::Node(id)) {
+                None => continue,
+                Some(Val::Str(text)) => text,
+                Some(_) => return Some(Err(EvalError)),
+            };
+            if unmatched || local.contains(text.as_bytes()) {
+                // The result is false already (only a later error can change it), or this one
+                // is referenced.
+                continue;
+            }
+            unmatched = !self.refers_to_container(c, &hash);
+        }
+        Some(Ok(Some(!unmatched)))
+    }
+
+    /// `descendants().where(reference = '#').exists() or descendants().where(as(canonical) =
+    /// '#').exists()` from contained resource `c` (`hash`: the string `#`).
+    fn refers_to_container(&self, c: u32, hash: &Val) -> bool {
+        let doc = self.doc;
+        let mut d = c + 1;
+        while d < doc.node(c).end {
+            let node = doc.node(d);
+            if node.is_unknown() {
+                d = node.end.max(d + 1);
+                continue;
+            }
+            let mut refs = doc.children(d).filter(|&x| self.is_named(x, "reference"));
+            if let (Some(x), None) = (refs.next(), refs.next()) {
+                if self.eq_items(&Val::Node(x), hash) == Some(true) {
+                    return true;
+                }
+            }
+            let item = Val::Node(d);
+            if self.is_type(&item, "canonical") && self.eq_items(&item, hash) == Some(true) {
+                return true;
+            }
+            d += 1;
+        }
+        false
     }
 
     /// Whether the path `e` (an identifier and members, as `contained.meta.security`) from
@@ -539,7 +651,7 @@ impl<'d> Env<'d> {
     }
 
     /// The value of a primitive element as a FHIRPath value.
-    fn prim(&self, v: &Val) -> Option<Val> {
+    pub(super) fn prim(&self, v: &Val) -> Option<Val> {
         let Val::Node(n) = *v else { return Some(v.clone()) };
         let doc = self.doc;
         let node = doc.node(n);
@@ -604,7 +716,7 @@ impl<'d> Env<'d> {
     }
 
     /// The bytes that decide equality of a string-like item (no allocation), when it is one.
-    fn text_key<'v>(&'v self, v: &'v Val) -> Option<&'v [u8]> {
+    pub(super) fn text_key<'v>(&'v self, v: &'v Val) -> Option<&'v [u8]> {
         match v {
             Val::Str(s) => Some(s.as_bytes()),
             Val::Node(n) => {
@@ -1109,8 +1221,10 @@ impl<'d> Env<'d> {
         Ok(out)
     }
 
-    /// `resolve()` within the document: `#id` to a contained resource of the root resource;
-    /// otherwise, inside a Bundle, to an entry by `fullUrl` or by `Type/id`.
+    /// `resolve()` within the document: `#id` to the first contained resource of the root
+    /// resource with that id; otherwise, inside a Bundle, to the first entry whose `fullUrl` is
+    /// the reference or whose resource has the type and id it names. Both by one look-up in an
+    /// index of the document ([`NavCache`]), built once.
     fn resolve(&self, v: &Val) -> Option<u32> {
         let doc = self.doc;
         let Val::Node(n) = *v else { return None };
@@ -1118,9 +1232,7 @@ impl<'d> Env<'d> {
             if doc.node(n).has_value() { n } else { doc.named(n, "reference").find(|&c| doc.node(c).has_value())? };
         let reference = doc.value(r);
         if let Some(id) = reference.strip_prefix(b"#") {
-            return doc
-                .named(self.root_resource, "contained")
-                .find(|&c| doc.named(c, "id").any(|i| doc.value(i) == id));
+            return self.cache.contained_ids(self, self.root_resource).first.get(id).copied();
         }
         // The nearest enclosing Bundle.
         let mut cur = doc.node(n).parent;
@@ -1134,22 +1246,7 @@ impl<'d> Env<'d> {
         if cur == NONE {
             return None;
         }
-        for e in doc.named(cur, "entry") {
-            let res = doc.named(e, "resource").next();
-            if doc.named(e, "fullUrl").any(|u| doc.value(u) == reference) {
-                return res;
-            }
-            if let Some(res) = res {
-                let ty = doc.node(res).ty.map(defs::type_name).unwrap_or("");
-                let tail = reference.strip_prefix(ty.as_bytes()).and_then(|t| t.strip_prefix(b"/"));
-                if let Some(id) = tail {
-                    if !ty.is_empty() && doc.named(res, "id").any(|i| doc.value(i) == id) {
-                        return Some(res);
-                    }
-                }
-            }
-        }
-        None
+        self.cache.bundle_entries(self, cur).resolve(reference)
     }
 }
 
@@ -1168,7 +1265,7 @@ pub fn ele_1(doc: &Document, context: u32) -> bool {
 
 /// Whether child `c` is found by navigating to `name` (the test of [`Env::navigate`]).
 #[inline(always)]
-fn is_named(doc: &Document, c: u32, name: &str) -> bool {
+pub(super) fn is_named(doc: &Document, c: u32, name: &str) -> bool {
     let node = doc.node(c);
     let (have, want) = (node.name.as_bytes(), name.as_bytes());
     if want.len() <= have.len() {
