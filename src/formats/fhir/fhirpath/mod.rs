@@ -294,6 +294,87 @@ mod tests {
         }
     }
 
+    fn read(json: &str) -> Document {
+        crate::formats::fhir::read(json.as_bytes().to_vec(), &crate::limits::Limits::default()).expect("reads")
+    }
+
+    /// The invariant keys violated in a document, in order.
+    fn violated(doc: &Document) -> Vec<String> {
+        super::super::validate::validate(doc, super::super::validate::Options::default())
+            .iter()
+            .filter(|d| d.code == Code::INVARIANT_VIOLATED || d.code == Code::INVARIANT_UNCHECKED)
+            .map(|d| format!("{} {}", d.code.as_str(), d.location))
+            .collect()
+    }
+
+    /// `dom-3` and `ref-1`, decided from the indexes of the document, agree with the engine on
+    /// every case their expressions distinguish: a contained resource referenced by a
+    /// `reference`, a `canonical`, a `uri` or a `url`, one that refers to its container (`#`),
+    /// one without an id or whose id has no value, two ids (the engine stops: unchecked), a
+    /// local reference to a missing id and `#` alone.
+    #[test]
+    fn contained_resources_indexed_once_agree_with_the_engine() {
+        let cases = [
+            r##"{"resourceType":"MedicationRequest","contained":[{"resourceType":"Medication","id":"a"},{"resourceType":"Medication","id":"b"},{"resourceType":"Medication","id":"c"}],"status":"active","intent":"order","subject":{"reference":"Patient/x"},"medicationReference":{"reference":"#a"},"supportingInformation":[{"reference":"#zz"},{"reference":"#"}]}"##,
+            r##"{"resourceType":"Questionnaire","status":"draft","contained":[{"resourceType":"ValueSet","id":"vs","status":"draft"},{"resourceType":"ValueSet","id":"u","status":"draft","compose":{"include":[{"valueSet":["#"]}]}},{"resourceType":"Patient"},{"resourceType":"Patient","_id":{"extension":[{"url":"http://x.org/e","valueString":"s"}]}}],"item":[{"linkId":"1","type":"choice","answerValueSet":"#vs"}]}"##,
+            r##"{"resourceType":"Patient","contained":[{"resourceType":"Patient","id":"p","link":[{"other":{"reference":"#"},"type":"seealso"}]},{"resourceType":"Organization","id":"o","name":"n"}],"managingOrganization":{"reference":"#o"}}"##,
+            r##"{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"o","name":"n"}],"implicitRules":"#o"}"##,
+            r##"{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"o","name":"n"},{"resourceType":"Organization","id":"q","name":"n"}],"managingOrganization":{"reference":"#o"}}"##,
+        ];
+        let docs: Vec<(String, Document)> =
+            cases.iter().enumerate().map(|(k, c)| (format!("case {k}"), read(c))).collect();
+        let decided = natives_agree(&docs);
+        for key in ["dom-3", "ref-1"] {
+            assert!(decided.get(key).copied().unwrap_or(0) >= 3, "{key} decided {decided:?}");
+        }
+        let verdicts: Vec<Vec<String>> = docs.iter().map(|(_, d)| violated(d)).collect();
+        assert!(verdicts[0].iter().any(|v| v.ends_with("MedicationRequest/invariant:dom-3")), "{:?}", verdicts[0]);
+        assert!(
+            verdicts[0].iter().any(|v| v.contains("supportingInformation[0]/invariant:ref-1")),
+            "{:?}",
+            verdicts[0]
+        );
+        assert!(!verdicts[0].iter().any(|v| v.contains("supportingInformation[1]")), "{:?}", verdicts[0]);
+        assert!(!verdicts[1].iter().any(|v| v.contains("dom-3")), "{:?}", verdicts[1]);
+        assert!(!verdicts[2].iter().any(|v| v.contains("dom-3")), "{:?}", verdicts[2]);
+        assert!(!verdicts[3].iter().any(|v| v.contains("dom-3")), "{:?}", verdicts[3]);
+        assert!(verdicts[4].iter().any(|v| v.ends_with("Patient/invariant:dom-3")), "{:?}", verdicts[4]);
+    }
+
+    /// `resolve()` (in `ctm-1`) through the indexes: a local reference to the first contained
+    /// resource with the id; in a Bundle, the first entry by `fullUrl` or by type and id.
+    #[test]
+    fn resolve_by_index() {
+        let contained = read(
+            r##"{"resourceType":"CareTeam","contained":[{"resourceType":"Practitioner","id":"a"},{"resourceType":"Patient","id":"b"},{"resourceType":"Patient","id":"a"}],"participant":[{"member":{"reference":"#a"},"onBehalfOf":{"reference":"Organization/o"}},{"member":{"reference":"#b"},"onBehalfOf":{"reference":"Organization/o"}},{"member":{"reference":"#none"},"onBehalfOf":{"reference":"Organization/o"}}]}"##,
+        );
+        let v = violated(&contained);
+        let ctm: Vec<&String> = v.iter().filter(|s| s.contains("ctm-1")).collect();
+        assert_eq!(ctm, ["INVARIANT_VIOLATED CareTeam.participant[1]/invariant:ctm-1"], "{v:?}");
+
+        let bundle = read(
+            r##"{"resourceType":"Bundle","type":"collection","entry":[
+              {"fullUrl":"http://x.org/fhir/Patient/p","resource":{"resourceType":"Patient","id":"p"}},
+              {"fullUrl":"urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0","resource":{"resourceType":"Practitioner","id":"p"}},
+              {"fullUrl":"Practitioner/p","resource":{"resourceType":"Patient","id":"q"}},
+              {"resource":{"resourceType":"CareTeam","participant":[
+                {"member":{"reference":"urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0"},"onBehalfOf":{"reference":"Organization/o"}},
+                {"member":{"reference":"Practitioner/p"},"onBehalfOf":{"reference":"Organization/o"}},
+                {"member":{"reference":"http://x.org/fhir/Patient/p"},"onBehalfOf":{"reference":"Organization/o"}},
+                {"member":{"reference":"Patient/q"},"onBehalfOf":{"reference":"Organization/o"}}]}}]}"##,
+        );
+        let v = violated(&bundle);
+        let ctm: Vec<&String> = v.iter().filter(|s| s.contains("ctm-1")).collect();
+        assert_eq!(
+            ctm,
+            [
+                "INVARIANT_VIOLATED Bundle.entry[3].resource.participant[2]/invariant:ctm-1",
+                "INVARIANT_VIOLATED Bundle.entry[3].resource.participant[3]/invariant:ctm-1",
+            ],
+            "{v:?}"
+        );
+    }
+
     /// The native `ele-1` agrees with the engine on every element of the FHIR fixtures.
     #[test]
     fn ele_1_native_agrees_with_the_engine() {
