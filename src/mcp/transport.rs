@@ -266,6 +266,10 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max_line: usize) -> io
         };
         if !oversized && buf.len() + chunk.len() > max_line {
             oversized = true;
+            // What is dropped is wiped now: [`release`] wipes the kept length only.
+            if let Some(dropped) = buf.get_mut(HEAD..) {
+                dropped.zeroize();
+            }
             buf.truncate(HEAD);
         }
         if oversized {
@@ -350,11 +354,15 @@ fn hold(incoming: Incoming, held: InFlight) -> Incoming {
     }
 }
 
-/// Zeroizes the buffer; gives back memory a large line took.
+/// Zeroizes the buffer; gives back memory a large line took. A large buffer is wiped over its
+/// length only, then freed: its spare capacity holds nothing (bytes are wiped before a
+/// truncation), and writing zeros over all of it would make the whole capacity resident.
 fn release(buf: &mut Vec<u8>) {
-    buf.zeroize();
     if buf.capacity() > KEEP {
+        buf.as_mut_slice().zeroize();
         *buf = Vec::with_capacity(64 * 1024);
+    } else {
+        buf.zeroize();
     }
 }
 
