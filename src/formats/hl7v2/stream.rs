@@ -420,7 +420,8 @@ mod tests {
         let inputs = [
             "MSH|^~\\&|A\rPID|1\rOBX|1|ST|x||AAAAAAAAAAAAAAAAAAAA\rMSH|^~\\&|B\rPID|2\r".to_owned(),
             "MSH|^~\\&|A\r\nOBX|1\r\nOBX|2\r\nBT\r\nBTS\r\nMSH|^~\\&|B\r\nFTS\n".to_owned(),
-            "FHS|^~\\&\nBHS|^~\\&\nMSH|^~\\&|A\nOBX|1|ST|x||AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\nZ\nMS\nMSH\nBTS|1\nFTS|1".to_owned(),
+            "FHS|^~\\&\nBHS|^~\\&\nMSH|^~\\&|A\nOBX|1|ST|x||AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\nZ\nMS\nMSH\nBTS|1\nFTS|1"
+                .to_owned(),
             format!("MSH|^~\\&|A\r{}\rMSH|^~\\&|B\rBTS", "OBX|1|ST|x||Q".repeat(50)),
         ];
         for input in &inputs {
