@@ -46,6 +46,20 @@ pub struct Env<'d> {
     pub cache: &'d NavCache<'d>,
     /// Which of `contained` and `text` the context has as children, once asked ([`Env::scan`]).
     scanned: std::cell::Cell<u8>,
+    /// The values of the expressions that do not depend on the focus (a path from a variable,
+    /// as `%resource.snapshot.element.first().path`), by expression, once evaluated: `sdf-8`
+    /// evaluates one for every element of a snapshot ([`rooted_at_variable`]).
+    memo: Memo,
+}
+
+/// See [`Env::memo`]; `Debug` prints a count (the values may be message values).
+#[derive(Default)]
+struct Memo(std::cell::RefCell<Vec<(*const Expr, Vec<Val>)>>);
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Memo({})", self.0.borrow().len())
+    }
 }
 
 pub use super::index::NavCache;
@@ -81,6 +95,8 @@ pub enum Native {
     Dom3,
     /// `dom-6`: a path from `text`, false without it.
     Text,
+    /// `obs-7`: one pass over the codings ([`Env::obs_7`]).
+    Obs7,
 }
 
 /// [`Env::scan`] bits: the scan was made; a `contained` child; a `text` child.
@@ -103,6 +119,7 @@ impl Native {
             "dom-2" | "dom-4" | "dom-5" => Native::Contained,
             "dom-3" => Native::Dom3,
             "dom-6" => Native::Text,
+            "obs-7" => Native::Obs7,
             _ => Native::None,
         }
     }
@@ -116,7 +133,7 @@ struct Scope<'a> {
 impl<'d> Env<'d> {
     /// The environment of the invariants of node `context`.
     pub fn new(doc: &'d Document, resource: u32, root_resource: u32, context: u32, cache: &'d NavCache<'d>) -> Self {
-        Env { doc, resource, root_resource, context, cache, scanned: std::cell::Cell::new(0) }
+        Env { doc, resource, root_resource, context, cache, scanned: std::cell::Cell::new(0), memo: Memo::default() }
     }
 
     /// Whether the context node has children that navigation to `contained` and to `text` find:
@@ -163,6 +180,20 @@ impl<'d> Env<'d> {
         if depth > 64 {
             return Err(EvalError);
         }
+        if matches!(e, Expr::Member(..) | Expr::Call(Some(_), ..)) && rooted_at_variable(e) {
+            let key: *const Expr = e;
+            if let Some((_, hit)) = self.memo.0.borrow().iter().find(|(k, _)| std::ptr::eq(*k, key)) {
+                return Ok(hit.clone());
+            }
+            let out = self.eval_step(e, focus, scope, depth)?;
+            self.memo.0.borrow_mut().push((key, out.clone()));
+            return Ok(out);
+        }
+        self.eval_step(e, focus, scope, depth)
+    }
+
+    /// One step of [`Env::eval`], without the memo.
+    fn eval_step(&self, e: &Expr, focus: &[Val], scope: &Scope<'_>, depth: u32) -> R {
         let d = depth + 1;
         Ok(match e {
             Expr::Empty => Vec::new(),
@@ -336,6 +367,17 @@ impl<'d> Env<'d> {
                     true
                 } else {
                     return self.dom_3();
+                }
+            }
+            // `value.empty() or component.code.where(...).empty()`: the left side by the engine
+            // (a look at the children), the right side in one pass.
+            Native::Obs7 => {
+                let Expr::Binary(Op::Or, left, _) = e else { return None };
+                match self.run(left) {
+                    Err(err) => return Some(Err(err)),
+                    Ok(Some(true)) => true,
+                    Ok(Some(false)) => return self.obs_7().map(|r| Ok(Some(r))),
+                    Ok(None) => return None,
                 }
             }
             // `text.`div`.exists()`: false without a `text` child.
@@ -520,6 +562,68 @@ impl<'d> Env<'d> {
             unmatched = !self.refers_to_container(c, &hash);
         }
         Some(Ok(Some(!unmatched)))
+    }
+
+    /// `component.code.where(coding.intersect(%resource.code.coding).exists()).empty()` (the
+    /// right side of `obs-7`): false when a coding of a component's code equals a coding of the
+    /// resource's code. The engine compares every component coding with every resource coding;
+    /// here the resource codings are hashed once by their content ([`Env::deep_hash`], the
+    /// fields [`Env::deep_equal`] compares) and each component coding is compared with those of
+    /// its hash only. `None` (left to the engine) when a coding is not a complex element, whose
+    /// equality [`Env::eq_items`] decides otherwise.
+    fn obs_7(&self) -> Option<bool> {
+        let doc = self.doc;
+        let complex = |c: u32| doc.node(c).ty.is_some_and(|t| defs::kind(t) != Kind::Primitive);
+        let state = std::collections::hash_map::RandomState::new();
+        let mut by_hash: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+        for code in doc.children(self.resource).filter(|&c| self.is_named(c, "code")) {
+            for coding in doc.children(code).filter(|&c| self.is_named(c, "coding")) {
+                if !complex(coding) {
+                    return None;
+                }
+                by_hash.entry(self.deep_hash(&state, coding)).or_default().push(coding);
+            }
+        }
+        if by_hash.is_empty() {
+            return Some(true);
+        }
+        for component in doc.children(self.context).filter(|&c| self.is_named(c, "component")) {
+            for code in doc.children(component).filter(|&c| self.is_named(c, "code")) {
+                for coding in doc.children(code).filter(|&c| self.is_named(c, "coding")) {
+                    if !complex(coding) {
+                        return None;
+                    }
+                    let same = by_hash.get(&self.deep_hash(&state, coding));
+                    if same.is_some_and(|list| list.iter().any(|&r| self.deep_equal(r, coding))) {
+                        return Some(false);
+                    }
+                }
+            }
+        }
+        Some(true)
+    }
+
+    /// A hash of what [`Env::deep_equal`] compares: type, name, value and the known children in
+    /// order (equal elements hash alike).
+    fn deep_hash(&self, state: &std::collections::hash_map::RandomState, n: u32) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let doc = self.doc;
+        let mut h = state.build_hasher();
+        // Depth-first over the known descendants, with each node's depth so that the shape is
+        // part of the hash; unknown subtrees are skipped as `deep_equal` skips them.
+        let root_depth = 0u32;
+        let mut stack: Vec<(u32, u32)> = vec![(n, root_depth)];
+        while let Some((c, depth)) = stack.pop() {
+            let node = doc.node(c);
+            depth.hash(&mut h);
+            node.ty.map(|t| t.0).hash(&mut h);
+            node.name.hash(&mut h);
+            doc.value(c).hash(&mut h);
+            let children: Vec<u32> = doc.children(c).filter(|&k| !doc.node(k).is_unknown()).collect();
+            children.len().hash(&mut h);
+            stack.extend(children.into_iter().rev().map(|k| (k, depth + 1)));
+        }
+        h.finish()
     }
 
     /// `descendants().where(reference = '#').exists() or descendants().where(as(canonical) =
@@ -1247,6 +1351,32 @@ impl<'d> Env<'d> {
             return None;
         }
         self.cache.bundle_entries(self, cur).resolve(reference)
+    }
+}
+
+/// True for a path from a variable whose functions take no argument but literals
+/// (`%resource.snapshot.element.first().path`, `%resource.x.replaceMatches('a', '')`): its value
+/// is the same for every focus and scope of one environment.
+fn rooted_at_variable(mut e: &Expr) -> bool {
+    let literal = |a: &Expr| {
+        matches!(
+            a,
+            Expr::Empty
+                | Expr::Bool(_)
+                | Expr::Str(_)
+                | Expr::Int(_)
+                | Expr::Dec(_)
+                | Expr::DateTime(_)
+                | Expr::Quantity(..)
+        )
+    };
+    loop {
+        match e {
+            Expr::Member(target, _) => e = target,
+            Expr::Call(Some(target), _, args) if args.iter().all(literal) => e = target,
+            Expr::Var(_) => return true,
+            _ => return false,
+        }
     }
 }
 

@@ -341,6 +341,31 @@ mod tests {
         assert!(verdicts[4].iter().any(|v| v.ends_with("Patient/invariant:dom-3")), "{:?}", verdicts[4]);
     }
 
+    /// `obs-7` decided with the resource codings hashed once, and `sdf-8` with the path from
+    /// `%resource` evaluated once, agree with the engine: a component coding equal to one of the
+    /// code (also with the same extension), one that differs only in an extension or a display,
+    /// no value.
+    #[test]
+    fn one_pass_invariants_agree_with_the_engine() {
+        let cases = [
+            r##"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"1-1"},{"system":"http://loinc.org","code":"2-2","display":"d"}]},"valueString":"x","component":[{"code":{"coding":[{"system":"http://loinc.org","code":"3-3"}]}},{"code":{"coding":[{"system":"http://loinc.org","code":"2-2","display":"d"}]}}]}"##,
+            r##"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"2-2","display":"d"}]},"valueString":"x","component":[{"code":{"coding":[{"system":"http://loinc.org","code":"2-2","display":"e"}]}},{"code":{"coding":[{"extension":[{"url":"http://x.org/e","valueString":"s"}],"system":"http://loinc.org","code":"2-2","display":"d"}]}}]}"##,
+            r##"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"2-2"}]},"component":[{"code":{"coding":[{"system":"http://loinc.org","code":"2-2"}]}}]}"##,
+            r##"{"resourceType":"Observation","status":"final","code":{"text":"t"},"valueString":"x","component":[{"code":{"coding":[{"system":"http://loinc.org","code":"2-2"}]}}]}"##,
+            r##"{"resourceType":"StructureDefinition","url":"http://x.org/sd","name":"X","status":"draft","kind":"resource","abstract":false,"type":"Patient","snapshot":{"element":[{"id":"Patient","path":"Patient"},{"id":"Patient.a","path":"Patient.a"},{"id":"Other.b","path":"Other.b"}]},"differential":{"element":[{"id":"Patient","path":"Patient"},{"id":"Patient.a","path":"Patient.a"}]}}"##,
+        ];
+        let docs: Vec<(String, Document)> =
+            cases.iter().enumerate().map(|(k, c)| (format!("case {k}"), read(c))).collect();
+        let decided = natives_agree(&docs);
+        assert!(decided.get("obs-7").copied().unwrap_or(0) >= 4, "{decided:?}");
+        let verdicts: Vec<Vec<String>> = docs.iter().map(|(_, d)| violated(d)).collect();
+        assert!(verdicts[0].iter().any(|v| v.ends_with("Observation/invariant:obs-7")), "{:?}", verdicts[0]);
+        for k in 1..4 {
+            assert!(!verdicts[k].iter().any(|v| v.contains("obs-7")), "{k} {:?}", verdicts[k]);
+        }
+        assert!(verdicts[4].iter().any(|v| v.ends_with("snapshot/invariant:sdf-8")), "{:?}", verdicts[4]);
+    }
+
     /// `resolve()` (in `ctm-1`) through the indexes: a local reference to the first contained
     /// resource with the id; in a Bundle, the first entry by `fullUrl` or by type and id.
     #[test]
