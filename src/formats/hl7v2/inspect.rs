@@ -161,7 +161,7 @@ fn look_up(v: &[u8], d: Delimiters, schema: &'static Schema) -> Lookup {
     };
     let structure = match structure {
         None => None,
-        Some(s) if s.is_empty() => None,
+        Some([]) => None,
         Some(s) => match structure_value(schema, s) {
             Some(s) => Some(s),
             None => return Lookup(None),
