@@ -839,16 +839,60 @@ impl<'d> Env<'d> {
         }
     }
 
-    /// True when no two items are equal; sorts text keys when every item has one.
+    /// True when no two items are equal ([`Env::eq_items`]). Beyond a few items, without
+    /// comparing every pair: items that compare as text are sorted; complex elements (compared
+    /// by [`Env::deep_equal`], never equal to a text) are hashed by content; primitives without
+    /// a value equal nothing; only what is left (numbers, dates, other values) is compared with
+    /// every other item.
     fn distinct_items(&self, items: &[Val]) -> bool {
-        if items.len() > 8 {
-            let keys: Option<Vec<&[u8]>> = items.iter().map(|v| self.text_key(v)).collect();
-            if let Some(mut keys) = keys {
-                keys.sort_unstable();
-                return keys.windows(2).all(|w| w[0] != w[1]);
+        if items.len() <= 8 {
+            return items.iter().enumerate().all(|(i, v)| !self.contains_item(&items[..i], v));
+        }
+        let doc = self.doc;
+        let state = std::collections::hash_map::RandomState::new();
+        let mut texts: Vec<&[u8]> = Vec::new();
+        let mut complex: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+        let mut rest: Vec<usize> = Vec::new();
+        for (i, v) in items.iter().enumerate() {
+            if let Some(k) = self.text_key(v) {
+                texts.push(k);
+                continue;
+            }
+            let Val::Node(n) = *v else {
+                rest.push(i);
+                continue;
+            };
+            let node = doc.node(n);
+            match node.ty {
+                Some(t) if defs::kind(t) == Kind::Primitive => {
+                    // Without a value it equals nothing (`prim` gives none); with one it is a
+                    // number, a date or a boolean, compared with everything.
+                    if node.has_value() {
+                        rest.push(i);
+                    }
+                }
+                _ => {
+                    let same = complex.entry(self.deep_hash(&state, n)).or_default();
+                    if same.iter().any(|&m| self.deep_equal(m, n)) {
+                        return false;
+                    }
+                    same.push(n);
+                }
             }
         }
-        items.iter().enumerate().all(|(i, v)| !self.contains_item(&items[..i], v))
+        texts.sort_unstable();
+        if texts.windows(2).any(|w| w[0] == w[1]) {
+            return false;
+        }
+        // Each pair with a left-over item, in the order `contains_item` compares it.
+        rest.iter().all(|&i| {
+            items.iter().enumerate().all(|(j, other)| {
+                j == i || {
+                    let (a, b) = if j < i { (other, &items[i]) } else { (&items[i], other) };
+                    self.eq_items(a, b) != Some(true)
+                }
+            })
+        })
     }
 
     /// The items of `items` without repeats, in order.
@@ -1460,4 +1504,63 @@ fn arithmetic(op: Op, x: Val, y: Val) -> Result<Option<Val>, EvalError> {
             })
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `isDistinct()` without comparing every pair gives what comparing every pair gives, on
+    /// the children and the descendants of every element of the FHIR fixtures and of documents
+    /// with repeats of each kind (text, complex, valueless, numbers equal across types).
+    #[test]
+    fn distinct_items_agree_with_every_pair() {
+        let limits = crate::limits::Limits::default();
+        let mut docs = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/fhir"))];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "json" || e == "xml") {
+                    if let Ok(doc) = crate::formats::fhir::read(std::fs::read(&path).expect("read"), &limits) {
+                        docs.push(doc);
+                    }
+                }
+            }
+        }
+        let crafted = [
+            r#"{"resourceType":"Questionnaire","status":"draft","item":[{"linkId":"a","type":"string"},{"linkId":"b","type":"string"},{"linkId":"c","type":"string"},{"linkId":"d","type":"string"},{"linkId":"e","type":"string"},{"linkId":"f","type":"string"},{"linkId":"g","type":"string"},{"linkId":"h","type":"string"},{"_linkId":{"extension":[{"url":"http://x.org/e","valueString":"s"}]},"type":"string"},{"_linkId":{"extension":[{"url":"http://x.org/e","valueString":"s"}]},"type":"string"}]}"#,
+            r#"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"s","code":"1"},{"system":"s","code":"2"},{"system":"s","code":"3"},{"system":"s","code":"4"},{"system":"s","code":"5"},{"system":"s","code":"6"},{"system":"s","code":"7"},{"system":"s","code":"8"},{"system":"s","code":"2"}]},"component":[{"code":{"text":"a"},"valueInteger":1},{"code":{"text":"a"},"valueQuantity":{"value":1.0}},{"code":{"text":"a"},"valueDateTime":"2020"},{"code":{"text":"a"},"valueDateTime":"2020-01"},{"code":{"text":"a"},"valueString":"2020"},{"code":{"text":"a"},"valueBoolean":true},{"code":{"text":"a"},"valueInteger":2},{"code":{"text":"a"},"valueBoolean":true},{"code":{"text":"a"},"valueString":"x"}]}"#,
+        ];
+        for c in crafted {
+            docs.push(crate::formats::fhir::read(c.as_bytes().to_vec(), &limits).expect("reads"));
+        }
+        let mut checked = (0usize, 0usize);
+        for doc in &docs {
+            let cache = NavCache::default();
+            let env = Env::new(doc, 0, 0, 0, &cache);
+            for n in 0..doc.nodes().len() as u32 {
+                let children: Vec<Val> =
+                    doc.children(n).filter(|&c| !doc.node(c).is_unknown()).map(Val::Node).collect();
+                // The values of the children's children too (`component.value`), as nodes.
+                let grandchildren: Vec<Val> = children
+                    .iter()
+                    .flat_map(
+                        |c| if let Val::Node(c) = c { doc.children(*c).collect::<Vec<u32>>() } else { Vec::new() },
+                    )
+                    .filter(|&c| !doc.node(c).is_unknown())
+                    .map(Val::Node)
+                    .collect();
+                for items in [children, grandchildren] {
+                    let pairwise = items.iter().enumerate().all(|(i, v)| !env.contains_item(&items[..i], v));
+                    assert_eq!(env.distinct_items(&items), pairwise, "node {n}");
+                    checked.0 += usize::from(items.len() > 8);
+                    checked.1 += usize::from(items.len() > 8 && !pairwise);
+                }
+            }
+        }
+        assert!(checked.0 > 50 && checked.1 > 0, "{checked:?}");
+    }
 }
