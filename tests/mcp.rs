@@ -9,6 +9,8 @@
 //! - over stdio: the exchange, malformed requests answered with their id, a line over the
 //!   transport's limit answered `CLI_INPUT_TOO_LARGE` while the server keeps serving, nothing of
 //!   a message on stderr under `RUST_LOG=trace`, start-up options (`--policy`, limits);
+//! - fuzzed JSON-RPC method names: answered "Method not found" with a fixed text, and no name
+//!   (nor a request id) on stdout or stderr; a `ping` answered while a long tool call runs;
 //! - without the `mcp` feature, `phiward mcp` exits 69 with `CLI_PARSER_UNAVAILABLE`.
 //!
 //! The real-client acceptance test (the official Python SDK) is tests/peers/mcp_client.py.
@@ -402,7 +404,7 @@ fn an_oversized_request_is_too_large_and_the_server_keeps_serving() {
     let mut lines = handshake();
     // Over --max-input-bytes, under the transport's line limit.
     lines.push(tool_call(1, "validate", json!({ "content": msg.repeat(4) })));
-    // Over the transport's line limit (6 x 1000 + 1 MiB): never buffered whole.
+    // Over the transport's line limit (1000 + 1000 / 8 + 1 MiB): never buffered whole.
     lines.push(tool_call(2, "parse", json!({ "content": msg.repeat(2 * 1024 * 1024 / msg.len()) })));
     lines.push(tool_call(3, "inspect", json!({ "content": msg[..800].to_owned() })));
     let bin = env!("CARGO_BIN_EXE_phiward");
@@ -413,6 +415,100 @@ fn an_oversized_request_is_too_large_and_the_server_keeps_serving() {
     assert_eq!(structured(&replies, 2), &too_large);
     assert_ne!(structured(&replies, 3)["status"], "failed");
     assert!(!has_marker(stderr.as_bytes()));
+}
+
+/// Method names a client could send: markers alone, after real prefixes, with JSON escapes,
+/// control characters, non-ASCII, near misses of real methods, empty and long; a fixed seed.
+#[cfg(feature = "mcp")]
+fn fuzzed_method_names() -> Vec<String> {
+    let mut names: Vec<String> = [
+        "MKR10000X",
+        "tools/MKR10001X",
+        "tools/call/MKR10002X",
+        "resources/MKR10003X",
+        "notifications/MKR10004X",
+        "MKR10005X\"quoted\\",
+        "MKR10006X\n\r\t\u{0}",
+        "MKR10007X é 漢字 \u{1F600}",
+        "tools/calls MKR10008X",
+        "initialize MKR10009X",
+        " MKR10010X ",
+        "",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    names.push(format!("MKR10011X{}", "y".repeat(20_000)));
+    let alphabet: Vec<char> = "abz/._-$#%{}[]\"\\:é漢\u{0}\u{7f}\u{202e} ".chars().collect();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for k in 0..40 {
+        let mut name = format!("MKR{:05}X", 10_100 + k);
+        for _ in 0..(k % 13) {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            name.push(alphabet[(seed >> 33) as usize % alphabet.len()]);
+        }
+        if k % 3 == 0 {
+            name = format!("tools/{name}");
+        }
+        names.push(name);
+    }
+    names
+}
+
+/// No client-supplied method name reaches an error reply or a log line: each request with an
+/// unknown method gets "Method not found" with its own id and a fixed text; notifications get
+/// nothing; stderr (with `RUST_LOG=trace`) holds no name and no request id.
+#[cfg(feature = "mcp")]
+#[test]
+fn fuzzed_method_names_are_never_echoed() {
+    let names = fuzzed_method_names();
+    let mut lines = handshake();
+    for (k, name) in names.iter().enumerate() {
+        lines.push(line(&json!({"jsonrpc": "2.0", "id": 100 + k, "method": name, "params": {"x": "MKR19999X"}})));
+        lines.push(line(&json!({"jsonrpc": "2.0", "method": name})));
+    }
+    // A string id is echoed in its reply (JSON-RPC requires it), never logged.
+    lines.push(line(&json!({"jsonrpc": "2.0", "id": "MKR19998X", "method": "MKR19997X"})));
+    lines.push(line(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})));
+    for bin in [env!("CARGO_BIN_EXE_phiward"), env!("CARGO_BIN_EXE_phiward-mcp")] {
+        let args: &[&str] = if bin.ends_with("phiward") { &["mcp"] } else { &[] };
+        let (exit, replies, stderr) = exchange(bin, args, &lines);
+        assert_eq!(exit, 0);
+        assert!(reply(&replies, 1)["result"].is_object(), "ping answered after the fuzzed names");
+        for k in 0..names.len() {
+            let r = reply(&replies, 100 + k as u64);
+            assert_eq!(r["error"], json!({"code": -32601, "message": "Method not found"}), "reply {k}");
+        }
+        let by_string_id = replies.iter().find(|r| r["id"] == "MKR19998X").expect("a reply to the string id");
+        assert_eq!(by_string_id["error"]["message"], "Method not found");
+        assert_eq!(replies.len(), names.len() + 3, "one reply per request, none per notification");
+        for r in &replies {
+            if r["id"] != "MKR19998X" {
+                assert!(!has_marker(r.to_string().as_bytes()), "marker in reply {}", r["id"]);
+            }
+        }
+        assert!(!has_marker(stderr.as_bytes()), "a method name or request id on stderr");
+    }
+}
+
+/// A `ping` sent after a long tool call is answered before that call's reply: tool calls run
+/// off the service loop.
+#[cfg(feature = "mcp")]
+#[test]
+fn a_ping_is_answered_while_a_long_call_runs() {
+    let msg = text(&std::fs::read(fixture("hl7v2/markers/markers_adt_a01_v2.5.1.hl7")).expect("fixture"));
+    let mut lines = handshake();
+    // A batch of a few thousand messages: long enough to validate that the pings behind it are
+    // read and answered while it runs.
+    lines.push(tool_call(1, "validate", json!({ "content": msg.repeat(1500) })));
+    for id in 2..12 {
+        lines.push(line(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"})));
+    }
+    let (exit, replies, _) = exchange(env!("CARGO_BIN_EXE_phiward"), &["mcp"], &lines);
+    assert_eq!(exit, 0);
+    let position = |id: u64| replies.iter().position(|r| r["id"] == json!(id)).expect("a reply");
+    assert_ne!(structured(&replies, 1)["status"], "failed");
+    assert!(position(2) < position(1), "the first ping waited for the tool call");
 }
 
 #[cfg(feature = "mcp")]

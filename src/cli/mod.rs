@@ -155,12 +155,16 @@ pub(crate) fn usage_error(e: &clap::Error) -> u8 {
 pub fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let base = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
-    let directives = format!("{base},rmcp=warn,tokio=warn,clap=warn,clap_builder=warn");
+    let directives = format!("{base},rmcp=off,tokio=warn,clap=warn,clap_builder=warn");
     let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("warn"));
     // The directives above can be outdone by a more specific one (`RUST_LOG=rmcp::service=trace`):
-    // this second filter caps the dependencies whatever `RUST_LOG` says.
+    // this second filter caps the dependencies whatever `RUST_LOG` says. rmcp is off: at every
+    // level it can log what the client sent (a request id, a method name, a panic's text).
     let cap = tracing_subscriber::filter::filter_fn(|meta| {
-        let dependency = ["rmcp", "tokio", "clap"].iter().any(|d| meta.target().starts_with(d));
+        if meta.target().starts_with("rmcp") {
+            return false;
+        }
+        let dependency = ["tokio", "clap"].iter().any(|d| meta.target().starts_with(d));
         !dependency || *meta.level() <= tracing::Level::WARN
     });
     use tracing_subscriber::layer::SubscriberExt;

@@ -9,8 +9,9 @@
 //! The boundary: a reply's `data` is the only place a message value can appear, and it is
 //! exactly what `phiward <tool> --json` prints for the same input (both come from `ops::run`).
 //! Failed replies carry a code and an exit code only. Arguments are read from the raw JSON by
-//! our own code, so nothing the caller sent is echoed in an error; rmcp's logging is capped at
-//! `warn` (it logs whole requests at `debug`); there is no `--unsafe-show-values` over MCP.
+//! our own code, so nothing the caller sent is echoed in an error; rmcp's logging is off
+//! at every level (it logs whole requests at `debug`, request ids and error texts at `warn`);
+//! JSON-RPC errors carry fixed texts; there is no `--unsafe-show-values` over MCP.
 //!
 //! What it does not do: open files or the network (the message comes in the arguments), keep
 //! state between calls, or read command lines (the CLI does; `mcp` knows nothing of `cli`).

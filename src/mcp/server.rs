@@ -4,16 +4,23 @@
 //! structured content and, serialized once as JSON, its text content. A `failed` reply is
 //! marked as an error result. The server never answers a tool call with a JSON-RPC error: an
 //! unknown tool or bad arguments are `failed` replies with `CLI_USAGE`, so nothing the caller
-//! sent is echoed back by a protocol error message.
+//! sent is echoed back by a protocol error message. An unknown JSON-RPC method is answered
+//! "Method not found" without its name (and the transport fixes the text of every error).
+//!
+//! A tool call runs on a blocking thread, one call at a time, not on the service loop: a long
+//! call never holds up `ping`, `tools/list` or `initialize`. Calls queue while one runs; the
+//! transport counts the bytes of the requests not yet answered ([`super::transport::InFlight`]),
+//! so the queue cannot grow past the line limit.
 //!
 //! What it does not do: read arguments (dispatch does) or write to stdout (the transport does).
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    Implementation, InitializeResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -22,7 +29,7 @@ use crate::diag::Code;
 
 use super::dispatch::{Config, Reply, dispatch};
 use super::tools;
-use super::transport::{LineTransport, Rejected};
+use super::transport::{InFlight, LineTransport, Rejected, line_limit};
 
 /// The phiward MCP server.
 #[derive(Debug, Clone)]
@@ -119,19 +126,42 @@ impl ServerHandler for Server {
         if let Some(Rejected(code)) = context.extensions.get::<Rejected>() {
             return Ok(result(Reply::failed(*code)).into());
         }
-        Ok(self.call(request).into())
+        // The request's bytes stay counted until the call's work is done, even if this future
+        // is dropped first (a cancelled request).
+        let held = context.extensions.get::<InFlight>().cloned();
+        let server = self.clone();
+        let call = tokio::task::spawn_blocking(move || {
+            let r = server.call(request);
+            drop(held);
+            r
+        });
+        match call.await {
+            Ok(r) => Ok(r.into()),
+            Err(_) => Ok(result(Reply::failed(Code::CLI_INTERNAL)).into()),
+        }
+    }
+
+    async fn on_custom_request(
+        &self,
+        _request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        // rmcp's default names the method in the message: a client string.
+        Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "Method not found", None))
     }
 }
 
 /// Serves MCP over this process's stdin and stdout until the client closes stdin.
 ///
-/// Builds a single-threaded runtime; each call runs to completion before the next is read.
-/// Returns the code of a failure to start or serve.
+/// Builds a single-threaded runtime for the service loop and one blocking thread on which the
+/// tool calls run, one after the other. Returns the code of a failure to start or serve.
 pub fn serve_stdio(config: Config) -> Result<(), Code> {
-    let max_line = usize::try_from(config.limits.max_input_bytes.saturating_mul(6).saturating_add(1024 * 1024))
-        .unwrap_or(usize::MAX);
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_time().build().map_err(|_| Code::CLI_INTERNAL)?;
+    let max_line = line_limit(config.limits.max_input_bytes);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .max_blocking_threads(1)
+        .build()
+        .map_err(|_| Code::CLI_INTERNAL)?;
     let (transport, writer) =
         LineTransport::spawn(std::io::stdin(), std::io::stdout(), max_line).map_err(|_| Code::CLI_INTERNAL)?;
     let served = runtime.block_on(async move {

@@ -3,17 +3,26 @@
 //! **This module writes to standard output**: in MCP mode stdout is the protocol channel, and
 //! the writer thread below is the only code that touches it. Standard error is left to logging.
 //!
-//! It replaces rmcp's own stdio transport for three reasons, all about not losing or leaking a
-//! request:
+//! It replaces rmcp's own stdio transport for four reasons, all about not losing or leaking a
+//! request, and about cost bounded by the input:
 //!
-//! - A line longer than the limit is not buffered. Its head (64 KiB) is kept to recover the
-//!   JSON-RPC `id`; a `tools/call` is then answered by the server as a `failed` reply with
-//!   `CLI_INPUT_TOO_LARGE`, and the server keeps serving. (rmcp drops such a line silently and
-//!   the client waits forever.)
+//! - A line longer than the limit ([`line_limit`]: `--max-input-bytes` plus room for the
+//!   JSON-RPC envelope and the escapes of the content) is not buffered. Once the limit is
+//!   passed, only its head (64 KiB) is kept, to recover the JSON-RPC `id`, and the rest is read
+//!   and dropped up to the newline; a `tools/call` is then answered by the server as a `failed`
+//!   reply with `CLI_INPUT_TOO_LARGE`, anything else with a JSON-RPC "Invalid request" error,
+//!   and the server keeps serving. (rmcp drops such a line silently and the client waits
+//!   forever.)
 //! - A request whose shape rmcp cannot read (for example `arguments` that is not an object) gets
 //!   an answer with its own `id`: a `tools/call` becomes a `failed` reply with `CLI_USAGE`,
 //!   anything else a JSON-RPC "Invalid request" error with a fixed message.
-//! - Nothing of a line is ever logged: parse errors are reduced to their category.
+//! - Every JSON-RPC error leaves with the fixed text of its code and no `data` ([`fixed_error`]):
+//!   rmcp's errors can quote what the client sent (an unknown method's name, a URI, a version).
+//!   Nothing of a line is ever logged: parse errors are reduced to their category.
+//! - The bytes of the requests being handled are counted ([`InFlight`]): the reader does not
+//!   hand on a request while those of earlier ones, still running, would take the total over
+//!   the line limit. Tool calls run off the service loop (see [`super::server`]), so a `ping`
+//!   is answered during a long call, and memory stays a small multiple of the largest line.
 //!
 //! Line buffers are zeroized after use. What it does not do: interpret requests (rmcp's service
 //! loop and [`super::server`] do).
@@ -22,11 +31,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, RequestId,
-    ServerJsonRpcMessage,
+    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, GetExtensions,
+    JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -40,6 +50,84 @@ use crate::diag::Code;
 const HEAD: usize = 64 * 1024;
 /// Buffers larger than this are released after use rather than kept for the next line.
 const KEEP: usize = 1024 * 1024;
+/// Room on a line for the JSON-RPC envelope around the content (method, tool name, options).
+const ENVELOPE: u64 = 1024 * 1024;
+
+/// The longest request line read whole, for content of at most `max_input_bytes`: the content,
+/// an eighth more for its JSON escapes (`\r` between HL7 segments, `\"`, `\\`), and
+/// [`ENVELOPE`]. A line whose content needs more escaping than that is refused as too large, like
+/// content over the limit.
+pub fn line_limit(max_input_bytes: u64) -> usize {
+    let limit = max_input_bytes.saturating_add(max_input_bytes / 8).saturating_add(ENVELOPE);
+    usize::try_from(limit).unwrap_or(usize::MAX)
+}
+
+/// The bytes of the request lines handed on and not yet answered, against a cap.
+#[derive(Debug)]
+struct Budget {
+    cap: usize,
+    used: Mutex<usize>,
+    /// Wakes the reader thread.
+    freed: Condvar,
+    /// Wakes the service side waiting at end of input ([`Budget::idle`]).
+    drained: tokio::sync::Notify,
+}
+
+impl Budget {
+    fn new(cap: usize) -> Arc<Budget> {
+        Arc::new(Budget { cap, used: Mutex::new(0), freed: Condvar::new(), drained: tokio::sync::Notify::new() })
+    }
+
+    fn used(&self) -> usize {
+        *self.used.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Returns once every request handed on has been answered (its bytes released).
+    async fn idle(&self) {
+        loop {
+            let mut drained = std::pin::pin!(self.drained.notified());
+            // Registered before the check: a release between the two is not missed.
+            drained.as_mut().enable();
+            if self.used() == 0 {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    /// Counts `bytes`, first waiting while other requests hold so much that the total would
+    /// pass the cap (a line alone always fits: it is at most the line limit).
+    fn acquire(self: &Arc<Self>, bytes: usize) -> InFlight {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        while *used > 0 && used.saturating_add(bytes) > self.cap {
+            used = self.freed.wait(used).unwrap_or_else(PoisonError::into_inner);
+        }
+        *used = used.saturating_add(bytes);
+        InFlight { _permit: Arc::new(Permit { budget: Arc::clone(self), bytes }) }
+    }
+}
+
+/// The bytes of one request line, counted until the last clone is dropped: it travels in the
+/// request's extensions to the handler, which keeps it until the request's work is done.
+#[derive(Clone, Debug)]
+pub struct InFlight {
+    _permit: Arc<Permit>,
+}
+
+#[derive(Debug)]
+struct Permit {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(PoisonError::into_inner);
+        *used = used.saturating_sub(self.bytes);
+        self.budget.freed.notify_all();
+        self.budget.drained.notify_waiters();
+    }
+}
 
 /// Put on a `tools/call` that the transport synthesized for a request it could not deliver as
 /// sent: the server answers it with this code and nothing else.
@@ -59,6 +147,7 @@ enum Incoming {
 pub struct LineTransport {
     incoming: mpsc::Receiver<Incoming>,
     outgoing: Option<std_mpsc::Sender<ServerJsonRpcMessage>>,
+    budget: Arc<Budget>,
 }
 
 impl fmt::Debug for Incoming {
@@ -84,8 +173,9 @@ impl std::error::Error for Closed {}
 
 impl LineTransport {
     /// Starts the reader and writer threads. Lines longer than `max_line` bytes are not
-    /// delivered (see the module docs). Returns the transport and the writer thread, which
-    /// ends once every reply has been written after the transport is dropped.
+    /// delivered (see the module docs; [`line_limit`] gives the server's). Returns the
+    /// transport and the writer thread, which ends once every reply has been written after the
+    /// transport is dropped.
     pub fn spawn<R, W>(input: R, output: W, max_line: usize) -> io::Result<(LineTransport, JoinHandle<()>)>
     where
         R: Read + Send + 'static,
@@ -93,12 +183,14 @@ impl LineTransport {
     {
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, out_rx) = std_mpsc::channel();
+        let budget = Budget::new(max_line);
+        let reader_budget = Arc::clone(&budget);
         std::thread::Builder::new()
             .name("mcp-stdin".to_owned())
-            .spawn(move || read_loop(BufReader::with_capacity(64 * 1024, input), &in_tx, max_line))?;
+            .spawn(move || read_loop(BufReader::with_capacity(64 * 1024, input), &in_tx, max_line, &reader_budget))?;
         let writer =
             std::thread::Builder::new().name("mcp-stdout".to_owned()).spawn(move || write_loop(&out_rx, output))?;
-        Ok((LineTransport { incoming: in_rx, outgoing: Some(out_tx) }, writer))
+        Ok((LineTransport { incoming: in_rx, outgoing: Some(out_tx), budget }, writer))
     }
 }
 
@@ -114,7 +206,7 @@ impl Transport<RoleServer> for LineTransport {
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Closed>> + Send + 'static {
         let sent = match &self.outgoing {
-            Some(tx) => tx.send(item).map_err(|_| Closed),
+            Some(tx) => tx.send(fixed_error(item)).map_err(|_| Closed),
             None => Err(Closed),
         };
         std::future::ready(sent)
@@ -122,11 +214,17 @@ impl Transport<RoleServer> for LineTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            match self.incoming.recv().await? {
+            let Some(incoming) = self.incoming.recv().await else {
+                // End of input: rmcp stops serving (and cancels what still runs a few seconds
+                // later), so end of input is reported once every request has its answer.
+                self.budget.idle().await;
+                return None;
+            };
+            match incoming {
                 Incoming::Message(m) => return Some(m),
                 Incoming::Reply(r) => {
                     if let Some(tx) = &self.outgoing {
-                        if tx.send(r).is_err() {
+                        if tx.send(fixed_error(r)).is_err() {
                             return None;
                         }
                     }
@@ -168,6 +266,10 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max_line: usize) -> io
         };
         if !oversized && buf.len() + chunk.len() > max_line {
             oversized = true;
+            // What is dropped is wiped now: [`release`] wipes the kept length only.
+            if let Some(dropped) = buf.get_mut(HEAD..) {
+                dropped.zeroize();
+            }
             buf.truncate(HEAD);
         }
         if oversized {
@@ -183,15 +285,38 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max_line: usize) -> io
     }
 }
 
-fn read_loop(mut input: impl BufRead, tx: &mpsc::Sender<Incoming>, max_line: usize) {
+/// A JSON-RPC error with the fixed text of its code and no `data`; other messages unchanged.
+/// rmcp builds some errors from what the client sent (an unknown method's name, a requested
+/// protocol version, a URI): none of it leaves.
+fn fixed_error(message: ServerJsonRpcMessage) -> ServerJsonRpcMessage {
+    let JsonRpcMessage::Error(mut e) = message else { return message };
+    e.error.message = Cow::Borrowed(match e.error.code {
+        ErrorCode::PARSE_ERROR => "Parse error",
+        ErrorCode::INVALID_REQUEST => "Invalid request",
+        ErrorCode::METHOD_NOT_FOUND => "Method not found",
+        ErrorCode::INVALID_PARAMS => "Invalid params",
+        ErrorCode::INTERNAL_ERROR => "Internal error",
+        ErrorCode::RESOURCE_NOT_FOUND => "Resource not found",
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => "Unsupported protocol version",
+        _ => "Request failed",
+    });
+    e.error.data = None;
+    JsonRpcMessage::Error(e)
+}
+
+fn read_loop(mut input: impl BufRead, tx: &mpsc::Sender<Incoming>, max_line: usize, budget: &Arc<Budget>) {
     let mut buf = Vec::with_capacity(64 * 1024);
     loop {
         let line = read_line(&mut input, &mut buf, max_line);
         let incoming = match line {
-            Ok(Line::Whole) => decode(&buf),
+            Ok(Line::Whole) => {
+                let held = budget.acquire(buf.len());
+                decode(&buf).map(|m| hold(m, held))
+            }
             Ok(Line::Eof) if buf.iter().all(u8::is_ascii_whitespace) => break,
             Ok(Line::Eof) => {
-                let last = decode(&buf);
+                let held = budget.acquire(buf.len());
+                let last = decode(&buf).map(|m| hold(m, held));
                 release(&mut buf);
                 if let Some(m) = last {
                     let _ = tx.blocking_send(m);
@@ -217,11 +342,27 @@ fn read_loop(mut input: impl BufRead, tx: &mpsc::Sender<Incoming>, max_line: usi
     release(&mut buf);
 }
 
-/// Zeroizes the buffer; gives back memory a large line took.
+/// Puts `held` in the extensions of a request, where the handler finds it; a notification or a
+/// reply lets it go at once (their handling does not outlive the service loop's turn).
+fn hold(incoming: Incoming, held: InFlight) -> Incoming {
+    match incoming {
+        Incoming::Message(JsonRpcMessage::Request(mut r)) => {
+            r.request.extensions_mut().insert(held);
+            Incoming::Message(JsonRpcMessage::Request(r))
+        }
+        other => other,
+    }
+}
+
+/// Zeroizes the buffer; gives back memory a large line took. A large buffer is wiped over its
+/// length only, then freed: its spare capacity holds nothing (bytes are wiped before a
+/// truncation), and writing zeros over all of it would make the whole capacity resident.
 fn release(buf: &mut Vec<u8>) {
-    buf.zeroize();
     if buf.capacity() > KEEP {
+        buf.as_mut_slice().zeroize();
         *buf = Vec::with_capacity(64 * 1024);
+    } else {
+        buf.zeroize();
     }
 }
 
@@ -350,6 +491,89 @@ mod tests {
         assert!(!e.tool_call);
         let e = Envelope::recover(b"not json");
         assert!(e.id.is_none());
+    }
+
+    /// `len` bytes of `x`, then `tail`, made as they are read; counts the bytes handed out.
+    struct Generated {
+        left: usize,
+        tail: &'static [u8],
+        read: usize,
+    }
+
+    impl Read for Generated {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = if self.left > 0 {
+                let n = self.left.min(out.len());
+                out[..n].fill(b'x');
+                self.left -= n;
+                n
+            } else {
+                let n = self.tail.len().min(out.len());
+                out[..n].copy_from_slice(&self.tail[..n]);
+                self.tail = &self.tail[n..];
+                n
+            };
+            self.read += n;
+            Ok(n)
+        }
+    }
+
+    /// A line of 64 MiB against a limit of 1 MiB: refused as oversized once the limit is
+    /// passed, the rest read and dropped up to its newline (the next line is read whole), and
+    /// the buffer never holds more than the limit.
+    #[test]
+    fn an_oversized_line_is_skipped_without_being_buffered() {
+        let limit = 1024 * 1024;
+        let long = 64 * 1024 * 1024;
+        let mut source = Generated { left: long, tail: b"\n{}\n", read: 0 };
+        let mut reader = BufReader::with_capacity(64 * 1024, &mut source);
+        let mut buf = Vec::new();
+        let outcome = read_line(&mut reader, &mut buf, limit);
+        // A vector never gives back capacity on truncation: its capacity is the most it held.
+        let peak = buf.capacity();
+        assert!(matches!(outcome, Ok(Line::Oversized)));
+        assert!(peak <= 2 * limit, "buffer grew to {peak}");
+        assert_eq!(buf.len(), HEAD);
+        buf.clear();
+        assert!(matches!(read_line(&mut reader, &mut buf, limit), Ok(Line::Whole)));
+        assert_eq!(buf, b"{}");
+        drop(reader);
+        assert_eq!(source.read, long + 4, "read through the newline and the next line");
+    }
+
+    /// Every JSON-RPC error leaves with the fixed text of its code and no data.
+    #[test]
+    fn errors_leave_with_fixed_texts() {
+        let quoted = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "MKR00001X", Some(serde_json::json!("MKR00002X")));
+        let out = fixed_error(ServerJsonRpcMessage::error(quoted, Some(RequestId::Number(3))));
+        let text = serde_json::to_string(&out).expect("serializes");
+        assert!(!text.contains("MKR"), "{text}");
+        assert!(text.contains("Method not found") && text.contains("-32601"), "{text}");
+        let other = ErrorData::new(ErrorCode(-32099), "MKR00003X", None);
+        let text = serde_json::to_string(&fixed_error(ServerJsonRpcMessage::error(other, None))).expect("serializes");
+        assert!(!text.contains("MKR") && text.contains("Request failed"), "{text}");
+    }
+
+    /// The reader waits to hand on a request while those not yet answered hold the whole budget,
+    /// and goes on once one is answered.
+    #[test]
+    fn requests_in_flight_hold_back_the_next_one() {
+        let budget = Budget::new(100);
+        let first = budget.acquire(80);
+        let (tx, rx) = std_mpsc::channel();
+        let b = Arc::clone(&budget);
+        let waiter = std::thread::spawn(move || {
+            let held = b.acquire(30);
+            tx.send(()).expect("send");
+            drop(held);
+        });
+        assert!(rx.try_recv().is_err(), "handed on while 80 + 30 bytes would pass the budget of 100");
+        drop(first);
+        rx.recv().expect("handed on once the first is answered");
+        waiter.join().expect("join");
+        assert_eq!(*budget.used.lock().expect("lock"), 0);
+        // A line alone always fits.
+        drop(budget.acquire(1000));
     }
 
     #[test]

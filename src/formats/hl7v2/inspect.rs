@@ -1,8 +1,20 @@
-//! A value-free summary of one HL7 v2 message: message type and version (only when they match
-//! the standard's code patterns), segment counts by id, finding counts.
+//! A value-free summary of one HL7 v2 message: message type and version (only when the
+//! version's own tables list them), segment counts by id, finding counts.
 //!
-//! What it does not do: report any field value other than the two code-shaped MSH fields. A
-//! segment whose id is not a standard or Z id is counted under `"?"`.
+//! The message type (MSH-9) is reported only when each of its parts is a value of the tables of
+//! the message's version (MSH-12, or the nearest known version; without a usable MSH-12, 2.5.1
+//! then 2.8.2): the message code in table 0076
+//! (or the version's trigger-event map, for 2.1 and 2.3, which publish no table 0076), the
+//! trigger event in table 0003 (or that map), the message structure among the version's
+//! structures (table 0354). The text printed is built from the tables' own strings, never
+//! copied from the message.
+//! The version is reported only when MSH-12.1 is one of the versions phiward knows (`2.1` ...
+//! `2.8.2`), again as the table's string. A field that is present but does not qualify is
+//! reported as [`UNKNOWN`]; an absent or empty one is not reported, nor are the fields of a
+//! batch envelope's header (FHS, BHS: a file name and control id stand there).
+//!
+//! What it does not do: report any field value other than those two table entries. A segment
+//! whose id is not a standard or Z id is counted under `"?"`.
 
 use std::collections::BTreeMap;
 
@@ -11,8 +23,18 @@ use serde::Serialize;
 use crate::diag::{Diagnostic, Severity};
 use crate::phi::ValueFree;
 
-use super::parse::Message;
-use super::validate::{message_type_ok, version_ok};
+use super::parse::{Delimiters, Message};
+use super::schema::{self, Schema, Version};
+
+/// What `messageType` and `version` say when the field is there but not in the tables.
+pub const UNKNOWN: &str = "unknown";
+
+/// Table 0076, message type.
+const MESSAGE_TYPE_TABLE: u16 = 76;
+/// Table 0003, event type.
+const EVENT_TYPE_TABLE: u16 = 3;
+/// Table 0354, message structure.
+const MESSAGE_STRUCTURE_TABLE: u16 = 354;
 
 /// The summary; serialized as the `inspect` data.
 #[derive(Clone, Debug, Serialize)]
@@ -20,12 +42,13 @@ use super::validate::{message_type_ok, version_ok};
 pub struct Summary {
     /// Always `hl7`.
     pub format: &'static str,
-    /// `ADT^A01^ADT_A01`, when MSH-9 matches the pattern.
+    /// `ADT^A01^ADT_A01` when the version's tables list every part of MSH-9, else
+    /// [`UNKNOWN`]; absent without MSH-9.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_type: Option<String>,
-    /// `2.5.1`, when MSH-12 matches the pattern.
+    /// `2.5.1` when MSH-12.1 is a known version, else [`UNKNOWN`]; absent without MSH-12.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
+    pub version: Option<&'static str>,
     /// Number of segments.
     pub segment_count: usize,
     /// Segments by id.
@@ -36,48 +59,143 @@ pub struct Summary {
     pub error_count: usize,
 }
 
-/// A code-shaped string, copied out only after it matched a pattern.
-#[derive(Copy, Clone)]
-struct Code8 {
-    len: u8,
-    bytes: [u8; 24],
-}
-impl crate::phi::sealed::Sealed for Code8 {}
-impl ValueFree for Code8 {}
-
-impl Code8 {
-    fn none() -> Self {
-        Code8 { len: 0, bytes: [0; 24] }
-    }
-    fn text(self) -> Option<String> {
-        (self.len > 0).then(|| String::from_utf8_lossy(&self.bytes[..self.len as usize]).into_owned())
-    }
+/// The parts of MSH-9 as the tables spell them (static strings of the embedded tables).
+#[derive(Copy, Clone, Debug)]
+struct TableType {
+    code: &'static str,
+    trigger: Option<&'static str>,
+    structure: Option<&'static str>,
 }
 
-fn code_shaped(v: &[u8], ok: bool, comp: u8) -> Code8 {
-    if !ok || v.len() > 24 {
-        return Code8::none();
+/// The result of looking MSH-9 up in the tables: value-free by construction.
+#[derive(Copy, Clone, Debug)]
+struct Lookup(Option<TableType>);
+impl crate::phi::sealed::Sealed for Lookup {}
+impl ValueFree for Lookup {}
+
+/// A known version, or none.
+#[derive(Copy, Clone, Debug)]
+struct KnownVersion {
+    exact: Option<Version>,
+    nearest: Option<Version>,
+}
+impl crate::phi::sealed::Sealed for KnownVersion {}
+impl ValueFree for KnownVersion {}
+
+impl TableType {
+    fn text(self) -> String {
+        let mut out = String::from(self.code);
+        for part in [self.trigger, self.structure] {
+            match part {
+                Some(p) => {
+                    out.push('^');
+                    out.push_str(p);
+                }
+                None => break,
+            }
+        }
+        out
     }
-    let mut out = Code8 { len: v.len() as u8, bytes: [0; 24] };
-    for (o, &b) in out.bytes.iter_mut().zip(v) {
-        *o = if b == comp { b'^' } else { b };
+}
+
+/// The message code `v` as table 0076 or the trigger-event map spells it.
+fn code_value(schema: &'static Schema, v: &[u8]) -> Option<&'static str> {
+    table_value(schema, MESSAGE_TYPE_TABLE, v).or_else(|| {
+        let events = schema.events();
+        let i = events.partition_point(|e| e.code.as_bytes() < v);
+        events.get(i).filter(|e| e.code.as_bytes() == v).map(|e| e.code)
+    })
+}
+
+/// The trigger event `v` as table 0003, or the trigger-event map for `code`, spells it.
+fn trigger_value(schema: &'static Schema, code: &str, v: &[u8]) -> Option<&'static str> {
+    table_value(schema, EVENT_TYPE_TABLE, v).or_else(|| {
+        let events = schema.events();
+        let i =
+            events.binary_search_by(|e| (e.code.as_bytes(), e.trigger.as_bytes()).cmp(&(code.as_bytes(), v))).ok()?;
+        events.get(i).map(|e| e.trigger)
+    })
+}
+
+/// The table entry equal to `v`, as the table's own string.
+fn table_value(schema: &'static Schema, table: u16, v: &[u8]) -> Option<&'static str> {
+    let t = schema.table(table)?;
+    let i = t.values.binary_search_by(|x| x.as_bytes().cmp(v)).ok()?;
+    t.values.get(i).copied()
+}
+
+/// A structure id of the version (its structures, or table 0354), as the tables spell it.
+fn structure_value(schema: &'static Schema, v: &[u8]) -> Option<&'static str> {
+    let id = std::str::from_utf8(v).ok()?;
+    schema
+        .structures()
+        .binary_search_by(|s| s.id.cmp(id))
+        .ok()
+        .and_then(|i| schema.structures().get(i))
+        .map(|s| s.id)
+        .or_else(|| table_value(schema, MESSAGE_STRUCTURE_TABLE, v))
+}
+
+/// MSH-9 looked up in the tables of `schema`: one repetition, at most three components, no
+/// subcomponents or escapes; the code in table 0076, the trigger (when not empty) in table
+/// 0003, the structure (when not empty) among the version's structures. The trigger and
+/// structure are kept only while every part before them is.
+fn look_up(v: &[u8], d: Delimiters, schema: &'static Schema) -> Lookup {
+    if v.iter().any(|&b| b == d.subcomponent || b == d.repetition || b == d.escape) {
+        return Lookup(None);
     }
-    out
+    let mut parts = v.split(|&b| b == d.component);
+    let (code, trigger, structure) = (parts.next(), parts.next(), parts.next());
+    if parts.next().is_some() {
+        return Lookup(None);
+    }
+    let Some(code) = code.and_then(|c| code_value(schema, c)) else { return Lookup(None) };
+    let trigger = match trigger {
+        None => None,
+        Some(t) => match trigger_value(schema, code, t).filter(|t| !t.is_empty()) {
+            Some(t) => Some(t),
+            None if t.is_empty() && structure.is_some_and(|s| !s.is_empty()) => Some(""),
+            None if t.is_empty() => None,
+            None => return Lookup(None),
+        },
+    };
+    let structure = match structure {
+        None => None,
+        Some([]) => None,
+        Some(s) => match structure_value(schema, s) {
+            Some(s) => Some(s),
+            None => return Lookup(None),
+        },
+    };
+    Lookup(Some(TableType { code, trigger, structure }))
 }
 
 /// Summarizes a message, given its validation findings.
 pub fn summarize(msg: &Message, findings: &[Diagnostic]) -> Summary {
     let msh = msg.msh();
     let d = msg.delimiters();
-    let message_type = msh
-        .field(9)
-        .map(|f| f.bytes().classify(|v| code_shaped(v, message_type_ok(v, d.component, d.subcomponent), d.component)))
-        .and_then(Code8::text);
-    let version = msh
-        .field(12)
+    // A batch envelope record (FHS, BHS) has a file or batch name and control id there.
+    let is_msh = msh.name() == Some("MSH");
+    let known = Some(msh)
+        .filter(|_| is_msh)
+        .and_then(|msh| msh.field(12))
         .and_then(|f| f.at(1, 1, 1))
-        .map(|b| b.classify(|v| code_shaped(v, version_ok(v), d.component)))
-        .and_then(Code8::text);
+        .filter(|b| !b.is_empty())
+        .map(|b| b.classify(|v| KnownVersion { exact: Version::parse(v), nearest: Version::nearest(v) }));
+    let version = known.map(|k| k.exact.map_or(UNKNOWN, Version::as_str));
+    // The version's tables; without a usable MSH-12, those of 2.5.1, then of 2.8.2.
+    let versions = match known.and_then(|k| k.nearest) {
+        Some(v) => [Some(v), None],
+        None => [Some(Version::V2_5_1), Some(Version::V2_8_2)],
+    };
+    let message_type = Some(msh).filter(|_| is_msh).and_then(|msh| msh.field(9)).filter(|f| !f.is_empty()).map(|f| {
+        let found = versions
+            .into_iter()
+            .flatten()
+            .filter_map(|v| schema::try_schema(v).ok())
+            .find_map(|schema| f.bytes().classify(|v| look_up(v, d, schema)).0);
+        found.map_or_else(|| UNKNOWN.to_owned(), TableType::text)
+    });
     let mut segments = BTreeMap::new();
     for seg in msg.segments() {
         *segments.entry(seg.name().unwrap_or("?")).or_insert(0) += 1;
@@ -90,5 +208,56 @@ pub fn summarize(msg: &Message, findings: &[Diagnostic]) -> Summary {
         segments,
         warning_count: findings.iter().filter(|f| f.severity == Severity::Warning).count(),
         error_count: findings.iter().filter(|f| f.severity.is_failure()).count(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+
+    fn summary(msh: &str) -> (Option<String>, Option<&'static str>) {
+        let text = format!("{msh}\rPID|1||1\r");
+        let msg = crate::formats::hl7v2::parse(text.into_bytes(), &Limits::default()).expect("parses");
+        let s = summarize(&msg, &[]);
+        (s.message_type, s.version)
+    }
+
+    /// Only table entries are printed; anything else in MSH-9 or MSH-12 is `unknown`.
+    #[test]
+    fn message_types_come_from_the_version_tables() {
+        let cases: &[(&str, Option<&str>, Option<&str>)] = &[
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|2.5.1", Some("ADT^A01^ADT_A01"), Some("2.5.1")),
+            ("MSH|^~\\&|A|B|C|D|20240101||ORU^R01|1|P|2.3", Some("ORU^R01"), Some("2.3")),
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT|1|P|2.4", Some("ADT"), Some("2.4")),
+            // Code-shaped but not in the tables: a sender's text of the right shape.
+            ("MSH|^~\\&|A|B|C|D|20240101||SMI^TH1^JOHN_01|1|P|2.5.1", Some(UNKNOWN), Some("2.5.1")),
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT^A99|1|P|2.5.1", Some(UNKNOWN), Some("2.5.1")),
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_ZZZ|1|P|2.5.1", Some(UNKNOWN), Some("2.5.1")),
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01^X|1|P|2.5.1", Some(UNKNOWN), Some("2.5.1")),
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT&X^A01|1|P|2.5.1", Some(UNKNOWN), Some("2.5.1")),
+            ("MSH|^~\\&|A|B|C|D|20240101||adt^a01|1|P|2.5.1", Some(UNKNOWN), Some("2.5.1")),
+            // A version phiward does not know: printed as unknown, tables of the nearest one.
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|2.5.9", Some("ADT^A01^ADT_A01"), Some(UNKNOWN)),
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|12345", Some("ADT^A01^ADT_A01"), Some(UNKNOWN)),
+            ("MSH|^~\\&|A|B|C|D|20240101||ADT^A01|1|P", Some("ADT^A01"), None),
+            ("MSH|^~\\&|A|B|C|D|20240101||JOHN^DOE|1|P", Some(UNKNOWN), None),
+            ("MSH|^~\\&|A|B|C|D|20240101|||1|P|2.5.1", None, Some("2.5.1")),
+        ];
+        for (msh, ty, version) in cases {
+            let (t, v) = summary(msh);
+            assert_eq!((t.as_deref(), v), (*ty, *version), "{msh}");
+        }
+    }
+
+    /// Every version's tables give the message types of the trigger-event map.
+    #[test]
+    fn every_version_has_the_tables() {
+        for v in Version::ALL {
+            let s = schema::schema(v);
+            assert!(!s.events().is_empty(), "{v:?}");
+            assert_eq!(code_value(s, b"ORU"), Some("ORU"), "{v:?}");
+            assert_eq!(trigger_value(s, "ORU", b"R01"), Some("R01"), "{v:?}");
+        }
     }
 }

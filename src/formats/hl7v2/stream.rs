@@ -5,6 +5,12 @@
 //! batches are both handled; memory is bounded by the largest record, not by the stream. Lines
 //! before the first header form a record of their own (which then fails with `NO_MSH_SEGMENT`).
 //!
+//! A record over `max_input_bytes` is given up as soon as the limit is crossed: what it held is
+//! wiped and its memory given back, once, and the rest of it is read without being kept: each
+//! following line is looked at only for the header that starts the next record, and skipped to
+//! its end in the reader's own buffer (no copy), so an over-limit record costs a scan, at the
+//! speed of `memchr`, whatever its size.
+//!
 //! What it does not do: parse the records (see `parse`) or check batch counts (see `batch`).
 
 use std::io::{self, BufRead};
@@ -46,6 +52,9 @@ pub struct Raw {
     /// exceeded `max_input_bytes` and was skipped.
     pub bytes: Option<Vec<u8>>,
 }
+
+/// How many first bytes of a line [`line_kind`] needs, a byte order mark included.
+const KIND_BYTES: usize = 7;
 
 /// Classifies the start of a line.
 fn line_kind(line: &[u8]) -> Option<Kind> {
@@ -106,7 +115,8 @@ impl<R: BufRead> Splitter<R> {
     }
 
     /// Reads one line including its terminator (CR, LF or CR LF) into `self.line`.
-    /// Returns false at end of input. A line over the limit is dropped, flagged by `line_overflow`.
+    /// Returns false at end of input. A line over the limit is dropped but for its first
+    /// [`KIND_BYTES`] (what tells a header), flagged by `line_overflow`.
     fn read_line(&mut self) -> io::Result<bool> {
         // Cleared, not zeroized, per line: the bytes are overwritten by the next line and the
         // whole buffer is zeroized when the splitter is dropped.
@@ -128,10 +138,16 @@ impl<R: BufRead> Splitter<R> {
             };
             if !self.line_overflow && (self.line.len() + take) as u64 <= max {
                 self.line.extend_from_slice(&buf[..take]);
-            } else {
+            } else if !self.line_overflow {
+                // Once per line: the rest of it is read and dropped; its first bytes stay, to
+                // tell whether it starts a record.
                 self.line_overflow = true;
-                self.line.zeroize();
-                self.line.clear();
+                let mut head = Vec::with_capacity(KIND_BYTES);
+                let from_line = self.line.len().min(KIND_BYTES);
+                head.extend_from_slice(&self.line[..from_line]);
+                head.extend_from_slice(&buf[..take.min(KIND_BYTES - from_line)]);
+                wipe(&mut self.line);
+                self.line = head;
             }
             self.reader.consume(take);
             self.offset += take as u64;
@@ -147,6 +163,53 @@ impl<R: BufRead> Splitter<R> {
                     }
                 }
                 return Ok(true);
+            }
+        }
+    }
+
+    /// While the current record is over the limit: skips the next line without copying it when
+    /// it does not start a record (its first bytes are not a header), and returns true; returns
+    /// false, having read nothing, when the line must be read whole ([`Splitter::read_line`]): it
+    /// may start a record, or its first bytes are not in the buffer yet, or the input has ended.
+    fn skip_line_in_overflow(&mut self) -> io::Result<bool> {
+        let buf = loop {
+            match self.reader.fill_buf() {
+                Ok(b) => break b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        // `line_kind` looks at four bytes at most (the fourth: a delimiter or a line end); on
+        // the buffer it decides as on the line when those are in it.
+        let decided = buf.len() >= 4 || memchr::memchr2(b'\r', b'\n', buf).is_some();
+        if buf.is_empty() || !decided || line_kind(buf).is_some() {
+            return Ok(false);
+        }
+        loop {
+            let buf = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                return Ok(true);
+            }
+            match memchr::memchr2(b'\r', b'\n', buf) {
+                Some(i) => {
+                    let cr = buf[i] == b'\r';
+                    self.reader.consume(i + 1);
+                    self.offset += i as u64 + 1;
+                    if cr && self.reader.fill_buf()?.first() == Some(&b'\n') {
+                        self.reader.consume(1);
+                        self.offset += 1;
+                    }
+                    return Ok(true);
+                }
+                None => {
+                    let n = buf.len();
+                    self.reader.consume(n);
+                    self.offset += n as u64;
+                }
             }
         }
     }
@@ -171,6 +234,9 @@ impl<R: BufRead> Splitter<R> {
             return Ok(None);
         }
         loop {
+            if self.current_overflow && !self.first_line && self.skip_line_in_overflow()? {
+                continue;
+            }
             let line_start = self.offset;
             if !self.read_line()? {
                 self.done = true;
@@ -213,14 +279,24 @@ impl<R: BufRead> Splitter<R> {
     }
 
     fn append_line(&mut self) {
+        if self.current_overflow {
+            return;
+        }
         if self.line_overflow || (self.current.len() + self.line.len()) as u64 > self.limits.max_input_bytes {
+            // Once per record: the rest of it is not kept.
             self.current_overflow = true;
-            self.current.zeroize();
-            self.current.clear();
-        } else if !self.current_overflow {
+            wipe(&mut self.current);
+        } else {
             self.current.extend_from_slice(&self.line);
         }
     }
+}
+
+/// Zeroizes a buffer and gives its memory back (zeroizing an emptied vector again would write
+/// its whole capacity each time).
+fn wipe(buf: &mut Vec<u8>) {
+    buf.zeroize();
+    *buf = Vec::new();
 }
 
 impl<R> Drop for Splitter<R> {
@@ -334,6 +410,63 @@ mod tests {
                 split_slice(input.as_bytes()).into_iter().map(|(k, r)| (k, r.start as u64)).collect();
             assert_eq!(a, b, "{input:?}");
         }
+    }
+
+    /// Records, offsets and kinds do not depend on the limit (only which records are kept
+    /// does), whatever the reader's buffer size: the lines of an over-limit record skipped in
+    /// the buffer end where the lines read whole end.
+    #[test]
+    fn skipping_an_over_limit_record_keeps_every_boundary() {
+        let inputs = [
+            "MSH|^~\\&|A\rPID|1\rOBX|1|ST|x||AAAAAAAAAAAAAAAAAAAA\rMSH|^~\\&|B\rPID|2\r".to_owned(),
+            "MSH|^~\\&|A\r\nOBX|1\r\nOBX|2\r\nBT\r\nBTS\r\nMSH|^~\\&|B\r\nFTS\n".to_owned(),
+            "FHS|^~\\&\nBHS|^~\\&\nMSH|^~\\&|A\nOBX|1|ST|x||AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\nZ\nMS\nMSH\nBTS|1\nFTS|1"
+                .to_owned(),
+            format!("MSH|^~\\&|A\r{}\rMSH|^~\\&|B\rBTS", "OBX|1|ST|x||Q".repeat(50)),
+        ];
+        for input in &inputs {
+            let all = |max: u64, cap: usize| -> Vec<(Kind, u64, bool)> {
+                let limits = Limits { max_input_bytes: max, ..Limits::default() };
+                let reader = io::BufReader::with_capacity(cap, input.as_bytes());
+                Splitter::new(reader, limits)
+                    .map(|r| r.map(|r| (r.kind, r.offset, r.bytes.is_some())))
+                    .collect::<io::Result<Vec<_>>>()
+                    .expect("reads")
+            };
+            let whole = all(u64::MAX, 8192);
+            assert!(whole.iter().all(|r| r.2));
+            for cap in [1, 2, 3, 4, 5, 7, 64, 8192] {
+                for max in [8, 20] {
+                    let split = all(max, cap);
+                    let bounds: Vec<(Kind, u64)> = split.iter().map(|r| (r.0, r.1)).collect();
+                    let expected: Vec<(Kind, u64)> = whole.iter().map(|r| (r.0, r.1)).collect();
+                    assert_eq!(bounds, expected, "{input:?} cap {cap} max {max}");
+                    assert!(split.iter().any(|r| !r.2), "{input:?} cap {cap} max {max}: one record over the limit");
+                }
+            }
+        }
+    }
+
+    /// A record of 64 MiB against a limit of 1 MiB: refused, the next record read whole, and
+    /// the splitter's buffers given back once the limit was crossed.
+    #[test]
+    fn an_over_limit_record_is_not_kept() {
+        let line = b"OBX|1|ST|1234-5^Test^LN||AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA|||||F\r";
+        let mut input = b"MSH|^~\\&|A\r".to_vec();
+        while input.len() < 64 * 1024 * 1024 {
+            input.extend_from_slice(line);
+        }
+        let second = input.len() as u64;
+        input.extend_from_slice(b"MSH|^~\\&|B\rPID|2\r");
+        let limits = Limits { max_input_bytes: 1024 * 1024, ..Limits::default() };
+        let mut splitter = Splitter::new(&input[..], limits);
+        let first = splitter.next().expect("a record").expect("reads");
+        assert!(first.bytes.is_none());
+        // It holds the next record's first line: the over-limit record's megabyte was given back.
+        assert!(splitter.current.capacity() < 64, "{}", splitter.current.capacity());
+        let next = splitter.next().expect("a record").expect("reads");
+        assert_eq!((next.offset, next.bytes.map(|b| b.len())), (second, Some(17)));
+        assert!(splitter.next().is_none());
     }
 
     #[test]

@@ -41,16 +41,28 @@ pub struct Env<'d> {
     pub root_resource: u32,
     /// `%context`
     pub context: u32,
-    /// Children by name of large elements, shared by the evaluations of one document.
-    pub cache: &'d NavCache,
+    /// Children by name of large elements and the indexes of [`super::index`], shared by the
+    /// evaluations of one document.
+    pub cache: &'d NavCache<'d>,
     /// Which of `contained` and `text` the context has as children, once asked ([`Env::scan`]).
     scanned: std::cell::Cell<u8>,
+    /// The values of the expressions that do not depend on the focus (a path from a variable,
+    /// as `%resource.snapshot.element.first().path`), by expression, once evaluated: `sdf-8`
+    /// evaluates one for every element of a snapshot ([`rooted_at_variable`]).
+    memo: Memo,
 }
 
-/// A cache of `navigate` over elements with many descendants (a Bundle with thousands of
-/// entries is navigated once per entry by `bdl-3`'s `%resource.type`).
-#[derive(Debug, Default)]
-pub struct NavCache(std::cell::RefCell<std::collections::HashMap<(u32, String), Vec<u32>>>);
+/// See [`Env::memo`]; `Debug` prints a count (the values may be message values).
+#[derive(Default)]
+struct Memo(std::cell::RefCell<Vec<(*const Expr, Vec<Val>)>>);
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Memo({})", self.0.borrow().len())
+    }
+}
+
+pub use super::index::NavCache;
 
 /// Elements with more descendants than this are cached.
 const CACHE_ABOVE: u32 = 64;
@@ -77,10 +89,14 @@ pub enum Native {
     Org1,
     /// `per-1`
     Per1,
-    /// `dom-2`, `dom-3`, `dom-4`, `dom-5`: paths from `contained` only, all true without it.
+    /// `dom-2`, `dom-4`, `dom-5`: paths from `contained` only, all true without it.
     Contained,
+    /// `dom-3`: true without `contained`; otherwise one pass over the resource ([`Env::dom_3`]).
+    Dom3,
     /// `dom-6`: a path from `text`, false without it.
     Text,
+    /// `obs-7`: one pass over the codings ([`Env::obs_7`]).
+    Obs7,
 }
 
 /// [`Env::scan`] bits: the scan was made; a `contained` child; a `text` child.
@@ -100,8 +116,10 @@ impl Native {
             "bdl-12" => Native::Bdl12,
             "org-1" => Native::Org1,
             "per-1" => Native::Per1,
-            "dom-2" | "dom-3" | "dom-4" | "dom-5" => Native::Contained,
+            "dom-2" | "dom-4" | "dom-5" => Native::Contained,
+            "dom-3" => Native::Dom3,
             "dom-6" => Native::Text,
+            "obs-7" => Native::Obs7,
             _ => Native::None,
         }
     }
@@ -114,8 +132,8 @@ struct Scope<'a> {
 
 impl<'d> Env<'d> {
     /// The environment of the invariants of node `context`.
-    pub fn new(doc: &'d Document, resource: u32, root_resource: u32, context: u32, cache: &'d NavCache) -> Self {
-        Env { doc, resource, root_resource, context, cache, scanned: std::cell::Cell::new(0) }
+    pub fn new(doc: &'d Document, resource: u32, root_resource: u32, context: u32, cache: &'d NavCache<'d>) -> Self {
+        Env { doc, resource, root_resource, context, cache, scanned: std::cell::Cell::new(0), memo: Memo::default() }
     }
 
     /// Whether the context node has children that navigation to `contained` and to `text` find:
@@ -162,6 +180,20 @@ impl<'d> Env<'d> {
         if depth > 64 {
             return Err(EvalError);
         }
+        if matches!(e, Expr::Member(..) | Expr::Call(Some(_), ..)) && rooted_at_variable(e) {
+            let key: *const Expr = e;
+            if let Some((_, hit)) = self.memo.0.borrow().iter().find(|(k, _)| std::ptr::eq(*k, key)) {
+                return Ok(hit.clone());
+            }
+            let out = self.eval_step(e, focus, scope, depth)?;
+            self.memo.0.borrow_mut().push((key, out.clone()));
+            return Ok(out);
+        }
+        self.eval_step(e, focus, scope, depth)
+    }
+
+    /// One step of [`Env::eval`], without the memo.
+    fn eval_step(&self, e: &Expr, focus: &[Val], scope: &Scope<'_>, depth: u32) -> R {
         let d = depth + 1;
         Ok(match e {
             Expr::Empty => Vec::new(),
@@ -245,7 +277,7 @@ impl<'d> Env<'d> {
             let big =
                 doc.node(n).end.saturating_sub(n) > CACHE_ABOVE && name.starts_with(|c: char| c.is_ascii_lowercase());
             if big {
-                if let Some(hit) = self.cache.0.borrow().get(&(n, name.to_owned())) {
+                if let Some(hit) = self.cache.nav.borrow().get(&(n, name.to_owned())) {
                     out.extend(hit.iter().map(|&c| Val::Node(c)));
                     continue;
                 }
@@ -265,7 +297,7 @@ impl<'d> Env<'d> {
             if big {
                 let found: Vec<u32> =
                     out[before..].iter().filter_map(|v| if let Val::Node(c) = v { Some(*c) } else { None }).collect();
-                self.cache.0.borrow_mut().insert((n, name.to_owned()), found);
+                self.cache.nav.borrow_mut().insert((n, name.to_owned()), found);
             }
         }
         out
@@ -322,20 +354,38 @@ impl<'d> Env<'d> {
 
     /// An invariant evaluated without building collections, with the result [`Env::run`] gives
     /// over its compiled expression `e` (a test checks both agree on every element of the
-    /// fixtures and of the converter's output); `None` when the case is not one it decides
-    /// (the caller then runs the engine).
-    pub fn native(&self, kind: Native, e: &Expr) -> Option<Option<bool>> {
+    /// fixtures and of the converter's output, an [`EvalError`] included); `None` when the case
+    /// is not one it decides (the caller then runs the engine).
+    pub fn native(&self, kind: Native, e: &Expr) -> Option<Result<Option<bool>, EvalError>> {
         let n = self.context;
         let result = match kind {
             Native::None => self.quick(e, n)?,
-            // `contained.contained.empty()`, `contained.where(...).trace(...).empty()`,
-            // `contained.meta.versionId.empty() and ...`, `contained.meta.security.empty()`:
-            // without a `contained` child every path is empty and the result true.
+            // `contained.contained.empty()`, `contained.meta.versionId.empty() and ...`,
+            // `contained.meta.security.empty()`: without a `contained` child every path is
+            // empty and the result true.
             Native::Contained => {
                 if self.scan() & CONTAINED != 0 {
                     self.quick(e, n)?
                 } else {
                     true
+                }
+            }
+            Native::Dom3 => {
+                if self.scan() & CONTAINED == 0 {
+                    true
+                } else {
+                    return self.dom_3();
+                }
+            }
+            // `value.empty() or component.code.where(...).empty()`: the left side by the engine
+            // (a look at the children), the right side in one pass.
+            Native::Obs7 => {
+                let Expr::Binary(Op::Or, left, _) = e else { return None };
+                match self.run(left) {
+                    Err(err) => return Some(Err(err)),
+                    Ok(Some(true)) => true,
+                    Ok(Some(false)) => return self.obs_7().map(|r| Ok(Some(r))),
+                    Ok(None) => return None,
                 }
             }
             // `text.`div`.exists()`: false without a `text` child.
@@ -432,16 +482,190 @@ impl<'d> Env<'d> {
             }
             // `reference.startsWith('#').not() or (reference.substring(1) in
             // %rootResource.contained.id)`: without a reference, empty; with one not starting
-            // with `#`, true.
+            // with `#`, true; `#` alone, empty (its substring is empty); otherwise whether the
+            // text after `#` is the id of a contained resource of the root resource (one look-up
+            // in [`NavCache::contained_ids`], not a scan of them per reference).
             Native::Ref1 => match self.only(n, "reference").ok()? {
-                None => return Some(None),
+                None => return Some(Ok(None)),
                 Some(r) => match self.value_of(r, "string")? {
                     [first, ..] if *first != b'#' => true,
-                    _ => return None,
+                    [] => return None,
+                    [_] => return Some(Ok(None)),
+                    _ => {
+                        // The engine compares the text of the value (invalid UTF-8 replaced).
+                        let Some(Val::Str(text)) = self.prim(&Val::Node(r)) else { return None };
+                        let ids = self.cache.contained_ids(self, self.root_resource);
+                        if ids.other {
+                            return None;
+                        }
+                        // `text` starts with the one-byte `#`.
+                        text.as_bytes().get(1..).is_some_and(|id| ids.text.contains(id))
+                    }
                 },
             },
         };
-        Some(Some(result))
+        Some(Ok(Some(result)))
+    }
+
+    /// `dom-3`, `contained.where((('#'+id in (%resource.descendants().reference |
+    /// %resource.descendants().as(canonical) | %resource.descendants().as(uri) |
+    /// %resource.descendants().as(url))) or descendants().where(reference = '#').exists() or
+    /// descendants().where(as(canonical) = '#').exists() or ...).not()).trace('unmatched',
+    /// id).empty()`, for a context with `contained` children: the engine's result in one pass
+    /// over the resource (the engine walks every descendant of the resource once per contained
+    /// resource). `None` in a case left to the engine.
+    ///
+    /// A contained resource is unmatched when its one `id` has a value, `#` followed by it is
+    /// none of the listed values, and no descendant of it refers to its container (`#`). With
+    /// no `id`, or one without a value, the test is empty (never unmatched); with several, or
+    /// a value that is not text, `'#' + id` stops the engine ([`EvalError`]).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
+    fn dom_3(&self) -> Option<Result<Option<bool>, EvalError>> {
+        let doc = self.doc;
+        // The listed values that start with `#`, without it: the ids they point to.
+        let mut local: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        let r = self.resource;
+        let mut d = r + 1;
+        while d < doc.node(r).end {
+            let node = doc.node(d);
+            if node.is_unknown() {
+                d = node.end.max(d + 1);
+                continue;
+            }
+            let item = Val::Node(d);
+            // `descendants().reference`: the children named `reference` of the descendants.
+            let listed = (node.parent != r && self.is_named(d, "reference"))
+                || ["canonical", "uri", "url"].iter().any(|ty| self.is_type(&item, ty));
+            if listed {
+                if self.text_key(&item).is_some() {
+                    if let Some(id) = doc.value(d).strip_prefix(b"#") {
+                        local.insert(id);
+                    }
+                } else if self.prim(&item).is_some() {
+                    // A value that compares otherwise than as text (none in R4: `reference`
+                    // elements are strings or uris): left to the engine.
+                    return None;
+                }
+            }
+            d += 1;
+        }
+        let hash = Val::string("#".into());
+        let mut unmatched = false;
+        for c in doc.children(self.context).filter(|&c| self.is_named(c, "contained")) {
+            let mut ids = doc.children(c).filter(|&i| self.is_named(i, "id"));
+            let id = match (ids.next(), ids.next()) {
+                (None, _) => continue,
+                (Some(_), Some(_)) => return Some(Err(EvalError)),
+                (Some(id), None) => id,
+            };
+            let text = match self.prim(&Val::Node(id)) {
+                None => continue,
+                Some(Val::Str(text)) => text,
+                Some(_) => return Some(Err(EvalError)),
+            };
+            if unmatched || local.contains(text.as_bytes()) {
+                // The result is false already (only a later error can change it), or this one
+                // is referenced.
+                continue;
+            }
+            unmatched = !self.refers_to_container(c, &hash);
+        }
+        Some(Ok(Some(!unmatched)))
+    }
+
+    /// `component.code.where(coding.intersect(%resource.code.coding).exists()).empty()` (the
+    /// right side of `obs-7`): false when a coding of a component's code equals a coding of the
+    /// resource's code. The engine compares every component coding with every resource coding;
+    /// here the resource codings are hashed once by their content ([`Env::deep_hash`], the
+    /// fields [`Env::deep_equal`] compares) and each component coding is compared with those of
+    /// its hash only. `None` (left to the engine) when a coding is not a complex element, whose
+    /// equality [`Env::eq_items`] decides otherwise.
+    fn obs_7(&self) -> Option<bool> {
+        let doc = self.doc;
+        let complex = |c: u32| doc.node(c).ty.is_some_and(|t| defs::kind(t) != Kind::Primitive);
+        let state = std::collections::hash_map::RandomState::new();
+        let mut by_hash: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+        for code in doc.children(self.resource).filter(|&c| self.is_named(c, "code")) {
+            for coding in doc.children(code).filter(|&c| self.is_named(c, "coding")) {
+                if !complex(coding) {
+                    return None;
+                }
+                by_hash.entry(self.deep_hash(&state, coding)).or_default().push(coding);
+            }
+        }
+        if by_hash.is_empty() {
+            return Some(true);
+        }
+        for component in doc.children(self.context).filter(|&c| self.is_named(c, "component")) {
+            for code in doc.children(component).filter(|&c| self.is_named(c, "code")) {
+                for coding in doc.children(code).filter(|&c| self.is_named(c, "coding")) {
+                    if !complex(coding) {
+                        return None;
+                    }
+                    let same = by_hash.get(&self.deep_hash(&state, coding));
+                    if same.is_some_and(|list| list.iter().any(|&r| self.deep_equal(r, coding))) {
+                        return Some(false);
+                    }
+                }
+            }
+        }
+        Some(true)
+    }
+
+    /// A hash of what [`Env::deep_equal`] compares: type, name, value and the known children in
+    /// order (equal elements hash alike).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+    )]
+    fn deep_hash(&self, state: &std::collections::hash_map::RandomState, n: u32) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let doc = self.doc;
+        let mut h = state.build_hasher();
+        // Depth-first over the known descendants, with each node's depth so that the shape is
+        // part of the hash; unknown subtrees are skipped as `deep_equal` skips them.
+        let root_depth = 0u32;
+        let mut stack: Vec<(u32, u32)> = vec![(n, root_depth)];
+        while let Some((c, depth)) = stack.pop() {
+            let node = doc.node(c);
+            depth.hash(&mut h);
+            node.ty.map(|t| t.0).hash(&mut h);
+            node.name.hash(&mut h);
+            doc.value(c).hash(&mut h);
+            let children: Vec<u32> = doc.children(c).filter(|&k| !doc.node(k).is_unknown()).collect();
+            children.len().hash(&mut h);
+            stack.extend(children.into_iter().rev().map(|k| (k, depth + 1)));
+        }
+        h.finish()
+    }
+
+    /// `descendants().where(reference = '#').exists() or descendants().where(as(canonical) =
+    /// '#').exists()` from contained resource `c` (`hash`: the string `#`).
+    fn refers_to_container(&self, c: u32, hash: &Val) -> bool {
+        let doc = self.doc;
+        let mut d = c + 1;
+        while d < doc.node(c).end {
+            let node = doc.node(d);
+            if node.is_unknown() {
+                d = node.end.max(d + 1);
+                continue;
+            }
+            let mut refs = doc.children(d).filter(|&x| self.is_named(x, "reference"));
+            if let (Some(x), None) = (refs.next(), refs.next()) {
+                if self.eq_items(&Val::Node(x), hash) == Some(true) {
+                    return true;
+                }
+            }
+            let item = Val::Node(d);
+            if self.is_type(&item, "canonical") && self.eq_items(&item, hash) == Some(true) {
+                return true;
+            }
+            d += 1;
+        }
+        false
     }
 
     /// Whether the path `e` (an identifier and members, as `contained.meta.security`) from
@@ -555,7 +779,7 @@ impl<'d> Env<'d> {
         clippy::disallowed_methods,
         reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
     )]
-    fn prim(&self, v: &Val) -> Option<Val> {
+    pub(super) fn prim(&self, v: &Val) -> Option<Val> {
         let Val::Node(n) = *v else { return Some(v.clone()) };
         let doc = self.doc;
         let node = doc.node(n);
@@ -624,7 +848,7 @@ impl<'d> Env<'d> {
         clippy::disallowed_methods,
         reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
     )]
-    fn text_key<'v>(&'v self, v: &'v Val) -> Option<&'v [u8]> {
+    pub(super) fn text_key<'v>(&'v self, v: &'v Val) -> Option<&'v [u8]> {
         match v {
             Val::Str(s) => Some(s.as_bytes()),
             Val::Node(n) => {
@@ -643,16 +867,60 @@ impl<'d> Env<'d> {
         }
     }
 
-    /// True when no two items are equal; sorts text keys when every item has one.
+    /// True when no two items are equal ([`Env::eq_items`]). Beyond a few items, without
+    /// comparing every pair: items that compare as text are sorted; complex elements (compared
+    /// by [`Env::deep_equal`], never equal to a text) are hashed by content; primitives without
+    /// a value equal nothing; only what is left (numbers, dates, other values) is compared with
+    /// every other item.
     fn distinct_items(&self, items: &[Val]) -> bool {
-        if items.len() > 8 {
-            let keys: Option<Vec<&[u8]>> = items.iter().map(|v| self.text_key(v)).collect();
-            if let Some(mut keys) = keys {
-                keys.sort_unstable();
-                return keys.windows(2).all(|w| w[0] != w[1]);
+        if items.len() <= 8 {
+            return items.iter().enumerate().all(|(i, v)| !self.contains_item(&items[..i], v));
+        }
+        let doc = self.doc;
+        let state = std::collections::hash_map::RandomState::new();
+        let mut texts: Vec<&[u8]> = Vec::new();
+        let mut complex: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+        let mut rest: Vec<usize> = Vec::new();
+        for (i, v) in items.iter().enumerate() {
+            if let Some(k) = self.text_key(v) {
+                texts.push(k);
+                continue;
+            }
+            let Val::Node(n) = *v else {
+                rest.push(i);
+                continue;
+            };
+            let node = doc.node(n);
+            match node.ty {
+                Some(t) if defs::kind(t) == Kind::Primitive => {
+                    // Without a value it equals nothing (`prim` gives none); with one it is a
+                    // number, a date or a boolean, compared with everything.
+                    if node.has_value() {
+                        rest.push(i);
+                    }
+                }
+                _ => {
+                    let same = complex.entry(self.deep_hash(&state, n)).or_default();
+                    if same.iter().any(|&m| self.deep_equal(m, n)) {
+                        return false;
+                    }
+                    same.push(n);
+                }
             }
         }
-        items.iter().enumerate().all(|(i, v)| !self.contains_item(&items[..i], v))
+        texts.sort_unstable();
+        if texts.windows(2).any(|w| w[0] == w[1]) {
+            return false;
+        }
+        // Each pair with a left-over item, in the order `contains_item` compares it.
+        rest.iter().all(|&i| {
+            items.iter().enumerate().all(|(j, other)| {
+                j == i || {
+                    let (a, b) = if j < i { (other, &items[i]) } else { (&items[i], other) };
+                    self.eq_items(a, b) != Some(true)
+                }
+            })
+        })
     }
 
     /// The items of `items` without repeats, in order.
@@ -1137,8 +1405,10 @@ impl<'d> Env<'d> {
         Ok(out)
     }
 
-    /// `resolve()` within the document: `#id` to a contained resource of the root resource;
-    /// otherwise, inside a Bundle, to an entry by `fullUrl` or by `Type/id`.
+    /// `resolve()` within the document: `#id` to the first contained resource of the root
+    /// resource with that id; otherwise, inside a Bundle, to the first entry whose `fullUrl` is
+    /// the reference or whose resource has the type and id it names. Both by one look-up in an
+    /// index of the document ([`NavCache`]), built once.
     #[expect(
         clippy::disallowed_methods,
         reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
@@ -1150,9 +1420,7 @@ impl<'d> Env<'d> {
             if doc.node(n).has_value() { n } else { doc.named(n, "reference").find(|&c| doc.node(c).has_value())? };
         let reference = doc.value(r);
         if let Some(id) = reference.strip_prefix(b"#") {
-            return doc
-                .named(self.root_resource, "contained")
-                .find(|&c| doc.named(c, "id").any(|i| doc.value(i) == id));
+            return self.cache.contained_ids(self, self.root_resource).first.get(id).copied();
         }
         // The nearest enclosing Bundle.
         let mut cur = doc.node(n).parent;
@@ -1166,22 +1434,33 @@ impl<'d> Env<'d> {
         if cur == NONE {
             return None;
         }
-        for e in doc.named(cur, "entry") {
-            let res = doc.named(e, "resource").next();
-            if doc.named(e, "fullUrl").any(|u| doc.value(u) == reference) {
-                return res;
-            }
-            if let Some(res) = res {
-                let ty = doc.node(res).ty.map(defs::type_name).unwrap_or("");
-                let tail = reference.strip_prefix(ty.as_bytes()).and_then(|t| t.strip_prefix(b"/"));
-                if let Some(id) = tail {
-                    if !ty.is_empty() && doc.named(res, "id").any(|i| doc.value(i) == id) {
-                        return Some(res);
-                    }
-                }
-            }
+        self.cache.bundle_entries(self, cur).resolve(reference)
+    }
+}
+
+/// True for a path from a variable whose functions take no argument but literals
+/// (`%resource.snapshot.element.first().path`, `%resource.x.replaceMatches('a', '')`): its value
+/// is the same for every focus and scope of one environment.
+fn rooted_at_variable(mut e: &Expr) -> bool {
+    let literal = |a: &Expr| {
+        matches!(
+            a,
+            Expr::Empty
+                | Expr::Bool(_)
+                | Expr::Str(_)
+                | Expr::Int(_)
+                | Expr::Dec(_)
+                | Expr::DateTime(_)
+                | Expr::Quantity(..)
+        )
+    };
+    loop {
+        match e {
+            Expr::Member(target, _) => e = target,
+            Expr::Call(Some(target), _, args) if args.iter().all(literal) => e = target,
+            Expr::Var(_) => return true,
+            _ => return false,
         }
-        None
     }
 }
 
@@ -1200,7 +1479,7 @@ pub fn ele_1(doc: &Document, context: u32) -> bool {
 
 /// Whether child `c` is found by navigating to `name` (the test of [`Env::navigate`]).
 #[inline(always)]
-fn is_named(doc: &Document, c: u32, name: &str) -> bool {
+pub(super) fn is_named(doc: &Document, c: u32, name: &str) -> bool {
     let node = doc.node(c);
     let (have, want) = (node.name.as_bytes(), name.as_bytes());
     if want.len() <= have.len() {
@@ -1265,4 +1544,63 @@ fn arithmetic(op: Op, x: Val, y: Val) -> Result<Option<Val>, EvalError> {
             })
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `isDistinct()` without comparing every pair gives what comparing every pair gives, on
+    /// the children and the descendants of every element of the FHIR fixtures and of documents
+    /// with repeats of each kind (text, complex, valueless, numbers equal across types).
+    #[test]
+    fn distinct_items_agree_with_every_pair() {
+        let limits = crate::limits::Limits::default();
+        let mut docs = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/fhir"))];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "json" || e == "xml") {
+                    if let Ok(doc) = crate::formats::fhir::read(std::fs::read(&path).expect("read"), &limits) {
+                        docs.push(doc);
+                    }
+                }
+            }
+        }
+        let crafted = [
+            r#"{"resourceType":"Questionnaire","status":"draft","item":[{"linkId":"a","type":"string"},{"linkId":"b","type":"string"},{"linkId":"c","type":"string"},{"linkId":"d","type":"string"},{"linkId":"e","type":"string"},{"linkId":"f","type":"string"},{"linkId":"g","type":"string"},{"linkId":"h","type":"string"},{"_linkId":{"extension":[{"url":"http://x.org/e","valueString":"s"}]},"type":"string"},{"_linkId":{"extension":[{"url":"http://x.org/e","valueString":"s"}]},"type":"string"}]}"#,
+            r#"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"s","code":"1"},{"system":"s","code":"2"},{"system":"s","code":"3"},{"system":"s","code":"4"},{"system":"s","code":"5"},{"system":"s","code":"6"},{"system":"s","code":"7"},{"system":"s","code":"8"},{"system":"s","code":"2"}]},"component":[{"code":{"text":"a"},"valueInteger":1},{"code":{"text":"a"},"valueQuantity":{"value":1.0}},{"code":{"text":"a"},"valueDateTime":"2020"},{"code":{"text":"a"},"valueDateTime":"2020-01"},{"code":{"text":"a"},"valueString":"2020"},{"code":{"text":"a"},"valueBoolean":true},{"code":{"text":"a"},"valueInteger":2},{"code":{"text":"a"},"valueBoolean":true},{"code":{"text":"a"},"valueString":"x"}]}"#,
+        ];
+        for c in crafted {
+            docs.push(crate::formats::fhir::read(c.as_bytes().to_vec(), &limits).expect("reads"));
+        }
+        let mut checked = (0usize, 0usize);
+        for doc in &docs {
+            let cache = NavCache::default();
+            let env = Env::new(doc, 0, 0, 0, &cache);
+            for n in 0..doc.nodes().len() as u32 {
+                let children: Vec<Val> =
+                    doc.children(n).filter(|&c| !doc.node(c).is_unknown()).map(Val::Node).collect();
+                // The values of the children's children too (`component.value`), as nodes.
+                let grandchildren: Vec<Val> = children
+                    .iter()
+                    .flat_map(
+                        |c| if let Val::Node(c) = c { doc.children(*c).collect::<Vec<u32>>() } else { Vec::new() },
+                    )
+                    .filter(|&c| !doc.node(c).is_unknown())
+                    .map(Val::Node)
+                    .collect();
+                for items in [children, grandchildren] {
+                    let pairwise = items.iter().enumerate().all(|(i, v)| !env.contains_item(&items[..i], v));
+                    assert_eq!(env.distinct_items(&items), pairwise, "node {n}");
+                    checked.0 += usize::from(items.len() > 8);
+                    checked.1 += usize::from(items.len() > 8 && !pairwise);
+                }
+            }
+        }
+        assert!(checked.0 > 50 && checked.1 > 0, "{checked:?}");
+    }
 }

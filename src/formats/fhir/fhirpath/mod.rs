@@ -16,6 +16,7 @@
 
 pub mod eval;
 pub mod html;
+mod index;
 pub mod parse;
 pub mod value;
 
@@ -113,7 +114,7 @@ fn applicable(doc: &Document, i: u32) -> impl Iterator<Item = u16> + use<> {
 }
 
 /// The environment of the invariants of node `i`.
-fn env_for<'d>(doc: &'d Document, i: u32, cache: &'d eval::NavCache) -> eval::Env<'d> {
+fn env_for<'d>(doc: &'d Document, i: u32, cache: &'d eval::NavCache<'d>) -> eval::Env<'d> {
     let resource = doc.resource_of(i);
     let res_node = doc.node(resource);
     let root_resource = if res_node.name == "contained" && res_node.parent != NONE {
@@ -174,7 +175,7 @@ struct Run<'d> {
     doc: &'d Document,
     /// Keys already reported `INVARIANT_UNCHECKED`.
     unchecked: Vec<&'static str>,
-    cache: &'d eval::NavCache,
+    cache: &'d eval::NavCache<'d>,
     ele_1: Option<u16>,
     natives: &'static [eval::Native],
 }
@@ -192,7 +193,10 @@ impl<'d> Run<'d> {
                 Some(Ok(expr)) => {
                     let env = env.get_or_insert_with(|| env_for(doc, i, self.cache));
                     let native = self.natives.get(usize::from(c)).copied().unwrap_or(eval::Native::None);
-                    env.native(native, expr).or_else(|| env.run(expr).ok())
+                    match env.native(native, expr) {
+                        Some(decided) => decided.ok(),
+                        None => env.run(expr).ok(),
+                    }
                 }
                 _ => None,
             }
@@ -238,7 +242,7 @@ pub(crate) fn natives_agree(docs: &[(String, Document)]) -> std::collections::BT
                 let Some(Ok(expr)) = compiled(c) else { panic!("compiles") };
                 let Some(result) = env.native(natives[usize::from(c)], expr) else { continue };
                 let key = defs::constraint(c).map_or("", |d| d.key);
-                assert_eq!(env.run(expr), Ok(result), "{name} node {i} {key}");
+                assert_eq!(env.run(expr), result, "{name} node {i} {key}");
                 *decided.entry(key).or_insert(0) += 1;
             }
         }
@@ -288,6 +292,112 @@ mod tests {
         ] {
             assert!(decided.get(key).copied().unwrap_or(0) > 0, "{key} never decided natively");
         }
+    }
+
+    fn read(json: &str) -> Document {
+        crate::formats::fhir::read(json.as_bytes().to_vec(), &crate::limits::Limits::default()).expect("reads")
+    }
+
+    /// The invariant keys violated in a document, in order.
+    fn violated(doc: &Document) -> Vec<String> {
+        super::super::validate::validate(doc, super::super::validate::Options::default())
+            .iter()
+            .filter(|d| d.code == Code::INVARIANT_VIOLATED || d.code == Code::INVARIANT_UNCHECKED)
+            .map(|d| format!("{} {}", d.code.as_str(), d.location))
+            .collect()
+    }
+
+    /// `dom-3` and `ref-1`, decided from the indexes of the document, agree with the engine on
+    /// every case their expressions distinguish: a contained resource referenced by a
+    /// `reference`, a `canonical`, a `uri` or a `url`, one that refers to its container (`#`),
+    /// one without an id or whose id has no value, two ids (the engine stops: unchecked), a
+    /// local reference to a missing id and `#` alone.
+    #[test]
+    fn contained_resources_indexed_once_agree_with_the_engine() {
+        let cases = [
+            r##"{"resourceType":"MedicationRequest","contained":[{"resourceType":"Medication","id":"a"},{"resourceType":"Medication","id":"b"},{"resourceType":"Medication","id":"c"}],"status":"active","intent":"order","subject":{"reference":"Patient/x"},"medicationReference":{"reference":"#a"},"supportingInformation":[{"reference":"#zz"},{"reference":"#"}]}"##,
+            r##"{"resourceType":"Questionnaire","status":"draft","contained":[{"resourceType":"ValueSet","id":"vs","status":"draft"},{"resourceType":"ValueSet","id":"u","status":"draft","compose":{"include":[{"valueSet":["#"]}]}},{"resourceType":"Patient"},{"resourceType":"Patient","_id":{"extension":[{"url":"http://x.org/e","valueString":"s"}]}}],"item":[{"linkId":"1","type":"choice","answerValueSet":"#vs"}]}"##,
+            r##"{"resourceType":"Patient","contained":[{"resourceType":"Patient","id":"p","link":[{"other":{"reference":"#"},"type":"seealso"}]},{"resourceType":"Organization","id":"o","name":"n"}],"managingOrganization":{"reference":"#o"}}"##,
+            r##"{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"o","name":"n"}],"implicitRules":"#o"}"##,
+            r##"{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"o","name":"n"},{"resourceType":"Organization","id":"q","name":"n"}],"managingOrganization":{"reference":"#o"}}"##,
+        ];
+        let docs: Vec<(String, Document)> =
+            cases.iter().enumerate().map(|(k, c)| (format!("case {k}"), read(c))).collect();
+        let decided = natives_agree(&docs);
+        for key in ["dom-3", "ref-1"] {
+            assert!(decided.get(key).copied().unwrap_or(0) >= 3, "{key} decided {decided:?}");
+        }
+        let verdicts: Vec<Vec<String>> = docs.iter().map(|(_, d)| violated(d)).collect();
+        assert!(verdicts[0].iter().any(|v| v.ends_with("MedicationRequest/invariant:dom-3")), "{:?}", verdicts[0]);
+        assert!(
+            verdicts[0].iter().any(|v| v.contains("supportingInformation[0]/invariant:ref-1")),
+            "{:?}",
+            verdicts[0]
+        );
+        assert!(!verdicts[0].iter().any(|v| v.contains("supportingInformation[1]")), "{:?}", verdicts[0]);
+        assert!(!verdicts[1].iter().any(|v| v.contains("dom-3")), "{:?}", verdicts[1]);
+        assert!(!verdicts[2].iter().any(|v| v.contains("dom-3")), "{:?}", verdicts[2]);
+        assert!(!verdicts[3].iter().any(|v| v.contains("dom-3")), "{:?}", verdicts[3]);
+        assert!(verdicts[4].iter().any(|v| v.ends_with("Patient/invariant:dom-3")), "{:?}", verdicts[4]);
+    }
+
+    /// `obs-7` decided with the resource codings hashed once, and `sdf-8` with the path from
+    /// `%resource` evaluated once, agree with the engine: a component coding equal to one of the
+    /// code (also with the same extension), one that differs only in an extension or a display,
+    /// no value.
+    #[test]
+    fn one_pass_invariants_agree_with_the_engine() {
+        let cases = [
+            r##"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"1-1"},{"system":"http://loinc.org","code":"2-2","display":"d"}]},"valueString":"x","component":[{"code":{"coding":[{"system":"http://loinc.org","code":"3-3"}]}},{"code":{"coding":[{"system":"http://loinc.org","code":"2-2","display":"d"}]}}]}"##,
+            r##"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"2-2","display":"d"}]},"valueString":"x","component":[{"code":{"coding":[{"system":"http://loinc.org","code":"2-2","display":"e"}]}},{"code":{"coding":[{"extension":[{"url":"http://x.org/e","valueString":"s"}],"system":"http://loinc.org","code":"2-2","display":"d"}]}}]}"##,
+            r##"{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"2-2"}]},"component":[{"code":{"coding":[{"system":"http://loinc.org","code":"2-2"}]}}]}"##,
+            r##"{"resourceType":"Observation","status":"final","code":{"text":"t"},"valueString":"x","component":[{"code":{"coding":[{"system":"http://loinc.org","code":"2-2"}]}}]}"##,
+            r##"{"resourceType":"StructureDefinition","url":"http://x.org/sd","name":"X","status":"draft","kind":"resource","abstract":false,"type":"Patient","snapshot":{"element":[{"id":"Patient","path":"Patient"},{"id":"Patient.a","path":"Patient.a"},{"id":"Other.b","path":"Other.b"}]},"differential":{"element":[{"id":"Patient","path":"Patient"},{"id":"Patient.a","path":"Patient.a"}]}}"##,
+        ];
+        let docs: Vec<(String, Document)> =
+            cases.iter().enumerate().map(|(k, c)| (format!("case {k}"), read(c))).collect();
+        let decided = natives_agree(&docs);
+        assert!(decided.get("obs-7").copied().unwrap_or(0) >= 4, "{decided:?}");
+        let verdicts: Vec<Vec<String>> = docs.iter().map(|(_, d)| violated(d)).collect();
+        assert!(verdicts[0].iter().any(|v| v.ends_with("Observation/invariant:obs-7")), "{:?}", verdicts[0]);
+        for (k, v) in verdicts.iter().enumerate().take(4).skip(1) {
+            assert!(!v.iter().any(|v| v.contains("obs-7")), "{k} {v:?}");
+        }
+        assert!(verdicts[4].iter().any(|v| v.ends_with("snapshot/invariant:sdf-8")), "{:?}", verdicts[4]);
+    }
+
+    /// `resolve()` (in `ctm-1`) through the indexes: a local reference to the first contained
+    /// resource with the id; in a Bundle, the first entry by `fullUrl` or by type and id.
+    #[test]
+    fn resolve_by_index() {
+        let contained = read(
+            r##"{"resourceType":"CareTeam","contained":[{"resourceType":"Practitioner","id":"a"},{"resourceType":"Patient","id":"b"},{"resourceType":"Patient","id":"a"}],"participant":[{"member":{"reference":"#a"},"onBehalfOf":{"reference":"Organization/o"}},{"member":{"reference":"#b"},"onBehalfOf":{"reference":"Organization/o"}},{"member":{"reference":"#none"},"onBehalfOf":{"reference":"Organization/o"}}]}"##,
+        );
+        let v = violated(&contained);
+        let ctm: Vec<&String> = v.iter().filter(|s| s.contains("ctm-1")).collect();
+        assert_eq!(ctm, ["INVARIANT_VIOLATED CareTeam.participant[1]/invariant:ctm-1"], "{v:?}");
+
+        let bundle = read(
+            r##"{"resourceType":"Bundle","type":"collection","entry":[
+              {"fullUrl":"http://x.org/fhir/Patient/p","resource":{"resourceType":"Patient","id":"p"}},
+              {"fullUrl":"urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0","resource":{"resourceType":"Practitioner","id":"p"}},
+              {"fullUrl":"Practitioner/p","resource":{"resourceType":"Patient","id":"q"}},
+              {"resource":{"resourceType":"CareTeam","participant":[
+                {"member":{"reference":"urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0"},"onBehalfOf":{"reference":"Organization/o"}},
+                {"member":{"reference":"Practitioner/p"},"onBehalfOf":{"reference":"Organization/o"}},
+                {"member":{"reference":"http://x.org/fhir/Patient/p"},"onBehalfOf":{"reference":"Organization/o"}},
+                {"member":{"reference":"Patient/q"},"onBehalfOf":{"reference":"Organization/o"}}]}}]}"##,
+        );
+        let v = violated(&bundle);
+        let ctm: Vec<&String> = v.iter().filter(|s| s.contains("ctm-1")).collect();
+        assert_eq!(
+            ctm,
+            [
+                "INVARIANT_VIOLATED Bundle.entry[3].resource.participant[2]/invariant:ctm-1",
+                "INVARIANT_VIOLATED Bundle.entry[3].resource.participant[3]/invariant:ctm-1",
+            ],
+            "{v:?}"
+        );
     }
 
     /// The native `ele-1` agrees with the engine on every element of the FHIR fixtures.
