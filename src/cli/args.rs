@@ -333,7 +333,36 @@ pub struct McpArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub limits: McpLimitArgs,
+}
+
+/// The MCP server's limits: the same as the commands', but a message of at most 32 MiB by
+/// default. A tool's content arrives on one JSON-RPC line that must be held whole to be
+/// parsed: the cap keeps the server's memory bounded (a line over it is refused as soon as it
+/// passes it), and an agent's context could not hold a larger reply anyway.
+#[derive(Debug, Args)]
+pub struct McpLimitArgs {
+    /// Largest message of a tool call (its content, decoded), in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 32 * 1024 * 1024)]
+    pub max_input_bytes: u64,
+    /// Most segments in one message.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub max_segments: u32,
+    /// Longest single field, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_field_bytes: u32,
+}
+
+impl McpLimitArgs {
+    /// The resolved limits.
+    pub fn limits(&self) -> crate::limits::Limits {
+        crate::limits::Limits {
+            max_input_bytes: self.max_input_bytes,
+            max_segments: self.max_segments,
+            max_field_bytes: self.max_field_bytes,
+            ..crate::limits::Limits::default()
+        }
+    }
 }
 
 /// `convert` options.
