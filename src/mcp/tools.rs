@@ -111,8 +111,18 @@ impl Tool {
                  `content_base64` instead of `content` when the redacted bytes are not UTF-8."
             }
         };
-        let formats: Vec<&str> =
-            Format::ALL.iter().filter(|f| f.supports(self.operation())).map(|f| f.as_str()).collect();
+        // The formats, then the aliases `format` also takes (mllp: HL7 v2 in MLLP frames).
+        let formats: Vec<&str> = Format::ALL
+            .iter()
+            .filter(|f| f.supports(self.operation()))
+            .map(|f| f.as_str())
+            .chain(
+                crate::formats::ALIASES
+                    .iter()
+                    .filter(|(_, f, _)| f.supports(self.operation()))
+                    .map(|(name, _, _)| *name),
+            )
+            .collect();
         let formats = if formats.is_empty() { "none yet".to_owned() } else { formats.join(", ") };
         let input = "Pass the message as text in `content` (or as base64 in `content_base64` for binary \
                      input), and `format` when you know it (omitted means detect).";

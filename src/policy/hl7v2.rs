@@ -164,7 +164,14 @@ pub struct Redactor<'p> {
     field_rules: Vec<u16>,
     scratch: Vec<u8>,
     scratch2: Vec<u8>,
+    /// Leaves already typed: the kind of leaf `c`.`s` of a field depends only on the version's
+    /// definitions and the field's (static) definition, so it is looked up once per input.
+    leaves: std::collections::HashMap<LeafKey, keep::Leaf>,
 }
+
+/// What a leaf's kind depends on: the schema and the field's type (by address: both are
+/// `'static` table entries), the field's table and flags, and the position.
+type LeafKey = (usize, usize, usize, Option<u16>, [bool; 3], u32, u32);
 
 fn field_plan(policy: &Policy, seg_rules: &[u16], n: u32, obx5: bool, rules: &mut Vec<u16>) {
     rules.clear();
@@ -181,6 +188,7 @@ impl<'p> Redactor<'p> {
             plans: Vec::new(),
             plan_index: BTreeMap::new(),
             field_rules: Vec::new(),
+            leaves: std::collections::HashMap::new(),
             scratch: Vec::new(),
             scratch2: Vec::new(),
         }
@@ -356,6 +364,21 @@ impl<'p> Redactor<'p> {
         }
     }
 
+    /// The types and kind of leaf `c`.`s` of the field (memoized).
+    fn leaf(&mut self, fc: &FieldCtx<'_>, c: u32, s: u32) -> keep::Leaf {
+        let f = &fc.field;
+        let key = (
+            std::ptr::from_ref(fc.schema) as usize,
+            f.ty.as_ptr() as usize,
+            f.ty.len(),
+            f.table,
+            [f.units, f.sub_id, f.value_type],
+            c,
+            s,
+        );
+        *self.leaves.entry(key).or_insert_with(|| keep::leaf(fc.schema, f, c, s))
+    }
+
     /// The first rule of the field that decides leaf `r`.`c`.`s`.
     fn decide(&self, fc: &FieldCtx<'_>, r: u32, c: u32, s: u32, leaf: &keep::Leaf) -> Option<u16> {
         let age = fc.age.is_some() && leaf.types.iter().rev().find(|t| !t.is_empty()) == Some(&"NM");
@@ -390,7 +413,7 @@ impl<'p> Redactor<'p> {
                 for (si, sub) in comp.split(|b| *b == d.subcomponent).enumerate() {
                     if !sub.is_empty() {
                         let (r, c, s) = (ri as u32 + 1, ci as u32 + 1, si as u32 + 1);
-                        let leaf = keep::leaf(fc.schema, &fc.field, c, s);
+                        let leaf = self.leaf(fc, c, s);
                         match self.decide(fc, r, c, s, &leaf) {
                             Some(i) => {
                                 self.counts.rule(usize::from(i));
