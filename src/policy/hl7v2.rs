@@ -166,7 +166,44 @@ pub struct Redactor<'p> {
     scratch2: Vec<u8>,
     /// Leaves already typed: the kind of leaf `c`.`s` of a field depends only on the version's
     /// definitions and the field's (static) definition, so it is looked up once per input.
-    leaves: std::collections::HashMap<LeafKey, keep::Leaf>,
+    leaves: std::collections::HashMap<LeafKey, keep::Leaf, std::hash::BuildHasherDefault<LeafHasher>>,
+}
+
+/// A multiply-rotate hasher for [`LeafKey`]s (addresses of static tables and small positions):
+/// SipHash of the key cost more than the lookup it saves.
+#[derive(Default, Debug)]
+struct LeafHasher(u64);
+
+impl std::hash::Hasher for LeafHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
 }
 
 /// What a leaf's kind depends on: the schema and the field's type (by address: both are
@@ -188,7 +225,7 @@ impl<'p> Redactor<'p> {
             plans: Vec::new(),
             plan_index: BTreeMap::new(),
             field_rules: Vec::new(),
-            leaves: std::collections::HashMap::new(),
+            leaves: std::collections::HashMap::default(),
             scratch: Vec::new(),
             scratch2: Vec::new(),
         }
