@@ -281,6 +281,11 @@ impl Obj {
     pub fn write(&self, out: &mut Vec<u8>) {
         direct::write_object(&self.0, out);
     }
+
+    /// The JSON values it is written as (itself included).
+    pub fn count_values(&self) -> usize {
+        1 + self.0.iter().filter(|(_, v)| !v.is_empty()).map(|(_, v)| direct::count_values(v)).sum::<usize>()
+    }
 }
 
 crate::debug_placeholder!(V, Obj);

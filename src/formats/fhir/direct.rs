@@ -15,6 +15,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::diag::{Code, Diagnostic, Location, Severity};
 use crate::limits::Limits;
 use crate::phi::Phi;
 
@@ -92,6 +93,44 @@ pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) 
 /// The document's input bytes are not kept (the caller has them in `out`): it serves
 /// validation, not `fmt`.
 pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) -> Option<Document> {
+    match write_and_read_with(root, None, out, limits, true, None) {
+        Written::Built(doc) => Some(doc),
+        Written::ReadBack | Written::Fatal(_) => None,
+    }
+}
+
+/// What [`write_and_read_with`] wrote.
+#[derive(Debug)]
+pub enum Written {
+    /// The element tree, as the reader would read the bytes.
+    Built(Document),
+    /// The bytes must be read back (all of them are in `out`).
+    ReadBack,
+    /// Reading the bytes back fails with this fatal finding (`CLI_INPUT_TOO_LARGE` at the
+    /// offset where the reader stops), known without them: some may have been spilled.
+    Fatal(Diagnostic),
+}
+
+/// Bytes kept in `out` before they are handed to the spill (once they need not be read back);
+/// small in unit tests, so that the fixtures' Bundles are spilled.
+const SPILL_AT: usize = if cfg!(test) { 512 } else { 256 * 1024 };
+
+/// [`write_and_read`] for a large document: the last member of the root object, `tail.0`, is an
+/// array whose items come from `tail.1` one at a time (each dropped once written), so that the
+/// whole tree is never held; without `build` the element tree is not built (the caller knows
+/// that the document passes the reader's node limit). Once the reader is known to stop at a
+/// limit (the fatal finding is then known without the bytes), the bytes written are handed to
+/// `spill` (the start of `out` included) every [`SPILL_AT`] bytes and removed from `out`
+/// (wiped). The bytes handed to `spill`, then `out`, are exactly what writing the whole tree
+/// gives.
+pub fn write_and_read_with<'o, T: Value>(
+    root: &T,
+    tail: Option<(&'static str, &mut dyn Iterator<Item = T>)>,
+    out: &'o mut Vec<u8>,
+    limits: &Limits,
+    build: bool,
+    spill: Option<&'o mut dyn FnMut(&[u8])>,
+) -> Written {
     // Node and value-buffer sizes of the recent documents (the largest, decaying by an eighth
     // per document): the next one (the next message of a stream) is sized from them instead of
     // growing step by step. Shared by the threads (a converting thread lives for one batch of
@@ -101,7 +140,9 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
     let (nodes, text) = (LAST_NODES.load(Ordering::Relaxed), LAST_TEXT.load(Ordering::Relaxed));
     let base = out.len();
     let mut b = Builder::new(limits.max_segments);
-    b.nodes.reserve(nodes + nodes / 8);
+    if build {
+        b.nodes.reserve(nodes + nodes / 8);
+    }
     let mut children = CHILD_CACHE.take();
     if children.len() != CHILD_SLOTS {
         children = vec![None; CHILD_SLOTS];
@@ -111,29 +152,66 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
         children,
         plain_keys: [(0, 0); PLAIN_SLOTS],
         base,
+        flushed: 0,
+        spill,
+        limit: Limit::None,
         b,
-        values: Vec::with_capacity(text + text / 8),
-        building: true,
+        values: Vec::with_capacity(if build { text + text / 8 } else { 0 }),
+        building: build,
         json_values: 0,
         limits,
     };
     match root.json() {
-        Json::Obj(members) => w.resource(members, NONE, None, 0, 0, 0),
+        Json::Obj(members) => w.resource(members, tail, NONE, None, 0, 0, 0),
         _ => {
             w.building = false;
+            w.limit = Limit::Unknown;
             write(root, w.out);
         }
     }
-    let Walk { b, values, building, json_values, out, children, .. } = w;
+    let total = w.len();
+    let Walk { b, values, building, json_values, children, limit, .. } = w;
     CHILD_CACHE.set(children);
-    LAST_NODES.store(b.nodes.len().max(nodes - nodes / 8), Ordering::Relaxed);
-    LAST_TEXT.store(values.len().max(text - text / 8), Ordering::Relaxed);
+    if build {
+        LAST_NODES.store(b.nodes.len().max(nodes - nodes / 8), Ordering::Relaxed);
+        LAST_TEXT.store(values.len().max(text - text / 8), Ordering::Relaxed);
+    }
     // Wiped when dropped, on either path.
     let values = Phi::new(values);
-    if !building || json_values > limits.max_segments as usize || out.len() - base > u32::MAX as usize - 1 {
-        return None;
+    // The reader's first check: the length of its input.
+    if total > u32::MAX as usize - 1 {
+        return Written::Fatal(too_large(0));
     }
-    Some(Document { input: Phi::new(Vec::new()), values, nodes: b.nodes, syntax: Syntax::Json, findings: b.findings })
+    if let Limit::Exact(offset) = limit {
+        return Written::Fatal(too_large(offset));
+    }
+    if !building || json_values > limits.max_segments as usize {
+        return Written::ReadBack;
+    }
+    Written::Built(Document {
+        input: Phi::new(Vec::new()),
+        values,
+        nodes: b.nodes,
+        syntax: Syntax::Json,
+        findings: b.findings,
+    })
+}
+
+/// The reader's fatal finding for a limit reached at `offset`.
+fn too_large(offset: u32) -> Diagnostic {
+    Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Offset(u64::from(offset))).with_severity(Severity::Fatal)
+}
+
+/// Where the JSON reader would first stop on the bytes written so far.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Limit {
+    /// Nowhere yet.
+    None,
+    /// At this offset: a value beyond the node limit, or a container at the depth limit.
+    Exact(u32),
+    /// Somewhere the walk does not locate (a string over the length limit, a number that is
+    /// not one): only reading the bytes back tells.
+    Unknown,
 }
 
 struct Walk<'o, 'l> {
@@ -143,6 +221,11 @@ struct Walk<'o, 'l> {
     /// Keys (address and length) known to need no escape, by [`Walk::key`].
     plain_keys: [(usize, usize); PLAIN_SLOTS],
     base: usize,
+    /// Bytes of the document already handed to `spill` (and removed from `out`).
+    flushed: usize,
+    spill: Option<&'o mut dyn FnMut(&[u8])>,
+    /// Where the reader would first stop.
+    limit: Limit,
     b: Builder,
     /// The primitive values, each a span of this buffer.
     values: Vec<u8>,
@@ -245,8 +328,101 @@ impl Walk<'_, '_> {
         found
     }
 
+    /// Bytes of the document written so far (spilled ones included).
+    fn len(&self) -> usize {
+        self.flushed + self.out.len() - self.base
+    }
+
     fn offset(&self) -> u32 {
-        u32::try_from(self.out.len() - self.base).unwrap_or(u32::MAX)
+        u32::try_from(self.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Counts a JSON value about to be written at the current offset (at `depth` when it is a
+    /// container) as the reader does: past the node limit, or a container at the depth limit,
+    /// is where it stops.
+    fn count(&mut self, container_depth: Option<u32>) {
+        self.json_values += 1;
+        let deep = container_depth.is_some_and(|d| d >= self.limits.max_depth);
+        if deep || self.json_values > self.limits.max_segments as usize {
+            self.stop();
+            if self.limit == Limit::None {
+                self.limit = Limit::Exact(self.offset());
+            }
+        }
+    }
+
+    /// A value the reader may stop in without the walk knowing where.
+    fn unknown(&mut self) {
+        self.stop();
+        if self.limit == Limit::None {
+            self.limit = Limit::Unknown;
+        }
+    }
+
+    /// Hands the bytes written so far to the spill once they need not be read back (the reader
+    /// stops at a known place), every [`SPILL_AT`] bytes.
+    fn spill_some(&mut self) {
+        if self.out.len() < SPILL_AT || !matches!(self.limit, Limit::Exact(_)) {
+            return;
+        }
+        let Some(spill) = self.spill.as_mut() else { return };
+        spill(self.out);
+        self.flushed += self.out.len() - self.base;
+        self.base = 0;
+        crate::phi::wipe_keep(self.out);
+    }
+
+    /// Writes `v` at `depth` without building, counting its values as the reader would.
+    fn rest<T: Value>(&mut self, v: &T, depth: u32) {
+        if self.limit != Limit::None {
+            write(v, self.out);
+            return;
+        }
+        match v.json() {
+            Json::Obj(members) => self.rest_object(members, depth),
+            Json::Arr(items) => {
+                self.count(Some(depth));
+                self.out.push(b'[');
+                let mut first = true;
+                for item in items.iter().filter(|v| !v.is_empty()) {
+                    if !first {
+                        self.out.push(b',');
+                    }
+                    first = false;
+                    self.rest(item, depth + 1);
+                }
+                self.out.push(b']');
+            }
+            json => {
+                self.count(None);
+                match json {
+                    Json::Str(s) if s.len() > self.limits.max_field_bytes as usize => self.unknown(),
+                    Json::Num(n) if !is_number(n.as_bytes()) => self.unknown(),
+                    _ => {}
+                }
+                write(v, self.out);
+            }
+        }
+    }
+
+    /// [`Walk::rest`] for an object's members.
+    fn rest_object<T: Value>(&mut self, members: &[(&'static str, T)], depth: u32) {
+        if self.limit != Limit::None {
+            write_object(members, self.out);
+            return;
+        }
+        self.count(Some(depth));
+        self.out.push(b'{');
+        let mut first = true;
+        for (key, v) in members.iter().filter(|(_, v)| !v.is_empty()) {
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            self.key(key);
+            self.rest(v, depth + 1);
+        }
+        self.out.push(b'}');
     }
 
     /// Stops building; the caller writes what is left.
@@ -256,10 +432,7 @@ impl Walk<'_, '_> {
 
     /// Counts a container at `depth` against the limits.
     fn container(&mut self, depth: u32) {
-        self.json_values += 1;
-        if depth >= self.limits.max_depth {
-            self.stop();
-        }
+        self.count(Some(depth));
     }
 
     fn open(&mut self, node: model::Node) -> u32 {
@@ -275,22 +448,18 @@ impl Walk<'_, '_> {
     /// Writes a scalar (counted) and returns its JSON kind, or `None` for a container.
     fn scalar<T: Value>(&mut self, v: &T) -> Option<(ValueKind, Span)> {
         let (kind, text): (ValueKind, &[u8]) = match v.json() {
-            Json::Str(s) => {
-                if s.len() > self.limits.max_field_bytes as usize {
-                    self.stop();
-                }
-                (ValueKind::String, s.as_bytes())
-            }
-            Json::Num(n) => {
-                if !is_number(n.as_bytes()) {
-                    self.stop();
-                }
-                (ValueKind::Number, n.as_bytes())
-            }
+            Json::Str(s) => (ValueKind::String, s.as_bytes()),
+            Json::Num(n) => (ValueKind::Number, n.as_bytes()),
             Json::Bool(b) => (ValueKind::Bool, if b { b"true" } else { b"false" }),
             _ => return None,
         };
-        self.json_values += 1;
+        // The reader counts the value before it reads it.
+        self.count(None);
+        match v.json() {
+            Json::Str(s) if s.len() > self.limits.max_field_bytes as usize => self.unknown(),
+            Json::Num(n) if !is_number(n.as_bytes()) => self.unknown(),
+            _ => {}
+        }
         write(v, self.out);
         let span = Span { start: self.values.len() as u32, len: text.len() as u32 };
         self.values.extend_from_slice(text);
@@ -299,9 +468,11 @@ impl Walk<'_, '_> {
 
     /// A resource held by `elem` of `parent` (or the root when `parent` is `NONE`), written at
     /// the current position (an object at `depth`).
+    #[allow(clippy::too_many_arguments)]
     fn resource<T: Value>(
         &mut self,
         members: &[(&'static str, T)],
+        tail: Option<(&'static str, &mut dyn Iterator<Item = T>)>,
         parent: u32,
         elem: Option<ElemRef>,
         index: u32,
@@ -315,7 +486,12 @@ impl Walk<'_, '_> {
             });
         let Some(t) = ty else {
             self.stop();
-            write_object(members, self.out);
+            self.rest_object(members, depth);
+            if let Some((_, items)) = tail {
+                // Not built: only the root takes a tail, and a root without a type is not a
+                // resource the converter writes.
+                items.for_each(drop);
+            }
             return;
         };
         let mut node = model::blank(parent, offset);
@@ -330,14 +506,17 @@ impl Walk<'_, '_> {
             _ => defs::type_name(t),
         };
         let i = self.open(node);
-        self.members(members, i, ElemRef { ty: t, idx: 0 }, true, false, depth);
+        self.members(members, tail, i, ElemRef { ty: t, idx: 0 }, true, false, depth);
         self.b.close(i);
     }
 
-    /// The members of an object at `depth`, children of node `parent` defined under `ctx`.
+    /// The members of an object at `depth`, children of node `parent` defined under `ctx`;
+    /// then the array member `tail.0` with the items of `tail.1` (see [`write_and_read_with`]).
+    #[allow(clippy::too_many_arguments)]
     fn members<T: Value>(
         &mut self,
         members: &[(&'static str, T)],
+        tail: Option<(&'static str, &mut dyn Iterator<Item = T>)>,
         parent: u32,
         ctx: ElemRef,
         is_resource: bool,
@@ -357,13 +536,13 @@ impl Walk<'_, '_> {
             let key_offset = self.offset();
             self.key(key);
             if !self.building {
-                write(v, self.out);
+                self.rest(v, depth + 1);
                 continue;
             }
             if is_resource && *key == "resourceType" {
                 if self.scalar(v).is_none() {
                     self.stop();
-                    write(v, self.out);
+                    self.rest(v, depth + 1);
                 }
                 continue;
             }
@@ -379,13 +558,12 @@ impl Walk<'_, '_> {
             let found = if twin || (primitive_ext && base == "value") { None } else { self.child(ctx, base) };
             let Some((elem, choice_ty)) = found else {
                 self.stop();
-                write(v, self.out);
+                self.rest(v, depth + 1);
                 continue;
             };
             let Some(def) = defs::element(elem) else {
-                // The reader skips it too.
-                self.json_values += count_values(v);
-                write(v, self.out);
+                // The reader skips it too (its values are counted).
+                self.rest(v, depth + 1);
                 continue;
             };
             let ty = match choice_ty {
@@ -396,7 +574,7 @@ impl Walk<'_, '_> {
             let primitive = matches!(ty, TypeRef::Type(t) if defs::kind(t) == Kind::Primitive);
             if is_ext && (!primitive || repeats) {
                 self.stop();
-                write(v, self.out);
+                self.rest(v, depth + 1);
                 continue;
             }
             match v.json() {
@@ -411,23 +589,90 @@ impl Walk<'_, '_> {
                         if self.building {
                             self.item(item, parent, elem, def.name, ty, index, key_offset, depth + 2, false);
                         } else {
-                            write(item, self.out);
+                            self.rest(item, depth + 2);
                         }
                     }
                     self.out.push(b']');
                 }
                 Json::Arr(_) => {
                     self.stop();
-                    write(v, self.out);
+                    self.rest(v, depth + 1);
                 }
                 _ if repeats => {
                     self.stop();
-                    write(v, self.out);
+                    self.rest(v, depth + 1);
                 }
                 _ => self.item(v, parent, elem, def.name, ty, 0, key_offset, depth + 1, is_ext),
             }
         }
+        if let Some((key, items)) = tail {
+            self.tail(key, items, parent, ctx, !first, depth);
+        }
         self.out.push(b'}');
+    }
+
+    /// The array member `key` of the object at `depth` (node `parent`, defined under `ctx`),
+    /// after `after` members, with the items of `items`: what [`Walk::members`] writes and
+    /// builds for an array member, an item at a time, each dropped once written (the bytes
+    /// spilled when they may be).
+    #[allow(clippy::too_many_arguments)]
+    fn tail<T: Value>(
+        &mut self,
+        key: &'static str,
+        items: &mut dyn Iterator<Item = T>,
+        parent: u32,
+        ctx: ElemRef,
+        after: bool,
+        depth: u32,
+    ) {
+        // (element, name, type) once the key is written; `None` inside when not built.
+        let mut target: Option<Option<(ElemRef, &'static str, TypeRef)>> = None;
+        let mut index = 0u32;
+        let mut key_offset = 0;
+        for item in items {
+            if item.is_empty() {
+                continue;
+            }
+            match target {
+                None => {
+                    if after {
+                        self.out.push(b',');
+                    }
+                    key_offset = self.offset();
+                    self.key(key);
+                    let found = if self.building { self.child(ctx, key) } else { None };
+                    let resolved = found.and_then(|(elem, choice_ty)| {
+                        let def = defs::element(elem)?;
+                        let ty = match choice_ty {
+                            Some(t) => TypeRef::Type(t),
+                            None => def.types.first().copied().unwrap_or(TypeRef::Backbone),
+                        };
+                        def.repeats().then_some((elem, def.name, ty))
+                    });
+                    if resolved.is_none() {
+                        // Not an array member the walk builds (only the root's `entry` of a
+                        // Bundle is passed as a tail): written and counted only.
+                        self.stop();
+                    }
+                    target = Some(resolved);
+                    self.container(depth + 1);
+                    self.out.push(b'[');
+                }
+                Some(_) => self.out.push(b','),
+            }
+            match target {
+                Some(Some((elem, name, ty))) if self.building => {
+                    self.item(&item, parent, elem, name, ty, index, key_offset, depth + 2, false);
+                }
+                _ => self.rest(&item, depth + 2),
+            }
+            index += 1;
+            drop(item);
+            self.spill_some();
+        }
+        if target.is_some() {
+            self.out.push(b']');
+        }
     }
 
     /// One item of an element (a repetition), at `depth`.
@@ -456,17 +701,17 @@ impl Walk<'_, '_> {
                     // `_x` alone: a primitive without a value, its members under the type.
                     let Json::Obj(members) = v.json() else {
                         self.stop();
-                        write(v, self.out);
+                        self.rest(v, depth);
                         return;
                     };
                     let i = self.open(node);
-                    self.members(members, i, ElemRef { ty: t, idx: 0 }, false, true, depth);
+                    self.members(members, None, i, ElemRef { ty: t, idx: 0 }, false, true, depth);
                     self.b.close(i);
                     return;
                 }
                 let Some((kind, span)) = self.scalar(v) else {
                     self.stop();
-                    write(v, self.out);
+                    self.rest(v, depth);
                     return;
                 };
                 if kind != json_kind_of(defs::type_name(t)) {
@@ -482,11 +727,11 @@ impl Walk<'_, '_> {
             _ => {
                 let Json::Obj(members) = v.json() else {
                     self.stop();
-                    write(v, self.out);
+                    self.rest(v, depth);
                     return;
                 };
                 if ty == TypeRef::Resource || matches!(ty, TypeRef::Type(t) if defs::is_resource(t)) {
-                    self.resource(members, parent, Some(elem), index, key_offset, depth);
+                    self.resource(members, None, parent, Some(elem), index, key_offset, depth);
                     return;
                 }
                 let (node_ty, ctx) = match ty {
@@ -496,15 +741,15 @@ impl Walk<'_, '_> {
                 node.ty = node_ty;
                 node.ctx = Some(ctx);
                 let i = self.open(node);
-                self.members(members, i, ctx, false, false, depth);
+                self.members(members, None, i, ctx, false, false, depth);
                 self.b.close(i);
             }
         }
     }
 }
 
-/// The JSON values `v` is written as.
-fn count_values<T: Value>(v: &T) -> usize {
+/// The JSON values `v` is written as (empty members and items are not written).
+pub fn count_values<T: Value>(v: &T) -> usize {
     match v.json() {
         Json::Obj(members) => {
             1 + members.iter().filter(|(_, v)| !v.is_empty()).map(|(_, v)| count_values(v)).sum::<usize>()
