@@ -97,10 +97,16 @@ impl Sink for Stdout {
         match self.style {
             Style::Json => self.out.write_all(bytes),
             Style::Pretty => {
+                // A piece at a time: the re-indented copy stays small whatever the part.
+                const PIECE: usize = 64 * 1024;
                 let reindent = self.open.get_or_insert_with(Reindent::new);
-                let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(bytes.len() + bytes.len() / 2));
-                reindent.feed(bytes, &mut buf)?;
-                self.out.write_all(&buf)
+                let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(2 * PIECE));
+                for piece in bytes.chunks(PIECE) {
+                    reindent.feed(piece, &mut buf)?;
+                    self.out.write_all(&buf)?;
+                    crate::phi::wipe_keep(&mut buf);
+                }
+                Ok(())
             }
             Style::Human | Style::Quiet => Err(io::ErrorKind::Unsupported.into()),
         }

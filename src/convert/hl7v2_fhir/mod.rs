@@ -121,7 +121,8 @@ pub(crate) struct Recipe<'m> {
     /// ([`Ctx::recipe_states`]).
     state: u32,
     pub(crate) notes: Vec<SegmentRef<'m>>,
-    values: usize,
+    /// `None` when a number is not a JSON number (see `fhir::direct::count_checked`).
+    values: Option<usize>,
 }
 
 /// The state an Observation is made in, besides its segment: `Ctx::patient`,
@@ -175,6 +176,10 @@ pub struct Ctx<'m> {
     pub(crate) lazy: bool,
     pub(crate) recipes: Vec<Recipe<'m>>,
     pub(crate) recipe_states: Vec<RecipeState>,
+    /// In a large message, the results of the reports (report entry, Observation entry), in
+    /// the order they came: added to the report when it is written (nothing else changes a
+    /// report once made, so its `result` member comes last either way).
+    pub(crate) results: Vec<(usize, usize)>,
     /// The entry whose resource is being made again: [`Ctx::add`] puts it there, and findings
     /// are not noted again.
     replay: Option<usize>,
@@ -341,7 +346,7 @@ impl<'m> Ctx<'m> {
             return;
         }
         let Some(e) = self.entries.get_mut(i) else { return };
-        let values = fhir::direct::count_values(&V::O(std::mem::take(&mut e.res)));
+        let values = fhir::direct::count_checked(&V::O(std::mem::take(&mut e.res)));
         let same = self.recipe_states.last().is_some_and(|s| {
             s.patient == self.patient && s.encounter == self.encounter && s.effective.as_ref() == effective
         });
@@ -357,6 +362,12 @@ impl<'m> Ctx<'m> {
         self.recipes.push(Recipe { obx, order, state, notes: Vec::new(), values });
     }
 
+    /// The range of [`Ctx::results`] that report entry `i` waits for (they are in entry order:
+    /// a report's results come before the next report is made).
+    fn results_of(&self, i: usize) -> (usize, usize) {
+        (self.results.partition_point(|r| r.0 < i), self.results.partition_point(|r| r.0 <= i))
+    }
+
     /// The recipe of entry `i`, when its resource is not held.
     pub(crate) fn recipe_mut(&mut self, i: usize) -> Option<&mut Recipe<'m>> {
         if self.replay.is_some() {
@@ -370,7 +381,14 @@ impl<'m> Ctx<'m> {
     /// and takes it; else takes the resource held.
     fn take_resource(&mut self, i: usize) -> Obj {
         let Some(r) = self.entries.get(i).and_then(|e| e.recipe) else {
-            return self.entries.get_mut(i).map(|e| std::mem::take(&mut e.res)).unwrap_or_default();
+            let mut res = self.entries.get_mut(i).map(|e| std::mem::take(&mut e.res)).unwrap_or_default();
+            let (from, to) = self.results_of(i);
+            for k in from..to {
+                let Some(&(_, o)) = self.results.get(k) else { break };
+                let reference = self.entry_ref(o);
+                res.push_obj("result", reference_obj(&reference));
+            }
+            return res;
         };
         let Some(recipe) = self.recipes.get_mut(r as usize) else { return Obj::new() };
         let (obx, order, state, notes) = (recipe.obx, recipe.order, recipe.state, std::mem::take(&mut recipe.notes));
@@ -493,6 +511,7 @@ pub fn convert_after(
         lazy: spill.is_some(),
         recipes: Vec::new(),
         recipe_states: Vec::new(),
+        results: Vec::new(),
         replay: None,
     };
     if ctx.control.is_empty() {
@@ -600,19 +619,23 @@ fn write_bundle<'o>(
         b.opt("timestamp", ts);
     }
     let transaction = ctx.opts.bundle_type == BundleType::Transaction;
-    // A large message whose entries alone pass the FHIR reader's node limit: its element tree
-    // would not be kept, so it is not built.
-    let build = !ctx.lazy || {
+    // A large message whose entries alone pass the FHIR reader's node limit (and whose numbers
+    // are all JSON numbers): the reader's finding is known before the Bundle is written, its
+    // element tree is not built, and its bytes can be spilled from the start.
+    let over_limit = ctx.lazy && {
         let per_entry = if transaction { 5 } else { 2 };
-        let mut values = 0usize;
-        for e in &ctx.entries {
-            values += per_entry;
-            values += match e.recipe.and_then(|r| ctx.recipes.get(r as usize)) {
+        let mut values = Some(0usize);
+        for (i, e) in ctx.entries.iter().enumerate() {
+            let resource = match e.recipe.and_then(|r| ctx.recipes.get(r as usize)) {
                 Some(r) => r.values,
-                None => e.res.count_values(),
+                None => e.res.count_checked(),
             };
+            // The results waiting for a report: the array, then an object and its reference each.
+            let (from, to) = ctx.results_of(i);
+            let results = if to > from { 1 + 2 * (to - from) } else { 0 };
+            values = values.and_then(|v| Some(v + per_entry + resource? + results));
         }
-        values <= limits.max_segments as usize
+        values.is_some_and(|v| v > limits.max_segments as usize)
     };
     // Entries, MessageHeader first (it is entry 0 by construction).
     let mut next = 0usize;
@@ -633,7 +656,7 @@ fn write_bundle<'o>(
         }
         Some(V::O(entry))
     });
-    fhir::direct::write_and_read_with(&V::O(b), Some(("entry", &mut entries)), out, limits, build, spill)
+    fhir::direct::write_and_read_with(&V::O(b), Some(("entry", &mut entries)), out, limits, over_limit, spill)
 }
 
 crate::debug_placeholder!(Converted, Entry, Ctx<'m>);

@@ -163,8 +163,13 @@ pub fn walk<'m>(ctx: &mut Ctx<'m>, msg: &'m Message) {
                     ctx.made_observation(o, seg, st.order, st.report_effective.as_ref());
                 }
                 if let (Some(o), Some(r)) = (obs, st.report) {
-                    let reference = ctx.entry_ref(o);
-                    ctx.entry_mut(r).push_obj("result", reference_obj(&reference));
+                    if ctx.lazy {
+                        // Added when the report is written (see `Ctx::results`).
+                        ctx.results.push((r, o));
+                    } else {
+                        let reference = ctx.entry_ref(o);
+                        ctx.entry_mut(r).push_obj("result", reference_obj(&reference));
+                    }
                 }
                 st.note = obs.map(|entry| NoteTarget { entry });
             }

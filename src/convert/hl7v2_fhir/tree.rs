@@ -282,9 +282,10 @@ impl Obj {
         direct::write_object(&self.0, out);
     }
 
-    /// The JSON values it is written as (itself included).
-    pub fn count_values(&self) -> usize {
-        1 + self.0.iter().filter(|(_, v)| !v.is_empty()).map(|(_, v)| direct::count_values(v)).sum::<usize>()
+    /// The JSON values it is written as (itself included); `None` when a number is not a JSON
+    /// number (see [`direct::count_checked`]).
+    pub fn count_checked(&self) -> Option<usize> {
+        self.0.iter().filter(|(_, v)| !v.is_empty()).try_fold(1usize, |n, (_, v)| Some(n + direct::count_checked(v)?))
     }
 }
 

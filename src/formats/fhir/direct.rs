@@ -117,9 +117,11 @@ const SPILL_AT: usize = if cfg!(test) { 512 } else { 256 * 1024 };
 
 /// [`write_and_read`] for a large document: the last member of the root object, `tail.0`, is an
 /// array whose items come from `tail.1` one at a time (each dropped once written), so that the
-/// whole tree is never held; without `build` the element tree is not built (the caller knows
-/// that the document passes the reader's node limit). Once the reader is known to stop at a
-/// limit (the fatal finding is then known without the bytes), the bytes written are handed to
+/// whole tree is never held. With `over_limit` the caller knows that the document has more JSON
+/// values than the reader's node limit and that every number is a JSON number (see
+/// [`count_checked`]): the reader stops at a place the walk locates, so the element tree is not
+/// built. Once the reader is known to stop at such a place (the fatal finding is then known
+/// without the bytes; with `over_limit`, from the start), the bytes written are handed to
 /// `spill` (the start of `out` included) every [`SPILL_AT`] bytes and removed from `out`
 /// (wiped). The bytes handed to `spill`, then `out`, are exactly what writing the whole tree
 /// gives.
@@ -128,9 +130,10 @@ pub fn write_and_read_with<'o, T: Value>(
     tail: Option<(&'static str, &mut dyn Iterator<Item = T>)>,
     out: &'o mut Vec<u8>,
     limits: &Limits,
-    build: bool,
+    over_limit: bool,
     spill: Option<&'o mut dyn FnMut(&[u8])>,
 ) -> Written {
+    let build = !over_limit;
     // Node and value-buffer sizes of the recent documents (the largest, decaying by an eighth
     // per document): the next one (the next message of a stream) is sized from them instead of
     // growing step by step. Shared by the threads (a converting thread lives for one batch of
@@ -154,6 +157,7 @@ pub fn write_and_read_with<'o, T: Value>(
         base,
         flushed: 0,
         spill,
+        over_limit,
         limit: Limit::None,
         b,
         values: Vec::with_capacity(if build { text + text / 8 } else { 0 }),
@@ -185,6 +189,7 @@ pub fn write_and_read_with<'o, T: Value>(
     if let Limit::Exact(offset) = limit {
         return Written::Fatal(too_large(offset));
     }
+    debug_assert!(!over_limit, "direct: a document said to pass the node limit does not");
     if !building || json_values > limits.max_segments as usize {
         return Written::ReadBack;
     }
@@ -207,11 +212,57 @@ fn too_large(offset: u32) -> Diagnostic {
 enum Limit {
     /// Nowhere yet.
     None,
-    /// At this offset: a value beyond the node limit, or a container at the depth limit.
+    /// At this offset: a value beyond the node limit, a container at the depth limit, or a
+    /// string over the length limit.
     Exact(u32),
-    /// Somewhere the walk does not locate (a string over the length limit, a number that is
-    /// not one): only reading the bytes back tells.
+    /// Somewhere the walk does not locate (a number that is not one): only reading the bytes
+    /// back tells.
     Unknown,
+}
+
+/// Where the reader stops, past the string length limit `max`, in the JSON string literal that
+/// starts `literal` (at its opening quote): its offset there, or `None` when the string is
+/// within the limit. The reader's own steps: a run of plain bytes, then the limit checked, then
+/// an escape.
+fn string_overflow(literal: &[u8], max: usize) -> Option<usize> {
+    let mut i = 1;
+    let mut len = 0usize;
+    loop {
+        let run = i;
+        while literal.get(i).is_some_and(|&c| c != b'"' && c != b'\\' && c >= 0x20) {
+            i += 1;
+        }
+        len += i - run;
+        if len > max {
+            return Some(i);
+        }
+        if literal.get(i) != Some(&b'\\') {
+            return None;
+        }
+        let hex = |at: usize| {
+            let digits = literal.get(at..at + 4)?;
+            u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+        };
+        match literal.get(i + 1) {
+            Some(b'u') => {
+                let hi = hex(i + 2)?;
+                i += 6;
+                let cp = if (0xD800..0xDC00).contains(&hi) {
+                    let lo = hex(i + 2)?;
+                    i += 6;
+                    0x10000 + ((hi - 0xD800) << 10) + (lo.checked_sub(0xDC00)?)
+                } else {
+                    hi
+                };
+                len += char::from_u32(cp)?.len_utf8();
+            }
+            Some(_) => {
+                i += 2;
+                len += 1;
+            }
+            None => return None,
+        }
+    }
 }
 
 struct Walk<'o, 'l> {
@@ -224,6 +275,8 @@ struct Walk<'o, 'l> {
     /// Bytes of the document already handed to `spill` (and removed from `out`).
     flushed: usize,
     spill: Option<&'o mut dyn FnMut(&[u8])>,
+    /// The reader is known to stop at a place the walk locates (see [`write_and_read_with`]).
+    over_limit: bool,
     /// Where the reader would first stop.
     limit: Limit,
     b: Builder,
@@ -351,6 +404,28 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// After a scalar written at `at` in `out`: a string over the length limit is where the
+    /// reader stops inside it, a number that is not one is a place the walk does not locate.
+    fn check_scalar<T>(&mut self, json: Json<'_, T>, at: usize) {
+        match json {
+            Json::Str(s) if s.len() > self.limits.max_field_bytes as usize => {
+                self.stop();
+                let inside =
+                    self.out.get(at..).and_then(|lit| string_overflow(lit, self.limits.max_field_bytes as usize));
+                match inside {
+                    Some(n) if self.limit == Limit::None => {
+                        let offset = self.len() - (self.out.len() - at) + n;
+                        self.limit = Limit::Exact(u32::try_from(offset).unwrap_or(u32::MAX));
+                    }
+                    Some(_) => {}
+                    None => self.unknown(),
+                }
+            }
+            Json::Num(n) if !is_number(n.as_bytes()) => self.unknown(),
+            _ => {}
+        }
+    }
+
     /// A value the reader may stop in without the walk knowing where.
     fn unknown(&mut self) {
         self.stop();
@@ -362,7 +437,12 @@ impl Walk<'_, '_> {
     /// Hands the bytes written so far to the spill once they need not be read back (the reader
     /// stops at a known place), every [`SPILL_AT`] bytes.
     fn spill_some(&mut self) {
-        if self.out.len() < SPILL_AT || !matches!(self.limit, Limit::Exact(_)) {
+        let known = match self.limit {
+            Limit::Exact(_) => true,
+            Limit::None => self.over_limit,
+            Limit::Unknown => false,
+        };
+        if self.out.len() < SPILL_AT || !known {
             return;
         }
         let Some(spill) = self.spill.as_mut() else { return };
@@ -395,12 +475,9 @@ impl Walk<'_, '_> {
             }
             json => {
                 self.count(None);
-                match json {
-                    Json::Str(s) if s.len() > self.limits.max_field_bytes as usize => self.unknown(),
-                    Json::Num(n) if !is_number(n.as_bytes()) => self.unknown(),
-                    _ => {}
-                }
+                let at = self.out.len();
                 write(v, self.out);
+                self.check_scalar(json, at);
             }
         }
     }
@@ -455,12 +532,9 @@ impl Walk<'_, '_> {
         };
         // The reader counts the value before it reads it.
         self.count(None);
-        match v.json() {
-            Json::Str(s) if s.len() > self.limits.max_field_bytes as usize => self.unknown(),
-            Json::Num(n) if !is_number(n.as_bytes()) => self.unknown(),
-            _ => {}
-        }
+        let at = self.out.len();
         write(v, self.out);
+        self.check_scalar(v.json(), at);
         let span = Span { start: self.values.len() as u32, len: text.len() as u32 };
         self.values.extend_from_slice(text);
         Some((kind, span))
@@ -748,14 +822,16 @@ impl Walk<'_, '_> {
     }
 }
 
-/// The JSON values `v` is written as (empty members and items are not written).
-pub fn count_values<T: Value>(v: &T) -> usize {
+/// The JSON values `v` is written as (empty members and items are not), or `None` when a number
+/// of `v` is not a JSON number (the reader would stop at a place the walk does not locate).
+pub fn count_checked<T: Value>(v: &T) -> Option<usize> {
     match v.json() {
         Json::Obj(members) => {
-            1 + members.iter().filter(|(_, v)| !v.is_empty()).map(|(_, v)| count_values(v)).sum::<usize>()
+            members.iter().filter(|(_, v)| !v.is_empty()).try_fold(1usize, |n, (_, v)| Some(n + count_checked(v)?))
         }
-        Json::Arr(items) => 1 + items.iter().filter(|v| !v.is_empty()).map(count_values).sum::<usize>(),
-        _ => 1,
+        Json::Arr(items) => items.iter().filter(|v| !v.is_empty()).try_fold(1usize, |n, v| Some(n + count_checked(v)?)),
+        Json::Num(n) => is_number(n.as_bytes()).then_some(1),
+        _ => Some(1),
     }
 }
 
@@ -930,6 +1006,79 @@ mod tests {
         let short = Limits { max_field_bytes: 3, ..Limits::default() };
         assert!(write_and_read(&tree, &mut Vec::new(), &short).is_none());
         assert!(crate::formats::fhir::read(bytes, &short).is_err());
+    }
+
+    /// The reader stops inside a string over the length limit exactly where the walk says,
+    /// whatever escapes the string holds.
+    #[test]
+    fn string_limits_are_located_as_the_reader_does() {
+        let texts = ["abcdef", "a\"b\\c\nd", "\u{1}\u{7f}xyz", "é漢😀é", "\t\t\t\t", "ab\u{0}cd\"ef"];
+        for text in texts {
+            let mut literal = Vec::new();
+            crate::json::string(&mut literal, text);
+            for max in 0..=text.len() + 1 {
+                let limits = Limits { max_field_bytes: max as u32, ..Limits::default() };
+                let read = crate::formats::fhir::json::parse(&literal, &limits).err().map(|e| e.offset as usize);
+                assert_eq!(string_overflow(&literal, max), read, "{text:?} {max}");
+            }
+        }
+    }
+
+    /// A document past the node limit (or with a string past the length limit): the fatal
+    /// finding is the reader's, and the bytes spilled then kept are the whole text.
+    #[test]
+    fn over_the_limits_the_finding_is_the_readers() {
+        let tree = bundle(patient(vec![]));
+        let mut whole = Vec::new();
+        write(&tree, &mut whole);
+        for limits in [
+            Limits { max_segments: 7, ..Limits::default() },
+            Limits { max_segments: 30, ..Limits::default() },
+            Limits { max_field_bytes: 4, ..Limits::default() },
+            Limits { max_depth: 4, ..Limits::default() },
+        ] {
+            let read = crate::formats::fhir::read(whole.clone(), &limits).err();
+            let mut out = b"pre".to_vec();
+            let mut spilled = Vec::new();
+            let mut spill = |b: &[u8]| spilled.extend_from_slice(b);
+            let items = match &tree {
+                T::O(m) => m,
+                _ => unreachable!(),
+            };
+            // The same Bundle with its entries given one at a time.
+            let head: Vec<(&'static str, T)> =
+                items.iter().filter(|(k, _)| *k != "entry").map(|(k, v)| (*k, clone(v))).collect();
+            let entries: Vec<T> = match items.iter().find(|(k, _)| *k == "entry") {
+                Some((_, T::A(e))) => e.iter().map(clone).collect(),
+                _ => Vec::new(),
+            };
+            let mut tail = entries.into_iter();
+            let written = write_and_read_with(
+                &T::O(head),
+                Some(("entry", &mut tail)),
+                &mut out,
+                &limits,
+                false,
+                Some(&mut spill),
+            );
+            spilled.extend_from_slice(&out);
+            assert_eq!(&spilled[3..], &whole[..], "{limits:?}");
+            match written {
+                Written::Fatal(d) => assert_eq!(Some(d), read, "{limits:?}"),
+                Written::ReadBack => assert!(read.is_some_and(|d| d.code != Code::CLI_INPUT_TOO_LARGE), "{limits:?}"),
+                Written::Built(_) => assert!(read.is_none(), "{limits:?}"),
+            }
+        }
+    }
+
+    fn clone(t: &T) -> T {
+        match t {
+            T::S(s) => T::S(s),
+            T::N(n) => T::N(n),
+            T::B(b) => T::B(*b),
+            T::O(m) => T::O(m.iter().map(|(k, v)| (*k, clone(v))).collect()),
+            T::A(a) => T::A(a.iter().map(clone).collect()),
+        }
     }
 
     #[test]
