@@ -532,10 +532,13 @@ mod tests {
                 if !matches!(kind, stream::Kind::Message) {
                     continue;
                 }
-                for max_segments in [60, 400, 1_000_000] {
-                    let limits = crate::limits::Limits { max_segments: 1_000_000, ..crate::limits::Limits::default() };
-                    let Ok(msg) = parse::parse(bytes[range.clone()].to_vec(), &limits) else { continue };
-                    let limits = crate::limits::Limits { max_segments, ..limits };
+                let Ok(msg) = parse::parse(bytes[range.clone()].to_vec(), &crate::limits::Limits::default()) else {
+                    continue;
+                };
+                let default = crate::limits::Limits::default();
+                for (max_segments, max_field_bytes) in [(60, 64), (400, 1 << 20), (1_000_000, 1 << 20), (1_000_000, 14)]
+                {
+                    let limits = crate::limits::Limits { max_segments, max_field_bytes, ..default };
                     for bundle_type in [BundleType::Message, BundleType::Collection, BundleType::Transaction] {
                         let opts = Options { bundle_type, ..Options::default() };
                         let convert = crate::convert::hl7v2_fhir::convert_after;

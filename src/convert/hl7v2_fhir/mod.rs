@@ -385,8 +385,11 @@ impl<'m> Ctx<'m> {
             let (from, to) = self.results_of(i);
             for k in from..to {
                 let Some(&(_, o)) = self.results.get(k) else { break };
-                let reference = self.entry_ref(o);
-                res.push_obj("result", reference_obj(&reference));
+                // As `reference_obj`, with room for its one member only (a report may have
+                // hundreds of thousands of results).
+                let mut reference = Obj::with_exact_capacity(1);
+                reference.set("reference", V::S(self.entry_ref(o)));
+                res.push_obj("result", reference);
             }
             return res;
         };

@@ -205,6 +205,12 @@ impl Obj {
         Obj(spare::members(n))
     }
 
+    /// An empty object with room for exactly `n` members (not one kept by a dropped tree, which
+    /// has room for at least four): for the many small objects of one large resource.
+    pub fn with_exact_capacity(n: usize) -> Obj {
+        Obj(Vec::with_capacity(n))
+    }
+
     /// True when no member would be written. Members are only ever added, never emptied, and
     /// [`Obj::set`] and [`Obj::push`] leave empty values out: an object with a member is not
     /// empty.

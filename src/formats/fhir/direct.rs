@@ -93,7 +93,7 @@ pub fn write_object<T: Value>(members: &[(&'static str, T)], out: &mut Vec<u8>) 
 /// The document's input bytes are not kept (the caller has them in `out`): it serves
 /// validation, not `fmt`.
 pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) -> Option<Document> {
-    match write_and_read_with(root, None, out, limits, true, None) {
+    match write_and_read_with(root, None, out, limits, false, None) {
         Written::Built(doc) => Some(doc),
         Written::ReadBack | Written::Fatal(_) => None,
     }
@@ -342,6 +342,13 @@ impl Walk<'_, '_> {
     /// Writes `"key":` ([`crate::json::key`]), remembering which static keys need no escape (a
     /// key is known by its address and length) so that each is scanned once per walk.
     fn key(&mut self, key: &'static str) {
+        if key.len() > self.limits.max_field_bytes as usize {
+            // The reader reads a key as a string, under the same length limit.
+            let at = self.out.len();
+            crate::json::key(self.out, key);
+            self.check_scalar::<()>(Json::Str(key), at);
+            return;
+        }
         let addr = key.as_ptr() as usize;
         let slot = ((addr >> 2) ^ (addr >> 9)) % PLAIN_SLOTS;
         let known = self.plain_keys.get(slot) == Some(&(addr, key.len()));
