@@ -9,6 +9,7 @@ use super::hl7v2_fhir::{self, Converted};
 use crate::diag::Code;
 use crate::formats::codec::Codec;
 use crate::formats::fhir::Fhir;
+use crate::formats::fhir::direct::Spill;
 use crate::formats::hl7v2::Hl7;
 use crate::limits::Limits;
 use crate::phi::Disclosure;
@@ -32,7 +33,7 @@ pub trait Converts: Codec {
         record: u64,
         limits: &Limits,
         disclosure: &Disclosure,
-        spill: Option<&mut dyn FnMut(&[u8])>,
+        spill: Option<Spill<'_>>,
     ) -> Result<Converted, Code>;
 }
 
@@ -48,7 +49,7 @@ impl Converts for Hl7 {
         record: u64,
         limits: &Limits,
         disclosure: &Disclosure,
-        spill: Option<&mut dyn FnMut(&[u8])>,
+        spill: Option<Spill<'_>>,
     ) -> Result<Converted, Code> {
         Ok(hl7v2_fhir::convert_after(prefix, room_per_finding, doc, options, record, limits, disclosure, spill))
     }
@@ -66,7 +67,7 @@ impl Converts for Fhir {
         _record: u64,
         _limits: &Limits,
         _disclosure: &Disclosure,
-        _spill: Option<&mut dyn FnMut(&[u8])>,
+        _spill: Option<Spill<'_>>,
     ) -> Result<Converted, Code> {
         Err(Code::CLI_FORMAT_UNSUPPORTED)
     }

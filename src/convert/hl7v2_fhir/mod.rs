@@ -493,7 +493,7 @@ pub fn convert_after(
     record: u64,
     limits: &Limits,
     disclosure: &Disclosure,
-    spill: Option<&mut dyn FnMut(&[u8])>,
+    spill: Option<fhir::direct::Spill<'_>>,
 ) -> Converted {
     let r = Reader::new(msg, disclosure);
     let msh = msg.msh();
@@ -606,7 +606,7 @@ fn write_bundle<'o>(
     msh: SegmentRef<'_>,
     out: &'o mut Vec<u8>,
     limits: &Limits,
-    spill: Option<&'o mut dyn FnMut(&[u8])>,
+    spill: Option<fhir::direct::Spill<'o>>,
 ) -> fhir::direct::Written {
     let mut b = Obj::new();
     b.set("resourceType", V::code("Bundle"));

@@ -99,6 +99,9 @@ pub fn write_and_read<T: Value>(root: &T, out: &mut Vec<u8>, limits: &Limits) ->
     }
 }
 
+/// Where the bytes of a large document go as they are written (see [`write_and_read_with`]).
+pub type Spill<'a> = &'a mut dyn FnMut(&[u8]);
+
 /// What [`write_and_read_with`] wrote.
 #[derive(Debug)]
 pub enum Written {
@@ -131,7 +134,7 @@ pub fn write_and_read_with<'o, T: Value>(
     out: &'o mut Vec<u8>,
     limits: &Limits,
     over_limit: bool,
-    spill: Option<&'o mut dyn FnMut(&[u8])>,
+    spill: Option<Spill<'o>>,
 ) -> Written {
     let build = !over_limit;
     // Node and value-buffer sizes of the recent documents (the largest, decaying by an eighth
@@ -274,7 +277,7 @@ struct Walk<'o, 'l> {
     base: usize,
     /// Bytes of the document already handed to `spill` (and removed from `out`).
     flushed: usize,
-    spill: Option<&'o mut dyn FnMut(&[u8])>,
+    spill: Option<Spill<'o>>,
     /// The reader is known to stop at a place the walk locates (see [`write_and_read_with`]).
     over_limit: bool,
     /// Where the reader would first stop.
