@@ -579,7 +579,9 @@ pub fn convert_after(
     }
     let doc = match written {
         fhir::direct::Written::Built(doc) => Ok(doc),
-        fhir::direct::Written::ReadBack => fhir::read(bundle[start..].to_vec(), limits),
+        // Never after a spill (the walk spills only once the reader's stop is known); were it
+        // to happen, what is left reads as broken JSON, a fatal finding.
+        fhir::direct::Written::ReadBack => fhir::read(bundle.get(start..).unwrap_or_default().to_vec(), limits),
         fhir::direct::Written::Fatal(d) => Err(d),
     };
     match doc {
