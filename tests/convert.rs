@@ -1178,3 +1178,103 @@ fn obr_specimen_fields_make_a_specimen_without_spm() {
     let unmapped = codes_at(&out[0], "CONVERT_FIELD_UNMAPPED");
     assert!(unmapped.iter().any(|l| l.starts_with("OBR[1]-15->")), "{unmapped:?}");
 }
+
+/// A single ORU^R01 of at least `min_bytes`: the OBX segments of a fixture repeated (renumbered,
+/// with an NTE note on every seventh), MSH to OBR and the segments after the results once.
+fn large_oru(min_bytes: usize) -> (Vec<u8>, usize) {
+    let text = std::fs::read(fixture("hl7v2/valid/v2.5.1_oru_r01_many_obx.hl7")).expect("fixture");
+    let segments: Vec<&[u8]> = text.split(|&b| b == b'\r' || b == b'\n').filter(|s| !s.is_empty()).collect();
+    let first = segments.iter().position(|s| s.starts_with(b"OBX")).expect("an OBX");
+    let last = segments.iter().rposition(|s| s.starts_with(b"OBX")).expect("an OBX");
+    let mut out = Vec::with_capacity(min_bytes + 4096);
+    for s in &segments[..first] {
+        out.extend_from_slice(s);
+        out.push(b'\r');
+    }
+    let mut n = 0usize;
+    while out.len() < min_bytes {
+        for s in &segments[first..=last] {
+            n += 1;
+            let rest = s.splitn(3, |&b| b == b'|').nth(2).unwrap_or_default();
+            out.extend_from_slice(format!("OBX|{n}|").as_bytes());
+            out.extend_from_slice(rest);
+            out.push(b'\r');
+            if n % 7 == 0 {
+                out.extend_from_slice(format!("NTE|1|L|Note {n}\r").as_bytes());
+            }
+        }
+    }
+    for s in &segments[last + 1..] {
+        out.extend_from_slice(s);
+        out.push(b'\r');
+    }
+    (out, n)
+}
+
+/// Issue 36: `convert` memory does not grow with the Bundle. A 40 MB ORU^R01 (about 190,000
+/// Observations, a Bundle of about 180 MB; 8 MB in debug builds) converts under an address-space
+/// limit (`ulimit -v`) of 768 MiB, which holding its Bundle would pass (1.4 GB of RSS before the
+/// fix), and the whole record reaches stdout: the Bundle, an entry per Observation, then the
+/// findings. No timing is measured.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_message_converts_in_bounded_memory() {
+    use std::io::Read;
+    let size = if cfg!(debug_assertions) { 8 } else { 40 } * 1024 * 1024;
+    let (message, observations) = large_oru(size);
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("convert_large_oru.hl7");
+    std::fs::write(&path, &message).expect("write the message");
+    drop(message);
+    for json in [true, false] {
+        let mut args = vec!["convert"];
+        if json {
+            args.push("--json");
+        }
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 786432 && exec \"$0\" \"$@\"")
+            .arg(crate::common::bin())
+            .args(&args)
+            .arg(&path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        // Read as it comes (not held): the start, the end, and the entries counted.
+        let mut stdout = child.stdout.take().expect("stdout");
+        let (mut head, mut tail, mut total, mut entries) = (Vec::new(), Vec::new(), 0usize, 0usize);
+        let needle: &[u8] = if json { b"{\"fullUrl\":" } else { b"\"fullUrl\": " };
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = stdout.read(&mut buf).expect("read stdout");
+            if n == 0 {
+                break;
+            }
+            total += n;
+            if head.len() < 256 {
+                head.extend_from_slice(&buf[..n.min(256)]);
+            }
+            // The tail keeps the last bytes, so that a needle across two reads is seen once.
+            let keep = tail.len().min(needle.len() - 1);
+            let mut window = tail[tail.len() - keep..].to_vec();
+            window.extend_from_slice(&buf[..n]);
+            entries += window.windows(needle.len()).filter(|w| *w == needle).count();
+            tail.extend_from_slice(&buf[..n]);
+            // The findings (up to 1,000) end the record.
+            let excess = tail.len().saturating_sub(1 << 20);
+            tail.drain(..excess);
+        }
+        let mut stderr = String::new();
+        child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read stderr");
+        let status = child.wait().expect("wait");
+        assert!(status.success(), "json {json}: {status:?}, stderr: {stderr}");
+        assert!(total > size, "json {json}: {total} bytes");
+        let head = String::from_utf8_lossy(&head).split_whitespace().collect::<String>();
+        assert!(head.starts_with(r#"{"format":"fhir","bundle":{"resourceType":"Bundle""#), "{head}");
+        let tail = String::from_utf8_lossy(&tail).split_whitespace().collect::<String>();
+        assert!(tail.contains(r#""findings":["#) && tail.ends_with('}'), "json {json}");
+        assert!(entries > observations, "json {json}: {entries} entries for {observations} OBX");
+    }
+    let _ = std::fs::remove_file(&path);
+}

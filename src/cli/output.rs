@@ -37,6 +37,8 @@ pub struct Stdout {
     out: io::BufWriter<io::StdoutLock<'static>>,
     /// Records that were shown as valid / invalid (human summary).
     counts: (u64, u64),
+    /// The pretty printing of a record whose object comes in parts ([`Sink::part`]).
+    open: Option<Reindent>,
 }
 
 impl Stdout {
@@ -47,6 +49,7 @@ impl Stdout {
             closed: stdout_was_closed(),
             out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
             counts: (0, 0),
+            open: None,
         }
     }
 
@@ -83,6 +86,32 @@ impl Sink for Stdout {
         }
     }
 
+    fn takes_parts(&self) -> bool {
+        matches!(self.style, Style::Json | Style::Pretty)
+    }
+
+    fn part(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.closed {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        match self.style {
+            Style::Json => self.out.write_all(bytes),
+            Style::Pretty => {
+                // A piece at a time: the re-indented copy stays small whatever the part.
+                const PIECE: usize = 64 * 1024;
+                let reindent = self.open.get_or_insert_with(Reindent::new);
+                let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(2 * PIECE));
+                for piece in bytes.chunks(PIECE) {
+                    reindent.feed(piece, &mut buf)?;
+                    self.out.write_all(&buf)?;
+                    crate::phi::wipe_keep(&mut buf);
+                }
+                Ok(())
+            }
+            Style::Human | Style::Quiet => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
     fn item(&mut self, item: Item<'_>) -> io::Result<()> {
         let writes = matches!(item, Item::Bytes(_)) || self.style != Style::Quiet;
         if self.closed && writes {
@@ -97,7 +126,12 @@ impl Sink for Stdout {
                     self.out.write_all(b"\n")
                 }
                 Style::Pretty => {
-                    pretty(json, &mut self.out)?;
+                    // The rest of an object that came in parts, or a whole one.
+                    let mut reindent = self.open.take().unwrap_or_else(Reindent::new);
+                    let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(json.len() + json.len() / 2));
+                    reindent.feed(json, &mut buf)?;
+                    reindent.finish(&mut buf)?;
+                    self.out.write_all(&buf)?;
                     self.out.write_all(b"\n")
                 }
                 Style::Human => {
@@ -170,7 +204,9 @@ fn human_summary(json: &[u8], out: &mut impl Write) -> io::Result<()> {
 /// numbers and strings (a decimal such as `1.10` keeps its digits).
 pub fn pretty(json: &[u8], out: &mut impl Write) -> io::Result<()> {
     let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(json.len() + json.len() / 2));
-    reindent(json, &mut buf)?;
+    let mut reindent = Reindent::new();
+    reindent.feed(json, &mut buf)?;
+    reindent.finish(&mut buf)?;
     out.write_all(&buf)
 }
 
@@ -183,88 +219,159 @@ enum Open {
     Object { first: bool, key: bool },
 }
 
-/// The token walk behind [`pretty`].
-fn reindent(json: &[u8], buf: &mut Vec<u8>) -> io::Result<()> {
-    use serde_json::ser::{Formatter, PrettyFormatter};
-    let mut f = PrettyFormatter::with_indent(b"  ");
-    let mut stack: Vec<Open> = Vec::new();
-    let mut i = 0;
-    while let Some(&b) = json.get(i) {
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' | b',' => {
-                i += 1;
-                continue;
-            }
-            b':' => {
-                f.end_object_key(buf)?;
-                f.begin_object_value(buf)?;
-                i += 1;
-                continue;
-            }
-            b'}' | b']' => {
-                stack.pop();
-                if b == b'}' {
-                    f.end_object(buf)?;
-                } else {
-                    f.end_array(buf)?;
-                }
-                after_value(&mut f, &mut stack, buf)?;
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        // A value, or a key: the formatter places it.
-        let is_key = match stack.last_mut() {
-            Some(Open::Array { first }) => {
-                f.begin_array_value(buf, *first)?;
-                *first = false;
-                false
-            }
-            Some(Open::Object { first, key: true }) => {
-                f.begin_object_key(buf, *first)?;
-                *first = false;
-                true
-            }
-            _ => false,
-        };
-        match b {
-            b'{' => {
-                f.begin_object(buf)?;
-                stack.push(Open::Object { first: true, key: true });
-                i += 1;
-            }
-            b'[' => {
-                f.begin_array(buf)?;
-                stack.push(Open::Array { first: true });
-                i += 1;
-            }
-            b'"' => {
-                let end = string_end(json, i);
-                buf.extend_from_slice(&json[i..end]);
-                i = end;
-                if is_key {
-                    // `:` ends the key.
-                    if let Some(Open::Object { key, .. }) = stack.last_mut() {
-                        *key = false;
+/// The token the scanner is in the middle of (a text may end inside one: the next goes on).
+#[derive(Copy, Clone, Debug)]
+enum Token {
+    /// Between tokens.
+    Between,
+    /// A string (a key when `key`), after a backslash when `escaped`.
+    Str { key: bool, escaped: bool },
+    /// A number, `true`, `false` or `null`: up to the next delimiter, as written.
+    Bare,
+}
+
+/// The token walk behind [`pretty`], over a JSON text given in parts (a large record's object
+/// comes in parts: each is re-indented as it comes, the layout is that of the whole).
+#[derive(Debug)]
+pub(crate) struct Reindent {
+    f: serde_json::ser::PrettyFormatter<'static>,
+    stack: Vec<Open>,
+    token: Token,
+}
+
+impl Reindent {
+    pub(crate) fn new() -> Self {
+        Reindent { f: serde_json::ser::PrettyFormatter::with_indent(b"  "), stack: Vec::new(), token: Token::Between }
+    }
+
+    /// Re-indents the next part of the text into `buf`.
+    pub(crate) fn feed(&mut self, json: &[u8], buf: &mut Vec<u8>) -> io::Result<()> {
+        use serde_json::ser::Formatter;
+        let mut i = 0;
+        while i < json.len() {
+            match self.token {
+                Token::Str { key, escaped } => {
+                    // Up to the closing quote, byte for byte.
+                    let mut escaped = escaped;
+                    let mut end = None;
+                    for (j, &c) in json.iter().enumerate().skip(i) {
+                        if escaped {
+                            escaped = false;
+                        } else if c == b'\\' {
+                            escaped = true;
+                        } else if c == b'"' {
+                            end = Some(j + 1);
+                            break;
+                        }
                     }
-                } else {
-                    after_value(&mut f, &mut stack, buf)?;
+                    let stop = end.unwrap_or(json.len());
+                    buf.extend_from_slice(&json[i..stop]);
+                    i = stop;
+                    match end {
+                        None => self.token = Token::Str { key, escaped },
+                        Some(_) => {
+                            self.token = Token::Between;
+                            self.end_string(key, buf)?;
+                        }
+                    }
+                    continue;
+                }
+                Token::Bare => {
+                    let end = json[i..].iter().position(|c| is_delimiter(*c)).map(|n| i + n);
+                    let stop = end.unwrap_or(json.len());
+                    buf.extend_from_slice(&json[i..stop]);
+                    i = stop;
+                    if end.is_some() {
+                        self.token = Token::Between;
+                        after_value(&mut self.f, &mut self.stack, buf)?;
+                    }
+                    continue;
+                }
+                Token::Between => {}
+            }
+            let b = json[i];
+            i += 1;
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' | b',' => continue,
+                b':' => {
+                    self.f.end_object_key(buf)?;
+                    self.f.begin_object_value(buf)?;
+                    continue;
+                }
+                b'}' | b']' => {
+                    self.stack.pop();
+                    if b == b'}' {
+                        self.f.end_object(buf)?;
+                    } else {
+                        self.f.end_array(buf)?;
+                    }
+                    after_value(&mut self.f, &mut self.stack, buf)?;
+                    continue;
+                }
+                _ => {}
+            }
+            // A value, or a key: the formatter places it.
+            let is_key = match self.stack.last_mut() {
+                Some(Open::Array { first }) => {
+                    self.f.begin_array_value(buf, *first)?;
+                    *first = false;
+                    false
+                }
+                Some(Open::Object { first, key: true }) => {
+                    self.f.begin_object_key(buf, *first)?;
+                    *first = false;
+                    true
+                }
+                _ => false,
+            };
+            match b {
+                b'{' => {
+                    self.f.begin_object(buf)?;
+                    self.stack.push(Open::Object { first: true, key: true });
+                }
+                b'[' => {
+                    self.f.begin_array(buf)?;
+                    self.stack.push(Open::Array { first: true });
+                }
+                b'"' => {
+                    buf.push(b);
+                    self.token = Token::Str { key: is_key, escaped: false };
+                }
+                _ => {
+                    buf.push(b);
+                    self.token = Token::Bare;
                 }
             }
-            _ => {
-                // A number, `true`, `false` or `null`: up to the next delimiter, as written.
-                let end = json[i..]
-                    .iter()
-                    .position(|c| matches!(c, b',' | b'}' | b']' | b':' | b' ' | b'\t' | b'\n' | b'\r'))
-                    .map_or(json.len(), |n| i + n);
-                buf.extend_from_slice(&json[i..end]);
-                i = end.max(i + 1);
-                after_value(&mut f, &mut stack, buf)?;
-            }
+        }
+        Ok(())
+    }
+
+    /// Ends the text (a token it ends inside is closed as the end of the text closes it).
+    pub(crate) fn finish(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+        match std::mem::replace(&mut self.token, Token::Between) {
+            Token::Str { key, .. } => self.end_string(key, buf),
+            Token::Bare => after_value(&mut self.f, &mut self.stack, buf),
+            Token::Between => Ok(()),
         }
     }
-    Ok(())
+
+    /// After a string: a key waits for its value, a value is closed.
+    fn end_string(&mut self, key: bool, buf: &mut Vec<u8>) -> io::Result<()> {
+        if key {
+            // `:` ends the key.
+            if let Some(Open::Object { key, .. }) = self.stack.last_mut() {
+                *key = false;
+            }
+            Ok(())
+        } else {
+            after_value(&mut self.f, &mut self.stack, buf)
+        }
+    }
+}
+
+/// The bytes that end a number, `true`, `false` or `null`.
+fn is_delimiter(c: u8) -> bool {
+    matches!(c, b',' | b'}' | b']' | b':' | b' ' | b'\t' | b'\n' | b'\r')
 }
 
 /// Closes a value inside the innermost array or object.
@@ -278,22 +385,6 @@ fn after_value(f: &mut serde_json::ser::PrettyFormatter<'_>, stack: &mut [Open],
         }
         None => Ok(()),
     }
-}
-
-/// The index just past the string that starts at `start` (its closing quote), or the end of
-/// the input.
-fn string_end(json: &[u8], start: usize) -> usize {
-    let mut escaped = false;
-    for (j, &c) in json.iter().enumerate().skip(start + 1) {
-        if escaped {
-            escaped = false;
-        } else if c == b'\\' {
-            escaped = true;
-        } else if c == b'"' {
-            return j + 1;
-        }
-    }
-    json.len()
 }
 
 /// Writes value-free findings on stdout (`policy check`): one `location severity CODE: meaning`
@@ -472,6 +563,36 @@ mod tests {
             let value = generate(&mut next, 0, &PIECES);
             let compact = serde_json::to_vec(&value).expect("serializes");
             check(&compact);
+        }
+    }
+
+    /// A text given in parts (cut anywhere: inside strings, escapes, numbers, between tokens)
+    /// is re-indented exactly as the whole text.
+    #[test]
+    fn pretty_in_parts_is_pretty_of_the_whole() {
+        use super::Reindent;
+        const PIECES: [&str; 8] = [",", "\"", "\\", "[", "}", ":", "é", "DOE, JOHN"];
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..300 {
+            let value = generate(&mut next, 0, &PIECES);
+            let compact = serde_json::to_vec(&value).expect("serializes");
+            let mut whole = Vec::new();
+            pretty(&compact, &mut whole).expect("write");
+            for step in [1usize, 2, 3, 7] {
+                let mut reindent = Reindent::new();
+                let mut parts = Vec::new();
+                for chunk in compact.chunks(step) {
+                    reindent.feed(chunk, &mut parts).expect("write");
+                }
+                reindent.finish(&mut parts).expect("write");
+                assert_eq!(String::from_utf8_lossy(&parts), String::from_utf8_lossy(&whole), "step {step}");
+            }
         }
     }
 

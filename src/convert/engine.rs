@@ -9,6 +9,7 @@ use super::hl7v2_fhir::{self, Converted};
 use crate::diag::Code;
 use crate::formats::codec::Codec;
 use crate::formats::fhir::Fhir;
+use crate::formats::fhir::direct::Spill;
 use crate::formats::hl7v2::Hl7;
 use crate::limits::Limits;
 use crate::phi::Disclosure;
@@ -20,7 +21,10 @@ pub trait Converts: Codec {
 
     /// Converts one record, writing the Bundle after `prefix` (the start of its record's
     /// object) in a buffer with `room_per_finding` bytes left per finding. Record `record` of the
-    /// input. `CLI_FORMAT_UNSUPPORTED` when the format does not convert.
+    /// input. With `spill`, memory does not grow with the Bundle: its bytes (the prefix first)
+    /// may go to `spill` as they are written (see `Converted::spilled`). `CLI_FORMAT_UNSUPPORTED`
+    /// when the format does not convert.
+    #[allow(clippy::too_many_arguments)]
     fn convert(
         doc: &Self::Document,
         prefix: &[u8],
@@ -29,12 +33,14 @@ pub trait Converts: Codec {
         record: u64,
         limits: &Limits,
         disclosure: &Disclosure,
+        spill: Option<Spill<'_>>,
     ) -> Result<Converted, Code>;
 }
 
 impl Converts for Hl7 {
     const CONVERTS: bool = true;
 
+    #[allow(clippy::too_many_arguments)]
     fn convert(
         doc: &Self::Document,
         prefix: &[u8],
@@ -43,14 +49,16 @@ impl Converts for Hl7 {
         record: u64,
         limits: &Limits,
         disclosure: &Disclosure,
+        spill: Option<Spill<'_>>,
     ) -> Result<Converted, Code> {
-        Ok(hl7v2_fhir::convert_after(prefix, room_per_finding, doc, options, record, limits, disclosure))
+        Ok(hl7v2_fhir::convert_after(prefix, room_per_finding, doc, options, record, limits, disclosure, spill))
     }
 }
 
 impl Converts for Fhir {
     const CONVERTS: bool = false;
 
+    #[allow(clippy::too_many_arguments)]
     fn convert(
         _doc: &Self::Document,
         _prefix: &[u8],
@@ -59,6 +67,7 @@ impl Converts for Fhir {
         _record: u64,
         _limits: &Limits,
         _disclosure: &Disclosure,
+        _spill: Option<Spill<'_>>,
     ) -> Result<Converted, Code> {
         Err(Code::CLI_FORMAT_UNSUPPORTED)
     }

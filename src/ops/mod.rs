@@ -383,4 +383,179 @@ mod tests {
             assert!(decided.get(key).copied().unwrap_or(0) > 0, "{key} never decided natively");
         }
     }
+
+    /// A large ORU^R01 (the OBX of a fixture repeated, with NTE notes on some, past the size at
+    /// which a Bundle is written in parts).
+    fn large_oru(min_bytes: usize) -> Vec<u8> {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/hl7v2/valid/v2.5.1_oru_r01_many_obx.hl7");
+        let text = std::fs::read(fixture).expect("fixture");
+        let segments: Vec<&[u8]> = text.split(|&b| b == b'\r' || b == b'\n').filter(|s| !s.is_empty()).collect();
+        let first = segments.iter().position(|s| s.starts_with(b"OBX")).expect("an OBX");
+        let last = segments.iter().rposition(|s| s.starts_with(b"OBX")).expect("an OBX");
+        let mut out = Vec::new();
+        for s in &segments[..first] {
+            out.extend_from_slice(s);
+            out.push(b'\r');
+        }
+        let mut n = 0usize;
+        while out.len() < min_bytes {
+            for s in &segments[first..=last] {
+                n += 1;
+                let rest = s.splitn(3, |&b| b == b'|').nth(2).unwrap_or_default();
+                out.extend_from_slice(format!("OBX|{n}|").as_bytes());
+                out.extend_from_slice(rest);
+                out.push(b'\r');
+                if n % 7 == 0 {
+                    out.extend_from_slice(format!("NTE|1|L|Note {n}~second line\r").as_bytes());
+                }
+            }
+        }
+        for s in &segments[last + 1..] {
+            out.extend_from_slice(s);
+            out.push(b'\r');
+        }
+        out
+    }
+
+    /// A sink that keeps what it is given: the parts of an object, then the items.
+    #[derive(Debug, Default)]
+    struct Keep {
+        parts: bool,
+        received: Vec<Vec<u8>>,
+        items: Vec<(Vec<u8>, Vec<crate::diag::Diagnostic>)>,
+    }
+
+    impl super::Sink for Keep {
+        fn item(&mut self, item: super::Item<'_>) -> std::io::Result<()> {
+            if let super::Item::Json { json, findings, .. } = item {
+                self.items.push((json.to_vec(), findings.to_vec()));
+            }
+            Ok(())
+        }
+
+        fn takes_parts(&self) -> bool {
+            self.parts
+        }
+
+        fn part(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+            self.received.push(bytes.to_vec());
+            Ok(())
+        }
+    }
+
+    /// `convert` of a large message gives the sink its record in parts, none larger than a
+    /// bounded size (the Bundle is never held whole: memory does not grow with it), and the
+    /// parts and the rest are exactly the record that a sink taking whole records gets (the
+    /// three Bundle types; the node limit passed early, late, and not at all).
+    #[test]
+    fn a_large_bundle_reaches_the_sink_in_bounded_parts() {
+        use super::{Command, Request, Source};
+        use crate::convert::{BundleType, Options};
+        let message = large_oru(super::runner::STREAM_CONVERT_AT + 1);
+        let run = |parts: bool, bundle_type: BundleType, max_segments: u32| {
+            let request = Request {
+                command: Command::Convert,
+                source: Source::Bytes(crate::phi::Phi::new(message.clone())),
+                format: None,
+                framing: None,
+                limits: crate::limits::Limits { max_segments, ..crate::limits::Limits::default() },
+                strict: false,
+                unsafe_show_values: false,
+                ndjson: false,
+                to: None,
+                convert: Options { bundle_type, ..Options::default() },
+                policy: None,
+                key: None,
+            };
+            let mut sink = Keep { parts, ..Keep::default() };
+            let outcome = super::run(request, &mut sink);
+            (outcome.exit, sink)
+        };
+        for bundle_type in [BundleType::Message, BundleType::Collection, BundleType::Transaction] {
+            for max_segments in [20_000, 100_000, 1_000_000] {
+                let (exit_whole, whole) = run(false, bundle_type, max_segments);
+                let (exit_parts, parted) = run(true, bundle_type, max_segments);
+                assert_eq!(exit_whole, exit_parts);
+                assert!(whole.received.is_empty());
+                assert_eq!(whole.items.len(), 1);
+                assert_eq!(parted.items.len(), 1);
+                let (json, findings) = &whole.items[0];
+                let mut joined: Vec<u8> = parted.received.concat();
+                joined.extend_from_slice(&parted.items[0].0);
+                assert!(joined == *json, "{bundle_type:?} {max_segments}: the parts are the record");
+                assert_eq!(&parted.items[0].1, findings);
+                if max_segments < 1_000_000 {
+                    // The Bundle passes the node limit: it is written in parts.
+                    assert!(parted.received.len() > 4, "{bundle_type:?} {max_segments}: {}", parted.received.len());
+                    let largest = parted.received.iter().chain([&parted.items[0].0]).map(Vec::len).max();
+                    assert!(
+                        largest.unwrap_or(0) < json.len() / 4,
+                        "{bundle_type:?} {max_segments}: a part holds most of it"
+                    );
+                } else {
+                    // Held (and validated) whole below the limit.
+                    assert!(parted.received.is_empty());
+                }
+            }
+        }
+    }
+
+    /// Every HL7 v2 fixture converts to the same bytes and findings when its Observations are
+    /// made again as the Bundle is written and the Bundle is spilled, as when it is held (three
+    /// Bundle types; the FHIR reader's node limit passed or not).
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "ops: grants the disclosure, reads in-memory input, passes records through on the data channel"
+    )]
+    fn spilled_conversions_are_the_held_ones() {
+        use crate::convert::{BundleType, Options};
+        use crate::formats::hl7v2::{parse, stream};
+        let disclosure = crate::phi::Disclosure::grant();
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/hl7v2"))];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("fixtures") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "hl7") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut compared = 0;
+        let mut spilled = 0;
+        for path in files {
+            let bytes = std::fs::read(&path).expect("read");
+            for (kind, range) in stream::split_slice(&bytes) {
+                if !matches!(kind, stream::Kind::Message) {
+                    continue;
+                }
+                let Ok(msg) = parse::parse(bytes[range.clone()].to_vec(), &crate::limits::Limits::default()) else {
+                    continue;
+                };
+                let default = crate::limits::Limits::default();
+                for (max_segments, max_field_bytes) in [(60, 64), (400, 1 << 20), (1_000_000, 1 << 20), (1_000_000, 14)]
+                {
+                    let limits = crate::limits::Limits { max_segments, max_field_bytes, ..default };
+                    for bundle_type in [BundleType::Message, BundleType::Collection, BundleType::Transaction] {
+                        let opts = Options { bundle_type, ..Options::default() };
+                        let convert = crate::convert::hl7v2_fhir::convert_after;
+                        let held = convert(b"{", 7, &msg, &opts, 3, &limits, &disclosure, None);
+                        let mut parts = Vec::new();
+                        let mut spill = |b: &[u8]| parts.extend_from_slice(b);
+                        let lazy = convert(b"{", 7, &msg, &opts, 3, &limits, &disclosure, Some(&mut spill));
+                        spilled += usize::from(lazy.spilled);
+                        parts.extend_from_slice(&lazy.out);
+                        let name = path.display();
+                        assert!(parts == held.out, "{name} {bundle_type:?} {max_segments}: bytes differ");
+                        assert_eq!(lazy.findings, held.findings, "{name} {bundle_type:?} {max_segments}");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 300 && spilled > 50, "{compared} {spilled}");
+    }
 }

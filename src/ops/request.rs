@@ -182,9 +182,9 @@ impl Outcome {
 /// One item of data for the sink.
 #[derive(Debug)]
 pub enum Item<'a> {
-    /// A JSON object for one record: parse, validate, inspect, a failed record, or a
+    /// A JSON object for one record: parse, validate, inspect, convert, a failed record, or a
     /// `fmt --check` result. `json` is compact and complete (it carries `record` when `record`
-    /// is set).
+    /// is set), or the rest of an object whose start went to [`Sink::part`].
     Json {
         /// 1-based record number in a multi-record input.
         record: Option<u64>,
@@ -212,5 +212,17 @@ pub trait Sink {
     /// at a time).
     fn json_lines(&mut self, _lines: &[u8]) -> Option<io::Result<()>> {
         None
+    }
+
+    /// True when the sink takes the object of a record in parts ([`Sink::part`]), so that a
+    /// large record (the Bundle of a large message) is never held whole.
+    fn takes_parts(&self) -> bool {
+        false
+    }
+
+    /// Takes the next bytes of the object of the next `Item::Json`, whose `json` then holds only
+    /// the rest of the object. Called only when [`Sink::takes_parts`].
+    fn part(&mut self, _bytes: &[u8]) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
     }
 }

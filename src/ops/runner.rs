@@ -33,6 +33,11 @@ impl<C: Codec + Redacts + Converts> Pipeline for C {}
 /// Messages per thread converted together (bounds memory: the batch's messages and Bundles).
 const CONVERT_BATCH_PER_WORKER: usize = 128;
 
+/// A message this large (bytes) is converted alone, with its Bundle written to the sink in
+/// parts as it is made (when the sink takes parts and no policy redacts the Bundle): memory
+/// then does not grow with the Bundle (see `hl7v2_fhir::convert_after`).
+pub(super) const STREAM_CONVERT_AT: usize = 1024 * 1024;
+
 /// True when no finding is an error or fatal.
 pub(super) fn is_valid(findings: &[Diagnostic]) -> bool {
     !findings.iter().any(|d| d.severity.is_failure())
@@ -137,6 +142,8 @@ pub(super) fn check_for(command: Command) -> Check {
 struct ConvertJob<D> {
     doc: D,
     record: u64,
+    /// Its Bundle goes to the sink in parts (see [`STREAM_CONVERT_AT`]).
+    stream: bool,
 }
 
 /// The output of the open frame (`fmt` and `redact` write a framed stream framed).
@@ -342,6 +349,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             // An envelope record is processed here, after the records before it.
             self.flush_pending()?;
         }
+        let size = bytes.len();
         // A copy of the bytes for the operator's excerpt, or for `fmt` to pass a record that
         // fails through (codecs that keep their input give it back anyway).
         let keep =
@@ -386,8 +394,13 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 C::on_envelope(&mut self.stream, e, Some(&doc));
                 return Ok(());
             }
-            self.pending.push(ConvertJob { doc, record: self.records });
-            if self.pending.len() >= self.batch {
+            let stream = size >= STREAM_CONVERT_AT && self.request.redaction().is_none() && self.sink.takes_parts();
+            if stream {
+                // Converted alone, after the messages before it.
+                self.flush_converts()?;
+            }
+            self.pending.push(ConvertJob { doc, record: self.records, stream });
+            if stream || self.pending.len() >= self.batch {
                 self.flush_converts()?;
             }
             return Ok(());
@@ -574,14 +587,36 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             if in_place {
                 json::converted_record_prefix(multi, job.record, &mut prefix);
             }
-            C::convert(&job.doc, &prefix, FINDING_ROOM, &request.convert, job.record, &request.limits, disclosure)
+            C::convert(&job.doc, &prefix, FINDING_ROOM, &request.convert, job.record, &request.limits, disclosure, None)
         };
         let records = self.records;
         let mut outcome = Ok(());
         if jobs.len() == 1 || self.workers <= 1 {
             for job in &jobs {
                 self.records = job.record;
-                outcome = self.write_converted(convert(job));
+                let converted = if job.stream {
+                    // The record's object goes to the sink as the Bundle is written.
+                    let mut prefix = Vec::new();
+                    json::converted_record_prefix(multi, job.record, &mut prefix);
+                    let sink = &mut *self.sink;
+                    let mut failed = false;
+                    let mut spill = |bytes: &[u8]| failed |= sink.part(bytes).is_err();
+                    let converted = C::convert(
+                        &job.doc,
+                        &prefix,
+                        FINDING_ROOM,
+                        &request.convert,
+                        job.record,
+                        &request.limits,
+                        disclosure,
+                        Some(&mut spill),
+                    );
+                    self.output_failed |= failed;
+                    converted
+                } else {
+                    convert(job)
+                };
+                outcome = self.write_converted(converted);
                 if outcome.is_err() {
                     break;
                 }
@@ -676,9 +711,10 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     /// Writes one converted message (the record number is `self.records`).
     fn write_converted(&mut self, converted: Result<crate::convert::Converted, Code>) -> Result<(), Failure> {
         let mut converted = converted.map_err(Failure::code)?;
-        if converted.start > 0 {
+        if converted.start > 0 || converted.spilled {
             // The Bundle follows the start of its record (no redacting policy): the object is
-            // completed in its buffer, which `converted` wipes when dropped.
+            // completed in its buffer, which `converted` wipes when dropped (after a spill, the
+            // buffer holds the rest of the object: the sink has the start).
             let valid = is_valid(&converted.findings);
             self.any_invalid |= !valid;
             let json = &mut converted.out;

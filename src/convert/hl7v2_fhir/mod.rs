@@ -75,10 +75,13 @@ pub const SUPPORTED: &[(&str, &str)] = &[
 /// The result of converting one message.
 pub struct Converted {
     /// The caller's prefix (see [`convert_after`]), then the Bundle (FHIR JSON, compact). Data
-    /// channel only.
+    /// channel only. After a spill, what was not spilled: the end of the Bundle.
     pub out: Vec<u8>,
     /// Where the Bundle starts in `out` (the length of the prefix).
     pub start: usize,
+    /// True when the start of `out` (the prefix and the Bundle's first bytes) went to the
+    /// spill (see [`convert_after`]).
+    pub spilled: bool,
     /// Conversion findings, then the validator's findings on the Bundle.
     pub findings: Vec<Diagnostic>,
 }
@@ -104,6 +107,38 @@ pub(crate) struct Entry {
     /// Bytes that identify a shared resource (Practitioner, Location, Organization) in this
     /// message, for de-duplication; zeroized on drop.
     key: Vec<u8>,
+    /// A resource not held: made again when written ([`Ctx::recipes`]).
+    recipe: Option<u32>,
+}
+
+/// How to make an Observation again when the Bundle is written (a large message does not hold
+/// its Observations: see [`Ctx::lazy`]): its OBX, the arguments it was made with, the NTE
+/// segments that added notes to it, and the JSON values it writes.
+pub(crate) struct Recipe<'m> {
+    obx: SegmentRef<'m>,
+    order: Option<usize>,
+    /// The patient and encounter references and the report's effective time it was made with
+    /// ([`Ctx::recipe_states`]).
+    state: u32,
+    pub(crate) notes: Vec<SegmentRef<'m>>,
+    /// `None` when a number is not a JSON number (see `fhir::direct::count_checked`).
+    values: Option<usize>,
+}
+
+/// The state an Observation is made in, besides its segment: `Ctx::patient`,
+/// `Ctx::encounter` and the effective time of its report; wiped on drop.
+pub(crate) struct RecipeState {
+    patient: Option<String>,
+    encounter: Option<String>,
+    effective: Option<String>,
+}
+
+impl Drop for RecipeState {
+    fn drop(&mut self) {
+        for s in [&mut self.patient, &mut self.encounter, &mut self.effective].into_iter().flatten() {
+            crate::phi::wipe_string(s);
+        }
+    }
 }
 
 impl Drop for Entry {
@@ -135,6 +170,19 @@ pub struct Ctx<'m> {
     /// was reduced to the date (results repeat a time across their OBX-14, OBX-19 and OBR-7);
     /// wiped on drop.
     pub(crate) last_datetime: (Vec<u8>, String, bool),
+    /// A large message (its Bundle is spilled): Observations are not held once made (their
+    /// findings and shared resources are), but made again, one at a time, when the Bundle is
+    /// written (see [`Recipe`]).
+    pub(crate) lazy: bool,
+    pub(crate) recipes: Vec<Recipe<'m>>,
+    pub(crate) recipe_states: Vec<RecipeState>,
+    /// In a large message, the results of the reports (report entry, Observation entry), in
+    /// the order they came: added to the report when it is written (nothing else changes a
+    /// report once made, so its `result` member comes last either way).
+    pub(crate) results: Vec<(usize, usize)>,
+    /// The entry whose resource is being made again: [`Ctx::add`] puts it there, and findings
+    /// are not noted again.
+    replay: Option<usize>,
 }
 
 impl Drop for Ctx<'_> {
@@ -151,7 +199,7 @@ pub const NOWHERE: &str = "-";
 impl<'m> Ctx<'m> {
     /// Adds a finding with the code's default severity.
     pub fn note(&mut self, code: Code, pos: Hl7Position, path: &'static str) {
-        if self.findings.len() < fhir::validate::MAX_FINDINGS {
+        if self.findings.len() < fhir::validate::MAX_FINDINGS && self.replay.is_none() {
             self.findings.push(Diagnostic::new(code, Location::Convert(pos, path)));
         }
     }
@@ -272,10 +320,97 @@ impl<'m> Ctx<'m> {
         o
     }
 
-    /// Adds an entry; returns its index.
+    /// Adds an entry; returns its index. While an entry's resource is made again, puts the
+    /// resource there instead.
     pub fn add(&mut self, ty: &'static str, id: String, res: Obj) -> usize {
-        self.entries.push(Entry { ty, id, res, key: Vec::new() });
+        if let Some(i) = self.replay {
+            if let Some(e) = self.entries.get_mut(i) {
+                e.res = res;
+            }
+            return i;
+        }
+        self.entries.push(Entry { ty, id, res, key: Vec::new(), recipe: None });
         self.entries.len() - 1
+    }
+
+    /// In a large message, drops the resource of Observation entry `i` just made from `obx`
+    /// (with `order` and `effective`), keeping how to make it again.
+    pub(crate) fn made_observation(
+        &mut self,
+        i: usize,
+        obx: SegmentRef<'m>,
+        order: Option<usize>,
+        effective: Option<&String>,
+    ) {
+        if !self.lazy || self.replay.is_some() {
+            return;
+        }
+        let Some(e) = self.entries.get_mut(i) else { return };
+        let values = fhir::direct::count_checked(&V::O(std::mem::take(&mut e.res)));
+        let same = self.recipe_states.last().is_some_and(|s| {
+            s.patient == self.patient && s.encounter == self.encounter && s.effective.as_ref() == effective
+        });
+        if !same {
+            self.recipe_states.push(RecipeState {
+                patient: self.patient.clone(),
+                encounter: self.encounter.clone(),
+                effective: effective.cloned(),
+            });
+        }
+        let state = u32::try_from(self.recipe_states.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        e.recipe = u32::try_from(self.recipes.len()).ok();
+        self.recipes.push(Recipe { obx, order, state, notes: Vec::new(), values });
+    }
+
+    /// The range of [`Ctx::results`] that report entry `i` waits for (they are in entry order:
+    /// a report's results come before the next report is made).
+    fn results_of(&self, i: usize) -> (usize, usize) {
+        (self.results.partition_point(|r| r.0 < i), self.results.partition_point(|r| r.0 <= i))
+    }
+
+    /// The recipe of entry `i`, when its resource is not held.
+    pub(crate) fn recipe_mut(&mut self, i: usize) -> Option<&mut Recipe<'m>> {
+        if self.replay.is_some() {
+            return None;
+        }
+        let r = self.entries.get(i)?.recipe?;
+        self.recipes.get_mut(r as usize)
+    }
+
+    /// Makes the resource of entry `i` again from its recipe (without findings or new entries)
+    /// and takes it; else takes the resource held.
+    fn take_resource(&mut self, i: usize) -> Obj {
+        let Some(r) = self.entries.get(i).and_then(|e| e.recipe) else {
+            let mut res = self.entries.get_mut(i).map(|e| std::mem::take(&mut e.res)).unwrap_or_default();
+            let (from, to) = self.results_of(i);
+            for k in from..to {
+                let Some(&(_, o)) = self.results.get(k) else { break };
+                // As `reference_obj`, with room for its one member only (a report may have
+                // hundreds of thousands of results).
+                let mut reference = Obj::with_exact_capacity(1);
+                reference.set("reference", V::S(self.entry_ref(o)));
+                res.push_obj("result", reference);
+            }
+            return res;
+        };
+        let Some(recipe) = self.recipes.get_mut(r as usize) else { return Obj::new() };
+        let (obx, order, state, notes) = (recipe.obx, recipe.order, recipe.state, std::mem::take(&mut recipe.notes));
+        let (patient, encounter, effective) = match self.recipe_states.get(state as usize) {
+            Some(s) => (s.patient.clone(), s.encounter.clone(), s.effective.clone()),
+            None => (None, None, None),
+        };
+        let patient = std::mem::replace(&mut self.patient, patient);
+        let encounter = std::mem::replace(&mut self.encounter, encounter);
+        self.replay = Some(i);
+        orders::observation_again(self, obx, effective, order, &notes);
+        self.replay = None;
+        if let Some(mut p) = std::mem::replace(&mut self.patient, patient) {
+            crate::phi::wipe_string(&mut p);
+        }
+        if let Some(mut e) = std::mem::replace(&mut self.encounter, encounter) {
+            crate::phi::wipe_string(&mut e);
+        }
+        self.entries.get_mut(i).map(|e| std::mem::take(&mut e.res)).unwrap_or_default()
     }
 
     /// The reference of the shared resource of type `ty` already made from the identifying
@@ -293,7 +428,11 @@ impl<'m> Ctx<'m> {
             return r;
         }
         let r = reference(&id);
-        self.entries.push(Entry { ty, id, res, key });
+        // Making a resource again finds the shared ones it made the first time.
+        debug_assert!(self.replay.is_none(), "convert: a resource made again adds a shared resource");
+        if self.replay.is_none() {
+            self.entries.push(Entry { ty, id, res, key, recipe: None });
+        }
         r
     }
 
@@ -332,13 +471,20 @@ pub fn reference_obj(r: &str) -> Obj {
 /// Converts one message. `record` numbers the message in its input (ids of messages without
 /// MSH-10 use it).
 pub fn convert(msg: &Message, opts: &Options, record: u64, limits: &Limits, disclosure: &Disclosure) -> Converted {
-    convert_after(b"", 0, msg, opts, record, limits, disclosure)
+    convert_after(b"", 0, msg, opts, record, limits, disclosure, None)
 }
 
 /// [`convert`], writing the Bundle after `prefix` (the start of the record that holds it, so
 /// that the data-channel writer appends to the Bundle's buffer instead of copying it), in a
 /// buffer sized to leave `room_per_finding` bytes after the Bundle for each finding (which the
 /// caller appends). `prefix` is the caller's text, never a value.
+///
+/// With `spill` (a large message), memory does not grow with the Bundle: Observations are not
+/// held once made (they are made again, one at a time, as the Bundle is written), and once the
+/// Bundle is known to pass the FHIR reader's node limit (its finding is then known without the
+/// bytes), its bytes go to `spill` as they are written, the prefix first; `out` keeps the rest
+/// ([`Converted::spilled`]). The bytes are the same either way.
+#[allow(clippy::too_many_arguments)]
 pub fn convert_after(
     prefix: &[u8],
     room_per_finding: usize,
@@ -347,6 +493,7 @@ pub fn convert_after(
     record: u64,
     limits: &Limits,
     disclosure: &Disclosure,
+    spill: Option<fhir::direct::Spill<'_>>,
 ) -> Converted {
     let r = Reader::new(msg, disclosure);
     let msh = msg.msh();
@@ -364,6 +511,11 @@ pub fn convert_after(
         encounter: None,
         message_type,
         last_datetime: (Vec::new(), String::new(), false),
+        lazy: spill.is_some(),
+        recipes: Vec::new(),
+        recipe_states: Vec::new(),
+        results: Vec::new(),
+        replay: None,
     };
     if ctx.control.is_empty() {
         ctx.note(Code::CONVERT_CONTROL_ID_MISSING, msh.position().field(10, 0), "Bundle.identifier");
@@ -393,31 +545,54 @@ pub fn convert_after(
     let mut bundle = Vec::with_capacity(prefix.len() + last + last / 8);
     bundle.extend_from_slice(prefix);
     let start = bundle.len();
-    let direct = write_bundle(&mut ctx, msh, &mut bundle, limits);
+    let mut spilled = false;
+    let written = match spill {
+        Some(spill) => {
+            let mut spill_and_say = |bytes: &[u8]| {
+                spilled = true;
+                spill(bytes);
+            };
+            write_bundle(&mut ctx, msh, &mut bundle, limits, Some(&mut spill_and_say))
+        }
+        None => write_bundle(&mut ctx, msh, &mut bundle, limits, None),
+    };
     let mut findings = std::mem::take(&mut ctx.findings);
     drop(ctx);
     // The Bundle's element tree comes from the writing walk; when the tree has a shape the
     // JSON reader would report, the bytes are read back instead (same document, with findings).
     #[cfg(debug_assertions)]
-    if let Some(doc) = &direct {
+    if !spilled {
         // Debug builds (the tests) check the walk against reading its bytes back, on every
         // conversion; the message names only the first node that differs.
-        if let Err(node) = fhir::direct::compare_with_read(doc, &bundle[start..], limits) {
-            panic!("convert: the written Bundle's element tree differs from reading it at node {node}");
+        match &written {
+            fhir::direct::Written::Built(doc) => {
+                if let Err(node) = fhir::direct::compare_with_read(doc, &bundle[start..], limits) {
+                    panic!("convert: the written Bundle's element tree differs from reading it at node {node}");
+                }
+            }
+            fhir::direct::Written::Fatal(d) => {
+                let read = fhir::read(bundle[start..].to_vec(), limits).err();
+                assert_eq!(read, Some(*d), "convert: the reader stops elsewhere than the walk says");
+            }
+            fhir::direct::Written::ReadBack => {}
         }
     }
-    let doc = match direct {
-        Some(doc) => Ok(doc),
-        None => fhir::read(bundle[start..].to_vec(), limits),
+    let doc = match written {
+        fhir::direct::Written::Built(doc) => Ok(doc),
+        // Never after a spill (the walk spills only once the reader's stop is known); were it
+        // to happen, what is left reads as broken JSON, a fatal finding.
+        fhir::direct::Written::ReadBack => fhir::read(bundle.get(start..).unwrap_or_default().to_vec(), limits),
+        fhir::direct::Written::Fatal(d) => Err(d),
     };
     match doc {
         Ok(doc) => findings.extend(fhir::validate::validate(&doc, fhir::validate::Options { strict: false })),
         Err(fatal) => findings.push(fatal),
     }
     findings.truncate(fhir::validate::MAX_FINDINGS);
-    let size = bundle.len() - start + room_per_finding * findings.len();
+    let start = if spilled { 0 } else { start };
+    let size = bundle.len().saturating_sub(start) + room_per_finding * findings.len();
     LAST.store(size.max(last - last / 8).max(4096), Ordering::Relaxed);
-    Converted { out: bundle, start, findings }
+    Converted { out: bundle, start, spilled, findings }
 }
 
 /// The size of the recent Bundles with the room for their findings (the next is sized from
@@ -426,8 +601,15 @@ pub fn convert_after(
 /// for one batch of messages); a capacity only, never in the output.
 static LAST: AtomicUsize = AtomicUsize::new(4096);
 
-/// Writes the Bundle to `out`; returns its element tree when the writing walk could build it.
-fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>, limits: &Limits) -> Option<fhir::Document> {
+/// Writes the Bundle to `out` (and `spill`, see [`convert_after`]): its header, then its
+/// entries one at a time, each made (or taken) just before it is written.
+fn write_bundle<'o>(
+    ctx: &mut Ctx<'_>,
+    msh: SegmentRef<'_>,
+    out: &'o mut Vec<u8>,
+    limits: &Limits,
+    spill: Option<fhir::direct::Spill<'o>>,
+) -> fhir::direct::Written {
     let mut b = Obj::new();
     b.set("resourceType", V::code("Bundle"));
     b.set("id", V::S(ctx.positional_id("Bundle", 0, 0)));
@@ -441,24 +623,45 @@ fn write_bundle(ctx: &mut Ctx<'_>, msh: SegmentRef<'_>, out: &mut Vec<u8>, limit
         let ts = ctx.instant(rep, 1, "Bundle.timestamp");
         b.opt("timestamp", ts);
     }
+    let transaction = ctx.opts.bundle_type == BundleType::Transaction;
+    // A large message whose entries alone pass the FHIR reader's node limit (and whose numbers
+    // are all JSON numbers): the reader's finding is known before the Bundle is written, its
+    // element tree is not built, and its bytes can be spilled from the start.
+    let over_limit = ctx.lazy && {
+        let per_entry = if transaction { 5 } else { 2 };
+        let mut values = Some(0usize);
+        for (i, e) in ctx.entries.iter().enumerate() {
+            let resource = match e.recipe.and_then(|r| ctx.recipes.get(r as usize)) {
+                Some(r) => r.values,
+                None => e.res.count_checked(),
+            };
+            // The results waiting for a report: the array, then an object and its reference each.
+            let (from, to) = ctx.results_of(i);
+            let results = if to > from { 1 + 2 * (to - from) } else { 0 };
+            values = values.and_then(|v| Some(v + per_entry + resource? + results));
+        }
+        values.is_some_and(|v| v > limits.max_segments as usize)
+    };
     // Entries, MessageHeader first (it is entry 0 by construction).
-    let entries = std::mem::take(&mut ctx.entries);
-    let mut list = Vec::with_capacity(entries.len());
-    for mut e in entries {
+    let mut next = 0usize;
+    let mut entries = std::iter::from_fn(|| {
+        let i = next;
+        next += 1;
+        ctx.entries.get(i)?;
+        let res = ctx.take_resource(i);
+        let e = ctx.entries.get(i)?;
         let mut entry = Obj::new();
         entry.set("fullUrl", V::S(reference(&e.id)));
-        let res = std::mem::take(&mut e.res);
         entry.obj("resource", res);
-        if ctx.opts.bundle_type == BundleType::Transaction {
+        if transaction {
             let mut req = Obj::new();
             req.set("method", V::code("PUT"));
             req.set("url", V::S(format!("{}/{}", e.ty, e.id)));
             entry.obj("request", req);
         }
-        list.push(V::O(entry));
-    }
-    b.set("entry", V::A(list));
-    fhir::direct::write_and_read(&V::O(b), out, limits)
+        Some(V::O(entry))
+    });
+    fhir::direct::write_and_read_with(&V::O(b), Some(("entry", &mut entries)), out, limits, over_limit, spill)
 }
 
 crate::debug_placeholder!(Converted, Entry, Ctx<'m>);

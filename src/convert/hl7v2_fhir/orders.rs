@@ -80,7 +80,7 @@ impl Drop for Appt {
 }
 
 /// Walks the segments after MSH, in order.
-pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
+pub fn walk<'m>(ctx: &mut Ctx<'m>, msg: &'m Message) {
     let segs: Vec<SegmentRef<'_>> = msg.segments().collect();
     let mut st = State::default();
     for (i, &seg) in segs.iter().enumerate() {
@@ -159,9 +159,17 @@ pub fn walk(ctx: &mut Ctx<'_>, msg: &Message) {
             Some("OBX") if st.document.is_some() => document_text(ctx, seg, &mut st.document_text),
             Some("OBX") => {
                 let obs = observation(ctx, seg, st.report_effective.clone(), st.order);
+                if let Some(o) = obs {
+                    ctx.made_observation(o, seg, st.order, st.report_effective.as_ref());
+                }
                 if let (Some(o), Some(r)) = (obs, st.report) {
-                    let reference = ctx.entry_ref(o);
-                    ctx.entry_mut(r).push_obj("result", reference_obj(&reference));
+                    if ctx.lazy {
+                        // Added when the report is written (see `Ctx::results`).
+                        ctx.results.push((r, o));
+                    } else {
+                        let reference = ctx.entry_ref(o);
+                        ctx.entry_mut(r).push_obj("result", reference_obj(&reference));
+                    }
                 }
                 st.note = obs.map(|entry| NoteTarget { entry });
             }
@@ -662,6 +670,23 @@ fn observation(
     Some(i)
 }
 
+/// Makes the Observation of `seg` again, as [`walk`] made it (with `effective` and `order`),
+/// with the notes of the NTE segments `notes`: into the entry being made again (see
+/// `Ctx::take_resource`).
+pub(super) fn observation_again<'m>(
+    ctx: &mut Ctx<'m>,
+    seg: SegmentRef<'m>,
+    effective: Option<String>,
+    order: Option<usize>,
+    notes: &[SegmentRef<'m>],
+) {
+    if let Some(entry) = observation(ctx, seg, effective, order) {
+        for &nte in notes {
+            note(ctx, nte, NoteTarget { entry });
+        }
+    }
+}
+
 /// The CodeableConcept of field `n` for an element FHIR requires: without a code or text there
 /// (the field empty, or only delimiters), the data-absent-reason extension, reported as
 /// `CONVERT_VALUE_MISSING`.
@@ -840,7 +865,7 @@ fn structured_numeric(ctx: &mut Ctx<'_>, rep: Rep<'_>, units: Option<Rep<'_>>, o
 }
 
 /// NTE-3 to an Annotation of the resource before it.
-fn note(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, target: NoteTarget) {
+fn note<'m>(ctx: &mut Ctx<'m>, seg: SegmentRef<'m>, target: NoteTarget) {
     let parts: Vec<String> = ctx.r.reps(seg, 3).filter_map(|r| ctx.r.text(r.bytes)).collect();
     let ty = ctx.entries[target.entry].ty;
     let key = match ty {
@@ -859,6 +884,12 @@ fn note(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, target: NoteTarget) {
     );
     if !supported {
         ctx.note(Code::CONVERT_SEGMENT_UNMAPPED, seg.position(), NOWHERE);
+        return;
+    }
+    if let Some(recipe) = ctx.recipe_mut(target.entry) {
+        // An Observation not held: the note is added when it is made again.
+        recipe.notes.push(seg);
+        ctx.unmapped_fields(seg, &[1, 3]);
         return;
     }
     if !parts.is_empty() {

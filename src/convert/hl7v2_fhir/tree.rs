@@ -205,6 +205,12 @@ impl Obj {
         Obj(spare::members(n))
     }
 
+    /// An empty object with room for exactly `n` members (not one kept by a dropped tree, which
+    /// has room for at least four): for the many small objects of one large resource.
+    pub fn with_exact_capacity(n: usize) -> Obj {
+        Obj(Vec::with_capacity(n))
+    }
+
     /// True when no member would be written. Members are only ever added, never emptied, and
     /// [`Obj::set`] and [`Obj::push`] leave empty values out: an object with a member is not
     /// empty.
@@ -280,6 +286,12 @@ impl Obj {
     /// Appends compact JSON.
     pub fn write(&self, out: &mut Vec<u8>) {
         direct::write_object(&self.0, out);
+    }
+
+    /// The JSON values it is written as (itself included); `None` when a number is not a JSON
+    /// number (see [`direct::count_checked`]).
+    pub fn count_checked(&self) -> Option<usize> {
+        self.0.iter().filter(|(_, v)| !v.is_empty()).try_fold(1usize, |n, (_, v)| Some(n + direct::count_checked(v)?))
     }
 }
 
