@@ -248,34 +248,24 @@ fn pretty_output_keeps_a_comma_in_a_name() {
     assert!(text.contains("\"DOE, JOHN\"") && text.contains("\"A,B\""), "{text}");
 }
 
-/// Runs phiward through `sh` with its standard output closed (`>&-`).
-fn run_stdout_closed(args: &[&str]) -> std::process::Output {
-    let mut all = vec!["-c", "exec \"$0\" \"$@\" >&-"];
+/// Descriptor 1 on `/dev/null` opened read-write, as Python's `subprocess.DEVNULL` and Node's
+/// `stdio: "ignore"` pass it, is a working output: the verdict and exit code stand (a heuristic
+/// that took it for a closed stdout made every such run exit 74). A stdout closed with `>&-`
+/// cannot be told from it on Linux (the Rust runtime reopens the descriptor on `/dev/null`
+/// read-write before `main`): SECURITY.md lists it.
+#[test]
+fn read_write_dev_null_is_a_working_stdout() {
+    let valid = valid_path();
     let bin = crate::common::bin();
     let bin = bin.to_str().expect("utf-8 path");
-    all.push(bin);
-    all.extend_from_slice(args);
-    std::process::Command::new("sh").args(&all).output().expect("sh")
-}
-
-/// Regression (issue 36): with stdout closed, a command that writes data or a verdict failed
-/// silently with exit 0; it is CLI_OUTPUT_FAILED (74). `>/dev/null` is not a failure, and
-/// `--quiet` writes nothing, so it keeps its verdict.
-#[test]
-fn closed_stdout_is_output_failed() {
-    let valid = valid_path();
-    for args in [vec!["parse", valid.as_str()], vec!["validate", valid.as_str()], vec!["fmt", valid.as_str()]] {
-        let o = run_stdout_closed(&args);
-        assert_eq!(code(&o), 74, "{args:?}");
-        assert!(String::from_utf8_lossy(&o.stderr).starts_with("phiward: CLI_OUTPUT_FAILED: "), "{args:?}");
+    for (cmd, redirect) in [("parse", "1<>/dev/null"), ("validate", "1<>/dev/null"), ("fmt", ">/dev/null")] {
+        let o = std::process::Command::new("sh")
+            .args(["-c", &format!("exec \"$0\" {cmd} \"$1\" {redirect}"), bin, &valid])
+            .output()
+            .expect("sh");
+        assert_eq!(code(&o), 0, "{cmd} {redirect}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stderr.is_empty(), "{cmd} {redirect}");
     }
-    let o = run_stdout_closed(&["validate", "--quiet", valid.as_str()]);
-    assert_eq!(code(&o), 0);
-    let o = std::process::Command::new("sh")
-        .args(["-c", "exec \"$0\" validate \"$1\" >/dev/null", crate::common::bin().to_str().expect("utf-8"), &valid])
-        .output()
-        .expect("sh");
-    assert_eq!(code(&o), 0, "a redirection to /dev/null is not a closed stdout");
 }
 
 /// A stream with failed records (the others written) ends with one stderr line: counts and

@@ -32,8 +32,6 @@ pub enum Style {
 #[derive(Debug)]
 pub struct Stdout {
     style: Style,
-    /// Standard output was closed at start: every write fails (`CLI_OUTPUT_FAILED`).
-    closed: bool,
     out: io::BufWriter<io::StdoutLock<'static>>,
     /// Records that were shown as valid / invalid (human summary).
     counts: (u64, u64),
@@ -44,13 +42,7 @@ pub struct Stdout {
 impl Stdout {
     /// A sink writing in `style`.
     pub fn new(style: Style) -> Self {
-        Stdout {
-            style,
-            closed: stdout_was_closed(),
-            out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
-            counts: (0, 0),
-            open: None,
-        }
+        Stdout { style, out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()), counts: (0, 0), open: None }
     }
 
     /// Flushes stdout; a failure is reported by the caller.
@@ -75,9 +67,6 @@ impl Stdout {
 
 impl Sink for Stdout {
     fn json_lines(&mut self, lines: &[u8]) -> Option<io::Result<()>> {
-        if self.closed && self.style != Style::Quiet {
-            return Some(Err(io::ErrorKind::BrokenPipe.into()));
-        }
         match self.style {
             // A batch is larger than the buffer: written straight through, not copied.
             Style::Json => Some(self.out.write_all(lines)),
@@ -91,9 +80,6 @@ impl Sink for Stdout {
     }
 
     fn part(&mut self, bytes: &[u8]) -> io::Result<()> {
-        if self.closed {
-            return Err(io::ErrorKind::BrokenPipe.into());
-        }
         match self.style {
             Style::Json => self.out.write_all(bytes),
             Style::Pretty => {
@@ -113,10 +99,6 @@ impl Sink for Stdout {
     }
 
     fn item(&mut self, item: Item<'_>) -> io::Result<()> {
-        let writes = matches!(item, Item::Bytes(_)) || self.style != Style::Quiet;
-        if self.closed && writes {
-            return Err(io::ErrorKind::BrokenPipe.into());
-        }
         match item {
             Item::Bytes(b) => self.out.write_all(b),
             Item::Json { record, json, findings, valid, error } => match self.style {
@@ -433,23 +415,6 @@ pub fn records_failed(records: &crate::ops::Records) {
         records.seen,
         codes.join(", ")
     );
-}
-
-/// True when standard output was closed when the process started (`>&-`). The Rust runtime
-/// then opens `/dev/null` read-write on descriptor 1, so writes succeed and the data is lost
-/// without an error; a redirection to `/dev/null` by the caller opens it write-only. Linux only
-/// (reads `/proc/self`); elsewhere false.
-pub fn stdout_was_closed() -> bool {
-    let Ok(target) = std::fs::read_link("/proc/self/fd/1") else { return false };
-    if target != std::path::Path::new("/dev/null") {
-        return false;
-    }
-    let Ok(info) = std::fs::read_to_string("/proc/self/fdinfo/1") else { return false };
-    // `flags:` is octal; O_ACCMODE is 3 and O_RDWR 2.
-    info.lines()
-        .find_map(|l| l.strip_prefix("flags:"))
-        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
-        .is_some_and(|flags| flags & 3 == 2)
 }
 
 /// Prints the one stderr line of a failure, with a fixed hint.
