@@ -103,6 +103,11 @@ codes! {
     CLI_KEY_INVALID => Fatal, "the key file holds fewer than 16 or more than 4096 bytes";
     CLI_RECORDS_FAILED => Error, "records of a stream could not be processed; the others were";
     CLI_NAMING_SYSTEMS_INVALID => Fatal, "the naming-system file is not UTF-8 lines of an authority and an absolute URI";
+    CLI_KEY_FILE_UNREADABLE => Fatal, "the --key-file file does not exist or cannot be read";
+    CLI_ID_KEY_FILE_UNREADABLE => Fatal, "the --id-key-file file does not exist or cannot be read";
+    CLI_POLICY_UNREADABLE => Fatal, "the policy file (--policy, or the POLICY argument) does not exist or cannot be read";
+    CLI_NAMING_SYSTEMS_UNREADABLE => Fatal, "the --naming-systems file does not exist or cannot be read";
+    CLI_SAMPLES_UNREADABLE => Fatal, "the --samples folder does not exist, cannot be read or holds no file";
 
     // ---- policy (load, lint, enforcement) ------------------------------------------------
     POLICY_SYNTAX => Fatal, "the policy file is not valid TOML (or not UTF-8)";

@@ -37,6 +37,14 @@ pub struct Stdout {
     out: io::BufWriter<io::StdoutLock<'static>>,
     /// Records that were shown as valid / invalid (human summary).
     counts: (u64, u64),
+    /// The words of a positive and a negative verdict in human style (`valid`/`invalid`, or
+    /// `canonical`/`not canonical` for `fmt --check`).
+    words: (&'static str, &'static str),
+    /// Data bytes get LF for each lone CR (HL7 v2 segment terminators on a terminal, or
+    /// `--line-ending lf`).
+    lf: bool,
+    /// The last data byte written (a CR right after an MLLP end block stays a CR).
+    last: u8,
 }
 
 impl Stdout {
@@ -47,7 +55,49 @@ impl Stdout {
             closed: stdout_was_closed(),
             out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
             counts: (0, 0),
+            words: ("valid", "invalid"),
+            lf: false,
+            last: 0,
         }
+    }
+
+    /// The words of the verdicts (`fmt --check`: `canonical`, `not canonical`).
+    pub fn with_words(self, words: (&'static str, &'static str)) -> Self {
+        Stdout { words, ..self }
+    }
+
+    /// Segment terminators as LF: every CR of the data becomes LF, except a CR that follows an
+    /// MLLP end block (0x1C), and a CR LF becomes one LF. HL7 v2 escapes a CR inside a value
+    /// (`\X0D\`), FHIR JSON writes none outside strings nor inside, and XML reads a CR as LF:
+    /// only terminators change.
+    pub fn with_lf(self, lf: bool) -> Self {
+        Stdout { lf, ..self }
+    }
+
+    /// Writes data bytes, with LF terminators when asked.
+    fn data(&mut self, b: &[u8]) -> io::Result<()> {
+        if !self.lf {
+            return self.out.write_all(b);
+        }
+        let mut start = 0;
+        for (i, &c) in b.iter().enumerate() {
+            if c == b'\r' {
+                let prev = if i == 0 { self.last } else { b[i - 1] };
+                if prev == 0x1C {
+                    continue;
+                }
+                self.out.write_all(&b[start..i])?;
+                if b.get(i + 1) != Some(&b'\n') {
+                    self.out.write_all(b"\n")?;
+                }
+                start = i + 1;
+            }
+        }
+        self.out.write_all(&b[start..])?;
+        if let Some(&l) = b.last() {
+            self.last = l;
+        }
+        Ok(())
     }
 
     /// Flushes stdout; a failure is reported by the caller.
@@ -89,7 +139,7 @@ impl Sink for Stdout {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
         match item {
-            Item::Bytes(b) => self.out.write_all(b),
+            Item::Bytes(b) => self.data(b),
             Item::Json { record, json, findings, valid, error } => match self.style {
                 Style::Quiet => Ok(()),
                 Style::Json => {
@@ -113,7 +163,7 @@ impl Sink for Stdout {
                             } else {
                                 self.counts.1 += 1;
                             }
-                            let word = if v { "valid" } else { "invalid" };
+                            let word = if v { self.words.0 } else { self.words.1 };
                             writeln!(self.out, "{prefix}{word}")?;
                             for d in findings {
                                 writeln!(
@@ -359,6 +409,13 @@ pub fn stdout_was_closed() -> bool {
         .find_map(|l| l.strip_prefix("flags:"))
         .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
         .is_some_and(|flags| flags & 3 == 2)
+}
+
+/// Prints the one stderr line of a failure with a hint built from names only (a usage error:
+/// `cli::usage::hint`); a line break in it could only split the line, so there is none.
+pub fn failure_hint(code: Code, hint: &str) {
+    let hint: String = hint.chars().filter(|c| !c.is_control()).collect();
+    let _ = writeln!(io::stderr().lock(), "phiward: {}: {} ({hint})", code.as_str(), code.meaning());
 }
 
 /// Prints the one stderr line of a failure, with a fixed hint.

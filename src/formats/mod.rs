@@ -187,6 +187,17 @@ pub fn resolve(name: &str) -> Option<(Format, Option<codec::Framing>)> {
     ALIASES.iter().find(|(n, _, _)| *n == name).map(|&(_, f, framing)| (f, Some(framing)))
 }
 
+/// The names of the formats built into this binary, then the aliases of those (what the CLI's
+/// `--format` offers: a format that is only recognised would answer `CLI_FORMAT_UNSUPPORTED`).
+pub fn built_names() -> Vec<&'static str> {
+    Format::ALL
+        .iter()
+        .filter(|f| f.is_built())
+        .map(|f| f.as_str())
+        .chain(ALIASES.iter().filter(|(_, f, _)| f.is_built()).map(|(n, _, _)| *n))
+        .collect()
+}
+
 /// Every name `--format` accepts: the formats', then the aliases.
 pub fn accepted_names() -> Vec<&'static str> {
     Format::ALL.iter().map(|f| f.as_str()).chain(ALIASES.iter().map(|(n, _, _)| *n)).collect()
