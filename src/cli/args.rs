@@ -313,7 +313,7 @@ pub struct InspectArgs {
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,
-    /// Print nothing on standard output: the exit code is the answer.
+    /// Print nothing on standard output; the exit code is the answer.
     #[arg(long, short)]
     pub quiet: bool,
     /// The input is NDJSON (FHIR): one resource per line, one output record per line.
@@ -444,7 +444,7 @@ pub struct ValidateArgs {
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,
-    /// Print nothing on standard output: the exit code is the verdict.
+    /// Print nothing on standard output; the exit code is the answer.
     #[arg(long, short)]
     pub quiet: bool,
     /// The input is NDJSON (FHIR): one resource per line, one output record per line.
@@ -468,7 +468,7 @@ pub struct FmtArgs {
     /// Print no data, only a verdict: `not canonical` (exit 1) when the input is not canonical.
     #[arg(long)]
     pub check: bool,
-    /// With --check: print nothing on standard output; the exit code is the verdict.
+    /// Print nothing on standard output; the exit code is the answer (with --check).
     #[arg(long, short, requires = "check")]
     pub quiet: bool,
     /// With --check: the verdict as compact JSON, one object per line.

@@ -165,16 +165,7 @@ impl Sink for Stdout {
                             }
                             let word = if v { self.words.0 } else { self.words.1 };
                             writeln!(self.out, "{prefix}{word}")?;
-                            for d in findings {
-                                writeln!(
-                                    self.out,
-                                    "  {:<11} {:<32} {}",
-                                    d.severity.as_str(),
-                                    d.code.as_str(),
-                                    d.location
-                                )?;
-                            }
-                            Ok(())
+                            human_findings(json, findings, &mut self.out)
                         }
                         None => {
                             // inspect: key: value lines from the value-free summary JSON.
@@ -188,6 +179,32 @@ impl Sink for Stdout {
             },
         }
     }
+}
+
+/// Writes findings one a line, `  severity  CODE  location (line L, column C)`, from the
+/// record's JSON (whole locations and positions are there), else from the diagnostics.
+fn human_findings(json: &[u8], findings: &[crate::diag::Diagnostic], out: &mut impl Write) -> io::Result<()> {
+    let parsed = serde_json::from_slice::<serde_json::Value>(json).ok();
+    let listed = parsed.as_ref().and_then(|v| v.get("findings")).and_then(serde_json::Value::as_array);
+    let Some(listed) = listed.filter(|l| l.len() == findings.len()) else {
+        for d in findings {
+            writeln!(out, "  {:<11} {:<32} {}", d.severity.as_str(), d.code.as_str(), d.location)?;
+        }
+        return Ok(());
+    };
+    for (d, f) in findings.iter().zip(listed) {
+        let location = f.get("location").and_then(serde_json::Value::as_str).unwrap_or("-");
+        let at = match (
+            f.get("line").and_then(serde_json::Value::as_u64),
+            f.get("column").and_then(serde_json::Value::as_u64),
+        ) {
+            (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
+            (Some(l), None) => format!(" (line {l})"),
+            _ => String::new(),
+        };
+        writeln!(out, "  {:<11} {:<32} {location}{at}", d.severity.as_str(), d.code.as_str())?;
+    }
+    Ok(())
 }
 
 /// Renders a flat value-free summary object as `key: value` lines.

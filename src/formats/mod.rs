@@ -11,6 +11,7 @@
 pub mod codec;
 pub mod fhir;
 pub mod hl7v2;
+pub mod lines;
 pub mod mllp;
 pub mod planned;
 pub mod sniff;

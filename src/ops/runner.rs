@@ -91,6 +91,12 @@ pub(super) fn render<C: Codec>(
     disclosure: Option<&Disclosure>,
     out: &mut Vec<u8>,
 ) -> Result<Rendered, Code> {
+    // Positions and whole locations come from the record, computed only for what is written.
+    let positions =
+        if findings.is_empty() || command == Command::Inspect { Vec::new() } else { C::positions(doc, &findings) };
+    let full = |d: &Diagnostic, out: &mut Vec<u8>| C::full_location(doc, d, out);
+    let place =
+        json::Placement { format: C::NAME, record, positions: &positions, full: Some(&full), fingerprints: true };
     match command {
         Command::Parse => {
             let disclosure = disclosure.ok_or(Code::CLI_INTERNAL)?;
@@ -103,14 +109,14 @@ pub(super) fn render<C: Codec>(
             out.extend_from_slice(b",\"model\":");
             C::model_json(doc, disclosure, out);
             out.extend_from_slice(b",\"warnings\":");
-            json::findings_json(&findings, out);
+            json::findings_json_at(&findings, &place, out);
             out.push(b'}');
             Ok(Rendered { findings, valid: None })
         }
         Command::Validate => {
             let valid = is_valid(&findings);
             let mut object = Vec::with_capacity(256);
-            json::verdict_json(C::NAME, valid, &findings, &mut object);
+            json::verdict_json(C::NAME, valid, &findings, &place, &mut object);
             json::numbered(record, &object, out);
             Ok(Rendered { findings, valid: Some(valid) })
         }
@@ -269,7 +275,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 Piece::Problem { code, offset, label } => {
                     self.records += 1;
                     let cause = Diagnostic::new(code, Location::Offset(offset));
-                    self.failed_record(code, cause, None, label, &mut Vec::new())?;
+                    self.failed_record(code, cause, None, label, Some(offset), &mut Vec::new())?;
                 }
                 Piece::FrameStart(framing) => {
                     let mut out = Zeroizing::new(Vec::new());
@@ -330,7 +336,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         }
         let Some(bytes) = bytes else {
             let cause = Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Offset(offset));
-            return self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, C::NAME, out);
+            return self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, C::NAME, Some(offset), out);
         };
         if matches!(kind, Kind::Message) {
             C::on_message(&mut self.stream);
@@ -357,7 +363,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 } else {
                     Code::CLI_PARSE_FAILED
                 };
-                return self.failed_record(code, fatal.cause, fatal.bytes, C::NAME, out);
+                return self.failed_record(code, fatal.cause, fatal.bytes, C::NAME, Some(offset), out);
             }
         };
         if self.redactor.is_some() {
@@ -376,7 +382,9 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             C::redact(r, &doc, &self.settings, disclosure, &mut red);
             doc = match C::read(red, offset, kind, &self.stream, &self.settings, false) {
                 Ok(d) => d,
-                Err(fatal) => return self.failed_record(Code::CLI_PARSE_FAILED, fatal.cause, None, C::NAME, out),
+                Err(fatal) => {
+                    return self.failed_record(Code::CLI_PARSE_FAILED, fatal.cause, None, C::NAME, Some(offset), out);
+                }
             };
         }
         let command = self.request.command;
@@ -445,6 +453,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         cause: Diagnostic,
         bytes: Option<Phi<Vec<u8>>>,
         label: &'static str,
+        offset: Option<u64>,
         out: &mut Vec<u8>,
     ) -> Result<(), Failure> {
         // Records waiting in a batch come first.
@@ -472,7 +481,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             return Ok(());
         }
         let mut json = Vec::new();
-        json::failed_json(None, label, code, &mut json);
+        json::failed_json(None, label, code, offset, Some(cause.code), &mut json);
         self.emit_numbered(&json, &[], Some(false), Some(code));
         Ok(())
     }
@@ -697,7 +706,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             Ok(b) => b,
             Err(code) => {
                 let at = Location::Record(u32::try_from(self.records).unwrap_or(u32::MAX));
-                return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", &mut Vec::new());
+                return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", None, &mut Vec::new());
             }
         };
         let valid = is_valid(&converted.findings);
@@ -746,7 +755,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             self.any_invalid = true;
             self.records += 1;
             let mut json = Vec::new();
-            json::verdict_json(C::NAME, false, &end, &mut json);
+            json::verdict_json(C::NAME, false, &end, &json::Placement::plain(C::NAME), &mut json);
             self.emit_numbered(&json, &end, Some(false), None);
         }
         if self.records == 0 {
