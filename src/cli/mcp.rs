@@ -65,7 +65,7 @@ pub fn main_entry() -> u8 {
             super::init_logging();
             serve_cli(cli.args)
         }
-        Err(e) => super::usage_error(&e, &[]),
+        Err(e) => super::usage_error(&e, &argv),
     };
     match std::panic::catch_unwind(run) {
         Ok(code) => code,

@@ -139,6 +139,11 @@ fn strings(e: &clap::Error, kind: ContextKind) -> Vec<String> {
 /// that name commands of phiward's definition (nothing else the user typed).
 fn command_path(argv: &[std::ffi::OsString]) -> String {
     use clap::CommandFactory;
+    // The `phiward-mcp` binary: its options are those of `phiward mcp`.
+    let program = argv.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str());
+    if program == Some("phiward-mcp") {
+        return "phiward-mcp".to_owned();
+    }
     let mut cmd = super::args::Cli::command();
     let mut path = vec![cmd.get_name().to_owned()];
     for arg in argv.iter().skip(1) {
