@@ -341,3 +341,31 @@ fn fhir_positions_point_at_the_element() {
         }
     }
 }
+
+/// Every record of a stream carries its byte offset in the input: where its message starts.
+#[test]
+fn stream_records_carry_their_offset() {
+    for file in ["hl7v2/valid/multi_3msgs_cr.hl7", "hl7v2/valid/batch_fhs_bhs_3msgs.hl7"] {
+        let path = fixture(file);
+        let bytes = std::fs::read(&path).expect("fixture");
+        for args in [&["validate", "--json"][..], &["inspect", "--json"], &["parse", "--json"]] {
+            let mut args = args.to_vec();
+            let p = path.to_string_lossy().into_owned();
+            args.push(&p);
+            let o = run(&args);
+            let mut last = None;
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                let v: Value = serde_json::from_str(line).expect("JSON line");
+                let offset = v["offset"].as_u64().unwrap_or_else(|| panic!("{file} {args:?}: no offset in {line}"));
+                assert!(last.is_none_or(|l| offset > l), "{file}: offsets not increasing");
+                let at = bytes.get(offset as usize..offset as usize + 3).unwrap_or_default();
+                assert!(
+                    matches!(at, b"MSH" | b"FHS" | b"BHS" | b"BTS" | b"FTS"),
+                    "{file}: offset {offset} is no segment start"
+                );
+                last = Some(offset);
+            }
+            assert!(last.is_some(), "{file} {args:?}: no record");
+        }
+    }
+}

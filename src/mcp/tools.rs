@@ -363,6 +363,10 @@ fn with_records(one: Value) -> Value {
     if let Some(obj) = item.as_object_mut() {
         if let Some(Value::Object(props)) = obj.get_mut("properties") {
             props.insert("record".to_owned(), json!({"type": "integer", "minimum": 1}));
+            props.insert(
+                "offset".to_owned(),
+                json!({"type": "integer", "minimum": 0, "description": "byte offset of the record in the input"}),
+            );
         }
         if let Some(Value::Array(req)) = obj.get_mut("required") {
             req.push(Value::from("record"));

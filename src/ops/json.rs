@@ -285,14 +285,26 @@ pub(super) fn failed_json(
     out.push(b'}');
 }
 
-/// Appends an object `{...}` as `{"record":N,...}` when `record` is given, else as it is.
-pub(super) fn numbered(record: Option<u64>, object: &[u8], out: &mut Vec<u8>) {
+/// Appends an object `{...}` as `{"record":N,"offset":O,...}` when `record` is given (and
+/// `offset`, the record's byte offset in the input, when known), else as it is.
+pub(super) fn numbered(record: Option<u64>, offset: Option<u64>, object: &[u8], out: &mut Vec<u8>) {
     match record {
         Some(r) => {
-            record_prefix_for(true, r, out);
+            record_prefix_at(r, offset, out);
             out.extend_from_slice(object.get(1..).unwrap_or_default());
         }
         None => out.extend_from_slice(object),
+    }
+}
+
+/// `{"record":N,"offset":O,` (the offset when known): the start of a record's object in a
+/// multi-record input.
+pub(super) fn record_prefix_at(record: u64, offset: Option<u64>, json: &mut Vec<u8>) {
+    record_prefix_for(true, record, json);
+    if let Some(o) = offset {
+        json.extend_from_slice(b"\"offset\":");
+        crate::diag::decimal(o, json);
+        json.push(b',');
     }
 }
 

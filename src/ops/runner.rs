@@ -88,6 +88,7 @@ pub(super) fn render<C: Codec>(
     doc: &C::Document,
     findings: Vec<Diagnostic>,
     record: Option<u64>,
+    offset: Option<u64>,
     disclosure: Option<&Disclosure>,
     out: &mut Vec<u8>,
 ) -> Result<Rendered, Code> {
@@ -101,7 +102,7 @@ pub(super) fn render<C: Codec>(
         Command::Parse => {
             let disclosure = disclosure.ok_or(Code::CLI_INTERNAL)?;
             match record {
-                Some(r) => json::record_prefix_for(true, r, out),
+                Some(r) => json::record_prefix_at(r, offset, out),
                 None => out.push(b'{'),
             }
             out.extend_from_slice(b"\"format\":");
@@ -117,13 +118,13 @@ pub(super) fn render<C: Codec>(
             let valid = is_valid(&findings);
             let mut object = Vec::with_capacity(256);
             json::verdict_json(C::NAME, valid, &findings, &place, &mut object);
-            json::numbered(record, &object, out);
+            json::numbered(record, offset, &object, out);
             Ok(Rendered { findings, valid: Some(valid) })
         }
         Command::Inspect => {
             let mut object = Vec::with_capacity(256);
             C::summary(doc, &findings, &mut object)?;
-            json::numbered(record, &object, out);
+            json::numbered(record, offset, &object, out);
             Ok(Rendered { findings: Vec::new(), valid: None })
         }
         // Written by the record path (data with the record's bytes, or nothing).
@@ -409,8 +410,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             Command::Parse | Command::Validate | Command::Inspect => {
                 let record = self.multi.then_some(self.records);
                 let mut json = Zeroizing::new(Vec::with_capacity(256));
-                let rendered =
-                    render::<C>(command, &doc, findings, record, self.disclosure, &mut json).map_err(Failure::code)?;
+                let rendered = render::<C>(command, &doc, findings, record, Some(offset), self.disclosure, &mut json)
+                    .map_err(Failure::code)?;
                 if rendered.valid == Some(false) {
                     self.any_invalid = true;
                 }
@@ -429,7 +430,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                         json.extend_from_slice(b"{\"format\":");
                         crate::json::string(&mut json, C::NAME);
                         json.extend_from_slice(b",\"canonical\":false}");
-                        self.emit_numbered(&json, &[], Some(false), None);
+                        self.emit_numbered(&json, Some(offset), &[], Some(false), None);
                     }
                 }
             }
@@ -482,7 +483,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         }
         let mut json = Vec::new();
         json::failed_json(None, label, code, offset, Some(cause.code), &mut json);
-        self.emit_numbered(&json, &[], Some(false), Some(code));
+        self.emit_numbered(&json, None, &[], Some(false), Some(code));
         Ok(())
     }
 
@@ -737,9 +738,17 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     }
 
     /// Emits an object `{...}` written without its record's prefix.
-    fn emit_numbered(&mut self, object: &[u8], findings: &[Diagnostic], valid: Option<bool>, error: Option<Code>) {
-        let mut json = Vec::with_capacity(object.len() + 16);
-        json::numbered(self.multi.then_some(self.records), object, &mut json);
+    /// `offset`: the record's byte offset in the input, when it is not in `object` already.
+    fn emit_numbered(
+        &mut self,
+        object: &[u8],
+        offset: Option<u64>,
+        findings: &[Diagnostic],
+        valid: Option<bool>,
+        error: Option<Code>,
+    ) {
+        let mut json = Vec::with_capacity(object.len() + 32);
+        json::numbered(self.multi.then_some(self.records), offset, object, &mut json);
         self.emit(&json, findings, valid, error);
     }
 
@@ -756,7 +765,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             self.records += 1;
             let mut json = Vec::new();
             json::verdict_json(C::NAME, false, &end, &json::Placement::plain(C::NAME), &mut json);
-            self.emit_numbered(&json, &end, Some(false), None);
+            self.emit_numbered(&json, None, &end, Some(false), None);
         }
         if self.records == 0 {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));
