@@ -65,13 +65,20 @@ pub fn findings_json(findings: &[Diagnostic], out: &mut Vec<u8>) {
 
 /// `[{"code":..,"severity":..,"location":..,"line":..,"column":..,"fingerprint":..}, ...]`:
 /// `line` and `column` (1-based) when the codec placed the finding (`column` only for text
-/// formats with columns: FHIR), and a `fingerprint`, 16 hex digits of a 64-bit FNV-1a hash of
+/// formats with columns: FHIR), and a `fingerprint`, 16 hex digits of a stable 64-bit hash (`fnv`) of
 /// the format, the record number (multi-record inputs), the code, the location and the
 /// finding's occurrence among the record's findings with that code and location: stable for
 /// the same input, distinct for distinct findings of a record (a baseline's key).
 pub fn findings_json_at(findings: &[Diagnostic], place: &Placement<'_>, out: &mut Vec<u8>) {
     out.push(b'[');
-    let mut seen: std::collections::HashMap<u64, u32, BuildFnv> = Default::default();
+    // The keys (code and location) of the findings written so far: the occurrence of a key is
+    // counted among them (a table only for records with many findings).
+    let mut keys: Vec<u64> = Vec::new();
+    let mut table: Option<std::collections::HashMap<u64, u32, BuildFnv>> = None;
+    let seed = place.fingerprints.then(|| {
+        let h = fnv(FNV_OFFSET, place.format.as_bytes());
+        fnv(h, &place.record.unwrap_or(0).to_le_bytes())
+    });
     for (i, d) in findings.iter().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -94,7 +101,7 @@ pub fn findings_json_at(findings: &[Diagnostic], place: &Placement<'_>, out: &mu
         if !whole {
             location_json(&d.location, out);
         }
-        let key = fnv(fnv(FNV_OFFSET, d.code.as_str().as_bytes()), &out[start..]);
+        let location_end = out.len();
         if let Some(p) = place.positions.get(i) {
             if p.line > 0 {
                 out.extend_from_slice(b",\"line\":");
@@ -105,16 +112,31 @@ pub fn findings_json_at(findings: &[Diagnostic], place: &Placement<'_>, out: &mu
                 }
             }
         }
-        if !place.fingerprints {
+        let Some(seed) = seed else {
             out.push(b'}');
             continue;
-        }
-        let occurrence = seen.entry(key).or_insert(0);
-        let mut h = fnv(FNV_OFFSET, place.format.as_bytes());
-        h = fnv(h, &place.record.unwrap_or(0).to_le_bytes());
-        h = fnv(h, &key.to_le_bytes());
-        h = fnv(h, &occurrence.to_le_bytes());
-        *occurrence += 1;
+        };
+        let key = fnv(fnv(FNV_OFFSET, d.code.as_str().as_bytes()), &out[start..location_end]);
+        let occurrence = match table.as_mut() {
+            Some(t) => {
+                let n = t.entry(key).or_insert(0);
+                *n += 1;
+                *n - 1
+            }
+            None => {
+                let n = keys.iter().filter(|&&k| k == key).count() as u32;
+                keys.push(key);
+                if keys.len() == 64 {
+                    let mut t = std::collections::HashMap::with_capacity_and_hasher(findings.len(), BuildFnv);
+                    for k in keys.drain(..) {
+                        *t.entry(k).or_insert(0) += 1;
+                    }
+                    table = Some(t);
+                }
+                n
+            }
+        };
+        let h = fnv(fnv(seed, &key.to_le_bytes()), &occurrence.to_le_bytes());
         out.extend_from_slice(b",\"fingerprint\":\"");
         for shift in (0..16).rev() {
             out.push(b"0123456789abcdef"[((h >> (shift * 4)) & 0xF) as usize]);
@@ -126,13 +148,27 @@ pub fn findings_json_at(findings: &[Diagnostic], place: &Placement<'_>, out: &mu
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// FNV-1a, 64 bits, continued from `h`, with a separator byte after the data.
+/// FNV-1a over 8-byte words (64 bits, little-endian words, the last one zero-padded), continued
+/// from `h`, then the length: a stable hash (the same bytes give the same value on every
+/// platform and release), cheap enough to run on every finding.
 fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes.iter().chain(&[0xFF]) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(PRIME);
+        h ^= h >> 29;
     }
-    h
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(PRIME);
+        h ^= h >> 29;
+    }
+    h = (h ^ bytes.len() as u64).wrapping_mul(PRIME);
+    h ^ (h >> 32)
 }
 
 /// The fingerprints' occurrence table is keyed by a hash already: it is used as it is.
