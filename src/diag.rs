@@ -103,6 +103,11 @@ codes! {
     CLI_KEY_INVALID => Fatal, "the key file holds fewer than 16 or more than 4096 bytes";
     CLI_RECORDS_FAILED => Error, "records of a stream could not be processed; the others were";
     CLI_NAMING_SYSTEMS_INVALID => Fatal, "the naming-system file is not UTF-8 lines of an authority and an absolute URI";
+    CLI_KEY_FILE_UNREADABLE => Fatal, "the --key-file file does not exist or cannot be read";
+    CLI_ID_KEY_FILE_UNREADABLE => Fatal, "the --id-key-file file does not exist or cannot be read";
+    CLI_POLICY_UNREADABLE => Fatal, "the policy file (--policy, or the POLICY argument) does not exist or cannot be read";
+    CLI_NAMING_SYSTEMS_UNREADABLE => Fatal, "the --naming-systems file does not exist or cannot be read";
+    CLI_SAMPLES_UNREADABLE => Fatal, "the --samples folder does not exist, cannot be read or holds no file";
 
     // ---- policy (load, lint, enforcement) ------------------------------------------------
     POLICY_SYNTAX => Fatal, "the policy file is not valid TOML (or not UTF-8)";
@@ -373,6 +378,10 @@ pub struct FhirPath {
     pub offset: Option<u32>,
     /// The key of an invariant (`ele-1`).
     pub invariant: Option<&'static &'static str>,
+    /// The element's node in its record's document (`u32::MAX`: none): where the output finds
+    /// the element's line and column, and its whole path when the steps kept here are not all
+    /// of it. A number: it holds nothing of the element.
+    pub node: u32,
 }
 
 impl FhirPath {
@@ -389,7 +398,24 @@ impl FhirPath {
             skipped: 0,
             offset: None,
             invariant: None,
+            node: u32::MAX,
         }
+    }
+
+    /// True when middle steps were left out (the path is deeper than [`FhirPath::CAPACITY`]).
+    pub fn is_shortened(&self) -> bool {
+        self.skipped > 0
+    }
+
+    /// The number of steps pushed, kept or not.
+    pub fn depth(&self) -> usize {
+        usize::from(self.len) + usize::from(self.skipped)
+    }
+
+    /// The last step kept, with its index (`u32::MAX`: not repeating).
+    pub fn last_step(&self) -> Option<(&'static FhirName, u32)> {
+        let i = usize::from(self.len).checked_sub(1)?;
+        Some((self.names[i]?, self.indexes[i]))
     }
 
     /// Appends a step (`index` for repeating elements), dropping middle steps beyond the

@@ -67,7 +67,12 @@ pub fn exit_code_for(code: Code) -> u8 {
         | Code::POLICY_KEY_REQUIRED
         | Code::POLICY_TOOL_NOT_ALLOWED
         | Code::POLICY_SHOW_VALUES_FORBIDDEN => exit::USAGE,
-        Code::CLI_NO_INPUT => exit::NOINPUT,
+        Code::CLI_NO_INPUT
+        | Code::CLI_KEY_FILE_UNREADABLE
+        | Code::CLI_ID_KEY_FILE_UNREADABLE
+        | Code::CLI_POLICY_UNREADABLE
+        | Code::CLI_NAMING_SYSTEMS_UNREADABLE
+        | Code::CLI_SAMPLES_UNREADABLE => exit::NOINPUT,
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,
         Code::CLI_OUTPUT_FAILED => exit::IOERR,

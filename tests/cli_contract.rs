@@ -89,9 +89,13 @@ fn unsupported_cell_exits_65() {
     let o = run_stdin(&["validate", "-"], b"ISA*00*          *00*          *ZZ*SENDER~");
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
-    let o = run_stdin(&["parse", "--format", "astm", "-"], b"H|\\^&|||");
+    let o = run_stdin(&["parse", "-"], b"H|\\^&|||");
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
+    // `--format` offers only the formats built in: a recognised one is a usage error.
+    let o = run_stdin(&["parse", "--format", "astm", "-"], b"H|\\^&|||");
+    assert_eq!(code(&o), 2);
+    assert_failure_line(&o, "CLI_USAGE");
 }
 
 #[test]

@@ -12,6 +12,11 @@
 //! - `convert`: HL7 v2 to FHIR R4 Bundles: validity, references, ids, determinism, golden
 //!   outputs, options (keys, naming systems, time zones), markers.
 //! - `registry`: DIAGNOSTICS.md against `Code::ALL`.
+//! - `readme`: the README followed literally: its console blocks run and print what it shows;
+//!   its install and test commands (the one `.ci/run` runs); `--quiet` means one thing.
+//! - `first_run`: the first ten minutes (issue 35): usage mistakes name the argument, option
+//!   files their option, nothing on stdout on failure per command, per-command help, line
+//!   ends, `fmt --check` wording, ConceptMaps listed, locations and fingerprints over fixtures.
 //! - `architecture`: the Architecture Invariants of ARCHITECTURE.md.
 //! - `fuzz_replay`: the committed fuzz corpus and every minimised crash, through the library's
 //!   fuzz harnesses (`phiward::internal::fuzzing`), plus one regression test per bug found.
@@ -34,12 +39,14 @@ mod architecture;
 mod cli_contract;
 mod convert;
 mod fhir;
+mod first_run;
 mod fuzz_replay;
 mod hl7v2_conformance;
 mod hl7v2_fixtures;
 mod mcp;
 mod no_leak;
 mod parallel;
+mod readme;
 mod redact;
 mod redact_fail_closed;
 mod registry;

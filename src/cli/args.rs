@@ -1,8 +1,13 @@
 //! Command-line syntax (clap), first layer: what the user typed. [`super::run`] resolves it into
 //! an `ops::Request`.
 //!
+//! Each command declares only the options it takes (its `--help` lists nothing else); the
+//! shared groups are flattened in ([`ReadArgs`], [`PolicyArgs`], [`LimitArgs`]) and resolved
+//! into one [`InputArgs`].
+//!
 //! What it does not do: print. clap's own error texts can quote an argument (a file named after a
-//! patient), so they are never shown: a usage error becomes `CLI_USAGE` with a fixed message.
+//! patient), so they are never shown: `super::usage` turns a usage error into one `CLI_USAGE`
+//! line that names the argument from the command's definition.
 
 use std::path::PathBuf;
 
@@ -23,12 +28,12 @@ pub struct Cli {
 pub enum Cmd {
     /// Print the message as typed JSON (the data channel). Multi-record input gives one JSON
     /// line per record.
-    Parse(InputArgs),
+    Parse(ParseArgs),
     /// Check the message; the verdict is the exit code (0 valid, 1 invalid). Findings are
     /// value-free: code, severity, location.
     Validate(ValidateArgs),
     /// Print a value-free summary: message type, version, segment counts, finding counts.
-    Inspect(InputArgs),
+    Inspect(InspectArgs),
     /// Print the canonical form (CR terminators, normalized escapes, no trailing delimiters).
     Fmt(FmtArgs),
     /// Convert HL7 v2 to FHIR R4: one Bundle per message, with value-free findings. Exit 1 when
@@ -214,49 +219,195 @@ pub struct PolicyCheckArgs {
 #[derive(Debug, Args)]
 pub struct RedactArgs {
     #[command(flatten)]
-    pub input: InputArgs,
-    /// Write the value-free manifest (JSON) to this file.
+    pub read: ReadArgs,
+    /// The input is NDJSON (FHIR): one resource per line, one output record per line.
+    #[arg(long)]
+    pub ndjson: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Write the value-free manifest (JSON) to this file (created before anything is written
+    /// on standard output; removed when the command fails).
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
+    #[command(flatten)]
+    pub line_ending: LineEndingArg,
 }
 
-/// The names `--format` accepts: the registered formats' and their aliases (`mllp`), read from
-/// the registry.
+/// The names `--format` accepts: the formats built into this binary and their aliases (`mllp`),
+/// read from the registry (a format that is only recognised is not offered).
 fn format_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(crate::formats::accepted_names())
+    clap::builder::PossibleValuesParser::new(crate::formats::built_names())
 }
 
-/// Input and output options shared by every command that reads a message.
+/// What every command that reads a message takes: the input, its format, the operator's door
+/// and the limits.
 #[derive(Debug, Args)]
-pub struct InputArgs {
+pub struct ReadArgs {
     /// The input file, or `-` for standard input.
     #[arg(value_name = "FILE|-")]
     pub input: PathBuf,
     /// The input format (detected from the first bytes when omitted).
-    #[arg(long, value_parser = format_names())]
+    #[arg(long, value_name = "FORMAT", value_parser = format_names())]
     pub format: Option<String>,
+    /// Operator door: after a parse failure, also print up to 200 bytes of the input near the
+    /// failure on standard error. These bytes may contain patient data.
+    #[arg(long)]
+    pub unsafe_show_values: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `--policy` and `--key-file`, for the commands that return data.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// A policy file (TOML, policy/README.md): data is redacted under it when its disclosure is
+    /// `redacted` (always for `redact`); its limits apply.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// A key file for the policy's keyed actions (hash, pseudonym, date_shift): at least 16
+    /// bytes, e.g. `head -c 32 /dev/urandom > phiward.key`.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+}
+
+/// `--line-ending`, for the commands that write HL7 v2 messages (`fmt`, `redact`).
+#[derive(Debug, Args)]
+pub struct LineEndingArg {
+    /// HL7 v2 segment terminators written: `cr` (the standard), `lf` (readable on a terminal),
+    /// or `auto`: LF when standard output is a terminal, CR otherwise.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub line_ending: LineEnding,
+}
+
+/// `--line-ending`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LineEnding {
+    /// LF on a terminal, CR otherwise.
+    Auto,
+    /// CR, as the standard writes segments.
+    Cr,
+    /// LF.
+    Lf,
+}
+
+/// `parse` options.
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    #[command(flatten)]
+    pub read: ReadArgs,
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,
-    /// Print nothing on standard output except requested data (parse, fmt); the exit code tells.
+    /// The input is NDJSON (FHIR): one resource per line, one output record per line.
+    #[arg(long)]
+    pub ndjson: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// `inspect` options.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub read: ReadArgs,
+    /// Compact JSON, one object per line (per record for multi-record input).
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing on standard output; the exit code is the answer.
     #[arg(long, short)]
     pub quiet: bool,
     /// The input is NDJSON (FHIR): one resource per line, one output record per line.
     #[arg(long)]
     pub ndjson: bool,
-    /// Operator door: after a parse failure, also print up to 200 bytes of the input near the
-    /// failure on standard error. These bytes may contain patient data.
-    #[arg(long)]
-    pub unsafe_show_values: bool,
-    /// A policy file (TOML, policy/README.md): data is redacted under it when its disclosure is
-    /// `redacted`; its limits apply.
+    /// A policy file: its limits apply, and its ban on --unsafe-show-values (the summary is
+    /// value-free, so nothing is redacted).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// A key file for the policy's keyed actions (hash, pseudonym, date_shift).
-    #[arg(long, value_name = "FILE")]
+}
+
+/// What a command resolved from its arguments (the second layer: no clap here).
+#[derive(Debug)]
+pub struct InputArgs {
+    /// The input file, or `-`.
+    pub input: PathBuf,
+    /// `--format`.
+    pub format: Option<String>,
+    /// `--json`.
+    pub json: bool,
+    /// `--quiet`.
+    pub quiet: bool,
+    /// `--ndjson`.
+    pub ndjson: bool,
+    /// `--unsafe-show-values`.
+    pub unsafe_show_values: bool,
+    /// `--policy`.
+    pub policy: Option<PathBuf>,
+    /// `--key-file`.
     pub key_file: Option<PathBuf>,
-    #[command(flatten)]
+    /// The limits.
     pub limits: LimitArgs,
+    /// HL7 v2 segment terminators as LF (`fmt`, `redact`).
+    pub line_ending: LineEnding,
+}
+
+impl InputArgs {
+    /// The resolved arguments of a command with these options (the others off).
+    pub fn new(read: ReadArgs) -> Self {
+        InputArgs {
+            input: read.input,
+            format: read.format,
+            json: false,
+            quiet: false,
+            ndjson: false,
+            unsafe_show_values: read.unsafe_show_values,
+            policy: None,
+            key_file: None,
+            limits: read.limits,
+            line_ending: LineEnding::Cr,
+        }
+    }
+
+    fn with_policy(self, p: PolicyArgs) -> Self {
+        InputArgs { policy: p.policy, key_file: p.key_file, ..self }
+    }
+}
+
+impl From<ParseArgs> for InputArgs {
+    fn from(a: ParseArgs) -> Self {
+        InputArgs { json: a.json, ndjson: a.ndjson, ..InputArgs::new(a.read) }.with_policy(a.policy)
+    }
+}
+
+impl From<InspectArgs> for InputArgs {
+    fn from(a: InspectArgs) -> Self {
+        InputArgs { json: a.json, quiet: a.quiet, ndjson: a.ndjson, policy: a.policy, ..InputArgs::new(a.read) }
+    }
+}
+
+impl From<ValidateArgs> for InputArgs {
+    fn from(a: ValidateArgs) -> Self {
+        InputArgs { json: a.json, quiet: a.quiet, ndjson: a.ndjson, policy: a.policy, ..InputArgs::new(a.read) }
+    }
+}
+
+impl From<FmtArgs> for InputArgs {
+    fn from(a: FmtArgs) -> Self {
+        InputArgs {
+            json: a.json,
+            quiet: a.quiet,
+            ndjson: a.ndjson,
+            line_ending: a.line_ending.line_ending,
+            ..InputArgs::new(a.read)
+        }
+        .with_policy(a.policy)
+    }
+}
+
+impl From<RedactArgs> for InputArgs {
+    fn from(a: RedactArgs) -> Self {
+        InputArgs { ndjson: a.ndjson, line_ending: a.line_ending.line_ending, ..InputArgs::new(a.read) }
+            .with_policy(a.policy)
+    }
 }
 
 /// Limits on what is read.
@@ -289,7 +440,20 @@ impl LimitArgs {
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     #[command(flatten)]
-    pub input: InputArgs,
+    pub read: ReadArgs,
+    /// Compact JSON, one object per line (per record for multi-record input).
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing on standard output; the exit code is the answer.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The input is NDJSON (FHIR): one resource per line, one output record per line.
+    #[arg(long)]
+    pub ndjson: bool,
+    /// A policy file: its limits apply, and its ban on --unsafe-show-values (findings are
+    /// value-free, so nothing is redacted).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Every deviation is an error: warnings count against the verdict, and so do HL7 v2
     /// conformance deviations the default mode tolerates (docs/hl7v2-conformance.md).
     #[arg(long)]
@@ -300,10 +464,23 @@ pub struct ValidateArgs {
 #[derive(Debug, Args)]
 pub struct FmtArgs {
     #[command(flatten)]
-    pub input: InputArgs,
-    /// Print nothing but a verdict: exit 1 when the input is not canonical.
+    pub read: ReadArgs,
+    /// Print no data, only a verdict: `not canonical` (exit 1) when the input is not canonical.
     #[arg(long)]
     pub check: bool,
+    /// Print nothing on standard output; the exit code is the answer (with --check).
+    #[arg(long, short, requires = "check")]
+    pub quiet: bool,
+    /// With --check: the verdict as compact JSON, one object per line.
+    #[arg(long, requires = "check")]
+    pub json: bool,
+    /// The input is NDJSON (FHIR): one resource per line, one output record per line.
+    #[arg(long)]
+    pub ndjson: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub line_ending: LineEndingArg,
     /// FHIR only: write this syntax (JSON in, XML out or the reverse); the default keeps the
     /// input's syntax. Any other format fails with CLI_FORMAT_UNSUPPORTED.
     #[arg(long, value_enum, value_name = "SYNTAX")]
@@ -369,7 +546,12 @@ impl McpLimitArgs {
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
     #[command(flatten)]
-    pub input: InputArgs,
+    pub read: ReadArgs,
+    /// Compact JSON, one object per line (per record for multi-record input).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// The target format (FHIR R4, the only one).
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "fhir")]
     pub to: TargetArg,

@@ -19,10 +19,7 @@ pub fn serve_cli(args: McpArgs) -> u8 {
     if let Some(path) = &args.key_file {
         match crate::keys::Key::from_file(path) {
             Ok(k) => config.key = Some(std::sync::Arc::new(k)),
-            Err(e) => {
-                output::failure(e.code(), None);
-                return e.exit_code();
-            }
+            Err(e) => return super::option_file_failure(e.code(), Code::CLI_KEY_FILE_UNREADABLE),
         }
     }
     if let Some(path) = &args.policy {
@@ -32,8 +29,9 @@ pub fn serve_cli(args: McpArgs) -> u8 {
                 config.limits = p.apply_limits(config.limits);
                 config.policy = Some(std::sync::Arc::new(p));
             }
+            Err(e) if e.line == 0 => return super::option_file_failure(e.code, Code::CLI_POLICY_UNREADABLE),
             Err(e) => {
-                output::failure(e.code, (e.line > 0).then(|| e.diagnostic()));
+                output::failure(e.code, Some(e.diagnostic()));
                 return exit_code_for(e.code);
             }
         }
@@ -62,12 +60,12 @@ pub fn main_entry() -> u8 {
 
     std::panic::set_hook(Box::new(|_| {}));
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let run = move || match Cli::try_parse_from(argv) {
+    let run = move || match Cli::try_parse_from(&argv) {
         Ok(cli) => {
             super::init_logging();
             serve_cli(cli.args)
         }
-        Err(e) => super::usage_error(&e),
+        Err(e) => super::usage_error(&e, &argv),
     };
     match std::panic::catch_unwind(run) {
         Ok(code) => code,

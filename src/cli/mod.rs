@@ -9,6 +9,7 @@ pub mod args;
 pub mod mcp;
 pub mod output;
 mod terminology;
+pub mod usage;
 
 use std::ffi::OsString;
 
@@ -27,21 +28,25 @@ use output::Style;
 
 /// Runs the command line; returns the process exit code.
 pub fn run(argv: Vec<OsString>) -> u8 {
-    let cli = match Cli::try_parse_from(argv) {
+    let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
-        Err(e) => return usage_error(&e),
+        Err(e) => return usage_error(&e, &argv),
     };
     init_logging();
     match cli.command {
-        Cmd::Parse(a) => run_input(Command::Parse, a, false),
-        Cmd::Validate(v) => run_input(Command::Validate, v.input, v.strict),
-        Cmd::Inspect(a) => run_input(Command::Inspect, a, false),
+        Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
+        Cmd::Validate(v) => {
+            let strict = v.strict;
+            run_input(Command::Validate, v.into(), strict)
+        }
+        Cmd::Inspect(a) => run_input(Command::Inspect, a.into(), false),
         Cmd::Fmt(f) => {
             let to = f.to.map(|t| match t {
                 SyntaxArg::Json => ops::Syntax::Json,
                 SyntaxArg::Xml => ops::Syntax::Xml,
             });
-            run_input_to(Command::Fmt { check: f.check }, f.input, false, to)
+            let check = f.check;
+            run_input_to(Command::Fmt { check }, f.into(), false, to)
         }
         Cmd::Convert(c) => run_convert(c),
         Cmd::Redact(r) => run_redact(r),
@@ -69,32 +74,34 @@ fn run_convert(c: args::ConvertArgs) -> u8 {
     if let Some(path) = &c.naming_systems {
         match crate::convert::naming::NamingSystems::from_file(path) {
             Ok(n) => options.naming = n,
-            Err(e) => {
-                output::failure(e.code(), None);
-                return crate::error::exit_code_for(e.code());
-            }
+            Err(e) => return option_file_failure(e.code(), Code::CLI_NAMING_SYSTEMS_UNREADABLE),
         }
     }
     if let Some(path) = &c.id_key_file {
         match crate::keys::Key::from_file(path) {
             Ok(k) => options.key = Some(k),
-            Err(e) => {
-                output::failure(e.code(), None);
-                return crate::error::exit_code_for(e.code());
-            }
+            Err(e) => return option_file_failure(e.code(), Code::CLI_ID_KEY_FILE_UNREADABLE),
         }
     }
-    run_request(Command::Convert, c.input, false, None, options, None)
+    let input = InputArgs { json: c.json, ..InputArgs::new(c.read) };
+    let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..input };
+    run_request(Command::Convert, input, false, None, options, None)
+}
+
+/// The failure of an option's file: a file that cannot be read is the option's own code
+/// (`CLI_KEY_FILE_UNREADABLE`...), never `CLI_NO_INPUT` (which is about the input) and never
+/// its path; any other failure (a key too short) keeps its code.
+fn option_file_failure(code: Code, unreadable: Code) -> u8 {
+    let code = if code == Code::CLI_NO_INPUT { unreadable } else { code };
+    output::failure(code, None);
+    exit_code_for(code)
 }
 
 /// `policy check`: load, then lint; findings on stdout.
 fn policy_check(c: &args::PolicyCheckArgs) -> u8 {
     let findings = match crate::policy::load_file(&c.file) {
         Ok(p) => crate::policy::lint::lint(&p),
-        Err(e) if e.line == 0 => {
-            output::failure(e.code, None);
-            return exit_code_for(e.code);
-        }
+        Err(e) if e.line == 0 => return option_file_failure(e.code, Code::CLI_POLICY_UNREADABLE),
         Err(e) => vec![e.diagnostic()],
     };
     if output::findings(&findings, c.json).is_err() {
@@ -111,15 +118,16 @@ fn policy_test(t: &args::PolicyTestArgs) -> u8 {
     };
     let policy = match crate::policy::load_file(&t.file) {
         Ok(p) => p,
-        Err(e) => return fail(e.code, (e.line > 0).then(|| e.diagnostic())),
+        Err(e) if e.line == 0 => return option_file_failure(e.code, Code::CLI_POLICY_UNREADABLE),
+        Err(e) => return fail(e.code, Some(e.diagnostic())),
     };
     let key = match t.key_file.as_deref().map(Key::from_file).transpose() {
         Ok(k) => k.map(Arc::new),
-        Err(e) => return fail(e.code(), None),
+        Err(e) => return option_file_failure(e.code(), Code::CLI_KEY_FILE_UNREADABLE),
     };
     let report = match crate::policy::audit::run(&policy, key, &t.samples, &crate::limits::Limits::default()) {
         Ok(r) => r,
-        Err(code) => return fail(code, None),
+        Err(code) => return option_file_failure(code, Code::CLI_SAMPLES_UNREADABLE),
     };
     let written = if t.json { output::json_value(&report.json(), true) } else { output::text(&report.text()) };
     if written.is_err() {
@@ -130,12 +138,13 @@ fn policy_test(t: &args::PolicyTestArgs) -> u8 {
 
 fn run_redact(r: args::RedactArgs) -> u8 {
     let manifest = r.manifest.clone();
-    run_request(Command::Redact, r.input, false, None, crate::convert::Options::default(), manifest)
+    run_request(Command::Redact, r.into(), false, None, crate::convert::Options::default(), manifest)
 }
 
-/// clap errors: help and version go to stdout; anything else is `CLI_USAGE`, with clap's text
-/// dropped (it quotes arguments).
-pub(crate) fn usage_error(e: &clap::Error) -> u8 {
+/// clap errors: help and version go to stdout; anything else is one `CLI_USAGE` line that
+/// names the argument and the fix ([`usage::hint`]), with clap's own text dropped (it quotes
+/// what was typed).
+pub(crate) fn usage_error(e: &clap::Error, argv: &[OsString]) -> u8 {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -143,7 +152,7 @@ pub(crate) fn usage_error(e: &clap::Error) -> u8 {
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { exit::USAGE } else { exit::OK }
         }
         _ => {
-            output::failure(Code::CLI_USAGE, None);
+            output::failure_hint(Code::CLI_USAGE, &usage::hint(e, argv));
             exit::USAGE
         }
     }
@@ -204,10 +213,7 @@ fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
     let key = match &a.key_file {
         Some(path) => match Key::from_file(path) {
             Ok(k) => Some(Arc::new(k)),
-            Err(e) => {
-                output::failure(e.code(), None);
-                return Err(e.exit_code());
-            }
+            Err(e) => return Err(option_file_failure(e.code(), Code::CLI_KEY_FILE_UNREADABLE)),
         },
         None => None,
     };
@@ -219,8 +225,9 @@ fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
     let policy = match loaded {
         None => None,
         Some(Ok(p)) => Some(p),
+        Some(Err(e)) if e.line == 0 => return Err(option_file_failure(e.code, Code::CLI_POLICY_UNREADABLE)),
         Some(Err(e)) => {
-            output::failure(e.code, (e.line > 0).then(|| e.diagnostic()));
+            output::failure(e.code, Some(e.diagnostic()));
             return Err(exit_code_for(e.code));
         }
     };
@@ -296,7 +303,17 @@ fn run_request(
         policy,
         key,
     };
-    let mut sink = output::Stdout::new(style);
+    let lf = match a.line_ending {
+        args::LineEnding::Lf => true,
+        args::LineEnding::Cr => false,
+        args::LineEnding::Auto => std::io::IsTerminal::is_terminal(&std::io::stdout()),
+    };
+    let words = if matches!(command, Command::Fmt { check: true }) {
+        ("canonical", "not canonical")
+    } else {
+        ("valid", "invalid")
+    };
+    let mut sink = output::Stdout::new(style).with_words(words).with_lf(lf && command.discloses());
     let outcome = ops::run(request, &mut sink);
     tracing::debug!(exit = outcome.exit, multi = outcome.multi, "request finished");
     let flushed = sink.human_summary(&outcome).and_then(|()| sink.flush());

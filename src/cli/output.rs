@@ -37,12 +37,67 @@ pub struct Stdout {
     counts: (u64, u64),
     /// The pretty printing of a record whose object comes in parts ([`Sink::part`]).
     open: Option<Reindent>,
+    /// The words of a positive and a negative verdict in human style (`valid`/`invalid`, or
+    /// `canonical`/`not canonical` for `fmt --check`).
+    words: (&'static str, &'static str),
+    /// Data bytes get LF for each lone CR (HL7 v2 segment terminators on a terminal, or
+    /// `--line-ending lf`).
+    lf: bool,
+    /// The last data byte written (a CR right after an MLLP end block stays a CR).
+    last: u8,
 }
 
 impl Stdout {
     /// A sink writing in `style`.
     pub fn new(style: Style) -> Self {
-        Stdout { style, out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()), counts: (0, 0), open: None }
+        Stdout {
+            style,
+            out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
+            counts: (0, 0),
+            words: ("valid", "invalid"),
+            lf: false,
+            last: 0,
+            open: None,
+        }
+    }
+
+    /// The words of the verdicts (`fmt --check`: `canonical`, `not canonical`).
+    pub fn with_words(self, words: (&'static str, &'static str)) -> Self {
+        Stdout { words, ..self }
+    }
+
+    /// Segment terminators as LF: every CR of the data becomes LF, except a CR that follows an
+    /// MLLP end block (0x1C), and a CR LF becomes one LF. HL7 v2 escapes a CR inside a value
+    /// (`\X0D\`), FHIR JSON writes none outside strings nor inside, and XML reads a CR as LF:
+    /// only terminators change.
+    pub fn with_lf(self, lf: bool) -> Self {
+        Stdout { lf, ..self }
+    }
+
+    /// Writes data bytes, with LF terminators when asked.
+    fn data(&mut self, b: &[u8]) -> io::Result<()> {
+        if !self.lf {
+            return self.out.write_all(b);
+        }
+        let mut start = 0;
+        for (i, &c) in b.iter().enumerate() {
+            if c == b'\r' {
+                let prev = if i == 0 { self.last } else { b[i - 1] };
+                if prev == 0x1C {
+                    continue;
+                }
+                self.out.write_all(&b[start..i])?;
+                if b.get(i + 1) != Some(&b'\n') {
+                    self.out.write_all(b"\n")?;
+                }
+                start = i + 1;
+            }
+        }
+        self.out.write_all(&b[start..])?;
+        if let Some(&l) = b.last() {
+            self.last = l;
+        }
+        Ok(())
     }
 
     /// Flushes stdout; a failure is reported by the caller.
@@ -100,7 +155,7 @@ impl Sink for Stdout {
 
     fn item(&mut self, item: Item<'_>) -> io::Result<()> {
         match item {
-            Item::Bytes(b) => self.out.write_all(b),
+            Item::Bytes(b) => self.data(b),
             Item::Json { record, json, findings, valid, error } => match self.style {
                 Style::Quiet => Ok(()),
                 Style::Json => {
@@ -129,18 +184,9 @@ impl Sink for Stdout {
                             } else {
                                 self.counts.1 += 1;
                             }
-                            let word = if v { "valid" } else { "invalid" };
+                            let word = if v { self.words.0 } else { self.words.1 };
                             writeln!(self.out, "{prefix}{word}")?;
-                            for d in findings {
-                                writeln!(
-                                    self.out,
-                                    "  {:<11} {:<32} {}",
-                                    d.severity.as_str(),
-                                    d.code.as_str(),
-                                    d.location
-                                )?;
-                            }
-                            Ok(())
+                            human_findings(json, findings, &mut self.out)
                         }
                         None => {
                             // inspect: key: value lines from the value-free summary JSON.
@@ -154,6 +200,32 @@ impl Sink for Stdout {
             },
         }
     }
+}
+
+/// Writes findings one a line, `  severity  CODE  location (line L, column C)`, from the
+/// record's JSON (whole locations and positions are there), else from the diagnostics.
+fn human_findings(json: &[u8], findings: &[crate::diag::Diagnostic], out: &mut impl Write) -> io::Result<()> {
+    let parsed = serde_json::from_slice::<serde_json::Value>(json).ok();
+    let listed = parsed.as_ref().and_then(|v| v.get("findings")).and_then(serde_json::Value::as_array);
+    let Some(listed) = listed.filter(|l| l.len() == findings.len()) else {
+        for d in findings {
+            writeln!(out, "  {:<11} {:<32} {}", d.severity.as_str(), d.code.as_str(), d.location)?;
+        }
+        return Ok(());
+    };
+    for (d, f) in findings.iter().zip(listed) {
+        let location = f.get("location").and_then(serde_json::Value::as_str).unwrap_or("-");
+        let at = match (
+            f.get("line").and_then(serde_json::Value::as_u64),
+            f.get("column").and_then(serde_json::Value::as_u64),
+        ) {
+            (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
+            (Some(l), None) => format!(" (line {l})"),
+            _ => String::new(),
+        };
+        writeln!(out, "  {:<11} {:<32} {location}{at}", d.severity.as_str(), d.code.as_str())?;
+    }
+    Ok(())
 }
 
 /// Renders a flat value-free summary object as `key: value` lines.
@@ -415,6 +487,13 @@ pub fn records_failed(records: &crate::ops::Records) {
         records.seen,
         codes.join(", ")
     );
+}
+
+/// Prints the one stderr line of a failure with a hint built from names only (a usage error:
+/// `cli::usage::hint`); a line break in it could only split the line, so there is none.
+pub fn failure_hint(code: Code, hint: &str) {
+    let hint: String = hint.chars().filter(|c| !c.is_control()).collect();
+    let _ = writeln!(io::stderr().lock(), "phiward: {}: {} ({hint})", code.as_str(), code.meaning());
 }
 
 /// Prints the one stderr line of a failure, with a fixed hint.

@@ -149,6 +149,14 @@ fn human_list(v: &Value) -> String {
             out.push_str(&format!("  notice: {n}\n"));
         }
     }
+    let maps = v.get("conceptmaps").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    out.push_str(&format!("\nbundled ConceptMaps ({}; `map-codes --map URL`):\n", maps.len()));
+    for m in maps {
+        out.push_str(&format!("  {}\n", s(m, "url")));
+        for g in m.get("groups").and_then(Value::as_array).into_iter().flatten() {
+            out.push_str(&format!("    {} -> {}\n", s(g, "source"), s(g, "target")));
+        }
+    }
     out
 }
 

@@ -127,6 +127,17 @@ pub struct Fatal {
     pub bytes: Option<Phi<Vec<u8>>>,
 }
 
+/// Where a finding is in its record, for output: 1-based line and column (0: not known; an HL7
+/// v2 finding has the line of its segment and no column). Positions are numbers, not values;
+/// they are computed when findings are written ([`Codec::positions`]), not stored in them.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    /// 1-based line (0: none).
+    pub line: u32,
+    /// 1-based column in characters (0: none).
+    pub column: u32,
+}
+
 /// The pieces of an input (an I/O error ends the operation).
 pub type Pieces<'a, E> = Box<dyn Iterator<Item = std::io::Result<Piece<E>>> + 'a>;
 
@@ -216,5 +227,19 @@ pub trait Codec: 'static {
     /// The findings of the end of the stream (an unclosed batch).
     fn finish(_stream: &mut Self::Stream) -> Vec<Diagnostic> {
         Vec::new()
+    }
+
+    /// The positions of `findings` in the record (one per finding, in order; empty when the
+    /// format places none), computed from the record when its findings are written. The
+    /// default places none.
+    fn positions(_doc: &Self::Document, _findings: &[Diagnostic]) -> Vec<Position> {
+        Vec::new()
+    }
+
+    /// Writes the whole location of `finding` (its text, unescaped) when the diagnostic's own
+    /// is shortened (a FHIR path deeper than a diagnostic holds) and returns true; false, and
+    /// nothing written, when the diagnostic's own location is whole. The default: always whole.
+    fn full_location(_doc: &Self::Document, _finding: &Diagnostic, _out: &mut Vec<u8>) -> bool {
+        false
     }
 }

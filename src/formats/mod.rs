@@ -11,6 +11,7 @@
 pub mod codec;
 pub mod fhir;
 pub mod hl7v2;
+pub mod lines;
 pub mod mllp;
 pub mod planned;
 pub mod sniff;
@@ -185,6 +186,17 @@ pub fn resolve(name: &str) -> Option<(Format, Option<codec::Framing>)> {
         return Some((f, None));
     }
     ALIASES.iter().find(|(n, _, _)| *n == name).map(|&(_, f, framing)| (f, Some(framing)))
+}
+
+/// The names of the formats built into this binary, then the aliases of those (what the CLI's
+/// `--format` offers: a format that is only recognised would answer `CLI_FORMAT_UNSUPPORTED`).
+pub fn built_names() -> Vec<&'static str> {
+    Format::ALL
+        .iter()
+        .filter(|f| f.is_built())
+        .map(|f| f.as_str())
+        .chain(ALIASES.iter().filter(|(_, f, _)| f.is_built()).map(|(n, _, _)| *n))
+        .collect()
 }
 
 /// Every name `--format` accepts: the formats', then the aliases.

@@ -335,7 +335,10 @@ fn findings_schema() -> Value {
             "properties": {
                 "code": {"type": "string"},
                 "severity": {"type": "string", "enum": ["fatal", "error", "warning", "information"]},
-                "location": {"type": "string"}
+                "location": {"type": "string"},
+                "line": {"type": "integer", "minimum": 1, "description": "1-based line of the element (FHIR) or segment (HL7 v2) in the record"},
+                "column": {"type": "integer", "minimum": 1, "description": "1-based column, in characters, of the element (FHIR)"},
+                "fingerprint": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "stable per finding of an input record (not of a converted Bundle): format, record, code, location and occurrence (baselines)"}
             },
             "required": ["code", "severity", "location"]
         }
@@ -349,14 +352,21 @@ fn with_records(one: Value) -> Value {
         "properties": {
             "record": {"type": "integer", "minimum": 1},
             "format": {"type": "string"},
-            "error": {"type": "string"}
+            "error": {"type": "string"},
+            "kind": {"type": "string", "enum": ["unparseable", "too_large", "framing", "failed"]},
+            "offset": {"type": "integer", "minimum": 0, "description": "byte offset of the record in the input"},
+            "cause": {"type": "string", "description": "the code of the fatal finding behind the failure"}
         },
-        "required": ["record", "format", "error"]
+        "required": ["record", "format", "error", "kind"]
     });
     let mut item = one.clone();
     if let Some(obj) = item.as_object_mut() {
         if let Some(Value::Object(props)) = obj.get_mut("properties") {
             props.insert("record".to_owned(), json!({"type": "integer", "minimum": 1}));
+            props.insert(
+                "offset".to_owned(),
+                json!({"type": "integer", "minimum": 0, "description": "byte offset of the record in the input"}),
+            );
         }
         if let Some(Value::Array(req)) = obj.get_mut("required") {
             req.push(Value::from("record"));

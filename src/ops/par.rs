@@ -138,6 +138,7 @@ fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
     let record = job.record;
     // A message inherits nothing from the stream (envelope records are not batched).
     let stream = C::Stream::default();
+    let offset = job.offset;
     let doc = match C::read(job.bytes, job.offset, Kind::Message, &stream, &work.settings, false) {
         Ok(doc) => doc,
         Err(fatal) => {
@@ -147,7 +148,7 @@ fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
                 Code::CLI_PARSE_FAILED
             };
             let start = lines.len();
-            json::failed_json(Some(record), C::NAME, code, lines);
+            json::failed_json(Some(record), C::NAME, code, Some(offset), Some(fatal.cause.code), lines);
             return Out::Json {
                 record,
                 json: start..lines.len(),
@@ -161,7 +162,7 @@ fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
     };
     let findings = C::findings(&doc, Kind::Message, check_for(work.command), &work.settings);
     let start = lines.len();
-    match render::<C>(work.command, &doc, findings, Some(record), disclosure, lines) {
+    match render::<C>(work.command, &doc, findings, Some(record), Some(offset), disclosure, lines) {
         Ok(r) => Out::Json {
             record,
             json: start..lines.len(),

@@ -93,14 +93,21 @@ pub(super) fn render<C: Codec>(
     doc: &C::Document,
     findings: Vec<Diagnostic>,
     record: Option<u64>,
+    offset: Option<u64>,
     disclosure: Option<&Disclosure>,
     out: &mut Vec<u8>,
 ) -> Result<Rendered, Code> {
+    // Positions and whole locations come from the record, computed only for what is written.
+    let positions =
+        if findings.is_empty() || command == Command::Inspect { Vec::new() } else { C::positions(doc, &findings) };
+    let full = |d: &Diagnostic, out: &mut Vec<u8>| C::full_location(doc, d, out);
+    let place =
+        json::Placement { format: C::NAME, record, positions: &positions, full: Some(&full), fingerprints: true };
     match command {
         Command::Parse => {
             let disclosure = disclosure.ok_or(Code::CLI_INTERNAL)?;
             match record {
-                Some(r) => json::record_prefix_for(true, r, out),
+                Some(r) => json::record_prefix_at(r, offset, out),
                 None => out.push(b'{'),
             }
             out.extend_from_slice(b"\"format\":");
@@ -108,21 +115,21 @@ pub(super) fn render<C: Codec>(
             out.extend_from_slice(b",\"model\":");
             C::model_json(doc, disclosure, out);
             out.extend_from_slice(b",\"warnings\":");
-            json::findings_json(&findings, out);
+            json::findings_json_at(&findings, &place, out);
             out.push(b'}');
             Ok(Rendered { findings, valid: None })
         }
         Command::Validate => {
             let valid = is_valid(&findings);
             let mut object = Vec::with_capacity(256);
-            json::verdict_json(C::NAME, valid, &findings, &mut object);
-            json::numbered(record, &object, out);
+            json::verdict_json(C::NAME, valid, &findings, &place, &mut object);
+            json::numbered(record, offset, &object, out);
             Ok(Rendered { findings, valid: Some(valid) })
         }
         Command::Inspect => {
             let mut object = Vec::with_capacity(256);
             C::summary(doc, &findings, &mut object)?;
-            json::numbered(record, &object, out);
+            json::numbered(record, offset, &object, out);
             Ok(Rendered { findings: Vec::new(), valid: None })
         }
         // Written by the record path (data with the record's bytes, or nothing).
@@ -276,7 +283,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 Piece::Problem { code, offset, label } => {
                     self.records += 1;
                     let cause = Diagnostic::new(code, Location::Offset(offset));
-                    self.failed_record(code, cause, None, label, &mut Vec::new())?;
+                    self.failed_record(code, cause, None, label, Some(offset), &mut Vec::new())?;
                 }
                 Piece::FrameStart(framing) => {
                     let mut out = Zeroizing::new(Vec::new());
@@ -337,7 +344,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         }
         let Some(bytes) = bytes else {
             let cause = Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Offset(offset));
-            return self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, C::NAME, out);
+            return self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, C::NAME, Some(offset), out);
         };
         if matches!(kind, Kind::Message) {
             C::on_message(&mut self.stream);
@@ -365,7 +372,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 } else {
                     Code::CLI_PARSE_FAILED
                 };
-                return self.failed_record(code, fatal.cause, fatal.bytes, C::NAME, out);
+                return self.failed_record(code, fatal.cause, fatal.bytes, C::NAME, Some(offset), out);
             }
         };
         if self.redactor.is_some() {
@@ -384,7 +391,9 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             C::redact(r, &doc, &self.settings, disclosure, &mut red);
             doc = match C::read(red, offset, kind, &self.stream, &self.settings, false) {
                 Ok(d) => d,
-                Err(fatal) => return self.failed_record(Code::CLI_PARSE_FAILED, fatal.cause, None, C::NAME, out),
+                Err(fatal) => {
+                    return self.failed_record(Code::CLI_PARSE_FAILED, fatal.cause, None, C::NAME, Some(offset), out);
+                }
             };
         }
         let command = self.request.command;
@@ -414,8 +423,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             Command::Parse | Command::Validate | Command::Inspect => {
                 let record = self.multi.then_some(self.records);
                 let mut json = Zeroizing::new(Vec::with_capacity(256));
-                let rendered =
-                    render::<C>(command, &doc, findings, record, self.disclosure, &mut json).map_err(Failure::code)?;
+                let rendered = render::<C>(command, &doc, findings, record, Some(offset), self.disclosure, &mut json)
+                    .map_err(Failure::code)?;
                 if rendered.valid == Some(false) {
                     self.any_invalid = true;
                 }
@@ -434,7 +443,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                         json.extend_from_slice(b"{\"format\":");
                         crate::json::string(&mut json, C::NAME);
                         json.extend_from_slice(b",\"canonical\":false}");
-                        self.emit_numbered(&json, &[], Some(false), None);
+                        self.emit_numbered(&json, Some(offset), &[], Some(false), None);
                     }
                 }
             }
@@ -458,6 +467,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         cause: Diagnostic,
         bytes: Option<Phi<Vec<u8>>>,
         label: &'static str,
+        offset: Option<u64>,
         out: &mut Vec<u8>,
     ) -> Result<(), Failure> {
         // Records waiting in a batch come first.
@@ -485,8 +495,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             return Ok(());
         }
         let mut json = Vec::new();
-        json::failed_json(None, label, code, &mut json);
-        self.emit_numbered(&json, &[], Some(false), Some(code));
+        json::failed_json(None, label, code, offset, Some(cause.code), &mut json);
+        self.emit_numbered(&json, None, &[], Some(false), Some(code));
         Ok(())
     }
 
@@ -733,7 +743,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             Ok(b) => b,
             Err(code) => {
                 let at = Location::Record(u32::try_from(self.records).unwrap_or(u32::MAX));
-                return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", &mut Vec::new());
+                return self.failed_record(code, Diagnostic::new(code, at), None, "fhir", None, &mut Vec::new());
             }
         };
         let valid = is_valid(&converted.findings);
@@ -764,9 +774,17 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     }
 
     /// Emits an object `{...}` written without its record's prefix.
-    fn emit_numbered(&mut self, object: &[u8], findings: &[Diagnostic], valid: Option<bool>, error: Option<Code>) {
-        let mut json = Vec::with_capacity(object.len() + 16);
-        json::numbered(self.multi.then_some(self.records), object, &mut json);
+    /// `offset`: the record's byte offset in the input, when it is not in `object` already.
+    fn emit_numbered(
+        &mut self,
+        object: &[u8],
+        offset: Option<u64>,
+        findings: &[Diagnostic],
+        valid: Option<bool>,
+        error: Option<Code>,
+    ) {
+        let mut json = Vec::with_capacity(object.len() + 32);
+        json::numbered(self.multi.then_some(self.records), offset, object, &mut json);
         self.emit(&json, findings, valid, error);
     }
 
@@ -782,8 +800,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             self.any_invalid = true;
             self.records += 1;
             let mut json = Vec::new();
-            json::verdict_json(C::NAME, false, &end, &mut json);
-            self.emit_numbered(&json, &end, Some(false), None);
+            json::verdict_json(C::NAME, false, &end, &json::Placement::plain(C::NAME), &mut json);
+            self.emit_numbered(&json, None, &end, Some(false), None);
         }
         if self.records == 0 {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));

@@ -53,6 +53,28 @@ pub fn bundled_urls() -> Vec<&'static str> {
     bundled_text().lines().filter_map(|l| l.strip_prefix("M\t")).filter_map(|l| l.split('\t').next()).collect()
 }
 
+/// Every bundled map: its canonical URL and the source and target system of each of its
+/// groups, in file order (`terminology list`, `info://terminology`).
+pub fn bundled_maps() -> Vec<Value> {
+    let mut maps: Vec<(&str, Vec<Value>)> = Vec::new();
+    for line in bundled_text().lines() {
+        let mut f = line.split('\t');
+        match (f.next(), f.next(), f.next()) {
+            (Some("M"), Some(url), _) => maps.push((url, Vec::new())),
+            (Some("G"), Some(source), Some(target)) => {
+                if let Some((_, groups)) = maps.last_mut() {
+                    let pair = serde_json::json!({"source": source, "target": target});
+                    if !groups.contains(&pair) {
+                        groups.push(pair);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    maps.into_iter().map(|(url, groups)| serde_json::json!({"url": url, "groups": groups})).collect()
+}
+
 fn bundled_text() -> &'static str {
     super::BUNDLED.iter().find(|b| b.name == "conceptmaps").map_or("", |b| b.data)
 }

@@ -262,6 +262,7 @@ pub fn listing(catalog: &Catalog) -> Value {
         "data_dir": catalog.data_dir().map(|p| p.to_string_lossy().into_owned()),
         "terminologies": systems,
         "datasets": datasets,
+        "conceptmaps": conceptmap::bundled_maps(),
     })
 }
 

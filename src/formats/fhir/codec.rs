@@ -15,7 +15,7 @@ use super::model::Document;
 use super::{fmt, inspect, validate, write};
 use crate::diag::{Code, Diagnostic};
 use crate::formats::Operation;
-use crate::formats::codec::{Check, Codec, Fatal, Kind, Piece, Pieces, Settings, Syntax};
+use crate::formats::codec::{Check, Codec, Fatal, Kind, Piece, Pieces, Position, Settings, Syntax};
 use crate::phi::{Disclosure, Phi};
 
 /// FHIR R4, JSON or XML, one resource or NDJSON.
@@ -65,6 +65,14 @@ impl Codec for Fhir {
             Some(Ok(Piece::Record { kind: Kind::Message, offset: 0, bytes: Some(std::mem::take(&mut *all)) }))
         });
         (false, Box::new(whole))
+    }
+
+    fn positions(doc: &Document, findings: &[Diagnostic]) -> Vec<Position> {
+        super::locate::positions(doc, findings)
+    }
+
+    fn full_location(doc: &Document, finding: &Diagnostic, out: &mut Vec<u8>) -> bool {
+        super::locate::full_location(doc, finding, out)
     }
 
     fn read(

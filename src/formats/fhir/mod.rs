@@ -23,6 +23,7 @@ pub mod fhirpath;
 pub mod fmt;
 pub mod inspect;
 pub mod json;
+mod locate;
 pub mod model;
 pub mod primitive;
 pub mod read_json;

@@ -287,6 +287,7 @@ pub(super) fn path_in(nodes: &[Node], i: u32) -> FhirPath {
             break;
         }
     }
+    path.node = i;
     path
 }
 

@@ -14,7 +14,7 @@ use super::stream::{self, Envelope};
 use super::{batch, fmt, inspect, validate, write};
 use crate::diag::{Code, Diagnostic};
 use crate::formats::Operation;
-use crate::formats::codec::{Check, Codec, Fatal, Framing, Kind, Piece, Pieces, Settings};
+use crate::formats::codec::{Check, Codec, Fatal, Framing, Kind, Piece, Pieces, Position, Settings};
 use crate::formats::mllp::{self, Deframer, Frame};
 use crate::phi::{Disclosure, Phi};
 
@@ -115,6 +115,10 @@ impl Codec for Hl7 {
 
     fn is_canonical(msg: &Message, canonical: &[u8], _settings: &Settings, disclosure: &Disclosure) -> bool {
         fmt::is_canonical(msg, canonical, disclosure)
+    }
+
+    fn positions(msg: &Message, findings: &[Diagnostic]) -> Vec<Position> {
+        super::locate::positions(msg, findings)
     }
 
     fn on_message(stream: &mut Stream) {

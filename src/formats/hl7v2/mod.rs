@@ -17,6 +17,7 @@ pub mod conformance;
 pub mod escape;
 pub mod fmt;
 pub mod inspect;
+mod locate;
 pub mod parse;
 pub mod schema;
 pub mod segment_ids;

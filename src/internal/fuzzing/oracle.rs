@@ -82,6 +82,10 @@ impl Secondary {
         if let Some(r) = map.get("record") {
             assert!(r.as_u64().is_some_and(|n| n >= 1), "record is not a positive number");
         }
+        // A record's byte offset in the input: a number, checked here and then dropped.
+        if let Some(o) = map.remove("offset") {
+            assert!(o.as_u64().is_some(), "a record's offset is not a number");
+        }
         let format = map.get("format").and_then(Value::as_str).unwrap_or_default().to_owned();
         assert!(crate::formats::resolve(&format).is_some(), "unknown format in a JSON item");
         if map.contains_key("model") {
@@ -107,7 +111,14 @@ impl Secondary {
         let allowed: &[&str] = if map.contains_key("error") {
             let code = map.get("error").and_then(Value::as_str).unwrap_or_default();
             assert!(Code::from_name(code).is_some(), "failed record with an unregistered code");
-            &["record", "format", "error"]
+            if let Some(cause) = map.get("cause") {
+                assert!(cause.as_str().and_then(Code::from_name).is_some(), "failed record with an unregistered cause");
+            }
+            if let Some(kind) = map.get("kind") {
+                let known = ["unparseable", "too_large", "framing", "failed"];
+                assert!(kind.as_str().is_some_and(|k| known.contains(&k)), "failed record with an unknown kind");
+            }
+            &["record", "format", "error", "kind", "cause"]
         } else if map.contains_key("canonical") {
             assert_eq!(map.get("canonical"), Some(&Value::Bool(false)), "fmt --check item must say false");
             &["record", "format", "canonical"]
@@ -243,6 +254,8 @@ const BUNDLE_TYPES: [&str; 9] = [
 
 fn is_vocabulary(word: &str) -> bool {
     word.bytes().all(|b| b.is_ascii_digit())
+        // A finding's fingerprint: 16 lower-case hex digits of a hash.
+        || (word.len() == 16 && word.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
         || BUNDLE_TYPES.iter().any(|t| t.split('-').any(|w| w == word))
         || segment_ids::schema_name(word.as_bytes()).is_some()
         || vocabulary().contains(word)
@@ -344,6 +357,14 @@ fn vocabulary() -> &'static HashSet<&'static str> {
             "unknownElementCount",
             "extensionCount",
             "profileCount",
+            "kind",
+            "cause",
+            "line",
+            "column",
+            "fingerprint",
+            "unparseable",
+            "too_large",
+            "framing",
         ]);
         w
     })
@@ -416,7 +437,15 @@ fn findings_ok(v: &Value) {
     let list = v.as_array().unwrap_or_else(|| panic!("findings is not an array"));
     for f in list {
         let obj = f.as_object().unwrap_or_else(|| panic!("a finding is not an object"));
-        assert_eq!(obj.len(), 3, "a finding has keys other than code, severity, location");
+        for (k, v) in obj {
+            let ok = match k.as_str() {
+                "code" | "severity" | "location" => true,
+                "line" | "column" => v.as_u64().is_some_and(|n| n >= 1),
+                "fingerprint" => v.as_str().is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())),
+                _ => false,
+            };
+            assert!(ok, "a finding has a key {k:?} outside code, severity, location, line, column, fingerprint");
+        }
         let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_else(|| panic!("finding without {k}"));
         diagnostic_line_ok(&format!("{} {} {}", s("code"), s("severity"), s("location")));
     }
