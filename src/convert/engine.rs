@@ -10,6 +10,7 @@ use crate::diag::Code;
 use crate::formats::codec::Codec;
 use crate::formats::fhir::Fhir;
 use crate::formats::hl7v2::Hl7;
+use crate::formats::x12::X12;
 use crate::limits::Limits;
 use crate::phi::Disclosure;
 
@@ -49,6 +50,22 @@ impl Converts for Hl7 {
 }
 
 impl Converts for Fhir {
+    const CONVERTS: bool = false;
+
+    fn convert(
+        _doc: &Self::Document,
+        _prefix: &[u8],
+        _room_per_finding: usize,
+        _options: &Options,
+        _record: u64,
+        _limits: &Limits,
+        _disclosure: &Disclosure,
+    ) -> Result<Converted, Code> {
+        Err(Code::CLI_FORMAT_UNSUPPORTED)
+    }
+}
+
+impl Converts for X12 {
     const CONVERTS: bool = false;
 
     fn convert(
