@@ -106,7 +106,7 @@ class Tables:
     def element(self, el) -> tuple:
         num = text(el, "data_ele")
         ty, mn, mx = self.dataele.get(num, ("AN", 1, 9999))
-        codes = self.code_list(self.codes_of(el)) if ty == "ID" else (0, 0)
+        codes = self.code_list(self.codes_of(el))
         return (USAGE.get(text(el, "usage"), "Us"), TYPES.get(ty, "AN"), mn, mx, codes, (0, 0),
                 min(repeat(text(el, "repeat", "1")), 0xFFFF))
 

@@ -5,7 +5,7 @@
 //! `SEG-NN` (an element), `SEG-NN.C` (a component), a qualifier `SEG*QUAL-NN` (the segment's
 //! element 01 holds `QUAL`: `NM1*IL-09`, `REF*SY-02`, `DTP*472-03`), a loop `LOOP/SEG-NN`
 //! (`2010BA/NM1-03`: the segment is in that loop or a loop inside it), and the guide's data types
-//! `@AN`, `@ID`, `@DT`, `@TM`, `@R`, `@N` (N0..N9).
+//! `@AN`, `@ID` (also any element the guide gives a code list), `@DT`, `@TM`, `@R`, `@N` (N0..N9).
 //!
 //! Every value (element, or component of a composite) of a transaction set is decided by the
 //! first rule that matches it; a value no rule matches is removed (fail closed). A value
@@ -171,6 +171,8 @@ struct Place<'a> {
     element: u8,
     component: u8,
     ty: Type,
+    /// The guide gives the element a code list.
+    coded: bool,
 }
 
 fn loop_matches(lp: &str, within: Option<&'static Loop>) -> bool {
@@ -186,7 +188,7 @@ impl Rule {
                     Type::N0 | Type::N1 | Type::N2 | Type::N3 | Type::N4 | Type::N5 | Type::N6 | Type::N7 | Type::N8 | Type::N9
                 ),
                 "AN" => p.ty == Type::AN,
-                "ID" => p.ty == Type::ID,
+                "ID" => p.ty == Type::ID || p.coded,
                 "DT" => p.ty == Type::DT,
                 "TM" => p.ty == Type::TM,
                 "R" => p.ty == Type::R,
@@ -348,7 +350,7 @@ impl<'p> Redactor<'p> {
                         if part.is_empty() {
                             continue;
                         }
-                        let place = Place { within, seg: id, qual, element, component: (c + 1).min(255) as u8, ty: cd.ty };
+                        let place = Place { within, seg: id, qual, element, component: (c + 1).min(255) as u8, ty: cd.ty, coded: !cd.codes().is_empty() };
                         value.clear();
                         self.decide(&place, cd, part, cd.usage == Usage::R, &mut ctx, &mut value);
                         seg_out.extend_from_slice(&value);
@@ -358,7 +360,7 @@ impl<'p> Redactor<'p> {
                     }
                     seg_out.truncate(last);
                 } else if !v.is_empty() {
-                    let place = Place { within, seg: id, qual, element, component: 0, ty: e.ty };
+                    let place = Place { within, seg: id, qual, element, component: 0, ty: e.ty, coded: !e.codes().is_empty() };
                     value.clear();
                     let required = e.usage == Usage::R || paired;
                     match d.repetition.filter(|r| memchr::memchr(*r, v).is_some()) {
@@ -481,11 +483,12 @@ fn reference_year(doc: &Document, raw: &[u8]) -> Option<u32> {
 
 /// What `keep` proves safe.
 fn proven(def: &Element, v: &[u8], free_text: bool) -> bool {
+    let codes = def.codes();
+    if !codes.is_empty() {
+        return guide::has_code(codes, v);
+    }
     match def.ty {
-        Type::ID => {
-            let codes = def.codes();
-            if codes.is_empty() { code_like(v) || free_text } else { guide::has_code(codes, v) }
-        }
+        Type::ID => code_like(v) || free_text,
         Type::R | Type::N0 | Type::N1 | Type::N2 | Type::N3 | Type::N4 | Type::N5 | Type::N6 | Type::N7 | Type::N8 | Type::N9 => {
             let body = v.strip_prefix(b"-").unwrap_or(v);
             !body.is_empty() && body.iter().all(|b| b.is_ascii_digit() || *b == b'.')
@@ -514,10 +517,8 @@ fn placeholder(def: &Element, required: bool, out: &mut Vec<u8>) {
     let min = usize::from(def.min.max(1));
     let max = usize::from(def.max.max(1));
     match def.ty {
-        Type::ID => match def.codes().first() {
-            Some(c) => out.extend_from_slice(c.as_bytes()),
-            None => out.extend(std::iter::repeat_n(b'X', min)),
-        },
+        _ if !def.codes().is_empty() => out.extend_from_slice(def.codes()[0].as_bytes()),
+        Type::ID => out.extend(std::iter::repeat_n(b'X', min)),
         Type::R | Type::N0 | Type::N1 | Type::N2 | Type::N3 | Type::N4 | Type::N5 | Type::N6 | Type::N7 | Type::N8 | Type::N9 => {
             out.extend(std::iter::repeat_n(b'0', min))
         }

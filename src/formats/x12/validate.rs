@@ -176,11 +176,9 @@ fn check_value(def: &Element, v: &[u8], p: X12Position, out: &mut Out) {
     } else if len < usize::from(def.min) {
         out.push(Code::X12_ELEMENT_TOO_SHORT, p);
     }
-    if def.ty == Type::ID {
-        let codes = def.codes();
-        if !codes.is_empty() && !guide::has_code(codes, v) {
-            out.push(Code::X12_CODE_INVALID, p);
-        }
+    let codes = def.codes();
+    if !codes.is_empty() && !guide::has_code(codes, v) {
+        out.push(Code::X12_CODE_INVALID, p);
     }
 }
 

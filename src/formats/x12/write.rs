@@ -2,7 +2,7 @@
 //! set, its envelope), the canonical form (data channel: one segment per line), and the
 //! value-free summary of `inspect`.
 //!
-//! Model: `{"format":"x12","record":"transactionSet","transactionSet":"837",
+//! Model: `{"format":"x12","recordType":"transactionSet","transactionSet":"837",
 //! "implementationGuide":"005010X222A1","group":1,"set":1,"envelope":{"ISA":[..],"GS":[..]},
 //! "loop":{"id":"","segments":[{"id":"ST","elements":[..]},{"loop":"2000A","segments":[..]}]}}`.
 //! An element is a string; with components, an array of strings; with repetitions, an object
@@ -99,7 +99,7 @@ fn segment(doc: &Document, raw: &[u8], s: &Seg, spans: &mut Vec<(u32, u32)>, out
 pub fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let raw = doc.bytes().expose_value(disclosure);
     let mut spans = Vec::new();
-    out.extend_from_slice(b"{\"format\":\"x12\",\"record\":");
+    out.extend_from_slice(b"{\"format\":\"x12\",\"recordType\":");
     crate::json::string(out, record_name(doc.kind));
     let structure = validate::structure(doc);
     if doc.kind == RecordKind::Set {
@@ -213,7 +213,7 @@ pub fn is_canonical(doc: &Document, canonical: &[u8], disclosure: &Disclosure) -
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     format: &'static str,
-    record: &'static str,
+    record_type: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     group: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -249,7 +249,7 @@ pub fn summarize(doc: &Document, findings: &[Diagnostic]) -> Summary {
     }
     Summary {
         format: "x12",
-        record: record_name(doc.kind),
+        record_type: record_name(doc.kind),
         group: (doc.group > 0).then_some(doc.group),
         set: (doc.kind == RecordKind::Set && doc.set > 0).then_some(doc.set),
         transaction_sets,
