@@ -260,6 +260,12 @@ pub fn read(bytes: Vec<u8>, offset: u64, kind: RecordKind, inherited: Inherited,
     if own == usize::MAX {
         own = segs.len();
     }
+    // Interchange-level records belong to no group.
+    let (group, set) = match kind {
+        RecordKind::Isa | RecordKind::Iea | RecordKind::Ta1 => (0, 0),
+        RecordKind::Gs | RecordKind::Ge => (group, 0),
+        RecordKind::Set => (group, set),
+    };
     if segs.len() <= own {
         return Err(fail(Code::CLI_PARSE_FAILED, offset, bytes));
     }
