@@ -227,6 +227,35 @@ pub fn loop_exists(id: &str) -> bool {
     !id.is_empty() && LOOPS.iter().any(|l| l.id == id)
 }
 
+/// The fixed words of X12 summaries and locations: segment ids, loop ids, guide versions and set
+/// ids of the tables, and the summary's keys and record types.
+pub fn is_name(word: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "recordType",
+        "transactionSet",
+        "transactionSets",
+        "implementationGuides",
+        "implementationGuide",
+        "loopCounts",
+        "group",
+        "set",
+        "segmentCount",
+        "segments",
+        "warningCount",
+        "errorCount",
+        "unknown",
+        "ISA",
+        "GS",
+        "GE",
+        "IEA",
+        "TA1",
+    ];
+    WORDS.contains(&word)
+        || segment_id(word.as_bytes()).is_some()
+        || loop_exists(word)
+        || GUIDES.iter().any(|g| g.version == word || g.set == word)
+}
+
 /// A code list by its run.
 pub fn codes(start: u32, len: u32) -> &'static [&'static str] {
     run(&CODES, (start, len))

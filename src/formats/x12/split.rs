@@ -45,6 +45,10 @@ impl Envelope {
     }
 }
 
+fn cap_all(limits: Limits) -> u64 {
+    limits.max_input_bytes
+}
+
 /// Bytes read from the input at a time.
 const CHUNK: usize = 256 * 1024;
 /// Farthest an ISA is looked at.
@@ -228,8 +232,33 @@ impl<'a> Splitter<'a> {
                 fits = false;
             }
             self.advance(take);
-            if done || !self.fill()? {
+            if done {
+                // White space after the terminator belongs to the segment (canonical form is
+                // one segment per line: `fmt --check` compares it).
+                return Ok(self.trailing_space(into, cap, fits)? && fits);
+            }
+            if !self.fill()? {
                 return Ok(fits);
+            }
+        }
+    }
+
+    /// Moves the white space after a terminator onto `into` (when it fits).
+    fn trailing_space(&mut self, into: &mut Vec<u8>, cap: u64, fits: bool) -> io::Result<bool> {
+        let d = self.delimiters;
+        loop {
+            while self.pos < self.len {
+                let b = self.buf[self.pos];
+                if !(matches!(b, b'\r' | b'\n' | b' ' | b'\t') && b != d.segment && b != d.element && b != d.component) {
+                    return Ok(true);
+                }
+                if fits && (into.len() + 1) as u64 <= cap {
+                    into.push(b);
+                }
+                self.advance(1);
+            }
+            if !self.fill()? {
+                return Ok(true);
             }
         }
     }
@@ -291,7 +320,8 @@ impl<'a> Splitter<'a> {
                     self.group = 0;
                     self.set = 0;
                     self.gs.clear();
-                    let bytes = self.isa.clone();
+                    let mut bytes = self.isa.clone();
+                    self.trailing_space(&mut bytes, cap_all(self.limits), true)?;
                     self.record(Kind::Envelope(Envelope::Isa), offset, Some(bytes));
                 }
                 None => {

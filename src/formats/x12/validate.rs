@@ -631,18 +631,32 @@ impl<'v, 'a> Walk<'v, 'a> {
                     }
                 }
                 None => {
-                    // Not forward: earlier in the current loop (out of order), or nowhere.
+                    // Not forward: earlier in an open loop (out of order), or nowhere.
                     let top = self.stack.len() - 1;
-                    let f = &self.stack[top];
-                    let earlier = f.lp.nodes().iter().take(f.cursor + 1).skip(1).any(|node| match *node {
-                        Node::S(d) => self.matches(guide::segment_at(d), s),
-                        Node::L(l) => self.trigger_matches(guide::loop_at(l), s),
-                    });
-                    let (segment, index) = match s.id {
-                        Some(id) => (Some(id), self.occurrence(top, id) + 1),
-                        None => (None, n as u32 + 1),
+                    let mut earlier = None;
+                    for f in self.stack.iter().rev() {
+                        let hit = f.lp.nodes().iter().take(f.cursor + 1).skip(1).find_map(|node| match *node {
+                            Node::S(d) if self.matches(guide::segment_at(d), s) => Some((f.lp.path, guide::segment_at(d).id)),
+                            Node::L(l) if self.trigger_matches(guide::loop_at(l), s) => {
+                                let lp = guide::loop_at(l);
+                                lp.trigger().map(|t| (lp.path, t.id))
+                            }
+                            _ => None,
+                        });
+                        if hit.is_some() {
+                            earlier = hit;
+                            break;
+                        }
+                    }
+                    let p = match (earlier, s.id) {
+                        (Some((path, id)), _) => X12Position { scope: self.scope, path, segment: Some(id), index: 1, ..Default::default() },
+                        (None, Some(id)) => {
+                            let index = self.occurrence(top, id) + 1;
+                            X12Position { scope: self.scope, path: self.stack[top].lp.path, segment: Some(id), index, ..Default::default() }
+                        }
+                        (None, None) => X12Position { scope: self.scope, path: self.stack[top].lp.path, segment: None, index: n as u32 + 1, ..Default::default() },
                     };
-                    let p = X12Position { scope: self.scope, path: f.lp.path, segment, index, ..Default::default() };
+                    let earlier = earlier.is_some();
                     out.push(if earlier { Code::X12_SEGMENT_OUT_OF_ORDER } else { Code::X12_SEGMENT_UNEXPECTED }, p);
                 }
             }
