@@ -683,9 +683,21 @@ mod tests {
         assert_eq!(Location::X12(gs.element(6, 0)).to_string(), "GS[1]-06");
         let ge = X12Position::envelope(X12Scope::Group(2), "GE");
         assert_eq!(Location::X12(ge.element(1, 0)).to_string(), "GS[2]/GE-01");
-        let nm1 = X12Position { scope: X12Scope::Set(3), path: "2000B/2010BA", segment: Some("NM1"), index: 1, ..Default::default() };
+        let nm1 = X12Position {
+            scope: X12Scope::Set(3),
+            path: "2000B/2010BA",
+            segment: Some("NM1"),
+            index: 1,
+            ..Default::default()
+        };
         assert_eq!(Location::X12(nm1.element(3, 0)).to_string(), "ST[3]/2000B/2010BA/NM1[1]-03");
-        let clm = X12Position { scope: X12Scope::Set(1), path: "2000B/2300", segment: Some("CLM"), index: 1, ..Default::default() };
+        let clm = X12Position {
+            scope: X12Scope::Set(1),
+            path: "2000B/2300",
+            segment: Some("CLM"),
+            index: 1,
+            ..Default::default()
+        };
         assert_eq!(Location::X12(clm.element(5, 1)).to_string(), "ST[1]/2000B/2300/CLM[1]-05.1");
         let unknown = X12Position { scope: X12Scope::Set(1), segment: None, index: 7, ..Default::default() };
         assert_eq!(Location::X12(unknown).to_string(), "ST[1]/segment[7]");

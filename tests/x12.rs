@@ -65,7 +65,10 @@ fn fixtures_against_the_manifest() {
         match expect {
             "valid" => {
                 assert_eq!(code(&o), 0, "{file}: {got:?}");
-                assert!(got.iter().all(|(c, _)| c.starts_with("X12_TRANSACTION_SET_UNKNOWN") || c == "X12_ELEMENT_NOT_USED"));
+                assert!(
+                    got.iter()
+                        .all(|(c, _)| c.starts_with("X12_TRANSACTION_SET_UNKNOWN") || c == "X12_ELEMENT_NOT_USED")
+                );
             }
             "invalid" => assert!(matches!(code(&o), 1 | 65), "{file}: exit {}", code(&o)),
             _ => assert_eq!(code(&o), 65, "{file}"),
@@ -283,7 +286,13 @@ impl Tally {
 
     fn assert_rate(&self, kind: &str) {
         assert!(self.tried > 0, "{kind}: nothing tried");
-        assert!(self.hit * 100 >= self.tried * 99, "{kind}: {} of {} detected; missed: {:#?}", self.hit, self.tried, self.missed);
+        assert!(
+            self.hit * 100 >= self.tried * 99,
+            "{kind}: {} of {} detected; missed: {:#?}",
+            self.hit,
+            self.tried,
+            self.missed
+        );
     }
 }
 
@@ -310,7 +319,12 @@ fn mutations_are_detected_at_their_location() {
         set[n - 1] = format!("SE*{}*{ctl}", n + 1);
         count.check(&validate_bytes(&s.with(&set, true)), "X12_COUNT_MISMATCH", &|l| l == "ST[1]/SE-01", name.into());
         set[n - 1] = format!("SE*{n}*9999");
-        control.check(&validate_bytes(&s.with(&set, true)), "X12_CONTROL_NUMBER_MISMATCH", &|l| l == "ST[1]/SE-02", name.into());
+        control.check(
+            &validate_bytes(&s.with(&set, true)),
+            "X12_CONTROL_NUMBER_MISMATCH",
+            &|l| l == "ST[1]/SE-02",
+            name.into(),
+        );
         let mut t = s.with(&s.set, false);
         let text = String::from_utf8_lossy(&t).replace("GE*1*", "GE*1*77");
         t = text.into_bytes();
@@ -336,7 +350,12 @@ fn mutations_are_detected_at_their_location() {
             let mut set = s.set.clone();
             set.remove(i);
             let want = if path.is_empty() { format!("ST[1]/{}", def.id) } else { format!("ST[1]/{path}/{}", def.id) };
-            missing.check(&validate_bytes(&s.with(&set, false)), "X12_SEGMENT_MISSING", &|l| l == want, format!("{name} {i}"));
+            missing.check(
+                &validate_bytes(&s.with(&set, false)),
+                "X12_SEGMENT_MISSING",
+                &|l| l == want,
+                format!("{name} {i}"),
+            );
         }
         // Loop out of order: two sibling loop instances swapped (the later one first).
         let starts: Vec<(usize, &str)> = placed
@@ -348,7 +367,9 @@ fn mutations_are_detected_at_their_location() {
         for w in starts.windows(2) {
             let ((a, pa), (b, pb)) = (w[0], w[1]);
             let parent = |p: &str| p.rsplit_once('/').map_or("", |x| x.0).to_owned();
-            let end_b = (b + 1..s.set.len()).find(|&k| placed[k].is_none_or(|(pk, _)| !pk.starts_with(pb))).unwrap_or(s.set.len() - 1);
+            let end_b = (b + 1..s.set.len())
+                .find(|&k| placed[k].is_none_or(|(pk, _)| !pk.starts_with(pb)))
+                .unwrap_or(s.set.len() - 1);
             if parent(pa) != parent(pb) || pa == pb || pa.starts_with(pb) || pb.starts_with(pa) || end_b <= b {
                 continue;
             }
@@ -393,15 +414,27 @@ fn mutations_are_detected_at_their_location() {
                 };
                 if !e.codes().is_empty() {
                     let bad = (1..=4).map(|len| "Q".repeat(len)).find(|c| {
-                        c.len() >= usize::from(e.min) && c.len() <= usize::from(e.max) && !e.codes().contains(&c.as_str())
+                        c.len() >= usize::from(e.min)
+                            && c.len() <= usize::from(e.max)
+                            && !e.codes().contains(&c.as_str())
                     });
                     if let Some(bad) = bad {
-                        codes.check(&validate_bytes(&mutate(bad)), "X12_CODE_INVALID", &location, format!("{name} {id}-{n:02}"));
+                        codes.check(
+                            &validate_bytes(&mutate(bad)),
+                            "X12_CODE_INVALID",
+                            &location,
+                            format!("{name} {id}-{n:02}"),
+                        );
                     }
                 } else if matches!(e.ty, Type::AN | Type::R | Type::N0 | Type::N2) && e.max < 200 {
                     let fill = if e.ty == Type::AN { "X" } else { "9" };
                     let value = fill.repeat(usize::from(e.max) + 1);
-                    long.check(&validate_bytes(&mutate(value)), "X12_ELEMENT_TOO_LONG", &location, format!("{name} {id}-{n:02}"));
+                    long.check(
+                        &validate_bytes(&mutate(value)),
+                        "X12_ELEMENT_TOO_LONG",
+                        &location,
+                        format!("{name} {id}-{n:02}"),
+                    );
                 }
             }
         }

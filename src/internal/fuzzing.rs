@@ -592,7 +592,8 @@ fn x12_markers(data: &[u8]) -> Vec<u8> {
     let mut at_id = true;
     let mut in_run = false;
     for &b in &data[isa.len..] {
-        let sep = b == d.element || b == d.component || Some(b) == d.repetition || b == d.segment || b == b'\r' || b == b'\n';
+        let sep =
+            b == d.element || b == d.component || Some(b) == d.repetition || b == d.segment || b == b'\r' || b == b'\n';
         if sep {
             if b == d.segment || b == b'\n' || b == b'\r' {
                 at_id = true;

@@ -100,7 +100,12 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
         .as_bytes(),
     );
     let all = || {
-        policy.hl7v2.iter().map(|r| &r.action).chain(policy.fhir.iter().map(|r| &r.action)).chain(policy.x12.iter().map(|r| &r.action))
+        policy
+            .hl7v2
+            .iter()
+            .map(|r| &r.action)
+            .chain(policy.fhir.iter().map(|r| &r.action))
+            .chain(policy.x12.iter().map(|r| &r.action))
     };
     let mut risks: Vec<&str> = Vec::new();
     if policy.keeps_free_text() {

@@ -185,7 +185,16 @@ impl Rule {
             Select::Type(t) => match *t {
                 "N" => matches!(
                     p.ty,
-                    Type::N0 | Type::N1 | Type::N2 | Type::N3 | Type::N4 | Type::N5 | Type::N6 | Type::N7 | Type::N8 | Type::N9
+                    Type::N0
+                        | Type::N1
+                        | Type::N2
+                        | Type::N3
+                        | Type::N4
+                        | Type::N5
+                        | Type::N6
+                        | Type::N7
+                        | Type::N8
+                        | Type::N9
                 ),
                 "AN" => p.ty == Type::AN,
                 "ID" => p.ty == Type::ID || p.coded,
@@ -350,7 +359,15 @@ impl<'p> Redactor<'p> {
                         if part.is_empty() {
                             continue;
                         }
-                        let place = Place { within, seg: id, qual, element, component: (c + 1).min(255) as u8, ty: cd.ty, coded: !cd.codes().is_empty() };
+                        let place = Place {
+                            within,
+                            seg: id,
+                            qual,
+                            element,
+                            component: (c + 1).min(255) as u8,
+                            ty: cd.ty,
+                            coded: !cd.codes().is_empty(),
+                        };
                         value.clear();
                         self.decide(&place, cd, part, cd.usage == Usage::R, &mut ctx, &mut value);
                         seg_out.extend_from_slice(&value);
@@ -360,7 +377,8 @@ impl<'p> Redactor<'p> {
                     }
                     seg_out.truncate(last);
                 } else if !v.is_empty() {
-                    let place = Place { within, seg: id, qual, element, component: 0, ty: e.ty, coded: !e.codes().is_empty() };
+                    let place =
+                        Place { within, seg: id, qual, element, component: 0, ty: e.ty, coded: !e.codes().is_empty() };
                     value.clear();
                     let required = e.usage == Usage::R || paired;
                     match d.repetition.filter(|r| memchr::memchr(*r, v).is_some()) {
@@ -393,7 +411,15 @@ impl<'p> Redactor<'p> {
     }
 
     /// Writes the decided form of one value onto `out`.
-    fn decide(&mut self, p: &Place<'_>, def: &Element, v: &[u8], required: bool, ctx: &mut Context<'_>, out: &mut Vec<u8>) {
+    fn decide(
+        &mut self,
+        p: &Place<'_>,
+        def: &Element,
+        v: &[u8],
+        required: bool,
+        ctx: &mut Context<'_>,
+        out: &mut Vec<u8>,
+    ) {
         let rule = self.policy.x12.iter().position(|r| r.matches(p));
         let Some(ri) = rule else {
             self.counts.fail_closed += 1;
@@ -489,7 +515,17 @@ fn proven(def: &Element, v: &[u8], free_text: bool) -> bool {
     }
     match def.ty {
         Type::ID => code_like(v) || free_text,
-        Type::R | Type::N0 | Type::N1 | Type::N2 | Type::N3 | Type::N4 | Type::N5 | Type::N6 | Type::N7 | Type::N8 | Type::N9 => {
+        Type::R
+        | Type::N0
+        | Type::N1
+        | Type::N2
+        | Type::N3
+        | Type::N4
+        | Type::N5
+        | Type::N6
+        | Type::N7
+        | Type::N8
+        | Type::N9 => {
             let body = v.strip_prefix(b"-").unwrap_or(v);
             !body.is_empty() && body.iter().all(|b| b.is_ascii_digit() || *b == b'.')
         }
@@ -519,9 +555,17 @@ fn placeholder(def: &Element, required: bool, out: &mut Vec<u8>) {
     match def.ty {
         _ if !def.codes().is_empty() => out.extend_from_slice(def.codes()[0].as_bytes()),
         Type::ID => out.extend(std::iter::repeat_n(b'X', min)),
-        Type::R | Type::N0 | Type::N1 | Type::N2 | Type::N3 | Type::N4 | Type::N5 | Type::N6 | Type::N7 | Type::N8 | Type::N9 => {
-            out.extend(std::iter::repeat_n(b'0', min))
-        }
+        Type::R
+        | Type::N0
+        | Type::N1
+        | Type::N2
+        | Type::N3
+        | Type::N4
+        | Type::N5
+        | Type::N6
+        | Type::N7
+        | Type::N8
+        | Type::N9 => out.extend(std::iter::repeat_n(b'0', min)),
         Type::DT => out.extend_from_slice(if max >= 8 { b"19000101" } else { b"000101" }),
         Type::TM => out.extend_from_slice(b"0000"),
         _ => {
@@ -534,7 +578,6 @@ fn placeholder(def: &Element, required: bool, out: &mut Vec<u8>) {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -106,7 +106,11 @@ impl Codec for X12 {
         fixed || read::isa(body).is_some()
     }
 
-    fn split<'a>(input: Box<dyn BufRead + 'a>, _first: Option<u8>, settings: &Settings) -> (bool, Pieces<'a, Envelope>) {
+    fn split<'a>(
+        input: Box<dyn BufRead + 'a>,
+        _first: Option<u8>,
+        settings: &Settings,
+    ) -> (bool, Pieces<'a, Envelope>) {
         (false, Box::new(Splitter::new(input, settings.limits)))
     }
 
@@ -162,7 +166,8 @@ impl Codec for X12 {
                 stream.sets = 0;
                 stream.isa13 = doc.and_then(|d| control(d, 13).0);
                 if let Some(d) = doc {
-                    stream.inherited = Inherited { delimiters: Some(d.delimiters), fixed: d.isa_fixed, group: 0, set: 0 };
+                    stream.inherited =
+                        Inherited { delimiters: Some(d.delimiters), fixed: d.isa_fixed, group: 0, set: 0 };
                 }
             }
             Envelope::Gs => {

@@ -8,7 +8,7 @@
 //! too. Code lists are sorted runs of [`CODES`](super::tables::CODES). Every name is
 //! `&'static str` out of the tables, so a location built from them holds no value.
 
-use super::tables::{CODES, ELEMENTS, GUIDES, LOOPS, NODES, RULES, SEGMENTS, SEGMENT_IDS};
+use super::tables::{CODES, ELEMENTS, GUIDES, LOOPS, NODES, RULES, SEGMENT_IDS, SEGMENTS};
 
 /// Usage in the guide.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -190,7 +190,13 @@ fn fail(code: Code, at: u64, bytes: Vec<u8>) -> ReadError {
     clippy::disallowed_methods,
     reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
 )]
-pub fn read(bytes: Vec<u8>, offset: u64, kind: RecordKind, inherited: Inherited, limits: &Limits) -> Result<Document, ReadError> {
+pub fn read(
+    bytes: Vec<u8>,
+    offset: u64,
+    kind: RecordKind,
+    inherited: Inherited,
+    limits: &Limits,
+) -> Result<Document, ReadError> {
     let (group, set, ctx_start, own_start) = if bytes.starts_with(&HEADER_MAGIC) && bytes.len() >= HEADER_LEN {
         let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
         let ctx = word(12) as usize;
@@ -373,7 +379,8 @@ pub fn header(group: u32, set: u32, context_len: usize) -> [u8; HEADER_LEN] {
 mod tests {
     use super::*;
 
-    const ISA: &[u8] = b"ISA*00*          *00*          *ZZ*SUBMITTER      *ZZ*RECEIVER       *240101*1200*^*00501*000000001*0*T*:~";
+    const ISA: &[u8] =
+        b"ISA*00*          *00*          *ZZ*SUBMITTER      *ZZ*RECEIVER       *240101*1200*^*00501*000000001*0*T*:~";
 
     #[test]
     fn isa_by_position() {

@@ -249,7 +249,8 @@ impl<'a> Splitter<'a> {
         loop {
             while self.pos < self.len {
                 let b = self.buf[self.pos];
-                if !(matches!(b, b'\r' | b'\n' | b' ' | b'\t') && b != d.segment && b != d.element && b != d.component) {
+                if !(matches!(b, b'\r' | b'\n' | b' ' | b'\t') && b != d.segment && b != d.element && b != d.component)
+                {
                     return Ok(true);
                 }
                 if fits && (into.len() + 1) as u64 <= cap {

@@ -463,7 +463,17 @@ struct Walk<'v, 'a> {
 
 impl<'v, 'a> Walk<'v, 'a> {
     fn new(view: &'v View<'a>, scope: X12Scope) -> Self {
-        Walk { view, scope, steps: None, opened_again: false, placed: None, stack: Vec::new(), counts: Vec::new(), spans: Vec::new(), values: Vec::new() }
+        Walk {
+            view,
+            scope,
+            steps: None,
+            opened_again: false,
+            placed: None,
+            stack: Vec::new(),
+            counts: Vec::new(),
+            spans: Vec::new(),
+            values: Vec::new(),
+        }
     }
 
     fn push_frame(&mut self, lp: &'static Loop) {
@@ -487,7 +497,12 @@ impl<'v, 'a> Walk<'v, 'a> {
                 Node::S(s) => {
                     let def = guide::segment_at(s);
                     if def.usage == Usage::R {
-                        let p = X12Position { scope: self.scope, path: f.lp.path, segment: Some(def.id), ..Default::default() };
+                        let p = X12Position {
+                            scope: self.scope,
+                            path: f.lp.path,
+                            segment: Some(def.id),
+                            ..Default::default()
+                        };
                         out.push(Code::X12_SEGMENT_MISSING, p);
                     }
                 }
@@ -606,7 +621,13 @@ impl<'v, 'a> Walk<'v, 'a> {
                             let def = guide::segment_at(d);
                             self.placed = Some(def);
                             let index = self.occurrence(top, def.id);
-                            let p = X12Position { scope: self.scope, path: lp.path, segment: Some(def.id), index, ..Default::default() };
+                            let p = X12Position {
+                                scope: self.scope,
+                                path: lp.path,
+                                segment: Some(def.id),
+                                index,
+                                ..Default::default()
+                            };
                             if count > def.max_use {
                                 out.push(Code::X12_SEGMENT_REPEATED, p);
                             }
@@ -617,14 +638,26 @@ impl<'v, 'a> Walk<'v, 'a> {
                         Node::L(l) => {
                             let child = guide::loop_at(l);
                             if count > child.repeat {
-                                let p = X12Position { scope: self.scope, path: child.path, segment: child.trigger().map(|t| t.id), index: 1, ..Default::default() };
+                                let p = X12Position {
+                                    scope: self.scope,
+                                    path: child.path,
+                                    segment: child.trigger().map(|t| t.id),
+                                    index: 1,
+                                    ..Default::default()
+                                };
                                 out.push(Code::X12_LOOP_REPEATED, p);
                             }
                             self.push_frame(child);
                             self.opened_again = true;
                             self.placed = child.trigger();
                             if let Some(def) = child.trigger() {
-                                let p = X12Position { scope: self.scope, path: child.path, segment: Some(def.id), index: 1, ..Default::default() };
+                                let p = X12Position {
+                                    scope: self.scope,
+                                    path: child.path,
+                                    segment: Some(def.id),
+                                    index: 1,
+                                    ..Default::default()
+                                };
                                 self.elements(def, s, p, out);
                             }
                         }
@@ -636,7 +669,9 @@ impl<'v, 'a> Walk<'v, 'a> {
                     let mut earlier = None;
                     for f in self.stack.iter().rev() {
                         let hit = f.lp.nodes().iter().take(f.cursor + 1).skip(1).find_map(|node| match *node {
-                            Node::S(d) if self.matches(guide::segment_at(d), s) => Some((f.lp.path, guide::segment_at(d).id)),
+                            Node::S(d) if self.matches(guide::segment_at(d), s) => {
+                                Some((f.lp.path, guide::segment_at(d).id))
+                            }
                             Node::L(l) if self.trigger_matches(guide::loop_at(l), s) => {
                                 let lp = guide::loop_at(l);
                                 lp.trigger().map(|t| (lp.path, t.id))
@@ -649,12 +684,26 @@ impl<'v, 'a> Walk<'v, 'a> {
                         }
                     }
                     let p = match (earlier, s.id) {
-                        (Some((path, id)), _) => X12Position { scope: self.scope, path, segment: Some(id), index: 1, ..Default::default() },
+                        (Some((path, id)), _) => {
+                            X12Position { scope: self.scope, path, segment: Some(id), index: 1, ..Default::default() }
+                        }
                         (None, Some(id)) => {
                             let index = self.occurrence(top, id) + 1;
-                            X12Position { scope: self.scope, path: self.stack[top].lp.path, segment: Some(id), index, ..Default::default() }
+                            X12Position {
+                                scope: self.scope,
+                                path: self.stack[top].lp.path,
+                                segment: Some(id),
+                                index,
+                                ..Default::default()
+                            }
                         }
-                        (None, None) => X12Position { scope: self.scope, path: self.stack[top].lp.path, segment: None, index: n as u32 + 1, ..Default::default() },
+                        (None, None) => X12Position {
+                            scope: self.scope,
+                            path: self.stack[top].lp.path,
+                            segment: None,
+                            index: n as u32 + 1,
+                            ..Default::default()
+                        },
                     };
                     let earlier = earlier.is_some();
                     out.push(if earlier { Code::X12_SEGMENT_OUT_OF_ORDER } else { Code::X12_SEGMENT_UNEXPECTED }, p);

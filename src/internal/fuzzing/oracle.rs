@@ -547,7 +547,9 @@ fn x12_inspect_ok(map: &serde_json::Map<String, Value>) {
     for (k, v) in map {
         assert!(guide::is_name(k) || k == "record" || k == "format", "X12 summary key {k:?} is not fixed");
         match v {
-            Value::String(text) => assert!(text == "x12" || guide::is_name(text), "X12 summary {k} is not a name: {text:?}"),
+            Value::String(text) => {
+                assert!(text == "x12" || guide::is_name(text), "X12 summary {k} is not a name: {text:?}")
+            }
             Value::Number(_) => {}
             Value::Array(items) => {
                 for t in items {
