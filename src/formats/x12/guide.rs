@@ -217,9 +217,24 @@ pub fn guide(set: &[u8], version: &[u8]) -> Option<&'static Guide> {
     GUIDES.iter().find(|g| g.set.as_bytes() == set && g.version.as_bytes() == version)
 }
 
+/// A segment id packed into a number (ids are two or three bytes): compared without `memcmp`.
+pub fn pack(id: &[u8]) -> u32 {
+    if id.is_empty() || id.len() > 3 {
+        return u32::MAX;
+    }
+    id.iter().fold(id.len() as u32, |k, &b| (k << 8) | u32::from(b))
+}
+
 /// The static name of a segment id the tables know.
 pub fn segment_id(id: &[u8]) -> Option<&'static str> {
-    SEGMENT_IDS.binary_search_by(|p| p.as_bytes().cmp(id)).ok().map(|i| SEGMENT_IDS[i])
+    static PACKED: std::sync::OnceLock<Vec<(u32, &'static str)>> = std::sync::OnceLock::new();
+    let table = PACKED.get_or_init(|| {
+        let mut t: Vec<(u32, &'static str)> = SEGMENT_IDS.iter().map(|s| (pack(s.as_bytes()), *s)).collect();
+        t.sort_unstable();
+        t
+    });
+    let key = pack(id);
+    table.binary_search_by(|(k, _)| k.cmp(&key)).ok().map(|i| table[i].1)
 }
 
 /// True when some guide has a loop with this id.

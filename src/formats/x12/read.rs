@@ -181,8 +181,12 @@ pub struct Inherited {
     pub set: u32,
 }
 
-fn fail(code: Code, at: u64, bytes: Vec<u8>) -> ReadError {
-    (Diagnostic::new(code, Location::Offset(at)), Phi::new(bytes))
+/// A failure: the cause, and the record's own bytes (without the header and the envelope
+/// copies, so that `fmt` passes the record through as it came).
+fn fail(code: Code, at: u64, mut bytes: Vec<u8>, own_start: usize) -> ReadError {
+    let own = bytes.split_off(own_start.min(bytes.len()));
+    crate::phi::wipe(&mut bytes);
+    (Diagnostic::new(code, Location::Offset(at)), Phi::new(own))
 }
 
 /// Reads one record.
@@ -204,17 +208,17 @@ pub fn read(
     let (delimiters, fixed) = if ctx_start < own_start {
         match isa(&bytes[ctx_start..]) {
             Some(i) => (i.delimiters, i.fixed),
-            None => return Err(fail(Code::X12_ISA_INVALID, offset, bytes)),
+            None => return Err(fail(Code::X12_ISA_INVALID, offset, bytes, own_start)),
         }
     } else if kind == RecordKind::Isa || bytes[own_start..].starts_with(b"ISA") {
         match isa(&bytes[own_start..]) {
             Some(i) => (i.delimiters, i.fixed),
-            None => return Err(fail(Code::X12_ISA_INVALID, offset, bytes)),
+            None => return Err(fail(Code::X12_ISA_INVALID, offset, bytes, own_start)),
         }
     } else {
         match inherited.delimiters {
             Some(d) => (d, inherited.fixed),
-            None => return Err(fail(Code::X12_ISA_INVALID, offset, bytes)),
+            None => return Err(fail(Code::X12_ISA_INVALID, offset, bytes, own_start)),
         }
     };
     let mut segs = Vec::with_capacity(16);
@@ -240,7 +244,7 @@ pub fn read(
         let end = if bytes[pos..].starts_with(b"ISA") && bytes.get(pos + 3) == Some(&delimiters.element) {
             match isa(&bytes[pos..]) {
                 Some(i) => pos + i.len - 1,
-                None => return Err(fail(Code::X12_ISA_INVALID, rel(offset, pos, own_start), bytes)),
+                None => return Err(fail(Code::X12_ISA_INVALID, rel(offset, pos, own_start), bytes, own_start)),
             }
         } else {
             memchr::memchr(delimiters.segment, &bytes[pos..]).map_or(bytes.len(), |i| pos + i)
@@ -252,7 +256,7 @@ pub fn read(
             continue;
         }
         if segs.len() >= max_segments || (end - pos) as u64 > u64::from(limits.max_field_bytes) {
-            return Err(fail(Code::CLI_INPUT_TOO_LARGE, rel(offset, pos, own_start), bytes));
+            return Err(fail(Code::CLI_INPUT_TOO_LARGE, rel(offset, pos, own_start), bytes, own_start));
         }
         let id_end = memchr::memchr(delimiters.element, &bytes[pos..end]).map_or(end, |i| pos + i);
         let id = super::guide::segment_id(&bytes[pos..id_end]);
@@ -269,10 +273,10 @@ pub fn read(
         RecordKind::Set => (group, set),
     };
     if segs.len() <= own {
-        return Err(fail(Code::CLI_PARSE_FAILED, offset, bytes));
+        return Err(fail(Code::CLI_PARSE_FAILED, offset, bytes, own_start));
     }
     if bytes.len() > u32::MAX as usize {
-        return Err(fail(Code::CLI_INPUT_TOO_LARGE, offset, bytes));
+        return Err(fail(Code::CLI_INPUT_TOO_LARGE, offset, bytes, own_start));
     }
     Ok(Document { buf: Phi::new(bytes), delimiters, segs, own, kind, group, set, isa_fixed: fixed, offset, syntax })
 }

@@ -529,7 +529,7 @@ impl<'v, 'a> Walk<'v, 'a> {
 
     /// Does the segment match a definition (id and keys)?
     fn matches(&self, def: &Segment, s: &Seg) -> bool {
-        if s.id != Some(def.id) {
+        if s.id.is_none_or(|id| guide::pack(id.as_bytes()) != guide::pack(def.id.as_bytes())) {
             return false;
         }
         def.keys.iter().all(|&Key(el, comp, start, len)| {
@@ -578,10 +578,11 @@ impl<'v, 'a> Walk<'v, 'a> {
     /// The number of segments with this id so far in the frame (1-based occurrence).
     fn occurrence(&self, frame: usize, id: &'static str) -> u32 {
         let f = &self.stack[frame];
+        let key = guide::pack(id.as_bytes());
         f.lp.nodes()
             .iter()
             .enumerate()
-            .filter(|(_, n)| matches!(n, Node::S(d) if guide::segment_at(*d).id == id))
+            .filter(|(_, n)| matches!(n, Node::S(d) if guide::pack(guide::segment_at(*d).id.as_bytes()) == key))
             .map(|(i, _)| self.counts[f.base + i])
             .sum()
     }
