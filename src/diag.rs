@@ -221,6 +221,40 @@ codes! {
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
 
+    // ---- X12 (HIPAA 5010) ------------------------------------------------------------------
+    // formats/x12: the envelope (ISA/IEA, GS/GE, ST/SE, TA1) and the implementation guides.
+    // Location: `ISA-13`, `GS[1]-06`, `GS[1]/GE-01`, `ST[3]/2000B/2010BA/NM1[1]-03` (see
+    // [`X12Position`]). Rows in DIAGNOSTICS.md.
+    X12_ISA_INVALID => Fatal, "the interchange does not start with an ISA segment of 16 elements whose separators can be read";
+    X12_ISA_WIDTH => Error, "an ISA element does not have its fixed width (the separators are not at their fixed positions)";
+    X12_DATA_OUTSIDE_INTERCHANGE => Error, "bytes other than white space occur outside an interchange (before ISA or after IEA)";
+    X12_SEGMENT_OUTSIDE_SET => Error, "a segment occurs between transaction sets or groups, outside ST/SE";
+    X12_ENVELOPE_VALUE_INVALID => Error, "an envelope element (ISA, GS, ST, SE, GE, IEA, TA1) is empty, too long or not a valid code, number, date or time";
+    X12_TRAILER_MISSING => Error, "an ISA, GS or ST has no IEA, GE or SE before the next header or the end";
+    X12_HEADER_MISSING => Error, "a GE or IEA occurs without its GS or ISA";
+    X12_CONTROL_NUMBER_MISMATCH => Error, "a trailer's control number (IEA02, GE02, SE02) differs from its header's (ISA13, GS06, ST02)";
+    X12_COUNT_MISMATCH => Error, "a trailer's count (IEA01 groups, GE01 sets, SE01 segments) differs from what the envelope holds";
+    X12_VERSION_MISMATCH => Error, "ST03 differs from GS08, or GS08 names a version other than ISA12's";
+    X12_TRANSACTION_SET_UNKNOWN => Warning, "no implementation guide here for the transaction set and version; only the envelope is checked";
+    X12_SEGMENT_ID_INVALID => Error, "a segment id is not two or three upper-case letters or digits";
+    X12_SEGMENT_UNEXPECTED => Error, "a segment is not defined by the implementation guide at this place";
+    X12_SEGMENT_OUT_OF_ORDER => Error, "a segment the guide defines earlier in the same loop occurs after later ones";
+    X12_SEGMENT_MISSING => Error, "a segment the guide requires in a loop is absent";
+    X12_SEGMENT_REPEATED => Error, "a segment occurs more often in a loop than the guide allows";
+    X12_LOOP_MISSING => Error, "a loop the guide requires is absent";
+    X12_LOOP_REPEATED => Error, "a loop repeats more often than the guide allows";
+    X12_ELEMENT_MISSING => Error, "an element or component the guide requires is empty";
+    X12_ELEMENT_NOT_USED => Warning, "an element or component the guide marks not used is populated";
+    X12_ELEMENT_TOO_MANY => Error, "a segment or composite has more elements or components than the guide defines";
+    X12_ELEMENT_TOO_LONG => Error, "an element is longer than its maximum length";
+    X12_ELEMENT_TOO_SHORT => Error, "an element is shorter than its minimum length";
+    X12_ELEMENT_TYPE_INVALID => Error, "an element does not match its data type (N0-N9 numbers, R decimals, AN/ID characters)";
+    X12_DATE_INVALID => Error, "a DT element is not a valid date CCYYMMDD (or YYMMDD)";
+    X12_TIME_INVALID => Error, "a TM element is not a valid time HHMM[SS[D..]]";
+    X12_CODE_INVALID => Error, "an ID element holds a code that is not in the guide's list for it";
+    X12_SYNTAX_RULE => Error, "a segment breaks one of its syntax rules (paired, required, exclusive, conditional, list conditional)";
+    X12_REPETITION_INVALID => Error, "an element repeats (ISA11 separator) where the guide does not allow repetitions";
+
     // ---- terminology ---------------------------------------------------------------------
     // terminology/: find-equivalent, map-codes, the importers. Rows in DIAGNOSTICS.md.
     TERMINOLOGY_FILE_INVALID => Fatal, "the terminology file is not in the format its importer reads";
@@ -277,6 +311,90 @@ pub enum Location {
     /// A conversion: the HL7 v2 position and the FHIR element path it maps to (`-`: none), a
     /// name from the FHIR definitions: `PID[1]-8->Patient.gender`.
     Convert(Hl7Position, &'static str),
+    /// An X12 position: `ISA-13`, `GS[1]/GE-01`, `ST[3]/2000B/2010BA/NM1[1]-03`.
+    X12(X12Position),
+}
+
+/// The envelope level an X12 position is in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum X12Scope {
+    /// The interchange (ISA, IEA, TA1).
+    #[default]
+    Interchange,
+    /// The n-th functional group of the interchange (1-based).
+    Group(u32),
+    /// The n-th transaction set of its group (1-based).
+    Set(u32),
+}
+
+/// An X12 position, made of numbers and names of the implementation guides' tables only; zero
+/// means "not this deep".
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct X12Position {
+    /// Interchange, group or transaction set.
+    pub scope: X12Scope,
+    /// The loop path inside a transaction set (`2000B/2010BA`), from the guide's tables; `""`.
+    pub path: &'static str,
+    /// The segment id (from the tables); `None` for an id that is not one (then `index` is the
+    /// segment's 1-based position in the set).
+    pub segment: SchemaName,
+    /// 1-based occurrence of the segment id in its loop (0: not written: the envelope's own
+    /// header or trailer).
+    pub index: u32,
+    /// 1-based element (0: the whole segment).
+    pub element: u8,
+    /// 1-based component of a composite (0: the whole element).
+    pub component: u8,
+}
+
+impl X12Position {
+    /// The position of an envelope segment (`ISA`, `GS`, `GE` ...) of a scope.
+    pub fn envelope(scope: X12Scope, segment: &'static str) -> Self {
+        X12Position { scope, segment: Some(segment), ..Default::default() }
+    }
+
+    /// The same position, narrowed to an element and component.
+    pub fn element(self, element: u8, component: u8) -> Self {
+        X12Position { element, component, ..self }
+    }
+}
+
+impl fmt::Display for X12Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The scope's own header is the scope itself (`GS[1]-06`, `ST[2]-02`).
+        let (own, mut sep) = match self.scope {
+            X12Scope::Interchange => ("", ""),
+            X12Scope::Group(g) => {
+                write!(f, "GS[{g}]")?;
+                ("GS", "/")
+            }
+            X12Scope::Set(s) => {
+                write!(f, "ST[{s}]")?;
+                ("ST", "/")
+            }
+        };
+        if !self.path.is_empty() {
+            write!(f, "{sep}{}", self.path)?;
+            sep = "/";
+        }
+        match self.segment {
+            Some(id) if id == own && self.path.is_empty() => {}
+            Some(id) => {
+                write!(f, "{sep}{id}")?;
+                if self.index > 0 {
+                    write!(f, "[{}]", self.index)?;
+                }
+            }
+            None => write!(f, "{sep}segment[{}]", self.index)?,
+        }
+        if self.element > 0 {
+            write!(f, "-{:02}", self.element)?;
+            if self.component > 0 {
+                write!(f, ".{}", self.component)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// An HL7 v2 position; zero means "not this deep".
@@ -328,6 +446,7 @@ impl fmt::Display for Location {
                 Location::Hl7(p).fmt(f)?;
                 write!(f, "->{path}")
             }
+            Location::X12(p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,
@@ -578,6 +697,38 @@ mod tests {
         assert_eq!(Location::Path("ADT_A01.PATIENT", "PID").to_string(), "ADT_A01.PATIENT/PID");
         let p = Hl7Position::segment(Some("PID"), 1).field(8, 1);
         assert_eq!(Location::Convert(p, "Patient.gender").to_string(), "PID[1]-8[1]->Patient.gender");
+    }
+
+    #[test]
+    fn x12_location_grammar() {
+        let isa = X12Position::envelope(X12Scope::Interchange, "ISA");
+        assert_eq!(Location::X12(isa).to_string(), "ISA");
+        assert_eq!(Location::X12(isa.element(13, 0)).to_string(), "ISA-13");
+        let gs = X12Position::envelope(X12Scope::Group(1), "GS");
+        assert_eq!(Location::X12(gs).to_string(), "GS[1]");
+        assert_eq!(Location::X12(gs.element(6, 0)).to_string(), "GS[1]-06");
+        let ge = X12Position::envelope(X12Scope::Group(2), "GE");
+        assert_eq!(Location::X12(ge.element(1, 0)).to_string(), "GS[2]/GE-01");
+        let nm1 = X12Position {
+            scope: X12Scope::Set(3),
+            path: "2000B/2010BA",
+            segment: Some("NM1"),
+            index: 1,
+            ..Default::default()
+        };
+        assert_eq!(Location::X12(nm1.element(3, 0)).to_string(), "ST[3]/2000B/2010BA/NM1[1]-03");
+        let clm = X12Position {
+            scope: X12Scope::Set(1),
+            path: "2000B/2300",
+            segment: Some("CLM"),
+            index: 1,
+            ..Default::default()
+        };
+        assert_eq!(Location::X12(clm.element(5, 1)).to_string(), "ST[1]/2000B/2300/CLM[1]-05.1");
+        let unknown = X12Position { scope: X12Scope::Set(1), segment: None, index: 7, ..Default::default() };
+        assert_eq!(Location::X12(unknown).to_string(), "ST[1]/segment[7]");
+        let se = X12Position::envelope(X12Scope::Set(1), "SE");
+        assert_eq!(Location::X12(se.element(1, 0)).to_string(), "ST[1]/SE-01");
     }
 
     #[test]

@@ -86,7 +86,9 @@ fn ambiguous_exits_65() {
 
 #[test]
 fn unsupported_cell_exits_65() {
-    let o = run_stdin(&["validate", "-"], b"ISA*00*          *00*          *ZZ*SENDER~");
+    // X12 does not convert.
+    let x12 = std::fs::read(crate::common::fixture("x12/valid/837p.x12")).expect("fixture");
+    let o = run_stdin(&["convert", "-"], &x12);
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
     let o = run_stdin(&["parse", "-"], b"H|\\^&|||");

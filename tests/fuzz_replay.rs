@@ -27,6 +27,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("fhir_json", fuzzing::fhir_json),
         ("fhir_xml", fuzzing::fhir_xml),
         ("policy", fuzzing::policy),
+        ("x12", fuzzing::x12),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));

@@ -29,6 +29,9 @@
 //! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
 //!   action, manifest), `policy check` (shipped policies, policies that do not load), and
 //!   enforcement of `--policy` on parse/fmt and over MCP.
+//! - `x12`: every fixture under fixtures/x12 through every command, against its manifest; the
+//!   mutation test (required segment removed, loop out of order, element too long, code not in
+//!   list, SE01 wrong, control numbers) located exactly; Safe Harbor over marker-filled sets.
 //! - `redact_fail_closed`: keep means keep what the rule proves safe (issue 36): one regression
 //!   test per red-team finding on fixtures/redact/red_team, and `policy test` (shipped policies
 //!   pass it on the fixtures, a planted unsafe keep is found).
@@ -51,3 +54,4 @@ mod redact;
 mod redact_fail_closed;
 mod registry;
 mod terminology;
+mod x12;

@@ -11,6 +11,7 @@ use crate::formats::codec::Codec;
 use crate::formats::fhir::Fhir;
 use crate::formats::fhir::direct::Spill;
 use crate::formats::hl7v2::Hl7;
+use crate::formats::x12::X12;
 use crate::limits::Limits;
 use crate::phi::Disclosure;
 
@@ -34,7 +35,10 @@ pub trait Converts: Codec {
         limits: &Limits,
         disclosure: &Disclosure,
         spill: Option<Spill<'_>>,
-    ) -> Result<Converted, Code>;
+    ) -> Result<Converted, Code> {
+        let _ = (doc, prefix, room_per_finding, options, record, limits, disclosure, spill);
+        Err(Code::CLI_FORMAT_UNSUPPORTED)
+    }
 }
 
 impl Converts for Hl7 {
@@ -57,18 +61,8 @@ impl Converts for Hl7 {
 
 impl Converts for Fhir {
     const CONVERTS: bool = false;
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn convert(
-        _doc: &Self::Document,
-        _prefix: &[u8],
-        _room_per_finding: usize,
-        _options: &Options,
-        _record: u64,
-        _limits: &Limits,
-        _disclosure: &Disclosure,
-        _spill: Option<Spill<'_>>,
-    ) -> Result<Converted, Code> {
-        Err(Code::CLI_FORMAT_UNSUPPORTED)
-    }
+impl Converts for X12 {
+    const CONVERTS: bool = false;
 }

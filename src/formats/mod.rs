@@ -15,6 +15,7 @@ pub mod lines;
 pub mod mllp;
 pub mod planned;
 pub mod sniff;
+pub mod x12;
 pub mod xml;
 
 use serde::Serialize;
@@ -35,9 +36,9 @@ macro_rules! with_registry {
             codecs {
                 Hl7: crate::formats::hl7v2::Hl7,
                 Fhir: crate::formats::fhir::Fhir,
+                X12: crate::formats::x12::X12,
             }
             planned {
-                X12: "x12", text = true, crate::formats::planned::is_x12;
                 Dicom: "dicom", text = false, crate::formats::planned::is_dicom;
                 Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
                 Ncpdp: "ncpdp", text = true, crate::formats::planned::is_ncpdp;

@@ -5,12 +5,6 @@
 //! Each takes the first bytes after a BOM and white space (`body`) and as they are (`raw`).
 
 use super::sniff::xml_root;
-use crate::detect::is_delimiter_byte;
-
-/// ASC X12: `ISA` followed by an element separator.
-pub fn is_x12(body: &[u8], _raw: &[u8]) -> bool {
-    body.starts_with(b"ISA") && body.get(3).is_some_and(|&b| is_delimiter_byte(b))
-}
 
 /// DICOM Part 10: `DICM` at offset 128 (after the preamble).
 pub fn is_dicom(_body: &[u8], raw: &[u8]) -> bool {

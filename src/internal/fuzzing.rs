@@ -5,7 +5,8 @@
 //! Targets: [`hl7v2`] (one message: parse, validate, inspect, fmt round trip), [`mllp`]
 //! (deframing), [`batch`] (record splitting and the batch protocol), [`detect`] (format sniffing)
 //! [`pipeline`] (`ops::run` on bytes, every command), [`fhir_json`] and [`fhir_xml`] (one FHIR
-//! resource: read, validate, inspect, canonical round trip in both syntaxes) and, with the `mcp`
+//! resource: read, validate, inspect, canonical round trip in both syntaxes), [`x12`] (X12
+//! interchanges through every command, with X12 marker injection) and, with the `mcp`
 //! feature, `mcp` (the MCP tool dispatcher).
 //!
 //! Oracles, in every target (a failed oracle panics, which is how libFuzzer sees it):
@@ -568,6 +569,50 @@ fn outcome_ok(o: &Outcome, got: &Collect, command: Command) {
         let expected: Vec<Option<u64>> = (1..=numbers.len() as u64).map(Some).collect();
         assert_eq!(numbers, expected, "records not numbered 1..n");
     }
+}
+
+// ---- x12 ----------------------------------------------------------------------------------
+
+/// X12 interchanges through `ops::run`, every command (the pipeline's oracles), on the input as
+/// given and with every element value after the ISA rewritten into a unique marker token.
+pub fn x12(data: &[u8]) {
+    logs::install();
+    pipeline_one(data, false);
+    pipeline_one(&x12_markers(data), true);
+}
+
+/// The input with every element value (after the ISA, whose fixed widths are kept) replaced by
+/// `MKR<n>X`; segment ids and separators are kept. Input without a readable ISA is returned as
+/// it is.
+fn x12_markers(data: &[u8]) -> Vec<u8> {
+    let Some(isa) = crate::formats::x12::read::isa(data) else { return data.to_vec() };
+    let d = isa.delimiters;
+    let mut out = data[..isa.len].to_vec();
+    let mut n = 0u32;
+    let mut at_id = true;
+    let mut in_run = false;
+    for &b in &data[isa.len..] {
+        let sep =
+            b == d.element || b == d.component || Some(b) == d.repetition || b == d.segment || b == b'\r' || b == b'\n';
+        if sep {
+            if b == d.segment || b == b'\n' || b == b'\r' {
+                at_id = true;
+            } else if b == d.element {
+                at_id = false;
+            }
+            in_run = false;
+            out.push(b);
+        } else if at_id {
+            out.push(b);
+        } else if !in_run {
+            in_run = true;
+            n += 1;
+            out.extend_from_slice(values::MARKER_PREFIX);
+            out.extend_from_slice(n.to_string().as_bytes());
+            out.push(b'X');
+        }
+    }
+    out
 }
 
 // ---- fhir ---------------------------------------------------------------------------------

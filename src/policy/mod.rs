@@ -23,6 +23,7 @@ pub mod lint;
 pub mod manifest;
 pub mod proof;
 pub mod select;
+pub mod x12;
 
 use std::ops::Range;
 
@@ -74,6 +75,8 @@ pub struct Policy {
     pub hl7v2: Vec<hl7v2::Rule>,
     /// FHIR rules, in order.
     pub fhir: Vec<fhir::Rule>,
+    /// X12 rules, in order.
+    pub x12: Vec<x12::Rule>,
 }
 
 /// Limits a policy sets.
@@ -106,17 +109,17 @@ impl Policy {
 
     /// True when some rule needs a key (hash, pseudonym, date_shift).
     pub fn needs_key(&self) -> bool {
-        self.hl7v2.iter().any(|r| r.action.needs_key()) || self.fhir.iter().any(|r| r.action.needs_key())
+        self.hl7v2.iter().any(|r| r.action.needs_key())
+            || self.fhir.iter().any(|r| r.action.needs_key())
+            || self.x12.iter().any(|r| r.action.needs_key())
     }
 
     /// The first rule that needs a key, as a location.
     fn first_keyed(&self) -> Option<(u32, u32)> {
         let h = self.hl7v2.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let f = self.fhir.iter().find(|r| r.action.needs_key()).map(|r| r.at);
-        match (h, f) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let x = self.x12.iter().find(|r| r.action.needs_key()).map(|r| r.at);
+        [h, f, x].into_iter().flatten().min()
     }
 
     /// Fails with `POLICY_KEY_REQUIRED` (at the first keyed rule) when a key is needed and none
@@ -132,6 +135,7 @@ impl Policy {
     pub fn keeps_free_text(&self) -> bool {
         self.hl7v2.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.fhir.iter().any(|r| r.action == Action::Keep && r.free_text)
+            || self.x12.iter().any(|r| r.action == Action::Keep && r.free_text)
     }
 }
 
@@ -215,6 +219,7 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
         limits: PolicyLimits::default(),
         hl7v2: Vec::new(),
         fhir: Vec::new(),
+        x12: Vec::new(),
     };
     let mut have_head = false;
     for (key, value) in root.iter() {
@@ -232,6 +237,11 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
             "fhir" => {
                 for (rule, at) in rules(&ctx, value)? {
                     policy.fhir.push(fhir::Rule::build(&ctx, rule, at)?);
+                }
+            }
+            "x12" => {
+                for (rule, at) in rules(&ctx, value)? {
+                    policy.x12.push(x12::Rule::build(&ctx, rule, at)?);
                 }
             }
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),

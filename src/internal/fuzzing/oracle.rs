@@ -126,6 +126,11 @@ impl Secondary {
             assert!(map.get("valid").is_some_and(Value::is_boolean), "valid is not a boolean");
             findings_ok(map.get("findings").unwrap_or(&Value::Null));
             &["record", "format", "valid", "findings"]
+        } else if format == "x12" {
+            x12_inspect_ok(&map);
+            let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
+            self.push_line(&Value::Array(values).to_string());
+            return;
         } else if format == "fhir" {
             // The keys are the summary struct's own (static); only the values can carry input.
             fhir_inspect_ok(&map);
@@ -261,6 +266,7 @@ fn is_vocabulary(word: &str) -> bool {
         || vocabulary().contains(word)
         || schema_names().contains(word)
         || fhir_word(word)
+        || crate::formats::x12::guide::is_name(word)
 }
 
 /// FHIR names: type names, element names, invariant keys (split at `-`), from the definitions.
@@ -523,7 +529,71 @@ pub(super) fn location_ok(s: &str) -> bool {
         // A conversion: the v2 position, then a FHIR element path of definition names or `-`.
         return hl7_location_ok(v2) && (target == "-" || fhir_location_ok(target));
     }
-    hl7_location_ok(s) || path_ok(s) || fhir_location_ok(s)
+    hl7_location_ok(s) || path_ok(s) || fhir_location_ok(s) || x12_location_ok(s)
+}
+
+/// `ISA-13`, `GS[1]/GE-01`, `ST[3]/2000B/2010BA/NM1[1]-03`, `ST[1]/segment[7]`, `CLM[1]-05.1`.
+fn x12_location_ok(s: &str) -> bool {
+    use crate::formats::x12::guide;
+    let (body, element) = match s.rsplit_once('-') {
+        Some((b, e)) if e.len() >= 2 && !e.contains('/') => (b, Some(e)),
+        _ => (s, None),
+    };
+    if let Some(e) = element {
+        let (el, comp) = match e.split_once('.') {
+            Some((a, b)) => (a, Some(b)),
+            None => (e, None),
+        };
+        if el.len() != 2 || number(el).is_none() || comp.is_some_and(|c| number(c).is_none()) {
+            return false;
+        }
+    }
+    let indexed = |p: &str| -> Option<(String, bool)> {
+        match p.split_once('[') {
+            Some((name, rest)) => rest.strip_suffix(']').and_then(number).map(|_| (name.to_owned(), true)),
+            None => Some((p.to_owned(), false)),
+        }
+    };
+    let parts: Vec<&str> = body.split('/').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return false;
+    }
+    parts.iter().enumerate().all(|(i, p)| {
+        let Some((name, has_index)) = indexed(p) else { return false };
+        if i == 0 && has_index && (name == "GS" || name == "ST") {
+            return true;
+        }
+        if name == "segment" {
+            return has_index && i + 1 == parts.len();
+        }
+        guide::segment_id(name.as_bytes()).is_some() || (!has_index && guide::loop_exists(&name))
+    })
+}
+
+/// Checks an X12 inspect summary: fixed keys, names from the guides' tables, numbers.
+fn x12_inspect_ok(map: &serde_json::Map<String, Value>) {
+    use crate::formats::x12::guide;
+    for (k, v) in map {
+        assert!(guide::is_name(k) || k == "record" || k == "format", "X12 summary key {k:?} is not fixed");
+        match v {
+            Value::String(text) => {
+                assert!(text == "x12" || guide::is_name(text), "X12 summary {k} is not a name: {text:?}")
+            }
+            Value::Number(_) => {}
+            Value::Array(items) => {
+                for t in items {
+                    assert!(t.as_str().is_some_and(guide::is_name), "X12 summary {k} holds a non-name");
+                }
+            }
+            Value::Object(inner) => {
+                for (name, n) in inner {
+                    assert!(name == "?" || guide::is_name(name), "X12 summary key {name:?} is not a name");
+                    assert!(n.as_u64().is_some(), "X12 summary count is not a number");
+                }
+            }
+            _ => panic!("X12 summary {k} has an unexpected kind"),
+        }
+    }
 }
 
 /// `Type.element[n].valueQuantity`, `...` for steps left out, then optionally `/offset:N` and
