@@ -27,6 +27,8 @@ fn example() -> String {
 fn usage_mistakes_name_the_argument_and_exit_2() {
     let ex = example();
     let ex = ex.as_str();
+    let formats =
+        format!("invalid value for --format; possible values: {}", phiward::formats::built_names().join(", "));
     let table: &[(&[&str], &str)] = &[
         (&["valdate", SECRET], "did you mean `validate`?"),
         (&["frobnicate", SECRET], "unknown command"),
@@ -35,7 +37,7 @@ fn usage_mistakes_name_the_argument_and_exit_2() {
         (&["validate", "--formt", "hl7", ex], "unknown option --formt, did you mean --format?"),
         (&["validate", ex, SECRET], "unexpected argument"),
         (&["validate", "--bogus", ex], "unknown option --bogus"),
-        (&["validate", "--format", "astm", ex], "invalid value for --format; possible values: hl7, fhir, mllp"),
+        (&["validate", "--format", "astm", ex], formats.as_str()),
         (&["validate", "--format", SECRET, ex], "invalid value for --format"),
         (&["validate", ex, "--format"], "missing value for --format"),
         (&["parse", "--strict", ex], "unknown option --strict"),
@@ -119,7 +121,7 @@ fn a_failure_writes_nothing_on_stdout_in_any_command() {
         (&["parse", "--policy", &bad_policy, ex], None, "POLICY_UNKNOWN_KEY"),
         (&["validate", nothing], None, "CLI_NO_INPUT"),
         (&["validate", "-"], Some(b"\x00\x01binary"), "CLI_FORMAT_UNDETECTED"),
-        (&["validate", "-"], Some(b"ISA*00*          *00*          *ZZ*SENDER~"), "CLI_FORMAT_UNSUPPORTED"),
+        (&["validate", "-"], Some(b"H|\\^&|||LIS^1\rL|1|N\r"), "CLI_FORMAT_UNSUPPORTED"),
         (&["inspect", "-"], Some(unparseable), "CLI_PARSE_FAILED"),
         (&["inspect", "--max-input-bytes", "20", ex], None, "CLI_INPUT_TOO_LARGE"),
         (&["fmt", "-"], Some(unparseable), "CLI_PARSE_FAILED"),
