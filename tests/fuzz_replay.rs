@@ -107,6 +107,11 @@ fn corpus_fhir_xml() {
 }
 
 #[test]
+fn corpus_x12() {
+    replay_target("x12");
+}
+
+#[test]
 fn corpus_policy() {
     replay_target("policy");
 }

@@ -544,7 +544,9 @@ fn x12_location_ok(s: &str) -> bool {
             Some((a, b)) => (a, Some(b)),
             None => (e, None),
         };
-        if el.len() != 2 || number(el).is_none() || comp.is_some_and(|c| number(c).is_none()) {
+        // Two digits, zero-padded (`-02`), from 01.
+        let two_digits = el.len() == 2 && el.bytes().all(|b| b.is_ascii_digit()) && el != "00";
+        if !two_digits || comp.is_some_and(|c| number(c).is_none_or(|n| n == 0)) {
             return false;
         }
     }
