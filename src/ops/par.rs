@@ -4,8 +4,10 @@
 //! next records and writes the finished ones, in input order.
 //!
 //! The main thread keeps everything stateful and ordered: reading and deframing, record
-//! numbers, `max_records`, the batch `Tracker` and envelope records (which flush the batch and
-//! are processed serially), the sink, the verdict flags. A batch is bounded by records and by
+//! numbers, `max_records`, the batch `Tracker` and envelope records (read and rendered there,
+//! in input order, as the stream's state requires; their finished objects join the batch, so
+//! that an interchange of few transaction sets does not hold the workers back), the sink, the
+//! verdict flags. A batch is bounded by records and by
 //! input bytes, and at most [`IN_FLIGHT_PER_WORKER`] batches per worker wait, so memory stays
 //! bounded whatever the stream's length.
 //!
@@ -24,6 +26,8 @@ use std::marker::PhantomData;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+
+use zeroize::Zeroizing;
 
 use super::json;
 use super::request::Command;
@@ -48,19 +52,45 @@ pub(super) struct Work {
     pub(super) settings: Settings,
 }
 
-/// One message record of a multi-record input (its `Debug` shows the record number only).
-pub(super) struct Job {
-    /// The record's bytes.
-    pub(super) bytes: Vec<u8>,
-    /// Where it starts in the input.
-    pub(super) offset: u64,
-    /// Its number.
-    pub(super) record: u64,
+/// One record of a multi-record input (its `Debug` shows the record number only).
+pub(super) enum Job {
+    /// A message record, to read and process on a worker.
+    Message {
+        /// The record's bytes.
+        bytes: Vec<u8>,
+        /// Where it starts in the input.
+        offset: u64,
+        /// Its number.
+        record: u64,
+    },
+    /// A record processed on the main thread (an envelope record, which reads and updates the
+    /// stream's state): its finished object, written after the records queued before it.
+    Rendered {
+        /// Its number.
+        record: u64,
+        /// Its complete JSON object (it starts with `{"record":N,`).
+        json: Zeroizing<Vec<u8>>,
+        findings: Vec<Diagnostic>,
+        valid: Option<bool>,
+    },
+}
+
+impl Job {
+    /// The bytes the job holds (a batch is bounded by them).
+    fn size(&self) -> usize {
+        match self {
+            Job::Message { bytes, .. } => bytes.len(),
+            Job::Rendered { json, .. } => json.len(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Job(record {})", self.record)
+        match self {
+            Job::Message { record, .. } => write!(f, "Job(record {record})"),
+            Job::Rendered { record, .. } => write!(f, "Job(rendered record {record})"),
+        }
     }
 }
 
@@ -133,13 +163,28 @@ fn process<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
     out
 }
 
-/// One message record: read, findings, rendering (as the record path does it).
+/// One message record: read, findings, rendering (as the record path does it); or a record
+/// rendered on the main thread, copied.
 fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lines: &mut Vec<u8>) -> Out {
-    let record = job.record;
-    // A message inherits nothing from the stream (envelope records are not batched).
+    let (bytes, offset, record) = match job {
+        Job::Message { bytes, offset, record } => (bytes, offset, record),
+        Job::Rendered { record, json, findings, valid } => {
+            let start = lines.len();
+            lines.extend_from_slice(&json);
+            return Out::Json {
+                record,
+                json: start..lines.len(),
+                findings,
+                valid,
+                error: None,
+                invalid: valid == Some(false),
+                failed: false,
+            };
+        }
+    };
+    // A message inherits nothing from the stream (envelope records are read on the main thread).
     let stream = C::Stream::default();
-    let offset = job.offset;
-    let doc = match C::read(job.bytes, job.offset, Kind::Message, &stream, &work.settings, false) {
+    let doc = match C::read(bytes, offset, Kind::Message, &stream, &work.settings, false) {
         Ok(doc) => doc,
         Err(fatal) => {
             let code = if fatal.cause.code == Code::CLI_INPUT_TOO_LARGE {
@@ -269,7 +314,7 @@ impl<C: Codec> Batcher<C> {
 
     /// Adds a record; returns the batches now finished, in order (often none).
     pub(super) fn push(&mut self, job: Job) -> Vec<Finished> {
-        self.batch_bytes += job.bytes.len();
+        self.batch_bytes += job.size();
         self.batch.push(job);
         if self.batch.len() < MAX_BATCH_RECORDS && self.batch_bytes < MAX_BATCH_BYTES {
             return Vec::new();

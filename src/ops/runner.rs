@@ -349,13 +349,11 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         if matches!(kind, Kind::Message) {
             C::on_message(&mut self.stream);
         }
-        if self.par.is_some() && self.multi {
-            if matches!(kind, Kind::Message) {
-                return self.queue(par::Job { bytes, offset, record: self.records });
-            }
-            // An envelope record is processed here, after the records before it.
-            self.flush_pending()?;
+        if self.par.is_some() && self.multi && matches!(kind, Kind::Message) {
+            return self.queue(par::Job::Message { bytes, offset, record: self.records });
         }
+        // An envelope record of a batched stream is read here, in order; its object is queued
+        // behind the records before it (see `par`).
         let size = bytes.len();
         // A copy of the bytes for the operator's excerpt, or for `fmt` to pass a record that
         // fails through (codecs that keep their input give it back anyway).
@@ -425,6 +423,15 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 let mut json = Zeroizing::new(Vec::with_capacity(256));
                 let rendered = render::<C>(command, &doc, findings, record, Some(offset), self.disclosure, &mut json)
                     .map_err(Failure::code)?;
+                if self.par.is_some() && self.multi {
+                    let job = par::Job::Rendered {
+                        record: self.records,
+                        json,
+                        findings: rendered.findings,
+                        valid: rendered.valid,
+                    };
+                    return self.queue(job);
+                }
                 if rendered.valid == Some(false) {
                     self.any_invalid = true;
                 }
