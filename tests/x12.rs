@@ -450,3 +450,108 @@ fn mutations_are_detected_at_their_location() {
         t.assert_rate(kind);
     }
 }
+
+// ---- acknowledgments ------------------------------------------------------------------------
+
+/// `ack` over every fixture: a 999 and a TA1 that phiward validates (the 999 against
+/// 005010X231A1), the exit code the fixture's verdict, the same bytes on a second run.
+#[test]
+fn ack_of_every_fixture_validates() {
+    for e in &manifest() {
+        let file = e["file"].as_str().expect("file");
+        let path = fixture(&format!("x12/{file}")).to_string_lossy().into_owned();
+        let valid = run(&["validate", "--quiet", &path]);
+        for t in ["999", "ta1"] {
+            let o = run(&["ack", "--type", t, &path]);
+            // The verdict of validate: 0, 1, or 65 (a record could not be read; a stream's
+            // other records are still acknowledged).
+            assert_eq!(code(&o), code(&valid), "{file} {t}: {}", String::from_utf8_lossy(&o.stderr));
+            if o.stdout.is_empty() {
+                // Nothing could be read: nothing is acknowledged.
+                assert_eq!(code(&o), 65, "{file} {t}");
+                continue;
+            }
+            assert!(o.stdout.starts_with(b"ISA"), "{file} {t}: {}", String::from_utf8_lossy(&o.stdout));
+            let v = run_stdin(&["validate", "--json", "-"], &o.stdout);
+            assert_eq!(code(&v), 0, "{file} {t}: the acknowledgment does not validate: {:?}", findings(&v));
+            let again = run(&["ack", "--type", t, &path]);
+            assert_eq!(o.stdout, again.stdout, "{file} {t}: not deterministic");
+        }
+    }
+}
+
+fn ack(args: &[&str], name: &str) -> String {
+    let path = fixture(&format!("x12/{name}")).to_string_lossy().into_owned();
+    let mut a = vec!["ack"];
+    a.extend_from_slice(args);
+    a.push(&path);
+    String::from_utf8(run(&a).stdout).expect("UTF-8")
+}
+
+/// Each kind of error lands in the 999 segment the standard gives it, at its place.
+#[test]
+fn ack_codes_and_positions() {
+    let ok = ack(&[], "valid/837p.x12");
+    for seg in [
+        "GS*FA*RECEIVER01*SUBMITTER01*",
+        "AK1*HC*1*005010X222A1~",
+        "AK2*837*0001*005010X222A1~",
+        "IK5*A~",
+        "AK9*A*1*1*1~",
+    ] {
+        assert!(ok.contains(seg), "{seg} not in\n{ok}");
+    }
+    let bad = ack(&[], "invalid/code_invalid.x12");
+    for seg in ["IK3*DMG*17*2010*8~", "IK4*3**7~", "IK5*R*5~", "AK9*R*1*1*0~"] {
+        assert!(bad.contains(seg), "{seg} not in\n{bad}");
+    }
+    let cases = [
+        ("invalid/se01_wrong.x12", "IK5*R*4~"),
+        ("invalid/date_invalid.x12", "**8~"),
+        ("invalid/time_invalid.x12", "**9~"),
+        ("invalid/element_too_long.x12", "**5~"),
+        ("invalid/element_too_short.x12", "**4~"),
+        ("invalid/element_missing.x12", "**1~"),
+        ("invalid/element_not_used.x12", "**I10~"),
+        ("invalid/segment_missing.x12", "*3~"),
+        ("invalid/segment_out_of_order.x12", "*7~"),
+        ("invalid/segment_repeated.x12", "*5~"),
+        ("invalid/segment_unexpected.x12", "*2~"),
+        ("invalid/loop_repeated.x12", "*4~"),
+    ];
+    for (name, seg) in cases {
+        let out = ack(&[], name);
+        let found = out
+            .lines()
+            .any(|l| (l.starts_with("IK3") || l.starts_with("IK4") || l.starts_with("IK5")) && l.ends_with(seg));
+        assert!(found, "{name}: no IK3/IK4/IK5 ending {seg} in\n{out}");
+    }
+    // A warning only: accepted, errors noted.
+    assert!(ack(&[], "invalid/element_not_used.x12").contains("IK5*E*I5~"));
+    // TA1: accepted, and the note code of a control number mismatch.
+    assert!(ack(&["--type", "ta1"], "valid/837p.x12").contains("TA1*000000101*240115*1230*A*000~"));
+    let ta1 = ack(&["--type", "ta1"], "invalid/iea_control_mismatch.x12");
+    assert!(ta1.contains("*R*001~"), "{ta1}");
+    assert!(ta1.contains("IEA*0*"), "{ta1}");
+}
+
+/// The 999 never copies an element of a set (IK4-04 is not written): markers in names, ids,
+/// dates and codes, some of them errors, never reach it.
+#[test]
+fn ack_carries_no_value() {
+    let text = std::fs::read_to_string(fixture("x12/valid/837p.x12")).expect("fixture");
+    let (input, n) = marked(&text);
+    assert!(n >= 8);
+    // Errors at marked elements: a date, a code, a too-long id.
+    let input = input.replace("DMG*D8*19800315*M~", "DMG*D8*MKRDATE*MKRSEX~").replace("SBR*P*18*", "SBR*MKRC*18*");
+    for t in ["999", "ta1"] {
+        let o = run_stdin(&["ack", "--type", t, "-"], input.as_bytes());
+        assert_eq!(code(&o), 1, "{t}: {}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(!out.contains("MKR"), "{t}: a value reached the acknowledgment:\n{out}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("MKR"));
+        if t == "999" {
+            assert!(out.contains("IK3*DMG*") && out.contains("IK3*SBR*") && out.contains("IK5*R*5~"), "{out}");
+        }
+    }
+}

@@ -42,6 +42,10 @@ pub enum Cmd {
     /// Print the message de-identified under a policy (Safe Harbor by default), in the same
     /// format; what no rule names is removed.
     Redact(RedactArgs),
+    /// Print the acknowledgment of a received X12 interchange: a 999 of each functional group
+    /// (AK2/IK3/IK4/IK5/AK9, never a copy of a bad element) or a TA1 of each interchange. Exit 1
+    /// when something was not accepted (the acknowledgment is still printed).
+    Ack(AckArgs),
     /// Work with policy files.
     #[command(subcommand)]
     Policy(PolicyCmd),
@@ -303,6 +307,35 @@ pub struct ParseArgs {
     pub ndjson: bool,
     #[command(flatten)]
     pub policy: PolicyArgs,
+}
+
+/// `ack` options.
+#[derive(Debug, Args)]
+pub struct AckArgs {
+    #[command(flatten)]
+    pub read: ReadArgs,
+    /// The acknowledgment: `999` (implementation acknowledgment, 005010X231A1) or `ta1`
+    /// (interchange acknowledgment).
+    #[arg(long = "type", value_enum, value_name = "TYPE", default_value = "999")]
+    pub ack_type: AckTypeArg,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// The acknowledgments of `ack --type`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AckTypeArg {
+    /// The 999 implementation acknowledgment of each functional group.
+    #[value(name = "999")]
+    Ack999,
+    /// The TA1 interchange acknowledgment.
+    Ta1,
+}
+
+impl From<AckArgs> for InputArgs {
+    fn from(a: AckArgs) -> Self {
+        InputArgs::new(a.read).with_policy(a.policy)
+    }
 }
 
 /// `inspect` options.

@@ -49,6 +49,13 @@ pub fn run(argv: Vec<OsString>) -> u8 {
             run_input_to(Command::Fmt { check }, f.into(), false, to)
         }
         Cmd::Convert(c) => run_convert(c),
+        Cmd::Ack(a) => {
+            let ack = match a.ack_type {
+                args::AckTypeArg::Ack999 => ops::AckType::Functional,
+                args::AckTypeArg::Ta1 => ops::AckType::Interchange,
+            };
+            run_input(Command::Ack(ack), a.into(), false)
+        }
         Cmd::Redact(r) => run_redact(r),
         Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
         Cmd::Policy(args::PolicyCmd::Test(t)) => policy_test(&t),

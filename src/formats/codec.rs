@@ -138,6 +138,34 @@ pub struct Position {
     pub column: u32,
 }
 
+/// An acknowledgment of what was received (`ack --type`), written on the data channel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AckType {
+    /// The functional acknowledgment of each group's transaction sets (X12 999).
+    Functional,
+    /// The interchange acknowledgment (X12 TA1).
+    Interchange,
+}
+
+/// Writes an acknowledgment as the records of a stream go by, in input order. It holds what
+/// the acknowledgment must copy (control numbers, the envelope's addresses) until it is
+/// written: values, on the data channel only.
+pub trait Acknowledge<C: Codec> {
+    /// One record. `doc` is `None` when it could not be read; `findings` are its findings
+    /// (with the stream's for an envelope record), or the cause of the failure.
+    fn record(
+        &mut self,
+        kind: Kind<C::Envelope>,
+        doc: Option<&C::Document>,
+        findings: &[Diagnostic],
+        disclosure: &Disclosure,
+        out: &mut Vec<u8>,
+    );
+
+    /// The end of the input; `end` holds the stream's findings there (an unclosed envelope).
+    fn finish(&mut self, end: &[Diagnostic], disclosure: &Disclosure, out: &mut Vec<u8>);
+}
+
 /// The pieces of an input (an I/O error ends the operation).
 pub type Pieces<'a, E> = Box<dyn Iterator<Item = std::io::Result<Piece<E>>> + 'a>;
 
@@ -234,6 +262,15 @@ pub trait Codec: 'static {
     /// default places none.
     fn positions(_doc: &Self::Document, _findings: &[Diagnostic]) -> Vec<Position> {
         Vec::new()
+    }
+
+    /// The writer of an acknowledgment of this type, when the format has one (and declares
+    /// [`Operation::Ack`]). The default: none.
+    fn acknowledger(_ack: AckType) -> Option<Box<dyn Acknowledge<Self>>>
+    where
+        Self: Sized,
+    {
+        None
     }
 
     /// Writes the whole location of `finding` (its text, unescaped) when the diagnostic's own

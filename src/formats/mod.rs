@@ -111,17 +111,20 @@ pub enum Operation {
     Convert,
     /// De-identification under a policy (same format out).
     Redact,
+    /// An acknowledgment of what was received (X12 999 and TA1).
+    Ack,
 }
 
 impl Operation {
     /// Every operation, in a stable order.
-    pub const ALL: [Operation; 6] = [
+    pub const ALL: [Operation; 7] = [
         Operation::Parse,
         Operation::Validate,
         Operation::Inspect,
         Operation::Fmt,
         Operation::Convert,
         Operation::Redact,
+        Operation::Ack,
     ];
 
     /// The stable lower-case name, as on the command line.
@@ -133,6 +136,7 @@ impl Operation {
             Operation::Fmt => "fmt",
             Operation::Convert => "convert",
             Operation::Redact => "redact",
+            Operation::Ack => "ack",
         }
     }
 }

@@ -22,7 +22,7 @@ mod par;
 mod request;
 mod runner;
 
-pub use crate::formats::codec::Syntax;
+pub use crate::formats::codec::{AckType, Syntax};
 pub use json::findings_json;
 pub use request::{Command, Item, Outcome, Records, Request, Sink, Source, Status};
 
@@ -130,6 +130,12 @@ macro_rules! define_dispatch {
                     ops.contains(&Operation::Redact),
                     <$ty as crate::policy::Redacts>::REDACTS,
                     "{}: redact declared and implemented differ",
+                    <$ty as crate::formats::Codec>::NAME,
+                );
+                assert_eq!(
+                    ops.contains(&Operation::Ack),
+                    <$ty as crate::formats::Codec>::acknowledger(crate::formats::codec::AckType::Functional).is_some(),
+                    "{}: ack declared and implemented differ",
                     <$ty as crate::formats::Codec>::NAME,
                 );
                 for op in [Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt] {

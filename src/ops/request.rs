@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::diag::{Code, Diagnostic};
-use crate::formats::codec::{Framing, Syntax};
+use crate::formats::codec::{AckType, Framing, Syntax};
 use crate::formats::{Format, Operation};
 use crate::keys::Key;
 use crate::limits::Limits;
@@ -34,6 +34,8 @@ pub enum Command {
     Redact,
     /// HL7 v2 to a FHIR R4 Bundle (options in [`Request::convert`]).
     Convert,
+    /// The acknowledgment of what was received (X12 999 or TA1), in the input's format.
+    Ack(AckType),
 }
 
 impl Command {
@@ -46,14 +48,16 @@ impl Command {
             Command::Fmt { .. } => Operation::Fmt,
             Command::Redact => Operation::Redact,
             Command::Convert => Operation::Convert,
+            Command::Ack(_) => Operation::Ack,
         }
     }
 
     /// True for the commands whose purpose is to return data (`parse`, `fmt`, `convert`,
-    /// `redact`): only they are granted a [`Disclosure`]. `validate` and `inspect` run without
-    /// one, so nothing on their path can turn a value into output bytes.
+    /// `redact`, `ack`, which copies control numbers): only they are granted a [`Disclosure`].
+    /// `validate` and `inspect` run without one, so nothing on their path can turn a value into
+    /// output bytes.
     pub fn discloses(self) -> bool {
-        matches!(self, Command::Parse | Command::Fmt { .. } | Command::Convert | Command::Redact)
+        matches!(self, Command::Parse | Command::Fmt { .. } | Command::Convert | Command::Redact | Command::Ack(_))
     }
 }
 

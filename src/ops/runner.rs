@@ -21,7 +21,7 @@ use super::{Failure, excerpt_of};
 use crate::convert::Converts;
 use crate::diag::{Code, Diagnostic, Location};
 use crate::error::exit;
-use crate::formats::codec::{Check, Codec, Framing, Kind, Piece, Settings};
+use crate::formats::codec::{Acknowledge, Check, Codec, Framing, Kind, Piece, Settings};
 use crate::phi::{Disclosure, Phi};
 use crate::policy::{self, Redacts};
 
@@ -133,7 +133,7 @@ pub(super) fn render<C: Codec>(
             Ok(Rendered { findings: Vec::new(), valid: None })
         }
         // Written by the record path (data with the record's bytes, or nothing).
-        Command::Fmt { .. } | Command::Redact | Command::Convert => Err(Code::CLI_INTERNAL),
+        Command::Fmt { .. } | Command::Redact | Command::Convert | Command::Ack(_) => Err(Code::CLI_INTERNAL),
     }
 }
 
@@ -190,6 +190,8 @@ struct Runner<'r, C: Pipeline> {
     /// batches on several threads (see [`par`]).
     par: Option<par::Batcher<C>>,
     frame: Option<Frame>,
+    /// `ack`: the format's acknowledgment writer.
+    acker: Option<Box<dyn Acknowledge<C>>>,
 }
 
 impl<'r, C: Pipeline> Runner<'r, C> {
@@ -219,6 +221,10 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             workers: 1,
             par: None,
             frame: None,
+            acker: match request.command {
+                Command::Ack(ack) => C::acknowledger(ack),
+                _ => None,
+            },
         }
     }
 
@@ -362,8 +368,20 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         let mut doc = match C::read(bytes, offset, kind, &self.stream, &self.settings, keep) {
             Ok(d) => d,
             Err(fatal) => {
+                let mut stream_findings = Vec::new();
                 if let Kind::Envelope(e) = kind {
-                    self.any_invalid |= !C::on_envelope(&mut self.stream, e, None).is_empty();
+                    stream_findings = C::on_envelope(&mut self.stream, e, None);
+                    self.any_invalid |= !stream_findings.is_empty();
+                }
+                if let Some(acker) = self.acker.as_mut().filter(|_| self.multi) {
+                    // The acknowledgment reports the record as rejected.
+                    let disclosure = self.disclosure.ok_or(Failure::code(Code::CLI_INTERNAL))?;
+                    stream_findings.insert(0, fatal.cause);
+                    acker.record(kind, None, &stream_findings, disclosure, out);
+                    // A failed record as for `validate` (stderr, exit 65).
+                    self.any_failed_record = true;
+                    self.failed.fail(Code::CLI_PARSE_FAILED);
+                    return Ok(());
                 }
                 let code = if fatal.cause.code == Code::CLI_INPUT_TOO_LARGE {
                     Code::CLI_INPUT_TOO_LARGE
@@ -454,6 +472,14 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                     }
                 }
             }
+            Command::Ack(_) => {
+                if !is_valid(&findings) {
+                    self.any_invalid = true;
+                }
+                let disclosure = self.granted()?;
+                let Some(acker) = self.acker.as_mut() else { return Err(Failure::code(Code::CLI_INTERNAL)) };
+                acker.record(kind, Some(&doc), &findings, disclosure, out);
+            }
             // Handled above.
             Command::Redact | Command::Convert => {}
         }
@@ -489,6 +515,11 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         }
         self.any_failed_record = true;
         self.failed.fail(code);
+        if self.acker.is_some() {
+            // Bytes outside any envelope the acknowledgment answers: counted (stderr and exit
+            // code), never written into the acknowledgment.
+            return Ok(());
+        }
         if self.fmt_mode() == Some(false) {
             if let Some(r) = self.redactor.as_mut() {
                 // Under a policy a record that does not parse cannot be redacted: it is left out.
@@ -803,6 +834,15 @@ impl<'r, C: Pipeline> Runner<'r, C> {
 
     fn finish(mut self) -> Result<Outcome, Failure> {
         let end = C::finish(&mut self.stream);
+        if let Some(mut acker) = self.acker.take() {
+            let disclosure = self.granted()?;
+            let mut out = Zeroizing::new(Vec::new());
+            acker.finish(&end, disclosure, &mut out);
+            self.any_invalid |= !end.is_empty();
+            if !out.is_empty() {
+                self.emit_bytes(&out);
+            }
+        }
         if !end.is_empty() && self.request.command == Command::Validate {
             self.any_invalid = true;
             self.records += 1;

@@ -12,7 +12,7 @@ use super::split::{Envelope, Splitter};
 use super::{validate, write};
 use crate::diag::{Code, Diagnostic, Location, X12Position, X12Scope};
 use crate::formats::Operation;
-use crate::formats::codec::{Check, Codec, Fatal, Kind, Pieces, Settings};
+use crate::formats::codec::{AckType, Acknowledge, Check, Codec, Fatal, Kind, Pieces, Settings};
 use crate::phi::Disclosure;
 
 /// ASC X12 interchanges.
@@ -85,7 +85,7 @@ impl Stream {
 impl Codec for X12 {
     const NAME: &'static str = "x12";
     const OPERATIONS: &'static [Operation] =
-        &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact];
+        &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact, Operation::Ack];
     const MAX_FINDINGS: usize = validate::MAX_FINDINGS;
 
     type Envelope = Envelope;
@@ -213,6 +213,10 @@ impl Codec for X12 {
             Envelope::Ta1 => {}
         }
         out
+    }
+
+    fn acknowledger(ack: AckType) -> Option<Box<dyn Acknowledge<X12>>> {
+        Some(super::ack::acknowledger(ack))
     }
 
     fn finish(stream: &mut Stream) -> Vec<Diagnostic> {

@@ -10,8 +10,11 @@
 //! - `codec`: [`X12`], the registered format, and the stream tracker (counts and control
 //!   numbers of GE and IEA).
 //!
-//! What it does not do: the 999/TA1 acknowledgment (`ack`), or conversion.
+//! - [`ack`]: the 999 and TA1 acknowledgments (`ack`).
+//!
+//! What it does not do: conversion.
 
+pub mod ack;
 mod codec;
 pub mod guide;
 pub mod read;

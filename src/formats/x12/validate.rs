@@ -32,12 +32,25 @@ pub struct Options {
 
 struct Out {
     findings: Vec<Diagnostic>,
+    /// The 1-based position in the transaction set (ST is 1) of the segment each finding was
+    /// made at (0: none), for the 999's IK3-02; kept only when asked for.
+    ordinals: Option<Vec<u32>>,
+    /// The segment being checked.
+    at: u32,
 }
 
 impl Out {
+    fn new(findings: Vec<Diagnostic>, ordinals: bool) -> Out {
+        let ordinals = ordinals.then(|| vec![0; findings.len()]);
+        Out { findings, ordinals, at: 0 }
+    }
+
     fn push(&mut self, code: Code, p: X12Position) {
         if self.findings.len() < MAX_FINDINGS {
             self.findings.push(Diagnostic::new(code, Location::X12(p)));
+            if let Some(o) = self.ordinals.as_mut() {
+                o.push(self.at);
+            }
         }
     }
 
@@ -47,12 +60,24 @@ impl Out {
 }
 
 /// The findings on a record.
+pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
+    checked(doc, options, false).0
+}
+
+/// The findings on a record, each with the position in its transaction set of the segment it
+/// was made at (ST is 1; 0: not at a segment), for the 999's IK3-02.
+pub fn validate_with_ordinals(doc: &Document, options: Options) -> (Vec<Diagnostic>, Vec<u32>) {
+    let (findings, ordinals) = checked(doc, options, true);
+    let ordinals = ordinals.unwrap_or_default();
+    (findings, ordinals)
+}
+
 #[expect(
     clippy::disallowed_methods,
     reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
 )]
-pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
-    let mut out = Out { findings: doc.syntax.clone() };
+fn checked(doc: &Document, options: Options, ordinals: bool) -> (Vec<Diagnostic>, Option<Vec<u32>>) {
+    let mut out = Out::new(doc.syntax.clone(), ordinals);
     let raw = doc.bytes().raw();
     let v = View { doc, raw };
     if !options.syntax_only {
@@ -72,7 +97,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
             }
         }
     }
-    out.findings
+    (out.findings, out.ordinals)
 }
 
 /// A record's bytes, read by the validator.
@@ -317,6 +342,7 @@ impl<'a> View<'a> {
         let st_at = X12Position::envelope(scope, "ST");
         let se_at = X12Position::envelope(scope, "SE");
         let mut spans = Vec::new();
+        out.at = 1;
         let Some(st) = segs.first().filter(|s| s.id == Some("ST")) else {
             out.push(Code::X12_HEADER_MISSING, st_at);
             return;
@@ -339,6 +365,7 @@ impl<'a> View<'a> {
         if !st03.is_empty() && !gs08.is_empty() && st03 != gs08 {
             out.push(Code::X12_VERSION_MISMATCH, st_at.element(3, 0));
         }
+        out.at = segs.len() as u32;
         match segs.last().filter(|s| s.id == Some("SE") && segs.len() > 1) {
             None => out.push(Code::X12_TRAILER_MISSING, se_at),
             Some(se) => {
@@ -362,11 +389,13 @@ impl<'a> View<'a> {
                 && id[0].is_ascii_uppercase()
                 && id.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
             if !ok {
+                out.at = i as u32 + 1;
                 let p = X12Position { scope, segment: None, index: i as u32 + 1, ..Default::default() };
                 out.push(Code::X12_SEGMENT_ID_INVALID, p);
             }
         }
         let version = if st03.is_empty() { gs08 } else { st03 };
+        out.at = 1;
         match guide::guide(st01, version) {
             None => out.push(Code::X12_TRANSACTION_SET_UNKNOWN, st_at),
             Some(g) => Walk::new(self, scope).run(guide::loop_at(g.root), segs, out),
@@ -389,7 +418,7 @@ pub fn structure(doc: &Document) -> Option<(&'static guide::Guide, Vec<Step>)> {
     let g = view.guide()?;
     let mut walk = Walk::new(&view, X12Scope::Set(doc.set));
     walk.steps = Some(Vec::with_capacity(doc.own_segs().len()));
-    let mut out = Out { findings: Vec::new() };
+    let mut out = Out::new(Vec::new(), false);
     walk.run(guide::loop_at(g.root), doc.own_segs(), &mut out);
     walk.steps.take().map(|steps| (g, steps))
 }
@@ -594,6 +623,7 @@ impl<'v, 'a> Walk<'v, 'a> {
                 return;
             }
             self.load(s);
+            out.at = n as u32 + 1;
             if n == 0 {
                 // ST opened the root.
                 if let Some(steps) = self.steps.as_mut() {
