@@ -69,6 +69,10 @@ def seg_init(self, parent, map_node, *a, **k):
     self.x_path = map_node.get_path() if map_node is not None else ""
 pyx12.error_handler.err_seg.__init__ = seg_init
 
+def code_of(cde, msg):
+    # pyx12 writes 10 both for a broken exclusion rule (E) and for a "Not Used" element present
+    return "I10" if cde == "10" and "marked as Not Used" in (msg or "") else cde
+
 for path in sys.argv[1:]:
     handlers.clear()
     out = {"file": path, "valid": None, "crash": None, "findings": []}
@@ -85,22 +89,31 @@ for path in sys.argv[1:]:
             isa_n += 1
             for cde, _ in isa.errors:
                 f.append({"scope": "isa", "n": isa_n, "code": cde})
+            for ele in isa.elements:  # ISA and IEA elements
+                for cde, msg, _ in ele.errors:
+                    f.append({"scope": "isa", "n": isa_n, "code": code_of(cde, msg), "ele": ele.ele_pos})
             for gs in isa.children:
                 gs_n += 1
                 for cde, _ in gs.errors:
                     f.append({"scope": "gs", "n": gs_n, "code": cde})
+                for ele in gs.elements:  # GS and GE elements
+                    for cde, msg, _ in ele.errors:
+                        f.append({"scope": "gs", "n": gs_n, "code": code_of(cde, msg), "ele": ele.ele_pos})
                 for st in gs.children:
                     st_n += 1
                     for cde, _ in st.errors:
                         f.append({"scope": "st", "n": st_n, "code": cde})
+                    for ele in st.elements:  # ST and SE elements
+                        for cde, msg, _ in ele.errors:
+                            f.append({"scope": "st", "n": st_n, "code": code_of(cde, msg), "ele": ele.ele_pos})
                     for seg in st.children:
                         p = getattr(seg, "x_path", "")
                         for cde, msg, _ in seg.errors:
                             f.append({"scope": "seg", "n": st_n, "path": p, "seg": seg.seg_id, "code": cde,
                                       "loop_missing": msg.startswith("Mandatory loop")})
                         for ele in seg.elements:
-                            for cde, _, _ in ele.errors:
-                                f.append({"scope": "ele", "n": st_n, "path": p, "seg": seg.seg_id, "code": cde,
+                            for cde, msg, _ in ele.errors:
+                                f.append({"scope": "ele", "n": st_n, "path": p, "seg": seg.seg_id, "code": code_of(cde, msg),
                                           "ele": ele.ele_pos, "sub": ele.subele_pos})
     print(json.dumps(out), flush=True)
 '''
@@ -145,10 +158,21 @@ def pyx12_loop(path: str) -> str:
     return loops[-1] if loops else ""
 
 
+def seg_id(x: str | None) -> str:
+    """A segment id as read by a tool; anything else (a whole segment pyx12 read with the wrong
+    separators, a value) is never printed."""
+    return x if x and re.fullmatch(r"[A-Za-z0-9]{2,3}", x) else "(unreadable)"
+
+
 def pyx12_keys(res: dict) -> list[tuple]:
     keys = []
     for f in res["findings"]:
-        if f["scope"] in ("isa", "gs", "st"):
+        if f["scope"] in ("isa", "gs", "st") and "ele" in f:
+            # an envelope element: phiward's X12_ENVELOPE_VALUE_INVALID covers empty, length, type, code, date, time
+            kind = "envelope-value" if f["code"] in ("1", "4", "5", "6", "7", "8", "9") else \
+                PYX12_ELE.get(f["code"], f"pyx12-ele-{f['code']}")
+            keys.append((f["scope"], f["n"], "", "", f"{f['ele']:02d}", kind))
+        elif f["scope"] in ("isa", "gs", "st"):
             kind = PYX12_ENV.get((f["scope"], f["code"]), f"pyx12-{f['scope']}-{f['code']}")
             if f["scope"] == "st" and f["code"] == "5":
                 continue  # "one or more segments in error": a summary of the segment findings
@@ -159,11 +183,11 @@ def pyx12_keys(res: dict) -> list[tuple]:
                 continue  # "segment has data element errors": a summary of the element findings
             if kind == "segment-missing" and f.get("loop_missing"):
                 kind = "loop-missing"
-            keys.append(("set", f["n"], pyx12_loop(f["path"]), f["seg"], "", kind))
+            keys.append(("set", f["n"], pyx12_loop(f["path"]), seg_id(f["seg"]), "", kind))
         else:
             kind = PYX12_ELE.get(f["code"], f"pyx12-ele-{f['code']}")
             ele = f"{f['ele']:02d}" + (f".{f['sub']}" if f.get("sub") else "")
-            keys.append(("set", f["n"], pyx12_loop(f["path"]), f["seg"], ele, kind))
+            keys.append(("set", f["n"], pyx12_loop(f["path"]), seg_id(f["seg"]), ele, kind))
     return keys
 
 
@@ -187,6 +211,8 @@ def phiward_keys(recs: list[dict]) -> list[tuple]:
     isa_n = gs_n = st_n = 0
     for r in recs:
         findings = r.get("findings", [])
+        if r.get("error"):  # a record phiward could not read (its code, no location)
+            keys.append(("file", 0, "", "", "", PHIWARD_KIND.get(r["error"], r["error"])))
         # the counters move at the record's own header (record_kinds): a set's findings are its own
         if r.get("_kind") == "ISA":
             isa_n += 1
@@ -194,20 +220,24 @@ def phiward_keys(recs: list[dict]) -> list[tuple]:
             gs_n += 1
         for f in findings:
             loc, kind = f.get("location", ""), PHIWARD_KIND.get(f["code"], f["code"])
+            last = loc.split("/")[-1]
+            m = re.search(r"-(\d{2})", last)
+            # envelope element: the element number (pyx12 cannot tell ISA from IEA, ST from SE elements)
+            ele = m.group(1) if m and kind not in ENVELOPE_KINDS else ""
             if loc.startswith("ISA") or loc.startswith("IEA"):
-                keys.append(("isa", max(isa_n, 1), "", "", "", kind))
+                keys.append(("isa", max(isa_n, 1), "", "", ele, kind))
             elif loc.startswith("GS[") and "ST[" not in loc:
-                keys.append(("gs", max(gs_n, 1), "", "", "", kind))
+                keys.append(("gs", max(gs_n, 1), "", "", ele, kind))
             elif loc.startswith("ST["):
                 n = st_n + 1
                 parts = loc.split("/")
-                last = parts[-1]
-                if last.startswith("SE") or (len(parts) == 1 and kind in ENVELOPE_KINDS):
-                    keys.append(("st", n, "", "", "", kind))
+                if last.startswith("SE-") or last.startswith("ST-") or (len(parts) == 1 and kind in ENVELOPE_KINDS):
+                    keys.append(("st", n, "", "", ele, kind))
                     continue
                 loops = [x for x in parts[1:-1] if LOOP_RE.match(x)]
                 m = LOC_SEG.match(last)
-                seg, ele = (m.group(1), (m.group(2) or "") + (f".{m.group(3)}" if m.group(3) else "")) if m else (last, "")
+                seg, ele = (m.group(1), (m.group(2) or "") + (f".{m.group(3)}" if m.group(3) else "")) if m else \
+                    ("(unreadable)", "")
                 keys.append(("set", n, loops[-1] if loops else "", seg, ele, kind))
             else:
                 keys.append(("file", 0, "", "", "", kind))
@@ -357,25 +387,36 @@ def ensure_samples() -> list[tuple[str, Path]]:
 # comparison
 # ---------------------------------------------------------------------------------------------
 
+def _pair(a: list[tuple], b: list[tuple], proj) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """Pairs keys of a and b whose projections are equal; returns (pairs from a, rest of a, rest of b)."""
+    rest_b = list(b)
+    pairs, rest_a = [], []
+    for k in a:
+        j = next((i for i, x in enumerate(rest_b) if proj(x) == proj(k)), None)
+        if j is None:
+            rest_a.append(k)
+        else:
+            pairs.append(k)
+            del rest_b[j]
+    return pairs, rest_a, rest_b
+
+
 def compare(a: list[tuple], b: list[tuple]) -> dict:
-    """Multiset match of pyx12 keys (a) and phiward keys (b): exact, then ignoring the loop."""
-    ca, cb = collections.Counter(a), collections.Counter(b)
-    exact = ca & cb
-    ra, rb = ca - exact, cb - exact
-    noloop = lambda k: k[:2] + k[3:]
-    la = collections.Counter(noloop(k) for k in ra.elements())
-    lb = collections.Counter(noloop(k) for k in rb.elements())
-    loose = la & lb
-    only_a, only_b = la - loose, lb - loose
-    return {"agree": sum(exact.values()), "agree_but_loop": sum(loose.values()),
-            "pyx12_only": sorted(only_a.elements()), "phiward_only": sorted(only_b.elements()),
-            "exact": sorted(exact.elements())}
+    """Matches pyx12 keys (a) with phiward keys (b): the same key; then the same but for the loop
+    (one side could not place the segment in a loop); then the same place (set, segment, element)
+    classified as another kind. What is left is one-sided."""
+    exact, ra, rb = _pair(sorted(a), sorted(b), lambda k: k)
+    loop, ra, rb = _pair(ra, rb, lambda k: k[:2] + k[3:])
+    kind, ra2, rb2 = _pair(ra, rb, lambda k: k[:2] + k[3:5])
+    other = [(x, next(y for y in rb if y[:2] + y[3:5] == x[:2] + x[3:5])) for x in kind]
+    return {"agree": len(exact), "agree_but_loop": len(loop), "other_kind": other,
+            "pyx12_only": ra2, "phiward_only": rb2, "exact": exact, "loop": loop}
 
 
 def fmt_key(k: tuple) -> str:
     scope, n, *rest = k
     if scope in ("isa", "gs", "st", "file"):
-        return f"{scope.upper()}#{n} {rest[-1]}"
+        return f"{scope.upper()}#{n}" + (f" element {rest[-2]}" if rest[-2] else "") + f" {rest[-1]}"
     seg, ele, kind = rest[-3], rest[-2], rest[-1]
     loop = rest[0] if len(rest) == 4 else None
     where = "/".join(x for x in (loop, seg) if x) + (f"-{ele}" if ele else "")
@@ -416,9 +457,12 @@ def main() -> int:
             "file": name, "bytes": path.stat().st_size,
             "pyx12_verdict": "crash" if px["crash"] else ("valid" if px["valid"] else "invalid"),
             "pyx12_crash": px["crash"],
-            "phiward_verdict": {0: "valid", 1: "invalid"}.get(code, f"exit {code}"),
+            "phiward_verdict": {0: "valid", 1: "invalid", 65: "invalid"}.get(code, f"exit {code}"),
+            "phiward_exit": code,
             "pyx12_findings": len(a), "phiward_findings": len(b),
             "agree": c["agree"], "agree_but_loop": c["agree_but_loop"],
+            "other_kind": [f"{fmt_key(x)} / {y[-1]}" for x, y in c["other_kind"]],
+            "agreed_but_loop": [fmt_key(k) for k in c["loop"]],
             "pyx12_only": [fmt_key(k) for k in c["pyx12_only"]],
             "phiward_only": [fmt_key(k) for k in c["phiward_only"]],
             "agreed": [fmt_key(k) for k in c["exact"]],
@@ -431,19 +475,22 @@ def main() -> int:
     tot = collections.Counter()
     for r in rows:
         tot.update(pyx12=r["pyx12_findings"], phiward=r["phiward_findings"], agree=r["agree"],
-                   loop=r["agree_but_loop"], p_only=len(r["pyx12_only"]), w_only=len(r["phiward_only"]),
+                   loop=r["agree_but_loop"], kind=len(r["other_kind"]), p_only=len(r["pyx12_only"]),
+                   w_only=len(r["phiward_only"]),
                    env_w=r["envelope_phiward_agrees"], env_p=r["envelope_pyx12_agrees"],
                    verdict=(r["pyx12_verdict"] == r["phiward_verdict"]), crash=bool(r["pyx12_crash"]))
     if args.markdown:
         print("| file | pyx12 | phiward | pyx12 findings | phiward findings | agree | agree, other loop | "
-              "pyx12 only | phiward only |")
-        print("|---|---|---|---:|---:|---:|---:|---|---|")
+              "same place, other kind (pyx12 / phiward) | pyx12 only | phiward only |")
+        print("|---|---|---|---:|---:|---:|---:|---|---|---|")
         for r in rows:
-            pv = f"crash ({r['pyx12_crash']})" if r["pyx12_crash"] else r["pyx12_verdict"]
-            po = "<br>".join(r["pyx12_only"]) or ""
-            wo = "<br>".join(r["phiward_only"]) or ""
-            print(f"| {r['file']} | {pv} | {r['phiward_verdict']} | {r['pyx12_findings']} | {r['phiward_findings']} "
-                  f"| {r['agree']} | {r['agree_but_loop']} | {po} | {wo} |")
+            pv = f"gives up ({r['pyx12_crash']})" if r["pyx12_crash"] else r["pyx12_verdict"]
+            wv = r["phiward_verdict"] + (f" (exit {r['phiward_exit']})" if r["phiward_exit"] not in (0, 1) else "")
+            ok = "<br>".join(r["other_kind"])
+            po = "<br>".join(r["pyx12_only"])
+            wo = "<br>".join(r["phiward_only"])
+            print(f"| {r['file']} | {pv} | {wv} | {r['pyx12_findings']} | {r['phiward_findings']} "
+                  f"| {r['agree']} | {r['agree_but_loop']} | {ok} | {po} | {wo} |")
         print()
         print("| file | strict check | phiward | pyx12 |")
         print("|---|---|---|---|")
@@ -458,16 +505,17 @@ def main() -> int:
         for r in rows:
             print(f"{r['file']}: pyx12 {r['pyx12_verdict']} ({r['pyx12_findings']}), phiward {r['phiward_verdict']} "
                   f"({r['phiward_findings']}), agree {r['agree']}+{r['agree_but_loop']}, "
+                  f"other kind {len(r['other_kind'])}, "
                   f"pyx12-only {len(r['pyx12_only'])}, phiward-only {len(r['phiward_only'])}, "
                   f"envelope {'=' if r['envelope_phiward_agrees'] else '!='} strict")
     print(f"{len(rows)} files: pyx12 {tot['pyx12']} findings, phiward {tot['phiward']}; agree {tot['agree']}, "
-          f"agree but for the loop {tot['loop']}, pyx12 only {tot['p_only']}, phiward only {tot['w_only']}; "
+          f"agree but for the loop {tot['loop']}, same place other kind {tot['kind']}, pyx12 only {tot['p_only']}, phiward only {tot['w_only']}; "
           f"same verdict {tot['verdict']}/{len(rows)} (pyx12 gave up on {tot['crash']}); "
           f"envelope verdict as the strict check: phiward {tot['env_w']}/{len(rows)}, pyx12 {tot['env_p']}/{len(rows)}")
 
     if args.write_expect:
         exp = {r["file"]: {"agree": r["agree"] + r["agree_but_loop"],
-                           "one_sided": len(r["pyx12_only"]) + len(r["phiward_only"]),
+                           "one_sided": len(r["pyx12_only"]) + len(r["phiward_only"]) + len(r["other_kind"]),
                            "envelope_agrees": r["envelope_phiward_agrees"]} for r in rows}
         args.write_expect.write_text(json.dumps(exp, indent=1, sort_keys=True) + "\n")
     if args.expect:
@@ -479,7 +527,8 @@ def main() -> int:
             if r is None:
                 bad.append(f"{f}: not compared")
                 continue
-            agree, one = r["agree"] + r["agree_but_loop"], len(r["pyx12_only"]) + len(r["phiward_only"])
+            agree = r["agree"] + r["agree_but_loop"]
+            one = len(r["pyx12_only"]) + len(r["phiward_only"]) + len(r["other_kind"])
             if agree < e["agree"]:
                 bad.append(f"{f}: {agree} findings agree, expected {e['agree']}")
             if one > e["one_sided"]:
