@@ -53,7 +53,7 @@ SAMPLES_PKG = ("badx12", "0.2.2", "badx12-0.2.2.tar.gz",
 # ---------------------------------------------------------------------------------------------
 
 PYX12_DRIVER = r'''
-import json, logging, os, sys, io
+import json, logging, os, re, sys
 import pyx12.error_handler, pyx12.params, pyx12.x12n_document
 
 logging.getLogger("pyx12").setLevel(logging.CRITICAL + 1)
@@ -109,6 +109,11 @@ for path in sys.argv[1:]:
                     for seg in st.children:
                         p = getattr(seg, "x_path", "")
                         for cde, msg, _ in seg.errors:
+                            m = re.search(r"Too many elements .* Has (\d+), should have (\d+)", msg or "")
+                            if cde == "8" and m:  # pyx12 files too many elements as a segment error
+                                f.append({"scope": "ele", "n": st_n, "path": p, "seg": seg.seg_id, "code": "3",
+                                          "ele": int(m.group(2)) + 1, "sub": None})
+                                continue
                             f.append({"scope": "seg", "n": st_n, "path": p, "seg": seg.seg_id, "code": cde,
                                       "loop_missing": msg.startswith("Mandatory loop")})
                         for ele in seg.elements:
