@@ -5,7 +5,7 @@
                                              [--expect FILE | --write-expect FILE]
 
 Samples: the X12 test files shipped in the sdist of PyPI `badx12` 0.2.2 (MIT; pinned by sha256,
-fetched into target/x12peers/ with pip, never committed: see fixtures/x12/PUBLIC_SAMPLES.md),
+fetched into target/x12peers/ with pip, never committed: see docs/x12.md),
 and this project's synthetic fixtures (fixtures/x12/valid, fixtures/x12/invalid).
 
 pyx12 (installed into target/x12peers/venv, pinned) runs as its `x12valid` does:
@@ -428,6 +428,11 @@ def fmt_key(k: tuple) -> str:
     return f"ST#{n} {where} {kind}"
 
 
+def md_list(items: list[str]) -> str:
+    c = collections.Counter(items)
+    return "<br>".join(k + (f" (x{n})" if n > 1 else "") for k, n in c.items())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("phiward", nargs="?", default=str(ROOT / "target" / "release" / "phiward"))
@@ -491,9 +496,7 @@ def main() -> int:
         for r in rows:
             pv = f"gives up ({r['pyx12_crash']})" if r["pyx12_crash"] else r["pyx12_verdict"]
             wv = r["phiward_verdict"] + (f" (exit {r['phiward_exit']})" if r["phiward_exit"] not in (0, 1) else "")
-            ok = "<br>".join(r["other_kind"])
-            po = "<br>".join(r["pyx12_only"])
-            wo = "<br>".join(r["phiward_only"])
+            ok, po, wo = (md_list(r[k]) for k in ("other_kind", "pyx12_only", "phiward_only"))
             print(f"| {r['file']} | {pv} | {wv} | {r['pyx12_findings']} | {r['phiward_findings']} "
                   f"| {r['agree']} | {r['agree_but_loop']} | {ok} | {po} | {wo} |")
         print()
