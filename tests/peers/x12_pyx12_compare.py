@@ -17,7 +17,8 @@ the loop of each segment taken from pyx12's own map node. phiward runs `validate
 Per file: both verdicts, both finding lists reduced to (set, loop, segment, element, kind)
 with one vocabulary of kinds, matched as multisets: `agree` (same key), `agree-but-loop`
 (same set, segment, element and kind; the loop differs), and the rest on one side only.
-Envelope: a strict envelope check written here (ISA13 = IEA02, IEA01 = groups, GS06 = GE02,
+Envelope: node-x12 1.7.1's strict parse (tests/peers/x12_node_envelope.mjs, when scripts/bench
+installed it) says accept or reject; and a strict envelope check written here (ISA13 = IEA02, IEA01 = groups, GS06 = GE02,
 GE01 = sets, ST02 = SE02, SE01 = segments, every header with its trailer) gives a verdict
 per file, compared with phiward's and pyx12's envelope findings.
 
@@ -346,6 +347,21 @@ def strict_envelope(path: Path) -> list[str]:
 # set-up
 # ---------------------------------------------------------------------------------------------
 
+def node_envelope(paths: list[Path]) -> dict:
+    """node-x12's strict parse of each file (tests/peers/x12_node_envelope.mjs), when the Node peers
+    of scripts/bench are installed; {} otherwise (the column then reads n/a)."""
+    prefix = Path(os.environ.get("PHIWARD_BENCH_NODE", ROOT / "target" / "bench" / "peers" / "node"))
+    if not (prefix / "node_modules" / "node-x12").is_dir():
+        print("[setup] node-x12 not installed (scripts/bench installs it): its column is n/a", file=sys.stderr)
+        return {}
+    p = subprocess.run(["node", str(ROOT / "tests" / "peers" / "x12_node_envelope.mjs"), *map(str, paths)],
+                       capture_output=True, text=True, env={**os.environ, "PHIWARD_BENCH_NODE": str(prefix)})
+    if p.returncode != 0:
+        print(f"[node-x12] failed: {p.stderr.strip()[-200:]}", file=sys.stderr)
+        return {}
+    return {Path(d["file"]): d for d in map(json.loads, p.stdout.splitlines())}
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
@@ -450,6 +466,7 @@ def main() -> int:
     out = subprocess.run([str(py), str(driver), *[str(p) for _, p in files]], capture_output=True, text=True,
                          check=True).stdout
     pyx = {Path(d["file"]): d for d in map(json.loads, out.splitlines())}
+    node = node_envelope([p for _, p in files])
 
     rows = []
     for name, path in files:
@@ -478,6 +495,7 @@ def main() -> int:
             "agreed": [fmt_key(k) for k in c["exact"]],
             "strict_envelope": env_s, "phiward_envelope": env_w, "pyx12_envelope": env_p,
             "envelope_phiward_agrees": env_w == env_s, "envelope_pyx12_agrees": env_p == env_s,
+            "node_x12": node.get(path),
         })
 
     if args.json:
@@ -488,7 +506,9 @@ def main() -> int:
                    loop=r["agree_but_loop"], kind=len(r["other_kind"]), p_only=len(r["pyx12_only"]),
                    w_only=len(r["phiward_only"]),
                    env_w=r["envelope_phiward_agrees"], env_p=r["envelope_pyx12_agrees"],
-                   verdict=(r["pyx12_verdict"] == r["phiward_verdict"]), crash=bool(r["pyx12_crash"]))
+                   verdict=(r["pyx12_verdict"] == r["phiward_verdict"]), crash=bool(r["pyx12_crash"]),
+                   node=r["node_x12"] is not None,
+                   env_n=r["node_x12"] is not None and r["node_x12"]["ok"] == (not r["strict_envelope"]))
     if args.markdown:
         print("| file | pyx12 | phiward | pyx12 findings | phiward findings | agree | agree, other loop | "
               "same place, other kind (pyx12 / phiward) | pyx12 only | phiward only |")
@@ -500,14 +520,16 @@ def main() -> int:
             print(f"| {r['file']} | {pv} | {wv} | {r['pyx12_findings']} | {r['phiward_findings']} "
                   f"| {r['agree']} | {r['agree_but_loop']} | {ok} | {po} | {wo} |")
         print()
-        print("| file | strict check | phiward | pyx12 |")
-        print("|---|---|---|---|")
+        print("| file | strict check | phiward | pyx12 | node-x12 (stops at the first) |")
+        print("|---|---|---|---|---|")
         for r in rows:
             s = ", ".join(r["strict_envelope"]) or "ok"
             w = ", ".join(r["phiward_envelope"]) or "ok"
-            p = ", ".join(r["pyx12_envelope"]) or "ok"
+            p = "gives up" if r["pyx12_crash"] else (", ".join(r["pyx12_envelope"]) or "ok")
+            n = r["node_x12"]
+            nx = "n/a" if n is None else ("ok" if n["ok"] else f"rejects ({n['kind']})")
             print(f"| {r['file']} | {s} | {w}{'' if r['envelope_phiward_agrees'] else ' (differs)'} "
-                  f"| {p}{'' if r['envelope_pyx12_agrees'] else ' (differs)'} |")
+                  f"| {p}{'' if r['envelope_pyx12_agrees'] or r['pyx12_crash'] else ' (differs)'} | {nx} |")
         print()
     else:
         for r in rows:
@@ -519,7 +541,8 @@ def main() -> int:
     print(f"{len(rows)} files: pyx12 {tot['pyx12']} findings, phiward {tot['phiward']}; agree {tot['agree']}, "
           f"agree but for the loop {tot['loop']}, same place other kind {tot['kind']}, pyx12 only {tot['p_only']}, phiward only {tot['w_only']}; "
           f"same verdict {tot['verdict']}/{len(rows)} (pyx12 gave up on {tot['crash']}); "
-          f"envelope verdict as the strict check: phiward {tot['env_w']}/{len(rows)}, pyx12 {tot['env_p']}/{len(rows)}")
+          f"envelope verdict as the strict check: phiward {tot['env_w']}/{len(rows)}, pyx12 {tot['env_p']}/{len(rows)}, "
+          f"node-x12 accepts/rejects as it {tot['env_n']}/{tot['node']}")
 
     if args.write_expect:
         exp = {r["file"]: {"agree": r["agree"] + r["agree_but_loop"],
