@@ -179,6 +179,13 @@ fn typed_len(ty: Type, v: &[u8]) -> Option<usize> {
     }
 }
 
+/// A segment id as the syntax allows: two or three upper-case letters or digits, a letter first.
+fn well_formed_id(id: &[u8]) -> bool {
+    (2..=3).contains(&id.len())
+        && id[0].is_ascii_uppercase()
+        && id.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
 /// Checks one simple value against its definition.
 fn check_value(def: &Element, v: &[u8], p: X12Position, out: &mut Out) {
     let Some(len) = typed_len(def.ty, v) else {
@@ -384,11 +391,7 @@ impl<'a> View<'a> {
             }
         }
         for (i, s) in segs.iter().enumerate() {
-            let id = &self.raw[s.start as usize..s.id_end as usize];
-            let ok = (2..=3).contains(&id.len())
-                && id[0].is_ascii_uppercase()
-                && id.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-            if !ok {
+            if !well_formed_id(&self.raw[s.start as usize..s.id_end as usize]) {
                 out.at = i as u32 + 1;
                 let p = X12Position { scope, segment: None, index: i as u32 + 1, ..Default::default() };
                 out.push(Code::X12_SEGMENT_ID_INVALID, p);
@@ -651,19 +654,31 @@ impl<'v, 'a> Walk<'v, 'a> {
                         Node::S(d) => {
                             let def = guide::segment_at(d);
                             self.placed = Some(def);
-                            let index = self.occurrence(top, def.id);
+                            // The occurrence (the position's index) is counted only for a
+                            // segment with findings: most have none.
                             let p = X12Position {
                                 scope: self.scope,
                                 path: lp.path,
                                 segment: Some(def.id),
-                                index,
+                                index: 0,
                                 ..Default::default()
                             };
+                            let before = out.findings.len();
                             if count > def.max_use {
                                 out.push(Code::X12_SEGMENT_REPEATED, p);
                             }
-                            if def.id != "SE" {
+                            // The structure alone (`structure`, for the JSON model) checks no
+                            // element.
+                            if def.id != "SE" && self.steps.is_none() {
                                 self.elements(def, s, p, out);
+                            }
+                            if out.findings.len() > before {
+                                let index = self.occurrence(top, def.id);
+                                for f in &mut out.findings[before..] {
+                                    if let Location::X12(q) = &mut f.location {
+                                        q.index = index;
+                                    }
+                                }
                             }
                         }
                         Node::L(l) => {
@@ -689,10 +704,15 @@ impl<'v, 'a> Walk<'v, 'a> {
                                     index: 1,
                                     ..Default::default()
                                 };
-                                self.elements(def, s, p, out);
+                                if self.steps.is_none() {
+                                    self.elements(def, s, p, out);
+                                }
                             }
                         }
                     }
+                }
+                None if s.id.is_none() && !well_formed_id(&self.view.raw[s.start as usize..s.id_end as usize]) => {
+                    // Reported X12_SEGMENT_ID_INVALID already: one fault, one finding.
                 }
                 None => {
                     // Not forward: earlier in an open loop (out of order), or nowhere.
