@@ -67,23 +67,16 @@ fn hex(b: u8) -> Option<u8> {
     }
 }
 
-/// FNV-1a, to recognise a retransmitted frame (compared, never shown).
-fn digest(v: &[u8]) -> u64 {
-    v.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+/// The first byte that ends a frame's text: ETX or ETB (its end), or LF, STX, EOT, ENQ (no end).
+/// ETX, ETB and LF are found with `memchr`, then the text before is checked for the others.
+fn stop(buf: &[u8]) -> Option<usize> {
+    let end = memchr::memchr3(ETX, ETB, b'\n', buf);
+    let hay = &buf[..end.unwrap_or(buf.len())];
+    match memchr::memchr3(STX, EOT, ENQ, hay) {
+        Some(i) => Some(i),
+        None => end,
+    }
 }
-
-/// Bytes that end a frame's text: ETX and ETB (the end), LF, STX, EOT, ENQ (no end).
-const fn frame_stops() -> [bool; 256] {
-    let mut t = [false; 256];
-    t[ETX as usize] = true;
-    t[ETB as usize] = true;
-    t[b'\n' as usize] = true;
-    t[STX as usize] = true;
-    t[EOT as usize] = true;
-    t[ENQ as usize] = true;
-    t
-}
-static FRAME_STOPS: [bool; 256] = frame_stops();
 
 /// Zeroizes `buf` from `len` on and truncates it there.
 fn cut(buf: &mut Vec<u8>, len: usize) {
@@ -128,8 +121,9 @@ pub struct Splitter<'a> {
     frame_count: u32,
     /// The frame number expected next.
     expected: u8,
-    /// The previous frame's number and digest.
-    previous: Option<(u8, u64)>,
+    /// The previous frame, when it ended (FN through ETB/ETX; empty: none), to recognise a
+    /// retransmission.
+    previous: Vec<u8>,
     frame: Vec<u8>,
 }
 
@@ -139,6 +133,7 @@ impl Drop for Splitter<'_> {
     fn drop(&mut self) {
         crate::phi::wipe(&mut self.cur);
         crate::phi::wipe(&mut self.frame);
+        crate::phi::wipe(&mut self.previous);
     }
 }
 
@@ -168,7 +163,7 @@ impl<'a> Splitter<'a> {
             findings: Vec::new(),
             frame_count: 0,
             expected: 1,
-            previous: None,
+            previous: Vec::new(),
             frame: Vec::new(),
         };
         read::header_placeholder(&mut s.cur);
@@ -398,7 +393,7 @@ impl<'a> Splitter<'a> {
             if buf.is_empty() {
                 break;
             }
-            match buf.iter().position(|&b| FRAME_STOPS[usize::from(b)]) {
+            match stop(buf) {
                 Some(i) => {
                     let b = buf[i];
                     let is_end = b == ETX || b == ETB;
@@ -443,7 +438,7 @@ impl<'a> Splitter<'a> {
             }
         };
         let text_start = 1.min(text_end);
-        let retransmission = end.is_some() && number.is_some() && self.previous == Some((fn_byte, digest(&frame)));
+        let retransmission = end.is_some() && number.is_some() && frame == self.previous;
         if retransmission {
             self.skip_trailer()?;
             self.frame = frame;
@@ -468,11 +463,9 @@ impl<'a> Splitter<'a> {
                     Some(_) => self.finding(Code::E1381_CHECKSUM_MISMATCH, n, start),
                     None => self.finding(Code::E1381_FRAME_TRAILER_INVALID, n, start),
                 }
-                self.previous = number.map(|_| (fn_byte, digest(&frame)));
             }
             None => {
                 self.finding(Code::E1381_FRAME_END_MISSING, n, start);
-                self.previous = None;
             }
         }
         if text_end - text_start > MAX_FRAME_TEXT {
@@ -482,24 +475,21 @@ impl<'a> Splitter<'a> {
         if !over {
             self.push_text(&frame[text_start..text_end], start, false);
         }
+        if end.is_some() && number.is_some() {
+            // This frame is the one a retransmission repeats; the buffers swap (no copy).
+            std::mem::swap(&mut self.previous, &mut frame);
+        }
         self.frame = frame;
         crate::phi::wipe_keep(&mut self.frame);
-        Ok(())
-    }
-
-    /// Peeks at up to `n` bytes.
-    fn peek(&mut self, n: usize) -> io::Result<Vec<u8>> {
-        let buf = self.input.fill_buf()?;
-        if buf.len() >= n || buf.is_empty() {
-            return Ok(buf[..buf.len().min(n)].to_vec());
+        if end.is_none() || number.is_none() {
+            crate::phi::wipe_keep(&mut self.previous);
         }
-        // The trailer spans a buffer boundary: take it byte by byte.
-        Ok(buf.to_vec())
+        Ok(())
     }
 
     /// Consumes one byte if it is `want` (a predicate).
     fn take_if(&mut self, want: impl Fn(u8) -> bool) -> io::Result<Option<u8>> {
-        let b = self.peek(1)?.first().copied();
+        let b = self.input.fill_buf()?.first().copied();
         match b {
             Some(b) if want(b) => {
                 self.input.consume(1);
