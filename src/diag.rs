@@ -255,6 +255,26 @@ codes! {
     X12_SYNTAX_RULE => Error, "a segment breaks one of its syntax rules (paired, required, exclusive, conditional, list conditional)";
     X12_REPETITION_INVALID => Error, "an element repeats (ISA11 separator) where the guide does not allow repetitions";
 
+    // ---- ASTM (E1394 / LIS2-A2 records, E1381 / LIS1-A frames) ---------------------------
+    // formats/astm: the record hierarchy of a message (H .. L) and its framing. Location: an
+    // ASTM position (`P[1]-6[1].2`, `record[7]`, `frame[3]/offset:120`; see [`AstmPosition`]).
+    // Rows in DIAGNOSTICS.md.
+    ASTM_DELIMITERS_INVALID => Fatal, "the H record does not define four distinct delimiters (field, repeat, component, escape) that are not letters, digits, space or line ends";
+    ASTM_HEADER_MISSING => Error, "a message does not start with an H (header) record";
+    ASTM_TERMINATOR_MISSING => Error, "a message has no L (terminator) record before the next H record or the end of the input";
+    ASTM_RECORD_TYPE_UNKNOWN => Error, "a record's type is not one of H, P, O, R, C, Q, M, S, L";
+    ASTM_RECORD_OUT_OF_ORDER => Error, "a record breaks the hierarchy (P after H, O under P, R under O, Q after H, C after a record, nothing after L)";
+    ASTM_SEQUENCE_INVALID => Error, "a sequence number is empty, not a number, or not the next one at its level (1 under each new parent)";
+    ASTM_FIELD_TOO_MANY => Error, "a record has more fields than the standard defines for its type";
+    ASTM_DATE_INVALID => Error, "a date or date and time field is not YYYYMMDD[HHMM[SS]] with a valid date and time";
+    ASTM_TERMINATION_CODE_INVALID => Error, "the L record's termination code (L-3) is not one of N, T, R, E, Q, I, F";
+    E1381_CHECKSUM_MISMATCH => Error, "a frame's checksum is not the modulo-256 sum of its bytes from the frame number through ETB or ETX";
+    E1381_FRAME_NUMBER_INVALID => Error, "a frame number is not a digit 0-7, or not the next one (1 after ENQ, then counting modulo 8)";
+    E1381_FRAME_END_MISSING => Error, "a frame has no ETB or ETX before a line feed, the next STX, EOT or the end of the input";
+    E1381_FRAME_TRAILER_INVALID => Error, "a frame's ETB or ETX is not followed by two hexadecimal checksum characters, CR and LF";
+    E1381_FRAME_TOO_LONG => Warning, "a frame carries more than 240 characters of text";
+    E1381_DATA_OUTSIDE_FRAME => Error, "bytes other than white space and ENQ, ACK, NAK, EOT occur between frames";
+
     // ---- terminology ---------------------------------------------------------------------
     // terminology/: find-equivalent, map-codes, the importers. Rows in DIAGNOSTICS.md.
     TERMINOLOGY_FILE_INVALID => Fatal, "the terminology file is not in the format its importer reads";
@@ -313,6 +333,75 @@ pub enum Location {
     Convert(Hl7Position, &'static str),
     /// An X12 position: `ISA-13`, `GS[1]/GE-01`, `ST[3]/2000B/2010BA/NM1[1]-03`.
     X12(X12Position),
+    /// An ASTM position: `P[1]-6[1].2`, `record[7]`, `frame[3]/offset:120`.
+    Astm(AstmPosition),
+}
+
+/// An ASTM E1394 position (a record of a message and its parts), or an E1381 frame. Zero means
+/// "not this deep".
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AstmPosition {
+    /// A record: `P[1]-6[1].2`.
+    Record {
+        /// The record type (`H`, `P`, ...); `None` for a type that is not one (then `index` is
+        /// the record's 1-based position in the message).
+        kind: SchemaName,
+        /// 1-based occurrence of the type in the message (or position, see `kind`).
+        index: u32,
+        /// 1-based field (field 1 is the record type; 0: the whole record).
+        field: u16,
+        /// 1-based repeat (0: the whole field).
+        repeat: u16,
+        /// 1-based component (0: the whole repeat).
+        component: u16,
+    },
+    /// An E1381 frame: its 1-based position among the frames of the input, and the byte offset
+    /// of its STX.
+    Frame {
+        /// 1-based frame count in the input.
+        frame: u32,
+        /// Byte offset of the frame's STX.
+        offset: u64,
+    },
+}
+
+impl AstmPosition {
+    /// A record of a type (or of an unknown type: `None`, `index` its position).
+    pub fn record(kind: SchemaName, index: u32) -> Self {
+        AstmPosition::Record { kind, index, field: 0, repeat: 0, component: 0 }
+    }
+
+    /// The same record position, narrowed to a field, repeat and component.
+    pub fn part(self, field: u16, repeat: u16, component: u16) -> Self {
+        match self {
+            AstmPosition::Record { kind, index, .. } => AstmPosition::Record { kind, index, field, repeat, component },
+            frame => frame,
+        }
+    }
+}
+
+impl fmt::Display for AstmPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AstmPosition::Frame { frame, offset } => write!(f, "frame[{frame}]/offset:{offset}"),
+            AstmPosition::Record { kind, index, field, repeat, component } => {
+                match kind {
+                    Some(k) => write!(f, "{k}[{index}]")?,
+                    None => write!(f, "record[{index}]")?,
+                }
+                if field > 0 {
+                    write!(f, "-{field}")?;
+                    if repeat > 0 {
+                        write!(f, "[{repeat}]")?;
+                    }
+                    if component > 0 {
+                        write!(f, ".{component}")?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The envelope level an X12 position is in.
@@ -447,6 +536,7 @@ impl fmt::Display for Location {
                 write!(f, "->{path}")
             }
             Location::X12(p) => p.fmt(f),
+            Location::Astm(p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,
@@ -697,6 +787,16 @@ mod tests {
         assert_eq!(Location::Path("ADT_A01.PATIENT", "PID").to_string(), "ADT_A01.PATIENT/PID");
         let p = Hl7Position::segment(Some("PID"), 1).field(8, 1);
         assert_eq!(Location::Convert(p, "Patient.gender").to_string(), "PID[1]-8[1]->Patient.gender");
+    }
+
+    #[test]
+    fn astm_location_grammar() {
+        let p = AstmPosition::record(Some("P"), 1).part(6, 1, 2);
+        assert_eq!(Location::Astm(p).to_string(), "P[1]-6[1].2");
+        assert_eq!(Location::Astm(AstmPosition::record(None, 7)).to_string(), "record[7]");
+        assert_eq!(Location::Astm(AstmPosition::record(Some("L"), 1).part(3, 0, 0)).to_string(), "L[1]-3");
+        let fr = AstmPosition::Frame { frame: 3, offset: 120 };
+        assert_eq!(Location::Astm(fr).to_string(), "frame[3]/offset:120");
     }
 
     #[test]

@@ -91,11 +91,12 @@ fn unsupported_cell_exits_65() {
     let o = run_stdin(&["convert", "-"], &x12);
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
-    let o = run_stdin(&["parse", "-"], b"H|\\^&|||");
+    let ccda: &[u8] = b"<ClinicalDocument xmlns=\"urn:hl7-org:v3\"/>";
+    let o = run_stdin(&["parse", "-"], ccda);
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
     // `--format` offers only the formats built in: a recognised one is a usage error.
-    let o = run_stdin(&["parse", "--format", "astm", "-"], b"H|\\^&|||");
+    let o = run_stdin(&["parse", "--format", "ccda", "-"], ccda);
     assert_eq!(code(&o), 2);
     assert_failure_line(&o, "CLI_USAGE");
 }

@@ -32,6 +32,10 @@
 //! - `x12`: every fixture under fixtures/x12 through every command, against its manifest; the
 //!   mutation test (required segment removed, loop out of order, element too long, code not in
 //!   list, SE01 wrong, control numbers) located exactly; Safe Harbor over marker-filled sets.
+//! - `astm`: every fixture under fixtures/astm through every command, against its manifest
+//!   (codes and exact locations); message and record counts; framed and unframed alike; Safe
+//!   Harbor over marker-filled messages; the mutation test (checksum, frame number, ETX, sequence,
+//!   record type, termination code, missing L, date) located exactly.
 //! - `redact_fail_closed`: keep means keep what the rule proves safe (issue 36): one regression
 //!   test per red-team finding on fixtures/redact/red_team, and `policy test` (shipped policies
 //!   pass it on the fixtures, a planted unsafe keep is found).
@@ -39,6 +43,7 @@
 mod common;
 
 mod architecture;
+mod astm;
 mod cli_contract;
 mod convert;
 mod fhir;

@@ -571,3 +571,20 @@ fn without_the_feature_phiward_mcp_exits_69() {
     crate::common::assert_failure_line(&o, "CLI_PARSER_UNAVAILABLE");
     assert!(String::from_utf8_lossy(&o.stderr).contains("feature `mcp`"));
 }
+
+#[cfg(feature = "mcp")]
+#[test]
+fn framed_astm_over_content_base64_is_read_like_text() {
+    // E1381 frames carry control bytes (STX, ETX, ENQ, ACK, EOT): content_base64 takes them as
+    // they are, and `format: "astm"` reads the frames.
+    let input = std::fs::read(fixture("astm/valid/framed.astm")).expect("fixture");
+    let by64 = call("parse", json!({ "content_base64": base64(&input), "format": "astm" }));
+    assert_eq!(by64["status"], "success", "{by64}");
+    assert!(by64.to_string().contains("\"framed\":true"), "{by64}");
+    let text = call("parse", json!({ "content": String::from_utf8(input).expect("ASCII"), "format": "astm" }));
+    assert_eq!(by64, text);
+    let bad = std::fs::read(fixture("astm/invalid/checksum_bad.astm")).expect("fixture");
+    let v = call("validate", json!({ "content_base64": base64(&bad), "format": "astm" }));
+    assert_eq!(v["status"], "verdict", "{v}");
+    assert!(v.to_string().contains("E1381_CHECKSUM_MISMATCH"), "{v}");
+}

@@ -7,6 +7,7 @@
 use super::Options;
 use super::hl7v2_fhir::{self, Converted};
 use crate::diag::Code;
+use crate::formats::astm::Astm;
 use crate::formats::codec::Codec;
 use crate::formats::fhir::Fhir;
 use crate::formats::fhir::direct::Spill;
@@ -64,5 +65,9 @@ impl Converts for Fhir {
 }
 
 impl Converts for X12 {
+    const CONVERTS: bool = false;
+}
+
+impl Converts for Astm {
     const CONVERTS: bool = false;
 }

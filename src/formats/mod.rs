@@ -8,6 +8,7 @@
 //! Architecture Invariant: `formats/` depends only on `phi`, `diag`, `limits` (and `detect` for
 //! delimiter rules); it knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
 
+pub mod astm;
 pub mod codec;
 pub mod fhir;
 pub mod hl7v2;
@@ -37,12 +38,12 @@ macro_rules! with_registry {
                 Hl7: crate::formats::hl7v2::Hl7,
                 Fhir: crate::formats::fhir::Fhir,
                 X12: crate::formats::x12::X12,
+                Astm: crate::formats::astm::Astm,
             }
             planned {
                 Dicom: "dicom", text = false, crate::formats::planned::is_dicom;
                 Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
                 Ncpdp: "ncpdp", text = true, crate::formats::planned::is_ncpdp;
-                Astm: "astm", text = true, crate::formats::planned::is_astm;
             }
         }
     };

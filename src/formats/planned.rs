@@ -20,14 +20,3 @@ pub fn is_ccda(body: &[u8], _raw: &[u8]) -> bool {
 pub fn is_ncpdp(body: &[u8], _raw: &[u8]) -> bool {
     xml_root(body).is_some_and(|r| r.namespace == Some(b"http://www.ncpdp.org/schema/SCRIPT"))
 }
-
-/// ASTM E1394: a header record `H|\^&`, optionally after an E1381 frame start.
-pub fn is_astm(body: &[u8], _raw: &[u8]) -> bool {
-    // Optional E1381 framing: STX and a frame number digit.
-    let rec = match body {
-        [0x02, d, rest @ ..] if d.is_ascii_digit() => rest,
-        [d, rest @ ..] if d.is_ascii_digit() => rest,
-        _ => body,
-    };
-    rec.starts_with(b"H|\\^&")
-}

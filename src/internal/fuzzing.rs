@@ -6,7 +6,9 @@
 //! (deframing), [`batch`] (record splitting and the batch protocol), [`detect`] (format sniffing)
 //! [`pipeline`] (`ops::run` on bytes, every command), [`fhir_json`] and [`fhir_xml`] (one FHIR
 //! resource: read, validate, inspect, canonical round trip in both syntaxes), [`x12`] (X12
-//! interchanges through every command, with X12 marker injection) and, with the `mcp`
+//! interchanges through every command, with X12 marker injection), [`astm`] (ASTM messages,
+//! framed or not, through every command, with ASTM marker injection, and the E1381 splitter
+//! fed one byte at a time against the whole input) and, with the `mcp`
 //! feature, `mcp` (the MCP tool dispatcher).
 //!
 //! Oracles, in every target (a failed oracle panics, which is how libFuzzer sees it):
@@ -615,6 +617,104 @@ fn x12_markers(data: &[u8]) -> Vec<u8> {
     out
 }
 
+// ---- astm ---------------------------------------------------------------------------------
+
+/// ASTM messages (unframed or in E1381 frames) through `ops::run`, every command (the pipeline's
+/// oracles), on the input as given and with every field value rewritten into a unique marker
+/// token; and the splitter fed one byte at a time gives the pieces it gives on the whole input.
+pub fn astm(data: &[u8]) {
+    logs::install();
+    astm_split_differential(data);
+    pipeline_one(data, false);
+    pipeline_one(&astm_markers(data), true);
+}
+
+/// The pieces of the ASTM splitter, value-free (kind, offset, length or code).
+fn astm_pieces(reader: Box<dyn io::BufRead + '_>, framed: bool, limits: Limits) -> Vec<(u8, u64, usize, Code)> {
+    use crate::formats::codec::Piece;
+    crate::formats::astm::split::Splitter::new(reader, framed, limits)
+        .map(|p| match p {
+            Ok(Piece::Record { offset, bytes, .. }) => {
+                let len = bytes.as_ref().map_or(usize::MAX, Vec::len);
+                if let Some(mut b) = bytes {
+                    crate::phi::wipe(&mut b);
+                }
+                (0, offset, len, Code::CLI_INTERNAL)
+            }
+            Ok(Piece::Problem { code, offset, .. }) => (1, offset, 0, code),
+            Ok(_) => (2, 0, 0, Code::CLI_INTERNAL),
+            Err(_) => (3, 0, 0, Code::CLI_INTERNAL),
+        })
+        .collect()
+}
+
+fn astm_split_differential(data: &[u8]) {
+    let framed =
+        data.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| crate::formats::astm::split::starts_framed(b));
+    for limits in [Limits::default(), tight_limits()] {
+        let whole = astm_pieces(Box::new(data), framed, limits);
+        let one = astm_pieces(Box::new(BufReader::with_capacity(1, data)), framed, limits);
+        assert!(whole == one, "the ASTM splitter depends on how the input is read");
+        for &(kind, offset, _, _) in &whole {
+            assert!(kind > 1 || offset <= data.len() as u64, "a piece past the end of the input");
+        }
+    }
+}
+
+/// The input with every field value (after a record's type; H-2 and the E1381 frame bytes
+/// kept) replaced by `MKR<n>X`.
+fn astm_markers(data: &[u8]) -> Vec<u8> {
+    use crate::formats::astm::read::Delimiters;
+    use crate::formats::astm::split::{ETB, ETX, STX};
+    let d = data
+        .iter()
+        .position(|&b| b == b'H')
+        .and_then(|i| Delimiters::of_header(data.get(i..(i + 6).min(data.len())).unwrap_or_default()))
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(data.len());
+    let mut n = 0u32;
+    let mut at_id = true;
+    let mut in_run = false;
+    let mut keep_next = false;
+    let mut trailer = false;
+    for &b in data {
+        if keep_next {
+            keep_next = false;
+            out.push(b);
+            continue;
+        }
+        if trailer {
+            trailer = b != b'\n';
+            out.push(b);
+            continue;
+        }
+        let sep = b == d.field || b == d.component || b == d.repeat || b == d.escape || b < 0x20;
+        if sep {
+            match b {
+                STX => keep_next = true,
+                ETX | ETB => trailer = true,
+                _ => {}
+            }
+            if b == b'\r' || b == b'\n' || b == STX {
+                at_id = true;
+            } else if b == d.field {
+                at_id = false;
+            }
+            in_run = false;
+            out.push(b);
+        } else if at_id {
+            out.push(b);
+        } else if !in_run {
+            in_run = true;
+            n += 1;
+            out.extend_from_slice(values::MARKER_PREFIX);
+            out.extend_from_slice(n.to_string().as_bytes());
+            out.push(b'X');
+        }
+    }
+    out
+}
+
 // ---- fhir ---------------------------------------------------------------------------------
 
 /// One FHIR JSON resource: read, validate (tolerant and strict), inspect, canonical round trip
@@ -914,5 +1014,7 @@ mod tests {
         batch(INPUT);
         mllp(b"\x0bMSH|^~\\&|A\r\x1c\r");
         detect(INPUT);
+        astm(b"H|\\^&|||A\rP|1||ID1||DOE^JANE||19800101\rL|1|N\r");
+        astm(b"\x05\x021H|\\^&\r\x0370\r\n\x022L|1|N\r\x03\x30\x30\r\n\x04");
     }
 }

@@ -101,7 +101,7 @@ UNPARSEABLE = {
     "x12": b"ISA*00*",
     "ccda": b"<ClinicalDocument",
     "ncpdp": b"<Message",
-    "astm": b"H|\\^&",
+    "astm": b"H||^&",
 }
 
 passed = 0

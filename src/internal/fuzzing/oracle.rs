@@ -126,6 +126,15 @@ impl Secondary {
             assert!(map.get("valid").is_some_and(Value::is_boolean), "valid is not a boolean");
             findings_ok(map.get("findings").unwrap_or(&Value::Null));
             &["record", "format", "valid", "findings"]
+        } else if format == "astm" {
+            astm_inspect_ok(&map);
+            // Checked against the standard's fixed codes, then left out of the leak check (as
+            // HL7 v2's messageType and version are).
+            map.remove("version");
+            map.remove("processingId");
+            let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
+            self.push_line(&Value::Array(values).to_string());
+            return;
         } else if format == "x12" {
             x12_inspect_ok(&map);
             let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
@@ -529,7 +538,7 @@ pub(super) fn location_ok(s: &str) -> bool {
         // A conversion: the v2 position, then a FHIR element path of definition names or `-`.
         return hl7_location_ok(v2) && (target == "-" || fhir_location_ok(target));
     }
-    hl7_location_ok(s) || path_ok(s) || fhir_location_ok(s) || x12_location_ok(s)
+    hl7_location_ok(s) || path_ok(s) || fhir_location_ok(s) || x12_location_ok(s) || astm_location_ok(s)
 }
 
 /// `ISA-13`, `GS[1]/GE-01`, `ST[3]/2000B/2010BA/NM1[1]-03`, `ST[1]/segment[7]`, `CLM[1]-05.1`.
@@ -741,6 +750,85 @@ fn part_inside(field: crate::formats::hl7v2::parse::FieldRef<'_>, p: Hl7Position
     if p.subcomponent > 0 {
         let n = comp.split(Some(d.subcomponent)).count();
         assert!(p.subcomponent as usize <= n, "{what}: no subcomponent {}", p.subcomponent);
+    }
+}
+
+/// `P[1]-6[2].1`, `record[7]`, `frame[3]/offset:120`.
+fn astm_location_ok(s: &str) -> bool {
+    use crate::formats::astm::read::RECORD_TYPES;
+    if let Some(rest) = s.strip_prefix("frame[") {
+        let Some((n, off)) = rest.split_once("]/offset:") else { return false };
+        return number(n).is_some_and(|n| n >= 1) && number(off).is_some();
+    }
+    let (head, tail) = match s.split_once('-') {
+        Some((h, t)) => (h, Some(t)),
+        None => (s, None),
+    };
+    let Some((name, index)) = head.split_once('[') else { return false };
+    let index_ok = index.strip_suffix(']').and_then(number).is_some_and(|n| n >= 1);
+    if !index_ok || !(name == "record" || RECORD_TYPES.contains(&name)) {
+        return false;
+    }
+    let Some(t) = tail else { return true };
+    let (field, comp) = match t.split_once('.') {
+        Some((f, c)) => (f, Some(c)),
+        None => (t, None),
+    };
+    let (field, rep) = match field.split_once('[') {
+        Some((f, r)) => (f, Some(r)),
+        None => (field, None),
+    };
+    number(field).is_some_and(|n| n >= 1)
+        && rep.is_none_or(|r| r.strip_suffix(']').and_then(number).is_some_and(|n| n >= 1))
+        && comp.is_none_or(|c| number(c).is_some_and(|n| n >= 1))
+}
+
+/// Checks an ASTM inspect summary: fixed keys, record types, fixed codes, delimiter characters
+/// (one ASCII punctuation character each), numbers and booleans.
+fn astm_inspect_ok(map: &serde_json::Map<String, Value>) {
+    use crate::formats::astm::read::RECORD_TYPES;
+    use crate::formats::astm::write::{PROCESSING_IDS, VERSIONS};
+    const KEYS: [&str; 13] = [
+        "record",
+        "format",
+        "recordType",
+        "recordCount",
+        "records",
+        "framed",
+        "frameCount",
+        "delimiters",
+        "processingId",
+        "version",
+        "warningCount",
+        "errorCount",
+        "offset",
+    ];
+    for (k, v) in map {
+        assert!(KEYS.contains(&k.as_str()), "ASTM summary key {k:?} is not fixed");
+        match (k.as_str(), v) {
+            ("format", Value::String(t)) => assert_eq!(t, "astm"),
+            ("recordType", Value::String(t)) => assert_eq!(t, "message"),
+            ("processingId", Value::String(t)) => assert!(PROCESSING_IDS.contains(&t.as_str()), "processing id {t:?}"),
+            ("version", Value::String(t)) => {
+                assert!(t == "unknown" || VERSIONS.contains(&t.as_str()), "ASTM version {t:?}")
+            }
+            ("framed", Value::Bool(_)) => {}
+            ("records", Value::Object(inner)) => {
+                for (name, n) in inner {
+                    assert!(name == "?" || RECORD_TYPES.contains(&name.as_str()), "ASTM record type {name:?}");
+                    assert!(n.as_u64().is_some(), "ASTM summary count is not a number");
+                }
+            }
+            ("delimiters", Value::Object(inner)) => {
+                for (name, c) in inner {
+                    assert!(["field", "repeat", "component", "escape"].contains(&name.as_str()));
+                    let c = c.as_str().unwrap_or_default();
+                    assert!(c.len() == 1 && c.bytes().all(|b| b.is_ascii_punctuation()), "ASTM delimiter {c:?}");
+                }
+            }
+            (_, Value::Number(_)) => {}
+            _ => panic!("ASTM summary {k} has an unexpected kind"),
+        }
     }
 }
 
