@@ -28,6 +28,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("fhir_xml", fuzzing::fhir_xml),
         ("policy", fuzzing::policy),
         ("x12", fuzzing::x12),
+        ("dicom", fuzzing::dicom),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -109,6 +110,11 @@ fn corpus_fhir_xml() {
 #[test]
 fn corpus_x12() {
     replay_target("x12");
+}
+
+#[test]
+fn corpus_dicom() {
+    replay_target("dicom");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use super::Options;
 use super::hl7v2_fhir::{self, Converted};
 use crate::diag::Code;
 use crate::formats::codec::Codec;
+use crate::formats::dicom::Dicom;
 use crate::formats::fhir::Fhir;
 use crate::formats::fhir::direct::Spill;
 use crate::formats::hl7v2::Hl7;
@@ -64,5 +65,9 @@ impl Converts for Fhir {
 }
 
 impl Converts for X12 {
+    const CONVERTS: bool = false;
+}
+
+impl Converts for Dicom {
     const CONVERTS: bool = false;
 }

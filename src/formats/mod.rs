@@ -9,6 +9,7 @@
 //! delimiter rules); it knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
 
 pub mod codec;
+pub mod dicom;
 pub mod fhir;
 pub mod hl7v2;
 pub mod lines;
@@ -37,9 +38,9 @@ macro_rules! with_registry {
                 Hl7: crate::formats::hl7v2::Hl7,
                 Fhir: crate::formats::fhir::Fhir,
                 X12: crate::formats::x12::X12,
+                Dicom: crate::formats::dicom::Dicom,
             }
             planned {
-                Dicom: "dicom", text = false, crate::formats::planned::is_dicom;
                 Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
                 Ncpdp: "ncpdp", text = true, crate::formats::planned::is_ncpdp;
                 Astm: "astm", text = true, crate::formats::planned::is_astm;

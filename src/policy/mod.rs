@@ -14,6 +14,7 @@
 
 pub mod action;
 pub mod audit;
+pub mod dicom;
 mod engine;
 pub mod fhir;
 mod fhir_keep;
@@ -77,6 +78,8 @@ pub struct Policy {
     pub fhir: Vec<fhir::Rule>,
     /// X12 rules, in order.
     pub x12: Vec<x12::Rule>,
+    /// DICOM rules, in order.
+    pub dicom: Vec<dicom::Rule>,
 }
 
 /// Limits a policy sets.
@@ -112,6 +115,7 @@ impl Policy {
         self.hl7v2.iter().any(|r| r.action.needs_key())
             || self.fhir.iter().any(|r| r.action.needs_key())
             || self.x12.iter().any(|r| r.action.needs_key())
+            || self.dicom.iter().any(|r| r.action.needs_key())
     }
 
     /// The first rule that needs a key, as a location.
@@ -119,7 +123,8 @@ impl Policy {
         let h = self.hl7v2.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let f = self.fhir.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let x = self.x12.iter().find(|r| r.action.needs_key()).map(|r| r.at);
-        [h, f, x].into_iter().flatten().min()
+        let d = self.dicom.iter().find(|r| r.action.needs_key()).map(|r| r.at);
+        [h, f, x, d].into_iter().flatten().min()
     }
 
     /// Fails with `POLICY_KEY_REQUIRED` (at the first keyed rule) when a key is needed and none
@@ -136,6 +141,7 @@ impl Policy {
         self.hl7v2.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.fhir.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.x12.iter().any(|r| r.action == Action::Keep && r.free_text)
+            || self.dicom.iter().any(|r| r.action == Action::Keep && r.free_text)
     }
 }
 
@@ -220,6 +226,7 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
         hl7v2: Vec::new(),
         fhir: Vec::new(),
         x12: Vec::new(),
+        dicom: Vec::new(),
     };
     let mut have_head = false;
     for (key, value) in root.iter() {
@@ -242,6 +249,11 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
             "x12" => {
                 for (rule, at) in rules(&ctx, value)? {
                     policy.x12.push(x12::Rule::build(&ctx, rule, at)?);
+                }
+            }
+            "dicom" => {
+                for (rule, at) in rules(&ctx, value)? {
+                    policy.dicom.push(dicom::Rule::build(&ctx, rule, at)?);
                 }
             }
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),
