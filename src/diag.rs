@@ -274,6 +274,31 @@ codes! {
     E1381_FRAME_TRAILER_INVALID => Error, "a frame's ETB or ETX is not followed by two hexadecimal checksum characters, CR and LF";
     E1381_FRAME_TOO_LONG => Warning, "a frame carries more than 240 characters of text";
     E1381_DATA_OUTSIDE_FRAME => Error, "bytes other than white space and ENQ, ACK, NAK, EOT occur between frames";
+    // ---- DICOM (Part 10) -------------------------------------------------------------------
+    // Location: `(0008,1140)[2].(0008,1155)/offset:N` (see [`DicomPosition`]). Rows in
+    // DIAGNOSTICS.md.
+    DICOM_PREAMBLE_MISSING => Warning, "the file has no 128-byte preamble and DICM prefix; it is read as a dataset that starts with group 0002 or 0008";
+    DICOM_META_MISSING => Error, "the file has no file meta information (group 0002); the transfer syntax is inferred from the first element";
+    DICOM_META_ELEMENT_MISSING => Error, "a file meta element the standard requires (0002,0001), (0002,0002), (0002,0003), (0002,0010) is absent or empty";
+    DICOM_META_GROUP_LENGTH => Error, "the file meta group length (0002,0000) is absent or differs from the bytes of the group";
+    DICOM_META_MISMATCH => Error, "the Media Storage SOP Class or Instance UID (0002,0002/0003) differs from the SOP Class or Instance UID (0008,0016/0018)";
+    DICOM_TRANSFER_SYNTAX_UNKNOWN => Warning, "the transfer syntax UID is not one phiward knows; the dataset is read as explicit VR little endian";
+    DICOM_TRANSFER_SYNTAX_UNSUPPORTED => Fatal, "the dataset is deflated (1.2.840.10008.1.2.1.99), which this build does not inflate";
+    DICOM_TRUNCATED => Fatal, "the input ends inside an element's header or value, or inside an open sequence or item";
+    DICOM_LENGTH_INVALID => Fatal, "an element's or item's length runs past the end of its enclosing item or sequence (a lying length)";
+    DICOM_DELIMITER_UNEXPECTED => Fatal, "an item or delimitation tag occurs where none may (outside a sequence, or an element inside a sequence)";
+    DICOM_VR_INVALID => Fatal, "an explicit VR is not one of the standard's two-letter value representations";
+    DICOM_VR_MISMATCH => Warning, "an explicit VR differs from the VR the data dictionary gives the tag";
+    DICOM_ODD_LENGTH => Error, "a value's length is odd (every value has an even length)";
+    DICOM_TAG_ORDER => Error, "an element's tag is not greater than the tag before it in the same dataset";
+    DICOM_PRIVATE_CREATOR_MISSING => Error, "a private element's block has no private creator (gggg,00xx) in its dataset";
+    DICOM_VALUE_INVALID => Error, "a value does not match its VR's syntax (DA, TM, DT, AS, CS, DS, IS, UI, PN, AE) or its fixed binary size";
+    DICOM_VALUE_TOO_LONG => Error, "a value is longer than its VR allows (AE, AS, CS, DA, DS, IS, LO, LT, PN, SH, ST, TM, UI, DT)";
+    DICOM_VM_INVALID => Error, "the number of values differs from the value multiplicity the data dictionary gives the tag";
+    DICOM_ATTRIBUTE_MISSING => Error, "an attribute of type 1 or 2 of a mandatory module of the SOP class's IOD is absent";
+    DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD is present without a value";
+    DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
+    DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose; they are not evaluated (reported once per file)";
 
     // ---- terminology ---------------------------------------------------------------------
     // terminology/: find-equivalent, map-codes, the importers. Rows in DIAGNOSTICS.md.
@@ -335,6 +360,8 @@ pub enum Location {
     X12(X12Position),
     /// An ASTM position: `P[1]-6[1].2`, `record[7]`, `frame[3]/offset:120`.
     Astm(AstmPosition),
+    /// A DICOM position: `(0008,1140)[2].(0008,1155)/offset:1234`.
+    Dicom(DicomPosition),
 }
 
 /// An ASTM E1394 position (a record of a message and its parts), or an E1381 frame. Zero means
@@ -380,6 +407,46 @@ impl AstmPosition {
     }
 }
 
+/// A DICOM position: the tags of the sequences down to an element, each with its 1-based item
+/// number, then the element's tag, and the byte offset of the element's header in the input
+/// (`u64::MAX`: none). Paths deeper than [`DicomPosition::CAPACITY`] steps keep their first
+/// and last steps, with `...` for those left out. Tags are numbers: a position holds nothing
+/// of a value.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DicomPosition {
+    /// (tag, item number; 0 for the last step).
+    steps: [(u32, u32); DicomPosition::CAPACITY],
+    len: u8,
+    skipped: u16,
+    /// The byte offset of the element's header (`u64::MAX`: none).
+    pub offset: u64,
+}
+
+impl DicomPosition {
+    /// Most steps kept.
+    pub const CAPACITY: usize = 5;
+    const HEAD: usize = 2;
+
+    /// No element (renders `-`, or `offset:N`).
+    pub const fn new(offset: u64) -> Self {
+        DicomPosition { steps: [(0, 0); DicomPosition::CAPACITY], len: 0, skipped: 0, offset }
+    }
+
+    /// Appends a step: a sequence's tag and the item number inside it, or (item 0) the
+    /// element's own tag; middle steps beyond the capacity are dropped.
+    pub fn push(&mut self, tag: u32, item: u32) {
+        let len = usize::from(self.len);
+        if len < Self::CAPACITY {
+            self.steps[len] = (tag, item);
+            self.len += 1;
+        } else {
+            self.steps.copy_within(Self::HEAD + 1.., Self::HEAD);
+            self.steps[Self::CAPACITY - 1] = (tag, item);
+            self.skipped = self.skipped.saturating_add(1);
+        }
+    }
+}
+
 impl fmt::Display for AstmPosition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -400,6 +467,29 @@ impl fmt::Display for AstmPosition {
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+impl fmt::Display for DicomPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = usize::from(self.len);
+        for (i, &(tag, item)) in self.steps[..len].iter().enumerate() {
+            if i == Self::HEAD && self.skipped > 0 {
+                f.write_str("...")?;
+            } else if i > 0 {
+                f.write_str(".")?;
+            }
+            write!(f, "({:04X},{:04X})", tag >> 16, tag & 0xFFFF)?;
+            if item > 0 {
+                write!(f, "[{item}]")?;
+            }
+        }
+        match (len, self.offset) {
+            (0, u64::MAX) => f.write_str("-"),
+            (0, o) => write!(f, "offset:{o}"),
+            (_, u64::MAX) => Ok(()),
+            (_, o) => write!(f, "/offset:{o}"),
         }
     }
 }
@@ -537,6 +627,7 @@ impl fmt::Display for Location {
             }
             Location::X12(p) => p.fmt(f),
             Location::Astm(p) => p.fmt(f),
+            Location::Dicom(p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,
@@ -829,6 +920,26 @@ mod tests {
         assert_eq!(Location::X12(unknown).to_string(), "ST[1]/segment[7]");
         let se = X12Position::envelope(X12Scope::Set(1), "SE");
         assert_eq!(Location::X12(se.element(1, 0)).to_string(), "ST[1]/SE-01");
+    }
+
+    #[test]
+    fn dicom_location_grammar() {
+        let mut p = DicomPosition::new(1234);
+        p.push(0x0008_1140, 2);
+        p.push(0x0008_1155, 0);
+        assert_eq!(Location::Dicom(p).to_string(), "(0008,1140)[2].(0008,1155)/offset:1234");
+        assert_eq!(Location::Dicom(DicomPosition::new(7)).to_string(), "offset:7");
+        assert_eq!(Location::Dicom(DicomPosition::new(u64::MAX)).to_string(), "-");
+        let mut deep = DicomPosition::new(u64::MAX);
+        for i in 1..=7 {
+            deep.push(0x0040_A730, i);
+        }
+        deep.push(0x0040_A160, 0);
+        assert_eq!(
+            Location::Dicom(deep).to_string(),
+            "(0040,A730)[1].(0040,A730)[2]...(0040,A730)[6].(0040,A730)[7].(0040,A160)"
+        );
+        assert!(std::mem::size_of::<Diagnostic>() <= 104, "{}", std::mem::size_of::<Diagnostic>());
     }
 
     #[test]

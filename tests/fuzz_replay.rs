@@ -29,6 +29,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("policy", fuzzing::policy),
         ("x12", fuzzing::x12),
         ("astm", fuzzing::astm),
+        ("dicom", fuzzing::dicom),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -115,6 +116,11 @@ fn corpus_x12() {
 #[test]
 fn corpus_astm() {
     replay_target("astm");
+}
+
+#[test]
+fn corpus_dicom() {
+    replay_target("dicom");
 }
 
 #[test]

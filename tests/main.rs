@@ -29,6 +29,9 @@
 //! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
 //!   action, manifest), `policy check` (shipped policies, policies that do not load), and
 //!   enforcement of `--policy` on parse/fmt and over MCP.
+//! - `dicom`: every fixture under fixtures/dicom through validate against its manifest, each code
+//!   at its tag path; element counts, tags and VRs; the same model in every transfer syntax;
+//!   fmt a fixed point; the marker file through validate, inspect and stderr.
 //! - `x12`: every fixture under fixtures/x12 through every command, against its manifest; the
 //!   mutation test (required segment removed, loop out of order, element too long, code not in
 //!   list, SE01 wrong, control numbers) located exactly; Safe Harbor over marker-filled sets.
@@ -46,6 +49,7 @@ mod architecture;
 mod astm;
 mod cli_contract;
 mod convert;
+mod dicom;
 mod fhir;
 mod first_run;
 mod fuzz_replay;

@@ -129,7 +129,7 @@ fn golden_triples_for_every_action() {
 fn every_shipped_policy_loads_and_lints_clean() {
     let files = files_under(&fixture("../policy"));
     let tomls: Vec<_> = files.iter().filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
-    assert_eq!(tomls.len(), 3);
+    assert_eq!(tomls.len(), 4);
     for p in tomls {
         let o = run(&["policy", "check", path(p)]);
         assert_eq!(code(&o), 0, "{p:?}: {}", String::from_utf8_lossy(&o.stdout));

@@ -9,6 +9,7 @@ use super::hl7v2_fhir::{self, Converted};
 use crate::diag::Code;
 use crate::formats::astm::Astm;
 use crate::formats::codec::Codec;
+use crate::formats::dicom::Dicom;
 use crate::formats::fhir::Fhir;
 use crate::formats::fhir::direct::Spill;
 use crate::formats::hl7v2::Hl7;
@@ -69,5 +70,9 @@ impl Converts for X12 {
 }
 
 impl Converts for Astm {
+    const CONVERTS: bool = false;
+}
+
+impl Converts for Dicom {
     const CONVERTS: bool = false;
 }

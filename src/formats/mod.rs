@@ -10,6 +10,7 @@
 
 pub mod astm;
 pub mod codec;
+pub mod dicom;
 pub mod fhir;
 pub mod hl7v2;
 pub mod lines;
@@ -39,9 +40,9 @@ macro_rules! with_registry {
                 Fhir: crate::formats::fhir::Fhir,
                 X12: crate::formats::x12::X12,
                 Astm: crate::formats::astm::Astm,
+                Dicom: crate::formats::dicom::Dicom,
             }
             planned {
-                Dicom: "dicom", text = false, crate::formats::planned::is_dicom;
                 Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
                 Ncpdp: "ncpdp", text = true, crate::formats::planned::is_ncpdp;
             }

@@ -6,11 +6,6 @@
 
 use super::sniff::xml_root;
 
-/// DICOM Part 10: `DICM` at offset 128 (after the preamble).
-pub fn is_dicom(_body: &[u8], raw: &[u8]) -> bool {
-    raw.get(128..132) == Some(b"DICM")
-}
-
 /// C-CDA: a `ClinicalDocument` root.
 pub fn is_ccda(body: &[u8], _raw: &[u8]) -> bool {
     xml_root(body).is_some_and(|r| r.local == b"ClinicalDocument")

@@ -8,7 +8,8 @@
 //! resource: read, validate, inspect, canonical round trip in both syntaxes), [`x12`] (X12
 //! interchanges through every command, with X12 marker injection), [`astm`] (ASTM messages,
 //! framed or not, through every command, with ASTM marker injection, and the E1381 splitter
-//! fed one byte at a time against the whole input) and, with the `mcp`
+//! fed one byte at a time against the whole input), [`dicom`] (DICOM files through every
+//! command, text values rewritten into markers) and, with the `mcp`
 //! feature, `mcp` (the MCP tool dispatcher).
 //!
 //! Oracles, in every target (a failed oracle panics, which is how libFuzzer sees it):
@@ -711,6 +712,45 @@ fn astm_markers(data: &[u8]) -> Vec<u8> {
             out.extend_from_slice(n.to_string().as_bytes());
             out.push(b'X');
         }
+    }
+    out
+}
+
+// ---- dicom --------------------------------------------------------------------------------
+
+/// DICOM files through `ops::run`, every command (the pipeline's oracles), on the input as given
+/// and with every text value the reader finds (of six bytes or more) rewritten into a unique
+/// marker token of the same length.
+pub fn dicom(data: &[u8]) {
+    logs::install();
+    pipeline_one(data, false);
+    pipeline_one(&dicom_markers(data), true);
+}
+
+/// The input with each text value of six bytes or more replaced by `MKR<n>X` padded with
+/// spaces (lengths and structure kept). Input the reader cannot read is returned as it is.
+fn dicom_markers(data: &[u8]) -> Vec<u8> {
+    use crate::formats::dicom::lex::Kind;
+    let mut out = data.to_vec();
+    let limits = Limits { max_input_bytes: 1 << 20, ..Limits::default() };
+    let Ok(doc) = crate::formats::dicom::read::read(data.to_vec(), &limits) else { return out };
+    let mut n = 0u32;
+    for e in doc.elements() {
+        if e.kind != Kind::Value || !e.vr.is_text() || e.length < 6 || e.tag == 0x0002_0010 {
+            continue;
+        }
+        // The value follows the header: 8 bytes (implicit VR, or a short explicit VR), 12 (a
+        // long explicit VR).
+        let head: u64 = if e.syntax.explicit && e.vr.long_header() { 12 } else { 8 };
+        let (Ok(start), Ok(len)) = (usize::try_from(e.offset + head), usize::try_from(e.length)) else { continue };
+        let Some(slot) = out.get_mut(start..start + len) else { continue };
+        n += 1;
+        let marker = format!("{}{n}X", String::from_utf8_lossy(values::MARKER_PREFIX));
+        if marker.len() > len {
+            continue;
+        }
+        slot.fill(b' ');
+        slot[..marker.len()].copy_from_slice(marker.as_bytes());
     }
     out
 }

@@ -14,7 +14,7 @@ use super::{Action, Policy};
 pub struct Counts {
     /// Records redacted.
     pub records: u64,
-    /// Per rule: values it decided (HL7 v2 rules first, then FHIR rules, then X12 rules, then ASTM rules).
+    /// Per rule: values it decided (HL7 v2 rules first, then FHIR, X12, ASTM and DICOM rules).
     pub per_rule: Vec<u64>,
     /// Values (fields, parts, elements, segments) removed because no rule matched.
     pub fail_closed: u64,
@@ -31,7 +31,14 @@ impl Counts {
     /// Zero counts for a policy.
     pub fn new(policy: &Policy) -> Self {
         Counts {
-            per_rule: vec![0; policy.hl7v2.len() + policy.fhir.len() + policy.x12.len() + policy.astm.len()],
+            per_rule: vec![
+                0;
+                policy.hl7v2.len()
+                    + policy.fhir.len()
+                    + policy.x12.len()
+                    + policy.astm.len()
+                    + policy.dicom.len()
+            ],
             ..Counts::default()
         }
     }
@@ -76,7 +83,8 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
         .map(|r| ("hl7v2", r.at, &r.action))
         .chain(policy.fhir.iter().map(|r| ("fhir", r.at, &r.action)))
         .chain(policy.x12.iter().map(|r| ("x12", r.at, &r.action)))
-        .chain(policy.astm.iter().map(|r| ("astm", r.at, &r.action)));
+        .chain(policy.astm.iter().map(|r| ("astm", r.at, &r.action)))
+        .chain(policy.dicom.iter().map(|r| ("dicom", r.at, &r.action)));
     let mut actions: std::collections::BTreeMap<&'static str, u64> = std::collections::BTreeMap::new();
     for (i, (list, at, action)) in rules.enumerate() {
         let n = counts.per_rule.get(i).copied().unwrap_or(0);
@@ -111,6 +119,7 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
             .chain(policy.fhir.iter().map(|r| &r.action))
             .chain(policy.x12.iter().map(|r| &r.action))
             .chain(policy.astm.iter().map(|r| &r.action))
+            .chain(policy.dicom.iter().map(|r| &r.action))
     };
     let mut risks: Vec<&str> = Vec::new();
     if policy.keeps_free_text() {

@@ -15,6 +15,7 @@
 pub mod action;
 pub mod astm;
 pub mod audit;
+pub mod dicom;
 mod engine;
 pub mod fhir;
 mod fhir_keep;
@@ -80,6 +81,8 @@ pub struct Policy {
     pub x12: Vec<x12::Rule>,
     /// ASTM rules, in order.
     pub astm: Vec<astm::Rule>,
+    /// DICOM rules, in order.
+    pub dicom: Vec<dicom::Rule>,
 }
 
 /// Limits a policy sets.
@@ -116,6 +119,7 @@ impl Policy {
             || self.fhir.iter().any(|r| r.action.needs_key())
             || self.x12.iter().any(|r| r.action.needs_key())
             || self.astm.iter().any(|r| r.action.needs_key())
+            || self.dicom.iter().any(|r| r.action.needs_key())
     }
 
     /// The first rule that needs a key, as a location.
@@ -124,7 +128,8 @@ impl Policy {
         let f = self.fhir.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let x = self.x12.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let a = self.astm.iter().find(|r| r.action.needs_key()).map(|r| r.at);
-        [h, f, x, a].into_iter().flatten().min()
+        let d = self.dicom.iter().find(|r| r.action.needs_key()).map(|r| r.at);
+        [h, f, x, a, d].into_iter().flatten().min()
     }
 
     /// Fails with `POLICY_KEY_REQUIRED` (at the first keyed rule) when a key is needed and none
@@ -142,6 +147,7 @@ impl Policy {
             || self.fhir.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.x12.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.astm.iter().any(|r| r.action == Action::Keep && r.free_text)
+            || self.dicom.iter().any(|r| r.action == Action::Keep && r.free_text)
     }
 }
 
@@ -227,6 +233,7 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
         fhir: Vec::new(),
         x12: Vec::new(),
         astm: Vec::new(),
+        dicom: Vec::new(),
     };
     let mut have_head = false;
     for (key, value) in root.iter() {
@@ -254,6 +261,11 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
             "astm" => {
                 for (rule, at) in rules(&ctx, value)? {
                     policy.astm.push(astm::Rule::build(&ctx, rule, at)?);
+                }
+            }
+            "dicom" => {
+                for (rule, at) in rules(&ctx, value)? {
+                    policy.dicom.push(dicom::Rule::build(&ctx, rule, at)?);
                 }
             }
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),

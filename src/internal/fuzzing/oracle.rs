@@ -135,6 +135,11 @@ impl Secondary {
             let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
             self.push_line(&Value::Array(values).to_string());
             return;
+        } else if format == "dicom" {
+            dicom_inspect_ok(&Value::Object(map.clone()));
+            let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
+            self.push_line(&Value::Array(values).to_string());
+            return;
         } else if format == "x12" {
             x12_inspect_ok(&map);
             let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
@@ -538,7 +543,47 @@ pub(super) fn location_ok(s: &str) -> bool {
         // A conversion: the v2 position, then a FHIR element path of definition names or `-`.
         return hl7_location_ok(v2) && (target == "-" || fhir_location_ok(target));
     }
-    hl7_location_ok(s) || path_ok(s) || fhir_location_ok(s) || x12_location_ok(s) || astm_location_ok(s)
+    hl7_location_ok(s)
+        || path_ok(s)
+        || fhir_location_ok(s)
+        || x12_location_ok(s)
+        || astm_location_ok(s)
+        || dicom_location_ok(s)
+}
+
+/// `(0008,1140)[2].(0008,1155)/offset:1234`, `(0010,0010)`, with `...` for steps left out.
+fn dicom_location_ok(s: &str) -> bool {
+    let (path, offset) = match s.split_once("/offset:") {
+        Some((p, o)) => (p, Some(o)),
+        None => (s, None),
+    };
+    if offset.is_some_and(|o| number(o).is_none()) || path.is_empty() {
+        return false;
+    }
+    let hex4 = |h: &str| h.len() == 4 && h.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b));
+    path.split("...").flat_map(|part| part.split('.')).all(|step| {
+        let (tag, item) = match step.split_once('[') {
+            Some((t, rest)) => (t, rest.strip_suffix(']').map(number)),
+            None => (step, None),
+        };
+        let tag_ok = tag
+            .strip_prefix('(')
+            .and_then(|t| t.strip_suffix(')'))
+            .and_then(|t| t.split_once(','))
+            .is_some_and(|(g, e)| hex4(g) && hex4(e));
+        tag_ok && item.is_none_or(|n| n.is_some_and(|n| n >= 1))
+    })
+}
+
+/// Checks a DICOM inspect summary: its strings are names and UIDs of the standard's tables,
+/// defined terms or the summary's own words; everything else is numbers and booleans.
+fn dicom_inspect_ok(v: &Value) {
+    match v {
+        Value::String(s) => assert!(crate::formats::dicom::write::is_summary_text(s), "DICOM summary text {s:?}"),
+        Value::Object(m) => m.values().for_each(dicom_inspect_ok),
+        Value::Array(a) => a.iter().for_each(dicom_inspect_ok),
+        Value::Number(_) | Value::Bool(_) | Value::Null => {}
+    }
 }
 
 /// `ISA-13`, `GS[1]/GE-01`, `ST[3]/2000B/2010BA/NM1[1]-03`, `ST[1]/segment[7]`, `CLM[1]-05.1`.

@@ -1,0 +1,268 @@
+//! The DICOM data dictionary and the standard's other tables, as look-ups over the generated
+//! `tables.rs` (PS3.6 data dictionary, PS3.5 transfer syntaxes, PS3.4 SOP classes, PS3.3 IODs
+//! and modules, PS3.15 Annex E): [`Vr`], [`element`], [`transfer_syntax`], [`sop_class`].
+//!
+//! What it does not do: read values (see `read`), or decide what a finding is (see `validate`).
+
+use super::tables;
+
+/// A value representation: its two letters (PS3.5 Table 6.2-1).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Vr(pub [u8; 2]);
+
+/// The value representations of PS3.5 Table 6.2-1.
+const ALL_VRS: [&[u8; 2]; 34] = [
+    b"AE", b"AS", b"AT", b"CS", b"DA", b"DS", b"DT", b"FD", b"FL", b"IS", b"LO", b"LT", b"OB", b"OD", b"OF", b"OL",
+    b"OV", b"OW", b"PN", b"SH", b"SL", b"SQ", b"SS", b"ST", b"SV", b"TM", b"UC", b"UI", b"UL", b"UN", b"UR", b"US",
+    b"UT", b"UV",
+];
+
+impl Vr {
+    /// Sequence of items.
+    pub const SQ: Vr = Vr(*b"SQ");
+    /// Unknown.
+    pub const UN: Vr = Vr(*b"UN");
+    /// Other byte.
+    pub const OB: Vr = Vr(*b"OB");
+    /// Other word.
+    pub const OW: Vr = Vr(*b"OW");
+    /// Unsigned long.
+    pub const UL: Vr = Vr(*b"UL");
+    /// Unique identifier.
+    pub const UI: Vr = Vr(*b"UI");
+    /// Item and delimitation elements (no VR): written `--`, never read from an input.
+    pub const NONE: Vr = Vr(*b"--");
+
+    /// The VR of two bytes, if they name one.
+    pub fn from_bytes(b: [u8; 2]) -> Option<Vr> {
+        ALL_VRS.iter().any(|v| **v == b).then_some(Vr(b))
+    }
+
+    /// The VR's two letters.
+    pub fn as_str(self) -> &'static str {
+        ALL_VRS.iter().find(|v| ***v == self.0).and_then(|v| std::str::from_utf8(&v[..]).ok()).unwrap_or("--")
+    }
+
+    /// True when an explicit VR header has 2 reserved bytes and a 4-byte length (PS3.5 7.1.2).
+    pub fn long_header(self) -> bool {
+        matches!(
+            &self.0,
+            b"OB" | b"OD" | b"OF" | b"OL" | b"OV" | b"OW" | b"SQ" | b"SV" | b"UC" | b"UN" | b"UR" | b"UT" | b"UV"
+        )
+    }
+
+    /// True for the VRs of bulk values (binary of any size): OB, OD, OF, OL, OV, OW, UN.
+    pub fn is_bulk(self) -> bool {
+        matches!(&self.0, b"OB" | b"OD" | b"OF" | b"OL" | b"OV" | b"OW" | b"UN")
+    }
+
+    /// True for the character-string VRs (values split on `\` unless single-valued).
+    pub fn is_text(self) -> bool {
+        matches!(
+            &self.0,
+            b"AE"
+                | b"AS"
+                | b"CS"
+                | b"DA"
+                | b"DS"
+                | b"DT"
+                | b"IS"
+                | b"LO"
+                | b"LT"
+                | b"PN"
+                | b"SH"
+                | b"ST"
+                | b"TM"
+                | b"UC"
+                | b"UI"
+                | b"UR"
+                | b"UT"
+        )
+    }
+
+    /// True for the text VRs whose value is one value (no `\` splitting): LT, ST, UT, UR.
+    pub fn is_single_text(self) -> bool {
+        matches!(&self.0, b"LT" | b"ST" | b"UT" | b"UR")
+    }
+
+    /// The size of one binary number (US 2, UL 4, FD 8, AT 4 ...), for the fixed-size VRs.
+    pub fn binary_size(self) -> Option<usize> {
+        match &self.0 {
+            b"US" | b"SS" => Some(2),
+            b"UL" | b"SL" | b"FL" | b"AT" => Some(4),
+            b"FD" | b"SV" | b"UV" => Some(8),
+            _ => None,
+        }
+    }
+}
+
+/// A module's usage in an IOD (PS3.3 Annex A).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// M.
+    Mandatory,
+    /// C: required under a condition stated in prose.
+    Conditional,
+    /// U.
+    User,
+}
+
+/// An attribute's type in a module (PS3.3 Section 7.4).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AttrType {
+    /// Required, with a value.
+    T1,
+    /// Required with a value under a condition.
+    T1C,
+    /// Required, may be empty.
+    T2,
+    /// Required, may be empty, under a condition.
+    T2C,
+    /// Optional.
+    T3,
+}
+
+/// A dictionary entry.
+#[derive(Copy, Clone, Debug)]
+pub struct Entry {
+    /// The VR, alternatives joined by `|` (`US|SS`); `""` when the dictionary gives none.
+    pub vr: &'static str,
+    /// The value multiplicity (`1`, `1-n`, `2-2n`).
+    pub vm: &'static str,
+    /// The keyword (`PatientName`).
+    pub keyword: &'static str,
+}
+
+/// The dictionary entry of a standard tag (exact, then repeating groups); `None` for private
+/// tags and tags the dictionary does not have.
+pub fn element(tag: u32) -> Option<Entry> {
+    if let Ok(i) = tables::ELEMENTS.binary_search_by_key(&tag, |e| e.0) {
+        let (_, vr, vm, keyword) = tables::ELEMENTS[i];
+        return Some(Entry { vr, vm, keyword });
+    }
+    if tag & 0xFFFF == 0 && tag >> 16 != 0xFFFE {
+        // Group length (PS3.5 7.2).
+        return Some(Entry { vr: "UL", vm: "1", keyword: "GroupLength" });
+    }
+    tables::REPEATING.iter().find(|r| tag & r.0 == r.1).map(|&(_, _, vr, vm, keyword)| Entry { vr, vm, keyword })
+}
+
+/// The tag of a dictionary keyword (`PatientName`).
+pub fn keyword(name: &str) -> Option<u32> {
+    if name.is_empty() {
+        return None;
+    }
+    tables::ELEMENTS.iter().find(|e| e.3 == name).map(|e| e.0)
+}
+
+/// The VR a tag has in implicit VR syntax: OW where the dictionary allows OW (PS3.5 A.1),
+/// else the dictionary's first alternative (`US|SS` reads as US), LO for private creators, UN
+/// for other private and unknown tags.
+pub fn implicit_vr(tag: u32) -> Vr {
+    if is_private(tag) {
+        return if tag & 0xFF00 == 0 && tag & 0xFF >= 0x10 { Vr(*b"LO") } else { Vr::UN };
+    }
+    element(tag)
+        .and_then(|e| {
+            // PS3.5 A.1: OB or OW (Pixel Data, overlays, LUT data) is OW in implicit VR.
+            if e.vr.split('|').any(|v| v == "OW") {
+                return Some(Vr::OW);
+            }
+            let b = e.vr.as_bytes();
+            (b.len() >= 2).then(|| Vr::from_bytes([b[0], b[1]])).flatten()
+        })
+        .unwrap_or(Vr::UN)
+}
+
+/// True for a private tag (odd group, not 0001, 0003, 0005, 0007, FFFF).
+pub fn is_private(tag: u32) -> bool {
+    let g = tag >> 16;
+    g % 2 == 1 && g > 0x0008 && g != 0xFFFF
+}
+
+/// True for a private creator element (gggg,0010-00FF).
+pub fn is_private_creator(tag: u32) -> bool {
+    is_private(tag) && (0x10..=0xFF).contains(&(tag & 0xFFFF))
+}
+
+/// A transfer syntax of the tables.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TransferSyntax {
+    /// Its index in the table.
+    pub index: usize,
+    /// Its UID (a standard constant, not a value of the patient's).
+    pub uid: &'static str,
+    /// Its name.
+    pub name: &'static str,
+    /// Explicit VR.
+    pub explicit: bool,
+    /// Little endian.
+    pub little: bool,
+    /// The dataset is deflated.
+    pub deflated: bool,
+    /// Pixel data is encapsulated.
+    pub encapsulated: bool,
+}
+
+/// The transfer syntax of a UID (trailing NUL or space padding ignored).
+pub fn transfer_syntax(uid: &[u8]) -> Option<TransferSyntax> {
+    let uid = trim_uid(uid);
+    tables::TRANSFER_SYNTAXES.iter().enumerate().find(|(_, t)| t.0.as_bytes() == uid).map(
+        |(index, &(uid, name, explicit, little, deflated, encapsulated))| TransferSyntax {
+            index,
+            uid,
+            name,
+            explicit,
+            little,
+            deflated,
+            encapsulated,
+        },
+    )
+}
+
+/// A SOP class: its index in the table, UID, name, and IOD index.
+pub fn sop_class(uid: &[u8]) -> Option<(usize, &'static str, &'static str, u16)> {
+    let uid = trim_uid(uid);
+    tables::SOP_CLASSES.iter().enumerate().find(|(_, s)| s.0.as_bytes() == uid).map(|(i, &(u, n, iod))| (i, u, n, iod))
+}
+
+/// An IOD's modules: (module's attributes, usage, a condition is stated).
+pub fn iod_modules(iod: u16) -> impl Iterator<Item = (&'static [(u32, AttrType)], Usage, bool)> {
+    let mods: &[(u16, Usage, bool)] = tables::IODS.get(usize::from(iod)).map_or(&[], |i| i.1);
+    mods.iter().filter_map(|&(m, u, c)| tables::MODULES.get(usize::from(m)).map(|m| (m.1, u, c)))
+}
+
+/// A UID without its padding (a trailing NUL or space).
+pub fn trim_uid(uid: &[u8]) -> &[u8] {
+    let mut u = uid;
+    while let [rest @ .., b'\0' | b' '] = u {
+        u = rest;
+    }
+    u
+}
+
+/// The PS3.15 Table E.1-1 row of a tag: (Basic Profile action, options' actions).
+pub fn profile(tag: u32) -> Option<(&'static str, &'static [&'static str; 10])> {
+    tables::PROFILE.iter().find(|p| tag & p.0 == p.1).map(|p| (p.2, &p.3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dictionary_lookups() {
+        let e = element(0x0010_0010).expect("PatientName");
+        assert_eq!((e.vr, e.vm, e.keyword), ("PN", "1", "PatientName"));
+        assert_eq!(element(0x0002_0010).map(|e| e.keyword), Some("TransferSyntaxUID"));
+        assert_eq!(element(0x6002_3000).map(|e| e.vr), Some("OB|OW"));
+        assert_eq!(implicit_vr(0x0028_0010), Vr(*b"US"));
+        assert_eq!(implicit_vr(0x0009_0010), Vr(*b"LO"));
+        assert_eq!(implicit_vr(0x0009_1001), Vr::UN);
+        assert!(transfer_syntax(b"1.2.840.10008.1.2\0").is_some_and(|t| !t.explicit && t.little));
+        assert!(sop_class(b"1.2.840.10008.5.1.4.1.1.2").is_some_and(|s| s.2 == "CT Image Storage"));
+        assert!(iod_modules(sop_class(b"1.2.840.10008.5.1.4.1.1.2").map_or(0, |s| s.3)).count() > 10);
+        assert_eq!(profile(0x0010_0010).map(|p| p.0), Some("Z"));
+        assert!(Vr::from_bytes(*b"ZZ").is_none());
+    }
+}

@@ -1,0 +1,93 @@
+//! A DICOM record read into a [`Document`]: the record's bytes in one `Phi` buffer and the
+//! lexer's elements as spans into it.
+//!
+//! A record is what the splitter made (see `source`); bytes that are not one (a redacted file
+//! read again, a fuzz input) are first cut the same way, from memory.
+//!
+//! What it does not do: check values (see `validate`) or write them (see `write`).
+
+use super::lex::{self, Element, Kind, Lexed};
+use super::source::{self, Slice, Val};
+use crate::diag::{Code, Diagnostic, DicomPosition, Location};
+use crate::formats::codec::Fatal;
+use crate::limits::Limits;
+use crate::phi::{Phi, PhiBytes};
+
+/// A DICOM file read: values are spans of one zeroizing buffer.
+#[derive(Debug)]
+pub struct Document {
+    buf: Phi<Vec<u8>>,
+    /// What the lexer read (value-free: tags, VRs, lengths, spans, offsets).
+    pub lexed: Lexed,
+    /// The input had the 128-byte preamble and `DICM`.
+    pub preamble: bool,
+}
+
+impl Document {
+    /// The elements.
+    pub fn elements(&self) -> &[Element] {
+        &self.lexed.elements
+    }
+
+    /// The value of element `i` (empty when it has none or was left out of the record).
+    pub fn value(&self, i: usize) -> PhiBytes<'_> {
+        match self.lexed.elements.get(i).map(|e| e.value) {
+            Some(Val::Span { start, len }) => self.buf.span().slice(start as usize, start as usize + len as usize),
+            _ => self.buf.span().slice(0, 0),
+        }
+    }
+
+    /// The tag path and offset of element `i`.
+    pub fn position(&self, i: usize) -> DicomPosition {
+        let at = self.lexed.elements.get(i).map_or(u64::MAX, |e| e.offset);
+        self.lexed.position(i, at)
+    }
+
+    /// The first top-level dataset element with `tag`.
+    pub fn top(&self, tag: u32) -> Option<usize> {
+        self.lexed.elements.iter().position(|e| e.depth == 0 && e.tag == tag && e.kind != Kind::Fragment)
+    }
+
+    /// True when `bytes` are the record's bytes after its header (the input from the meta on).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a parser: compares the record with bytes written from it; returns a flag"
+    )]
+    pub fn same_as_record(&self, bytes: &[u8]) -> bool {
+        self.buf.span().raw().get(source::HEADER..) == Some(bytes)
+    }
+
+    /// True when element `i`'s value was left out of the record (a bulk value past the
+    /// budget, see `source`).
+    pub fn elided(&self, i: usize) -> bool {
+        self.lexed.elements.get(i).is_some_and(|e| e.value == Val::Elided)
+    }
+}
+
+/// Reads a record (or raw Part 10 bytes, cut first).
+pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Fatal> {
+    let bytes = if Slice::new(&bytes).is_some() {
+        bytes
+    } else {
+        let mut raw = bytes;
+        let cut = source::split(Box::new(std::io::Cursor::new(&raw[..])), limits);
+        crate::phi::wipe(&mut raw);
+        match cut {
+            Some(b) => b,
+            None => {
+                let cause = Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Dicom(DicomPosition::new(0)));
+                return Err(Fatal { cause, bytes: None });
+            }
+        }
+    };
+    let preamble = Slice::had_preamble(&bytes);
+    let lexed = match Slice::new(&bytes) {
+        Some(mut s) => lex::lex(&mut s, limits),
+        None => Lexed::default(),
+    };
+    let buf = Phi::new(bytes);
+    if let Some(cause) = lexed.fatal {
+        return Err(Fatal { cause, bytes: Some(buf) });
+    }
+    Ok(Document { buf, lexed, preamble })
+}

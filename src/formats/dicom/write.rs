@@ -1,0 +1,751 @@
+//! DICOM out: the JSON model of PS3.18 Annex F (data channel), the value-free summary of
+//! `inspect`, and Part 10 bytes (`fmt`'s canonical form and the redactor's output).
+//!
+//! The JSON model: one object keyed by the 8-hex-digit tag, `{"vr": .., "Value": [..]}`; PN as
+//! `{"Alphabetic", "Ideographic", "Phonetic"}`; IS, DS and the binary numbers as JSON numbers
+//! (an IS or DS that is not a JSON number stays a string); AT as `"GGGGEEEE"`; sequences as
+//! arrays of objects; OB, OD, OF, OL, OV, OW and UN values under `BULK_MIN` bytes as
+//! `InlineBinary` (base64), longer ones and pixel data as the value-free descriptor
+//! `{"vr": "OW", "BulkDataLength": n}` (encapsulated pixel data adds `"Fragments": n`). The
+//! file meta elements (group 0002) come first, in the same object.
+//!
+//! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed,
+//! then the dataset in its own transfer syntax, every sequence and item of undefined length
+//! (delimited). Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
+//! the ISO 8859 parts and the single-byte sets through `encoding_rs`; ISO 2022 code extensions
+//! are not switched (their escapes decode as replacement characters).
+//!
+//! What it does not do: write a file whose bulk values were left out of the record (over
+//! `BULK_KEPT`): [`part10`] then writes nothing and returns false.
+
+use base64::Engine as _;
+use serde::Serialize;
+
+use super::dict::{self, Vr};
+use super::lex::{Element, Kind, PIXEL_DATA, Syntax, UNDEFINED};
+use super::read::Document;
+use super::source::BULK_MIN;
+use crate::diag::{Diagnostic, Severity};
+use crate::phi::Disclosure;
+
+/// The decoder of the Specific Character Set (0008,0005) of the dataset.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser: reads the character set's defined term to pick a decoder; returns a decoder, not the value"
+)]
+pub fn encoding(doc: &Document) -> &'static encoding_rs::Encoding {
+    let Some(i) = doc.top(0x0008_0005) else { return encoding_rs::WINDOWS_1252 };
+    let v = doc.value(i).raw();
+    // The first value names the default repertoire's replacement; ISO 2022 names use it too.
+    let first = v.split(|&b| b == b'\\').find(|t| !t.iter().all(|&b| b == b' ')).unwrap_or_default();
+    let term = first.trim_ascii();
+    let label: &[u8] = match term {
+        b"ISO_IR 192" => b"utf-8",
+        b"ISO_IR 100" | b"ISO 2022 IR 100" => b"iso-8859-1",
+        b"ISO_IR 101" | b"ISO 2022 IR 101" => b"iso-8859-2",
+        b"ISO_IR 109" | b"ISO 2022 IR 109" => b"iso-8859-3",
+        b"ISO_IR 110" | b"ISO 2022 IR 110" => b"iso-8859-4",
+        b"ISO_IR 144" | b"ISO 2022 IR 144" => b"iso-8859-5",
+        b"ISO_IR 127" | b"ISO 2022 IR 127" => b"iso-8859-6",
+        b"ISO_IR 126" | b"ISO 2022 IR 126" => b"iso-8859-7",
+        b"ISO_IR 138" | b"ISO 2022 IR 138" => b"iso-8859-8",
+        b"ISO_IR 148" | b"ISO 2022 IR 148" => b"iso-8859-9",
+        b"ISO_IR 203" | b"ISO 2022 IR 203" => b"iso-8859-15",
+        b"ISO_IR 166" | b"ISO 2022 IR 166" => b"windows-874",
+        b"ISO_IR 13" | b"ISO 2022 IR 13" => b"shift_jis",
+        b"GB18030" => b"gb18030",
+        b"GBK" => b"gbk",
+        _ => b"iso-8859-1",
+    };
+    encoding_rs::Encoding::for_label(label).unwrap_or(encoding_rs::WINDOWS_1252)
+}
+
+/// The character set's defined term when it is one phiward knows (value-free: a name of the
+/// standard), `"default"` when absent, `"other"` otherwise.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser: compares the character set with the standard's defined terms; returns a name of the standard"
+)]
+pub fn charset_name(doc: &Document) -> &'static str {
+    let Some(i) = doc.top(0x0008_0005) else { return "default" };
+    let v = doc.value(i).raw();
+    let first = v.split(|&b| b == b'\\').map(<[u8]>::trim_ascii).find(|t| !t.is_empty());
+    match first {
+        None => "default",
+        Some(t) => CHARSETS.iter().find(|n| n.as_bytes() == t).copied().unwrap_or("other"),
+    }
+}
+
+/// The defined terms of Specific Character Set (PS3.3 C.12.1.1.2).
+const CHARSETS: &[&str] = &[
+    "ISO_IR 6",
+    "ISO_IR 100",
+    "ISO_IR 101",
+    "ISO_IR 109",
+    "ISO_IR 110",
+    "ISO_IR 144",
+    "ISO_IR 127",
+    "ISO_IR 126",
+    "ISO_IR 138",
+    "ISO_IR 148",
+    "ISO_IR 203",
+    "ISO_IR 13",
+    "ISO_IR 166",
+    "ISO_IR 192",
+    "GB18030",
+    "GBK",
+    "ISO 2022 IR 6",
+    "ISO 2022 IR 100",
+    "ISO 2022 IR 101",
+    "ISO 2022 IR 109",
+    "ISO 2022 IR 110",
+    "ISO 2022 IR 144",
+    "ISO 2022 IR 127",
+    "ISO 2022 IR 126",
+    "ISO 2022 IR 138",
+    "ISO 2022 IR 148",
+    "ISO 2022 IR 203",
+    "ISO 2022 IR 13",
+    "ISO 2022 IR 166",
+    "ISO 2022 IR 87",
+    "ISO 2022 IR 159",
+    "ISO 2022 IR 149",
+    "ISO 2022 IR 58",
+];
+
+/// True for a text the summary may hold: a name or UID of the standard's tables, a defined
+/// term, or one of the summary's own words (for the fuzz oracle's no-leak check).
+pub fn is_summary_text(s: &str) -> bool {
+    ["dicom", "unknown", "absent", "default", "other"].contains(&s)
+        || CHARSETS.contains(&s)
+        || MODALITIES.contains(&s)
+        || super::tables::TRANSFER_SYNTAXES.iter().any(|t| t.0 == s || t.1 == s)
+        || super::tables::SOP_CLASSES.iter().any(|t| t.0 == s || t.1 == s)
+}
+
+/// Trailing padding of a text value: spaces and NULs (UI pads with NUL; some writers pad other
+/// VRs with it too).
+fn trim_text(v: &[u8]) -> &[u8] {
+    let mut v = v;
+    while let [rest @ .., last] = v {
+        if *last == b' ' || *last == 0 {
+            v = rest;
+        } else {
+            break;
+        }
+    }
+    v
+}
+
+fn is_json_number(s: &str) -> bool {
+    serde_json::from_str::<serde_json::Number>(s).is_ok()
+}
+
+fn number<T: std::fmt::Display>(out: &mut Vec<u8>, n: T) {
+    out.extend_from_slice(n.to_string().as_bytes());
+}
+
+fn float(out: &mut Vec<u8>, f: f64) {
+    if f.is_finite() {
+        let s = serde_json::Number::from_f64(f).map_or_else(|| "null".to_owned(), |n| n.to_string());
+        out.extend_from_slice(s.as_bytes());
+    } else {
+        out.extend_from_slice(if f.is_nan() {
+            b"\"NaN\""
+        } else if f > 0.0 {
+            b"\"Infinity\""
+        } else {
+            b"\"-Infinity\""
+        });
+    }
+}
+
+/// The binary numbers of a value.
+fn binary(out: &mut Vec<u8>, vr: Vr, syntax: Syntax, v: &[u8]) {
+    let Some(size) = vr.binary_size() else { return };
+    let mut first = true;
+    for c in v.chunks_exact(size) {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        let mut a = [0u8; 8];
+        a[..size].copy_from_slice(c);
+        if syntax.big {
+            a[..size].reverse();
+        }
+        match &vr.0 {
+            b"US" => number(out, u16::from_le_bytes([a[0], a[1]])),
+            b"SS" => number(out, i16::from_le_bytes([a[0], a[1]])),
+            b"UL" => number(out, u32::from_le_bytes([a[0], a[1], a[2], a[3]])),
+            b"SL" => number(out, i32::from_le_bytes([a[0], a[1], a[2], a[3]])),
+            b"FL" => float(out, f64::from(f32::from_le_bytes([a[0], a[1], a[2], a[3]]))),
+            b"FD" => float(out, f64::from_le_bytes(a)),
+            b"SV" => number(out, i64::from_le_bytes(a)),
+            b"UV" => number(out, u64::from_le_bytes(a)),
+            b"AT" => {
+                let g = u16::from_le_bytes([a[0], a[1]]);
+                let e = u16::from_le_bytes([a[2], a[3]]);
+                let g = if syntax.big { u16::from_le_bytes([a[1], a[0]]) } else { g };
+                let e = if syntax.big { u16::from_le_bytes([a[3], a[2]]) } else { e };
+                out.extend_from_slice(format!("\"{g:04X}{e:04X}\"").as_bytes());
+            }
+            _ => out.extend_from_slice(b"null"),
+        }
+    }
+}
+
+/// Writes the JSON model of the document (data channel).
+pub fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
+    let enc = encoding(doc);
+    let els = doc.elements();
+    let end = els.len();
+    write_dataset(doc, enc, disclosure, 0, end, out);
+}
+
+/// Writes the elements `from..to` that are children of one dataset (depth-first skipping).
+fn write_dataset(
+    doc: &Document,
+    enc: &'static encoding_rs::Encoding,
+    disclosure: &Disclosure,
+    from: usize,
+    to: usize,
+    out: &mut Vec<u8>,
+) {
+    let els = doc.elements();
+    out.push(b'{');
+    let mut i = from;
+    let mut first = true;
+    while i < to.min(els.len()) {
+        let e = els[i];
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(format!("\"{:08X}\":", e.tag).as_bytes());
+        write_element(doc, enc, disclosure, i, out);
+        i = match e.kind {
+            Kind::Sequence | Kind::Encapsulated => (e.end as usize).max(i + 1),
+            _ => i + 1,
+        };
+    }
+    out.push(b'}');
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: the JSON model of parse, under the operation's disclosure"
+)]
+fn write_element(
+    doc: &Document,
+    enc: &'static encoding_rs::Encoding,
+    disclosure: &Disclosure,
+    i: usize,
+    out: &mut Vec<u8>,
+) {
+    let els = doc.elements();
+    let e = els[i];
+    out.extend_from_slice(b"{\"vr\":");
+    crate::json::string(out, e.vr.as_str());
+    match e.kind {
+        Kind::Sequence => {
+            let items: Vec<usize> =
+                (i + 1..(e.end as usize).min(els.len())).filter(|&j| els[j].parent == i as u32).collect();
+            if !items.is_empty() {
+                out.extend_from_slice(b",\"Value\":[");
+                for (n, &j) in items.iter().enumerate() {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    write_dataset(doc, enc, disclosure, j + 1, (els[j].end as usize).max(j + 1), out);
+                }
+                out.push(b']');
+            }
+        }
+        Kind::Encapsulated => {
+            let frags = (i + 1..(e.end as usize).min(els.len())).filter(|&j| els[j].kind == Kind::Fragment);
+            let total: u64 = frags.clone().map(|j| u64::from(els[j].length)).sum();
+            out.extend_from_slice(format!(",\"BulkDataLength\":{total},\"Fragments\":{}", frags.count()).as_bytes());
+        }
+        Kind::Item | Kind::Fragment => {}
+        Kind::Value => {
+            let bulk = e.vr.is_bulk() || e.tag == PIXEL_DATA;
+            if bulk {
+                if e.length >= BULK_MIN || doc.elided(i) || e.tag == PIXEL_DATA {
+                    out.extend_from_slice(format!(",\"BulkDataLength\":{}", e.length).as_bytes());
+                } else if e.length > 0 {
+                    let v = doc.value(i).expose_value(disclosure);
+                    out.extend_from_slice(b",\"InlineBinary\":\"");
+                    out.extend_from_slice(base64::engine::general_purpose::STANDARD.encode(v).as_bytes());
+                    out.push(b'"');
+                }
+            } else if e.vr.binary_size().is_some() {
+                let v = doc.value(i).expose_value(disclosure);
+                if !v.is_empty() {
+                    out.extend_from_slice(b",\"Value\":[");
+                    binary(out, e.vr, e.syntax, v);
+                    out.push(b']');
+                }
+            } else if e.vr.is_text() {
+                let v = trim_text(doc.value(i).expose_value(disclosure));
+                if !v.is_empty() {
+                    let enc = if e.vr == Vr::UI
+                        || matches!(&e.vr.0, b"AE" | b"AS" | b"CS" | b"DA" | b"DS" | b"DT" | b"IS" | b"TM")
+                    {
+                        encoding_rs::WINDOWS_1252
+                    } else {
+                        enc
+                    };
+                    let (text, _) = enc.decode_without_bom_handling(v);
+                    out.extend_from_slice(b",\"Value\":[");
+                    let parts: Vec<&str> =
+                        if e.vr.is_single_text() { vec![&text[..]] } else { text.split('\\').collect() };
+                    for (n, p) in parts.iter().enumerate() {
+                        if n > 0 {
+                            out.push(b',');
+                        }
+                        text_value(out, e.vr, p);
+                    }
+                    out.push(b']');
+                    if let std::borrow::Cow::Owned(mut s) = text {
+                        crate::phi::wipe_string(&mut s);
+                    }
+                }
+            }
+        }
+    }
+    out.push(b'}');
+}
+
+fn text_value(out: &mut Vec<u8>, vr: Vr, p: &str) {
+    let t = p.trim_matches(|c| c == ' ' || c == '\0');
+    match &vr.0 {
+        _ if t.is_empty() => out.extend_from_slice(b"null"),
+        b"IS" | b"DS" if is_json_number(t) => out.extend_from_slice(t.as_bytes()),
+        b"PN" => {
+            out.push(b'{');
+            let mut first = true;
+            for (name, g) in ["Alphabetic", "Ideographic", "Phonetic"].iter().zip(p.split('=')) {
+                let g = g.trim_end_matches([' ', '\0']);
+                if g.is_empty() {
+                    continue;
+                }
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                crate::json::string(out, name);
+                out.push(b':');
+                crate::json::string(out, g);
+            }
+            out.push(b'}');
+        }
+        _ => crate::json::string(out, if vr.is_single_text() { p.trim_end_matches([' ', '\0']) } else { t }),
+    }
+}
+
+/// The value-free summary of `inspect`.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    format: &'static str,
+    preamble: bool,
+    file_meta: bool,
+    transfer_syntax: Named,
+    sop_class: Named,
+    modality: &'static str,
+    elements: usize,
+    meta_elements: usize,
+    top_level_elements: usize,
+    sequences: usize,
+    items: usize,
+    max_depth: u16,
+    private_groups: usize,
+    private_creators: usize,
+    pixel_data: PixelData,
+    frames: Option<u32>,
+    warning_count: usize,
+    error_count: usize,
+}
+
+/// A UID of the standard's tables with its name (`"unknown"`: not in the tables; the UID is then
+/// not shown, it could be anything).
+#[derive(Debug, Serialize)]
+struct Named {
+    uid: Option<&'static str>,
+    name: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct PixelData {
+    present: bool,
+    encapsulated: bool,
+    bytes: u64,
+    fragments: u32,
+}
+
+/// The modalities of PS3.3 C.7.3.1.1.1 (Defined Terms).
+const MODALITIES: &[&str] = &[
+    "AR",
+    "ASMT",
+    "AU",
+    "BDUS",
+    "BI",
+    "BMD",
+    "CR",
+    "CT",
+    "CTPROTOCOL",
+    "DG",
+    "DOC",
+    "DX",
+    "ECG",
+    "EPS",
+    "ES",
+    "FID",
+    "GM",
+    "HC",
+    "HD",
+    "IO",
+    "IOL",
+    "IVOCT",
+    "IVUS",
+    "KER",
+    "KO",
+    "LEN",
+    "LS",
+    "MG",
+    "MR",
+    "M3D",
+    "NM",
+    "OAM",
+    "OCT",
+    "OP",
+    "OPM",
+    "OPT",
+    "OPTBSV",
+    "OPTENF",
+    "OPV",
+    "OSS",
+    "OT",
+    "PLAN",
+    "PR",
+    "PT",
+    "PX",
+    "REG",
+    "RESP",
+    "RF",
+    "RG",
+    "RTDOSE",
+    "RTIMAGE",
+    "RTINTENT",
+    "RTPLAN",
+    "RTRAD",
+    "RTRECORD",
+    "RTSEGANN",
+    "RTSTRUCT",
+    "RWV",
+    "SEG",
+    "SM",
+    "SMR",
+    "SR",
+    "SRF",
+    "STAIN",
+    "TEXTUREMAP",
+    "TG",
+    "US",
+    "VA",
+    "XA",
+    "XC",
+];
+
+/// A top-level value compared with names of the standard: the name, or `None`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser: compares a value with the standard's constants; returns a constant of the standard"
+)]
+fn standard_name(doc: &Document, tag: u32, names: &'static [&'static str]) -> Option<&'static str> {
+    let i = doc.top(tag)?;
+    let v = trim_text(doc.value(i).raw()).trim_ascii();
+    names.iter().find(|n| n.as_bytes() == v).copied()
+}
+
+/// Number of Frames (0028,0008), an IS: a count of structure.
+#[expect(clippy::disallowed_methods, reason = "a parser: reads a count of frames; returns a number of structure")]
+pub fn frames(doc: &Document) -> Option<u32> {
+    let i = doc.top(0x0028_0008)?;
+    std::str::from_utf8(doc.value(i).raw()).ok()?.trim_matches([' ', '\0']).parse().ok()
+}
+
+/// The transfer syntax and SOP class of the tables.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser: looks a UID up in the standard's tables; returns a constant of the tables"
+)]
+pub fn sop_class(doc: &Document) -> Option<(&'static str, &'static str, u16)> {
+    let i = doc.top(0x0008_0016).or_else(|| doc.top(0x0002_0002))?;
+    dict::sop_class(doc.value(i).raw()).map(|(_, u, n, iod)| (u, n, iod))
+}
+
+/// The value-free summary.
+pub fn summarize(doc: &Document, findings: &[Diagnostic]) -> Summary {
+    let els = doc.elements();
+    let mut groups = std::collections::BTreeSet::new();
+    let mut creators = 0;
+    let mut sequences = 0;
+    let mut items = 0;
+    let mut elements = 0;
+    let mut top = 0;
+    let mut depth = 0;
+    for e in els {
+        depth = depth.max(e.depth);
+        match e.kind {
+            Kind::Item => items += 1,
+            Kind::Fragment => {}
+            k => {
+                elements += 1;
+                if k == Kind::Sequence {
+                    sequences += 1;
+                }
+                if e.depth == 0 && e.tag >> 16 != 0x0002 {
+                    top += 1;
+                }
+                if dict::is_private(e.tag) {
+                    groups.insert(e.tag >> 16);
+                    if dict::is_private_creator(e.tag) {
+                        creators += 1;
+                    }
+                }
+            }
+        }
+    }
+    let pixel = doc.top(PIXEL_DATA).map(|i| {
+        let e = els[i];
+        let frags = (i + 1..(e.end as usize).min(els.len())).filter(|&j| els[j].kind == Kind::Fragment);
+        if e.kind == Kind::Encapsulated {
+            let fragments = u32::try_from(frags.clone().count()).unwrap_or(u32::MAX);
+            PixelData {
+                present: true,
+                encapsulated: true,
+                bytes: frags.map(|j| u64::from(els[j].length)).sum(),
+                fragments,
+            }
+        } else {
+            PixelData { present: true, encapsulated: false, bytes: u64::from(e.length), fragments: 0 }
+        }
+    });
+    let ts =
+        doc.lexed.syntax.map_or(Named { uid: None, name: "unknown" }, |t| Named { uid: Some(t.uid), name: t.name });
+    let sop = sop_class(doc).map_or(Named { uid: None, name: "unknown" }, |(u, n, _)| Named { uid: Some(u), name: n });
+    Summary {
+        format: "dicom",
+        preamble: doc.preamble,
+        file_meta: doc.lexed.meta,
+        transfer_syntax: ts,
+        sop_class: sop,
+        modality: if doc.top(0x0008_0060).is_some() {
+            standard_name(doc, 0x0008_0060, MODALITIES).unwrap_or("other")
+        } else {
+            "absent"
+        },
+        elements,
+        meta_elements: doc.lexed.dataset,
+        top_level_elements: top,
+        sequences,
+        items,
+        max_depth: depth,
+        private_groups: groups.len(),
+        private_creators: creators,
+        pixel_data: pixel.unwrap_or(PixelData { present: false, encapsulated: false, bytes: 0, fragments: 0 }),
+        frames: frames(doc),
+        warning_count: findings.iter().filter(|f| f.severity == Severity::Warning).count(),
+        error_count: findings.iter().filter(|f| f.severity.is_failure()).count(),
+    }
+}
+
+/// What a Part 10 writer does with an element.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Written as it is (a sequence or item with what its children decide).
+    As,
+    /// Left out (with its subtree).
+    Drop,
+    /// Written with an empty value.
+    Empty,
+    /// Written with the value at this index of the replacement list.
+    Replace(usize),
+}
+
+fn put16(out: &mut Vec<u8>, s: Syntax, v: u16) {
+    out.extend_from_slice(&if s.big { v.to_be_bytes() } else { v.to_le_bytes() });
+}
+
+fn put32(out: &mut Vec<u8>, s: Syntax, v: u32) {
+    out.extend_from_slice(&if s.big { v.to_be_bytes() } else { v.to_le_bytes() });
+}
+
+fn header(out: &mut Vec<u8>, s: Syntax, tag: u32, vr: Vr, len: u32) {
+    put16(out, s, (tag >> 16) as u16);
+    put16(out, s, tag as u16);
+    if tag >> 16 == 0xFFFE {
+        put32(out, s, len);
+    } else if s.explicit {
+        out.extend_from_slice(&vr.0);
+        if vr.long_header() {
+            out.extend_from_slice(&[0, 0]);
+            put32(out, s, len);
+        } else {
+            put16(out, s, u16::try_from(len).unwrap_or(u16::MAX));
+        }
+    } else {
+        put32(out, s, len);
+    }
+}
+
+/// Writes a Part 10 file of the document, each element as `keep` decides (data channel).
+/// Returns false, with nothing written, when a kept bulk value was left out of the record or a
+/// replacement does not fit its VR's 16-bit length.
+pub fn part10(
+    doc: &Document,
+    disclosure: &Disclosure,
+    keep: &dyn Fn(usize, &Element) -> Keep,
+    replacements: &[Vec<u8>],
+    out: &mut Vec<u8>,
+) -> bool {
+    part10_with(doc, disclosure, keep, replacements, &[], out)
+}
+
+/// [`part10`], with top-level elements `inserts` (tag, VR, value; ascending tags, in the
+/// dataset's syntax) written in their place among the dataset's top-level elements.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: Part 10 bytes of fmt and redact, under the disclosure"
+)]
+pub fn part10_with(
+    doc: &Document,
+    disclosure: &Disclosure,
+    keep: &dyn Fn(usize, &Element) -> Keep,
+    replacements: &[Vec<u8>],
+    inserts: &[(u32, Vr, Vec<u8>)],
+    out: &mut Vec<u8>,
+) -> bool {
+    let dataset = doc.lexed.encoding.unwrap_or(Syntax::META);
+    let mut pending = inserts.iter().peekable();
+    let put = |buf: &mut Vec<u8>, tag: u32, vr: Vr, v: &[u8]| {
+        let pad = v.len() % 2 == 1;
+        header(buf, dataset, tag, vr, (v.len() + usize::from(pad)) as u32);
+        buf.extend_from_slice(v);
+        if pad {
+            buf.push(if vr == Vr::UI { 0 } else { b' ' });
+        }
+    };
+    let els = doc.elements();
+    let start = out.len();
+    let mut body = Vec::new();
+    let mut meta = Vec::new();
+    // Close markers: (index past the subtree, delimiter tag, syntax).
+    let mut open: Vec<(usize, u32, Syntax)> = Vec::new();
+    let mut i = 0;
+    while i < els.len() {
+        while let Some(&(end, delim, s)) = open.last() {
+            if i >= end {
+                let buf = &mut body;
+                header(buf, s, delim, Vr::NONE, 0);
+                open.pop();
+            } else {
+                break;
+            }
+        }
+        let e = els[i];
+        let decision = keep(i, &e);
+        let is_meta = e.tag >> 16 == 0x0002 && e.depth == 0;
+        if e.tag == 0x0002_0000 && e.depth == 0 {
+            i += 1;
+            continue;
+        }
+        if e.depth == 0 && !is_meta {
+            while let Some((tag, vr, v)) = pending.next_if(|p| p.0 < e.tag) {
+                put(&mut body, *tag, *vr, v);
+            }
+        }
+        let buf = if is_meta { &mut meta } else { &mut body };
+        let s = if is_meta { Syntax::META } else { e.syntax };
+        let subtree_end = (e.end as usize).max(i + 1);
+        match (e.kind, decision) {
+            (_, Keep::Drop) => {
+                i = if matches!(e.kind, Kind::Sequence | Kind::Encapsulated | Kind::Item) {
+                    subtree_end
+                } else {
+                    i + 1
+                };
+                continue;
+            }
+            (Kind::Sequence, Keep::Empty) => {
+                header(buf, s, e.tag, e.vr, 0);
+                i = subtree_end;
+                continue;
+            }
+            (Kind::Sequence, _) => {
+                header(buf, s, e.tag, e.vr, UNDEFINED);
+                open.push((subtree_end, 0xFFFE_E0DD, s));
+            }
+            (Kind::Encapsulated, _) => {
+                header(buf, s, e.tag, e.vr, UNDEFINED);
+                open.push((subtree_end, 0xFFFE_E0DD, s));
+            }
+            (Kind::Item, _) => {
+                header(buf, s, e.tag, Vr::NONE, UNDEFINED);
+                open.push((subtree_end, 0xFFFE_E00D, s));
+            }
+            (Kind::Fragment, _) => {
+                if doc.elided(i) {
+                    out.truncate(start);
+                    return false;
+                }
+                let v = doc.value(i).expose_value(disclosure);
+                header(buf, s, e.tag, Vr::NONE, v.len() as u32);
+                buf.extend_from_slice(v);
+            }
+            (Kind::Value, d) => {
+                if d == Keep::As && doc.elided(i) {
+                    out.truncate(start);
+                    return false;
+                }
+                let v: &[u8] = match d {
+                    Keep::Replace(r) => replacements.get(r).map_or(&[][..], |v| &v[..]),
+                    Keep::Empty => &[],
+                    _ => doc.value(i).expose_value(disclosure),
+                };
+                let pad = v.len() % 2 == 1;
+                let len = v.len() + usize::from(pad);
+                if (!s.explicit || e.vr.long_header()) && u32::try_from(len).is_err()
+                    || s.explicit && !e.vr.long_header() && len > 0xFFFF
+                {
+                    out.truncate(start);
+                    return false;
+                }
+                header(buf, s, e.tag, e.vr, len as u32);
+                buf.extend_from_slice(v);
+                if pad {
+                    buf.push(if e.vr == Vr::UI || e.vr.is_bulk() { 0 } else { b' ' });
+                }
+            }
+        }
+        i += 1;
+    }
+    while let Some((_, delim, s)) = open.pop() {
+        header(&mut body, s, delim, Vr::NONE, 0);
+    }
+    for (tag, vr, v) in pending {
+        put(&mut body, *tag, *vr, v);
+    }
+    out.extend_from_slice(&[0u8; 128]);
+    out.extend_from_slice(b"DICM");
+    if !meta.is_empty() {
+        header(out, Syntax::META, 0x0002_0000, Vr::UL, 4);
+        out.extend_from_slice(&u32::try_from(meta.len()).unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&meta);
+    }
+    out.extend_from_slice(&body);
+    crate::phi::wipe(&mut meta);
+    crate::phi::wipe(&mut body);
+    true
+}

@@ -1,0 +1,302 @@
+//! DICOM redaction: a data-channel writer that writes a Part 10 file under a policy's
+//! `[[dicom]]` rules.
+//!
+//! Selectors: a tag `(GGGG,EEEE)` (hex), a data dictionary keyword (`PatientName`), `@private`
+//! (every element of an odd group: private creators and blocks), and a VR `@UI`, `@CS`, ...
+//! (every element of that VR). A rule matches an element at any depth (inside sequences too).
+//!
+//! Every element is decided by the first rule that matches it; an element no rule matches is
+//! removed (fail closed). Actions: `remove` (the element, and a sequence with its items),
+//! `empty` (a zero-length value; a sequence without items), `replace` (the rule's `value`),
+//! `hash` (keyed: a UI value becomes `2.25.` and the decimal of 128 bits of an HMAC of the UID,
+//! the same UID for the same input UID and key, across the files of a study; another VR gets
+//! 16 upper-case hex digits), `generalize_date` (DA `YYYY0101`, DT `YYYY`), and `keep`, which
+//! keeps only what it proves: a CS, DS, IS, DA, TM, DT or AS of valid syntax, a UI under the
+//! standard's root `1.2.840.10008.` (class and syntax UIDs, not instance UIDs), binary numbers,
+//! OB/OW/OF/OD/OL/OV values and pixel data, and a sequence (whose items' elements are decided
+//! by their own rules); free text (AE, LO, SH, ST, LT, UT, UC, UR, PN) and UN only with
+//! `free_text = true`. The file meta group is rewritten: its SOP Instance UID gets the decision
+//! of (0008,0018), its class and syntax UIDs and implementation names are kept, the rest
+//! removed. Patient Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063)
+//! naming the policy are written. Other actions are not allowed for DICOM
+//! (`POLICY_ACTION_NOT_ALLOWED`).
+//!
+//! What it does not do: clean burned-in text from pixel data, evaluate the profile's options,
+//! or write a file whose bulk values were left out of the record (over 32 MiB of bulk data):
+//! nothing is written then, and the file counts as a fail-closed removal.
+
+use std::ops::Range;
+
+use toml::de::DeTable;
+
+use super::action::Action;
+use super::manifest::Counts;
+use super::{Ctx, LoadError, Policy};
+use crate::diag::Code;
+use crate::formats::dicom::dict::{self, Vr};
+use crate::formats::dicom::lex::{Element, Kind};
+use crate::formats::dicom::read::Document;
+use crate::formats::dicom::write::{self, Keep};
+use crate::keys::Key;
+use crate::phi::Disclosure;
+
+/// A DICOM selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Select {
+    /// One tag.
+    Tag(u32),
+    /// Every private element.
+    Private,
+    /// Every element of a VR.
+    Vr(Vr),
+}
+
+impl Select {
+    /// Parses a selector.
+    pub fn parse(s: &str) -> Result<Select, Code> {
+        let bad = Code::POLICY_UNKNOWN_SELECTOR;
+        if s == "@private" {
+            return Ok(Select::Private);
+        }
+        if let Some(v) = s.strip_prefix('@') {
+            let b = v.as_bytes();
+            return match b {
+                [a, c] => Vr::from_bytes([*a, *c]).map(Select::Vr).ok_or(bad),
+                _ => Err(bad),
+            };
+        }
+        if let Some(t) = s.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+            let (g, e) = t.split_once(',').ok_or(bad)?;
+            let hex = |h: &str| (h.len() == 4).then(|| u16::from_str_radix(h, 16).ok()).flatten();
+            return match (hex(g), hex(e)) {
+                (Some(g), Some(e)) => Ok(Select::Tag((u32::from(g) << 16) | u32::from(e))),
+                _ => Err(bad),
+            };
+        }
+        crate::formats::dicom::dict::keyword(s).map(Select::Tag).ok_or(bad)
+    }
+
+    fn matches(&self, e: &Element) -> bool {
+        match self {
+            Select::Tag(t) => *t == e.tag,
+            Select::Private => dict::is_private(e.tag),
+            Select::Vr(v) => *v == e.vr,
+        }
+    }
+}
+
+/// A DICOM rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// The selector.
+    pub select: Select,
+    /// The action.
+    pub action: Action,
+    /// `keep` also keeps free text.
+    pub free_text: bool,
+    /// The rule states why what it keeps is safe.
+    pub documented: bool,
+    /// Line and column of the selector.
+    pub at: (u32, u32),
+}
+
+impl Rule {
+    pub(super) fn build(ctx: &Ctx<'_>, t: &DeTable<'_>, span: Range<usize>) -> Result<Rule, LoadError> {
+        let parts = super::rule_parts(ctx, t, span)?;
+        let select = Select::parse(parts.select).map_err(|c| ctx.err(c, parts.select_span.clone()))?;
+        let allowed = matches!(
+            parts.action,
+            Action::Keep | Action::Remove | Action::Empty | Action::Replace(_) | Action::Hash | Action::GeneralizeDate
+        ) && parts.types.is_empty();
+        if !allowed {
+            return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
+        }
+        Ok(Rule {
+            select,
+            action: parts.action,
+            free_text: parts.free_text,
+            documented: parts.documented,
+            at: ctx.at(parts.select_span),
+        })
+    }
+
+    /// True when this rule selects everything `other` selects.
+    pub(super) fn covers(&self, other: &Rule) -> bool {
+        self.select == other.select
+    }
+}
+
+/// The DICOM engine over one input.
+#[derive(Debug)]
+pub struct Redactor<'p> {
+    policy: &'p Policy,
+    key: Option<&'p Key>,
+    /// Counts for the manifest.
+    pub counts: Counts,
+}
+
+/// The VRs of free text.
+fn is_free_text(vr: Vr) -> bool {
+    matches!(&vr.0, b"AE" | b"LO" | b"SH" | b"ST" | b"LT" | b"UT" | b"UC" | b"UR" | b"PN" | b"UN")
+}
+
+impl<'p> Redactor<'p> {
+    /// An engine for `policy`.
+    pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
+        Redactor { policy, key, counts: Counts::new(policy) }
+    }
+
+    fn offset(&self) -> usize {
+        self.policy.hl7v2.len() + self.policy.fhir.len() + self.policy.x12.len() + self.policy.astm.len()
+    }
+
+    /// Writes the redacted file (data channel).
+    pub fn redact(&mut self, doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
+        self.counts.records += 1;
+        let els = doc.elements();
+        let mut decisions = vec![Keep::Drop; els.len()];
+        let mut replacements: Vec<Vec<u8>> = Vec::new();
+        let instance = doc.top(0x0008_0018);
+        for (i, e) in els.iter().enumerate() {
+            decisions[i] = match e.kind {
+                Kind::Item | Kind::Fragment => Keep::As,
+                _ if e.depth == 0 && e.tag >> 16 == 0x0002 => match e.tag {
+                    0x0002_0001 | 0x0002_0002 | 0x0002_0010 | 0x0002_0012 | 0x0002_0013 => Keep::As,
+                    0x0002_0003 => match instance {
+                        Some(j) => self.decide(doc, j, disclosure, &mut replacements, false),
+                        None => Keep::Drop,
+                    },
+                    _ => Keep::Drop,
+                },
+                // Written below, with the method.
+                _ if e.depth == 0 && matches!(e.tag, 0x0012_0062 | 0x0012_0063) => Keep::Drop,
+                _ => self.decide(doc, i, disclosure, &mut replacements, true),
+            };
+        }
+        let method = format!("phiward {}", self.policy.name);
+        let mut method = method.into_bytes();
+        method.truncate(64);
+        let inserts = [(0x0012_0062, Vr(*b"CS"), b"YES".to_vec()), (0x0012_0063, Vr(*b"LO"), method)];
+        let written = write::part10_with(doc, disclosure, &|i, _| decisions[i], &replacements, &inserts, out);
+        for r in &mut replacements {
+            crate::phi::wipe(r);
+        }
+        if !written {
+            self.counts.fail_closed += 1;
+        }
+    }
+
+    /// The decision for element `i` under the first rule that matches it (`count`: count it).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a redaction engine: reads values to prove keeps and derive replacements"
+    )]
+    fn decide(
+        &mut self,
+        doc: &Document,
+        i: usize,
+        disclosure: &Disclosure,
+        replacements: &mut Vec<Vec<u8>>,
+        count: bool,
+    ) -> Keep {
+        let e = doc.elements()[i];
+        let Some((n, rule)) = self.policy.dicom.iter().enumerate().find(|(_, r)| r.select.matches(&e)) else {
+            if count {
+                self.counts.fail_closed += 1;
+            }
+            return Keep::Drop;
+        };
+        if count {
+            let at = self.offset() + n;
+            if let Some(c) = self.counts.per_rule.get_mut(at) {
+                *c += 1;
+            }
+        }
+        let value = || doc.value(i).expose_value(disclosure);
+        let mut push = |v: Vec<u8>| {
+            replacements.push(v);
+            Keep::Replace(replacements.len() - 1)
+        };
+        match &rule.action {
+            Action::Remove => Keep::Drop,
+            Action::Empty => Keep::Empty,
+            Action::Replace(text) => {
+                if e.kind == Kind::Value {
+                    push(text.as_bytes().to_vec())
+                } else {
+                    Keep::Empty
+                }
+            }
+            Action::Hash => {
+                let Some(key) = self.key else { return Keep::Drop };
+                if e.kind != Kind::Value || doc.elided(i) {
+                    return Keep::Drop;
+                }
+                let v = value();
+                if e.vr == Vr::UI {
+                    let mut out = Vec::new();
+                    for (k, uid) in v.split(|&b| b == b'\\').enumerate() {
+                        if k > 0 {
+                            out.push(b'\\');
+                        }
+                        let uid = dict::trim_uid(uid);
+                        if uid.is_empty() {
+                            continue;
+                        }
+                        let mac = key.mac("phiward/redact/dicom-uid/v1", &[uid]);
+                        let mut n = [0u8; 16];
+                        n.copy_from_slice(&mac[..16]);
+                        out.extend_from_slice(format!("2.25.{}", u128::from_be_bytes(n)).as_bytes());
+                    }
+                    push(out)
+                } else {
+                    let mac = key.mac("phiward/redact/dicom/v1", &[v]);
+                    push(crate::keys::hex(&mac[..8]).to_ascii_uppercase().into_bytes())
+                }
+            }
+            Action::GeneralizeDate => {
+                let v = value();
+                let ok = v.len() >= 4 && v[..4].iter().all(u8::is_ascii_digit);
+                match (&e.vr.0, ok) {
+                    (b"DA", true) => push([&v[..4], b"0101"].concat()),
+                    (b"DT", true) => push(v[..4].to_vec()),
+                    _ => Keep::Drop,
+                }
+            }
+            Action::Keep => {
+                if e.kind != Kind::Value {
+                    return Keep::As;
+                }
+                if is_free_text(e.vr) {
+                    if rule.free_text {
+                        return Keep::As;
+                    }
+                    self.counts.free_text_removed += 1;
+                    return Keep::Drop;
+                }
+                let v = value();
+                if proven(e.vr, v) {
+                    Keep::As
+                } else {
+                    self.counts.unproven += 1;
+                    Keep::Drop
+                }
+            }
+            _ => Keep::Drop,
+        }
+    }
+}
+
+/// True when a kept value of `vr` is what it claims (a code, a number, a date, a standard UID)
+/// or binary.
+fn proven(vr: Vr, v: &[u8]) -> bool {
+    let t = v.trim_ascii_end();
+    let t: &[u8] = dict::trim_uid(t);
+    match &vr.0 {
+        b"CS" => t.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b" _\\".contains(&b)),
+        b"DS" | b"IS" => t.iter().all(|&b| b.is_ascii_digit() || b" +-.eE\\".contains(&b)),
+        b"DA" | b"TM" | b"DT" | b"AS" => t.iter().all(|&b| b.is_ascii_digit() || b" +-.\\DWMY".contains(&b)),
+        b"UI" => t.split(|&b| b == b'\\').all(|u| u.is_empty() || u.starts_with(b"1.2.840.10008.")),
+        _ => !vr.is_text(),
+    }
+}

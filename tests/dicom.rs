@@ -1,0 +1,325 @@
+//! DICOM: every fixture under fixtures/dicom through validate, against
+//! fixtures/dicom/manifest.json, each code at its tag path; parse and inspect (element counts,
+//! tags and VRs, the same model in every transfer syntax, sequences, private blocks,
+//! encapsulated pixel data); fmt a fixed point; the marker file (every text value a marker)
+//! never leaks through validate, inspect or stderr; bounded memory on a large multi-frame file.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::common::{code, fixture, run, run_stdin};
+
+fn manifest() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture("dicom/manifest.json")).expect("manifest");
+    serde_json::from_str::<Vec<Value>>(&text).expect("manifest JSON")
+}
+
+fn path(rel: &str) -> String {
+    fixture(&format!("dicom/{rel}")).to_string_lossy().into_owned()
+}
+
+/// `(code, location)` of a validate --json output, and a fatal cause from stderr.
+fn findings(o: &std::process::Output) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for line in o.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let v: Value = serde_json::from_slice(line).expect("JSON line");
+        for f in v["findings"].as_array().into_iter().flatten() {
+            out.insert((f["code"].as_str().unwrap_or("").to_owned(), f["location"].as_str().unwrap_or("").to_owned()));
+        }
+    }
+    // `phiward: CLI_PARSE_FAILED: ... (DICOM_TRUNCATED at (7FE0,0010)/offset:984)`
+    let err = String::from_utf8_lossy(&o.stderr);
+    if let Some((_, cause)) = err.split_once('(') {
+        if let Some((c, loc)) = cause.trim_end().trim_end_matches(')').split_once(" at ") {
+            out.insert((c.to_owned(), loc.to_owned()));
+        }
+    }
+    out
+}
+
+fn model(rel: &str) -> Value {
+    let o = run(&["parse", "--json", &path(rel)]);
+    assert_eq!(code(&o), 0, "{rel}: {}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("parse JSON");
+    v["model"].clone()
+}
+
+fn inspect(rel: &str) -> Value {
+    let o = run(&["inspect", "--json", &path(rel)]);
+    serde_json::from_slice(&o.stdout).expect("inspect JSON")
+}
+
+/// Every (path, tag, VR) of a model, depth first.
+fn tags(model: &Value, prefix: &str, out: &mut Vec<(String, String, String)>) {
+    for (tag, e) in model.as_object().expect("object") {
+        let vr = e["vr"].as_str().expect("vr").to_owned();
+        out.push((prefix.to_owned(), tag.clone(), vr.clone()));
+        if vr == "SQ" {
+            for (n, item) in e["Value"].as_array().into_iter().flatten().enumerate() {
+                tags(item, &format!("{prefix}{tag}[{n}]."), out);
+            }
+        }
+    }
+}
+
+#[test]
+fn fixtures_against_the_manifest() {
+    let m = manifest();
+    assert!(m.len() >= 30, "{}", m.len());
+    for e in &m {
+        let file = e["file"].as_str().expect("file");
+        let o = run(&["validate", "--json", &path(file)]);
+        let got = findings(&o);
+        for c in e["codes"].as_array().expect("codes") {
+            let c = c.as_str().expect("code");
+            assert!(got.iter().any(|(g, _)| g == c), "{file}: {c} not found in {got:?}");
+        }
+        match e["expect"].as_str().expect("expect") {
+            "valid" => assert_eq!(code(&o), 0, "{file}: {got:?}"),
+            "invalid" => assert_eq!(code(&o), 1, "{file}: {got:?}"),
+            _ => assert_eq!(code(&o), 65, "{file}: {got:?}"),
+        }
+        for (c, _) in &got {
+            assert!(c.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'), "{file}: {c}");
+        }
+    }
+}
+
+/// Each validation code at the tag path and byte offset of the element it is about.
+#[test]
+fn codes_at_their_tag_paths() {
+    let cases = [
+        ("invalid/truncated.dcm", "DICOM_TRUNCATED", "(7FE0,0010)/offset:"),
+        ("invalid/lying_length.dcm", "DICOM_LENGTH_INVALID", "(0008,1140).(FFFE,E000)/offset:"),
+        ("invalid/delimiter_unexpected.dcm", "DICOM_DELIMITER_UNEXPECTED", "(FFFE,E00D)/offset:"),
+        ("invalid/vr_invalid.dcm", "DICOM_VR_INVALID", "(0020,4000)/offset:"),
+        ("invalid/deflated.dcm", "DICOM_TRANSFER_SYNTAX_UNSUPPORTED", "(0002,0010)/offset:"),
+        ("invalid/date_invalid.dcm", "DICOM_VALUE_INVALID", "(0008,0020)/offset:"),
+        ("invalid/time_invalid.dcm", "DICOM_VALUE_INVALID", "(0008,0030)/offset:"),
+        ("invalid/uid_invalid.dcm", "DICOM_VALUE_INVALID", "(0020,000E)/offset:"),
+        ("invalid/cs_invalid.dcm", "DICOM_VALUE_INVALID", "(0010,0040)/offset:"),
+        ("invalid/is_invalid.dcm", "DICOM_VALUE_INVALID", "(0020,0013)/offset:"),
+        ("invalid/ds_invalid.dcm", "DICOM_VALUE_INVALID", "(0018,0050)/offset:"),
+        ("invalid/us_size_invalid.dcm", "DICOM_VALUE_INVALID", "(0028,0010)/offset:"),
+        ("invalid/sh_too_long.dcm", "DICOM_VALUE_TOO_LONG", "(0008,0050)/offset:"),
+        ("invalid/vm_invalid.dcm", "DICOM_VM_INVALID", "(0008,0060)/offset:"),
+        ("invalid/odd_length.dcm", "DICOM_ODD_LENGTH", "(0020,0010)/offset:"),
+        ("invalid/vr_mismatch.dcm", "DICOM_VR_MISMATCH", "(0020,0010)/offset:"),
+        ("invalid/attribute_missing.dcm", "DICOM_ATTRIBUTE_MISSING", "(0008,0060)"),
+        ("invalid/attribute_empty.dcm", "DICOM_ATTRIBUTE_EMPTY", "(0020,000E)/offset:"),
+        ("invalid/sop_class_unknown.dcm", "DICOM_SOP_CLASS_UNKNOWN", "(0008,0016)"),
+        ("invalid/meta_mismatch.dcm", "DICOM_META_MISMATCH", "(0008,0018)/offset:"),
+        ("invalid/tag_order.dcm", "DICOM_TAG_ORDER", "(0008,0005)/offset:"),
+        ("invalid/private_creator_missing.dcm", "DICOM_PRIVATE_CREATOR_MISSING", "(0009,1001)/offset:"),
+        ("invalid/meta_group_length.dcm", "DICOM_META_GROUP_LENGTH", "(0002,0000)/offset:132"),
+        ("invalid/meta_element_missing.dcm", "DICOM_META_ELEMENT_MISSING", "(0002,0002)"),
+        ("invalid/meta_missing.dcm", "DICOM_META_MISSING", "-"),
+        ("invalid/transfer_syntax_unknown.dcm", "DICOM_TRANSFER_SYNTAX_UNKNOWN", "(0002,0010)/offset:"),
+        ("valid/no_preamble.dcm", "DICOM_PREAMBLE_MISSING", "offset:0"),
+        ("valid/ct_explicit_le.dcm", "DICOM_CONDITION_UNCHECKED", "-"),
+    ];
+    for (file, c, loc) in cases {
+        let got = findings(&run(&["validate", "--json", &path(file)]));
+        let hit = got.iter().any(|(g, l)| {
+            g == c
+                && if loc.ends_with(':') {
+                    l.starts_with(loc) && l[loc.len()..].parse::<u64>().is_ok()
+                } else {
+                    l == loc
+                }
+        });
+        assert!(hit, "{file}: {c} at {loc} not in {got:?}");
+    }
+    // The truncated file's offset is the pixel data's header: the bytes before it were read.
+    let got = findings(&run(&["validate", "--json", &path("invalid/truncated.dcm")]));
+    let size = std::fs::metadata(fixture("dicom/invalid/truncated.dcm")).expect("size").len();
+    let at: u64 = got
+        .iter()
+        .find(|(c, _)| c == "DICOM_TRUNCATED")
+        .and_then(|(_, l)| l.rsplit(':').next()?.parse().ok())
+        .expect("offset");
+    assert!(at + 12 <= size, "{at} {size}");
+}
+
+#[test]
+fn the_same_model_in_every_transfer_syntax() {
+    let le = model("valid/ct_explicit_le.dcm");
+    for other in ["valid/ct_implicit_le.dcm", "valid/ct_explicit_be.dcm"] {
+        let mut m = model(other);
+        let mut want = le.clone();
+        // Only the transfer syntax UID differs; the meta group length is that of the UID.
+        for k in ["00020000", "00020010"] {
+            m.as_object_mut().expect("object").remove(k);
+            want.as_object_mut().expect("object").remove(k);
+        }
+        // Pixel data is OW in implicit VR and as written in explicit VR.
+        assert_eq!(m, want, "{other}");
+    }
+}
+
+#[test]
+fn element_counts_tags_and_vrs() {
+    // (file, elements of parse's model counted depth first, elements inspect counts, items)
+    let cases = [
+        ("valid/ct_explicit_le.dcm", 50, 50, 2),
+        ("valid/ct_implicit_le.dcm", 50, 50, 2),
+        ("valid/ct_explicit_be.dcm", 50, 50, 2),
+        ("valid/sequences_undefined_length.dcm", 50, 50, 2),
+        ("valid/sequences_nested.dcm", 51, 51, 2),
+        ("valid/private_blocks.dcm", 48, 48, 0),
+        ("valid/encapsulated_jpeg.dcm", 47, 47, 0),
+        ("valid/no_preamble.dcm", 45, 45, 0),
+    ];
+    for (file, model_count, inspect_count, items) in cases {
+        let mut all = Vec::new();
+        tags(&model(file), "", &mut all);
+        assert_eq!(all.len(), model_count, "{file}");
+        let s = inspect(file);
+        assert_eq!(s["elements"], inspect_count, "{file}");
+        assert_eq!(s["items"], items, "{file}");
+        // Meta first, then the dataset in ascending order.
+        let top: Vec<&String> = all.iter().filter(|t| t.0.is_empty()).map(|t| &t.1).collect();
+        assert!(top.windows(2).all(|w| w[0] < w[1]), "{file}");
+        assert!(all.iter().any(|t| t.1 == "00100010" && t.2 == "PN"), "{file}");
+        assert!(all.iter().any(|t| t.1 == "00280010" && t.2 == "US"), "{file}");
+    }
+    let mut all = Vec::new();
+    tags(&model("valid/sequences_nested.dcm"), "", &mut all);
+    assert!(all.contains(&("00400275[0].00400008[0].".into(), "00080100".into(), "SH".into())), "{all:?}");
+    let mut all = Vec::new();
+    tags(&model("valid/private_blocks_implicit.dcm"), "", &mut all);
+    assert!(all.contains(&(String::new(), "00090010".into(), "LO".into())));
+    assert!(all.contains(&(String::new(), "00091001".into(), "UN".into())));
+    let s = inspect("valid/private_blocks.dcm");
+    assert_eq!((s["private_groups"].as_u64(), s["private_creators"].as_u64()), (Some(1), Some(1)));
+    let s = inspect("valid/encapsulated_jpeg.dcm");
+    assert_eq!(s["pixel_data"]["encapsulated"], true);
+    assert_eq!(s["pixel_data"]["fragments"], 3);
+    assert_eq!(s["frames"], 2);
+    assert_eq!(s["transfer_syntax"]["name"], "JPEG Baseline (Process 1)");
+    assert_eq!(s["sop_class"]["name"], "CT Image Storage");
+    let m = model("valid/encapsulated_jpeg.dcm");
+    assert_eq!(m["7FE00010"]["Fragments"], 3);
+    assert!(m["7FE00010"].get("Value").is_none() && m["7FE00010"].get("InlineBinary").is_none());
+    let m = model("valid/ct_explicit_le.dcm");
+    assert_eq!(m["00100010"]["Value"][0]["Alphabetic"], "Testperson^Jordan^Q");
+    assert_eq!(m["00200032"]["Value"], serde_json::json!([-125.0, -125.0, 30.5]));
+    assert_eq!(m["00280010"]["Value"], serde_json::json!([4]));
+    assert_eq!(m["00081140"]["Value"][1]["00081155"]["Value"][0], "2.25.5002");
+    assert_eq!(m["7FE00010"]["BulkDataLength"], 32);
+}
+
+#[test]
+fn fmt_is_a_fixed_point_that_validates() {
+    for e in manifest().iter().filter(|e| e["expect"] == "valid") {
+        let file = e["file"].as_str().expect("file");
+        let o = run(&["fmt", &path(file)]);
+        assert_eq!(code(&o), 0, "{file}");
+        assert_eq!(&o.stdout[128..132], b"DICM", "{file}");
+        let again = run_stdin(&["fmt", "-"], &o.stdout);
+        assert_eq!(again.stdout, o.stdout, "{file}: fmt is not a fixed point");
+        assert_eq!(code(&run_stdin(&["fmt", "--check", "-"], &o.stdout)), 0, "{file}");
+        let v = run_stdin(&["validate", "--json", "-"], &o.stdout);
+        let before = findings(&run(&["validate", "--json", &path(file)]));
+        let after = findings(&v);
+        let codes = |s: &BTreeSet<(String, String)>| s.iter().map(|(c, _)| c.clone()).collect::<BTreeSet<_>>();
+        let mut expected = codes(&before);
+        expected.remove("DICOM_PREAMBLE_MISSING");
+        assert_eq!(codes(&after), expected, "{file}");
+    }
+}
+
+#[test]
+fn markers_never_leave_the_data_channel() {
+    let file = path("markers/markers.dcm");
+    let bytes = std::fs::read(&file).expect("markers");
+    assert!(bytes.windows(4).filter(|w| w == b"MKR1").count() >= 1);
+    for args in [
+        vec!["validate", "--json", file.as_str()],
+        vec!["validate", file.as_str()],
+        vec!["inspect", "--json", file.as_str()],
+        vec!["inspect", file.as_str()],
+        vec!["validate", "--strict", "--json", file.as_str()],
+    ] {
+        let o = crate::common::run_with(&args, None, &[("RUST_LOG", "trace")]);
+        for (name, out) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+            assert!(!out.windows(3).any(|w| w == b"MKR"), "{args:?}: marker on {name}");
+        }
+    }
+    // The data channel carries them (parse), and nothing else: stderr stays clean.
+    let o = crate::common::run_with(&["parse", "--json", file.as_str()], None, &[("RUST_LOG", "trace")]);
+    assert!(o.stdout.windows(3).any(|w| w == b"MKR"));
+    assert!(!o.stderr.windows(3).any(|w| w == b"MKR"));
+    // A truncated marker file fails with a code and no marker.
+    let o = run_stdin(&["validate", "--json", "-"], &bytes[..bytes.len() - 40]);
+    assert_eq!(code(&o), 65);
+    assert!(!o.stderr.windows(3).any(|w| w == b"MKR") && !o.stdout.windows(3).any(|w| w == b"MKR"));
+}
+
+fn key_file() -> String {
+    let p = std::env::temp_dir().join(format!("phiward-dicom-test-{}.key", std::process::id()));
+    std::fs::write(&p, b"0123456789abcdef0123456789abcdef").expect("key");
+    p.to_string_lossy().into_owned()
+}
+
+/// The (tag, VR) of every element of a model whose text holds `needle`.
+fn holding(model: &Value, needle: &str, out: &mut Vec<(String, String)>) {
+    for (tag, e) in model.as_object().expect("object") {
+        let vr = e["vr"].as_str().unwrap_or("").to_owned();
+        if vr == "SQ" {
+            for item in e["Value"].as_array().into_iter().flatten() {
+                holding(item, needle, out);
+            }
+        } else if e.to_string().contains(needle) {
+            out.push((tag.clone(), vr));
+        }
+    }
+}
+
+#[test]
+fn basic_profile_redacts_every_marker_it_names() {
+    let key = key_file();
+    let file = path("markers/markers.dcm");
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let sh = crate::common::root().join("policy/safe-harbor.toml").to_string_lossy().into_owned();
+    for policy in [&basic, &sh] {
+        let o = run(&["redact", "--policy", policy, "--key-file", &key, &file]);
+        assert_eq!(code(&o), 0, "{policy}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(&o.stdout[128..132], b"DICM");
+        assert!(!o.stderr.windows(3).any(|w| w == b"MKR"));
+        let v: Value =
+            serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("redacted parses");
+        let m = &v["model"];
+        // The only markers left are in coded strings (CS: defined terms the profile keeps).
+        let mut left = Vec::new();
+        holding(m, "MKR", &mut left);
+        assert!(left.iter().all(|(_, vr)| vr == "CS"), "{policy}: {left:?}");
+        assert_eq!(m["00120062"]["Value"][0], "YES");
+        assert!(m.get("00091001").is_none() && m.get("00090010").is_none(), "{policy}: private kept");
+        assert!(m["00100010"].get("Value").is_none(), "{policy}: name kept");
+    }
+    // Keyed UIDs: 2.25.<decimal>, the same for the same UID across files of a study.
+    let a = run(&["redact", "--policy", &basic, "--key-file", &key, &path("valid/ct_explicit_le.dcm")]);
+    let b = run(&["redact", "--policy", &basic, "--key-file", &key, &path("valid/ct_implicit_le.dcm")]);
+    let again = run(&["redact", "--policy", &basic, "--key-file", &key, &path("valid/ct_explicit_le.dcm")]);
+    assert_eq!(a.stdout, again.stdout, "not deterministic");
+    let ma =
+        &serde_json::from_slice::<Value>(&run_stdin(&["parse", "--json", "-"], &a.stdout).stdout).expect("a")["model"];
+    let mb =
+        &serde_json::from_slice::<Value>(&run_stdin(&["parse", "--json", "-"], &b.stdout).stdout).expect("b")["model"];
+    let study = ma["0020000D"]["Value"][0].as_str().expect("study uid");
+    assert!(study.starts_with("2.25.") && study != "2.25.2001");
+    assert_eq!(ma["0020000D"], mb["0020000D"]);
+    assert_eq!(ma["00080018"]["Value"], ma["00020003"]["Value"]);
+    assert_eq!(ma["00080016"]["Value"][0], "1.2.840.10008.5.1.4.1.1.2");
+    // The output is a Part 10 file that reads without a fatal finding.
+    let v = run_stdin(&["validate", "--json", "-"], &a.stdout);
+    assert!(matches!(code(&v), 0 | 1), "{}", String::from_utf8_lossy(&v.stderr));
+    let fatal = findings(&v).into_iter().filter(|(c, _)| c.contains("TRUNCATED") || c.contains("LENGTH")).count();
+    assert_eq!(fatal, 0);
+    // dicom-basic needs a key (its UIDs are keyed).
+    let o = run(&["redact", "--policy", &basic, &path("valid/ct_explicit_le.dcm")]);
+    assert_ne!(code(&o), 0);
+    assert!(o.stdout.is_empty());
+}
