@@ -398,7 +398,13 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 if let Kind::Envelope(e) = kind {
                     C::on_envelope(&mut self.stream, e, Some(&doc));
                 }
+                let start = out.len();
                 C::redact(r, &doc, &self.settings, disclosure, out);
+                if out.len() == start && !self.multi {
+                    // Nothing written for the one record of the input (a DICOM file whose bulk
+                    // data was not kept): a failure, never an empty success.
+                    return self.unwritten(offset, out);
+                }
                 return Ok(());
             }
             // Data is redacted before anything else reads it: the record is read again from
@@ -459,6 +465,9 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 let disclosure = self.granted()?;
                 let start = out.len();
                 C::canonical(&doc, &self.settings, disclosure, out);
+                if !check && out.len() == start && !self.multi {
+                    return self.unwritten(offset, out);
+                }
                 if check {
                     let canonical = C::is_canonical(&doc, &out[start..], &self.settings, disclosure);
                     out.truncate(start);
@@ -536,6 +545,14 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         json::failed_json(None, label, code, offset, Some(cause.code), &mut json);
         self.emit_numbered(&json, None, &[], Some(false), Some(code));
         Ok(())
+    }
+
+    /// The one record of the input was read but its data could not be written (a codec that
+    /// did not keep all of a record, such as DICOM bulk data past its budget, writes nothing):
+    /// the command fails with `CLI_INPUT_TOO_LARGE` rather than succeed with no data.
+    fn unwritten(&mut self, offset: u64, out: &mut Vec<u8>) -> Result<(), Failure> {
+        let cause = Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Offset(offset));
+        self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, C::NAME, Some(offset), out)
     }
 
     /// Hands a record to the batch, and writes the records finished meanwhile.
