@@ -97,7 +97,9 @@ UNPARSEABLE = {
     "hl7": b"MSH",
     "mllp": b"\x0bnot a message\x1c\r",
     "fhir": b"{\"resourceType\": ",
-    "dicom": b"\x00" * 64,
+    # A Part 10 file cut inside its first element's header (64 zeros alone read as a dataset of
+    # empty elements under format dicom: see docs/dicom.md).
+    "dicom": b"\x00" * 128 + b"DICM" + b"\x02\x00",
     "x12": b"ISA*00*",
     "ccda": b"<ClinicalDocument",
     "ncpdp": b"<Message",
