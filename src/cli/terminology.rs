@@ -84,7 +84,7 @@ fn human_find(v: &Value) -> String {
         let name = name.as_str().unwrap_or("");
         let Some(r) = results.get(name) else { continue };
         if let Some(e) = r.get("error").and_then(Value::as_str) {
-            out.push_str(&format!("{name}: {e}\n"));
+            out.push_str(&format!("{name}: {e}\n")); // value-free: our fixed "not available offline" text
             continue;
         }
         let items = r.get("items").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);

@@ -49,7 +49,7 @@ impl Server {
 
     /// The names `tools/list` shows (the policy's `tools` filter applied).
     pub fn tools_list_names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.name.to_string()).collect()
+        self.tools.iter().map(|t| t.name.to_string()).collect() // value-free: static tool names
     }
 
     /// Runs one call to completion (the body of `tools/call`).
