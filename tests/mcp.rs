@@ -91,15 +91,67 @@ fn tools_list_shows_annotated_tools_with_schemas() {
         assert_eq!(v["outputSchema"]["type"], "object");
         assert_eq!(v["outputSchema"]["required"], json!(["ok", "status", "exit"]));
     }
+    // Each message tool's `format` enum is what it takes in this build: built formats whose codec
+    // implements its operation, and their aliases; content or content_base64 is required.
+    for tool in Tool::ALL {
+        let v = serde_json::to_value(&tools[Tool::ALL.iter().position(|t| *t == tool).expect("listed")]).expect("json");
+        let names: Vec<String> = v["inputSchema"]["properties"]["format"]["enum"]
+            .as_array()
+            .expect("format enum")
+            .iter()
+            .map(|n| n.as_str().expect("a name").to_owned())
+            .collect();
+        assert!(!names.is_empty(), "{}", tool.as_str());
+        for name in &names {
+            let (format, _) = phiward::formats::resolve(name).expect("a name the server takes");
+            assert!(format.is_built() && format.supports(tool.operation()), "{} lists {name}", tool.as_str());
+        }
+        for format in phiward::formats::Format::ALL {
+            if format.supports(tool.operation()) {
+                assert!(names.iter().any(|n| n == format.as_str()), "{} omits {}", tool.as_str(), format.as_str());
+            }
+        }
+        assert_eq!(
+            v["inputSchema"]["oneOf"],
+            json!([{"required": ["content"]}, {"required": ["content_base64"]}]),
+            "{}",
+            tool.as_str()
+        );
+    }
+    let convert = serde_json::to_value(&tools[3]).expect("serializes");
+    assert_eq!(convert["inputSchema"]["properties"]["format"]["enum"], json!(["hl7", "mllp"]));
     let parse = serde_json::to_value(&tools[0]).expect("serializes");
-    let formats = parse["inputSchema"]["properties"]["format"]["enum"].as_array().expect("format enum").len();
-    assert_eq!(formats, 8);
     assert!(
         parse["description"].as_str().is_some_and(|d| d.contains("hl7")),
         "the support matrix is in the description"
     );
     let convert = serde_json::to_value(&tools[3]).expect("serializes");
     assert_eq!(convert["inputSchema"]["properties"]["to"]["enum"], json!(["fhir"]));
+}
+
+/// The server's instructions follow its policy: they name the tools `tools/list` shows and no
+/// other, and say that data is redacted under the policy.
+#[cfg(feature = "mcp")]
+#[test]
+fn instructions_follow_the_policy() {
+    let open = mcp::Server::new(Config::default()).instructions();
+    for name in ["parse", "validate", "inspect", "convert", "redact", "find_equivalent", "map_codes"] {
+        assert!(open.contains(name), "{name}");
+    }
+    assert!(!open.contains("Policy "), "no policy, no redaction sentence");
+    let agent = std::fs::read(crate::common::root().join("policy/agent.toml")).expect("policy");
+    let policy = phiward::policy::load(&agent).expect("loads");
+    let server = mcp::Server::new(Config { policy: Some(std::sync::Arc::new(policy)), ..Config::default() });
+    let text = server.instructions();
+    let shown = server.tools_list_names();
+    assert!(!shown.iter().any(|n| n == "map_codes" || n == "find_equivalent"), "{shown:?}");
+    for name in &shown {
+        assert!(text.contains(name.as_str()), "{name}");
+    }
+    for hidden in ["map_codes", "find_equivalent", "info://licenses"] {
+        assert!(!text.contains(hidden), "the instructions mention {hidden}, which the policy hides");
+    }
+    assert!(text.contains("Policy agent"), "{text}");
 }
 
 #[cfg(feature = "mcp")]
@@ -177,29 +229,48 @@ fn base64_content_gives_the_same_reply_as_text() {
     assert_eq!(reply.get("data"), data.as_ref());
 }
 
+/// A failed reply: code, its fixed meaning, and nothing else.
+#[cfg(feature = "mcp")]
+fn failed(exit: u8, code: &str) -> Value {
+    let meaning = phiward::diag::Code::from_name(code).expect("a registered code").meaning();
+    json!({"ok": false, "status": "failed", "exit": exit, "code": code, "message": meaning})
+}
+
+/// A `CLI_USAGE` reply naming `argument`.
+#[cfg(feature = "mcp")]
+fn usage(argument: &str) -> Value {
+    let mut v = failed(2, "CLI_USAGE");
+    v["argument"] = json!(argument);
+    v
+}
+
 #[cfg(feature = "mcp")]
 #[test]
 fn argument_errors_are_cli_usage_and_echo_nothing() {
     let msg = text(&std::fs::read(fixture("hl7v2/markers/markers_adt_a01_v2.5.1.hl7")).expect("fixture"));
-    let usage = json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"});
-    let cases: Vec<(&str, Value)> = vec![
-        ("MKR00001X", json!({ "content": msg })),
-        ("validate", Value::Null),
-        ("validate", json!({})),
-        ("validate", json!({ "content": 42 })),
-        ("validate", json!({ "content": ["MKR00002X"] })),
-        ("parse", json!({ "content": null })),
-        ("parse", json!({ "content": msg, "content_base64": "TUtS" })),
-        ("parse", json!({ "content_base64": "MKR00003X!" })),
-        ("inspect", json!({ "content": msg, "format": "MKR00004X" })),
-        ("inspect", json!({ "content": msg, "format": 3 })),
-        ("convert", json!({ "content": msg, "to": "MKR00005X" })),
-        ("convert", json!({ "to": "fhir" })),
-        ("validate", json!({ "content": msg, "ndjson": "MKR00006X" })),
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("MKR00001X", json!({ "content": msg }), "name"),
+        ("validate", Value::Null, "content"),
+        ("validate", json!({}), "content"),
+        ("validate", json!({ "content": 42 }), "content"),
+        ("validate", json!({ "content": ["MKR00002X"] }), "content"),
+        ("parse", json!({ "content": null }), "content"),
+        ("parse", json!({ "content": msg, "content_base64": "TUtS" }), "content"),
+        ("parse", json!({ "content_base64": "MKR00003X!" }), "content_base64"),
+        ("parse", json!({ "content_base64": ["MKR00003X"] }), "content_base64"),
+        ("inspect", json!({ "content": msg, "format": "MKR00004X" }), "format"),
+        ("inspect", json!({ "content": msg, "format": 3 }), "format"),
+        ("convert", json!({ "content": msg, "to": "MKR00005X" }), "to"),
+        ("convert", json!({ "content": msg, "bundle_type": "MKR00007X" }), "bundle_type"),
+        ("convert", json!({ "content": msg, "default_timezone": "MKR00008X" }), "default_timezone"),
+        ("convert", json!({ "to": "fhir" }), "content"),
+        ("validate", json!({ "content": msg, "ndjson": "MKR00006X" }), "ndjson"),
     ];
-    for (tool, args) in cases {
+    for (tool, args, argument) in cases {
         let reply = call(tool, args.clone());
-        assert_eq!(reply, usage, "{tool} {args}");
+        // The code, its fixed meaning and the argument's name: never the value.
+        assert_eq!(reply, usage(argument), "{tool} {args}");
+        assert!(!has_marker(reply.to_string().as_bytes()));
     }
 }
 
@@ -233,7 +304,12 @@ fn convert_data_is_the_cli_json() {
     let fhir = std::fs::read(fixture("fhir/valid/condition.json"))
         .unwrap_or_else(|_| b"{\"resourceType\":\"Patient\"}".to_vec());
     let reply = call("convert", json!({ "content": text(&fhir) }));
-    assert_eq!(reply, json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_FORMAT_UNSUPPORTED"}));
+    // What was detected, what convert takes, and that FHIR is built (convert does not take it).
+    let mut unsupported = failed(65, "CLI_FORMAT_UNSUPPORTED");
+    unsupported["detected"] = json!("fhir");
+    unsupported["supported"] = json!(["hl7"]);
+    unsupported["support"] = json!("not_offered");
+    assert_eq!(reply, unsupported);
 }
 
 #[cfg(feature = "mcp")]
@@ -244,7 +320,7 @@ fn content_over_the_input_limit_is_too_large() {
     let msg = text(&std::fs::read(fixture("hl7v2/valid/eol_cr_no_trailing.hl7")).expect("fixture"));
     let args = json!({ "content": msg });
     let reply = mcp::dispatch("validate", args.as_object().cloned(), &config).into_value();
-    assert_eq!(reply, json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_INPUT_TOO_LARGE"}));
+    assert_eq!(reply, failed(65, "CLI_INPUT_TOO_LARGE"));
 }
 
 #[cfg(feature = "mcp")]
@@ -378,10 +454,9 @@ fn stdio_exchange_answers_every_request_and_leaks_nothing() {
     assert_eq!(reply(&replies, 0)["result"]["serverInfo"]["name"], "phiward");
     assert_eq!(reply(&replies, 1)["result"]["tools"].as_array().map(Vec::len), Some(7));
     assert_ne!(structured(&replies, 2)["status"], "failed");
-    let usage = json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"});
-    assert_eq!(structured(&replies, 3), &usage);
-    assert_eq!(structured(&replies, 4), &usage);
-    assert_eq!(structured(&replies, 5), &usage);
+    assert_eq!(structured(&replies, 3)["code"], "CLI_USAGE");
+    assert_eq!(structured(&replies, 4)["code"], "CLI_USAGE");
+    assert_eq!(structured(&replies, 5)["code"], "CLI_USAGE");
     assert_eq!(reply(&replies, 6)["error"]["code"], -32600);
     let parsed = structured(&replies, 7);
     assert_eq!(parsed["status"], "success");
@@ -410,7 +485,7 @@ fn an_oversized_request_is_too_large_and_the_server_keeps_serving() {
     let bin = env!("CARGO_BIN_EXE_phiward");
     let (exit, replies, stderr) = exchange(bin, &["mcp", "--max-input-bytes", "1000"], &lines);
     assert_eq!(exit, 0);
-    let too_large = json!({"ok": false, "status": "failed", "exit": 65, "code": "CLI_INPUT_TOO_LARGE"});
+    let too_large = failed(65, "CLI_INPUT_TOO_LARGE");
     assert_eq!(structured(&replies, 1), &too_large);
     assert_eq!(structured(&replies, 2), &too_large);
     assert_ne!(structured(&replies, 3)["status"], "failed");
@@ -587,4 +662,87 @@ fn framed_astm_over_content_base64_is_read_like_text() {
     let v = call("validate", json!({ "content_base64": base64(&bad), "format": "astm" }));
     assert_eq!(v["status"], "verdict", "{v}");
     assert!(v.to_string().contains("E1381_CHECKSUM_MISMATCH"), "{v}");
+}
+
+/// The tokens `MKR` + digits in `bytes` (the markers of the marker fixtures, and fragments).
+#[cfg(feature = "mcp")]
+fn marker_tokens(bytes: &[u8]) -> std::collections::BTreeSet<Vec<u8>> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut i = 0;
+    while i + 3 < bytes.len() {
+        if &bytes[i..i + 3] == b"MKR" && bytes[i + 3].is_ascii_digit() {
+            let end = bytes[i + 3..].iter().position(|b| !b.is_ascii_digit()).map_or(bytes.len(), |n| i + 3 + n);
+            out.insert(bytes[i..end].to_vec());
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// No side door (issue 34): under every shipped policy with its `tools` line taken out (every
+/// tool allowed), no tool returns a marker that the policy's own `redact` does not return. Every
+/// message tool and `map_codes` (which reads codes out of a message) is called on every marker
+/// fixture; `find_equivalent` reads no message (its input is the caller's own search term).
+/// Under Safe Harbor and the agent policy nothing survives `redact`, so nothing comes back at all;
+/// the limited data set keeps what it documents (the city), and only that.
+#[cfg(feature = "mcp")]
+#[test]
+fn no_tool_is_a_side_door_around_the_policy() {
+    let mut files = files_under(&fixture("hl7v2/markers"));
+    files.extend(files_under(&fixture("redact/markers")));
+    files.extend(
+        files_under(&fixture("redact/red_team"))
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "hl7" || e == "json")),
+    );
+    assert!(files.len() >= 10, "marker fixtures missing");
+    let mut checked = 0;
+    for name in ["safe-harbor", "limited-data-set", "agent"] {
+        let text =
+            std::fs::read_to_string(crate::common::root().join("policy").join(format!("{name}.toml"))).expect("policy");
+        let open: String =
+            text.lines().filter(|l| !l.trim_start().starts_with("tools =")).map(|l| format!("{l}\n")).collect();
+        let policy = phiward::policy::load(open.as_bytes()).expect("policy loads");
+        assert!(policy.tools.is_none(), "{name}: the tools line is out");
+        let config = Config {
+            policy: Some(std::sync::Arc::new(policy)),
+            key: Some(std::sync::Arc::new(phiward::keys::Key::from_bytes(vec![7u8; 32]).expect("key"))),
+            ..Config::default()
+        };
+        for file in &files {
+            let input = std::fs::read(file).expect("fixture");
+            let content = match std::str::from_utf8(&input) {
+                Ok(s) => json!({ "content": s }),
+                Err(_) => json!({ "content_base64": base64(&input) }),
+            };
+            let redacted = mcp::dispatch("redact", content.as_object().cloned(), &config).into_value();
+            let allowed = marker_tokens(redacted.to_string().as_bytes());
+            if name != "limited-data-set" {
+                assert!(allowed.is_empty(), "{name} {}: redact leaves markers", file.display());
+            }
+            let mut calls: Vec<(&str, Value)> = Tool::ALL.iter().map(|t| (t.as_str(), content.clone())).collect();
+            for map in [
+                "http://hl7.org/fhir/ConceptMap/cm-administrative-gender-v2",
+                "http://hl7.org/fhir/ConceptMap/cm-contact-point-use-v2",
+            ] {
+                let mut args = content.clone();
+                args["map"] = json!(map);
+                calls.push(("map_codes", args));
+            }
+            for (tool, args) in calls {
+                let reply = mcp::dispatch(tool, args.as_object().cloned(), &config).into_value();
+                let ctx = format!("{name} / {} / {tool}", file.display());
+                let leaked: Vec<_> =
+                    marker_tokens(reply.to_string().as_bytes()).difference(&allowed).cloned().collect();
+                assert!(leaked.is_empty(), "{ctx}: {} marker(s) the policy's redact removes", leaked.len());
+                if reply["status"] != "failed" && !matches!(tool, "validate" | "inspect") {
+                    assert_eq!(reply["redacted"]["policy"], json!(name), "{ctx}: {reply}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "{checked} replies with data checked");
 }

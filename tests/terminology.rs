@@ -330,7 +330,9 @@ fn mcp_find_equivalent_equals_the_cli() {
         assert_eq!(reply["data"], json_of(&o), "{term}");
     }
     let bad = dispatch("find_equivalent", json!({"term": "x", "limit": 0}).as_object().cloned(), &Config::default());
-    assert_eq!(bad.into_value(), json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE"}));
+    let meaning = phiward::diag::Code::CLI_USAGE.meaning();
+    let usage = json!({"ok": false, "status": "failed", "exit": 2, "code": "CLI_USAGE", "message": meaning, "argument": "limit"});
+    assert_eq!(bad.into_value(), usage);
     // map_codes over MCP: a message in `content` is scanned as `--scan` does.
     let msg = std::fs::read_to_string(fixture("terminology/oru_r01.hl7")).expect("fixture");
     let map = std::fs::read_to_string(fixture("terminology/conceptmap_loinc_local.json")).expect("fixture");

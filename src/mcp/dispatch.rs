@@ -19,7 +19,7 @@ use zeroize::Zeroize;
 
 use crate::diag::Code;
 use crate::error::exit_code_for;
-use crate::formats::Format;
+use crate::formats::{Format, Operation};
 use crate::limits::Limits;
 use crate::ops::{self, Command, Item, Request, Sink, Source, Status};
 use crate::phi::Phi;
@@ -50,12 +50,45 @@ pub struct Reply {
     pub code: Option<Code>,
     /// The data, absent when failed: what `phiward <tool> --json` prints.
     pub data: Option<Value>,
+    /// What an agent needs to act on a failure, and the redaction a reply's data went through:
+    /// names and digests only, never a value.
+    pub detail: Detail,
+}
+
+/// A policy's name and the SHA-256 of its file: what a reply's `redacted` says.
+pub type PolicyMark = (String, String);
+
+/// The value-free details of a reply beside its code and data.
+#[derive(Debug, Default)]
+pub struct Detail {
+    /// `CLI_USAGE`: the name of the argument at fault (never its value).
+    pub argument: Option<&'static str>,
+    /// `CLI_FORMAT_UNSUPPORTED`: the format detected or named, and the tool's operation.
+    pub unsupported: Option<(Format, Operation)>,
+    /// The data was redacted under this policy: its name and the SHA-256 of its file.
+    pub redacted: Option<PolicyMark>,
 }
 
 impl Reply {
     /// A failed reply with this code.
     pub fn failed(code: Code) -> Reply {
-        Reply { status: Status::Failed, exit: exit_code_for(code), code: Some(code), data: None }
+        Reply {
+            status: Status::Failed,
+            exit: exit_code_for(code),
+            code: Some(code),
+            data: None,
+            detail: Detail::default(),
+        }
+    }
+
+    /// A `CLI_USAGE` reply naming the argument at fault.
+    pub fn usage(argument: &'static str) -> Reply {
+        Reply { detail: Detail { argument: Some(argument), ..Detail::default() }, ..Reply::failed(Code::CLI_USAGE) }
+    }
+
+    /// A reply with data.
+    pub fn with_data(status: Status, exit: u8, data: Value) -> Reply {
+        Reply { status, exit, code: None, data: Some(data), detail: Detail::default() }
     }
 
     /// True when the MCP result is marked as an error (status `failed`).
@@ -63,7 +96,8 @@ impl Reply {
         self.status == Status::Failed
     }
 
-    /// The structured object: `{ok, status, exit, code?, data?}`.
+    /// The structured object: `{ok, status, exit, code?, message?, argument?, detected?,
+    /// supported?, support?, redacted?, data?}`.
     pub fn into_value(self) -> Value {
         let mut obj = Map::new();
         obj.insert("ok".to_owned(), Value::Bool(self.status == Status::Success));
@@ -76,6 +110,26 @@ impl Reply {
         obj.insert("exit".to_owned(), Value::from(self.exit));
         if let Some(code) = self.code {
             obj.insert("code".to_owned(), Value::from(code.as_str()));
+            obj.insert("message".to_owned(), Value::from(code.meaning()));
+        }
+        if let Some(argument) = self.detail.argument {
+            obj.insert("argument".to_owned(), Value::from(argument));
+        }
+        if let Some((format, operation)) = self.detail.unsupported {
+            obj.insert("detected".to_owned(), Value::from(format.as_str()));
+            let supported: Vec<&str> =
+                Format::ALL.iter().filter(|f| f.supports(operation)).map(|f| f.as_str()).collect();
+            obj.insert("supported".to_owned(), Value::from(supported));
+            // `planned`: the format is recognised and not built yet; `not_offered`: it is built
+            // and this tool does not take it.
+            let support = if !format.is_built() { "planned" } else { "not_offered" };
+            obj.insert("support".to_owned(), Value::from(support));
+        }
+        if let Some((policy, sha256)) = self.detail.redacted {
+            let mut r = Map::new();
+            r.insert("policy".to_owned(), Value::from(policy));
+            r.insert("sha256".to_owned(), Value::from(sha256));
+            obj.insert("redacted".to_owned(), Value::Object(r));
         }
         if let Some(data) = self.data {
             obj.insert("data".to_owned(), data);
@@ -92,7 +146,7 @@ pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Conf
     }
     let Some(tool) = Tool::from_name(name) else {
         tracing::debug!(code = Code::CLI_USAGE.as_str(), "unknown tool");
-        return Reply::failed(Code::CLI_USAGE);
+        return Reply::usage("name");
     };
     let run = std::panic::AssertUnwindSafe(|| call(tool, arguments, config));
     let reply = std::panic::catch_unwind(run).unwrap_or_else(|_| Reply::failed(Code::CLI_INTERNAL));
@@ -126,9 +180,9 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
     let mut args = arguments.unwrap_or_default();
     let input = match read_arguments(tool, &mut args, &config.limits) {
         Ok(input) => input,
-        Err(code) => {
+        Err(e) => {
             scrub(args);
-            return Reply::failed(code);
+            return e.reply();
         }
     };
     scrub(args);
@@ -162,20 +216,88 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         policy,
         key: config.key.clone(),
     };
+    let redacted = request.redaction().map(|p| (p.name.clone(), p.digest.clone()));
     let mut sink = Collect { keep_bytes: tool == Tool::Redact, ..Collect::default() };
     let outcome = ops::run(request, &mut sink);
     if let Some(code) = outcome.code {
-        return Reply { status: Status::Failed, exit: outcome.exit, code: Some(code), data: None };
+        let mut reply = Reply { exit: outcome.exit, ..Reply::failed(code) };
+        reply.detail.unsupported = outcome.detected.map(|f| (f, tool.operation()));
+        return reply;
     }
-    if tool == Tool::Redact {
-        let data = sink.into_redacted(&policy_name);
-        return Reply { status: outcome.status, exit: outcome.exit, code: None, data: Some(data) };
-    }
-    let data = match sink.into_data(outcome.multi) {
-        Ok(data) => data,
-        Err(code) => return Reply::failed(code),
+    let data = if tool == Tool::Redact {
+        sink.into_redacted(&policy_name)
+    } else {
+        match sink.into_data(outcome.multi) {
+            Ok(data) => data,
+            Err(code) => return Reply::failed(code),
+        }
     };
-    Reply { status: outcome.status, exit: outcome.exit, code: None, data: Some(data) }
+    let mut reply = Reply::with_data(outcome.status, outcome.exit, data);
+    reply.detail.redacted = redacted;
+    reply
+}
+
+/// Redacts `bytes` under the server's policy when its disclosure is `redacted` (what `parse`
+/// would show), for the tools that read a message without going through `ops` for their data
+/// (`map_codes`). `Ok(None)`: no redaction applies. A message that cannot be redacted is a
+/// failure: its codes are never read from the unredacted bytes (fail closed).
+pub(super) fn redact_for_disclosure(bytes: Vec<u8>, config: &Config) -> Result<Option<(Vec<u8>, PolicyMark)>, Code> {
+    let Some(policy) = config.policy.clone() else { return Ok(None) };
+    if policy.disclosure != crate::policy::Disclosure::Redacted {
+        return Ok(None);
+    }
+    let marker = (policy.name.clone(), policy.digest.clone());
+    let request = Request {
+        command: Command::Redact,
+        source: Source::Bytes(Phi::new(bytes)),
+        format: None,
+        framing: None,
+        limits: config.limits,
+        strict: false,
+        unsafe_show_values: false,
+        ndjson: false,
+        to: None,
+        convert: crate::convert::Options::default(),
+        policy: Some(policy),
+        key: config.key.clone(),
+    };
+    let mut sink = Collect { keep_bytes: true, ..Collect::default() };
+    let outcome = ops::run(request, &mut sink);
+    if let Some(code) = outcome.code {
+        sink.bytes.zeroize();
+        return Err(code);
+    }
+    if outcome.records.failed > 0 {
+        // A record left out of the redacted output is not read either; say so rather than
+        // answer for part of the input as if it were the whole.
+        sink.bytes.zeroize();
+        return Err(Code::CLI_RECORDS_FAILED);
+    }
+    Ok(Some((std::mem::take(&mut sink.bytes), marker)))
+}
+
+/// A problem with the arguments: its code, and the argument's name when one is at fault.
+struct ArgError {
+    code: Code,
+    argument: Option<&'static str>,
+}
+
+impl ArgError {
+    fn usage(argument: &'static str) -> ArgError {
+        ArgError { code: Code::CLI_USAGE, argument: Some(argument) }
+    }
+
+    fn reply(self) -> Reply {
+        let mut reply = Reply::failed(self.code);
+        reply.detail.argument = self.argument;
+        reply
+    }
+}
+
+impl From<Code> for ArgError {
+    fn from(code: Code) -> ArgError {
+        ArgError { code, argument: None }
+    }
 }
 
 /// The input of a call, as read from its arguments.
@@ -191,7 +313,7 @@ struct Input {
 }
 
 /// Reads the declared properties; ignores the others.
-fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) -> Result<Input, Code> {
+fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) -> Result<Input, ArgError> {
     let content = args.remove("content");
     let base64 = args.remove("content_base64");
     let bytes = match (content, base64) {
@@ -199,37 +321,42 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
         (None, Some(Value::String(mut encoded))) => {
             let decoded = decode_base64(encoded.as_bytes(), limits);
             encoded.zeroize();
-            decoded?
+            decoded.map_err(|code| match code {
+                Code::CLI_USAGE => ArgError::usage("content_base64"),
+                code => ArgError::from(code),
+            })?
         }
         (content, base64) => {
+            // Neither, both, or one that is not a string: name the one at fault.
+            let argument = if content.is_none() && base64.is_some() { "content_base64" } else { "content" };
             scrub_value(content);
             scrub_value(base64);
-            return Err(Code::CLI_USAGE);
+            return Err(ArgError::usage(argument));
         }
     };
     let bytes = Phi::new(bytes);
     if bytes.classify(|b| b.len() as u64 > limits.max_input_bytes) {
-        return Err(Code::CLI_INPUT_TOO_LARGE);
+        return Err(Code::CLI_INPUT_TOO_LARGE.into());
     }
     if tool == Tool::Convert {
         match args.get("to") {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) if s == "fhir" => {}
-            Some(_) => return Err(Code::CLI_USAGE),
+            Some(_) => return Err(ArgError::usage("to")),
         }
     }
     let (format, framing) = match args.get("format") {
         None | Some(Value::Null) => (None, None),
         Some(Value::String(s)) => {
-            let (f, framing) = crate::formats::resolve(s).ok_or(Code::CLI_USAGE)?;
+            let (f, framing) = crate::formats::resolve(s).ok_or(ArgError::usage("format"))?;
             (Some(f), framing)
         }
-        Some(_) => return Err(Code::CLI_USAGE),
+        Some(_) => return Err(ArgError::usage("format")),
     };
     let ndjson = match (tool, args.get("ndjson")) {
         (Tool::Convert, _) | (_, None | Some(Value::Null)) => false,
         (_, Some(Value::Bool(b))) => *b,
-        (_, Some(_)) => return Err(Code::CLI_USAGE),
+        (_, Some(_)) => return Err(ArgError::usage("ndjson")),
     };
     let mut convert = crate::convert::Options::default();
     if tool == Tool::Convert {
@@ -238,12 +365,12 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
             Some(Value::String(s)) if s == "message" => crate::convert::BundleType::Message,
             Some(Value::String(s)) if s == "collection" => crate::convert::BundleType::Collection,
             Some(Value::String(s)) if s == "transaction" => crate::convert::BundleType::Transaction,
-            Some(_) => return Err(Code::CLI_USAGE),
+            Some(_) => return Err(ArgError::usage("bundle_type")),
         };
         convert.default_offset_minutes = match args.get("default_timezone") {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(crate::convert::parse_offset(s).ok_or(Code::CLI_USAGE)?),
-            Some(_) => return Err(Code::CLI_USAGE),
+            Some(Value::String(s)) => Some(crate::convert::parse_offset(s).ok_or(ArgError::usage("default_timezone"))?),
+            Some(_) => return Err(ArgError::usage("default_timezone")),
         };
     }
     Ok(Input { bytes, format, framing, ndjson, convert })

@@ -52,6 +52,35 @@ impl Server {
         self.tools.iter().map(|t| t.name.to_string()).collect() // value-free: static tool names
     }
 
+    /// The server's instructions: what the tools this server shows (the policy's `tools` filter
+    /// applied) do, and what the policy does to their data. Names only, never a value.
+    pub fn instructions(&self) -> String {
+        let names = self.tools_list_names();
+        let mut text = format!(
+            "phiward reads healthcare messages locally (nothing is stored or sent anywhere). Tools: {}. \
+             Pass the message text in `content` (or base64 in `content_base64`); each tool's description \
+             lists the formats it takes. Only the `data` of a reply can hold message values; a failed \
+             reply carries a code, its fixed meaning and, for a bad argument, the argument's name.",
+            if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+        );
+        if let Some(p) = self.config.policy.as_deref() {
+            if p.disclosure == crate::policy::Disclosure::Redacted {
+                text.push_str(&format!(
+                    " Policy {}: every value a reply returns is redacted under it first (the reply's \
+                     `redacted` says so).",
+                    p.name
+                ));
+            }
+        }
+        if names.iter().any(|n| n == super::terminology::FIND_EQUIVALENT || n == super::terminology::MAP_CODES) {
+            text.push_str(
+                " The terminology tools answer from data on this machine; licences and citations are in \
+                 the resource info://licenses.",
+            );
+        }
+        text
+    }
+
     /// Runs one call to completion (the body of `tools/call`).
     pub fn call(&self, params: CallToolRequestParams) -> CallToolResult {
         result(dispatch(&params.name, params.arguments, &self.config))
@@ -73,13 +102,7 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_resources().build());
         info.server_info = Implementation::new("phiward", env!("CARGO_PKG_VERSION"));
-        info.with_instructions(
-            "phiward parses, validates and summarizes healthcare messages (HL7 v2 and the formats \
-             the tool descriptions list), locally. Pass the message text in `content`. Only the \
-             `data` of a reply can hold message values; failed replies carry a code only. \
-             find_equivalent and map_codes answer from terminology data on this machine; their \
-             licences and citations are in the resource info://licenses.",
-        )
+        info.with_instructions(self.instructions())
     }
 
     async fn list_tools(

@@ -181,22 +181,10 @@ pub fn map_data_schema() -> Value {
 }
 
 fn envelope(data: Value) -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "ok": {"type": "boolean", "description": "True when status is success."},
-            "status": {"type": "string", "enum": ["success", "verdict", "failed"],
-                       "description": "success: exit 0; verdict: data with a negative result (nothing found, \
-                                       something unmapped); failed: no data."},
-            "exit": {"type": "integer", "minimum": 0, "maximum": 255,
-                     "description": "The exit code of `phiward` on the command line for the same call."},
-            "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$",
-                     "description": "Only when failed: the stable code (see DIAGNOSTICS.md)."},
-            "data": data
-        },
-        "required": ["ok", "status", "exit"],
-        "additionalProperties": false
-    })
+    super::tools::envelope(
+        data,
+        "success: exit 0; verdict: data with a negative result (nothing found, something unmapped); failed: no data.",
+    )
 }
 
 fn schema_object(v: Value) -> Arc<JsonObject> {
@@ -246,7 +234,7 @@ pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Conf
     let args = arguments.unwrap_or_default();
     match name {
         FIND_EQUIVALENT => Some(find_equivalent(&args, &config.catalog)),
-        MAP_CODES => Some(map_codes(&args, &config.limits)),
+        MAP_CODES => Some(map_codes(args, config)),
         _ => None,
     }
 }
@@ -255,32 +243,38 @@ fn system_arg(v: &Value) -> Result<System, Code> {
     v.as_str().and_then(System::from_name).ok_or(Code::CLI_USAGE)
 }
 
-fn read_find(args: &Map<String, Value>) -> Result<Query, Code> {
+fn read_find(args: &Map<String, Value>) -> Result<Query, Reply> {
     let term = match args.get("term") {
-        Some(Value::String(s)) if s.len() > find::MAX_TERM_BYTES => return Err(Code::CLI_INPUT_TOO_LARGE),
+        Some(Value::String(s)) if s.len() > find::MAX_TERM_BYTES => {
+            return Err(Reply::failed(Code::CLI_INPUT_TOO_LARGE));
+        }
         Some(Value::String(s)) => s.clone(),
-        _ => return Err(Code::CLI_USAGE),
+        _ => return Err(Reply::usage("term")),
     };
     let limit = match args.get("limit") {
         None | Some(Value::Null) => find::DEFAULT_LIMIT,
         Some(v) => match v.as_u64() {
             Some(n) if (1..=find::MAX_LIMIT as u64).contains(&n) => n as usize,
-            _ => return Err(Code::CLI_USAGE),
+            _ => return Err(Reply::usage("limit")),
         },
     };
     let source = match args.get("source_terminology") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(system_arg(v)?),
+        Some(v) => Some(system_arg(v).map_err(|_| Reply::usage("source_terminology"))?),
     };
     let targets = match args.get("target_terminologies") {
         None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.iter().map(system_arg).collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err(Code::CLI_USAGE),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(system_arg)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| Reply::usage("target_terminologies"))?,
+        Some(_) => return Err(Reply::usage("target_terminologies")),
     };
     let include_deprecated = match args.get("include_deprecated") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(Code::CLI_USAGE),
+        Some(_) => return Err(Reply::usage("include_deprecated")),
     };
     Ok(Query { term, limit, source, targets, include_deprecated })
 }
@@ -288,19 +282,67 @@ fn read_find(args: &Map<String, Value>) -> Result<Query, Code> {
 fn find_equivalent(args: &Map<String, Value>, catalog: &Catalog) -> Reply {
     let query = match read_find(args) {
         Ok(q) => q,
-        Err(code) => return Reply::failed(code),
+        Err(reply) => return reply,
     };
     let (data, any) = find::find_equivalent(&query, catalog);
     let (status, exit) = if any { (Status::Success, exit::OK) } else { (Status::Verdict, exit::INVALID) };
-    Reply { status, exit, code: None, data: Some(data) }
+    Reply::with_data(status, exit, data)
 }
 
-fn map_codes(args: &Map<String, Value>, limits: &crate::limits::Limits) -> Reply {
-    match term::conceptmap::run_mcp(args, limits) {
+/// `map_codes`. A message in `content` goes through the server's policy first when its
+/// disclosure is `redacted`: the codes come from what `parse` would show, never from the fields
+/// the policy removes (no side door around the policy).
+fn map_codes(mut args: Map<String, Value>, config: &Config) -> Reply {
+    let mut redacted = None;
+    if let Some(Value::String(content)) = args.get_mut("content") {
+        let bytes = std::mem::take(content).into_bytes();
+        match super::dispatch::redact_for_disclosure(bytes.clone(), config) {
+            Ok(Some((out, marker))) => {
+                let mut bytes = bytes;
+                zeroize::Zeroize::zeroize(&mut bytes);
+                match String::from_utf8(out) {
+                    Ok(text) => *content = text,
+                    Err(e) => {
+                        zeroize::Zeroize::zeroize(&mut e.into_bytes());
+                        return Reply::failed(Code::CLI_PARSE_FAILED);
+                    }
+                }
+                redacted = Some(marker);
+            }
+            Ok(None) => *content = String::from_utf8(bytes).unwrap_or_default(),
+            Err(code) => {
+                let mut bytes = bytes;
+                zeroize::Zeroize::zeroize(&mut bytes);
+                return Reply::failed(code);
+            }
+        }
+    }
+    let result = term::conceptmap::run_mcp(&args, &config.limits);
+    if let Some(Value::String(content)) = args.get_mut("content") {
+        zeroize::Zeroize::zeroize(content);
+    }
+    match result {
         Ok((data, all_mapped)) => {
             let (status, exit) =
                 if all_mapped { (Status::Success, exit::OK) } else { (Status::Verdict, exit::INVALID) };
-            Reply { status, exit, code: None, data: Some(data) }
+            let mut reply = Reply::with_data(status, exit, data);
+            reply.detail.redacted = redacted;
+            reply
+        }
+        Err(Code::CLI_USAGE) => {
+            // The argument at fault: the map (exactly one of `map` and `conceptmap`, a string),
+            // or the codes (`codings` or `content`).
+            let one_map = matches!(
+                (args.get("map"), args.get("conceptmap")),
+                (Some(Value::String(_)), None) | (None, Some(Value::String(_)))
+            );
+            let argument = match (one_map, args.contains_key("codings")) {
+                (false, _) if args.contains_key("conceptmap") => "conceptmap",
+                (false, _) => "map",
+                (true, true) => "codings",
+                (true, false) => "content",
+            };
+            Reply::usage(argument)
         }
         Err(code) => Reply::failed(code),
     }

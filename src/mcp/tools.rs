@@ -80,8 +80,9 @@ impl Tool {
             Tool::Parse => {
                 "Use this when you need the contents of a message as structured JSON: every segment, \
                  field, repetition and component, with escapes decoded. The reply's `data` is \
-                 `{format, model, warnings}` (or `{records: [...]}` for a stream or batch). This is \
-                 the only tool whose reply carries the message's values."
+                 `{format, model, warnings}` (or `{records: [...]}` for a stream or batch). Its data \
+                 carries the message's values (as do convert, redact and map_codes; under a redacting \
+                 policy all four return redacted values and the reply says so in `redacted`)."
             }
             Tool::Validate => {
                 "Use this to check whether a message conforms to its standard before sending, storing \
@@ -112,17 +113,7 @@ impl Tool {
             }
         };
         // The formats, then the aliases `format` also takes (mllp: HL7 v2 in MLLP frames).
-        let formats: Vec<&str> = Format::ALL
-            .iter()
-            .filter(|f| f.supports(self.operation()))
-            .map(|f| f.as_str())
-            .chain(
-                crate::formats::ALIASES
-                    .iter()
-                    .filter(|(_, f, _)| f.supports(self.operation()))
-                    .map(|(name, _, _)| *name),
-            )
-            .collect();
+        let formats = self.format_names();
         let formats = if formats.is_empty() { "none yet".to_owned() } else { formats.join(", ") };
         let input = "Pass the message as text in `content` (or as base64 in `content_base64` for binary \
                      input), and `format` when you know it (omitted means detect).";
@@ -132,6 +123,18 @@ impl Tool {
              (for example CLI_PARSE_FAILED, CLI_FORMAT_UNSUPPORTED) and the CLI exit code.",
             self.as_str()
         )
+    }
+
+    /// The names `format` takes for this tool: the formats whose codec implements its operation
+    /// in this build, and the aliases of those formats.
+    pub fn format_names(self) -> Vec<&'static str> {
+        let op = self.operation();
+        Format::ALL
+            .iter()
+            .filter(|f| f.supports(op))
+            .map(|f| f.as_str())
+            .chain(crate::formats::ALIASES.iter().filter(|(_, f, _)| f.supports(op)).map(|(name, _, _)| *name))
+            .collect()
     }
 
     /// The JSON Schema of the tool's arguments.
@@ -155,9 +158,8 @@ impl Tool {
                     },
                     "format": {
                         "type": "string",
-                        "enum": crate::formats::accepted_names(),
-                        "description": "The input format (hl7 or mllp convert; the others fail with \
-                                        CLI_FORMAT_UNSUPPORTED); omit it to detect the format."
+                        "enum": self.format_names(),
+                        "description": "The input format; omit it to detect the format."
                     },
                     "to": {
                         "type": "string",
@@ -178,6 +180,7 @@ impl Tool {
                                         their date (and reported)."
                     }
                 },
+                "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}],
                 "additionalProperties": false
             }),
             _ => json!({
@@ -193,7 +196,7 @@ impl Tool {
                     },
                     "format": {
                         "type": "string",
-                        "enum": crate::formats::accepted_names(),
+                        "enum": self.format_names(),
                         "description": "The message format; omit it to detect the format from the \
                                         first bytes."
                     },
@@ -204,6 +207,7 @@ impl Tool {
                                         record per line in `data.records`."
                     }
                 },
+                "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}],
                 "additionalProperties": false
             }),
         }
@@ -271,31 +275,7 @@ impl Tool {
                 "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}]
             }),
         };
-        json!({
-            "type": "object",
-            "properties": {
-                "ok": {"type": "boolean", "description": "True when status is success."},
-                "status": {
-                    "type": "string",
-                    "enum": ["success", "verdict", "failed"],
-                    "description": "success: exit 0; verdict: data with a negative result; failed: no data."
-                },
-                "exit": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": 255,
-                    "description": "The exit code of `phiward` on the command line for the same call."
-                },
-                "code": {
-                    "type": "string",
-                    "pattern": "^[A-Z][A-Z0-9_]*$",
-                    "description": "Only when failed: the stable code (see DIAGNOSTICS.md)."
-                },
-                "data": data
-            },
-            "required": ["ok", "status", "exit"],
-            "additionalProperties": false
-        })
+        envelope(data, "success: exit 0; verdict: data with a negative result; failed: no data.")
     }
 
     /// The tool as `tools/list` shows it.
@@ -317,6 +297,69 @@ pub fn definitions() -> Vec<McpTool> {
     let mut tools: Vec<McpTool> = Tool::ALL.into_iter().map(Tool::definition).collect();
     tools.extend(super::terminology::definitions());
     tools
+}
+
+/// The reply envelope of every tool around its `data` schema ([`super::dispatch::Reply`]).
+pub(super) fn envelope(data: Value, status_description: &str) -> Value {
+    let formats: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+    json!({
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean", "description": "True when status is success."},
+            "status": {
+                "type": "string",
+                "enum": ["success", "verdict", "failed"],
+                "description": status_description
+            },
+            "exit": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 255,
+                "description": "The exit code of `phiward` on the command line for the same call."
+            },
+            "code": {
+                "type": "string",
+                "pattern": "^[A-Z][A-Z0-9_]*$",
+                "description": "Only when failed: the stable code (see DIAGNOSTICS.md)."
+            },
+            "message": {
+                "type": "string",
+                "description": "Only when failed: what the code means (fixed text, never a value)."
+            },
+            "argument": {
+                "type": "string",
+                "description": "CLI_USAGE: the name of the argument at fault (never its value)."
+            },
+            "detected": {
+                "type": "string",
+                "enum": formats,
+                "description": "CLI_FORMAT_UNSUPPORTED: the format detected or named."
+            },
+            "supported": {
+                "type": "array",
+                "items": {"type": "string", "enum": formats},
+                "description": "CLI_FORMAT_UNSUPPORTED: the formats this tool takes in this build."
+            },
+            "support": {
+                "type": "string",
+                "enum": ["planned", "not_offered"],
+                "description": "CLI_FORMAT_UNSUPPORTED: planned, the format is recognised and not built yet; \
+                                not_offered, the format is built and this tool does not take it."
+            },
+            "redacted": {
+                "type": "object",
+                "properties": {
+                    "policy": {"type": "string", "description": "The policy's name."},
+                    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the policy file."}
+                },
+                "required": ["policy", "sha256"],
+                "description": "Present when the data was redacted under a policy (the server's, or Safe Harbor for redact)."
+            },
+            "data": data
+        },
+        "required": ["ok", "status", "exit"],
+        "additionalProperties": false
+    })
 }
 
 fn schema_object(v: Value) -> Arc<JsonObject> {

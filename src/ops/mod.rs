@@ -50,11 +50,8 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
         }
         let format = match request.format {
             Some(f) => f,
-            None => detect::detect(&prefix).map_err(|code| Failure {
-                code,
-                cause: None,
-                excerpt: excerpt_of(show, &prefix, 0),
-            })?,
+            None => detect::detect(&prefix)
+                .map_err(|code| Failure { excerpt: excerpt_of(show, &prefix, 0), ..Failure::code(code) })?,
         };
         let first = detect::skip_bom_and_space(&prefix).first().copied();
         if first.is_none() && format.is_text() {
@@ -67,7 +64,7 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
             p.check_key(request.key.is_some()).map_err(|e| Failure::code(e.code))?;
         }
         if !format.supports(request.command.operation()) {
-            return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
+            return Err(Failure::unsupported(format));
         }
         let whole = batchable_source(&request.source);
         let input = BufReader::with_capacity(64 * 1024, io::Cursor::new(prefix).chain(reader));
@@ -80,6 +77,7 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
             let mut o = Outcome::failed(f.code);
             o.cause = f.cause;
             o.excerpt = f.excerpt.map(|e| (e, Disclosure::grant()));
+            o.detected = f.detected;
             o
         }
     }
@@ -104,11 +102,11 @@ macro_rules! define_dispatch {
             match format {
                 $(Format::$codec => {
                     if !<$ty as crate::formats::Codec>::accepts(&runner::settings(request)) {
-                        return Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED));
+                        return Err(Failure::unsupported(format));
                     }
                     runner::run::<$ty>(request, sink, disclosure, input, first, whole)
                 })*
-                $(Format::$planned => Err(Failure::code(Code::CLI_FORMAT_UNSUPPORTED)),)*
+                $(Format::$planned => Err(Failure::unsupported(format)),)*
             }
         }
 
@@ -156,11 +154,18 @@ struct Failure {
     code: Code,
     cause: Option<Diagnostic>,
     excerpt: Option<Phi<Vec<u8>>>,
+    /// The format read or named, when the failure is that the operation does not take it.
+    detected: Option<Format>,
 }
 
 impl Failure {
     fn code(code: Code) -> Failure {
-        Failure { code, cause: None, excerpt: None }
+        Failure { code, cause: None, excerpt: None, detected: None }
+    }
+
+    /// `CLI_FORMAT_UNSUPPORTED` for an input of `format`.
+    fn unsupported(format: Format) -> Failure {
+        Failure { detected: Some(format), ..Failure::code(Code::CLI_FORMAT_UNSUPPORTED) }
     }
 }
 

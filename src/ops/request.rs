@@ -106,7 +106,7 @@ impl Request {
     /// The policy under which data is redacted, if any: `redact`'s, and under `--policy` the
     /// data of the other commands that return data. `validate` and `inspect` return no value,
     /// so they read the message as it is.
-    pub(super) fn redaction(&self) -> Option<&Policy> {
+    pub fn redaction(&self) -> Option<&Policy> {
         let p = self.policy.as_deref()?;
         let redacts = self.command == Command::Redact || p.disclosure == PolicyDisclosure::Redacted;
         (redacts && self.command.discloses()).then_some(p)
@@ -145,6 +145,9 @@ pub struct Outcome {
     /// Records of the input processed (a stream's), and those that failed with the distinct
     /// codes of their failures (sorted): the CLI's summary line on stderr.
     pub records: Records,
+    /// `CLI_FORMAT_UNSUPPORTED`: the format detected or named, which the operation does not
+    /// take (a format name: never a value).
+    pub detected: Option<crate::formats::Format>,
 }
 
 /// Counts of a stream's records (value-free).
@@ -179,6 +182,7 @@ impl Outcome {
             multi: false,
             manifest: None,
             records: Records::default(),
+            detected: None,
         }
     }
 }

@@ -520,7 +520,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 _ => 0,
             };
             let excerpt = bytes.as_ref().and_then(|b| excerpt_of(self.request.unsafe_show_values, b.span().raw(), at));
-            return Err(Failure { code, cause: Some(cause), excerpt });
+            return Err(Failure { code, cause: Some(cause), excerpt, detected: None });
         }
         self.any_failed_record = true;
         self.failed.fail(code);
@@ -892,6 +892,16 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         };
         let mut records = self.failed;
         records.seen = self.records;
-        Ok(Outcome { exit, status, code: None, cause: None, excerpt: None, multi: self.multi, manifest, records })
+        Ok(Outcome {
+            exit,
+            status,
+            code: None,
+            cause: None,
+            excerpt: None,
+            multi: self.multi,
+            manifest,
+            records,
+            detected: None,
+        })
     }
 }
