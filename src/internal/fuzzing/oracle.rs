@@ -164,21 +164,47 @@ impl Secondary {
         self.push_line(&Value::Object(map).to_string());
     }
 
-    /// An MCP reply envelope `{ok, status, exit, code?}` without its data, checked and recorded.
+    /// An MCP reply envelope `{ok, status, exit, code?, message?, argument?, detected?,
+    /// supported?, support?, redacted?}` without its data, checked field by field against its
+    /// grammar and recorded. `message` must be the code's own meaning and `argument` a property
+    /// some tool declares; both are then left out of the leak check (program text, as a
+    /// diagnostic's meaning is), as are format names, which are checked against the registry.
     #[cfg(feature = "mcp")]
     pub(super) fn reply_envelope(&mut self, v: &Value) {
         let obj = v.as_object().unwrap_or_else(|| panic!("an MCP reply is not an object"));
+        let code = obj.get("code").and_then(Value::as_str).and_then(Code::from_name);
+        let format_name = |val: &Value| val.as_str().and_then(crate::formats::Format::from_name).is_some();
+        let mut kept = serde_json::Map::new();
         for (k, val) in obj {
-            let ok = match k.as_str() {
-                "ok" => val.is_boolean(),
-                "status" => matches!(val.as_str(), Some("success" | "verdict" | "failed")),
-                "exit" => val.as_u64().is_some(),
-                "code" => val.as_str().and_then(Code::from_name).is_some(),
-                _ => false,
+            let (ok, keep) = match k.as_str() {
+                "ok" => (val.is_boolean(), true),
+                "status" => (matches!(val.as_str(), Some("success" | "verdict" | "failed")), true),
+                "exit" => (val.as_u64().is_some(), true),
+                "code" => (code.is_some(), true),
+                "message" => (code.is_some_and(|c| val.as_str() == Some(c.meaning())), false),
+                "argument" => (
+                    code == Some(Code::CLI_USAGE) && val.as_str().is_some_and(|a| declared_arguments().contains(a)),
+                    false,
+                ),
+                "detected" => (code == Some(Code::CLI_FORMAT_UNSUPPORTED) && format_name(val), false),
+                "supported" => (
+                    code == Some(Code::CLI_FORMAT_UNSUPPORTED)
+                        && val.as_array().is_some_and(|list| list.iter().all(format_name)),
+                    false,
+                ),
+                "support" => (
+                    code == Some(Code::CLI_FORMAT_UNSUPPORTED)
+                        && matches!(val.as_str(), Some("planned" | "not_offered")),
+                    true,
+                ),
+                _ => (false, false),
             };
             assert!(ok, "MCP reply field {k:?} outside the grammar");
+            if keep {
+                kept.insert(k.clone(), val.clone());
+            }
         }
-        self.push_line(&v.to_string());
+        self.push_line(&Value::Object(kept).to_string());
     }
 
     /// What a run logged (see `logs`): field values get both leak checks; message texts, which
@@ -228,6 +254,32 @@ impl Secondary {
             }
         }
     }
+}
+
+/// Every property name some MCP tool's input schema declares, and `name`.
+#[cfg(feature = "mcp")]
+fn declared_arguments() -> &'static BTreeSet<String> {
+    static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        fn walk(v: &Value, out: &mut BTreeSet<String>) {
+            match v {
+                Value::Object(map) => {
+                    if let Some(Value::Object(props)) = map.get("properties") {
+                        out.extend(props.keys().cloned());
+                    }
+                    map.values().for_each(|x| walk(x, out));
+                }
+                Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
+                _ => {}
+            }
+        }
+        // `name`: the tool name of `tools/call` itself, named when no tool has it.
+        let mut out = BTreeSet::from(["name".to_owned()]);
+        for tool in crate::mcp::definitions() {
+            walk(&Value::Object((*tool.input_schema).clone()), &mut out);
+        }
+        out
+    })
 }
 
 /// A byte that grammar text (numbers, punctuation) never holds once vocabulary is blanked.
