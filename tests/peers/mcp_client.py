@@ -149,7 +149,20 @@ class Client:
         check(sc.get("ok") == (status == "success"), f"{label}: ok exactly when success")
         if status == "failed":
             check("data" not in sc and isinstance(sc.get("code"), str), f"{label}: failed has a code and no data")
-            check(set(sc) == {"ok", "status", "exit", "code"}, f"{label}: failed carries only the code")
+            # Besides the code: its meaning, the name of the argument at fault (a usage error),
+            # and for a format the tool does not take, the format and the ones it does. Never a
+            # value: each is checked against its grammar.
+            extra = set(sc) - {"ok", "status", "exit", "code", "message"}
+            check(isinstance(sc.get("message"), str) and sc["message"] != "", f"{label}: failed says what its code means")
+            if sc.get("code") == "CLI_USAGE":
+                check(extra <= {"argument"}, f"{label}: a usage error carries only the argument's name")
+                check(re.fullmatch(r"[a-z][a-z0-9_]*", str(sc.get("argument", "name"))) is not None, f"{label}: argument is a name")
+            elif sc.get("code") == "CLI_FORMAT_UNSUPPORTED":
+                check(extra == {"detected", "supported", "support"}, f"{label}: unsupported says what is supported")
+                check(sc.get("support") in ("planned", "not_offered"), f"{label}: support is planned or not_offered")
+                check(all(isinstance(f, str) for f in sc.get("supported", [None])), f"{label}: supported lists names")
+            else:
+                check(not extra, f"{label}: failed carries only the code and its meaning")
         else:
             check("data" in sc and "code" not in sc, f"{label}: {status} has data and no code")
         return sc
@@ -452,24 +465,26 @@ async def redact_against_cli(client: Client, binary: Path, matrix: dict[str, set
 async def argument_errors(client: Client) -> None:
     msg = (ROOT / "fixtures/hl7v2/markers/markers_adt_a01_v2.5.1.hl7").read_bytes().decode("utf-8")
     cases = [
-        ("unknown tool", "MKR-tool-name", {"content": msg}),
-        ("missing content", "validate", {"format": "hl7"}),
-        ("no arguments", "validate", None),
-        ("numeric content", "validate", {"content": 12345}),
-        ("object content", "parse", {"content": {"v": "MKR00001X"}}),
-        ("null content", "inspect", {"content": None}),
-        ("content and base64", "parse", {"content": msg, "content_base64": "TUtS"}),
-        ("bad base64", "parse", {"content_base64": "MKR00001X!!"}),
-        ("bad format", "validate", {"content": msg, "format": "MKR00002X"}),
-        ("numeric format", "validate", {"content": msg, "format": 7}),
-        ("convert to cda", "convert", {"content": msg, "to": "MKR00003X"}),
-        ("convert missing content", "convert", {"to": "fhir"}),
-        ("non-boolean ndjson", "validate", {"content": msg, "ndjson": "MKR00005X"}),
+        ("unknown tool", "MKR-tool-name", {"content": msg}, "name"),
+        ("missing content", "validate", {"format": "hl7"}, "content"),
+        ("no arguments", "validate", None, "content"),
+        ("numeric content", "validate", {"content": 12345}, "content"),
+        ("object content", "parse", {"content": {"v": "MKR00001X"}}, "content"),
+        ("null content", "inspect", {"content": None}, "content"),
+        ("content and base64", "parse", {"content": msg, "content_base64": "TUtS"}, "content"),
+        ("bad base64", "parse", {"content_base64": "MKR00001X!!"}, "content_base64"),
+        ("bad format", "validate", {"content": msg, "format": "MKR00002X"}, "format"),
+        ("numeric format", "validate", {"content": msg, "format": 7}, "format"),
+        ("convert to cda", "convert", {"content": msg, "to": "MKR00003X"}, "to"),
+        ("convert missing content", "convert", {"to": "fhir"}, "content"),
+        ("non-boolean ndjson", "validate", {"content": msg, "ndjson": "MKR00005X"}, "ndjson"),
     ]
-    for label, tool, args in cases:
+    for label, tool, args, argument in cases:
         sc = await client.call(tool, args, f"usage: {label}")
         if sc:
-            check(sc == {"ok": False, "status": "failed", "exit": 2, "code": "CLI_USAGE"}, f"usage: {label}: CLI_USAGE, exit 2")
+            got = {k: v for k, v in sc.items() if k != "message"}
+            want = {"ok": False, "status": "failed", "exit": 2, "code": "CLI_USAGE", "argument": argument}
+            check(got == want, f"usage: {label}: CLI_USAGE, exit 2, argument {argument}")
             no_marker(sc, f"usage: {label}")
     plain = await client.call("validate", {"content": msg}, "undeclared property: reference")
     extra = await client.call("validate", {"content": msg, "strict": True, "MKR_extra": "MKR00004X"}, "undeclared property")
