@@ -168,8 +168,8 @@ fn data_and_exit_equal_the_cli_json_for_every_fixture() {
         let input = std::fs::read(file).expect("fixture");
         let ndjson = file.extension().is_some_and(|e| e == "ndjson");
         let mut args = match std::str::from_utf8(&input) {
-            Ok(s) => json!({ "content": s }),
-            Err(_) => json!({ "content_base64": base64(&input) }),
+            Ok(s) => json!({ "content": s, "max_bytes": 0 }),
+            Err(_) => json!({ "content_base64": base64(&input), "max_bytes": 0 }),
         };
         if ndjson {
             args["ndjson"] = json!(true);
@@ -223,7 +223,7 @@ fn base64(bytes: &[u8]) -> String {
 #[test]
 fn base64_content_gives_the_same_reply_as_text() {
     let input = std::fs::read(fixture("hl7v2/valid/charset_8859-1_v2.5.hl7")).expect("fixture");
-    let reply = call("parse", json!({ "content_base64": base64(&input), "format": "hl7" }));
+    let reply = call("parse", json!({ "content_base64": base64(&input), "format": "hl7", "max_bytes": 0 }));
     assert_eq!(reply["status"], "success", "{reply}");
     let (_, data) = cli("parse", &input, Some("hl7"), false);
     assert_eq!(reply.get("data"), data.as_ref());
@@ -289,7 +289,7 @@ fn undeclared_properties_are_ignored() {
 fn convert_data_is_the_cli_json() {
     for name in ["oru_r01", "adt_a01", "siu_s15"] {
         let bytes = std::fs::read(fixture(&format!("hl7v2/convert/{name}.hl7"))).expect("fixture");
-        let reply = call("convert", json!({ "content": text(&bytes), "to": "fhir" }));
+        let reply = call("convert", json!({ "content": text(&bytes), "to": "fhir", "max_bytes": 0 }));
         let (exit, data) = cli("convert", &bytes, None, false);
         assert_eq!(reply["exit"], json!(exit), "{name}");
         assert_eq!(reply["data"], data.unwrap_or_default(), "{name}");
@@ -745,4 +745,105 @@ fn no_tool_is_a_side_door_around_the_policy() {
         }
     }
     assert!(checked > 100, "{checked} replies with data checked");
+}
+
+/// A batch of `n` synthetic ADT messages (invented people), one record each.
+#[cfg(feature = "mcp")]
+fn adt_batch(n: usize) -> String {
+    let mut out = String::new();
+    for i in 0..n {
+        out.push_str(&format!(
+            "MSH|^~\\&|SND|FAC|RCV|FAC|20240101120000||ADT^A01^ADT_A01|MSG{i:05}|P|2.5.1\r\
+             EVN|A01|20240101120000\r\
+             PID|1||MRN{i:05}^^^FAC^MR||Quillfeather^Odessa^J||19800101|F|||{i} Lantern Row^^Brookvale^VT^05999\r\
+             PV1|1|I|WARD^1^A\r\
+             OBX|1|ST|8302-2^Body height^LN||text {i}||||||F\r"
+        ));
+    }
+    out
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn default_replies_fit_a_context_window_and_cursors_walk_the_whole() {
+    let batch = adt_batch(150);
+    let mut paged = 0;
+    for tool in ["parse", "validate", "inspect", "convert", "redact"] {
+        let whole = call(tool, json!({ "content": batch, "max_bytes": 0 }));
+        assert_ne!(whole["status"], "failed", "{tool}: {}", whole["code"]);
+        assert!(whole.get("page").is_none(), "{tool}: no limit, no page");
+        let first = call(tool, json!({ "content": batch }));
+        let size = first["data"].to_string().len();
+        assert!(size <= mcp::shape::DEFAULT_MAX_BYTES, "{tool}: {size} bytes by default");
+        assert!(first.to_string().len() < 16 * 1024, "{tool}: the reply is over 16 KB");
+        if whole["data"].to_string().len() <= mcp::shape::DEFAULT_MAX_BYTES {
+            assert_eq!(first, whole, "{tool}: data under the default is whole");
+            continue;
+        }
+        assert_eq!(first["truncated"], true, "{tool}");
+        assert_eq!(first["page"]["start"], 0, "{tool}");
+        paged += 1;
+        // Walk the cursors: the pages put together are the whole, nothing lost or repeated.
+        let (mut records, mut content) = (Vec::new(), String::new());
+        let mut reply = first;
+        for _ in 0..1000 {
+            if let Some(list) = reply["data"]["records"].as_array() {
+                records.extend(list.iter().cloned());
+            }
+            if let Some(text) = reply["data"]["content"].as_str() {
+                content.push_str(text);
+            }
+            let Some(cursor) = reply.get("cursor").and_then(Value::as_str).map(str::to_owned) else { break };
+            assert_eq!(reply["truncated"], true);
+            reply = call(tool, json!({ "content": batch, "cursor": cursor }));
+            assert_ne!(reply["status"], "failed", "{tool}: {reply}");
+        }
+        assert_eq!(reply["truncated"], false, "{tool}: the last page says so");
+        match whole["data"]["records"].as_array() {
+            Some(list) => assert_eq!(&records, list, "{tool}: pages differ from the whole"),
+            None => assert_eq!(content, whole["data"]["content"].as_str().unwrap_or_default(), "{tool}"),
+        }
+    }
+    assert!(paged >= 4, "only {paged} tools had data over the default");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn selection_returns_exactly_what_was_asked() {
+    let batch = adt_batch(3);
+    let reply =
+        call("parse", json!({ "content": batch, "fields": ["PID-5", "PID-7"], "segments": ["OBX"], "max_bytes": 0 }));
+    assert_eq!(reply["status"], "success", "{reply}");
+    for record in reply["data"]["records"].as_array().expect("records") {
+        let segments = record["model"]["segments"].as_array().expect("segments");
+        let ids: Vec<&str> = segments.iter().map(|s| s["id"].as_str().unwrap_or_default()).collect();
+        assert_eq!(ids, ["PID", "OBX"]);
+        for (i, field) in segments[0]["fields"].as_array().expect("fields").iter().enumerate() {
+            let kept = i + 1 == 5 || i + 1 == 7;
+            assert_eq!(field.as_array().is_some_and(|f| !f.is_empty()), kept, "PID-{}", i + 1);
+        }
+        assert!(segments[1]["fields"].as_array().is_some_and(|f| f.len() >= 5), "OBX whole");
+    }
+    // Findings: only the most severe, with the totals of all.
+    let invalid = "MSH|^~\\&|A|B|C|D|2024||ZZZ^Q99|1|P|2.5.1\rPID|1||X||Y\r";
+    let all = call("validate", json!({ "content": invalid }));
+    let n = all["data"]["findings"].as_array().map_or(0, Vec::len);
+    assert!(n >= 2, "{all}");
+    let capped = call("validate", json!({ "content": invalid, "max_findings": 1, "min_severity": "warning" }));
+    assert_eq!(capped["data"]["findings"].as_array().map(Vec::len), Some(1));
+    assert_eq!(capped["finding_totals"]["total"], json!(n));
+    assert_eq!(capped["finding_totals"]["returned"], json!(1));
+    // FHIR: resource types of a Bundle.
+    let bundle = json!({"resourceType": "Bundle", "type": "collection", "entry": [
+        {"fullUrl": "urn:uuid:0c3f1e2a-1111-4e5e-9a7b-000000000001", "resource": {"resourceType": "Patient", "id": "a"}},
+        {"fullUrl": "urn:uuid:0c3f1e2a-1111-4e5e-9a7b-000000000002", "resource": {"resourceType": "Observation", "id": "b", "status": "final", "code": {"text": "x"}}}
+    ]});
+    let reply = call("parse", json!({ "content": bundle.to_string(), "resource_types": ["Observation"] }));
+    let entries = reply["data"]["model"]["entry"].as_array().expect("entries");
+    assert_eq!(entries.len(), 1, "{reply}");
+    assert_eq!(entries[0]["resource"]["resourceType"], "Observation");
+    // A selection that applies to nothing names its argument rather than answering with all.
+    assert_eq!(call("parse", json!({ "content": bundle.to_string(), "segments": ["PID"] }))["argument"], "segments");
+    assert_eq!(call("parse", json!({ "content": batch, "resource_types": ["Patient"] }))["argument"], "resource_types");
+    assert_eq!(call("parse", json!({ "content": batch, "cursor": "records:99999" }))["argument"], "cursor");
 }

@@ -67,6 +67,8 @@ pub struct Detail {
     pub unsupported: Option<(Format, Operation)>,
     /// The data was redacted under this policy: its name and the SHA-256 of its file.
     pub redacted: Option<PolicyMark>,
+    /// What the size and selection arguments left out ([`super::shape`]).
+    pub shaped: Box<super::shape::Shaped>,
 }
 
 impl Reply {
@@ -97,7 +99,7 @@ impl Reply {
     }
 
     /// The structured object: `{ok, status, exit, code?, message?, argument?, detected?,
-    /// supported?, support?, redacted?, data?}`.
+    /// supported?, support?, redacted?, truncated?, cursor?, page?, finding_totals?, data?}`.
     pub fn into_value(self) -> Value {
         let mut obj = Map::new();
         obj.insert("ok".to_owned(), Value::Bool(self.status == Status::Success));
@@ -130,6 +132,16 @@ impl Reply {
             r.insert("policy".to_owned(), Value::from(policy));
             r.insert("sha256".to_owned(), Value::from(sha256));
             obj.insert("redacted".to_owned(), Value::Object(r));
+        }
+        if let Some(page) = &self.detail.shaped.page {
+            obj.insert("truncated".to_owned(), Value::Bool(page.cursor.is_some()));
+            if let Some(cursor) = &page.cursor {
+                obj.insert("cursor".to_owned(), Value::from(cursor.clone()));
+            }
+            obj.insert("page".to_owned(), page.to_value());
+        }
+        if let Some(totals) = &self.detail.shaped.findings {
+            obj.insert("finding_totals".to_owned(), totals.to_value());
         }
         if let Some(data) = self.data {
             obj.insert("data".to_owned(), data);
@@ -178,6 +190,13 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         return Reply::failed(Code::POLICY_TOOL_NOT_ALLOWED);
     }
     let mut args = arguments.unwrap_or_default();
+    let controls = match super::shape::Controls::read(&mut args) {
+        Ok(c) => c,
+        Err(argument) => {
+            scrub(args);
+            return Reply::usage(argument);
+        }
+    };
     let input = match read_arguments(tool, &mut args, &config.limits) {
         Ok(input) => input,
         Err(e) => {
@@ -224,7 +243,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         reply.detail.unsupported = outcome.detected.map(|f| (f, tool.operation()));
         return reply;
     }
-    let data = if tool == Tool::Redact {
+    let mut data = if tool == Tool::Redact {
         sink.into_redacted(&policy_name)
     } else {
         match sink.into_data(outcome.multi) {
@@ -232,8 +251,13 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
             Err(code) => return Reply::failed(code),
         }
     };
+    let shaped = match controls.apply(&mut data) {
+        Ok(shaped) => shaped,
+        Err(argument) => return Reply::usage(argument),
+    };
     let mut reply = Reply::with_data(outcome.status, outcome.exit, data);
     reply.detail.redacted = redacted;
+    reply.detail.shaped = Box::new(shaped);
     reply
 }
 

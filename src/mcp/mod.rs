@@ -18,6 +18,7 @@
 
 pub mod dispatch;
 pub mod server;
+pub mod shape;
 pub mod terminology;
 pub mod tools;
 pub mod transport;

@@ -197,6 +197,18 @@ impl Secondary {
                         && matches!(val.as_str(), Some("planned" | "not_offered")),
                     true,
                 ),
+                "truncated" => (code.is_none() && val.is_boolean(), true),
+                "cursor" => (code.is_none() && val.as_str().is_some_and(crate::mcp::shape::is_cursor), false),
+                "page" => (code.is_none() && page_ok(val), false),
+                "finding_totals" => (
+                    code.is_none()
+                        && val.as_object().is_some_and(|m| {
+                            m.keys().all(|k| {
+                                ["total", "returned", "fatal", "error", "warning", "information"].contains(&k.as_str())
+                            }) && m.values().all(|n| n.as_u64().is_some())
+                        }),
+                    true,
+                ),
                 _ => (false, false),
             };
             assert!(ok, "MCP reply field {k:?} outside the grammar");
@@ -254,6 +266,16 @@ impl Secondary {
             }
         }
     }
+}
+
+/// A reply's `page`: `{items, start, returned, total}`, items a path of our own model's keys.
+#[cfg(feature = "mcp")]
+fn page_ok(v: &Value) -> bool {
+    v.as_object().is_some_and(|m| {
+        m.len() == 4
+            && m.get("items").and_then(Value::as_str).is_some_and(crate::mcp::shape::is_items_path)
+            && ["start", "returned", "total"].iter().all(|k| m.get(*k).is_some_and(|n| n.as_u64().is_some()))
+    })
 }
 
 /// Every property name some MCP tool's input schema declares, and `name`.
