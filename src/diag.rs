@@ -303,11 +303,11 @@ codes! {
     // ---- NCPDP Telecommunication Standard D.0 (pharmacy claims) ----------------------------
     // Location: `header/A3`, `AM04/C2`, `transaction[2]/AM07/D7[2]`, `transaction[1]/segment[3]/field[4]`
     // (see [`NcpdpPosition`]). Rows in DIAGNOSTICS.md.
-    NCPDP_HEADER_INVALID => Fatal, "the transmission does not start with a D.0 request header (56 characters, then a segment separator) or response header (31 characters, then a segment separator)";
+    NCPDP_HEADER_INVALID => Fatal, "the transmission does not start with a D.0 request header (56 characters, then a segment or group separator) or response header (31 characters, then a segment or group separator)";
     NCPDP_VERSION_UNSUPPORTED => Error, "the header's version/release number (102-A2) is not D0";
     NCPDP_HEADER_FIELD_INVALID => Error, "a header field does not have its format (BIN 6 digits, service provider id qualifier 2 digits, transaction count 1-4, date of service CCYYMMDD, header response status A or R)";
     NCPDP_TRANSACTION_CODE_UNKNOWN => Error, "the header's transaction code (103-A3) is not one of the D.0 transaction codes (E1, B1-B3, P1-P4, N1-N3, C1-C3, S1-S3)";
-    NCPDP_TRANSACTION_COUNT_MISMATCH => Error, "the header's transaction count (109-A9) differs from the number of transactions (groups) the transmission carries";
+    NCPDP_TRANSACTION_COUNT_MISMATCH => Error, "the header's transaction count (109-A9) differs from the number of transactions (groups) the transmission carries (an E1 of count 1 may carry none)";
     NCPDP_DATA_OUTSIDE_SEGMENT => Error, "bytes other than a segment occur after the header or a group separator (a segment starts with the segment separator 0x1E and a field separator 0x1C)";
     NCPDP_SEGMENT_ID_MISSING => Error, "a segment does not start with its segment identification field (111-AM) and a two-digit segment id";
     NCPDP_SEGMENT_UNKNOWN => Error, "a segment id is not one of the D.0 segments of its kind (request segments 01-16 in a request, response segments 20-26 in a response)";

@@ -4,16 +4,16 @@
 //! separators are 0x1C-0x1E).
 //!
 //! The signature (strict, so that no other format's input is taken): a request header (six
-//! digits of BIN, `D0`, then a transaction code of two letters or digits, and the segment
-//! separator at offset 56) or a response header (`D0`, a transaction code, then the segment
-//! separator at offset 31), none of the separators inside the header.
+//! digits of BIN, `D0`, then a transaction code of two letters or digits, and the segment or
+//! group separator at offset 56) or a response header (`D0`, a transaction code, then the
+//! segment or group separator at offset 31), printable characters only inside the header.
 //!
 //! What it does not do: anything of its own; it maps the trait onto `read`, `validate` and
 //! `write`.
 
 use std::io::{BufRead, Read};
 
-use super::read::{self, Document, SEGMENT_SEPARATOR};
+use super::read::{self, Document, GROUP_SEPARATOR, SEGMENT_SEPARATOR};
 use super::tables::{REQUEST_HEADER_LEN, RESPONSE_HEADER_LEN};
 use super::{validate, write};
 use crate::diag::{Code, Diagnostic};
@@ -29,10 +29,11 @@ pub struct Ncpdp;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Envelope {}
 
-/// The signature: a D.0 request or response header followed by a segment separator.
+/// The signature: a D.0 request or response header followed by a segment or group separator.
 pub fn is_ncpdp(body: &[u8]) -> bool {
     let header = |len: usize| {
-        body.get(len) == Some(&SEGMENT_SEPARATOR) && body[..len].iter().all(|&b| (0x20..0x7F).contains(&b))
+        body.get(len).is_some_and(|&b| b == SEGMENT_SEPARATOR || b == GROUP_SEPARATOR)
+            && body[..len].iter().all(|&b| (0x20..0x7F).contains(&b))
     };
     let code = |at: usize| body.get(at..at + 2).is_some_and(|c| c.iter().all(u8::is_ascii_alphanumeric));
     let request =

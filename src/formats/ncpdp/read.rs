@@ -11,8 +11,7 @@
 //! The segments before the first group separator 0x1D are the transmission level; each group
 //! separator opens a transaction (group).
 //!
-//! The header is told by where the first segment separator is: at 56 (a request) or at 31 (a
-//! response); a transmission of the header alone is told by its version at 7-8 or 1-2.
+//! The header is told by where the first separator is: at 56 (a request) or at 31 (a response); a transmission of the header alone is told by its version at 7-8 or 1-2.
 //!
 //! What it does not do: check values (see `validate`), or decode anything (the standard's values
 //! are printable characters).
@@ -179,7 +178,10 @@ fn plain(b: &[u8]) -> bool {
 
 /// The kind of a transmission, from where its header ends.
 pub fn kind_of(text: &[u8]) -> Option<Kind> {
-    let fits = |len: usize| text.get(..len).is_some_and(plain) && (text.len() == len || text[len] == SEGMENT_SEPARATOR);
+    let fits = |len: usize| {
+        text.get(..len).is_some_and(plain)
+            && (text.len() == len || text[len] == SEGMENT_SEPARATOR || text[len] == GROUP_SEPARATOR)
+    };
     if fits(tables::REQUEST_HEADER_LEN) && (text.len() > tables::REQUEST_HEADER_LEN || text.get(6..8) == Some(b"D0")) {
         Some(Kind::Request)
     } else if fits(tables::RESPONSE_HEADER_LEN)

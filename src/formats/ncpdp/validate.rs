@@ -1,6 +1,6 @@
 //! NCPDP Telecommunication D.0 validation of one transmission: the header (version D0, known
 //! transaction code, the formats of BIN, qualifier, count and date of service, the count equal
-//! to the number of transactions, the header response status), bytes outside segments, the
+//! to the number of transactions (an E1 of count 1 may have none), the header response status), bytes outside segments, the
 //! segments (identification field, known ids of the transmission's kind, no duplicate in a
 //! transaction, the segments the transaction code requires), the fields (two-character ids of
 //! the dictionary, fields defined in their segment where phiward has the segment's list, no
@@ -196,7 +196,11 @@ fn header(doc: &Document, out: &mut Out) {
             }
             "A9" => match f {
                 [d @ b'1'..=b'4'] => {
-                    if u32::from(d - b'0') != doc.groups {
+                    // An eligibility verification may carry no transaction-level segment: count
+                    // 1 and no group.
+                    let e1 = doc.header_field("A3").map(|(a, b)| &raw[a as usize..b as usize]) == Some(b"E1");
+                    let n = u32::from(d - b'0');
+                    if n != doc.groups && !(e1 && n == 1 && doc.groups == 0) {
                         out.push(Code::NCPDP_TRANSACTION_COUNT_MISMATCH, at);
                     }
                     true
