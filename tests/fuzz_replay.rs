@@ -30,6 +30,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("x12", fuzzing::x12),
         ("astm", fuzzing::astm),
         ("dicom", fuzzing::dicom),
+        ("ncpdp", fuzzing::ncpdp),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -204,4 +205,9 @@ fn mcp_reply_envelope_words() {
 #[test]
 fn div_wrong_namespace_valid_in_json() {
     regression("fhir_json", "div_wrong_namespace_valid_in_json");
+}
+
+#[test]
+fn corpus_ncpdp() {
+    replay_target("ncpdp");
 }

@@ -275,9 +275,7 @@ fn safe_harbor_keeps_codes_and_generalizes_dates() {
     ] {
         assert!(!out.contains(gone), "{gone} survived:\n{out:?}");
     }
-    for kept in
-        ["\x1cC419800101", "20240101", "\x1cD700071015523", "\x1cCOMA", "\x1cCP021", "\x1cDU002650{", "D0B1"]
-    {
+    for kept in ["\x1cC419800101", "20240101", "\x1cD700071015523", "\x1cCOMA", "\x1cCP021", "\x1cDU002650{", "D0B1"] {
         assert!(out.contains(kept), "{kept:?} lost:\n{out:?}");
     }
     // The header keeps its width.
