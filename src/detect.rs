@@ -65,6 +65,11 @@ mod tests {
         assert_eq!(detect(b"<ClinicalDocument xmlns=\"http://hl7.org/fhir\">"), Err(Code::CLI_FORMAT_AMBIGUOUS));
         assert_eq!(detect(b"<Message xmlns=\"http://www.ncpdp.org/schema/SCRIPT\">"), Ok(Format::NcpdpScript));
         assert_eq!(detect(b"ISA*00*"), Ok(Format::X12));
+        let mut telecom = b"610014D0B1PCN1234567101123456789012345202403150VENDOR001".to_vec();
+        telecom.push(0x1E);
+        assert_eq!(detect(&telecom), Ok(Format::Ncpdp));
+        assert_eq!(detect(b"D0B11A01123456789012345202403157\x1d\x1e"), Err(Code::CLI_FORMAT_UNDETECTED));
+        assert_eq!(detect(b"D0B11A0112345678901234520240315\x1d\x1e"), Ok(Format::Ncpdp));
         assert_eq!(detect(b"H|\\^&|||"), Ok(Format::Astm));
         assert_eq!(detect(b"\x021H|\\^&|||"), Ok(Format::Astm));
         let mut dicom = vec![0u8; 132];

@@ -71,7 +71,7 @@ impl Select {
         let segment = tables::segment_by_id(head).map(|i| tables::SEGMENTS[i].0).ok_or(bad)?;
         let field = match field {
             None => None,
-            Some(f) if f == "AM" => return Err(bad),
+            Some("AM") => return Err(bad),
             Some(f) => Some(tables::field(f.as_bytes()).map(|i| tables::FIELDS[i].0).ok_or(bad)?),
         };
         Ok(Select::Field { segment, field })
