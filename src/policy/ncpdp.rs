@@ -15,7 +15,8 @@
 //! date, or a code-like value (upper-case letters, digits, `.` and `-`, at most 15, not three
 //! letters in front unless that is all), unless `free_text = true`. Dates generalized to the year
 //! keep their form (`CCYY0101`). A value an action makes is written in the field's width in the
-//! header (padded with spaces or cut), and with the separators and line ends as spaces.
+//! header (padded with spaces or cut), and with the separators and line ends as spaces. A segment
+//! field's trailing spaces are padding and dropped before its rule decides it.
 //!
 //! What it does not do: validate the transmission (the validator does), or fix counts of
 //! counted groups whose fields a policy removed.
@@ -225,7 +226,9 @@ impl<'p> Redactor<'p> {
                         self.counts.fail_closed += 1;
                         continue;
                     };
+                    // Trailing spaces are padding (fixed-width senders): they carry nothing.
                     let val = v(f.value_span());
+                    let val = &val[..val.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1)];
                     if val.is_empty() {
                         continue;
                     }
