@@ -219,6 +219,9 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, ReadError> {
     };
     let mut segments = Vec::new();
     let mut fields = Vec::new();
+    // Occurrences of each dictionary id in the segment being read, and the ids to reset.
+    let mut seen = vec![0u16; tables::FIELDS.len()];
+    let mut touched: Vec<usize> = Vec::new();
     let mut gaps = Vec::new();
     let mut transaction = 0u32;
     let mut at = kind.header_len();
@@ -251,7 +254,14 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, ReadError> {
                 field_no = field_no.saturating_add(1);
                 let def = f.get(..2).and_then(tables::field).map(|i| i as u16);
                 let occurrence = match def {
-                    Some(d) => 1 + fields[first as usize..].iter().filter(|x: &&Field| x.def == Some(d)).count() as u16,
+                    Some(d) => {
+                        let n = &mut seen[usize::from(d)];
+                        if *n == 0 {
+                            touched.push(usize::from(d));
+                        }
+                        *n = n.saturating_add(1);
+                        *n
+                    }
                     None => 1,
                 };
                 let field = Field {
@@ -266,6 +276,9 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, ReadError> {
                     return Err(fail(Code::CLI_INPUT_TOO_LARGE, s.position().field(field.place()), buf));
                 }
                 fields.push(field);
+            }
+            for d in touched.drain(..) {
+                seen[d] = 0;
             }
             let id_field = fields.get(first as usize).filter(|f| f.def == tables::field(b"AM").map(|i| i as u16));
             let has_id = id_field.is_some_and(|f| f.end - f.start == 4);
@@ -327,9 +340,12 @@ impl Document {
         self.fields.get(s.fields.0 as usize..s.fields.1 as usize).unwrap_or_default()
     }
 
-    /// The segments of a transaction (0: the transmission level).
-    pub fn segments_of(&self, transaction: u32) -> impl Iterator<Item = &Segment> + '_ {
-        self.segments.iter().filter(move |s| s.transaction == transaction)
+    /// The segments of a transaction (0: the transmission level): a slice found by binary
+    /// search (segments are in transaction order), so a pass over every transaction is linear.
+    pub fn segments_of(&self, transaction: u32) -> &[Segment] {
+        let a = self.segments.partition_point(|s| s.transaction < transaction);
+        let b = self.segments.partition_point(|s| s.transaction <= transaction);
+        &self.segments[a..b]
     }
 }
 

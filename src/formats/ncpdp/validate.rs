@@ -126,7 +126,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     let code = doc.header_field("A3").map(v).unwrap_or_default();
     // Segments: known for the kind, no duplicate in a part, fields.
     for t in 0..=doc.groups {
-        let mut seen: Vec<u8> = Vec::new();
+        let mut seen = [false; 32];
         for s in doc.segments_of(t) {
             let Some(def) = s.def else {
                 if s.has_id {
@@ -138,10 +138,9 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
             if response_segment != (doc.kind == Kind::Response) {
                 out.push(Code::NCPDP_SEGMENT_UNKNOWN, s.position());
             }
-            if seen.contains(&def) {
+            if std::mem::replace(&mut seen[usize::from(def) % 32], true) {
                 out.push(Code::NCPDP_SEGMENT_DUPLICATE, s.position());
             }
-            seen.push(def);
             fields(doc, s, &mut out);
         }
     }
@@ -151,17 +150,15 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         Kind::Response => tables::REQUIRED_RESPONSE,
     };
     for &(id, scope) in required {
-        let has =
-            |t: Option<u32>| doc.segments.iter().any(|s| s.id() == Some(id) && t.is_none_or(|t| s.transaction == t));
         match scope {
             Scope::Transmission => {
-                if !has(None) {
+                if !doc.segments.iter().any(|s| s.id() == Some(id)) {
                     out.push(Code::NCPDP_SEGMENT_REQUIRED, NcpdpPosition::segment(0, NcpdpSegment::Id(id)));
                 }
             }
             Scope::EachTransaction => {
                 for t in 1..=doc.groups {
-                    if !has(Some(t)) {
+                    if !doc.segments_of(t).iter().any(|s| s.id() == Some(id)) {
                         out.push(Code::NCPDP_SEGMENT_REQUIRED, NcpdpPosition::segment(t, NcpdpSegment::Id(id)));
                     }
                 }

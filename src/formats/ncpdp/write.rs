@@ -89,7 +89,7 @@ pub fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
         text(out, trim_end(&raw[a as usize..b as usize]));
     }
     out.extend_from_slice(b"},\"segments\":[");
-    for (i, s) in doc.segments_of(0).enumerate() {
+    for (i, s) in doc.segments_of(0).iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -101,7 +101,7 @@ pub fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
             out.push(b',');
         }
         out.extend_from_slice(b"{\"segments\":[");
-        for (i, s) in doc.segments_of(t).enumerate() {
+        for (i, s) in doc.segments_of(t).iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
@@ -122,11 +122,13 @@ pub fn canonical(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let raw = doc.bytes().expose_value(disclosure);
     let v = |(a, b): (u32, u32)| &raw[a as usize..b as usize];
     out.extend_from_slice(&raw[..doc.kind.header_len()]);
+    // Gaps are in transaction order: one pass over them.
+    let mut gaps = doc.gaps.iter().peekable();
     for t in 0..=doc.groups {
         if t > 0 {
             out.push(GROUP_SEPARATOR);
         }
-        for g in doc.gaps.iter().filter(|g| g.transaction == t) {
+        while let Some(g) = gaps.next_if(|g| g.transaction == t) {
             out.extend_from_slice(v(g.span));
         }
         for s in doc.segments_of(t) {
@@ -191,9 +193,9 @@ pub const UNKNOWN: &str = "unknown";
 pub fn summarize(doc: &Document, findings: &[Diagnostic]) -> Summary {
     let raw = doc.bytes().raw();
     let h = |id: &str| doc.header_field(id).map(|(a, b)| &raw[a as usize..b as usize]).unwrap_or_default();
-    let ids = |t: u32| doc.segments_of(t).map(|s| s.id().unwrap_or(UNKNOWN)).collect::<Vec<_>>();
+    let ids = |t: u32| doc.segments_of(t).iter().map(|s| s.id().unwrap_or(UNKNOWN)).collect::<Vec<_>>();
     let fields = |t: u32| {
-        doc.segments_of(t).map(|s| doc.fields_of(s).len().saturating_sub(usize::from(s.has_id))).sum::<usize>()
+        doc.segments_of(t).iter().map(|s| doc.fields_of(s).len().saturating_sub(usize::from(s.has_id))).sum::<usize>()
     };
     let code = h("A3");
     let count = match h("A9") {
