@@ -211,3 +211,11 @@ fn div_wrong_namespace_valid_in_json() {
 fn corpus_ncpdp() {
     replay_target("ncpdp");
 }
+
+/// Safe Harbor's output of a request whose only segment had no id was its header alone; the
+/// reader told a header-only transmission by its version, and this one's version was damaged, so
+/// the redacted output could not be read again. A header alone is now told by its width.
+#[test]
+fn redacted_header_only_transmission() {
+    regression("ncpdp", "redacted_header_only_transmission");
+}

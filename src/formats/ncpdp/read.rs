@@ -11,7 +11,8 @@
 //! The segments before the first group separator 0x1D are the transmission level; each group
 //! separator opens a transaction (group).
 //!
-//! The header is told by where the first separator is: at 56 (a request) or at 31 (a response); a transmission of the header alone is told by its version at 7-8 or 1-2.
+//! The header is told by where the first separator is: at 56 (a request) or at 31 (a response);
+//! a transmission of the header alone, by its width.
 //!
 //! What it does not do: check values (see `validate`), or decode anything (the standard's values
 //! are printable characters).
@@ -182,11 +183,9 @@ pub fn kind_of(text: &[u8]) -> Option<Kind> {
         text.get(..len).is_some_and(plain)
             && (text.len() == len || text[len] == SEGMENT_SEPARATOR || text[len] == GROUP_SEPARATOR)
     };
-    if fits(tables::REQUEST_HEADER_LEN) && (text.len() > tables::REQUEST_HEADER_LEN || text.get(6..8) == Some(b"D0")) {
+    if fits(tables::REQUEST_HEADER_LEN) {
         Some(Kind::Request)
-    } else if fits(tables::RESPONSE_HEADER_LEN)
-        && (text.len() > tables::RESPONSE_HEADER_LEN || text.get(..2) == Some(b"D0"))
-    {
+    } else if fits(tables::RESPONSE_HEADER_LEN) {
         Some(Kind::Response)
     } else {
         None
