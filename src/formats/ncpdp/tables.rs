@@ -380,9 +380,92 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("ZE", "MeasurementDate"),
 ];
 
+/// A field id character's place among `0-9A-Z` (36: not one).
+const fn id_code(b: u8) -> usize {
+    match b {
+        b'0'..=b'9' => (b - b'0') as usize,
+        b'A'..=b'Z' => (b - b'A') as usize + 10,
+        _ => 36,
+    }
+}
+
+/// [`FIELDS`] indexed by the two characters of the id (`u16::MAX`: no field), built at compile
+/// time: a lookup per field read, not a search.
+const FIELD_INDEX: [u16; 36 * 36] = {
+    let mut t = [u16::MAX; 36 * 36];
+    let mut i = 0;
+    while i < FIELDS.len() {
+        let id = FIELDS[i].0.as_bytes();
+        t[id_code(id[0]) * 36 + id_code(id[1])] = i as u16;
+        i += 1;
+    }
+    t
+};
+
 /// The index in [`FIELDS`] of a field id.
 pub fn field(id: &[u8]) -> Option<usize> {
-    FIELDS.iter().position(|(f, _)| f.as_bytes() == id)
+    let [a, b] = id else { return None };
+    let (a, b) = (id_code(*a), id_code(*b));
+    if a >= 36 || b >= 36 {
+        return None;
+    }
+    let i = FIELD_INDEX[a * 36 + b];
+    (i != u16::MAX).then_some(usize::from(i))
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn listed(list: &[&str], id: &str) -> bool {
+    let mut i = 0;
+    while i < list.len() {
+        if same(list[i], id) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Flag: the field repeats ([`REPEATING`]).
+pub const REPEATS: u8 = 1;
+/// Flag: a date field ([`DATES`]).
+pub const DATE: u8 = 2;
+/// Flag: a numeric field ([`NUMBERS`]).
+pub const NUMBER: u8 = 4;
+/// Flag: an amount ([`AMOUNTS`]).
+pub const AMOUNT: u8 = 8;
+
+/// The flags of each field of [`FIELDS`], by index, built at compile time from the lists.
+pub const FIELD_FLAGS: [u8; FIELDS.len()] = {
+    let mut t = [0u8; FIELDS.len()];
+    let mut i = 0;
+    while i < FIELDS.len() {
+        let id = FIELDS[i].0;
+        t[i] = (if listed(REPEATING, id) { REPEATS } else { 0 })
+            | (if listed(DATES, id) { DATE } else { 0 })
+            | (if listed(NUMBERS, id) { NUMBER } else { 0 })
+            | (if listed(AMOUNTS, id) { AMOUNT } else { 0 });
+        i += 1;
+    }
+    t
+};
+
+/// The flags of a field, by its index in [`FIELDS`].
+pub fn flags(def: usize) -> u8 {
+    FIELD_FLAGS.get(def).copied().unwrap_or(0)
 }
 
 /// The fields of the data dictionary that repeat in their segment (each occurrence is one
@@ -541,6 +624,16 @@ mod tests {
             }
         }
         assert_eq!(segment(b"07"), segment_by_id("AM07"));
+        for (i, (id, _)) in FIELDS.iter().enumerate() {
+            let f = flags(i);
+            assert_eq!(f & REPEATS != 0, REPEATING.contains(id), "{id}");
+            assert_eq!(f & DATE != 0, DATES.contains(id), "{id}");
+            assert_eq!(f & NUMBER != 0, NUMBERS.contains(id), "{id}");
+            assert_eq!(f & AMOUNT != 0, AMOUNTS.contains(id), "{id}");
+        }
+        assert_eq!(field(b"2k"), None);
+        assert_eq!(field(b"C"), None);
+        assert_eq!(field(b"C4\x00"), None);
         // The validator marks the segments seen in a transaction in a 32-entry table.
         assert!(SEGMENTS.len() <= 32);
     }

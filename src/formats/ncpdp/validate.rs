@@ -76,8 +76,8 @@ pub fn is_amount(v: &[u8]) -> bool {
     }
 }
 
-/// The value of a signed overpunch amount in the smallest unit (for tests and the summary of
-/// nothing: a value is never written by `inspect`).
+/// The value of a signed overpunch amount in its smallest unit (cents for dollar amounts), or
+/// `None` when it is not one: what [`is_amount`] accepts, decoded.
 pub fn overpunch(v: &[u8]) -> Option<i64> {
     let (&last, body) = v.split_last()?;
     let (digit, negative) = match last {
@@ -241,7 +241,8 @@ fn fields(doc: &Document, s: &Segment, out: &mut Out) {
         if fid == "AM" || defined.is_some_and(|d| !d.contains(&fid)) {
             out.push(Code::NCPDP_FIELD_NOT_IN_SEGMENT, at);
         }
-        if f.occurrence == 2 && !tables::contains(tables::REPEATING, fid) {
+        let flags = f.def.map_or(0, |d| tables::flags(usize::from(d)));
+        if f.occurrence == 2 && flags & tables::REPEATS == 0 {
             out.push(Code::NCPDP_FIELD_DUPLICATE, at);
         }
         let (a, b) = f.value_span();
@@ -249,11 +250,11 @@ fn fields(doc: &Document, s: &Segment, out: &mut Out) {
         if value.is_empty() {
             continue;
         }
-        if tables::contains(tables::DATES, fid) && !is_date(value) {
+        if flags & tables::DATE != 0 && !is_date(value) {
             out.push(Code::NCPDP_DATE_INVALID, at);
-        } else if tables::contains(tables::NUMBERS, fid) && !value.iter().all(u8::is_ascii_digit) {
+        } else if flags & tables::NUMBER != 0 && !value.iter().all(u8::is_ascii_digit) {
             out.push(Code::NCPDP_NUMBER_INVALID, at);
-        } else if tables::contains(tables::AMOUNTS, fid) && !is_amount(value) {
+        } else if flags & tables::AMOUNT != 0 && !is_amount(value) {
             out.push(Code::NCPDP_AMOUNT_INVALID, at);
         }
     }
