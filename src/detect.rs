@@ -7,8 +7,9 @@
 //! Signatures: HL7 v2 `MSH`/`FHS`/`BHS` followed by a field separator; MLLP start block 0x0B;
 //! FHIR JSON (an object with a top-level `resourceType`); FHIR XML (root element in the
 //! `http://hl7.org/fhir` namespace); X12 `ISA` followed by an element separator; DICOM `DICM` at
-//! offset 128; C-CDA `<ClinicalDocument`; NCPDP SCRIPT XML (root in the
-//! `http://www.ncpdp.org/schema/SCRIPT` namespace); ASTM E1394 `H|\^&` (optionally after an
+//! offset 128; C-CDA `<ClinicalDocument`; NCPDP SCRIPT XML (`ncpdp-script`: root in the
+//! `http://www.ncpdp.org/schema/SCRIPT` namespace); NCPDP Telecommunication D.0 (`ncpdp`: a
+//! request or response header followed by the segment separator 0x1E); ASTM E1394 `H|\^&` (optionally after an
 //! E1381 frame start).
 //!
 //! What it does not do: validate anything past the signature. A match says which parser to
@@ -62,8 +63,13 @@ mod tests {
         assert_eq!(detect(b"<?xml version=\"1.0\"?><Patient xmlns=\"http://hl7.org/fhir\">"), Ok(Format::Fhir));
         assert_eq!(detect(b"<ClinicalDocument xmlns=\"urn:hl7-org:v3\">"), Ok(Format::Ccda));
         assert_eq!(detect(b"<ClinicalDocument xmlns=\"http://hl7.org/fhir\">"), Err(Code::CLI_FORMAT_AMBIGUOUS));
-        assert_eq!(detect(b"<Message xmlns=\"http://www.ncpdp.org/schema/SCRIPT\">"), Ok(Format::Ncpdp));
+        assert_eq!(detect(b"<Message xmlns=\"http://www.ncpdp.org/schema/SCRIPT\">"), Ok(Format::NcpdpScript));
         assert_eq!(detect(b"ISA*00*"), Ok(Format::X12));
+        let mut telecom = b"610014D0B1PCN1234567101123456789012345202403150VENDOR001".to_vec();
+        telecom.push(0x1E);
+        assert_eq!(detect(&telecom), Ok(Format::Ncpdp));
+        assert_eq!(detect(b"D0B11A01123456789012345202403157\x1d\x1e"), Err(Code::CLI_FORMAT_UNDETECTED));
+        assert_eq!(detect(b"D0B11A0112345678901234520240315\x1d\x1e"), Ok(Format::Ncpdp));
         assert_eq!(detect(b"H|\\^&|||"), Ok(Format::Astm));
         assert_eq!(detect(b"\x021H|\\^&|||"), Ok(Format::Astm));
         let mut dicom = vec![0u8; 132];

@@ -300,6 +300,27 @@ codes! {
     DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
     DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose; they are not evaluated (reported once per file)";
 
+    // ---- NCPDP Telecommunication Standard D.0 (pharmacy claims) ----------------------------
+    // Location: `header/A3`, `AM04/C2`, `transaction[2]/AM07/D7[2]`, `transaction[1]/segment[3]/field[4]`
+    // (see [`NcpdpPosition`]). Rows in DIAGNOSTICS.md.
+    NCPDP_HEADER_INVALID => Fatal, "the transmission does not start with a D.0 request header (56 characters, then a segment or group separator) or response header (31 characters, then a segment or group separator)";
+    NCPDP_VERSION_UNSUPPORTED => Error, "the header's version/release number (102-A2) is not D0";
+    NCPDP_HEADER_FIELD_INVALID => Error, "a header field does not have its format (BIN 6 digits, service provider id qualifier 2 digits, transaction count 1-4, date of service CCYYMMDD, header response status A or R)";
+    NCPDP_TRANSACTION_CODE_UNKNOWN => Error, "the header's transaction code (103-A3) is not one of the D.0 transaction codes (E1, B1-B3, P1-P4, N1-N3, C1-C3, S1-S3)";
+    NCPDP_TRANSACTION_COUNT_MISMATCH => Error, "the header's transaction count (109-A9) differs from the number of transactions (groups) the transmission carries (an E1 of count 1 may carry none)";
+    NCPDP_DATA_OUTSIDE_SEGMENT => Error, "bytes other than a segment occur after the header or a group separator (a segment starts with the segment separator 0x1E and a field separator 0x1C)";
+    NCPDP_SEGMENT_ID_MISSING => Error, "a segment does not start with its segment identification field (111-AM) and a two-digit segment id";
+    NCPDP_SEGMENT_UNKNOWN => Error, "a segment id is not one of the D.0 segments of its kind (request segments 01-16 in a request, response segments 20-26 in a response)";
+    NCPDP_SEGMENT_DUPLICATE => Error, "a segment occurs more than once in the same transaction (or in the transmission-level part)";
+    NCPDP_SEGMENT_REQUIRED => Error, "a segment the transaction code requires is absent (B1, B3: Insurance, Claim, Pricing; B2: Claim; E1: Insurance; a response transaction: Response Status)";
+    NCPDP_FIELD_ID_INVALID => Error, "a field is shorter than its two-character field id, or its id is not two letters or digits";
+    NCPDP_FIELD_UNKNOWN => Warning, "a field id is not in the D.0 data dictionary phiward carries";
+    NCPDP_FIELD_NOT_IN_SEGMENT => Warning, "a field id of the data dictionary is not one of the fields its segment defines (checked for the Patient, Pharmacy Provider, Prescriber, Insurance, Claim, Pricing, Response Message and Response Status segments)";
+    NCPDP_FIELD_DUPLICATE => Error, "a field that does not repeat occurs more than once in a segment";
+    NCPDP_FIELD_REQUIRED => Error, "a field its segment requires is absent (Claim: EM, D2, E1, D7; Insurance: C2; Pharmacy Provider: EY, E9; Prescriber: EZ, DB; Response Status: AN; Response Message: F4; Response Claim: EM, D2)";
+    NCPDP_DATE_INVALID => Error, "a date field is not CCYYMMDD with a valid date";
+    NCPDP_NUMBER_INVALID => Error, "a numeric field (counts, quantities, days supply, fill number) is not all digits";
+    NCPDP_AMOUNT_INVALID => Error, "a dollar amount or rate is not digits with a signed overpunch last character ({, A-I positive; }, J-R negative) or a digit";
     // ---- terminology ---------------------------------------------------------------------
     // terminology/: find-equivalent, map-codes, the importers. Rows in DIAGNOSTICS.md.
     TERMINOLOGY_FILE_INVALID => Fatal, "the terminology file is not in the format its importer reads";
@@ -362,6 +383,8 @@ pub enum Location {
     Astm(AstmPosition),
     /// A DICOM position: `(0008,1140)[2].(0008,1155)/offset:1234`.
     Dicom(DicomPosition),
+    /// An NCPDP Telecommunication D.0 position: `header/A3`, `transaction[2]/AM07/D7`.
+    Ncpdp(NcpdpPosition),
 }
 
 /// An ASTM E1394 position (a record of a message and its parts), or an E1381 frame. Zero means
@@ -468,6 +491,111 @@ impl fmt::Display for AstmPosition {
                 Ok(())
             }
         }
+    }
+}
+
+/// An NCPDP Telecommunication D.0 position: the transaction (group) a segment is in (0: the
+/// header and the transmission-level segments before the first group), the segment (the header,
+/// a D.0 segment id such as `AM07`, or the 1-based position of a segment whose id is not one),
+/// and the field (a D.0 field id with its 1-based occurrence in the segment, or the 1-based
+/// position of a field whose id is not one). Ids come from the D.0 tables: a position holds
+/// nothing of a value.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct NcpdpPosition {
+    /// 1-based transaction (group); 0: the transmission level.
+    pub transaction: u32,
+    /// The segment.
+    pub segment: NcpdpSegment,
+    /// The field.
+    pub field: NcpdpField,
+}
+
+/// The segment of an [`NcpdpPosition`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NcpdpSegment {
+    /// None (the whole transmission or transaction).
+    None,
+    /// The fixed-width transaction header.
+    Header,
+    /// A D.0 segment: `AM01` .. `AM26`.
+    Id(&'static str),
+    /// A segment whose id is not one: its 1-based position in its transaction.
+    Index(u32),
+}
+
+/// The field of an [`NcpdpPosition`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NcpdpField {
+    /// None (the whole segment).
+    None,
+    /// A D.0 field id (`D7`) and its 1-based occurrence in the segment (0: not written).
+    Id(&'static str, u16),
+    /// A field whose id is not one: its 1-based position in the segment.
+    Index(u16),
+}
+
+impl NcpdpPosition {
+    /// A segment of a transaction (0: the transmission level).
+    pub fn segment(transaction: u32, segment: NcpdpSegment) -> Self {
+        NcpdpPosition { transaction, segment, field: NcpdpField::None }
+    }
+
+    /// A header field.
+    pub fn header(field: &'static str) -> Self {
+        NcpdpPosition { transaction: 0, segment: NcpdpSegment::Header, field: NcpdpField::Id(field, 0) }
+    }
+
+    /// The same position, narrowed to a field.
+    pub fn field(self, field: NcpdpField) -> Self {
+        NcpdpPosition { field, ..self }
+    }
+}
+
+impl fmt::Display for NcpdpPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = 0;
+        let mut sep = |f: &mut fmt::Formatter<'_>| {
+            parts += 1;
+            if parts > 1 { f.write_str("/") } else { Ok(()) }
+        };
+        if self.transaction > 0 {
+            sep(f)?;
+            write!(f, "transaction[{}]", self.transaction)?;
+        }
+        match self.segment {
+            NcpdpSegment::None => {}
+            NcpdpSegment::Header => {
+                sep(f)?;
+                f.write_str("header")?;
+            }
+            NcpdpSegment::Id(id) => {
+                sep(f)?;
+                f.write_str(id)?;
+            }
+            NcpdpSegment::Index(n) => {
+                sep(f)?;
+                write!(f, "segment[{n}]")?;
+            }
+        }
+        match self.field {
+            NcpdpField::None => {}
+            NcpdpField::Id(id, 0) => {
+                sep(f)?;
+                f.write_str(id)?;
+            }
+            NcpdpField::Id(id, n) => {
+                sep(f)?;
+                write!(f, "{id}[{n}]")?;
+            }
+            NcpdpField::Index(n) => {
+                sep(f)?;
+                write!(f, "field[{n}]")?;
+            }
+        }
+        if parts == 0 {
+            f.write_str("transmission")?;
+        }
+        Ok(())
     }
 }
 
@@ -628,6 +756,7 @@ impl fmt::Display for Location {
             Location::X12(p) => p.fmt(f),
             Location::Astm(p) => p.fmt(f),
             Location::Dicom(p) => p.fmt(f),
+            Location::Ncpdp(p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,

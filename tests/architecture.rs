@@ -82,6 +82,7 @@ fn value_access_is_marked_only_where_allowed() {
         "src/policy/x12.rs",
         "src/policy/astm.rs",
         "src/policy/dicom.rs",
+        "src/policy/ncpdp.rs",
         "src/convert/hl7v2_fhir/read.rs",
         "src/terminology/scan.rs",
         "src/cli/mod.rs",

@@ -30,6 +30,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("x12", fuzzing::x12),
         ("astm", fuzzing::astm),
         ("dicom", fuzzing::dicom),
+        ("ncpdp", fuzzing::ncpdp),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -204,4 +205,17 @@ fn mcp_reply_envelope_words() {
 #[test]
 fn div_wrong_namespace_valid_in_json() {
     regression("fhir_json", "div_wrong_namespace_valid_in_json");
+}
+
+#[test]
+fn corpus_ncpdp() {
+    replay_target("ncpdp");
+}
+
+/// Safe Harbor's output of a request whose only segment had no id was its header alone; the
+/// reader told a header-only transmission by its version, and this one's version was damaged, so
+/// the redacted output could not be read again. A header alone is now told by its width.
+#[test]
+fn redacted_header_only_transmission() {
+    regression("ncpdp", "redacted_header_only_transmission");
 }

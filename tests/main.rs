@@ -42,6 +42,10 @@
 //! - `redact_fail_closed`: keep means keep what the rule proves safe (issue 36): one regression
 //!   test per red-team finding on fixtures/redact/red_team, and `policy test` (shipped policies
 //!   pass it on the fixtures, a planted unsafe keep is found).
+//! - `ncpdp`: every fixture under fixtures/ncpdp (Telecommunication D.0) through every command,
+//!   against its manifest (codes and exact locations); transaction and segment counts; fmt a
+//!   fixed point; Safe Harbor over marker-filled transmissions; SCRIPT XML still planned; the
+//!   mutation test (header date, count, segment id, segment and field copies, field formats).
 
 mod common;
 
@@ -56,6 +60,7 @@ mod fuzz_replay;
 mod hl7v2_conformance;
 mod hl7v2_fixtures;
 mod mcp;
+mod ncpdp;
 mod no_leak;
 mod parallel;
 mod readme;

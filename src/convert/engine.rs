@@ -13,6 +13,7 @@ use crate::formats::dicom::Dicom;
 use crate::formats::fhir::Fhir;
 use crate::formats::fhir::direct::Spill;
 use crate::formats::hl7v2::Hl7;
+use crate::formats::ncpdp::Ncpdp;
 use crate::formats::x12::X12;
 use crate::limits::Limits;
 use crate::phi::Disclosure;
@@ -74,5 +75,9 @@ impl Converts for Astm {
 }
 
 impl Converts for Dicom {
+    const CONVERTS: bool = false;
+}
+
+impl Converts for Ncpdp {
     const CONVERTS: bool = false;
 }

@@ -15,6 +15,7 @@ pub mod fhir;
 pub mod hl7v2;
 pub mod lines;
 pub mod mllp;
+pub mod ncpdp;
 pub mod planned;
 pub mod sniff;
 pub mod x12;
@@ -41,10 +42,11 @@ macro_rules! with_registry {
                 X12: crate::formats::x12::X12,
                 Astm: crate::formats::astm::Astm,
                 Dicom: crate::formats::dicom::Dicom,
+                Ncpdp: crate::formats::ncpdp::Ncpdp,
             }
             planned {
                 Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
-                Ncpdp: "ncpdp", text = true, crate::formats::planned::is_ncpdp;
+                NcpdpScript: "ncpdp-script", text = true, crate::formats::planned::is_ncpdp_script;
             }
         }
     };

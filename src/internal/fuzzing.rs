@@ -9,7 +9,9 @@
 //! interchanges through every command, with X12 marker injection), [`astm`] (ASTM messages,
 //! framed or not, through every command, with ASTM marker injection, and the E1381 splitter
 //! fed one byte at a time against the whole input), [`dicom`] (DICOM files through every
-//! command, text values rewritten into markers) and, with the `mcp`
+//! command, text values rewritten into markers), [`ncpdp`] (NCPDP Telecommunication D.0
+//! transmissions through every command, with marker injection, canonical round trip and Safe
+//! Harbor in process) and, with the `mcp`
 //! feature, `mcp` (the MCP tool dispatcher).
 //!
 //! Oracles, in every target (a failed oracle panics, which is how libFuzzer sees it):
@@ -711,6 +713,128 @@ fn astm_markers(data: &[u8]) -> Vec<u8> {
             out.extend_from_slice(values::MARKER_PREFIX);
             out.extend_from_slice(n.to_string().as_bytes());
             out.push(b'X');
+        }
+    }
+    out
+}
+
+// ---- ncpdp --------------------------------------------------------------------------------
+
+/// NCPDP Telecommunication D.0 transmissions through `ops::run`, every command (the pipeline's
+/// oracles), on the input as given and with every value rewritten into a unique marker token;
+/// and, in process, the canonical form read again gives the same model and the same canonical
+/// form, and Safe Harbor's output reads again and holds no marker.
+pub fn ncpdp(data: &[u8]) {
+    logs::install();
+    ncpdp_round_trip(data);
+    pipeline_one(data, false);
+    let marked = ncpdp_markers(data);
+    ncpdp_round_trip(&marked);
+    pipeline_one(&marked, true);
+}
+
+#[expect(clippy::disallowed_methods, reason = "the fuzz harness stands in for ops")]
+fn ncpdp_round_trip(data: &[u8]) {
+    use crate::formats::ncpdp::{read, validate, write};
+    let disclosure = Disclosure::grant();
+    for limits in [Limits::default(), tight_limits()] {
+        let line = data.split(|&b| b == b'\n').next().unwrap_or_default();
+        let Ok(doc) = read::read(line.to_vec(), &limits) else { continue };
+        let findings = validate::validate(&doc, validate::Options::default());
+        for d in &findings {
+            assert!(oracle::location_ok(&d.location.to_string()), "an NCPDP location outside the grammar");
+        }
+        let _ = write::summarize(&doc, &findings);
+        let (mut model, mut canonical) = (Vec::new(), Vec::new());
+        write::model_json(&doc, &disclosure, &mut model);
+        write::canonical(&doc, &disclosure, &mut canonical);
+        assert!(write::is_canonical(&doc, &canonical, &disclosure) == doc.lf_terminated);
+        let again = read::read(canonical.clone(), &limits).unwrap_or_else(|_| panic!("canonical NCPDP does not read"));
+        let (mut model2, mut canonical2) = (Vec::new(), Vec::new());
+        write::model_json(&again, &disclosure, &mut model2);
+        write::canonical(&again, &disclosure, &mut canonical2);
+        assert!(model == model2, "the canonical form changed the NCPDP model");
+        assert!(canonical == canonical2, "NCPDP canonical form is not a fixed point");
+        let findings2 = validate::validate(&again, validate::Options::default());
+        assert!(findings == findings2, "the canonical form changed the NCPDP findings");
+        static SAFE_HARBOR: std::sync::OnceLock<Option<crate::policy::Policy>> = std::sync::OnceLock::new();
+        let policy =
+            SAFE_HARBOR.get_or_init(|| crate::policy::load(include_bytes!("../../policy/safe-harbor.toml")).ok());
+        if let Some(policy) = policy {
+            let mut r = crate::policy::ncpdp::Redactor::new(policy, None);
+            let mut out = Vec::new();
+            r.redact(&doc, &disclosure, &mut out);
+            let redacted = read::read(out.clone(), &limits);
+            assert!(redacted.is_ok() || limits.max_field_bytes < 64, "redacted NCPDP does not read");
+            assert!(
+                memchr::memmem::find(&out, values::MARKER_PREFIX).is_none()
+                    || memchr::memmem::find(line, values::MARKER_PREFIX).is_none(),
+                "a marker survived Safe Harbor"
+            );
+            crate::phi::wipe(&mut out);
+        }
+        crate::phi::wipe(&mut model);
+        crate::phi::wipe(&mut model2);
+        crate::phi::wipe(&mut canonical);
+        crate::phi::wipe(&mut canonical2);
+    }
+}
+
+/// The input with every field value (after its two-character id; segment ids kept) and the
+/// header's processor control number, service provider id and software vendor id replaced by
+/// `MKR<n>X` (the header's fields padded to their width).
+fn ncpdp_markers(data: &[u8]) -> Vec<u8> {
+    use crate::formats::ncpdp::read::{FIELD_SEPARATOR, GROUP_SEPARATOR, SEGMENT_SEPARATOR};
+    let mut n = 0u32;
+    let mut marker = |width: usize| {
+        n += 1;
+        let mut m = values::MARKER_PREFIX.to_vec();
+        m.extend_from_slice(n.to_string().as_bytes());
+        m.push(b'X');
+        if width > 0 {
+            m.resize(width, b' ');
+            m.truncate(width);
+        }
+        m
+    };
+    let mut out = Vec::with_capacity(data.len() + 64);
+    let (header, fields): (usize, &[(usize, usize)]) =
+        match crate::formats::ncpdp::read::kind_of(data.split(|&b| b == b'\n').next().unwrap_or_default()) {
+            Some(crate::formats::ncpdp::read::Kind::Request) => (56, &[(10, 10), (23, 15), (46, 10)]),
+            Some(crate::formats::ncpdp::read::Kind::Response) => (31, &[(8, 15)]),
+            None => (0, &[]),
+        };
+    let mut h = data[..header.min(data.len())].to_vec();
+    for &(at, width) in fields {
+        if at + width <= h.len() {
+            h[at..at + width].copy_from_slice(&marker(width));
+        }
+    }
+    out.extend_from_slice(&h);
+    // 0: before a field's id; 1, 2: in the id; 3: in the value (a run); 4: a kept value (AM).
+    let mut state = 4u8;
+    let mut id = [0u8; 2];
+    for &b in &data[header.min(data.len())..] {
+        if matches!(b, FIELD_SEPARATOR | SEGMENT_SEPARATOR | GROUP_SEPARATOR | b'\r' | b'\n') {
+            state = if b == FIELD_SEPARATOR { 0 } else { 4 };
+            out.push(b);
+            continue;
+        }
+        match state {
+            0 | 1 => {
+                id[usize::from(state)] = b;
+                state += 1;
+                out.push(b);
+                if state == 2 && id == *b"AM" {
+                    state = 4;
+                }
+            }
+            2 => {
+                state = 3;
+                out.extend_from_slice(&marker(0));
+            }
+            3 => {}
+            _ => out.push(b),
         }
     }
     out

@@ -311,7 +311,7 @@ fn date(v: &[u8]) -> bool {
 
 /// `YYYYMMDD[HHMMSS]` to `YYYY0101[000000]`; for a birth date (`Some(reference)`), removed
 /// unless the reference year is known and less than 90 years later.
-fn year_only(v: &[u8], birth: Option<Option<u32>>) -> Option<Vec<u8>> {
+pub(super) fn year_only(v: &[u8], birth: Option<Option<u32>>) -> Option<Vec<u8>> {
     let y = action::year_number(v)?;
     if let Some(reference) = birth {
         let r = reference?;
@@ -326,7 +326,7 @@ fn year_only(v: &[u8], birth: Option<Option<u32>>) -> Option<Vec<u8>> {
 }
 
 /// What `keep` proves safe: a number, a date, a code-like value, or anything with `free_text`.
-fn proven(v: &[u8], free_text: bool) -> bool {
+pub(super) fn proven(v: &[u8], free_text: bool) -> bool {
     if free_text {
         return true;
     }

@@ -1,6 +1,6 @@
 //! The policy engines keyed by format: [`Redacts`] is what the pipeline asks of a format's
 //! engine, implemented here for each registered codec type over its engine module
-//! ([`super::hl7v2`], [`super::fhir`], [`super::x12`], [`super::astm`], [`super::dicom`]). A format without an engine cannot be registered: the
+//! ([`super::hl7v2`], [`super::fhir`], [`super::x12`], [`super::astm`], [`super::dicom`], [`super::ncpdp`]). A format without an engine cannot be registered: the
 //! registry's dispatch requires the trait.
 //!
 //! What it does not do: decide anything (the engines' rules do).
@@ -12,6 +12,7 @@ use crate::formats::codec::{Codec, Settings};
 use crate::formats::dicom::Dicom;
 use crate::formats::fhir::Fhir;
 use crate::formats::hl7v2::Hl7;
+use crate::formats::ncpdp::Ncpdp;
 use crate::formats::x12::X12;
 use crate::keys::Key;
 use crate::phi::Disclosure;
@@ -138,6 +139,29 @@ impl Redacts for Dicom {
 
     fn redactor<'p>(policy: &'p Policy, key: Option<&'p Key>) -> Self::Redactor<'p> {
         super::dicom::Redactor::new(policy, key)
+    }
+
+    fn redact(
+        redactor: &mut Self::Redactor<'_>,
+        doc: &Self::Document,
+        _settings: &Settings,
+        disclosure: &Disclosure,
+        out: &mut Vec<u8>,
+    ) {
+        redactor.redact(doc, disclosure, out);
+    }
+
+    fn counts<'a>(redactor: &'a mut Self::Redactor<'_>) -> &'a mut Counts {
+        &mut redactor.counts
+    }
+}
+
+impl Redacts for Ncpdp {
+    const REDACTS: bool = true;
+    type Redactor<'p> = super::ncpdp::Redactor<'p>;
+
+    fn redactor<'p>(policy: &'p Policy, key: Option<&'p Key>) -> Self::Redactor<'p> {
+        super::ncpdp::Redactor::new(policy, key)
     }
 
     fn redact(

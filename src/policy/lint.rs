@@ -57,6 +57,14 @@ pub fn lint(policy: &Policy) -> Vec<Diagnostic> {
             out.push(shadow(later.at));
         }
     }
+    for (i, later) in policy.ncpdp.iter().enumerate() {
+        let hit = policy.ncpdp[..i]
+            .iter()
+            .any(|early| early.covers(later) && !(later.free_text && early.action == Action::Keep && !early.free_text));
+        if hit {
+            out.push(shadow(later.at));
+        }
+    }
     out
 }
 

@@ -38,6 +38,7 @@ impl Counts {
                     + policy.x12.len()
                     + policy.astm.len()
                     + policy.dicom.len()
+                    + policy.ncpdp.len()
             ],
             ..Counts::default()
         }
@@ -84,7 +85,8 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
         .chain(policy.fhir.iter().map(|r| ("fhir", r.at, &r.action)))
         .chain(policy.x12.iter().map(|r| ("x12", r.at, &r.action)))
         .chain(policy.astm.iter().map(|r| ("astm", r.at, &r.action)))
-        .chain(policy.dicom.iter().map(|r| ("dicom", r.at, &r.action)));
+        .chain(policy.dicom.iter().map(|r| ("dicom", r.at, &r.action)))
+        .chain(policy.ncpdp.iter().map(|r| ("ncpdp", r.at, &r.action)));
     let mut actions: std::collections::BTreeMap<&'static str, u64> = std::collections::BTreeMap::new();
     for (i, (list, at, action)) in rules.enumerate() {
         let n = counts.per_rule.get(i).copied().unwrap_or(0);
@@ -120,6 +122,7 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
             .chain(policy.x12.iter().map(|r| &r.action))
             .chain(policy.astm.iter().map(|r| &r.action))
             .chain(policy.dicom.iter().map(|r| &r.action))
+            .chain(policy.ncpdp.iter().map(|r| &r.action))
     };
     let mut risks: Vec<&str> = Vec::new();
     if policy.keeps_free_text() {

@@ -23,6 +23,7 @@ pub mod hl7v2;
 mod hl7v2_keep;
 pub mod lint;
 pub mod manifest;
+pub mod ncpdp;
 pub mod proof;
 pub mod select;
 pub mod x12;
@@ -83,6 +84,8 @@ pub struct Policy {
     pub astm: Vec<astm::Rule>,
     /// DICOM rules, in order.
     pub dicom: Vec<dicom::Rule>,
+    /// NCPDP Telecommunication D.0 rules, in order.
+    pub ncpdp: Vec<ncpdp::Rule>,
 }
 
 /// Limits a policy sets.
@@ -120,6 +123,7 @@ impl Policy {
             || self.x12.iter().any(|r| r.action.needs_key())
             || self.astm.iter().any(|r| r.action.needs_key())
             || self.dicom.iter().any(|r| r.action.needs_key())
+            || self.ncpdp.iter().any(|r| r.action.needs_key())
     }
 
     /// The first rule that needs a key, as a location.
@@ -129,7 +133,8 @@ impl Policy {
         let x = self.x12.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let a = self.astm.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let d = self.dicom.iter().find(|r| r.action.needs_key()).map(|r| r.at);
-        [h, f, x, a, d].into_iter().flatten().min()
+        let n = self.ncpdp.iter().find(|r| r.action.needs_key()).map(|r| r.at);
+        [h, f, x, a, d, n].into_iter().flatten().min()
     }
 
     /// Fails with `POLICY_KEY_REQUIRED` (at the first keyed rule) when a key is needed and none
@@ -148,6 +153,7 @@ impl Policy {
             || self.x12.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.astm.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.dicom.iter().any(|r| r.action == Action::Keep && r.free_text)
+            || self.ncpdp.iter().any(|r| r.action == Action::Keep && r.free_text)
     }
 }
 
@@ -234,6 +240,7 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
         x12: Vec::new(),
         astm: Vec::new(),
         dicom: Vec::new(),
+        ncpdp: Vec::new(),
     };
     let mut have_head = false;
     for (key, value) in root.iter() {
@@ -266,6 +273,11 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
             "dicom" => {
                 for (rule, at) in rules(&ctx, value)? {
                     policy.dicom.push(dicom::Rule::build(&ctx, rule, at)?);
+                }
+            }
+            "ncpdp" => {
+                for (rule, at) in rules(&ctx, value)? {
+                    policy.ncpdp.push(ncpdp::Rule::build(&ctx, rule, at)?);
                 }
             }
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),

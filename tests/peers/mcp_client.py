@@ -79,7 +79,7 @@ MARKER = "MKR"
 TOOLS = ["parse", "validate", "inspect", "convert"]
 REDACT = "redact"
 TERMINOLOGY_TOOLS = ["find_equivalent", "map_codes"]
-FORMATS = ["hl7", "fhir", "dicom", "x12", "ccda", "ncpdp", "astm", "mllp"]
+FORMATS = ["hl7", "fhir", "dicom", "x12", "ccda", "ncpdp", "ncpdp-script", "astm", "mllp"]
 BINARY_FORMATS = {"dicom"}
 # fixtures/<dir>/{valid,invalid}/ for each format, and which files belong to it.
 FIXTURE_DIRS = {
@@ -89,7 +89,8 @@ FIXTURE_DIRS = {
     "dicom": ("dicom", lambda p: True),
     "x12": ("x12", lambda p: True),
     "ccda": ("ccda", lambda p: True),
-    "ncpdp": ("ncpdp", lambda p: True),
+    "ncpdp": ("ncpdp", lambda p: p.suffix == ".ncpdp"),
+    "ncpdp-script": ("ncpdp-script", lambda p: True),
     "astm": ("astm", lambda p: True),
 }
 # Inputs that no parser of the format can read.
@@ -102,7 +103,9 @@ UNPARSEABLE = {
     "dicom": b"\x00" * 128 + b"DICM" + b"\x02\x00",
     "x12": b"ISA*00*",
     "ccda": b"<ClinicalDocument",
-    "ncpdp": b"<Message",
+    # NCPDP Telecommunication D.0: a request header cut short; SCRIPT XML: planned.
+    "ncpdp": b"610014D0B1",
+    "ncpdp-script": b"<Message",
     "astm": b"H||^&",
 }
 

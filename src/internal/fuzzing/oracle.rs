@@ -135,6 +135,16 @@ impl Secondary {
             let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
             self.push_line(&Value::Array(values).to_string());
             return;
+        } else if format == "ncpdp" {
+            ncpdp_inspect_ok(&map);
+            // Checked against the D.0 tables (segment ids, transaction codes), then left out of
+            // the leak check as ASTM's are.
+            for k in ["version", "transactionCode", "headerStatus", "segments", "transactions", "recordType"] {
+                map.remove(k);
+            }
+            let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
+            self.push_line(&Value::Array(values).to_string());
+            return;
         } else if format == "dicom" {
             // Every string is checked to be a name or word of the standard's tables, then left
             // out of the leak check: a table name ("CT Image Storage") can share four bytes with
@@ -626,6 +636,7 @@ pub(super) fn location_ok(s: &str) -> bool {
         || x12_location_ok(s)
         || astm_location_ok(s)
         || dicom_location_ok(s)
+        || ncpdp_location_ok(s)
 }
 
 /// `(0008,1140)[2].(0008,1155)/offset:1234`, `(0010,0010)`, with `...` for steps left out.
@@ -964,6 +975,107 @@ fn astm_inspect_ok(map: &serde_json::Map<String, Value>) {
     }
 }
 
+/// `header/A3`, `AM04/C2`, `transaction[2]/AM07/D7[2]`, `transaction[1]/segment[3]/field[4]`,
+/// `transaction[1]`, `transmission`: ids from the D.0 tables only.
+fn ncpdp_location_ok(s: &str) -> bool {
+    use crate::formats::ncpdp::tables::{FIELDS, REQUEST_HEADER, RESPONSE_HEADER, SEGMENTS};
+    if s == "transmission" {
+        return true;
+    }
+    let indexed = |t: &str, name: &str, min: u64| {
+        t.strip_prefix(name)
+            .and_then(|r| r.strip_prefix('['))
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(number)
+            .is_some_and(|n| n >= min)
+    };
+    let mut parts: Vec<&str> = s.split('/').collect();
+    if parts.first().is_some_and(|p| p.starts_with("transaction[")) {
+        if !indexed(parts[0], "transaction", 1) {
+            return false;
+        }
+        parts.remove(0);
+        if parts.is_empty() {
+            return true;
+        }
+    }
+    match parts.as_slice() {
+        ["header", id] => REQUEST_HEADER.iter().chain(RESPONSE_HEADER).any(|h| h.0 == *id),
+        [seg, rest @ ..] if rest.len() <= 1 => {
+            let seg_ok = SEGMENTS.iter().any(|x| x.0 == *seg) || indexed(seg, "segment", 1);
+            let field_ok = rest.first().is_none_or(|f| {
+                indexed(f, "field", 1)
+                    || match f.split_once('[') {
+                        Some((id, _)) => FIELDS.iter().any(|x| x.0 == id) && indexed(f, id, 2),
+                        None => FIELDS.iter().any(|x| x.0 == *f),
+                    }
+            });
+            seg_ok && field_ok
+        }
+        _ => false,
+    }
+}
+
+/// Checks an NCPDP inspect summary: fixed keys, the D.0 tables' segment ids and transaction
+/// codes, numbers.
+fn ncpdp_inspect_ok(map: &serde_json::Map<String, Value>) {
+    use crate::formats::ncpdp::tables::{HEADER_STATUS, SEGMENTS, TRANSACTION_CODES};
+    use crate::formats::ncpdp::write::UNKNOWN;
+    const KEYS: [&str; 15] = [
+        "record",
+        "offset",
+        "format",
+        "recordType",
+        "version",
+        "transactionCode",
+        "transactionCount",
+        "groupCount",
+        "headerStatus",
+        "segments",
+        "transactions",
+        "segmentCount",
+        "fieldCount",
+        "warningCount",
+        "errorCount",
+    ];
+    let segments_ok = |v: &Value| {
+        let ids = v.as_array().expect("NCPDP segments are a list");
+        for id in ids {
+            let id = id.as_str().unwrap_or_default();
+            assert!(id == UNKNOWN || SEGMENTS.iter().any(|s| s.0 == id), "NCPDP segment id {id:?}");
+        }
+    };
+    for (k, v) in map {
+        assert!(KEYS.contains(&k.as_str()), "NCPDP summary key {k:?} is not fixed");
+        match (k.as_str(), v) {
+            ("format", Value::String(t)) => assert_eq!(t, "ncpdp"),
+            ("recordType", Value::String(t)) => assert!(t == "request" || t == "response", "NCPDP kind {t:?}"),
+            ("version", Value::String(t)) => assert!(t == "D0" || t == UNKNOWN, "NCPDP version {t:?}"),
+            ("transactionCode", Value::String(t)) => {
+                assert!(t == UNKNOWN || TRANSACTION_CODES.iter().any(|c| c.0 == t), "NCPDP transaction code {t:?}")
+            }
+            ("headerStatus", Value::String(t)) => {
+                assert!(t == UNKNOWN || HEADER_STATUS.contains(&t.as_str()), "NCPDP header status {t:?}")
+            }
+            ("segments", v) => segments_ok(v),
+            ("transactions", Value::Array(list)) => {
+                for t in list {
+                    let t = t.as_object().expect("NCPDP transaction summary");
+                    for (k, v) in t {
+                        match k.as_str() {
+                            "segments" => segments_ok(v),
+                            "fieldCount" => assert!(v.as_u64().is_some()),
+                            _ => panic!("NCPDP transaction summary key {k:?} is not fixed"),
+                        }
+                    }
+                }
+            }
+            (_, Value::Number(_)) => {}
+            _ => panic!("NCPDP summary {k} has an unexpected kind"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -983,6 +1095,15 @@ mod tests {
             "PID[1]-8[1]->Patient.gender",
             "ZPI[1]->-",
             "OBX[3]-5[1].2->Observation.valueQuantity",
+            "transmission",
+            "header/A3",
+            "header/F1",
+            "AM04/C2",
+            "transaction[2]",
+            "transaction[2]/AM07/D7",
+            "transaction[1]/AM07/D2[2]",
+            "transaction[1]/segment[3]/field[4]",
+            "segment[2]",
         ] {
             assert!(location_ok(ok), "{ok}");
         }
@@ -999,6 +1120,13 @@ mod tests {
             "Doe/PID",
             "PID[1]->",
             "JOHN[1]->Patient.gender",
+            "header/JO",
+            "transaction[0]/AM07",
+            "transaction[1]/AM99",
+            "AM07/ZZ",
+            "AM07/D7[1]",
+            "AM07/D7/E1",
+            "transaction[1]/transaction[1]",
         ] {
             assert!(!location_ok(bad), "{bad}");
         }
