@@ -299,6 +299,26 @@ codes! {
     DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD is present without a value";
     DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
     DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose; they are not evaluated (reported once per file)";
+    CCDA_NAMESPACE_INVALID => Fatal, "the ClinicalDocument root is not in the CDA namespace urn:hl7-org:v3";
+    CCDA_ELEMENT_UNKNOWN => Error, "an element is not one its parent's CDA class defines (or is in another namespace)";
+    CCDA_ELEMENT_OUT_OF_ORDER => Error, "an element comes before an element its CDA class orders ahead of it";
+    CCDA_ELEMENT_MISSING => Error, "an element the CDA class requires is absent (the parent has no nullFlavor)";
+    CCDA_ELEMENT_TOO_MANY => Error, "an element occurs more times than its CDA class allows";
+    CCDA_ATTRIBUTE_UNKNOWN => Error, "an attribute is not one the element's CDA class defines, or one it prohibits";
+    CCDA_ATTRIBUTE_MISSING => Error, "an attribute the CDA class requires is absent (the element has no nullFlavor)";
+    CCDA_FIXED_VALUE_MISMATCH => Error, "an attribute differs from the value the CDA class fixes";
+    CCDA_VALUE_INVALID => Error, "an attribute is not of its kind (boolean, integer, decimal, code without surrounding white space)";
+    CCDA_TS_INVALID => Error, "a TS is not YYYY[MM[DD[HH[MM[SS[.S]]]]]][+|-ZZzz] with each part in range";
+    CCDA_TEXT_UNEXPECTED => Error, "text occurs in an element whose data type has no text";
+    CCDA_DATATYPE_INVALID => Error, "xsi:type names no data type the element allows, or is absent where the element has several";
+    CCDA_II_INVALID => Error, "an II has neither root nor nullFlavor, or its root is not an OID, UUID or RUID";
+    CCDA_CD_INVALID => Error, "a coded value has a code without a codeSystem, or a codeSystem that is not an OID or UUID";
+    CCDA_PQ_INVALID => Error, "a PQ's unit is not a UCUM unit";
+    CCDA_NULLFLAVOR_INVALID => Error, "a nullFlavor is not one of value set CDANullFlavor";
+    CCDA_TEMPLATE_VALUE_MISMATCH => Error, "an attribute a declared C-CDA template fixes (classCode, moodCode, a code) is absent or differs";
+    CCDA_TEMPLATE_ELEMENT_MISSING => Error, "an element a declared C-CDA template requires is absent";
+    CCDA_TEMPLATE_CONTENT_MISSING => Error, "a section or entry a declared C-CDA template requires (by its templateId) is absent";
+    CCDA_TEMPLATE_VERSION_OTHER => Information, "a templateId's root is a known C-CDA template but its extension is another version: only its fixed values are checked";
 
     // ---- terminology ---------------------------------------------------------------------
     // terminology/: find-equivalent, map-codes, the importers. Rows in DIAGNOSTICS.md.
@@ -362,6 +382,120 @@ pub enum Location {
     Astm(AstmPosition),
     /// A DICOM position: `(0008,1140)[2].(0008,1155)/offset:1234`.
     Dicom(DicomPosition),
+    /// A C-CDA position: element names and indexes only,
+    /// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode`.
+    Ccda(CcdaPosition),
+}
+
+/// A C-CDA position: the element names from the root down (names of the CDA definitions only,
+/// `crate::formats::ccda::tables::NAMES`; `*` for a name they do not define), each with its
+/// 1-based index among its same-named siblings when it has some, then an attribute
+/// (`/@moodCode`) and the template a finding checks (`/template:2.16.840.1.113883.10.20.22.1.2:2024-05-01`).
+/// Paths deeper than [`CcdaPosition::CAPACITY`] steps keep their first 2 and last steps, with
+/// `...` for those left out; the output writes the whole path from `node`. Names and indexes
+/// are structure: a position holds nothing of a value.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CcdaPosition {
+    /// (name id, index; 0: not written); name id `u16::MAX`: a name the definitions lack.
+    steps: [(u16, u16); CcdaPosition::CAPACITY],
+    len: u8,
+    skipped: u8,
+    /// The last step is a missing child of `node` (not an element of the document).
+    pub child: bool,
+    /// An attribute of the element.
+    pub attr: Option<&'static &'static str>,
+    /// The template (or the required template) a finding checks.
+    pub rule: Option<&'static &'static str>,
+    /// The element's index in its record's document (`u32::MAX`: none).
+    pub node: u32,
+}
+
+impl CcdaPosition {
+    /// Most steps kept.
+    pub const CAPACITY: usize = 12;
+    const HEAD: usize = 2;
+
+    /// An empty path (renders `-`).
+    pub const fn new() -> Self {
+        CcdaPosition {
+            steps: [(0, 0); CcdaPosition::CAPACITY],
+            len: 0,
+            skipped: 0,
+            child: false,
+            attr: None,
+            rule: None,
+            node: u32::MAX,
+        }
+    }
+
+    /// Appends a step: a name id (`u16::MAX`: not a name of the definitions) and its index;
+    /// middle steps beyond the capacity are dropped.
+    pub fn push(&mut self, name: u16, index: u16) {
+        let len = usize::from(self.len);
+        if len < Self::CAPACITY {
+            self.steps[len] = (name, index);
+            self.len += 1;
+        } else {
+            self.steps.copy_within(Self::HEAD + 1.., Self::HEAD);
+            self.steps[Self::CAPACITY - 1] = (name, index);
+            self.skipped = self.skipped.saturating_add(1);
+        }
+    }
+
+    /// True when steps were left out.
+    pub fn shortened(&self) -> bool {
+        self.skipped > 0
+    }
+
+    /// The last step (the name id and index), if any.
+    pub fn last(&self) -> Option<(u16, u16)> {
+        usize::from(self.len).checked_sub(1).map(|i| self.steps[i])
+    }
+
+    /// Writes one step.
+    pub fn write_step(f: &mut impl fmt::Write, name: u16, index: u16) -> fmt::Result {
+        let names = crate::formats::ccda::tables::NAMES;
+        f.write_str(names.get(usize::from(name)).copied().unwrap_or("*"))?;
+        if index > 0 {
+            write!(f, "[{index}]")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the attribute and template suffixes.
+    pub fn write_tail(&self, f: &mut impl fmt::Write) -> fmt::Result {
+        if let Some(a) = self.attr {
+            write!(f, "/@{a}")?;
+        }
+        if let Some(r) = self.rule {
+            write!(f, "/template:{r}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for CcdaPosition {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for CcdaPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = usize::from(self.len);
+        if len == 0 && self.attr.is_none() && self.rule.is_none() {
+            return f.write_str("-");
+        }
+        for (i, &(name, index)) in self.steps[..len].iter().enumerate() {
+            if i == Self::HEAD && self.skipped > 0 {
+                f.write_str("/.../")?;
+            } else if i > 0 {
+                f.write_str("/")?;
+            }
+            CcdaPosition::write_step(f, name, index)?;
+        }
+        self.write_tail(f)
+    }
 }
 
 /// An ASTM E1394 position (a record of a message and its parts), or an E1381 frame. Zero means
@@ -628,6 +762,7 @@ impl fmt::Display for Location {
             Location::X12(p) => p.fmt(f),
             Location::Astm(p) => p.fmt(f),
             Location::Dicom(p) => p.fmt(f),
+            Location::Ccda(ref p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,

@@ -76,3 +76,7 @@ impl Converts for Astm {
 impl Converts for Dicom {
     const CONVERTS: bool = false;
 }
+
+impl Converts for crate::formats::ccda::Ccda {
+    const CONVERTS: bool = false;
+}

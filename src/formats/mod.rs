@@ -9,6 +9,7 @@
 //! delimiter rules); it knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
 
 pub mod astm;
+pub mod ccda;
 pub mod codec;
 pub mod dicom;
 pub mod fhir;
@@ -41,9 +42,9 @@ macro_rules! with_registry {
                 X12: crate::formats::x12::X12,
                 Astm: crate::formats::astm::Astm,
                 Dicom: crate::formats::dicom::Dicom,
+                Ccda: crate::formats::ccda::Ccda,
             }
             planned {
-                Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
                 Ncpdp: "ncpdp", text = true, crate::formats::planned::is_ncpdp;
             }
         }
