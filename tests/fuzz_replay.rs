@@ -30,6 +30,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("x12", fuzzing::x12),
         ("astm", fuzzing::astm),
         ("dicom", fuzzing::dicom),
+        ("ccda", fuzzing::ccda),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -121,6 +122,11 @@ fn corpus_astm() {
 #[test]
 fn corpus_dicom() {
     replay_target("dicom");
+}
+
+#[test]
+fn corpus_ccda() {
+    replay_target("ccda");
 }
 
 #[test]
