@@ -1058,6 +1058,42 @@ mod tests {
     }
 
     #[test]
+    fn ccda_location_grammar() {
+        use crate::formats::ccda::read::name_id;
+        static MOOD: &str = "moodCode";
+        static KEY: &str = "2.16.840.1.113883.10.20.22.4.30:2015-08-01";
+        let mut p = CcdaPosition::new();
+        assert_eq!(Location::Ccda(p).to_string(), "-");
+        for (name, index) in [("ClinicalDocument", 0), ("component", 0), ("structuredBody", 0), ("component", 3)] {
+            p.push(name_id(name.as_bytes()), index);
+        }
+        for (name, index) in [("section", 0), ("entry", 2), ("act", 0)] {
+            p.push(name_id(name.as_bytes()), index);
+        }
+        assert_eq!(
+            Location::Ccda(p).to_string(),
+            "ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act"
+        );
+        p.attr = Some(&MOOD);
+        p.rule = Some(&KEY);
+        assert_eq!(
+            Location::Ccda(p).to_string(),
+            "ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode/template:2.16.840.1.113883.10.20.22.4.30:2015-08-01"
+        );
+        let mut deep = CcdaPosition::new();
+        deep.push(name_id(b"ClinicalDocument"), 0);
+        for i in 1..=14 {
+            deep.push(name_id(b"entryRelationship"), i);
+        }
+        deep.push(u16::MAX, 0);
+        assert!(deep.shortened());
+        let text = Location::Ccda(deep).to_string();
+        assert!(text.starts_with("ClinicalDocument/entryRelationship[1]/.../entryRelationship[6]/"), "{text}");
+        assert!(text.ends_with("/entryRelationship[14]/*"), "{text}");
+        assert!(std::mem::size_of::<Diagnostic>() <= 104, "{}", std::mem::size_of::<Diagnostic>());
+    }
+
+    #[test]
     fn dicom_location_grammar() {
         let mut p = DicomPosition::new(1234);
         p.push(0x0008_1140, 2);

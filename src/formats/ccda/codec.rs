@@ -101,13 +101,16 @@ impl Codec for Ccda {
             reason = "line and column of an element: numbers computed from the record's bytes"
         )]
         let raw = doc.input().raw();
+        if findings.is_empty() {
+            return Vec::new();
+        }
+        let lines = crate::formats::lines::Lines::new(raw);
         findings
             .iter()
             .map(|f| match f.location {
                 Location::Ccda(p) if p.node != u32::MAX => {
-                    let offset = doc.tree().elements().get(p.node as usize).map_or(0, |e| e.offset as usize);
-                    let (line, column) = crate::formats::xml::position(raw, offset);
-                    Position { line: line as u32, column: column as u32 }
+                    let offset = doc.tree().elements().get(p.node as usize).map_or(0, |e| e.offset);
+                    lines.position(raw, u64::from(offset))
                 }
                 _ => Position::default(),
             })
