@@ -299,6 +299,26 @@ codes! {
     DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD is present without a value";
     DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
     DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose; they are not evaluated (reported once per file)";
+    CCDA_NAMESPACE_INVALID => Fatal, "the ClinicalDocument root is not in the CDA namespace urn:hl7-org:v3";
+    CCDA_ELEMENT_UNKNOWN => Error, "an element is not one its parent's CDA class defines (or is in another namespace)";
+    CCDA_ELEMENT_OUT_OF_ORDER => Error, "an element comes before an element its CDA class orders ahead of it";
+    CCDA_ELEMENT_MISSING => Error, "an element the CDA class requires is absent (the parent has no nullFlavor)";
+    CCDA_ELEMENT_TOO_MANY => Error, "an element occurs more times than its CDA class allows";
+    CCDA_ATTRIBUTE_UNKNOWN => Error, "an attribute is not one the element's CDA class defines, or one it prohibits";
+    CCDA_ATTRIBUTE_MISSING => Error, "an attribute the CDA class requires is absent (the element has no nullFlavor)";
+    CCDA_FIXED_VALUE_MISMATCH => Error, "an attribute differs from the value the CDA class fixes";
+    CCDA_VALUE_INVALID => Error, "an attribute is not of its kind (boolean, integer, decimal, code without surrounding white space)";
+    CCDA_TS_INVALID => Error, "a TS is not YYYY[MM[DD[HH[MM[SS[.S]]]]]][+|-ZZzz] with each part in range";
+    CCDA_TEXT_UNEXPECTED => Error, "text occurs in an element whose data type has no text";
+    CCDA_DATATYPE_INVALID => Error, "xsi:type names no data type the element allows, or is absent where the element has several";
+    CCDA_II_INVALID => Error, "an II has neither root nor nullFlavor, or its root is not an OID, UUID or RUID";
+    CCDA_CD_INVALID => Error, "a coded value has a code without a codeSystem, or a codeSystem that is not an OID or UUID";
+    CCDA_PQ_INVALID => Error, "a PQ's unit is not a UCUM unit";
+    CCDA_NULLFLAVOR_INVALID => Error, "a nullFlavor is not one of value set CDANullFlavor";
+    CCDA_TEMPLATE_VALUE_MISMATCH => Error, "an attribute a declared C-CDA template fixes (classCode, moodCode, a code) is absent or differs";
+    CCDA_TEMPLATE_ELEMENT_MISSING => Error, "an element a declared C-CDA template requires is absent";
+    CCDA_TEMPLATE_CONTENT_MISSING => Error, "a section or entry a declared C-CDA template requires (by its templateId) is absent";
+    CCDA_TEMPLATE_VERSION_OTHER => Information, "a templateId's root is a known C-CDA template but its extension is another version: only its fixed values are checked";
 
     // ---- NCPDP Telecommunication Standard D.0 (pharmacy claims) ----------------------------
     // Location: `header/A3`, `AM04/C2`, `transaction[2]/AM07/D7[2]`, `transaction[1]/segment[3]/field[4]`
@@ -385,6 +405,120 @@ pub enum Location {
     Dicom(DicomPosition),
     /// An NCPDP Telecommunication D.0 position: `header/A3`, `transaction[2]/AM07/D7`.
     Ncpdp(NcpdpPosition),
+    /// A C-CDA position: element names and indexes only,
+    /// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode`.
+    Ccda(CcdaPosition),
+}
+
+/// A C-CDA position: the element names from the root down (names of the CDA definitions only,
+/// `crate::formats::ccda::tables::NAMES`; `*` for a name they do not define), each with its
+/// 1-based index among its same-named siblings when it has some, then an attribute
+/// (`/@moodCode`) and the template a finding checks (`/template:2.16.840.1.113883.10.20.22.1.2:2024-05-01`).
+/// Paths deeper than [`CcdaPosition::CAPACITY`] steps keep their first 2 and last steps, with
+/// `...` for those left out; the output writes the whole path from `node`. Names and indexes
+/// are structure: a position holds nothing of a value.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CcdaPosition {
+    /// (name id, index; 0: not written); name id `u16::MAX`: a name the definitions lack.
+    steps: [(u16, u16); CcdaPosition::CAPACITY],
+    len: u8,
+    skipped: u8,
+    /// The last step is a missing child of `node` (not an element of the document).
+    pub child: bool,
+    /// An attribute of the element.
+    pub attr: Option<&'static &'static str>,
+    /// The template (or the required template) a finding checks.
+    pub rule: Option<&'static &'static str>,
+    /// The element's index in its record's document (`u32::MAX`: none).
+    pub node: u32,
+}
+
+impl CcdaPosition {
+    /// Most steps kept.
+    pub const CAPACITY: usize = 12;
+    const HEAD: usize = 2;
+
+    /// An empty path (renders `-`).
+    pub const fn new() -> Self {
+        CcdaPosition {
+            steps: [(0, 0); CcdaPosition::CAPACITY],
+            len: 0,
+            skipped: 0,
+            child: false,
+            attr: None,
+            rule: None,
+            node: u32::MAX,
+        }
+    }
+
+    /// Appends a step: a name id (`u16::MAX`: not a name of the definitions) and its index;
+    /// middle steps beyond the capacity are dropped.
+    pub fn push(&mut self, name: u16, index: u16) {
+        let len = usize::from(self.len);
+        if len < Self::CAPACITY {
+            self.steps[len] = (name, index);
+            self.len += 1;
+        } else {
+            self.steps.copy_within(Self::HEAD + 1.., Self::HEAD);
+            self.steps[Self::CAPACITY - 1] = (name, index);
+            self.skipped = self.skipped.saturating_add(1);
+        }
+    }
+
+    /// True when steps were left out.
+    pub fn shortened(&self) -> bool {
+        self.skipped > 0
+    }
+
+    /// The last step (the name id and index), if any.
+    pub fn last(&self) -> Option<(u16, u16)> {
+        usize::from(self.len).checked_sub(1).map(|i| self.steps[i])
+    }
+
+    /// Writes one step.
+    pub fn write_step(f: &mut impl fmt::Write, name: u16, index: u16) -> fmt::Result {
+        let names = crate::formats::ccda::tables::NAMES;
+        f.write_str(names.get(usize::from(name)).copied().unwrap_or("*"))?;
+        if index > 0 {
+            write!(f, "[{index}]")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the attribute and template suffixes.
+    pub fn write_tail(&self, f: &mut impl fmt::Write) -> fmt::Result {
+        if let Some(a) = self.attr {
+            write!(f, "/@{a}")?;
+        }
+        if let Some(r) = self.rule {
+            write!(f, "/template:{r}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for CcdaPosition {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for CcdaPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = usize::from(self.len);
+        if len == 0 && self.attr.is_none() && self.rule.is_none() {
+            return f.write_str("-");
+        }
+        for (i, &(name, index)) in self.steps[..len].iter().enumerate() {
+            if i == Self::HEAD && self.skipped > 0 {
+                f.write_str("/.../")?;
+            } else if i > 0 {
+                f.write_str("/")?;
+            }
+            CcdaPosition::write_step(f, name, index)?;
+        }
+        self.write_tail(f)
+    }
 }
 
 /// An ASTM E1394 position (a record of a message and its parts), or an E1381 frame. Zero means
@@ -757,6 +891,7 @@ impl fmt::Display for Location {
             Location::Astm(p) => p.fmt(f),
             Location::Dicom(p) => p.fmt(f),
             Location::Ncpdp(p) => p.fmt(f),
+            Location::Ccda(ref p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,
@@ -1049,6 +1184,42 @@ mod tests {
         assert_eq!(Location::X12(unknown).to_string(), "ST[1]/segment[7]");
         let se = X12Position::envelope(X12Scope::Set(1), "SE");
         assert_eq!(Location::X12(se.element(1, 0)).to_string(), "ST[1]/SE-01");
+    }
+
+    #[test]
+    fn ccda_location_grammar() {
+        use crate::formats::ccda::read::name_id;
+        static MOOD: &str = "moodCode";
+        static KEY: &str = "2.16.840.1.113883.10.20.22.4.30:2015-08-01";
+        let mut p = CcdaPosition::new();
+        assert_eq!(Location::Ccda(p).to_string(), "-");
+        for (name, index) in [("ClinicalDocument", 0), ("component", 0), ("structuredBody", 0), ("component", 3)] {
+            p.push(name_id(name.as_bytes()), index);
+        }
+        for (name, index) in [("section", 0), ("entry", 2), ("act", 0)] {
+            p.push(name_id(name.as_bytes()), index);
+        }
+        assert_eq!(
+            Location::Ccda(p).to_string(),
+            "ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act"
+        );
+        p.attr = Some(&MOOD);
+        p.rule = Some(&KEY);
+        assert_eq!(
+            Location::Ccda(p).to_string(),
+            "ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode/template:2.16.840.1.113883.10.20.22.4.30:2015-08-01"
+        );
+        let mut deep = CcdaPosition::new();
+        deep.push(name_id(b"ClinicalDocument"), 0);
+        for i in 1..=14 {
+            deep.push(name_id(b"entryRelationship"), i);
+        }
+        deep.push(u16::MAX, 0);
+        assert!(deep.shortened());
+        let text = Location::Ccda(deep).to_string();
+        assert!(text.starts_with("ClinicalDocument/entryRelationship[1]/.../entryRelationship[6]/"), "{text}");
+        assert!(text.ends_with("/entryRelationship[14]/*"), "{text}");
+        assert!(std::mem::size_of::<Diagnostic>() <= 104, "{}", std::mem::size_of::<Diagnostic>());
     }
 
     #[test]

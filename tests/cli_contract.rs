@@ -91,12 +91,13 @@ fn unsupported_cell_exits_65() {
     let o = run_stdin(&["convert", "-"], &x12);
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
-    let ccda: &[u8] = b"<ClinicalDocument xmlns=\"urn:hl7-org:v3\"/>";
-    let o = run_stdin(&["parse", "-"], ccda);
+    // NCPDP SCRIPT XML is recognised, not built.
+    let script: &[u8] = b"<Message xmlns=\"http://www.ncpdp.org/schema/SCRIPT\"/>";
+    let o = run_stdin(&["parse", "-"], script);
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
     // `--format` offers only the formats built in: a recognised one is a usage error.
-    let o = run_stdin(&["parse", "--format", "ccda", "-"], ccda);
+    let o = run_stdin(&["parse", "--format", "ncpdp-script", "-"], script);
     assert_eq!(code(&o), 2);
     assert_failure_line(&o, "CLI_USAGE");
 }

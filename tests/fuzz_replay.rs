@@ -31,6 +31,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("astm", fuzzing::astm),
         ("dicom", fuzzing::dicom),
         ("ncpdp", fuzzing::ncpdp),
+        ("ccda", fuzzing::ccda),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -122,6 +123,11 @@ fn corpus_astm() {
 #[test]
 fn corpus_dicom() {
     replay_target("dicom");
+}
+
+#[test]
+fn corpus_ccda() {
+    replay_target("ccda");
 }
 
 #[test]

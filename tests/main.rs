@@ -39,6 +39,9 @@
 //!   (codes and exact locations); message and record counts; framed and unframed alike; Safe
 //!   Harbor over marker-filled messages; the mutation test (checksum, frame number, ETX, sequence,
 //!   record type, termination code, missing L, date) located exactly.
+//! - `ccda`: every fixture under fixtures/ccda through validate against its manifest; inspect by
+//!   template; fmt a fixed point; the mutation test (section, templateId, fixed code, moodCode,
+//!   required element, TS) located exactly; no value out; fail closed under a redacting policy.
 //! - `redact_fail_closed`: keep means keep what the rule proves safe (issue 36): one regression
 //!   test per red-team finding on fixtures/redact/red_team, and `policy test` (shipped policies
 //!   pass it on the fixtures, a planted unsafe keep is found).
@@ -51,6 +54,7 @@ mod common;
 
 mod architecture;
 mod astm;
+mod ccda;
 mod cli_contract;
 mod convert;
 mod dicom;

@@ -81,3 +81,7 @@ impl Converts for Dicom {
 impl Converts for Ncpdp {
     const CONVERTS: bool = false;
 }
+
+impl Converts for crate::formats::ccda::Ccda {
+    const CONVERTS: bool = false;
+}

@@ -9,6 +9,7 @@
 //! delimiter rules); it knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
 
 pub mod astm;
+pub mod ccda;
 pub mod codec;
 pub mod dicom;
 pub mod fhir;
@@ -43,9 +44,9 @@ macro_rules! with_registry {
                 Astm: crate::formats::astm::Astm,
                 Dicom: crate::formats::dicom::Dicom,
                 Ncpdp: crate::formats::ncpdp::Ncpdp,
+                Ccda: crate::formats::ccda::Ccda,
             }
             planned {
-                Ccda: "ccda", text = true, crate::formats::planned::is_ccda;
                 NcpdpScript: "ncpdp-script", text = true, crate::formats::planned::is_ncpdp_script;
             }
         }

@@ -6,11 +6,6 @@
 
 use super::sniff::xml_root;
 
-/// C-CDA: a `ClinicalDocument` root.
-pub fn is_ccda(body: &[u8], _raw: &[u8]) -> bool {
-    xml_root(body).is_some_and(|r| r.local == b"ClinicalDocument")
-}
-
 /// NCPDP SCRIPT (XML e-prescribing; NCPDP Telecommunication D.0 is the built format `ncpdp`): a
 /// root in the SCRIPT namespace.
 pub fn is_ncpdp_script(body: &[u8], _raw: &[u8]) -> bool {

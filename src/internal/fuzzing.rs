@@ -842,6 +842,19 @@ fn ncpdp_markers(data: &[u8]) -> Vec<u8> {
 
 // ---- dicom --------------------------------------------------------------------------------
 
+/// C-CDA documents through `ops::run`, every command (the pipeline's oracles: locations by
+/// grammar, inspect summaries of template names and codes only), on the input as given and with
+/// every attribute value and text run (the namespace URIs kept) rewritten into a unique marker.
+pub fn ccda(data: &[u8]) {
+    logs::install();
+    pipeline_one(data, false);
+    let keep = |run: &[u8]| {
+        use crate::formats::ccda::read::{SDTC_NS, V3_NS, XSI_NS};
+        run == V3_NS || run == SDTC_NS || run == XSI_NS
+    };
+    pipeline_one(&fhir_values::xml_markers_keeping(data, &keep), true);
+}
+
 /// DICOM files through `ops::run`, every command (the pipeline's oracles), on the input as given
 /// and with every text value the reader finds (of six bytes or more) rewritten into a unique
 /// marker token of the same length.

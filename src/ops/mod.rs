@@ -66,6 +66,11 @@ pub fn run(request: Request, sink: &mut dyn Sink) -> Outcome {
         if !format.supports(request.command.operation()) {
             return Err(Failure::unsupported(format));
         }
+        // Fail closed: a format without a redaction engine returns no data under a redacting
+        // policy.
+        if request.redaction().is_some() && !format.supports(crate::formats::Operation::Redact) {
+            return Err(Failure::unsupported(format));
+        }
         let whole = batchable_source(&request.source);
         let input = BufReader::with_capacity(64 * 1024, io::Cursor::new(prefix).chain(reader));
         let input: Box<dyn io::BufRead + '_> = Box::new(input);

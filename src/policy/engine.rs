@@ -178,3 +178,29 @@ impl Redacts for Ncpdp {
         &mut redactor.counts
     }
 }
+
+/// C-CDA has no redaction engine yet: it declares no `redact`, and the pipeline refuses
+/// `parse`, `fmt` and `redact` of a C-CDA document under a redacting policy
+/// (`CLI_FORMAT_UNSUPPORTED`) before anything is read. Should this be reached, nothing is
+/// written: fail closed, never a value.
+impl Redacts for crate::formats::ccda::Ccda {
+    const REDACTS: bool = false;
+    type Redactor<'p> = Counts;
+
+    fn redactor<'p>(_policy: &'p Policy, _key: Option<&'p Key>) -> Self::Redactor<'p> {
+        Counts::default()
+    }
+
+    fn redact(
+        _redactor: &mut Self::Redactor<'_>,
+        _doc: &Self::Document,
+        _settings: &Settings,
+        _disclosure: &Disclosure,
+        _out: &mut Vec<u8>,
+    ) {
+    }
+
+    fn counts<'a>(redactor: &'a mut Self::Redactor<'_>) -> &'a mut Counts {
+        redactor
+    }
+}

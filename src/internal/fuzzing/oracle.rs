@@ -153,6 +153,12 @@ impl Secondary {
             let values: Vec<Value> = map.into_iter().map(|(_, v)| strip_strings(v)).collect();
             self.push_line(&Value::Array(values).to_string());
             return;
+        } else if format == "ccda" {
+            // Template keys, titles and section codes from the generated tables only.
+            ccda_inspect_ok(&map);
+            let values: Vec<Value> = map.into_iter().map(|(_, v)| strip_keys(strip_strings(v))).collect();
+            self.push_line(&Value::Array(values).to_string());
+            return;
         } else if format == "x12" {
             x12_inspect_ok(&map);
             let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
@@ -368,6 +374,17 @@ fn is_vocabulary(word: &str) -> bool {
         || schema_names().contains(word)
         || fhir_word(word)
         || crate::formats::x12::guide::is_name(word)
+        || ccda_word(word)
+}
+
+/// A C-CDA name: an element or attribute name of the CDA tables, or the `template` of a
+/// location's suffix (whose key is checked against the tables by the location grammar).
+fn ccda_word(word: &str) -> bool {
+    use crate::formats::ccda::tables::{CLASSES, NAMES};
+    word == "template"
+        || word == "ccda"
+        || NAMES.contains(&word)
+        || CLASSES.iter().any(|c| c.attrs.iter().any(|a| a.name == word))
 }
 
 /// FHIR names: type names, element names, invariant keys (split at `-`), from the definitions.
@@ -637,6 +654,87 @@ pub(super) fn location_ok(s: &str) -> bool {
         || astm_location_ok(s)
         || dicom_location_ok(s)
         || ncpdp_location_ok(s)
+        || ccda_location_ok(s)
+}
+
+/// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode/template:R:E`:
+/// names of the CDA tables (or `*`, `...`) with indexes, then an attribute name of the tables,
+/// then a template key or root of the tables.
+fn ccda_location_ok(s: &str) -> bool {
+    use crate::formats::ccda::tables::{CLASSES, NAMES, TEMPLATES};
+    let (path, template) = match s.split_once("/template:") {
+        Some((p, t)) => (p, Some(t)),
+        None => (s, None),
+    };
+    if template.is_some_and(|t| !TEMPLATES.iter().any(|x| x.key == t || x.root == t)) {
+        return false;
+    }
+    let (path, attr) = match path.split_once("/@") {
+        Some((p, a)) => (p, Some(a)),
+        None => (path, None),
+    };
+    if attr.is_some_and(|a| !CLASSES.iter().any(|c| c.attrs.iter().any(|x| x.name == a))) {
+        return false;
+    }
+    let mut steps = path.split('/');
+    if steps.next() != Some("ClinicalDocument") {
+        return false;
+    }
+    steps.all(|step| {
+        let (name, index) = match step.split_once('[') {
+            Some((n, i)) => (n, i.strip_suffix(']').and_then(number).filter(|&i| i >= 1)),
+            None => (step, Some(1)),
+        };
+        index.is_some() && (name == "*" || name == "..." || NAMES.contains(&name))
+    })
+}
+
+/// Checks a C-CDA inspect summary: fixed keys; titles, template keys and section codes of the
+/// generated tables (or `unknown`); numbers and booleans.
+fn ccda_inspect_ok(map: &serde_json::Map<String, Value>) {
+    use crate::formats::ccda::tables::TEMPLATES;
+    const KEYS: &[&str] = &[
+        "record",
+        "format",
+        "documentType",
+        "templates",
+        "unknownTemplates",
+        "structuredBody",
+        "sections",
+        "errorCount",
+        "warningCount",
+    ];
+    let title = |t: &str| t == "unknown" || TEMPLATES.iter().any(|x| x.title == t);
+    let key = |t: &str| t == "unknown" || TEMPLATES.iter().any(|x| x.key == t);
+    let code = |t: &str| t == "unknown" || TEMPLATES.iter().any(|x| x.code == t);
+    for (k, v) in map {
+        assert!(KEYS.contains(&k.as_str()), "C-CDA summary key {k:?} is not fixed");
+        match (k.as_str(), v) {
+            ("format", Value::String(t)) => assert_eq!(t, "ccda"),
+            ("documentType", Value::String(t)) => assert!(title(t), "C-CDA document type {t:?}"),
+            ("templates", Value::Array(a)) => {
+                assert!(a.iter().all(|t| t.as_str().is_some_and(key)), "C-CDA templates not from the tables")
+            }
+            ("sections", Value::Array(a)) => {
+                for sec in a {
+                    let o = sec.as_object().unwrap_or_else(|| panic!("C-CDA section is not an object"));
+                    for (sk, sv) in o {
+                        let ok = match (sk.as_str(), sv) {
+                            ("code", Value::String(t)) => code(t),
+                            ("title", Value::String(t)) => title(t),
+                            ("templates", Value::Array(t)) => t.iter().all(|t| t.as_str().is_some_and(key)),
+                            ("entries", Value::Object(e)) => e.iter().all(|(ek, n)| key(ek) && n.as_u64().is_some()),
+                            ("entryCount", Value::Number(_)) => true,
+                            _ => false,
+                        };
+                        assert!(ok, "C-CDA section {sk} is not from the tables");
+                    }
+                }
+            }
+            (_, Value::Number(_) | Value::Bool(_)) => {}
+            _ => panic!("C-CDA summary {k} has an unexpected kind"),
+        }
+    }
 }
 
 /// `(0008,1140)[2].(0008,1155)/offset:1234`, `(0010,0010)`, with `...` for steps left out.
@@ -664,6 +762,16 @@ fn dicom_location_ok(s: &str) -> bool {
 }
 
 /// A JSON value with its strings emptied (numbers, booleans and structure kept).
+/// Objects become arrays of their values: for a summary whose keys were checked to be names of
+/// the tables (C-CDA section keys, template keys of entry counts).
+fn strip_keys(v: Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.into_iter().map(strip_keys).collect()),
+        Value::Object(m) => Value::Array(m.into_iter().map(|(_, v)| strip_keys(v)).collect()),
+        other => other,
+    }
+}
+
 fn strip_strings(v: Value) -> Value {
     match v {
         Value::String(_) => Value::String(String::new()),

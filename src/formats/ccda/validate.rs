@@ -1,0 +1,565 @@
+//! Validation of a C-CDA document: the CDA R2.0 base, then the C-CDA templates.
+//!
+//! The base ([`super::tables::CLASSES`], from the logical models): each element against its
+//! class, from `ClinicalDocument` down: children known (`CCDA_ELEMENT_UNKNOWN`), in schema
+//! order (`CCDA_ELEMENT_OUT_OF_ORDER`), as many as the cardinality allows
+//! (`CCDA_ELEMENT_MISSING`, `CCDA_ELEMENT_TOO_MANY`; an element with a nullFlavor needs none of
+//! its required parts); attributes known (`CCDA_ATTRIBUTE_UNKNOWN`), present when required
+//! (`CCDA_ATTRIBUTE_MISSING`), equal to a fixed value (`CCDA_FIXED_VALUE_MISMATCH`), of their
+//! kind (`CCDA_VALUE_INVALID`: boolean, integer, decimal, code; `CCDA_TS_INVALID`: a TS);
+//! text only where the type has text (`CCDA_TEXT_UNEXPECTED`); the data type chosen by
+//! `xsi:type` among the element's types, required where the element has several
+//! (`CCDA_DATATYPE_INVALID`); the data type rules: an II has a root or a nullFlavor, its root
+//! an OID, UUID or RUID (`CCDA_II_INVALID`); a coded value with a code has a code system, an
+//! OID or UUID (`CCDA_CD_INVALID`); a PQ's unit is UCUM (`CCDA_PQ_INVALID`); a nullFlavor is
+//! one of CDANullFlavor (`CCDA_NULLFLAVOR_INVALID`). A section's narrative block is a value:
+//! its markup is not checked.
+//!
+//! The templates ([`super::tables::TEMPLATES`], from npm hl7.cda.us.ccda): a template applies
+//! to the element that declares its templateId (root and extension); its fixed attribute
+//! values (classCode, moodCode, codes; `CCDA_TEMPLATE_VALUE_MISMATCH`), the elements it
+//! requires beyond the base (`CCDA_TEMPLATE_ELEMENT_MISSING`), and the templated sections and
+//! entries it requires (`CCDA_TEMPLATE_CONTENT_MISSING`). A templateId whose root is known
+//! with another extension only (an older or newer version) is checked for its fixed values
+//! only, and reported once (`CCDA_TEMPLATE_VERSION_OTHER`).
+//!
+//! Locations are element names and indexes (`.../entry[2]/act/@moodCode`), with the template
+//! (`/template:root:extension`) for a template's finding: never a value.
+//!
+//! What it does not do: evaluate the templates' invariants (FHIRPath) or value set bindings
+//! other than nullFlavor, check ID/IDREF uniqueness, or the narrative's markup.
+
+use crate::diag::{CcdaPosition, Code, Diagnostic, Location, Severity};
+use crate::formats::xml::Attr as XAttr;
+
+use super::base::{Class, Prim, Rule, Template};
+use super::read::{Document, Ns, name_id};
+use super::tables::{CLASSES, NULL_FLAVORS};
+use super::write::template_of;
+
+/// Most findings kept for one document.
+pub const MAX_FINDINGS: usize = 1000;
+
+/// What to check.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Options {
+    /// Only what reading found (nothing for C-CDA: reading is fatal or clean).
+    pub syntax_only: bool,
+    /// Warnings become errors.
+    pub strict: bool,
+}
+
+struct V<'d> {
+    doc: &'d Document,
+    out: Vec<Diagnostic>,
+}
+
+/// A class of [`CLASSES`] named by an `xsi:type` (an index of a static table: value-free).
+#[derive(Copy, Clone, Debug)]
+struct ClassRef(Option<u32>);
+
+impl crate::phi::sealed::Sealed for ClassRef {}
+impl crate::phi::ValueFree for ClassRef {}
+
+/// The class of a name.
+fn class_named(name: &[u8]) -> Option<usize> {
+    CLASSES.iter().position(|c| c.name.as_bytes() == name)
+}
+
+impl V<'_> {
+    fn push(&mut self, code: Code, pos: CcdaPosition) {
+        if self.out.len() < MAX_FINDINGS {
+            self.out.push(Diagnostic::new(code, Location::Ccda(pos)));
+        }
+    }
+
+    fn at(&self, e: u32) -> CcdaPosition {
+        self.doc.position(e)
+    }
+
+    fn at_attr(&self, e: u32, name: &'static &'static str) -> CcdaPosition {
+        let mut p = self.doc.position(e);
+        p.attr = Some(name);
+        p
+    }
+
+    fn has_null_flavor(&self, e: u32) -> bool {
+        self.doc.attr(e, Ns::None, b"nullFlavor").is_some()
+    }
+
+    fn value_is(&self, a: &XAttr, f: impl FnOnce(&[u8]) -> bool) -> bool {
+        self.doc.tree().value(a.value).classify(f)
+    }
+
+    /// Element `e` against class `c`.
+    fn element(&mut self, e: u32, c: usize) {
+        let Some(class) = CLASSES.get(c) else { return };
+        let doc = self.doc;
+        let tree = doc.tree();
+        let null = self.has_null_flavor(e);
+        // Attributes.
+        let first = tree.elements().get(e as usize).map_or(0, |x| x.attrs.start as usize);
+        for (k, a) in tree.attrs_of(e).iter().enumerate() {
+            let ns = doc.attr_ns(first + k);
+            let sdtc = match ns {
+                Ns::None => false,
+                Ns::Sdtc => true,
+                _ => continue,
+            };
+            let local = doc.attr_local(a);
+            let Some(def) = class.attrs.iter().find(|d| d.sdtc == sdtc && d.name.as_bytes() == local) else {
+                self.push(Code::CCDA_ATTRIBUTE_UNKNOWN, self.at(e));
+                continue;
+            };
+            if def.max == 0 {
+                self.push(Code::CCDA_ATTRIBUTE_UNKNOWN, self.at_attr(e, &def.name));
+                continue;
+            }
+            if let Some(fixed) = def.fixed
+                && !self.value_is(a, |v| v == fixed.as_bytes())
+            {
+                self.push(Code::CCDA_FIXED_VALUE_MISMATCH, self.at_attr(e, &def.name));
+                continue;
+            }
+            let ok = match def.kind {
+                Prim::Bool => self.value_is(a, |v| v == b"true" || v == b"false"),
+                Prim::Int => self.value_is(a, is_integer),
+                Prim::Decimal => self.value_is(a, is_decimal),
+                Prim::Code => self.value_is(a, is_code_list),
+                Prim::Id => self.value_is(a, |v| !v.is_empty()),
+                Prim::Ts => {
+                    if !self.value_is(a, is_ts) {
+                        self.push(Code::CCDA_TS_INVALID, self.at_attr(e, &def.name));
+                    }
+                    true
+                }
+                Prim::Str | Prim::Base64 => true,
+            };
+            if !ok {
+                self.push(Code::CCDA_VALUE_INVALID, self.at_attr(e, &def.name));
+            } else if def.name == "nullFlavor" && !self.value_is(a, |v| NULL_FLAVORS.iter().any(|n| n.as_bytes() == v))
+            {
+                self.push(Code::CCDA_NULLFLAVOR_INVALID, self.at_attr(e, &def.name));
+            }
+        }
+        if !null {
+            for def in class.attrs.iter().filter(|d| d.min > 0) {
+                let ns = if def.sdtc { Ns::Sdtc } else { Ns::None };
+                if doc.attr(e, ns, def.name.as_bytes()).is_none() {
+                    self.push(Code::CCDA_ATTRIBUTE_MISSING, self.at_attr(e, &def.name));
+                }
+            }
+        }
+        self.datatype_rules(e, class, null);
+        if !class.text && tree.texts_of(e).next().is_some() {
+            self.push(Code::CCDA_TEXT_UNEXPECTED, self.at(e));
+        }
+        // Children.
+        let mut counts = vec![0u32; class.elems.len()];
+        let mut cursor = 0;
+        for child in tree.children(e) {
+            let sdtc = match doc.ns(child) {
+                Ns::V3 => false,
+                Ns::Sdtc => true,
+                _ => {
+                    self.push(Code::CCDA_ELEMENT_UNKNOWN, self.at(child));
+                    continue;
+                }
+            };
+            let local = doc.local(child);
+            let Some(k) = class.elems.iter().position(|d| d.sdtc == sdtc && d.name.as_bytes() == local) else {
+                self.push(Code::CCDA_ELEMENT_UNKNOWN, self.at(child));
+                continue;
+            };
+            let def = &class.elems[k];
+            if !class.unordered {
+                if k < cursor {
+                    self.push(Code::CCDA_ELEMENT_OUT_OF_ORDER, self.at(child));
+                } else {
+                    cursor = k;
+                }
+            }
+            counts[k] = counts[k].saturating_add(1);
+            if counts[k] > def.max {
+                self.push(Code::CCDA_ELEMENT_TOO_MANY, self.at(child));
+            }
+            if def.narrative {
+                continue;
+            }
+            if let Some(t) = self.child_type(child, def) {
+                self.element(child, t);
+            }
+        }
+        if !null {
+            for (k, def) in class.elems.iter().enumerate() {
+                if counts[k] < def.min {
+                    let mut p = self.at(e);
+                    p.attr = None;
+                    self.push_missing(p, def);
+                }
+            }
+        }
+        self.templates(e);
+    }
+
+    fn push_missing(&mut self, mut p: CcdaPosition, def: &'static super::base::Elem) {
+        // The missing element's own name, as the last step.
+        p.push(name_id(def.name.as_bytes()), 0);
+        p.child = true;
+        self.push(Code::CCDA_ELEMENT_MISSING, p);
+    }
+
+    /// The class of `child` by its declaration and `xsi:type`.
+    fn child_type(&mut self, child: u32, def: &super::base::Elem) -> Option<usize> {
+        let declared = def.types.first().map(|&t| usize::from(t));
+        let xsi = self.doc.attr(child, Ns::Xsi, b"type");
+        match xsi {
+            None => {
+                if def.xsi && def.types.len() > 1 && !self.has_null_flavor(child) {
+                    self.push(Code::CCDA_DATATYPE_INVALID, self.at(child));
+                }
+                declared
+            }
+            Some(a) => {
+                let ClassRef(named) = self.doc.tree().value(a.value).classify(|v| {
+                    let local = v.rsplit(|&b| b == b':').next().unwrap_or(v);
+                    ClassRef(class_named(local).map(|i| i as u32))
+                });
+                match named {
+                    Some(t) if !def.xsi || def.types.iter().any(|&d| u32::from(d) == t) => Some(t as usize),
+                    Some(t) if is_specialization(t as usize, declared) => Some(t as usize),
+                    _ => {
+                        self.push(Code::CCDA_DATATYPE_INVALID, self.at(child));
+                        declared
+                    }
+                }
+            }
+        }
+    }
+
+    fn datatype_rules(&mut self, e: u32, class: &Class, null: bool) {
+        let doc = self.doc;
+        let base = class.name.split('.').next().unwrap_or(class.name);
+        let name_attr = |n: &str| class.attrs.iter().find(|a| a.name == n).map(|a| &a.name);
+        match base {
+            "II" => match doc.attr(e, Ns::None, b"root") {
+                None if !null => self.push(Code::CCDA_II_INVALID, self.at(e)),
+                Some(r) if !self.value_is(r, |v| is_oid(v) || is_uuid(v) || is_ruid(v)) => {
+                    if let Some(n) = name_attr("root") {
+                        self.push(Code::CCDA_II_INVALID, self.at_attr(e, n));
+                    }
+                }
+                _ => {}
+            },
+            "CD" | "CE" | "CV" | "CO" => {
+                let code = doc.attr(e, Ns::None, b"code");
+                let system = doc.attr(e, Ns::None, b"codeSystem");
+                if code.is_some() && system.is_none() && !null {
+                    if let Some(n) = name_attr("codeSystem") {
+                        self.push(Code::CCDA_CD_INVALID, self.at_attr(e, n));
+                    }
+                } else if let Some(s) = system
+                    && !self.value_is(s, |v| is_oid(v) || is_uuid(v))
+                    && let Some(n) = name_attr("codeSystem")
+                {
+                    self.push(Code::CCDA_CD_INVALID, self.at_attr(e, n));
+                }
+            }
+            "PQ" | "IVXB_PQ" | "IVL_PQ" => {
+                if let Some(u) = doc.attr(e, Ns::None, b"unit")
+                    && !self.value_is(u, crate::formats::fhir::ucum::valid)
+                    && let Some(n) = name_attr("unit")
+                {
+                    self.push(Code::CCDA_PQ_INVALID, self.at_attr(e, n));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The templates element `e` declares.
+    fn templates(&mut self, e: u32) {
+        let doc = self.doc;
+        let ids: Vec<u32> = doc.children_named(e, b"templateId").collect();
+        for t in ids {
+            let Some(tpl) = template_of(doc, t) else { continue };
+            let exact = match doc.attr(t, Ns::None, b"extension") {
+                Some(x) => self.value_is(x, |v| v == tpl.extension.as_bytes()),
+                None => tpl.extension.is_empty(),
+            };
+            if !exact {
+                let mut p = self.at(t);
+                p.rule = Some(&tpl.key);
+                self.push(Code::CCDA_TEMPLATE_VERSION_OTHER, p);
+            }
+            self.apply(e, tpl, exact);
+        }
+    }
+
+    /// The elements at `path` (names joined by `/`) under `e`.
+    fn at_path(&self, e: u32, path: &str) -> Vec<u32> {
+        let mut set = vec![e];
+        if path.is_empty() {
+            return set;
+        }
+        for step in path.split('/') {
+            set = set.iter().flat_map(|&x| self.doc.children_named(x, step.as_bytes()).collect::<Vec<_>>()).collect();
+        }
+        set
+    }
+
+    fn apply(&mut self, e: u32, tpl: &'static Template, exact: bool) {
+        let doc = self.doc;
+        for rule in tpl.rules {
+            match rule {
+                Rule::Attr { path, name, value } | Rule::Fixed { path, name, value } => {
+                    let required = matches!(rule, Rule::Attr { .. });
+                    for x in self.at_path(e, path) {
+                        if self.has_null_flavor(x) {
+                            continue;
+                        }
+                        let ok = match doc.attr(x, Ns::None, name.as_bytes()) {
+                            Some(a) => self.value_is(a, |v| v == value.as_bytes()),
+                            None => !required,
+                        };
+                        if !ok {
+                            let mut p = self.at(x);
+                            p.attr = Some(name);
+                            p.rule = Some(&tpl.key);
+                            self.push(Code::CCDA_TEMPLATE_VALUE_MISMATCH, p);
+                        }
+                    }
+                }
+                Rule::Required { path, .. }
+                    if exact && !self.has_null_flavor(e) && doc.children_named(e, path.as_bytes()).next().is_none() =>
+                {
+                    let mut p = self.at(e);
+                    p.push(name_id(path.as_bytes()), 0);
+                    p.child = true;
+                    p.rule = Some(&tpl.key);
+                    self.push(Code::CCDA_TEMPLATE_ELEMENT_MISSING, p);
+                }
+                Rule::Contains { path, name, value } if exact => {
+                    let holders = self.at_path(e, path);
+                    let found = holders.iter().any(|&h| {
+                        doc.children_named(h, name.as_bytes()).any(|c| {
+                            doc.children_named(c, b"templateId").any(|t| {
+                                doc.attr(t, Ns::None, b"root")
+                                    .is_some_and(|r| self.value_is(r, |v| v == value.as_bytes()))
+                            })
+                        })
+                    });
+                    if !found {
+                        // At the deepest element of the path, short of its last step, that
+                        // is there (a document's structuredBody, an act itself).
+                        let mut at = e;
+                        let mut prefix = String::new();
+                        let steps: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+                        for step in steps.iter().take(steps.len().saturating_sub(1)) {
+                            if !prefix.is_empty() {
+                                prefix.push('/');
+                            }
+                            prefix.push_str(step);
+                            match self.at_path(e, &prefix).first() {
+                                Some(&x) => at = x,
+                                None => break,
+                            }
+                        }
+                        let mut p = self.at(at);
+                        p.rule = Some(value);
+                        self.push(Code::CCDA_TEMPLATE_CONTENT_MISSING, p);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// True when class `t` is `declared` or derives from it by name (IVL_TS from SXCM_TS...): the
+/// logical models flatten bases, so this compares the attribute and element lists' prefixes.
+fn is_specialization(t: usize, declared: Option<usize>) -> bool {
+    let (Some(tc), Some(dc)) = (CLASSES.get(t), declared.and_then(|d| CLASSES.get(d))) else { return false };
+    dc.elems.iter().all(|d| tc.elems.iter().any(|x| x.name == d.name && x.sdtc == d.sdtc))
+        && dc.attrs.iter().all(|d| tc.attrs.iter().any(|x| x.name == d.name && x.sdtc == d.sdtc))
+}
+
+/// Validates a document.
+pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
+    if options.syntax_only {
+        return Vec::new();
+    }
+    let mut v = V { doc, out: Vec::new() };
+    if let Some(c) = class_named(b"ClinicalDocument") {
+        v.element(0, c);
+    }
+    let mut out = v.out;
+    if options.strict {
+        for d in &mut out {
+            if d.severity == Severity::Warning {
+                d.severity = Severity::Error;
+            }
+        }
+    }
+    out
+}
+
+/// `[+-]?[0-9]+`.
+pub fn is_integer(v: &[u8]) -> bool {
+    let d = v.strip_prefix(b"-").or_else(|| v.strip_prefix(b"+")).unwrap_or(v);
+    !d.is_empty() && d.iter().all(u8::is_ascii_digit)
+}
+
+/// `[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?`.
+pub fn is_decimal(v: &[u8]) -> bool {
+    let d = v.strip_prefix(b"-").or_else(|| v.strip_prefix(b"+")).unwrap_or(v);
+    let (mantissa, exp) = match d.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(p) => (&d[..p], Some(&d[p + 1..])),
+        None => (d, None),
+    };
+    let mut parts = mantissa.splitn(2, |&b| b == b'.');
+    let int = parts.next().unwrap_or_default();
+    let frac = parts.next();
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    let ok = digits(int) && frac.is_none_or(digits) && (!int.is_empty() || frac.is_some_and(|f| !f.is_empty()));
+    ok && exp.is_none_or(is_integer)
+}
+
+/// A code, or a white-space separated list of codes (`use="HP WP"`): no empty value, no
+/// leading or trailing white space.
+pub fn is_code_list(v: &[u8]) -> bool {
+    !v.is_empty() && !v[0].is_ascii_whitespace() && !v[v.len() - 1].is_ascii_whitespace()
+}
+
+/// An OID: `[0-2](\.(0|[1-9][0-9]*))+`.
+pub fn is_oid(v: &[u8]) -> bool {
+    let mut arcs = v.split(|&b| b == b'.');
+    let first = arcs.next().unwrap_or_default();
+    if !matches!(first, b"0" | b"1" | b"2") {
+        return false;
+    }
+    let mut n = 0;
+    for a in arcs {
+        if a.is_empty() || !a.iter().all(u8::is_ascii_digit) || (a.len() > 1 && a[0] == b'0') {
+            return false;
+        }
+        n += 1;
+    }
+    n > 0
+}
+
+/// A UUID: `8-4-4-4-12` hex digits.
+pub fn is_uuid(v: &[u8]) -> bool {
+    v.len() == 36
+        && v.iter()
+            .enumerate()
+            .all(|(i, &b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { b.is_ascii_hexdigit() })
+}
+
+/// A RUID: a letter, then letters, digits and hyphens.
+pub fn is_ruid(v: &[u8]) -> bool {
+    v.first().is_some_and(u8::is_ascii_alphabetic) && v.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// A TS: `YYYY[MM[DD[HH[MM[SS[.S{1,4}]]]]]][(+|-)HHMM]`, each part in its range.
+pub fn is_ts(v: &[u8]) -> bool {
+    let (main, zone) = match v.iter().position(|&b| b == b'+' || b == b'-') {
+        Some(p) => (&v[..p], Some(&v[p + 1..])),
+        None => (v, None),
+    };
+    let (digits, frac) = match main.iter().position(|&b| b == b'.') {
+        Some(p) => (&main[..p], Some(&main[p + 1..])),
+        None => (main, None),
+    };
+    if !digits.iter().all(u8::is_ascii_digit) || !matches!(digits.len(), 4 | 6 | 8 | 10 | 12 | 14) {
+        return false;
+    }
+    if let Some(f) = frac
+        && (digits.len() != 14 || f.is_empty() || f.len() > 4 || !f.iter().all(u8::is_ascii_digit))
+    {
+        return false;
+    }
+    let num = |a: usize, b: usize| digits.get(a..b).map(|s| s.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0')));
+    let year = num(0, 4).unwrap_or(0);
+    if let Some(m) = num(4, 6) {
+        if !(1..=12).contains(&m) {
+            return false;
+        }
+        if let Some(d) = num(6, 8) {
+            let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+            let days = match m {
+                2 if leap => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            if d == 0 || d > days {
+                return false;
+            }
+        }
+    }
+    if num(8, 10).is_some_and(|h| h > 23) || num(10, 12).is_some_and(|m| m > 59) || num(12, 14).is_some_and(|s| s > 60)
+    {
+        return false;
+    }
+    match zone {
+        None => true,
+        Some(z) => {
+            z.len() == 4
+                && z.iter().all(u8::is_ascii_digit)
+                && u32::from(z[0] - b'0') * 10 + u32::from(z[1] - b'0') <= 14
+                && u32::from(z[2] - b'0') * 10 + u32::from(z[3] - b'0') <= 59
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ts_syntax() {
+        for ok in [
+            "2024",
+            "202401",
+            "20240229",
+            "2024022912",
+            "202402291230",
+            "20240229123059",
+            "20240229123059.1234",
+            "20240229123059-0500",
+            "2024+0100",
+        ] {
+            assert!(is_ts(ok.as_bytes()), "{ok}");
+        }
+        for bad in [
+            "",
+            "24",
+            "20231",
+            "20230229",
+            "20241301",
+            "2024010124",
+            "20240101126",
+            "20240101120000.",
+            "20240101-05",
+            "2024-01-01",
+            "202401011200.5",
+        ] {
+            assert!(!is_ts(bad.as_bytes()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn identifiers() {
+        assert!(is_oid(b"2.16.840.1.113883.19.5"));
+        assert!(!is_oid(b"2.16.840.01"));
+        assert!(!is_oid(b"3.1"));
+        assert!(!is_oid(b"2"));
+        assert!(is_uuid(b"0a1b2c3d-0000-4000-8000-00000000abcd"));
+        assert!(!is_uuid(b"0a1b2c3d00004000800000000000abcd"));
+        assert!(is_ruid(b"ABC-1"));
+        assert!(
+            is_decimal(b"1.5") && is_decimal(b"-.5") && is_decimal(b"2e3") && !is_decimal(b".") && !is_decimal(b"1,5")
+        );
+    }
+}

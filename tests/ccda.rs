@@ -1,0 +1,376 @@
+//! C-CDA: every fixture under fixtures/ccda through validate against its manifest (codes and
+//! exact locations); detection; inspect (document type, sections, entries per template); fmt a
+//! fixed point whose parse model and findings are the original's; the mutation test (required
+//! section removed, templateId removed, fixed code changed, wrong moodCode, required element
+//! missing, bad TS; each at every place it applies, detected at its location); no value in any
+//! finding, summary or stderr line; and fail closed under a redacting policy (no engine yet).
+
+use std::collections::BTreeSet;
+
+use phiward::formats::ccda::base::Rule;
+use phiward::formats::ccda::tables::TEMPLATES;
+use phiward::formats::xml;
+use phiward::limits::Limits;
+use serde_json::Value;
+
+use crate::common::{code, fixture, run, run_stdin};
+
+fn manifest() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture("ccda/manifest.json")).expect("manifest");
+    serde_json::from_str::<Vec<Value>>(&text).expect("manifest JSON")
+}
+
+fn path_of(file: &str) -> String {
+    fixture(&format!("ccda/{file}")).to_string_lossy().into_owned()
+}
+
+/// Every `CODE location` of a validate --json output, and the failure's cause code.
+fn findings(out: &[u8], stderr: &[u8]) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    if let Ok(v) = serde_json::from_slice::<Value>(out) {
+        for f in v.get("findings").and_then(Value::as_array).into_iter().flatten() {
+            let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            set.insert(format!("{} {}", s("code"), s("location")));
+        }
+    }
+    let err = String::from_utf8_lossy(stderr);
+    if let Some(p) = err.find('(') {
+        set.insert(err[p + 1..].split_whitespace().next().unwrap_or_default().to_owned());
+    }
+    set
+}
+
+#[test]
+fn fixtures_against_the_manifest() {
+    let m = manifest();
+    assert!(m.len() >= 25, "{}", m.len());
+    for e in &m {
+        let file = e["file"].as_str().expect("file");
+        let o = run(&["validate", "--json", &path_of(file)]);
+        let got = findings(&o.stdout, &o.stderr);
+        let codes: BTreeSet<String> = got.iter().map(|f| f.split(' ').next().unwrap_or_default().to_owned()).collect();
+        let want: BTreeSet<String> =
+            e["codes"].as_array().expect("codes").iter().map(|c| c.as_str().expect("code").to_owned()).collect();
+        if e["expect"] == "valid" {
+            assert_eq!(code(&o), 0, "{file}: {got:?}");
+            assert!(codes.iter().all(|c| c == "CCDA_TEMPLATE_VERSION_OTHER"), "{file}: {got:?}");
+        } else {
+            assert_ne!(code(&o), 0, "{file}");
+            assert_eq!(codes, want, "{file}");
+            for l in e["locations"].as_array().expect("locations") {
+                let l = l.as_str().expect("location");
+                assert!(got.contains(l), "{file}: {l} not in {got:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn detected_and_inspected_by_template() {
+    for (file, title, sections) in [
+        ("valid/ccd.xml", "Continuity of Care Document (CCD)", 6),
+        ("valid/discharge_summary.xml", "Discharge Summary", 8),
+        ("valid/referral_note.xml", "Referral Note", 5),
+        ("valid/progress_note.xml", "Progress Note", 4),
+    ] {
+        let o = run(&["inspect", "--json", &path_of(file)]);
+        assert_eq!(code(&o), 0, "{file}");
+        let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        assert_eq!(v["format"], "ccda");
+        assert_eq!(v["documentType"], title, "{file}");
+        assert_eq!(v["sections"].as_array().map(Vec::len), Some(sections), "{file}");
+        assert_eq!(v["templates"][0], "2.16.840.1.113883.10.20.22.1.1:2024-05-01");
+    }
+    let o = run(&["inspect", "--json", &path_of("valid/ccd.xml")]);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let allergies = &v["sections"][0];
+    assert_eq!(allergies["code"], "48765-2");
+    assert_eq!(allergies["entries"]["2.16.840.1.113883.10.20.22.4.30:2015-08-01"], 2);
+    assert_eq!(allergies["entryCount"], 2);
+    assert_eq!(v["sections"][5]["entries"]["2.16.840.1.113883.10.20.22.4.26:2015-08-01"], 1);
+}
+
+#[test]
+fn fmt_is_a_fixed_point_keeping_model_and_findings() {
+    for file in ["valid/ccd.xml", "valid/discharge_summary.xml", "valid/referral_note.xml", "valid/progress_note.xml"] {
+        let input = std::fs::read(fixture(&format!("ccda/{file}"))).expect("fixture");
+        let once = run_stdin(&["fmt", "-"], &input);
+        assert_eq!(code(&once), 0, "{file}");
+        assert!(
+            once.stdout
+                .starts_with(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ClinicalDocument xmlns=\"urn:hl7-org:v3\"")
+        );
+        let twice = run_stdin(&["fmt", "-"], &once.stdout);
+        assert_eq!(once.stdout, twice.stdout, "{file}: fmt is not a fixed point");
+        let check = run_stdin(&["fmt", "--check", "-"], &once.stdout);
+        assert_eq!(code(&check), 0, "{file}: canonical output is not canonical");
+        let a = run_stdin(&["parse", "--json", "-"], &input);
+        let b = run_stdin(&["parse", "--json", "-"], &once.stdout);
+        assert_eq!(a.stdout, b.stdout, "{file}: the model changed");
+        let v: Value = serde_json::from_slice(&a.stdout).expect("JSON");
+        assert_eq!(v["model"]["document"]["name"], "ClinicalDocument");
+        let va = run_stdin(&["validate", "--json", "-"], &input);
+        let vb = run_stdin(&["validate", "--json", "-"], &once.stdout);
+        assert_eq!(findings(&va.stdout, b""), findings(&vb.stdout, b""), "{file}");
+    }
+    // The narrative is kept as one value, and sdtc: and xsi:type survive.
+    let o = run(&["parse", "--json", &path_of("valid/ccd.xml")]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("\"narrative\":\"<table><thead><tr><th>Item</th>"), "{text}");
+    assert!(text.contains("\"sdtc:deceasedInd\"") || text.contains("\"namespace\":\"urn:hl7-org:sdtc\""));
+    assert!(text.contains("\"xsi:type\":\"CD\""));
+    // A prefix for the CDA namespace, comments and `<x></x>` give the same canonical form.
+    let input = std::fs::read_to_string(fixture("ccda/valid/ccd.xml")).expect("fixture");
+    let prefixed = input
+        .replace(
+            "<ClinicalDocument xmlns=\"urn:hl7-org:v3\"",
+            "<v3:ClinicalDocument xmlns=\"urn:hl7-org:v3\" xmlns:v3=\"urn:hl7-org:v3\"",
+        )
+        .replace("</ClinicalDocument>", "</v3:ClinicalDocument>")
+        .replacen("<realmCode code=\"US\"/>", "<!-- c --><v3:realmCode code=\"US\"></v3:realmCode>", 1);
+    let a = run_stdin(&["fmt", "-"], input.as_bytes());
+    let b = run_stdin(&["fmt", "-"], prefixed.as_bytes());
+    assert_eq!(code(&b), 0, "{}", String::from_utf8_lossy(&b.stderr));
+    assert!(a.stdout == b.stdout, "prefix, comment and empty element not normalized");
+    // An element in no namespace keeps it: `xmlns=""`.
+    let bare = input.replacen("<realmCode code=\"US\"/>", "<realmCode xmlns=\"\" code=\"US\"/>", 1);
+    let c = run_stdin(&["fmt", "-"], bare.as_bytes());
+    assert!(String::from_utf8_lossy(&c.stdout).contains("<realmCode xmlns=\"\" code=\"US\"/>\n  <typeId root="));
+}
+
+/// The path of each element of a tree, as the findings write it: names, and an index where a
+/// name repeats among its siblings.
+fn paths(input: &str) -> (xml::Tree, Vec<String>, Vec<u32>) {
+    let tree = xml::parse(input.as_bytes(), &Limits::default()).expect("well-formed");
+    let n = tree.elements().len();
+    let mut path = vec![String::new(); n];
+    let mut parent = vec![u32::MAX; n];
+    path[0] = "ClinicalDocument".into();
+    let name = |i: u32| {
+        let e = tree.elements()[i as usize];
+        input[e.local.start as usize..e.local.end as usize].to_owned()
+    };
+    for p in 0..n as u32 {
+        let kids: Vec<u32> = tree.children(p).collect();
+        for &c in &kids {
+            let nm = name(c);
+            let same: Vec<u32> = kids.iter().copied().filter(|&k| name(k) == nm).collect();
+            let step = if same.len() > 1 {
+                format!("{nm}[{}]", same.iter().position(|&k| k == c).unwrap_or(0) + 1)
+            } else {
+                nm
+            };
+            path[c as usize] = format!("{}/{step}", path[p as usize]);
+            parent[c as usize] = p;
+        }
+    }
+    (tree, path, parent)
+}
+
+/// `(root, extension)` of the templateId children of element `e`.
+fn declared(input: &str, tree: &xml::Tree, e: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for c in tree.children(e) {
+        let el = tree.elements()[c as usize];
+        let tag = &input[el.offset as usize..el.end_offset as usize];
+        if tag.starts_with("<templateId") {
+            let attr = |n: &str| {
+                tag.split(&format!(" {n}=\"")).nth(1).and_then(|r| r.split('"').next()).unwrap_or_default().to_owned()
+            };
+            out.push((attr("root"), attr("extension")));
+        }
+    }
+    out
+}
+
+fn template(root: &str, ext: &str) -> Option<&'static phiward::formats::ccda::base::Template> {
+    TEMPLATES.iter().find(|t| t.root == root && t.extension == ext)
+}
+
+fn validate_text(text: &str) -> BTreeSet<String> {
+    let o = run_stdin(&["validate", "--json", "--format", "ccda", "-"], text.as_bytes());
+    findings(&o.stdout, &o.stderr)
+}
+
+/// Mutations of the valid documents, each where it applies, each detected at its location.
+#[test]
+fn mutations_are_detected_at_their_location() {
+    let mut tried = std::collections::BTreeMap::<&str, (usize, usize)>::new();
+    let mut misses = Vec::new();
+    for file in ["valid/ccd.xml", "valid/discharge_summary.xml", "valid/referral_note.xml", "valid/progress_note.xml"] {
+        let input = std::fs::read_to_string(fixture(&format!("ccda/{file}"))).expect("fixture");
+        let (tree, path, parent) = paths(&input);
+        let mut check = |kind: &'static str, mutated: String, want_prefix: String| {
+            let got = validate_text(&mutated);
+            let hit = got.iter().any(|f| f.split_once(' ').is_some_and(|(_, loc)| loc.starts_with(&want_prefix)));
+            let slot = tried.entry(kind).or_default();
+            slot.0 += 1;
+            if hit {
+                slot.1 += 1;
+            } else {
+                misses.push(format!("{file} {kind} {want_prefix}: {got:?}"));
+            }
+        };
+        let span = |i: u32| {
+            let e = tree.elements()[i as usize];
+            (e.offset as usize, e.end_offset as usize)
+        };
+        let doc_templates = declared(&input, &tree, 0);
+        let required_sections: Vec<&str> = doc_templates
+            .iter()
+            .filter_map(|(r, x)| template(r, x))
+            .flat_map(|t| t.rules.iter())
+            .filter_map(|r| match r {
+                Rule::Contains { path: "component/structuredBody/component", value, .. } => Some(*value),
+                _ => None,
+            })
+            .collect();
+        for i in 0..tree.elements().len() as u32 {
+            let e = tree.elements()[i as usize];
+            let (start, end) = span(i);
+            let tag_end = start + input[start..].find('>').unwrap_or(0);
+            let start_tag = &input[start..tag_end];
+            let name = path[i as usize]
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .split('[')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            // A required section removed (its component), and its templateId removed.
+            if name == "section" {
+                let ids = declared(&input, &tree, i);
+                if let Some((root, _)) = ids.first()
+                    && required_sections.contains(&root.as_str())
+                {
+                    let comp = parent[i as usize];
+                    let (cs, ce) = span(comp);
+                    let want = format!("ClinicalDocument/component/structuredBody/template:{root}");
+                    check("required section removed", format!("{}{}", &input[..cs], &input[ce..]), want.clone());
+                    let t = tree.children(i).next().expect("templateId");
+                    let (ts, te) = span(t);
+                    check("templateId removed", format!("{}{}", &input[..ts], &input[te..]), want);
+                }
+            }
+            let templates: Vec<&'static phiward::formats::ccda::base::Template> =
+                declared(&input, &tree, i).iter().filter_map(|(r, x)| template(r, x)).collect();
+            for t in &templates {
+                for rule in t.rules {
+                    match rule {
+                        // A fixed code changed.
+                        Rule::Attr { path: "code", name: "code", value } => {
+                            if let Some(c) = tree.children(i).find(|&c| path[c as usize].ends_with("/code")) {
+                                let (s, ce) = span(c);
+                                let old = format!("code=\"{value}\"");
+                                if let Some(p) = input[s..ce].find(&old) {
+                                    let at = s + p;
+                                    let mutated =
+                                        format!("{}code=\"{value}9\"{}", &input[..at], &input[at + old.len()..]);
+                                    check(
+                                        "fixed code changed",
+                                        mutated,
+                                        format!("{}/@code/template:", path[c as usize]),
+                                    );
+                                }
+                            }
+                        }
+                        // A wrong moodCode.
+                        Rule::Attr { path: "", name: "moodCode", value } if start_tag.contains("moodCode=") => {
+                            let old = format!("moodCode=\"{value}\"");
+                            if let Some(p) = start_tag.find(&old) {
+                                let at = start + p;
+                                let mutated = format!("{}moodCode=\"INT\"{}", &input[..at], &input[at + old.len()..]);
+                                check("wrong moodCode", mutated, format!("{}/@moodCode/template:", path[i as usize]));
+                            }
+                        }
+                        // A required element missing (each id a template requires).
+                        Rule::Required { path: "id", .. } => {
+                            if let Some(c) = tree.children(i).find(|&c| path[c as usize].ends_with("/id")) {
+                                let (s, ce) = span(c);
+                                check(
+                                    "required element missing",
+                                    format!("{}{}", &input[..s], &input[ce..]),
+                                    format!("{}/id/template:", path[i as usize]),
+                                );
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // A bad TS: month 13 in every time value.
+            if matches!(name.as_str(), "effectiveTime" | "birthTime" | "time" | "low" | "high")
+                && let Some(p) = start_tag.find(" value=\"")
+            {
+                let vs = start + p + 8;
+                let ve = vs + input[vs..].find('"').unwrap_or(0);
+                let v = &input[vs..ve];
+                if v.len() >= 6 {
+                    let mutated = format!("{}{}13{}{}", &input[..vs], &v[..4], &v[6..], &input[ve..]);
+                    check("bad TS", mutated, format!("{}/@value", path[i as usize]));
+                }
+            }
+            let _ = (e, end);
+        }
+    }
+    for kind in [
+        "required section removed",
+        "templateId removed",
+        "fixed code changed",
+        "wrong moodCode",
+        "required element missing",
+        "bad TS",
+    ] {
+        let (n, hit) = tried.get(kind).copied().unwrap_or_default();
+        assert!(n >= 5, "{kind}: only {n} mutations");
+        assert!(hit * 100 >= n * 99, "{kind}: {hit} of {n} detected: {misses:?}");
+    }
+}
+
+/// Values of the fixtures never reach a finding, a summary or stderr.
+#[test]
+fn no_value_in_findings_summaries_or_stderr() {
+    const VALUES: &[&str] = &[
+        "Marisol",
+        "Testwright",
+        "MRN-0042",
+        "Daisy",
+        "555-555",
+        "Quill",
+        "19700412",
+        "19701304",
+        "not an oid",
+        "beats per minute",
+        "favouriteColour",
+        "colour",
+        "blue",
+        "USA",
+        "XYZ",
+        "Springfield",
+    ];
+    for e in manifest() {
+        let file = e["file"].as_str().expect("file");
+        for cmd in ["validate", "inspect"] {
+            let o = run(&[cmd, "--json", &path_of(file)]);
+            let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            for v in VALUES {
+                assert!(!all.contains(v), "{cmd} {file} shows {v}: {all}");
+            }
+        }
+    }
+}
+
+/// No redaction engine yet: under a redacting policy, parse, fmt and redact refuse the document
+/// and write nothing of it.
+#[test]
+fn redacting_policy_fails_closed() {
+    let policy = crate::common::root().join("policy/safe-harbor.toml");
+    let policy = policy.to_string_lossy();
+    for cmd in ["parse", "fmt", "redact"] {
+        let o = run(&[cmd, "--policy", &policy, &path_of("valid/ccd.xml")]);
+        assert_eq!(code(&o), 65, "{cmd}");
+        assert!(o.stdout.is_empty(), "{cmd} wrote data");
+        crate::common::assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
+    }
+}

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Generate phiward's CDA R2.0 base tables.
+
+Reads the CDA R2.0 logical models (every CDA class and data type as a FHIR StructureDefinition,
+XML, CC0-1.0) from HL7/CDA-core-sd at commit 67175741a78871ffdec345cf88a2ede9bdebacb1, folder
+``input/resources/`` (a copy sits in ``../shared/cda/logical-models/`` beside the project), and
+writes ``src/formats/ccda/tables.rs``: each class and data type flattened (its base's elements
+first, then its own; an element's nested constraints as an anonymous class), with per element
+its XML name and namespace, cardinality, types (several: chosen by ``xsi:type``), and per
+attribute its primitive kind and fixed value; the sorted list of element names (the names a
+finding's path can hold); and ``src/formats/ccda/PROVENANCE.md`` (the commit and the sha256 of
+every file read).
+
+    python3 tools/gen_ccda_tables.py ../shared/cda/logical-models
+
+Python 3.11, standard library only. Deterministic: the same files give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+F = "{http://hl7.org/fhir}"
+CDA = "http://hl7.org/cda/stds/core/StructureDefinition/"
+SDTC = "urn:hl7-org:sdtc"
+COMMIT = "67175741a78871ffdec345cf88a2ede9bdebacb1"
+
+# Attribute primitive kinds (FHIR primitive type codes of the logical models).
+PRIM = {
+    "code": "Code",
+    "string": "Str",
+    "boolean": "Bool",
+    "dateTime": "Ts",
+    "decimal": "Decimal",
+    "integer": "Int",
+    "id": "Id",
+    "base64Binary": "Base64",
+    "uri": "Str",
+    "url": "Str",
+}
+
+# The narrative block's elements (CDA R2.0 schema NarrativeBlock.xsd): found under section/text.
+NARRATIVE = [
+    "br", "caption", "col", "colgroup", "content", "footnote", "footnoteRef", "item", "linkHtml",
+    "list", "paragraph", "renderMultimedia", "sub", "sup", "table", "tbody", "td", "tfoot", "th",
+    "thead", "tr",
+]
+
+
+def val(e, tag):
+    x = e.find(F + tag)
+    return None if x is None else x.get("value")
+
+
+def ext(e, name):
+    for x in e.findall(F + "extension"):
+        if x.get("url", "").endswith("/" + name):
+            for c in x:
+                return c.get("value")
+    return None
+
+
+class Def:
+    def __init__(self, path: Path):
+        root = ET.parse(path).getroot()
+        self.id = val(root, "id")
+        self.url = val(root, "url")
+        self.base = val(root, "baseDefinition") or ""
+        self.kind = val(root, "kind")
+        diff = root.find(F + "differential")
+        self.elements = []
+        for e in diff.findall(F + "element") if diff is not None else []:
+            fixed = None
+            for c in e:
+                if c.tag.startswith(F + "fixed"):
+                    fixed = c.get("value")
+            types = [t.get("value") for x in e.findall(F + "type") for t in x.findall(F + "code")]
+            self.elements.append(
+                {
+                    "path": val(e, "path"),
+                    "min": val(e, "min"),
+                    "max": val(e, "max"),
+                    "rep": [r.get("value") for r in e.findall(F + "representation")],
+                    "types": types,
+                    "fixed": fixed,
+                    "ns": ext(e, "xml-namespace"),
+                    "xmlname": ext(e, "xml-name"),
+                    "choice": ext(e, "xml-choice-group") == "true",
+                }
+            )
+        self.name = self.elements[0]["path"].split(".")[0] if self.elements else self.id
+
+
+CCDA_PACKAGE = "hl7.cda.us.ccda"
+CCDA_VERSION = "5.0.0-ballot"
+CCDA_SHA256 = "08d21fab6587bec51e9151dec1848f4e6b00354c37ba60c37111900f2cfa1abe"
+CCDA = "http://hl7.org/cda/us/ccda/StructureDefinition/"
+
+
+def rust_str(v) -> str:
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def templates(pkg: Path, base_min):
+    """The C-CDA templates of the npm package: identity, code, and the constraints phiward
+    checks (fixed attribute values, required elements beyond the base, required templated
+    children)."""
+    sds = {}
+    for p in sorted(pkg.glob("StructureDefinition-*.json")):
+        import json
+
+        d = json.loads(p.read_text())
+        if d.get("kind") != "logical" or "snapshot" not in d:
+            continue
+        ident = None
+        for i in d.get("identifier", []):
+            v = i.get("value", "")
+            if v.startswith("urn:hl7ii:"):
+                root, _, ext = v[len("urn:hl7ii:"):].partition(":")
+                ident = (root, ext)
+            elif v.startswith("urn:oid:"):
+                ident = (v[len("urn:oid:"):], "")
+        if ident is None:
+            continue
+        sds[d["url"]] = (d, ident)
+    out = []
+    for url in sorted(sds, key=lambda u: (sds[u][1], u)):
+        d, (root, ext) = sds[url]
+        cls = d["type"].rsplit("/", 1)[-1]
+        elems = d["snapshot"]["element"]
+        top = elems[0]["path"]
+        rules = []
+        code = ("", "")
+        for e in elems:
+            eid, path = e["id"], e["path"]
+            parts = path.split(".")[1:]
+            fixed = next((v for k, v in e.items() if k.startswith(("fixed", "pattern")) and isinstance(v, (str, bool))), None)
+            if isinstance(fixed, bool):
+                fixed = "true" if fixed else "false"
+            sliced = ":" in eid
+            if fixed is not None and not sliced and "xmlAttr" in e.get("representation", []) and len(parts) <= 3:
+                # A fixed attribute: on the template's element or an element of it (not under a
+                # slice, whose fixed values identify the slice).
+                # `Attr`: required and equal; `Fixed`: equal when present.
+                kind = "Attr" if e.get("min", 0) >= 1 else "Fixed"
+                rules.append((kind, "/".join(parts[:-1]), parts[-1], fixed))
+                if parts == ["code", "code"]:
+                    code = (fixed, code[1])
+                if parts == ["code", "codeSystem"]:
+                    code = (code[0], fixed)
+            elif not sliced and len(parts) == 1 and "xmlAttr" not in e.get("representation", []) and e.get("min", 0) >= 1:
+                if base_min(cls, parts[0]) < e["min"]:
+                    rules.append(("Required", parts[0], "", ""))
+            if sliced and e.get("min", 0) >= 1 and "sliceName" not in e:
+                for t in e.get("type", []):
+                    for prof in t.get("profile", []):
+                        if prof in sds and parts[-1] != "templateId":
+                            # The slice this child is in must be required too.
+                            slice_id = eid.rsplit(".", 1)[0]
+                            sl = next((x for x in elems if x["id"] == slice_id), None)
+                            if sl is not None and sl.get("min", 0) >= 1 and "sliceName" in sl:
+                                r, x = sds[prof][1]
+                                rules.append(("Contains", "/".join(parts[:-1]), parts[-1], r))
+        out.append((root, ext, d.get("title") or d["name"], cls, code, rules))
+    return out
+
+
+def main() -> None:
+    src = Path(sys.argv[1] if len(sys.argv) > 1 else REPO.parent / "shared/cda/logical-models")
+    pkg = Path(sys.argv[2] if len(sys.argv) > 2 else "/tmp/ccda-npm/package")
+    files = sorted(p for p in src.glob("*.xml"))
+    defs = {}
+    digests = []
+    for p in files:
+        digests.append((p.name, hashlib.sha256(p.read_bytes()).hexdigest()))
+        d = Def(p)
+        if d.url and d.url.startswith(CDA) and d.kind == "logical":
+            defs[d.id] = d
+
+    classes = []  # (name, attrs, elems, text, unordered, narrative)
+    index = {}
+
+    def key_of(e):
+        return (e["ns"] == SDTC, e["xmlname"] or e["path"].rsplit(".", 1)[-1])
+
+    flats = {}
+
+    def flat(did):
+        """(attrs, elems, text, unordered) of a definition, its base's first (once each)."""
+        if did not in flats:
+            flats[did] = flat_once(did)
+        a, e, t, u = flats[did]
+        return [dict(x) for x in a], [dict(x) for x in e], t, u
+
+    def flat_once(did):
+        d = defs[did]
+        if d.base.startswith(CDA) and d.base[len(CDA):] in defs:
+            attrs, elems, text, unordered = flat(d.base[len(CDA):])
+            attrs, elems = [dict(a) for a in attrs], [dict(x) for x in elems]
+        else:
+            attrs, elems, text, unordered = [], [], False, False
+        a2, e2, t2, u2 = apply(d.name, [x for x in d.elements if "." in x["path"]], attrs, elems, text, unordered)
+        return a2, e2, t2, u2
+
+    def apply(root, items, attrs, elems, text, unordered):
+        depth = root.count(".") + 1
+        direct = [e for e in items if e["path"].count(".") == depth]
+        for e in direct:
+            sub = [x for x in items if x["path"].startswith(e["path"] + ".")]
+            ns, name = key_of(e)
+            if "xmlText" in e["rep"]:
+                text = True
+                continue
+            if "xmlAttr" in e["rep"]:
+                kind = PRIM.get(e["types"][0], "Str") if e["types"] else None
+                old = next((a for a in attrs if (a["sdtc"], a["name"]) == (ns, name)), None)
+                rec = old or {"name": name, "sdtc": ns, "min": 0, "max": 1, "kind": "Str", "fixed": None}
+                if e["min"] is not None:
+                    rec["min"] = int(e["min"])
+                if e["max"] is not None:
+                    rec["max"] = 0 if e["max"] == "0" else (1 if e["max"] == "1" else 2)
+                if kind:
+                    rec["kind"] = kind
+                if e["fixed"] is not None:
+                    rec["fixed"] = e["fixed"]
+                if old is None:
+                    attrs.append(rec)
+                continue
+            if e["choice"]:
+                # A choice group: its members interleave in any order.
+                unordered = True
+                a2, e2, t2, _ = apply(e["path"], sub, attrs, elems, text, unordered)
+                attrs, elems, text = a2, e2, t2
+                continue
+            old = next((x for x in elems if (x["sdtc"], x["name"]) == (ns, name)), None)
+            rec = old or {"name": name, "sdtc": ns, "min": 0, "max": 1, "types": [], "xsi": False, "narrative": False}
+            if e["min"] is not None:
+                rec["min"] = int(e["min"])
+            if e["max"] is not None:
+                rec["max"] = 0xFFFFFFFF if e["max"] == "*" else int(e["max"])
+            if "typeAttr" in e["rep"]:
+                rec["xsi"] = True
+            if "cdaText" in e["rep"]:
+                rec["narrative"] = True
+                rec["types"] = []
+            tys = [t[len(CDA):] for t in e["types"] if t.startswith(CDA) and t[len(CDA):] in defs]
+            if tys:
+                rec["types"] = [cls(t) for t in tys]
+            if sub:
+                base = rec["types"][0] if rec["types"] else None
+                known = base is not None and classes[base] is not None
+                ba, be, bt, bu = classes[base][1:] if known else ([], [], False, False)
+                ba, be = [dict(a) for a in ba], [dict(x) for x in be]
+                a2, e2, t2, u2 = apply(e["path"], sub, ba, be, bt, bu)
+                rec["types"] = [add(e["path"], a2, e2, t2, u2)]
+            if old is None:
+                elems.append(rec)
+        return attrs, elems, text, unordered
+
+    def add(name, attrs, elems, text, unordered):
+        classes.append((name, attrs, elems, text, unordered))
+        return len(classes) - 1
+
+    def cls(did):
+        # The slot is taken before the class is flattened: a class can hold itself (a section's
+        # component holds a section).
+        if did in index:
+            return index[did]
+        classes.append(None)
+        i = len(classes) - 1
+        index[did] = i
+        a, e, t, u = flat(did)
+        classes[i] = (defs[did].name, a, e, t, u)
+        return i
+
+    for did in sorted(defs):
+        cls(did)
+
+    names = set(NARRATIVE)
+    for _, _, elems, _, _ in classes:
+        for x in elems:
+            names.add(x["name"])
+    names.add("ClinicalDocument")
+    names = sorted(n for n in names if "." not in n)
+
+    out = []
+    w = out.append
+    w("//! The CDA R2.0 base tables, @generated by tools/gen_ccda_tables.py from the CDA logical models")
+    w(f"//! (HL7/CDA-core-sd at {COMMIT[:12]}, CC0-1.0): do not edit. Provenance: PROVENANCE.md.")
+    w("")
+    w("use super::base::{Attr, Class, Elem, Prim, Rule, Template};")
+    w("")
+    w("/// Every element name of the base and of the narrative block, sorted: the names a path holds.")
+    w("pub static NAMES: &[&str] = &[")
+    for n in names:
+        w(f'    "{n}",')
+    w("];")
+    w("")
+    w("/// The classes and data types, flattened; an element's types index this table.")
+    w("pub static CLASSES: &[Class] = &[")
+    for i, (name, attrs, elems, text, unordered) in enumerate(classes):
+        w(f"    // {i}")
+        w("    Class {")
+        w(f'        name: "{name}",')
+        w(f"        text: {str(text).lower()},")
+        w(f"        unordered: {str(unordered).lower()},")
+        w("        attrs: &[")
+        for a in attrs:
+            fixed = "None" if a["fixed"] is None else '"' + a["fixed"] + '"'
+            fixed = fixed if fixed == "None" else f"Some({fixed})"
+            w(f'            Attr {{ name: "{a["name"]}", sdtc: {str(a["sdtc"]).lower()}, min: {a["min"]}, max: {a["max"]}, kind: Prim::{a["kind"]}, fixed: {fixed} }},')
+        w("        ],")
+        w("        elems: &[")
+        for x in elems:
+            tys = ", ".join(str(t) for t in x["types"])
+            w(f'            Elem {{ name: "{x["name"]}", sdtc: {str(x["sdtc"]).lower()}, min: {x["min"]}, max: {x["max"]}, types: &[{tys}], xsi: {str(x["xsi"]).lower()}, narrative: {str(x["narrative"]).lower()} }},')
+        w("        ],")
+        w("    },")
+    w("];")
+    w("")
+    by_name = {c[0]: c for c in classes}
+
+    def base_min(cls, name):
+        c = by_name.get(cls)
+        x = next((x for x in c[2] if x["name"] == name), None) if c else None
+        return x["min"] if x else 0
+
+    nf = ET.parse(src / "ValueSet" / "CDANullFlavor.xml").getroot()
+    codes = [c.get("value") for c in nf.iter(F + "code")]
+    digests.append(("ValueSet/CDANullFlavor.xml", hashlib.sha256((src / "ValueSet" / "CDANullFlavor.xml").read_bytes()).hexdigest()))
+    w("/// The codes of value set CDANullFlavor (the base's binding of every nullFlavor).")
+    w("pub static NULL_FLAVORS: &[&str] = &[" + ", ".join(f'"{c}"' for c in codes) + "];")
+    w("")
+    tpls = templates(pkg, base_min)
+    w("/// The C-CDA templates of npm hl7.cda.us.ccda, by templateId root then extension.")
+    w("pub static TEMPLATES: &[Template] = &[")
+    for root, ext, title, cls, (code, system), rules in tpls:
+        w("    Template {")
+        w(f'        key: "{root}:{ext}",')
+        w(f'        root: "{root}",')
+        w(f'        extension: "{ext}",')
+        w(f"        title: {rust_str(title)},")
+        w(f'        class: "{cls}",')
+        w(f'        code: "{code}",')
+        w(f'        code_system: "{system}",')
+        w("        rules: &[")
+        for kind, path, name, value in rules:
+            w(f"            Rule::{kind} {{ path: {rust_str(path)}, name: {rust_str(name)}, value: {rust_str(value)} }},")
+        w("        ],")
+        w("    },")
+    w("];")
+    w("")
+    (REPO / "src/formats/ccda/tables.rs").write_text("\n".join(out) + "\n")
+    prov = [
+        "# Provenance of `tables.rs`",
+        "",
+        f"Generated by `tools/gen_ccda_tables.py` from the CDA R2.0 logical models of `HL7/CDA-core-sd`,",
+        f"commit `{COMMIT}`, folder `input/resources/` (CC0-1.0). Files read (sha256):",
+        "",
+    ]
+    prov += [f"- `{n}` `{h}`" for n, h in digests]
+    prov += [
+        "",
+        f"The C-CDA templates: npm `{CCDA_PACKAGE}` `{CCDA_VERSION}` (CC0-1.0), archive sha256",
+        f"`{CCDA_SHA256}`; its `package/StructureDefinition-*.json` files (sha256):",
+        "",
+    ]
+    prov += [f"- `{p.name}` `{hashlib.sha256(p.read_bytes()).hexdigest()}`" for p in sorted(pkg.glob("StructureDefinition-*.json"))]
+    (REPO / "src/formats/ccda/PROVENANCE.md").write_text("\n".join(prov) + "\n")
+
+
+if __name__ == "__main__":
+    main()
