@@ -5,9 +5,12 @@
 //! [`output`].
 
 pub mod args;
+mod baseline;
+mod batch;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod output;
+mod report;
 mod terminology;
 pub mod usage;
 
@@ -35,11 +38,21 @@ pub fn run(argv: Vec<OsString>) -> u8 {
     init_logging();
     match cli.command {
         Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
-        Cmd::Validate(v) => {
+        Cmd::Validate(mut v) => {
             let strict = v.strict;
+            let batch = std::mem::take(&mut v.batch);
+            if batch.any() || v.read.input.is_dir() {
+                return batch::run(Command::Validate, v.into(), batch, strict);
+            }
             run_input(Command::Validate, v.into(), strict)
         }
-        Cmd::Inspect(a) => run_input(Command::Inspect, a.into(), false),
+        Cmd::Inspect(mut a) => {
+            let batch = std::mem::take(&mut a.batch);
+            if batch.any() || a.read.input.is_dir() {
+                return batch::run(Command::Inspect, a.into(), batch, false);
+            }
+            run_input(Command::Inspect, a.into(), false)
+        }
         Cmd::Fmt(f) => {
             let to = f.to.map(|t| match t {
                 SyntaxArg::Json => ops::Syntax::Json,
@@ -196,7 +209,7 @@ pub fn init_logging() {
 }
 
 /// The format and framing `--format` names (clap accepted only the registry's names).
-fn format_of(name: &str) -> (Option<Format>, Option<crate::formats::codec::Framing>) {
+pub(super) fn format_of(name: &str) -> (Option<Format>, Option<crate::formats::codec::Framing>) {
     match crate::formats::resolve(name) {
         Some((format, framing)) => (Some(format), framing),
         None => (None, None),
@@ -216,7 +229,7 @@ fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Sy
 /// A resolved policy and key.
 type PolicyAndKey = (Option<Arc<Policy>>, Option<Arc<Key>>);
 
-fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
+pub(super) fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
     let key = match &a.key_file {
         Some(path) => match Key::from_file(path) {
             Ok(k) => Some(Arc::new(k)),
