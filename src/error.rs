@@ -75,7 +75,7 @@ pub fn exit_code_for(code: Code) -> u8 {
         | Code::CLI_SAMPLES_UNREADABLE => exit::NOINPUT,
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,
-        Code::CLI_OUTPUT_FAILED => exit::IOERR,
+        Code::CLI_OUTPUT_FAILED | Code::CLI_AUDIT_LOG_FAILED => exit::IOERR,
         Code::TERMINOLOGY_DATA_DIR_UNAVAILABLE => exit::CANTCREAT,
         _ => exit::DATAERR,
     }

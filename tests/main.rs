@@ -47,6 +47,7 @@ mod common;
 
 mod architecture;
 mod astm;
+mod audit;
 mod batch;
 mod cli_contract;
 mod convert;

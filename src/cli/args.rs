@@ -21,6 +21,14 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Cmd,
+    /// Append one value-free, hash-chained JSON line about this run to FILE (created when
+    /// missing); a log that cannot be written stops the command (docs/ci.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// A key file (at least 16 bytes): the audit line records an HMAC-SHA-256 of each input
+    /// file under it (never without a key).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit_key_file: Option<PathBuf>,
 }
 
 /// The commands.
@@ -60,6 +68,29 @@ pub enum Cmd {
     /// Terminology data: what is available, and importing what cannot be bundled.
     #[command(subcommand)]
     Terminology(TerminologyCmd),
+    /// The audit log of `--audit-log`.
+    #[command(subcommand)]
+    Audit(AuditCmd),
+}
+
+/// `audit` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AuditCmd {
+    /// Check the hash chain: exit 0 and `ok: N lines, head HASH`, or exit 1 naming the first
+    /// broken line.
+    Verify(AuditVerifyArgs),
+}
+
+/// `audit verify` options.
+#[derive(Debug, Args)]
+pub struct AuditVerifyArgs {
+    /// The audit log.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// A head printed by an earlier `audit verify`: the log must still contain that line (lines
+    /// removed from the end are detected).
+    #[arg(long, value_name = "HASH")]
+    pub head: Option<String>,
 }
 
 /// `find-equivalent` options.

@@ -85,6 +85,8 @@ pub struct FileResult {
     pub exit: u8,
     /// The file fails the run (a new finding at or above `--fail-on`, or a new failure).
     pub fails: bool,
+    /// The keyed digest of the file's bytes (`--audit-key-file` only).
+    pub digest: Option<String>,
 }
 
 /// The outcome of a batch run.
@@ -150,7 +152,14 @@ impl Entry {
 }
 
 /// Runs `command` over the paths of `a` and `b`; returns the exit code.
-pub fn run(command: Command, a: InputArgs, b: BatchArgs, strict: bool) -> u8 {
+pub fn run(
+    command: Command,
+    a: InputArgs,
+    b: BatchArgs,
+    strict: bool,
+    log: Option<&super::audit::Log>,
+    record: &mut super::audit::Record,
+) -> u8 {
     let started = Instant::now();
     let (policy, _) = match super::policy_and_key(command, &a) {
         Ok(pk) => pk,
@@ -204,9 +213,15 @@ pub fn run(command: Command, a: InputArgs, b: BatchArgs, strict: bool) -> u8 {
             policy: policy.clone(),
             key: None,
         };
+        let digest = match (entry, log) {
+            (Entry::File(p), Some(log)) if log.key.is_some() => std::fs::read(p).ok().and_then(|b| log.digest(&b)),
+            _ => None,
+        };
         let mut capture = Capture::default();
         let outcome = ops::run(request, &mut capture);
-        collect(shown, command, outcome, capture)
+        let mut r = collect(shown, command, outcome, capture);
+        r.digest = digest;
+        r
     };
     let mut results: Vec<(usize, FileResult)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..jobs)
@@ -246,6 +261,12 @@ pub fn run(command: Command, a: InputArgs, b: BatchArgs, strict: bool) -> u8 {
         millis: started.elapsed().as_millis(),
         exit: code,
     };
+    record.counts = Some(report::counts_json(&run));
+    for f in &run.files {
+        record.formats.extend(f.format.clone());
+        record.codes.extend(f.findings.iter().map(|x| x.code.clone()));
+        record.inputs.extend(f.digest.clone());
+    }
     if let Some(path) = &b.write_baseline {
         if super::baseline::write(path, &run).is_err() {
             super::output::failure(Code::CLI_OUTPUT_FAILED, None);
@@ -345,6 +366,7 @@ fn failed(path: String, code: Code, cause: Option<crate::diag::Diagnostic>) -> F
         findings: vec![finding],
         exit: if status == Status::Unsupported { exit::OK } else { crate::error::exit_code_for(code) },
         fails: false,
+        digest: None,
     }
 }
 
@@ -364,6 +386,7 @@ fn collect(path: String, command: Command, outcome: ops::Outcome, capture: Captu
         findings: Vec::new(),
         exit: outcome.exit,
         fails: false,
+        digest: None,
     };
     for (record, valid, error, json) in capture.objects {
         r.records += 1;

@@ -5,6 +5,7 @@
 //! [`output`].
 
 pub mod args;
+mod audit;
 mod baseline;
 mod batch;
 #[cfg(feature = "mcp")]
@@ -36,20 +37,113 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Err(e) => return usage_error(&e, &argv),
     };
     init_logging();
-    match cli.command {
+    let log = match &cli.audit_log {
+        Some(path) => match audit::open(path, cli.audit_key_file.as_deref()) {
+            Ok(log) => Some(log),
+            Err(code) => {
+                output::failure(code, None);
+                return exit_code_for(code);
+            }
+        },
+        None => None,
+    };
+    let Some(log) = log else {
+        return dispatch(cli.command, None, &mut audit::Record::default());
+    };
+    let op = op_name(&cli.command);
+    let policy = policy_identity(&cli.command);
+    let mut record = audit::Record::default();
+    if let Some(path) = single_input(&cli.command) {
+        if let Some(d) = std::fs::read(path).ok().and_then(|b| log.digest(&b)) {
+            record.inputs.push(d);
+        }
+    }
+    let exit = dispatch(cli.command, Some(&log), &mut record);
+    let policy = policy.as_ref().map(|(n, d)| (n.as_str(), d.clone()));
+    if let Err(code) = log.append(op, policy, exit, &record) {
+        output::failure(code, None);
+        return exit_code_for(code);
+    }
+    exit
+}
+
+/// The command's name in the audit log (`policy check`, `validate`...).
+fn op_name(cmd: &Cmd) -> &'static str {
+    match cmd {
+        Cmd::Parse(_) => "parse",
+        Cmd::Validate(_) => "validate",
+        Cmd::Inspect(_) => "inspect",
+        Cmd::Fmt(_) => "fmt",
+        Cmd::Convert(_) => "convert",
+        Cmd::Redact(_) => "redact",
+        Cmd::Ack(_) => "ack",
+        Cmd::Policy(args::PolicyCmd::Check(_)) => "policy check",
+        Cmd::Policy(args::PolicyCmd::Test(_)) => "policy test",
+        Cmd::Mcp(_) => "mcp",
+        Cmd::FindEquivalent(_) => "find-equivalent",
+        Cmd::MapCodes(_) => "map-codes",
+        Cmd::Terminology(args::TerminologyCmd::List(_)) => "terminology list",
+        Cmd::Terminology(args::TerminologyCmd::Import(_)) => "terminology import",
+        Cmd::Audit(_) => "audit verify",
+    }
+}
+
+/// The one input file of a single-input command (for its keyed digest), when it is a file.
+fn single_input(cmd: &Cmd) -> Option<&std::path::Path> {
+    let read = match cmd {
+        Cmd::Parse(a) => &a.read,
+        Cmd::Fmt(a) => &a.read,
+        Cmd::Convert(a) => &a.read,
+        Cmd::Redact(a) => &a.read,
+        Cmd::Ack(a) => &a.read,
+        _ => return None,
+    };
+    (read.input.as_os_str() != "-" && read.input.is_file()).then_some(read.input.as_path())
+}
+
+/// The policy's name and the SHA-256 of its file (Safe Harbor's text for `redact` without one).
+fn policy_identity(cmd: &Cmd) -> Option<(String, String)> {
+    let path = match cmd {
+        Cmd::Parse(a) => a.policy.policy.as_ref(),
+        Cmd::Fmt(a) => a.policy.policy.as_ref(),
+        Cmd::Convert(a) => a.policy.policy.as_ref(),
+        Cmd::Ack(a) => a.policy.policy.as_ref(),
+        Cmd::Redact(a) => match &a.policy.policy {
+            Some(p) => Some(p),
+            None => {
+                let text = crate::policy::SAFE_HARBOR.as_bytes();
+                let name = crate::policy::load(text).ok()?.name;
+                return Some((name, audit::sha256_hex(text)));
+            }
+        },
+        Cmd::Validate(a) => a.policy.as_ref(),
+        Cmd::Inspect(a) => a.policy.as_ref(),
+        Cmd::Mcp(a) => a.policy.as_ref(),
+        Cmd::Policy(args::PolicyCmd::Check(c)) => Some(&c.file),
+        Cmd::Policy(args::PolicyCmd::Test(t)) => Some(&t.file),
+        _ => None,
+    }?;
+    let bytes = std::fs::read(path).ok()?;
+    let name = crate::policy::load(&bytes).map(|p| p.name).unwrap_or_default();
+    Some((name, audit::sha256_hex(&bytes)))
+}
+
+/// Runs the command.
+fn dispatch(command: Cmd, log: Option<&audit::Log>, record: &mut audit::Record) -> u8 {
+    match command {
         Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
         Cmd::Validate(mut v) => {
             let strict = v.strict;
             let batch = std::mem::take(&mut v.batch);
             if batch.any() || v.read.input.is_dir() {
-                return batch::run(Command::Validate, v.into(), batch, strict);
+                return batch::run(Command::Validate, v.into(), batch, strict, log, record);
             }
             run_input(Command::Validate, v.into(), strict)
         }
         Cmd::Inspect(mut a) => {
             let batch = std::mem::take(&mut a.batch);
             if batch.any() || a.read.input.is_dir() {
-                return batch::run(Command::Inspect, a.into(), batch, false);
+                return batch::run(Command::Inspect, a.into(), batch, false, log, record);
             }
             run_input(Command::Inspect, a.into(), false)
         }
@@ -77,6 +171,7 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Cmd::MapCodes(m) => terminology::map_codes(m),
         Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),
         Cmd::Terminology(args::TerminologyCmd::Import(i)) => terminology::import(i),
+        Cmd::Audit(args::AuditCmd::Verify(v)) => audit::verify_cli(&v.file, v.head.as_deref()),
     }
 }
 

@@ -122,6 +122,11 @@ fn file_json(f: &FileResult, inspect: bool) -> Value {
     v
 }
 
+/// The counts of a run (the audit line's).
+pub fn counts_json(run: &Run) -> Value {
+    summary_json(run)
+}
+
 fn summary_json(run: &Run) -> Value {
     json!({
         "files": run.files.len(),
