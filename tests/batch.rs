@@ -351,3 +351,19 @@ fn redacted_paths_leave_no_file_name_anywhere() {
         assert!(!text.contains("phiward-batch-redactpaths"), "{text}");
     }
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_command_line_definition() {
+    for (shell, needle) in [("bash", "_phiward()"), ("zsh", "#compdef phiward"), ("fish", "complete -c phiward -n")] {
+        let o = run(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains(needle), "{shell}");
+        assert!(text.contains("fail-on") && text.contains("audit-log"), "{shell}");
+    }
+    let o = run(&["man"]);
+    assert_eq!(code(&o), 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(".TH phiward 1"));
+    assert!(text.contains("validate"));
+}

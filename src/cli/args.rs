@@ -71,6 +71,18 @@ pub enum Cmd {
     /// The audit log of `--audit-log`.
     #[command(subcommand)]
     Audit(AuditCmd),
+    /// Print a shell completion script (e.g. `phiward completions bash > /etc/bash_completion.d/phiward`).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `phiward man > phiward.1`.
+    Man,
+}
+
+/// `completions` options.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 /// `audit` subcommands.

@@ -85,6 +85,8 @@ fn op_name(cmd: &Cmd) -> &'static str {
         Cmd::Terminology(args::TerminologyCmd::List(_)) => "terminology list",
         Cmd::Terminology(args::TerminologyCmd::Import(_)) => "terminology import",
         Cmd::Audit(_) => "audit verify",
+        Cmd::Completions(_) => "completions",
+        Cmd::Man => "man",
     }
 }
 
@@ -172,7 +174,23 @@ fn dispatch(command: Cmd, log: Option<&audit::Log>, record: &mut audit::Record) 
         Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),
         Cmd::Terminology(args::TerminologyCmd::Import(i)) => terminology::import(i),
         Cmd::Audit(args::AuditCmd::Verify(v)) => audit::verify_cli(&v.file, v.head.as_deref()),
+        Cmd::Completions(c) => generated(|cmd, out| {
+            clap_complete::generate(c.shell, cmd, "phiward", out);
+            Ok(())
+        }),
+        Cmd::Man => generated(|cmd, out| clap_mangen::Man::new(cmd.clone()).render(out)),
     }
+}
+
+/// Prints what `write` generates from the command-line definition (completions, man page).
+fn generated(write: impl FnOnce(&mut clap::Command, &mut Vec<u8>) -> std::io::Result<()>) -> u8 {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    if write(&mut cmd, &mut out).is_err() || output::text(&String::from_utf8_lossy(&out)).is_err() {
+        output::failure(Code::CLI_OUTPUT_FAILED, None);
+        return exit::IOERR;
+    }
+    exit::OK
 }
 
 fn run_convert(c: args::ConvertArgs) -> u8 {
