@@ -91,6 +91,22 @@ impl Log {
     }
 }
 
+impl Log {
+    /// Appends the line of one MCP tool call (`phiward mcp --audit-log`): the tool, its exit,
+    /// its failure code, its duration.
+    #[cfg(feature = "mcp")]
+    pub fn append_call(&self, r: &crate::mcp::dispatch::CallRecord<'_>) -> Result<(), Code> {
+        let mut fields = Map::new();
+        fields.insert("time".into(), json!(utc(SystemTime::now())));
+        fields.insert("op".into(), json!("mcp tool"));
+        fields.insert("tool".into(), json!(r.tool));
+        fields.insert("exit".into(), json!(r.exit));
+        fields.insert("codes".into(), json!(r.code.map(|c| vec![c.as_str()]).unwrap_or_default()));
+        fields.insert("duration_ms".into(), json!(r.millis));
+        append_line(&self.path, fields).map_err(|_| Code::CLI_AUDIT_LOG_FAILED)
+    }
+}
+
 /// Lower-case hex.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -47,7 +47,7 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         },
         None => None,
     };
-    let Some(log) = log else {
+    let Some(log) = log.map(Arc::new) else {
         return dispatch(cli.command, None, &mut audit::Record::default());
     };
     let op = op_name(&cli.command);
@@ -131,21 +131,21 @@ fn policy_identity(cmd: &Cmd) -> Option<(String, String)> {
 }
 
 /// Runs the command.
-fn dispatch(command: Cmd, log: Option<&audit::Log>, record: &mut audit::Record) -> u8 {
+fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Record) -> u8 {
     match command {
         Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
         Cmd::Validate(mut v) => {
             let strict = v.strict;
             let batch = std::mem::take(&mut v.batch);
             if batch.any() || v.read.input.is_dir() {
-                return batch::run(Command::Validate, v.into(), batch, strict, log, record);
+                return batch::run(Command::Validate, v.into(), batch, strict, log.map(|l| &**l), record);
             }
             run_input(Command::Validate, v.into(), strict)
         }
         Cmd::Inspect(mut a) => {
             let batch = std::mem::take(&mut a.batch);
             if batch.any() || a.read.input.is_dir() {
-                return batch::run(Command::Inspect, a.into(), batch, false, log, record);
+                return batch::run(Command::Inspect, a.into(), batch, false, log.map(|l| &**l), record);
             }
             run_input(Command::Inspect, a.into(), false)
         }
@@ -168,7 +168,7 @@ fn dispatch(command: Cmd, log: Option<&audit::Log>, record: &mut audit::Record) 
         Cmd::Redact(r) => run_redact(r),
         Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
         Cmd::Policy(args::PolicyCmd::Test(t)) => policy_test(&t),
-        Cmd::Mcp(m) => run_mcp(m),
+        Cmd::Mcp(m) => run_mcp(m, log.cloned()),
         Cmd::FindEquivalent(f) => terminology::find(f),
         Cmd::MapCodes(m) => terminology::map_codes(m),
         Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),
@@ -481,12 +481,15 @@ fn run_request(
 }
 
 #[cfg(feature = "mcp")]
-fn run_mcp(m: args::McpArgs) -> u8 {
-    mcp::serve_cli(m)
+fn run_mcp(m: args::McpArgs, log: Option<Arc<audit::Log>>) -> u8 {
+    let hook = log.map(|log| {
+        crate::mcp::dispatch::CallHook(Arc::new(move |r: &crate::mcp::dispatch::CallRecord<'_>| log.append_call(r)))
+    });
+    mcp::serve_cli(m, hook)
 }
 
 #[cfg(not(feature = "mcp"))]
-fn run_mcp(_m: args::McpArgs) -> u8 {
+fn run_mcp(_m: args::McpArgs, _log: Option<Arc<audit::Log>>) -> u8 {
     output::failure_with(Code::CLI_PARSER_UNAVAILABLE, "the MCP server needs the cargo feature `mcp`");
     exit::UNAVAILABLE
 }
