@@ -66,7 +66,8 @@ pub fn exit_code_for(code: Code) -> u8 {
         | Code::POLICY_ACTION_NOT_ALLOWED
         | Code::POLICY_KEY_REQUIRED
         | Code::POLICY_TOOL_NOT_ALLOWED
-        | Code::POLICY_SHOW_VALUES_FORBIDDEN => exit::USAGE,
+        | Code::POLICY_SHOW_VALUES_FORBIDDEN
+        | Code::CLI_CONFIG_INVALID => exit::USAGE,
         Code::CLI_NO_INPUT
         | Code::CLI_KEY_FILE_UNREADABLE
         | Code::CLI_ID_KEY_FILE_UNREADABLE

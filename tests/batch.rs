@@ -367,3 +367,39 @@ fn completions_and_man_page_come_from_the_command_line_definition() {
     assert!(text.contains(".TH phiward 1"));
     assert!(text.contains("validate"));
 }
+
+#[test]
+fn phiward_toml_sets_defaults_found_upward_and_rejects_unknown_keys() {
+    let dir = tree("config");
+    std::fs::write(
+        dir.join("phiward.toml"),
+        "exclude = [\"notes.txt\", \"*.toml\"]\nfail-on = \"error\"\n\n[severity]\nESCAPE_HEX_INVALID = \"warning\"\n",
+    )
+    .expect("write");
+    // Found from a subdirectory: the invalid file's only finding is a warning here.
+    let o = std::process::Command::new(crate::common::bin())
+        .args(["validate", "--output-format", "json", s(&dir)])
+        .current_dir(dir.join("sub"))
+        .output()
+        .expect("run");
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["summary"]["files"], 3, "notes.txt excluded: {v}");
+    assert_eq!(v["files"][0]["findings"][0]["severity"], "warning");
+    assert_eq!(v["files"][0]["status"], "valid");
+    // The command line wins.
+    let cfg = dir.join("phiward.toml");
+    let o = run(&["validate", "-q", "--config", s(&cfg), "--fail-on", "warning", s(&dir)]);
+    assert_eq!(code(&o), 1);
+    // Unknown keys and codes are errors, named by nothing the file holds.
+    for bad in ["bogus = 1\n", "[severity]\nNO_SUCH_CODE = \"warning\"\n", "strict = \"yes\"\n"] {
+        std::fs::write(&cfg, bad).expect("write");
+        let o = run(&["validate", "--config", s(&cfg), s(&dir)]);
+        assert_eq!(code(&o), 2, "{bad}");
+        crate::common::assert_failure_line(&o, "CLI_CONFIG_INVALID");
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("NO_SUCH")
+                && !String::from_utf8_lossy(&o.stderr).contains("bogus")
+        );
+    }
+}

@@ -715,6 +715,10 @@ pub struct BatchArgs {
     /// Write the findings of this run as a baseline file.
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
+    /// The configuration file of batch mode (default: phiward.toml in the working directory
+    /// or its nearest parent that has one; docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 impl BatchArgs {
@@ -730,6 +734,7 @@ impl BatchArgs {
             || self.fail_on.is_some()
             || self.baseline.is_some()
             || self.write_baseline.is_some()
+            || self.config.is_some()
     }
 }
 

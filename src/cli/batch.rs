@@ -161,6 +161,14 @@ pub fn run(
     record: &mut super::audit::Record,
 ) -> u8 {
     let started = Instant::now();
+    let config = match super::config::find(b.config.as_deref()).map(|p| super::config::load(&p)).transpose() {
+        Ok(c) => c.unwrap_or_default(),
+        Err(code) => {
+            super::output::failure_with(code, "fix the key or value it names in phiward.toml (docs/ci.md)");
+            return crate::error::exit_code_for(code);
+        }
+    };
+    let (a, b, strict) = merge(a, b, strict, &config);
     let (policy, _) = match super::policy_and_key(command, &a) {
         Ok(pk) => pk,
         Err(exit) => return exit,
@@ -241,6 +249,19 @@ pub fn run(
     });
     results.sort_by_key(|(i, _)| *i);
     let mut files: Vec<FileResult> = results.into_iter().map(|(_, f)| f).collect();
+    if !config.severity.is_empty() {
+        for f in &mut files {
+            for x in &mut f.findings {
+                if let Some(s) = config.severity.get(&x.code) {
+                    x.severity = s.as_str().to_owned();
+                }
+            }
+            if command == Command::Validate && matches!(f.status, Status::Valid | Status::Invalid) {
+                let failing = f.findings.iter().any(|x| severity_rank(&x.severity, strict) >= 3);
+                f.status = if failing { Status::Invalid } else { Status::Valid };
+            }
+        }
+    }
     let fixed = match &baseline {
         Some(bl) => bl.apply(&mut files),
         None => Vec::new(),
@@ -288,6 +309,42 @@ pub fn run(
         super::output::batch_summary(&report::summary_line(&run));
     }
     run.exit
+}
+
+/// The options with the configuration file's defaults under them (the command line wins).
+fn merge(mut a: InputArgs, mut b: BatchArgs, strict: bool, c: &super::config::Config) -> (InputArgs, BatchArgs, bool) {
+    use super::config::FailOnName;
+    if a.format.is_none() {
+        a.format.clone_from(&c.format);
+    }
+    if b.include.is_empty() {
+        b.include.clone_from(&c.include);
+    }
+    if b.exclude.is_empty() {
+        b.exclude.clone_from(&c.exclude);
+    }
+    b.jobs = b.jobs.or(c.jobs);
+    b.fail_on = b.fail_on.or(c.fail_on.map(|f| match f {
+        FailOnName::Error => FailOn::Error,
+        FailOnName::Warning => FailOn::Warning,
+        FailOnName::Info => FailOn::Info,
+        FailOnName::Never => FailOn::Never,
+    }));
+    let defaults = super::args::LimitArgs {
+        max_input_bytes: crate::limits::Limits::DEFAULT_MAX_INPUT_BYTES,
+        max_segments: 1_000_000,
+        max_field_bytes: 64 * 1024 * 1024,
+    };
+    if a.limits.max_input_bytes == defaults.max_input_bytes {
+        a.limits.max_input_bytes = c.max_input_bytes.unwrap_or(defaults.max_input_bytes);
+    }
+    if a.limits.max_segments == defaults.max_segments {
+        a.limits.max_segments = c.max_segments.unwrap_or(defaults.max_segments);
+    }
+    if a.limits.max_field_bytes == defaults.max_field_bytes {
+        a.limits.max_field_bytes = c.max_field_bytes.unwrap_or(defaults.max_field_bytes);
+    }
+    (a, b, strict || c.strict.unwrap_or(false))
 }
 
 /// Orders exit codes by how bad they are: 0, then 1 (findings), then the failures.

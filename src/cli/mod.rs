@@ -8,6 +8,7 @@ pub mod args;
 mod audit;
 mod baseline;
 mod batch;
+mod config;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod output;
