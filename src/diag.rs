@@ -108,6 +108,9 @@ codes! {
     CLI_POLICY_UNREADABLE => Fatal, "the policy file (--policy, or the POLICY argument) does not exist or cannot be read";
     CLI_NAMING_SYSTEMS_UNREADABLE => Fatal, "the --naming-systems file does not exist or cannot be read";
     CLI_SAMPLES_UNREADABLE => Fatal, "the --samples folder does not exist, cannot be read or holds no file";
+    CLI_AUDIT_LOG_FAILED => Fatal, "the --audit-log file cannot be opened, read or appended; the operation is not carried out";
+    AUDIT_CHAIN_BROKEN => Error, "a line of the audit log is missing, altered, inserted or out of order (`audit verify`)";
+    CLI_CONFIG_INVALID => Fatal, "the configuration file (phiward.toml or --config) cannot be read, or has an unknown key, code, format or a value of the wrong type";
 
     // ---- policy (load, lint, enforcement) ------------------------------------------------
     POLICY_SYNTAX => Fatal, "the policy file is not valid TOML (or not UTF-8)";

@@ -66,7 +66,8 @@ pub fn exit_code_for(code: Code) -> u8 {
         | Code::POLICY_ACTION_NOT_ALLOWED
         | Code::POLICY_KEY_REQUIRED
         | Code::POLICY_TOOL_NOT_ALLOWED
-        | Code::POLICY_SHOW_VALUES_FORBIDDEN => exit::USAGE,
+        | Code::POLICY_SHOW_VALUES_FORBIDDEN
+        | Code::CLI_CONFIG_INVALID => exit::USAGE,
         Code::CLI_NO_INPUT
         | Code::CLI_KEY_FILE_UNREADABLE
         | Code::CLI_ID_KEY_FILE_UNREADABLE
@@ -75,7 +76,7 @@ pub fn exit_code_for(code: Code) -> u8 {
         | Code::CLI_SAMPLES_UNREADABLE => exit::NOINPUT,
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,
-        Code::CLI_OUTPUT_FAILED => exit::IOERR,
+        Code::CLI_OUTPUT_FAILED | Code::CLI_AUDIT_LOG_FAILED => exit::IOERR,
         Code::TERMINOLOGY_DATA_DIR_UNAVAILABLE => exit::CANTCREAT,
         _ => exit::DATAERR,
     }

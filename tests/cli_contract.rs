@@ -34,10 +34,12 @@ fn missing_file_exits_66() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains("smith"), "the file name must not be shown");
 }
 
+/// A directory given to `validate` or `inspect` is walked (batch mode, tests/batch.rs); to a
+/// command of one input it is still `CLI_NO_INPUT`.
 #[test]
 fn directory_exits_66() {
     let dir = fixture("hl7v2");
-    let o = run(&["inspect", dir.to_str().unwrap_or_default()]);
+    let o = run(&["parse", dir.to_str().unwrap_or_default()]);
     assert_eq!(code(&o), 66);
     assert_failure_line(&o, "CLI_NO_INPUT");
 }

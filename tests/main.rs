@@ -54,6 +54,8 @@ mod common;
 
 mod architecture;
 mod astm;
+mod audit;
+mod batch;
 mod ccda;
 mod cli_contract;
 mod convert;

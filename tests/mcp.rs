@@ -847,3 +847,41 @@ fn selection_returns_exactly_what_was_asked() {
     assert_eq!(call("parse", json!({ "content": batch, "resource_types": ["Patient"] }))["argument"], "resource_types");
     assert_eq!(call("parse", json!({ "content": batch, "cursor": "records:99999" }))["argument"], "cursor");
 }
+
+/// `phiward mcp --audit-log`: one chained, value-free line per tool call (an unlisted tool's
+/// name is `unknown`, never the client's string), and one when the server stops.
+#[cfg(feature = "mcp")]
+#[test]
+fn audit_log_has_a_line_per_tool_call() {
+    let dir = std::env::temp_dir().join(format!("phiward-mcp-audit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let log = dir.join("audit.log");
+    let msg = "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|MKR00011X|P|2.5.1\rPID|1||MKR00012X\r";
+    let mut lines = handshake();
+    lines.push(tool_call(2, "validate", json!({ "content": msg })));
+    lines.push(tool_call(3, "MKR00013X", json!({ "content": msg })));
+    let bin = env!("CARGO_BIN_EXE_phiward");
+    let path = log.to_str().expect("utf-8 path");
+    let (exit, _replies, _stderr) = exchange(bin, &["mcp", "--audit-log", path], &lines);
+    assert_eq!(exit, 0);
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(!text.contains("MKR"), "{text}");
+    let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    let ops: Vec<(String, String)> = entries
+        .iter()
+        .skip(1)
+        .map(|e| (e["op"].as_str().unwrap_or("").to_owned(), e["tool"].as_str().unwrap_or("").to_owned()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("mcp tool".to_owned(), "validate".to_owned()),
+            ("mcp tool".to_owned(), "unknown".to_owned()),
+            ("mcp".to_owned(), String::new())
+        ]
+    );
+    assert_eq!(entries[2]["codes"], json!(["CLI_USAGE"]));
+    let o = crate::common::run(&["audit", "verify", path]);
+    assert_eq!(crate::common::code(&o), 0);
+}

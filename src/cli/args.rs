@@ -21,6 +21,14 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Cmd,
+    /// Append one value-free, hash-chained JSON line about this run to FILE (created when
+    /// missing); a log that cannot be written stops the command (docs/ci.md).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// A key file (at least 16 bytes): the audit line records an HMAC-SHA-256 of each input
+    /// file under it (never without a key).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit_key_file: Option<PathBuf>,
 }
 
 /// The commands.
@@ -60,6 +68,41 @@ pub enum Cmd {
     /// Terminology data: what is available, and importing what cannot be bundled.
     #[command(subcommand)]
     Terminology(TerminologyCmd),
+    /// The audit log of `--audit-log`.
+    #[command(subcommand)]
+    Audit(AuditCmd),
+    /// Print a shell completion script (e.g. `phiward completions bash > /etc/bash_completion.d/phiward`).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `phiward man > phiward.1`.
+    Man,
+}
+
+/// `completions` options.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `audit` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AuditCmd {
+    /// Check the hash chain: exit 0 and `ok: N lines, head HASH`, or exit 1 naming the first
+    /// broken line.
+    Verify(AuditVerifyArgs),
+}
+
+/// `audit verify` options.
+#[derive(Debug, Args)]
+pub struct AuditVerifyArgs {
+    /// The audit log.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// A head printed by an earlier `audit verify`: the log must still contain that line (lines
+    /// removed from the end are detected).
+    #[arg(long, value_name = "HASH")]
+    pub head: Option<String>,
 }
 
 /// `find-equivalent` options.
@@ -343,6 +386,8 @@ impl From<AckArgs> for InputArgs {
 pub struct InspectArgs {
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub batch: BatchArgs,
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,
@@ -474,6 +519,8 @@ impl LimitArgs {
 pub struct ValidateArgs {
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub batch: BatchArgs,
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,
@@ -625,4 +672,112 @@ pub enum BundleTypeArg {
     Collection,
     /// `transaction`: each entry has a PUT request by its id.
     Transaction,
+}
+
+/// Many files at once (`validate`, `inspect`): more paths, directory walks, reports for CI,
+/// thresholds and baselines (docs/ci.md). Any of these options, a second path or a directory
+/// runs the command in batch mode: one record per file, a summary on stderr.
+#[derive(Debug, Args, Default)]
+pub struct BatchArgs {
+    /// More files or directories (directories are walked recursively, honouring .gitignore,
+    /// .ignore and .phiwardignore).
+    #[arg(value_name = "PATH")]
+    pub more: Vec<PathBuf>,
+    /// Only files whose path (relative to the directory walked) matches this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Skip files and directories whose path (relative to the directory walked) matches this
+    /// glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Files processed at once (default: the number of cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub jobs: Option<u16>,
+    /// The console output: text (grouped by file), json, json-lines, sarif, junit, github,
+    /// gitlab, checkstyle.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub output_format: Option<ReportFormat>,
+    /// Also write a report to a file: `FORMAT=FILE` (repeatable), e.g. `sarif=phiward.sarif`.
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = parse_report)]
+    pub report: Vec<(ReportFormat, PathBuf)>,
+    /// Show each file path as the hex SHA-256 of the path as given (a file name can be patient
+    /// data), in every output, report and baseline.
+    #[arg(long)]
+    pub redact_paths: bool,
+    /// The least severe new finding that fails the run (exit 1): error (default), warning,
+    /// info, or never.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub fail_on: Option<FailOn>,
+    /// Known findings (a file written by --write-baseline): they are reported as baselined and
+    /// never fail the run; entries no longer found are reported as fixed.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write the findings of this run as a baseline file.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// The configuration file of batch mode (default: phiward.toml in the working directory
+    /// or its nearest parent that has one; docs/ci.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+impl BatchArgs {
+    /// True when an option of batch mode was given.
+    pub fn any(&self) -> bool {
+        !self.more.is_empty()
+            || !self.include.is_empty()
+            || !self.exclude.is_empty()
+            || self.jobs.is_some()
+            || self.output_format.is_some()
+            || !self.report.is_empty()
+            || self.redact_paths
+            || self.fail_on.is_some()
+            || self.baseline.is_some()
+            || self.write_baseline.is_some()
+            || self.config.is_some()
+    }
+}
+
+/// The report formats of batch mode.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Text for people, grouped by file.
+    Text,
+    /// One JSON document: files, records, findings, summary.
+    Json,
+    /// One JSON object per file record, one a line.
+    #[value(alias = "ndjson")]
+    JsonLines,
+    /// SARIF 2.1.0.
+    Sarif,
+    /// JUnit XML: a testcase per file.
+    Junit,
+    /// GitHub Actions workflow annotations.
+    Github,
+    /// GitLab Code Quality JSON.
+    Gitlab,
+    /// Checkstyle XML.
+    Checkstyle,
+}
+
+fn parse_report(s: &str) -> Result<(ReportFormat, PathBuf), String> {
+    let (name, path) = s.split_once('=').ok_or("expected FORMAT=FILE")?;
+    let format = ReportFormat::from_str(name, true).map_err(|_| "unknown report format".to_owned())?;
+    if path.is_empty() {
+        return Err("expected FORMAT=FILE".to_owned());
+    }
+    Ok((format, PathBuf::from(path)))
+}
+
+/// `--fail-on`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Errors (and fatal findings).
+    Error,
+    /// Warnings and errors.
+    Warning,
+    /// Every finding.
+    Info,
+    /// No finding fails the run (files that cannot be read still do).
+    Never,
 }

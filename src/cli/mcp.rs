@@ -12,10 +12,15 @@ use crate::error::{exit, exit_code_for};
 use crate::mcp::{Config, serve_stdio};
 
 /// Resolves the start-up options (limits, `--policy`) and serves stdio; returns the exit code.
-pub fn serve_cli(args: McpArgs) -> u8 {
+pub fn serve_cli(args: McpArgs, on_call: Option<crate::mcp::dispatch::CallHook>) -> u8 {
     let catalog = crate::terminology::Catalog::new(crate::terminology::data_dir(args.data_dir.as_deref()));
-    let mut config =
-        Config { limits: args.limits.limits(), policy: None, key: None, catalog: std::sync::Arc::new(catalog) };
+    let mut config = Config {
+        limits: args.limits.limits(),
+        policy: None,
+        key: None,
+        catalog: std::sync::Arc::new(catalog),
+        on_call,
+    };
     if let Some(path) = &args.key_file {
         match crate::keys::Key::from_file(path) {
             Ok(k) => config.key = Some(std::sync::Arc::new(k)),
@@ -63,7 +68,7 @@ pub fn main_entry() -> u8 {
     let run = move || match Cli::try_parse_from(&argv) {
         Ok(cli) => {
             super::init_logging();
-            serve_cli(cli.args)
+            serve_cli(cli.args, None)
         }
         Err(e) => super::usage_error(&e, &argv),
     };

@@ -5,9 +5,14 @@
 //! [`output`].
 
 pub mod args;
+mod audit;
+mod baseline;
+mod batch;
+mod config;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod output;
+mod report;
 mod terminology;
 pub mod usage;
 
@@ -33,13 +38,118 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Err(e) => return usage_error(&e, &argv),
     };
     init_logging();
-    match cli.command {
+    let log = match &cli.audit_log {
+        Some(path) => match audit::open(path, cli.audit_key_file.as_deref()) {
+            Ok(log) => Some(log),
+            Err(code) => {
+                output::failure(code, None);
+                return exit_code_for(code);
+            }
+        },
+        None => None,
+    };
+    let Some(log) = log.map(Arc::new) else {
+        return dispatch(cli.command, None, &mut audit::Record::default());
+    };
+    let op = op_name(&cli.command);
+    let policy = policy_identity(&cli.command);
+    let mut record = audit::Record::default();
+    if let Some(path) = single_input(&cli.command) {
+        if let Some(d) = std::fs::read(path).ok().and_then(|b| log.digest(&b)) {
+            record.inputs.push(d);
+        }
+    }
+    let exit = dispatch(cli.command, Some(&log), &mut record);
+    let policy = policy.as_ref().map(|(n, d)| (n.as_str(), d.clone()));
+    if let Err(code) = log.append(op, policy, exit, &record) {
+        output::failure(code, None);
+        return exit_code_for(code);
+    }
+    exit
+}
+
+/// The command's name in the audit log (`policy check`, `validate`...).
+fn op_name(cmd: &Cmd) -> &'static str {
+    match cmd {
+        Cmd::Parse(_) => "parse",
+        Cmd::Validate(_) => "validate",
+        Cmd::Inspect(_) => "inspect",
+        Cmd::Fmt(_) => "fmt",
+        Cmd::Convert(_) => "convert",
+        Cmd::Redact(_) => "redact",
+        Cmd::Ack(_) => "ack",
+        Cmd::Policy(args::PolicyCmd::Check(_)) => "policy check",
+        Cmd::Policy(args::PolicyCmd::Test(_)) => "policy test",
+        Cmd::Mcp(_) => "mcp",
+        Cmd::FindEquivalent(_) => "find-equivalent",
+        Cmd::MapCodes(_) => "map-codes",
+        Cmd::Terminology(args::TerminologyCmd::List(_)) => "terminology list",
+        Cmd::Terminology(args::TerminologyCmd::Import(_)) => "terminology import",
+        Cmd::Audit(_) => "audit verify",
+        Cmd::Completions(_) => "completions",
+        Cmd::Man => "man",
+    }
+}
+
+/// The one input file of a single-input command (for its keyed digest), when it is a file.
+fn single_input(cmd: &Cmd) -> Option<&std::path::Path> {
+    let read = match cmd {
+        Cmd::Parse(a) => &a.read,
+        Cmd::Fmt(a) => &a.read,
+        Cmd::Convert(a) => &a.read,
+        Cmd::Redact(a) => &a.read,
+        Cmd::Ack(a) => &a.read,
+        _ => return None,
+    };
+    (read.input.as_os_str() != "-" && read.input.is_file()).then_some(read.input.as_path())
+}
+
+/// The policy's name and the SHA-256 of its file (Safe Harbor's text for `redact` without one).
+fn policy_identity(cmd: &Cmd) -> Option<(String, String)> {
+    let path = match cmd {
+        Cmd::Parse(a) => a.policy.policy.as_ref(),
+        Cmd::Fmt(a) => a.policy.policy.as_ref(),
+        Cmd::Convert(a) => a.policy.policy.as_ref(),
+        Cmd::Ack(a) => a.policy.policy.as_ref(),
+        Cmd::Redact(a) => match &a.policy.policy {
+            Some(p) => Some(p),
+            None => {
+                let text = crate::policy::SAFE_HARBOR.as_bytes();
+                let name = crate::policy::load(text).ok()?.name;
+                return Some((name, audit::sha256_hex(text)));
+            }
+        },
+        Cmd::Validate(a) => a.policy.as_ref(),
+        Cmd::Inspect(a) => a.policy.as_ref(),
+        Cmd::Mcp(a) => a.policy.as_ref(),
+        Cmd::Policy(args::PolicyCmd::Check(c)) => Some(&c.file),
+        Cmd::Policy(args::PolicyCmd::Test(t)) => Some(&t.file),
+        _ => None,
+    }?;
+    let bytes = std::fs::read(path).ok()?;
+    let name = crate::policy::load(&bytes).map(|p| p.name).unwrap_or_default();
+    Some((name, audit::sha256_hex(&bytes)))
+}
+
+/// Runs the command.
+fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Record) -> u8 {
+    match command {
         Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
-        Cmd::Validate(v) => {
+        Cmd::Validate(mut v) => {
             let strict = v.strict;
+            let batch = std::mem::take(&mut v.batch);
+            if batch.any() || v.read.input.is_dir() {
+                return batch::run(Command::Validate, v.into(), batch, strict, log.map(|l| &**l), record);
+            }
             run_input(Command::Validate, v.into(), strict)
         }
-        Cmd::Inspect(a) => run_input(Command::Inspect, a.into(), false),
+        Cmd::Inspect(mut a) => {
+            let batch = std::mem::take(&mut a.batch);
+            if batch.any() || a.read.input.is_dir() {
+                return batch::run(Command::Inspect, a.into(), batch, false, log.map(|l| &**l), record);
+            }
+            run_input(Command::Inspect, a.into(), false)
+        }
         Cmd::Fmt(f) => {
             let to = f.to.map(|t| match t {
                 SyntaxArg::Json => ops::Syntax::Json,
@@ -59,12 +169,29 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Cmd::Redact(r) => run_redact(r),
         Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
         Cmd::Policy(args::PolicyCmd::Test(t)) => policy_test(&t),
-        Cmd::Mcp(m) => run_mcp(m),
+        Cmd::Mcp(m) => run_mcp(m, log.cloned()),
         Cmd::FindEquivalent(f) => terminology::find(f),
         Cmd::MapCodes(m) => terminology::map_codes(m),
         Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),
         Cmd::Terminology(args::TerminologyCmd::Import(i)) => terminology::import(i),
+        Cmd::Audit(args::AuditCmd::Verify(v)) => audit::verify_cli(&v.file, v.head.as_deref()),
+        Cmd::Completions(c) => generated(|cmd, out| {
+            clap_complete::generate(c.shell, cmd, "phiward", out);
+            Ok(())
+        }),
+        Cmd::Man => generated(|cmd, out| clap_mangen::Man::new(cmd.clone()).render(out)),
     }
+}
+
+/// Prints what `write` generates from the command-line definition (completions, man page).
+fn generated(write: impl FnOnce(&mut clap::Command, &mut Vec<u8>) -> std::io::Result<()>) -> u8 {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    if write(&mut cmd, &mut out).is_err() || output::text(&String::from_utf8_lossy(&out)).is_err() {
+        output::failure(Code::CLI_OUTPUT_FAILED, None);
+        return exit::IOERR;
+    }
+    exit::OK
 }
 
 fn run_convert(c: args::ConvertArgs) -> u8 {
@@ -196,7 +323,7 @@ pub fn init_logging() {
 }
 
 /// The format and framing `--format` names (clap accepted only the registry's names).
-fn format_of(name: &str) -> (Option<Format>, Option<crate::formats::codec::Framing>) {
+pub(super) fn format_of(name: &str) -> (Option<Format>, Option<crate::formats::codec::Framing>) {
     match crate::formats::resolve(name) {
         Some((format, framing)) => (Some(format), framing),
         None => (None, None),
@@ -216,7 +343,7 @@ fn run_input_to(command: Command, a: InputArgs, strict: bool, to: Option<ops::Sy
 /// A resolved policy and key.
 type PolicyAndKey = (Option<Arc<Policy>>, Option<Arc<Key>>);
 
-fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
+pub(super) fn policy_and_key(command: Command, a: &InputArgs) -> Result<PolicyAndKey, u8> {
     let key = match &a.key_file {
         Some(path) => match Key::from_file(path) {
             Ok(k) => Some(Arc::new(k)),
@@ -355,12 +482,15 @@ fn run_request(
 }
 
 #[cfg(feature = "mcp")]
-fn run_mcp(m: args::McpArgs) -> u8 {
-    mcp::serve_cli(m)
+fn run_mcp(m: args::McpArgs, log: Option<Arc<audit::Log>>) -> u8 {
+    let hook = log.map(|log| {
+        crate::mcp::dispatch::CallHook(Arc::new(move |r: &crate::mcp::dispatch::CallRecord<'_>| log.append_call(r)))
+    });
+    mcp::serve_cli(m, hook)
 }
 
 #[cfg(not(feature = "mcp"))]
-fn run_mcp(_m: args::McpArgs) -> u8 {
+fn run_mcp(_m: args::McpArgs, _log: Option<Arc<audit::Log>>) -> u8 {
     output::failure_with(Code::CLI_PARSER_UNAVAILABLE, "the MCP server needs the cargo feature `mcp`");
     exit::UNAVAILABLE
 }

@@ -489,6 +489,11 @@ pub fn records_failed(records: &crate::ops::Records) {
     );
 }
 
+/// The summary line of a batch run on stderr (counts and time only).
+pub fn batch_summary(line: &str) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
 /// Prints the one stderr line of a failure with a hint built from names only (a usage error:
 /// `cli::usage::hint`); a line break in it could only split the line, so there is none.
 pub fn failure_hint(code: Code, hint: &str) {

@@ -37,6 +37,36 @@ pub struct Config {
     pub key: Option<std::sync::Arc<crate::keys::Key>>,
     /// The terminology available to `find_equivalent` (bundled, and imported in the data folder).
     pub catalog: std::sync::Arc<crate::terminology::Catalog>,
+    /// Called after each tool call with its value-free record (`--audit-log`); an error
+    /// replaces the call's reply with a failure of that code (fail closed).
+    pub on_call: Option<CallHook>,
+}
+
+/// A value-free record of one tool call: the tool (a listed tool's name, or `unknown`), its
+/// exit code, its failure code, its duration.
+#[derive(Debug)]
+pub struct CallRecord<'a> {
+    /// The tool's name, or `unknown`.
+    pub tool: &'a str,
+    /// The CLI's exit code for the same call.
+    pub exit: u8,
+    /// The failure's code.
+    pub code: Option<Code>,
+    /// Milliseconds taken.
+    pub millis: u64,
+}
+
+/// The function behind a [`CallHook`].
+pub type CallFn = dyn Fn(&CallRecord<'_>) -> Result<(), Code> + Send + Sync;
+
+/// The function of [`Config::on_call`].
+#[derive(Clone)]
+pub struct CallHook(pub std::sync::Arc<CallFn>);
+
+impl std::fmt::Debug for CallHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallHook")
+    }
 }
 
 /// A structured reply: the `structuredContent` of a `tools/call` result.

@@ -83,7 +83,21 @@ impl Server {
 
     /// Runs one call to completion (the body of `tools/call`).
     pub fn call(&self, params: CallToolRequestParams) -> CallToolResult {
-        result(dispatch(&params.name, params.arguments, &self.config))
+        let started = std::time::Instant::now();
+        let listed = self.tools_list_names().into_iter().find(|n| *n == params.name);
+        let reply = dispatch(&params.name, params.arguments, &self.config);
+        if let Some(hook) = &self.config.on_call {
+            let record = super::dispatch::CallRecord {
+                tool: listed.as_deref().unwrap_or("unknown"),
+                exit: reply.exit,
+                code: reply.code,
+                millis: started.elapsed().as_millis() as u64,
+            };
+            if let Err(code) = (hook.0)(&record) {
+                return result(Reply::failed(code));
+            }
+        }
+        result(reply)
     }
 }
 

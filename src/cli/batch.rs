@@ -1,0 +1,542 @@
+//! Batch mode of `validate` and `inspect`: many files and directories in one run (the CI gate).
+//!
+//! The paths are expanded (directories walked with the `ignore` crate: .gitignore, .ignore and
+//! .phiwardignore honoured, `--include`/`--exclude` globs), sorted and deduplicated; each file
+//! goes through `ops::run` on its own, on `--jobs` threads, into a capturing sink; the results,
+//! in path order whatever the threads did, become one [`FileResult`] each. A file that cannot be
+//! read, detected or parsed is a result like the others (never the end of the run).
+//!
+//! What it does not do: render (`report` does) or print anywhere but through `output`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::args::{BatchArgs, FailOn, InputArgs, ReportFormat};
+use super::report;
+use crate::diag::Code;
+use crate::error::exit;
+use crate::ops::{self, Command, Item, Request, Sink, Source};
+
+/// What became of a file.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Read; no record invalid (`inspect`: read).
+    Valid,
+    /// A record is invalid or failed.
+    Invalid,
+    /// Its format was not recognised, or the command does not take it.
+    Unsupported,
+    /// It could not be read or parsed.
+    Failed,
+}
+
+impl Status {
+    /// The stable lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Invalid => "invalid",
+            Status::Unsupported => "unsupported",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// A value-free finding of a file.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    /// The record (multi-record inputs).
+    pub record: Option<u64>,
+    /// The diagnostic code.
+    pub code: String,
+    /// `fatal`, `error`, `warning` or `information`.
+    pub severity: String,
+    /// The structural location (`PID-5`), or `-`.
+    pub location: String,
+    /// 1-based line, when placed.
+    pub line: Option<u64>,
+    /// 1-based column, when placed.
+    pub column: Option<u64>,
+    /// The stable fingerprint (the baseline's key with the path).
+    pub fingerprint: String,
+    /// Known from `--baseline`: reported, never failing.
+    pub baselined: bool,
+}
+
+/// One file's result.
+#[derive(Debug)]
+pub struct FileResult {
+    /// The path as the operator gave it (or its hash under `--redact-paths`).
+    pub path: String,
+    /// The format read.
+    pub format: Option<String>,
+    /// The file's status.
+    pub status: Status,
+    /// Records read.
+    pub records: u64,
+    /// The records' value-free objects (`inspect` summaries, `validate` verdicts).
+    pub objects: Vec<Value>,
+    /// Findings (a failure is one finding with the failure's code).
+    pub findings: Vec<Finding>,
+    /// The process exit code the file alone would have had.
+    pub exit: u8,
+    /// The file fails the run (a new finding at or above `--fail-on`, or a new failure).
+    pub fails: bool,
+    /// The keyed digest of the file's bytes (`--audit-key-file` only).
+    pub digest: Option<String>,
+}
+
+/// The outcome of a batch run.
+#[derive(Debug)]
+pub struct Run {
+    /// `validate` or `inspect`.
+    pub command: &'static str,
+    /// One result per file, in path order.
+    pub files: Vec<FileResult>,
+    /// Baseline entries not found again (fixed findings): `(path, code, location)`.
+    pub fixed: Vec<(String, String, String)>,
+    /// Milliseconds taken.
+    pub millis: u128,
+    /// The run's exit code.
+    pub exit: u8,
+}
+
+impl Run {
+    /// Files with `status`.
+    pub fn count(&self, status: Status) -> usize {
+        self.files.iter().filter(|f| f.status == status).count()
+    }
+
+    /// Records over all files.
+    pub fn records(&self) -> u64 {
+        self.files.iter().map(|f| f.records).sum()
+    }
+}
+
+/// One captured record: its number, verdict, failure code and JSON object.
+type Captured = (Option<u64>, Option<bool>, Option<Code>, Vec<u8>);
+
+/// Captures the records of one file.
+#[derive(Default)]
+struct Capture {
+    objects: Vec<Captured>,
+}
+
+impl Sink for Capture {
+    fn item(&mut self, item: Item<'_>) -> std::io::Result<()> {
+        if let Item::Json { record, json, valid, error, .. } = item {
+            self.objects.push((record, valid, error, json.to_vec()));
+        }
+        Ok(())
+    }
+}
+
+/// A path to process, or a failure found while walking.
+#[derive(Debug)]
+enum Entry {
+    File(PathBuf),
+    Stdin,
+    Failed(PathBuf, Code),
+}
+
+impl Entry {
+    fn key(&self) -> String {
+        match self {
+            Entry::File(p) | Entry::Failed(p, _) => p.to_string_lossy().into_owned(),
+            Entry::Stdin => "-".to_owned(),
+        }
+    }
+}
+
+/// Runs `command` over the paths of `a` and `b`; returns the exit code.
+pub fn run(
+    command: Command,
+    a: InputArgs,
+    b: BatchArgs,
+    strict: bool,
+    log: Option<&super::audit::Log>,
+    record: &mut super::audit::Record,
+) -> u8 {
+    let started = Instant::now();
+    let config = match super::config::find(b.config.as_deref()).map(|p| super::config::load(&p)).transpose() {
+        Ok(c) => c.unwrap_or_default(),
+        Err(code) => {
+            super::output::failure_with(code, "fix the key or value it names in phiward.toml (docs/ci.md)");
+            return crate::error::exit_code_for(code);
+        }
+    };
+    let (a, b, strict) = merge(a, b, strict, &config);
+    let (policy, _) = match super::policy_and_key(command, &a) {
+        Ok(pk) => pk,
+        Err(exit) => return exit,
+    };
+    let limits = match &policy {
+        Some(p) => p.apply_limits(a.limits.limits()),
+        None => a.limits.limits(),
+    };
+    let baseline = match b.baseline.as_deref().map(super::baseline::load).transpose() {
+        Ok(bl) => bl,
+        Err(code) => {
+            super::output::failure_with(code, "the --baseline file cannot be read as a baseline");
+            return crate::error::exit_code_for(code);
+        }
+    };
+    let mut paths = vec![a.input.clone()];
+    paths.extend(b.more.iter().cloned());
+    let entries = match expand(&paths, &b.include, &b.exclude) {
+        Ok(e) => e,
+        Err(()) => {
+            super::output::failure_with(Code::CLI_USAGE, "an --include or --exclude glob is not valid");
+            return exit::USAGE;
+        }
+    };
+    let (format, framing) = a.format.as_deref().map_or((None, None), super::format_of);
+    let jobs = b
+        .jobs
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+        .clamp(1, entries.len().max(1));
+    let next = AtomicUsize::new(0);
+    let one = |entry: &Entry| -> FileResult {
+        let shown = shown_path(&entry.key(), b.redact_paths);
+        let source = match entry {
+            Entry::File(p) => Source::Path(p.clone()),
+            Entry::Stdin => Source::Stdin,
+            Entry::Failed(_, code) => return failed(shown, *code, None),
+        };
+        let request = Request {
+            command,
+            source,
+            format,
+            framing,
+            limits,
+            strict,
+            unsafe_show_values: false,
+            ndjson: a.ndjson,
+            to: None,
+            convert: crate::convert::Options::default(),
+            policy: policy.clone(),
+            key: None,
+        };
+        let digest = match (entry, log) {
+            (Entry::File(p), Some(log)) if log.key.is_some() => std::fs::read(p).ok().and_then(|b| log.digest(&b)),
+            _ => None,
+        };
+        let mut capture = Capture::default();
+        let outcome = ops::run(request, &mut capture);
+        let mut r = collect(shown, command, outcome, capture);
+        r.digest = digest;
+        r
+    };
+    let mut results: Vec<(usize, FileResult)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(entry) = entries.get(i) else { break };
+                        mine.push((i, one(entry)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    let mut files: Vec<FileResult> = results.into_iter().map(|(_, f)| f).collect();
+    if !config.severity.is_empty() {
+        for f in &mut files {
+            for x in &mut f.findings {
+                if let Some(s) = config.severity.get(&x.code) {
+                    x.severity = s.as_str().to_owned();
+                }
+            }
+            if command == Command::Validate && matches!(f.status, Status::Valid | Status::Invalid) {
+                let failing = f.findings.iter().any(|x| severity_rank(&x.severity, strict) >= 3);
+                f.status = if failing { Status::Invalid } else { Status::Valid };
+            }
+        }
+    }
+    let fixed = match &baseline {
+        Some(bl) => bl.apply(&mut files),
+        None => Vec::new(),
+    };
+    let fail_on = b.fail_on.unwrap_or(FailOn::Error);
+    let mut code = exit::OK;
+    for f in &mut files {
+        let e = file_exit(f, fail_on, strict);
+        f.fails = e != exit::OK;
+        if rank(e) > rank(code) {
+            code = e;
+        }
+    }
+    let run = Run {
+        command: if command == Command::Validate { "validate" } else { "inspect" },
+        files,
+        fixed,
+        millis: started.elapsed().as_millis(),
+        exit: code,
+    };
+    record.counts = Some(report::counts_json(&run));
+    for f in &run.files {
+        record.formats.extend(f.format.clone());
+        record.codes.extend(f.findings.iter().map(|x| x.code.clone()));
+        record.inputs.extend(f.digest.clone());
+    }
+    if let Some(path) = &b.write_baseline {
+        if super::baseline::write(path, &run).is_err() {
+            super::output::failure(Code::CLI_OUTPUT_FAILED, None);
+            return exit::IOERR;
+        }
+    }
+    for (format, path) in &b.report {
+        if std::fs::write(path, report::render(*format, &run)).is_err() {
+            super::output::failure(Code::CLI_OUTPUT_FAILED, None);
+            return exit::IOERR;
+        }
+    }
+    let console = b.output_format.unwrap_or(if a.json { ReportFormat::JsonLines } else { ReportFormat::Text });
+    if !a.quiet && super::output::text(&report::render(console, &run)).is_err() {
+        super::output::failure(Code::CLI_OUTPUT_FAILED, None);
+        return exit::IOERR;
+    }
+    if !a.quiet {
+        super::output::batch_summary(&report::summary_line(&run));
+    }
+    run.exit
+}
+
+/// The options with the configuration file's defaults under them (the command line wins).
+fn merge(mut a: InputArgs, mut b: BatchArgs, strict: bool, c: &super::config::Config) -> (InputArgs, BatchArgs, bool) {
+    use super::config::FailOnName;
+    if a.format.is_none() {
+        a.format.clone_from(&c.format);
+    }
+    if b.include.is_empty() {
+        b.include.clone_from(&c.include);
+    }
+    if b.exclude.is_empty() {
+        b.exclude.clone_from(&c.exclude);
+    }
+    b.jobs = b.jobs.or(c.jobs);
+    b.fail_on = b.fail_on.or(c.fail_on.map(|f| match f {
+        FailOnName::Error => FailOn::Error,
+        FailOnName::Warning => FailOn::Warning,
+        FailOnName::Info => FailOn::Info,
+        FailOnName::Never => FailOn::Never,
+    }));
+    let defaults = super::args::LimitArgs {
+        max_input_bytes: crate::limits::Limits::DEFAULT_MAX_INPUT_BYTES,
+        max_segments: 1_000_000,
+        max_field_bytes: 64 * 1024 * 1024,
+    };
+    if a.limits.max_input_bytes == defaults.max_input_bytes {
+        a.limits.max_input_bytes = c.max_input_bytes.unwrap_or(defaults.max_input_bytes);
+    }
+    if a.limits.max_segments == defaults.max_segments {
+        a.limits.max_segments = c.max_segments.unwrap_or(defaults.max_segments);
+    }
+    if a.limits.max_field_bytes == defaults.max_field_bytes {
+        a.limits.max_field_bytes = c.max_field_bytes.unwrap_or(defaults.max_field_bytes);
+    }
+    (a, b, strict || c.strict.unwrap_or(false))
+}
+
+/// Orders exit codes by how bad they are: 0, then 1 (findings), then the failures.
+fn rank(code: u8) -> u8 {
+    match code {
+        exit::OK => 0,
+        exit::INVALID => 1,
+        other => other,
+    }
+}
+
+/// The exit a file contributes: its failure's code, 1 for a new finding at or above
+/// `--fail-on`, else 0.
+fn file_exit(f: &FileResult, fail_on: FailOn, strict: bool) -> u8 {
+    let new = |f: &&Finding| !f.baselined;
+    if f.status == Status::Failed {
+        return if f.findings.iter().any(|x| new(&x)) && fail_on != FailOn::Never { f.exit } else { exit::OK };
+    }
+    let threshold = match fail_on {
+        FailOn::Error => 3,
+        FailOn::Warning => 2,
+        FailOn::Info => 1,
+        FailOn::Never => return exit::OK,
+    };
+    let failing = f.findings.iter().filter(new).any(|x| severity_rank(&x.severity, strict) >= threshold);
+    if failing { exit::INVALID } else { exit::OK }
+}
+
+/// fatal and error 3, warning 2 (3 under `--strict`), information 1.
+fn severity_rank(s: &str, strict: bool) -> u8 {
+    match s {
+        "fatal" | "error" => 3,
+        "warning" if strict => 3,
+        "warning" => 2,
+        _ => 1,
+    }
+}
+
+/// The path as shown: as given, or `sha256-` and the hex SHA-256 of the path as given.
+pub fn shown_path(path: &str, redact: bool) -> String {
+    if !redact {
+        return path.to_owned();
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(path.as_bytes());
+    let mut s = String::from("sha256-");
+    for b in digest {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// A file that could not be processed: one finding with the failure's code.
+fn failed(path: String, code: Code, cause: Option<crate::diag::Diagnostic>) -> FileResult {
+    let status = match code {
+        Code::CLI_FORMAT_UNDETECTED | Code::CLI_FORMAT_UNSUPPORTED | Code::CLI_FORMAT_AMBIGUOUS => Status::Unsupported,
+        _ => Status::Failed,
+    };
+    let location = cause.as_ref().map_or_else(|| "-".to_owned(), |d| d.location.to_string());
+    let finding = Finding {
+        record: None,
+        code: code.as_str().to_owned(),
+        severity: if status == Status::Unsupported { "information" } else { "fatal" }.to_owned(),
+        location,
+        line: None,
+        column: None,
+        fingerprint: format!("file-{}", code.as_str()),
+        baselined: false,
+    };
+    FileResult {
+        path,
+        format: None,
+        status,
+        records: 0,
+        objects: Vec::new(),
+        findings: vec![finding],
+        exit: if status == Status::Unsupported { exit::OK } else { crate::error::exit_code_for(code) },
+        fails: false,
+        digest: None,
+    }
+}
+
+/// Turns a file's outcome and captured records into its result.
+fn collect(path: String, command: Command, outcome: ops::Outcome, capture: Capture) -> FileResult {
+    if let Some(code) = outcome.code {
+        let mut r = failed(path, code, outcome.cause);
+        r.format = outcome.detected.map(|f| f.as_str().to_owned());
+        return r;
+    }
+    let mut r = FileResult {
+        path,
+        format: None,
+        status: Status::Valid,
+        records: 0,
+        objects: Vec::new(),
+        findings: Vec::new(),
+        exit: outcome.exit,
+        fails: false,
+        digest: None,
+    };
+    for (record, valid, error, json) in capture.objects {
+        r.records += 1;
+        let object: Value = serde_json::from_slice(&json).unwrap_or(Value::Null);
+        if r.format.is_none() {
+            r.format = object.get("format").and_then(Value::as_str).map(str::to_owned);
+        }
+        if let Some(code) = error {
+            r.status = Status::Invalid;
+            r.findings.push(Finding {
+                record,
+                code: code.as_str().to_owned(),
+                severity: "fatal".to_owned(),
+                location: "-".to_owned(),
+                line: None,
+                column: None,
+                fingerprint: format!("record-{}-{}", record.unwrap_or(0), code.as_str()),
+                baselined: false,
+            });
+        }
+        if valid == Some(false) && command == Command::Validate {
+            r.status = Status::Invalid;
+        }
+        let listed = object.get("findings").and_then(Value::as_array).cloned().unwrap_or_default();
+        for f in listed {
+            let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("-").to_owned();
+            r.findings.push(Finding {
+                record,
+                code: s("code"),
+                severity: s("severity"),
+                location: s("location"),
+                line: f.get("line").and_then(Value::as_u64),
+                column: f.get("column").and_then(Value::as_u64),
+                fingerprint: s("fingerprint"),
+                baselined: false,
+            });
+        }
+        r.objects.push(object);
+    }
+    r
+}
+
+/// Expands the paths: files as given, directories walked; sorted by path, deduplicated.
+fn expand(paths: &[PathBuf], include: &[String], exclude: &[String]) -> Result<Vec<Entry>, ()> {
+    let mut entries = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            entries.push(Entry::Stdin);
+            continue;
+        }
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => walk(p, include, exclude, &mut entries)?,
+            Ok(_) => entries.push(Entry::File(p.clone())),
+            Err(e) => entries.push(Entry::Failed(p.clone(), crate::error::from_read_io(&e).code())),
+        }
+    }
+    entries.sort_by_key(Entry::key);
+    entries.dedup_by(|a, b| a.key() == b.key());
+    Ok(entries)
+}
+
+fn walk(root: &Path, include: &[String], exclude: &[String], out: &mut Vec<Entry>) -> Result<(), ()> {
+    let mut overrides = ignore::overrides::OverrideBuilder::new(root);
+    for g in include {
+        overrides.add(g).map_err(|_| ())?;
+    }
+    for g in exclude {
+        overrides.add(&format!("!{g}")).map_err(|_| ())?;
+    }
+    let overrides = overrides.build().map_err(|_| ())?;
+    let walker = ignore::WalkBuilder::new(root)
+        .follow_links(true)
+        .require_git(false)
+        .add_custom_ignore_filename(".phiwardignore")
+        .overrides(overrides)
+        .build();
+    for entry in walker {
+        match entry {
+            Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => out.push(Entry::File(e.into_path())),
+            Ok(_) => {}
+            Err(e) => out.push(Entry::Failed(error_path(&e).unwrap_or_else(|| root.to_path_buf()), Code::CLI_NO_INPUT)),
+        }
+    }
+    Ok(())
+}
+
+/// The path a walk error is about (a symlink loop's link, an unreadable entry).
+fn error_path(e: &ignore::Error) -> Option<PathBuf> {
+    match e {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::Loop { child, .. } => Some(child.clone()),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => error_path(err),
+        ignore::Error::Partial(errs) => errs.iter().find_map(error_path),
+        _ => None,
+    }
+}

@@ -1,0 +1,405 @@
+//! Batch mode of `validate` and `inspect` (issue 30): many paths and directories, walks with
+//! ignores and globs, one result per file in path order whatever `--jobs`, a bad file never
+//! stopping the others, the CI reports (SARIF, JUnit, GitHub, GitLab, checkstyle), `--fail-on`,
+//! baselines and `--redact-paths`.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{code, fixture, run};
+
+const VALID: &str = "MSH|^~\\&|APP|FAC|RCV|RFAC|20240101120000||ADT^A01^ADT_A01|C1|P|2.5.1\rEVN|A01|20240101120000\rPID|1||12345^^^HOSP^MR||DOE^JANE||19700101|F\rPV1|1|I\r";
+
+/// A fresh tree: a valid message, an invalid one (bad hex escape), a text file, and a nested
+/// valid message; `name` keeps trees of different tests apart.
+fn tree(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("phiward-batch-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sub")).expect("mkdir");
+    std::fs::write(dir.join("b_valid.hl7"), VALID).expect("write");
+    std::fs::copy(fixture("hl7v2/invalid/bad_hex_escape_nonhex.hl7"), dir.join("a_invalid.hl7")).expect("copy");
+    std::fs::write(dir.join("notes.txt"), "not a message\n").expect("write");
+    std::fs::write(dir.join("sub/c_valid.hl7"), VALID).expect("write");
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+fn json_doc(args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = args.to_vec();
+    all.extend(["--output-format", "json"]);
+    let o = run(&all);
+    let v = serde_json::from_slice(&o.stdout).expect("json report");
+    (code(&o), v)
+}
+
+fn paths(v: &serde_json::Value) -> Vec<String> {
+    v["files"].as_array().expect("files").iter().map(|f| f["path"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+#[test]
+fn a_directory_is_walked_in_path_order_with_one_result_per_file() {
+    let dir = tree("walk");
+    let (exit, v) = json_doc(&["validate", s(&dir)]);
+    assert_eq!(exit, 1, "the invalid file fails the run: {v}");
+    let d = s(&dir);
+    assert_eq!(
+        paths(&v),
+        [
+            format!("{d}/a_invalid.hl7"),
+            format!("{d}/b_valid.hl7"),
+            format!("{d}/notes.txt"),
+            format!("{d}/sub/c_valid.hl7")
+        ]
+    );
+    let status: Vec<&str> =
+        v["files"].as_array().into_iter().flatten().map(|f| f["status"].as_str().unwrap_or("")).collect();
+    assert_eq!(status, ["invalid", "valid", "unsupported", "valid"]);
+    assert_eq!(v["files"][0]["findings"][0]["code"], "ESCAPE_HEX_INVALID");
+    assert_eq!(v["summary"]["files"], 4);
+    assert_eq!(v["summary"]["invalid"], 1);
+    assert_eq!(v["summary"]["unsupported"], 1);
+    assert_eq!(v["summary"]["exit"], 1);
+    // Unsupported files alone do not fail the run.
+    std::fs::remove_file(dir.join("a_invalid.hl7")).expect("rm");
+    let o = run(&["validate", d]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("phiward: summary: 3 files, 2 records: 2 valid, 0 invalid, 1 unsupported, 0 failed"),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_unreadable_path_never_loses_the_others() {
+    let dir = tree("unreadable");
+    let missing = dir.join("smith_missing.hl7");
+    let (exit, v) = json_doc(&["validate", s(&dir.join("b_valid.hl7")), s(&missing), s(&dir.join("sub"))]);
+    assert_eq!(exit, 66, "a path that cannot be read is the worst verdict: {v}");
+    assert_eq!(v["files"].as_array().map(Vec::len), Some(3));
+    assert_eq!(v["files"][1]["status"], "failed");
+    assert_eq!(v["files"][1]["findings"][0]["code"], "CLI_NO_INPUT");
+    assert_eq!(v["files"][2]["status"], "valid");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_loop_is_a_finding_not_a_crash() {
+    let dir = tree("loop");
+    std::os::unix::fs::symlink("..", dir.join("sub/up")).expect("symlink");
+    let (exit, v) = json_doc(&["validate", s(&dir)]);
+    assert_eq!(exit, 66);
+    let failed: Vec<&serde_json::Value> =
+        v["files"].as_array().into_iter().flatten().filter(|f| f["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "{v}");
+    assert_eq!(failed[0]["findings"][0]["code"], "CLI_NO_INPUT");
+    assert_eq!(v["summary"]["valid"], 2);
+}
+
+#[test]
+fn output_is_identical_across_jobs() {
+    let dir = tree("jobs");
+    for i in 0..40 {
+        let body = if i % 3 == 0 { VALID.replace("ADT^A01^ADT_A01", "adt") } else { VALID.to_owned() };
+        std::fs::write(dir.join(format!("m{i:02}.hl7")), body).expect("write");
+    }
+    let one = run(&["validate", "--jobs", "1", "--output-format", "json-lines", s(&dir)]);
+    let many = run(&["validate", "--jobs", "8", "--output-format", "json-lines", s(&dir)]);
+    assert_eq!(code(&one), 1);
+    assert_eq!(code(&many), 1);
+    assert_eq!(one.stdout, many.stdout);
+    assert_eq!(String::from_utf8_lossy(&one.stdout).lines().count(), 44);
+}
+
+#[test]
+fn ignore_files_and_globs_select_the_files() {
+    let dir = tree("globs");
+    std::fs::write(dir.join(".phiwardignore"), "sub/\n").expect("write");
+    let (_, v) = json_doc(&["validate", s(&dir)]);
+    assert_eq!(v["summary"]["files"], 3, "sub/ is ignored: {v}");
+    let (_, v) = json_doc(&["validate", "--include", "*.hl7", s(&dir)]);
+    assert_eq!(v["summary"]["files"], 2, "only .hl7 files, sub/ still ignored: {v}");
+    let (exit, v) = json_doc(&["validate", "--exclude", "a_*", "--include", "*.hl7", s(&dir)]);
+    assert_eq!(v["summary"]["files"], 1, "{v}");
+    assert_eq!(exit, 0);
+}
+
+#[test]
+fn a_directory_to_inspect_gives_a_summary_per_file() {
+    let dir = tree("inspect");
+    let o = run(&["inspect", "--json", s(&dir)]);
+    assert_eq!(code(&o), 0);
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[1]["summaries"][0]["messageType"], "ADT^A01^ADT_A01");
+    assert_eq!(lines[1]["summaries"][0]["segmentCount"], 4);
+}
+
+#[test]
+fn sarif_has_the_shape_of_sarif_2_1_0() {
+    let dir = tree("sarif");
+    let report = dir.join("out.sarif");
+    let arg = format!("sarif={}", s(&report));
+    let o = run(&["validate", "--quiet", "--report", &arg, s(&dir)]);
+    assert_eq!(code(&o), 1);
+    assert!(o.stdout.is_empty());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    assert_eq!(v["version"], "2.1.0");
+    assert!(v["$schema"].as_str().is_some_and(|s| s.contains("sarif-2.1.0")));
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1);
+    let driver = &runs[0]["tool"]["driver"];
+    assert_eq!(driver["name"], "phiward");
+    let rules = driver["rules"].as_array().expect("rules");
+    let ids: Vec<&str> = rules.iter().map(|r| r["id"].as_str().expect("rule id")).collect();
+    assert!(ids.contains(&"ESCAPE_HEX_INVALID"));
+    for r in rules {
+        assert!(r["shortDescription"]["text"].as_str().is_some_and(|t| !t.is_empty()), "{r}");
+    }
+    let artifacts = runs[0]["artifacts"].as_array().expect("artifacts");
+    let results = runs[0]["results"].as_array().expect("results");
+    assert!(!results.is_empty());
+    for r in results {
+        let rule = r["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+        assert_eq!(rules[rule]["id"], r["ruleId"]);
+        assert!(["none", "note", "warning", "error"].contains(&r["level"].as_str().expect("level")));
+        assert!(r["message"]["text"].is_string());
+        let loc = &r["locations"][0];
+        let art = &loc["physicalLocation"]["artifactLocation"];
+        let index = art["index"].as_u64().expect("index") as usize;
+        assert_eq!(artifacts[index]["location"]["uri"], art["uri"]);
+        if let Some(region) = loc["physicalLocation"].get("region") {
+            assert!(region["startLine"].as_u64().is_some_and(|l| l >= 1));
+        }
+        assert!(loc["logicalLocations"][0]["fullyQualifiedName"].is_string());
+        assert!(r["partialFingerprints"]["phiward/v1"].is_string());
+    }
+    let hex = results.iter().find(|r| r["ruleId"] == "ESCAPE_HEX_INVALID").expect("finding");
+    assert_eq!(hex["locations"][0]["physicalLocation"]["region"]["startLine"], 5);
+    assert_eq!(hex["locations"][0]["logicalLocations"][0]["fullyQualifiedName"], "OBX[1]-5[1].1.1");
+}
+
+/// Reads JUnit XML as a CI consumer does: testsuite counts against its testcases and their
+/// failure, error and skipped children.
+#[test]
+fn junit_parses_and_its_counts_match_its_testcases() {
+    use quick_xml::events::Event;
+    let dir = tree("junit");
+    let o = run(&["validate", "--output-format", "junit", s(&dir)]);
+    assert_eq!(code(&o), 1);
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    let mut reader = quick_xml::Reader::from_str(&text);
+    let mut suite: Vec<(String, String)> = Vec::new();
+    let (mut cases, mut failures, mut skipped, mut errors) = (Vec::new(), 0, 0, 0);
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Start(e) | Event::Empty(e) => {
+                let attrs: Vec<(String, String)> = e
+                    .attributes()
+                    .map(|a| {
+                        let a = a.expect("attribute");
+                        let value = String::from_utf8_lossy(&a.value).into_owned();
+                        (String::from_utf8_lossy(a.key.as_ref()).into_owned(), value)
+                    })
+                    .collect();
+                match e.name().as_ref() {
+                    b"testsuite" => suite = attrs,
+                    b"testcase" => cases.push(attrs.into_iter().find(|(k, _)| k == "name").expect("name").1),
+                    b"failure" => failures += 1,
+                    b"skipped" => skipped += 1,
+                    b"error" => errors += 1,
+                    _ => {}
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    let attr = |k: &str| suite.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).expect("suite attribute");
+    assert_eq!(attr("tests"), cases.len().to_string());
+    assert_eq!(attr("failures"), failures.to_string());
+    assert_eq!(attr("skipped"), skipped.to_string());
+    assert_eq!(attr("errors"), errors.to_string());
+    assert_eq!((cases.len(), failures, skipped, errors), (4, 1, 1, 0));
+    assert!(cases[0].ends_with("a_invalid.hl7"));
+}
+
+#[test]
+fn github_annotations_follow_the_workflow_command_syntax() {
+    let dir = tree("github");
+    let o = run(&["validate", "--output-format", "github", s(&dir)]);
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    let re =
+        regex_lite::Regex::new(r"^::(error|warning|notice) file=[^,:]+(,line=\d+(,col=\d+)?)?,title=[A-Z0-9_]+::\S.*$")
+            .expect("regex");
+    assert!(!text.is_empty());
+    for line in text.lines() {
+        assert!(re.is_match(line), "{line}");
+    }
+    assert!(text.contains(&format!("::error file={}/a_invalid.hl7,line=5,title=ESCAPE_HEX_INVALID::", s(&dir))));
+}
+
+#[test]
+fn gitlab_code_quality_has_its_required_fields() {
+    let dir = tree("gitlab");
+    let o = run(&["validate", "--output-format", "gitlab", s(&dir)]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let issues = v.as_array().expect("array");
+    assert!(!issues.is_empty());
+    let mut prints = std::collections::BTreeSet::new();
+    for i in issues {
+        assert!(i["description"].is_string() && i["check_name"].is_string());
+        assert!(["info", "minor", "major", "critical", "blocker"].contains(&i["severity"].as_str().expect("severity")));
+        assert!(i["location"]["path"].is_string());
+        assert!(i["location"]["lines"]["begin"].as_u64().is_some_and(|l| l >= 1));
+        assert!(prints.insert(i["fingerprint"].as_str().expect("fingerprint").to_owned()), "unique fingerprints");
+    }
+}
+
+#[test]
+fn checkstyle_is_well_formed_with_one_file_element_per_file() {
+    let dir = tree("checkstyle");
+    let o = run(&["validate", "--output-format", "checkstyle", s(&dir)]);
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    let mut reader = quick_xml::Reader::from_str(&text);
+    let mut files = 0;
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            quick_xml::events::Event::Start(e) if e.name().as_ref() == b"file" => files += 1,
+            quick_xml::events::Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(files, 4);
+    assert!(text.contains("source=\"phiward.ESCAPE_HEX_INVALID\""));
+}
+
+#[test]
+fn fail_on_sets_the_threshold() {
+    let dir = tree("failon");
+    let file = fixture("hl7v2/valid/v2.5_adt_a01_lf.hl7");
+    let f = s(&file);
+    assert_eq!(code(&run(&["validate", "--fail-on", "error", f])), 0, "warnings only");
+    assert_eq!(code(&run(&["validate", "--fail-on", "warning", f])), 1);
+    assert_eq!(code(&run(&["validate", "--fail-on", "info", f])), 1);
+    assert_eq!(code(&run(&["validate", "--fail-on", "never", s(&dir)])), 0);
+}
+
+#[test]
+fn baseline_round_trip_reports_exactly_the_new_finding_and_the_fixed_one() {
+    let dir = tree("baseline");
+    let base = std::env::temp_dir().join(format!("phiward-batch-baseline-{}.json", std::process::id()));
+    let o = run(&["validate", "--quiet", "--write-baseline", s(&base), s(&dir)]);
+    assert_eq!(code(&o), 1);
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&base).expect("baseline")).expect("json");
+    assert_eq!(written["version"], 1);
+    // Re-run: everything known, the run is clean.
+    let (exit, v) = json_doc(&["validate", "--baseline", s(&base), s(&dir)]);
+    assert_eq!(exit, 0, "{v}");
+    assert_eq!(v["summary"]["findings"], 0);
+    // One new finding: exactly that one is new.
+    std::fs::copy(fixture("hl7v2/invalid/bad_hex_escape_nonhex.hl7"), dir.join("sub/d_new.hl7")).expect("copy");
+    let (exit, v) = json_doc(&["validate", "--baseline", s(&base), s(&dir)]);
+    assert_eq!(exit, 1);
+    let new: Vec<(String, String)> = v["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|f| {
+            f["findings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|x| x["baselined"] != true)
+                .map(|x| (f["path"].as_str().unwrap_or("").to_owned(), x["code"].as_str().unwrap_or("").to_owned()))
+        })
+        .filter(|(_, c)| c != "CLI_FORMAT_UNDETECTED")
+        .collect();
+    assert_eq!(new.len(), 1, "{new:?}");
+    assert!(new[0].0.ends_with("sub/d_new.hl7"));
+    // A fixed finding: its baseline entry is reported as fixed.
+    std::fs::remove_file(dir.join("sub/d_new.hl7")).expect("rm");
+    std::fs::write(dir.join("a_invalid.hl7"), VALID).expect("write");
+    let (exit, v) = json_doc(&["validate", "--baseline", s(&base), s(&dir)]);
+    assert_eq!(exit, 0);
+    assert_eq!(v["summary"]["fixed"], 1, "{v}");
+    assert_eq!(v["fixed"][0]["code"], "ESCAPE_HEX_INVALID");
+}
+
+#[test]
+fn redacted_paths_leave_no_file_name_anywhere() {
+    let dir = tree("redactpaths");
+    std::fs::write(dir.join("smith_john_adt.hl7"), VALID.replace("ADT^A01^ADT_A01", "adt")).expect("write");
+    let base = dir.join("baseline.json");
+    let d = s(&dir);
+    let mut outputs = Vec::new();
+    for format in ["text", "json", "json-lines", "sarif", "junit", "github", "gitlab", "checkstyle"] {
+        let o = run(&["validate", "--redact-paths", "--output-format", format, "--exclude", "*.json", d]);
+        assert_eq!(code(&o), 1, "{format}");
+        outputs.push(o.stdout);
+        outputs.push(o.stderr);
+    }
+    let o = run(&["validate", "--redact-paths", "-q", "--write-baseline", s(&base), "--exclude", "*.json", d]);
+    assert_eq!(code(&o), 1);
+    outputs.push(std::fs::read(&base).expect("baseline"));
+    for out in outputs {
+        let text = String::from_utf8_lossy(&out);
+        assert!(!text.contains("smith"), "{text}");
+        assert!(!text.contains("phiward-batch-redactpaths"), "{text}");
+    }
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_line_definition() {
+    for (shell, needle) in [("bash", "_phiward()"), ("zsh", "#compdef phiward"), ("fish", "complete -c phiward -n")] {
+        let o = run(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains(needle), "{shell}");
+        assert!(text.contains("fail-on") && text.contains("audit-log"), "{shell}");
+    }
+    let o = run(&["man"]);
+    assert_eq!(code(&o), 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(".TH phiward 1"));
+    assert!(text.contains("validate"));
+}
+
+#[test]
+fn phiward_toml_sets_defaults_found_upward_and_rejects_unknown_keys() {
+    let dir = tree("config");
+    std::fs::write(
+        dir.join("phiward.toml"),
+        "exclude = [\"notes.txt\", \"*.toml\"]\nfail-on = \"error\"\n\n[severity]\nESCAPE_HEX_INVALID = \"warning\"\n",
+    )
+    .expect("write");
+    // Found from a subdirectory: the invalid file's only finding is a warning here.
+    let o = std::process::Command::new(crate::common::bin())
+        .args(["validate", "--output-format", "json", s(&dir)])
+        .current_dir(dir.join("sub"))
+        .output()
+        .expect("run");
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["summary"]["files"], 3, "notes.txt excluded: {v}");
+    assert_eq!(v["files"][0]["findings"][0]["severity"], "warning");
+    assert_eq!(v["files"][0]["status"], "valid");
+    // The command line wins.
+    let cfg = dir.join("phiward.toml");
+    let o = run(&["validate", "-q", "--config", s(&cfg), "--fail-on", "warning", s(&dir)]);
+    assert_eq!(code(&o), 1);
+    // Unknown keys and codes are errors, named by nothing the file holds.
+    for bad in ["bogus = 1\n", "[severity]\nNO_SUCH_CODE = \"warning\"\n", "strict = \"yes\"\n"] {
+        std::fs::write(&cfg, bad).expect("write");
+        let o = run(&["validate", "--config", s(&cfg), s(&dir)]);
+        assert_eq!(code(&o), 2, "{bad}");
+        crate::common::assert_failure_line(&o, "CLI_CONFIG_INVALID");
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("NO_SUCH")
+                && !String::from_utf8_lossy(&o.stderr).contains("bogus")
+        );
+    }
+}
