@@ -403,3 +403,58 @@ fn phiward_toml_sets_defaults_found_upward_and_rejects_unknown_keys() {
         );
     }
 }
+
+/// `redact PATH... --out-dir DIR`: every marker fixture redacted into the directory at its
+/// relative path, byte for byte what `redact FILE` gives; a file that cannot be redacted gets
+/// no output, the others do; no marker in any output or line; the output directory is not read
+/// back as input.
+#[test]
+fn redact_out_dir_writes_each_file_as_its_own_redaction() {
+    let base = std::env::temp_dir().join(format!("phiward-batch-redact-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let input = base.join("in");
+    std::fs::create_dir_all(input.join("sub")).expect("mkdir");
+    let mut names = Vec::new();
+    for (i, dir) in ["hl7v2/markers", "redact/markers"].into_iter().enumerate() {
+        for e in std::fs::read_dir(fixture(dir)).expect("markers").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = if i == 0 { name.clone() } else { format!("sub/{name}") };
+            std::fs::copy(e.path(), input.join(&rel)).expect("copy");
+            names.push(rel);
+        }
+    }
+    assert!(names.len() >= 8, "marker fixtures missing");
+    std::fs::write(input.join("broken.hl7"), "MSH|^~").expect("write");
+    let out = base.join("out");
+    let o = run(&["redact", s(&input), "--out-dir", s(&out), "--jobs", "2"]);
+    assert_eq!(code(&o), 65, "the broken file's code is the run's: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(!crate::no_leak::has_marker(&o.stdout) && !crate::no_leak::has_marker(&o.stderr));
+    for rel in &names {
+        let written = std::fs::read(out.join(rel)).unwrap_or_else(|_| panic!("{rel} not written"));
+        assert!(!crate::no_leak::has_marker(&written), "{rel}: a marker left");
+        let single = run(&["redact", s(&input.join(rel))]);
+        assert_eq!(code(&single), 0, "{rel}");
+        assert_eq!(written, single.stdout, "{rel}: differs from redact FILE");
+    }
+    assert!(!out.join("broken.hl7").exists(), "a file that failed is not written");
+    let lines = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(lines.lines().count(), names.len() + 1, "{lines}");
+    assert!(lines.contains("broken.hl7: not written: CLI_PARSE_FAILED"), "{lines}");
+    // An output directory inside the input is not read back.
+    let inner = input.join("redacted");
+    let first = run(&["redact", s(&input), "--out-dir", s(&inner)]);
+    let again = run(&["redact", s(&input), "--out-dir", s(&inner)]);
+    assert_eq!(first.stdout, again.stdout);
+    assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), names.len() + 1);
+    // Usage: a directory needs --out-dir, stdin has no name, --manifest is for one input.
+    for args in [
+        vec!["redact", s(&input)],
+        vec!["redact", "-", "--out-dir", s(&out)],
+        vec!["redact", s(&input), "--out-dir", s(&out), "--manifest", s(&base.join("m.json"))],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).starts_with("phiward: CLI_USAGE"), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}

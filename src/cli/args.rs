@@ -278,6 +278,41 @@ pub struct RedactArgs {
     pub manifest: Option<PathBuf>,
     #[command(flatten)]
     pub line_ending: LineEndingArg,
+    /// More files or directories to redact (with --out-dir).
+    #[arg(value_name = "PATH")]
+    pub more: Vec<PathBuf>,
+    /// Write each input's redaction to this directory (its path relative to the directory
+    /// given, or its file name); required with several inputs or a directory. A file any record
+    /// of which cannot be redacted is not written.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// With --out-dir: only files whose path (relative to the directory walked) matches this
+    /// glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// With --out-dir: skip files and directories matching this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// With --out-dir: files processed at once (default: the number of cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub jobs: Option<u16>,
+    /// With --out-dir: show each path as the hex SHA-256 of the path as given.
+    #[arg(long)]
+    pub redact_paths: bool,
+}
+
+impl RedactArgs {
+    /// Takes the tree options out (`redact PATH... --out-dir DIR`).
+    pub fn take_tree(&mut self) -> super::redact_tree::TreeArgs {
+        super::redact_tree::TreeArgs {
+            more: std::mem::take(&mut self.more),
+            out_dir: self.out_dir.take(),
+            include: std::mem::take(&mut self.include),
+            exclude: std::mem::take(&mut self.exclude),
+            jobs: self.jobs.take(),
+            redact_paths: std::mem::take(&mut self.redact_paths),
+        }
+    }
 }
 
 /// The names `--format` accepts: the formats built into this binary and their aliases (`mllp`),

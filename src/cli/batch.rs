@@ -136,7 +136,7 @@ impl Sink for Capture {
 
 /// A path to process, or a failure found while walking.
 #[derive(Debug)]
-enum Entry {
+pub(super) enum Entry {
     File(PathBuf),
     Stdin,
     Failed(PathBuf, Code),
@@ -348,7 +348,7 @@ fn merge(mut a: InputArgs, mut b: BatchArgs, strict: bool, c: &super::config::Co
 }
 
 /// Orders exit codes by how bad they are: 0, then 1 (findings), then the failures.
-fn rank(code: u8) -> u8 {
+pub(super) fn rank(code: u8) -> u8 {
     match code {
         exit::OK => 0,
         exit::INVALID => 1,
@@ -503,6 +503,11 @@ fn expand(paths: &[PathBuf], include: &[String], exclude: &[String]) -> Result<V
     entries.sort_by_key(Entry::key);
     entries.dedup_by(|a, b| a.key() == b.key());
     Ok(entries)
+}
+
+/// Walks one directory (as `walk`), for `redact --out-dir`.
+pub(super) fn walk_one(root: &Path, include: &[String], exclude: &[String], out: &mut Vec<Entry>) -> Result<(), ()> {
+    walk(root, include, exclude, out)
 }
 
 fn walk(root: &Path, include: &[String], exclude: &[String], out: &mut Vec<Entry>) -> Result<(), ()> {

@@ -12,6 +12,7 @@ mod config;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod output;
+mod redact_tree;
 mod report;
 mod terminology;
 pub mod usage;
@@ -166,7 +167,15 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
             };
             run_input(Command::Ack(ack), a.into(), false)
         }
-        Cmd::Redact(r) => run_redact(r),
+        Cmd::Redact(mut r) => {
+            let tree = r.take_tree();
+            if tree.any() || r.read.input.is_dir() {
+                let line_ending = matches!(r.line_ending.line_ending, args::LineEnding::Lf);
+                let manifest = r.manifest.is_some();
+                return redact_tree::run(r.into(), tree, line_ending, manifest, record);
+            }
+            run_redact(r)
+        }
         Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
         Cmd::Policy(args::PolicyCmd::Test(t)) => policy_test(&t),
         Cmd::Mcp(m) => run_mcp(m, log.cloned()),
