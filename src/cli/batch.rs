@@ -200,6 +200,7 @@ pub fn run(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
         .clamp(1, entries.len().max(1));
     let next = AtomicUsize::new(0);
+    let bar = progress(entries.len(), a.quiet);
     let one = |entry: &Entry| -> FileResult {
         let shown = shown_path(&entry.key(), b.redact_paths);
         let source = match entry {
@@ -240,6 +241,9 @@ pub fn run(
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(entry) = entries.get(i) else { break };
                         mine.push((i, one(entry)));
+                        if let Some(bar) = &bar {
+                            bar.inc(1);
+                        }
                     }
                     mine
                 })
@@ -247,6 +251,9 @@ pub fn run(
             .collect();
         workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
     });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     results.sort_by_key(|(i, _)| *i);
     let mut files: Vec<FileResult> = results.into_iter().map(|(_, f)| f).collect();
     if !config.severity.is_empty() {
@@ -503,6 +510,22 @@ fn expand(paths: &[PathBuf], include: &[String], exclude: &[String]) -> Result<V
     entries.sort_by_key(Entry::key);
     entries.dedup_by(|a, b| a.key() == b.key());
     Ok(entries)
+}
+
+/// A progress bar of files done, on stderr, only for a person watching: stderr a terminal, not
+/// `--quiet`, not in CI (`CI` set), more than one file. Counts only; no colour (`NO_COLOR` holds
+/// by construction).
+pub(super) fn progress(files: usize, quiet: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if quiet || files < 2 || std::env::var_os("CI").is_some() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(files as u64), indicatif::ProgressDrawTarget::stderr());
+    let style = indicatif::ProgressStyle::with_template("{pos}/{len} files [{bar:30}] {elapsed}")
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    Some(bar)
 }
 
 /// Walks one directory (as `walk`), for `redact --out-dir`.

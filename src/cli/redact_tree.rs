@@ -171,6 +171,7 @@ pub fn run(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
         .clamp(1, jobs.len().max(1));
     let next = AtomicUsize::new(0);
+    let bar = super::batch::progress(jobs.len(), a.quiet);
     let one = |job: &Job| -> Result<(), Code> {
         if let Some(code) = job.refused {
             return Err(code);
@@ -218,6 +219,9 @@ pub fn run(
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(job) = jobs.get(i) else { break };
                         mine.push((i, one(job)));
+                        if let Some(bar) = &bar {
+                            bar.inc(1);
+                        }
                     }
                     mine
                 })
@@ -225,6 +229,9 @@ pub fn run(
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
     });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     results.sort_by_key(|(i, _)| *i);
     let mut lines = String::new();
     let (mut written, mut failed) = (0usize, 0usize);
