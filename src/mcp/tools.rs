@@ -361,37 +361,19 @@ pub(super) fn envelope(data: Value, status_description: &str) -> Value {
                 "required": ["policy", "sha256"],
                 "description": "Present when the data was redacted under a policy (the server's, or Safe Harbor for redact)."
             },
-            "truncated": {
-                "type": "boolean",
-                "description": "True when `data` is one page of more (see `max_bytes`); `cursor` continues it."
-            },
-            "cursor": {
-                "type": "string",
-                "description": "Pass it as the `cursor` argument, with the same other arguments, for the next page."
-            },
+            "truncated": {"type": "boolean", "description": "More data follows: pass `cursor` for it."},
+            "cursor": {"type": "string", "description": "The next page's `cursor` argument."},
             "page": {
                 "type": "object",
-                "properties": {
-                    "items": {"type": "string", "description": "The paged list's path in `data` (`records`, `model.segments`, `content`)."},
-                    "start": {"type": "integer", "minimum": 0},
-                    "returned": {"type": "integer", "minimum": 0},
-                    "total": {"type": "integer", "minimum": 0, "description": "Items (or, for text, bytes) in the whole list."}
-                },
+                "additionalProperties": {"type": ["string", "integer"]},
                 "required": ["items", "start", "returned", "total"],
-                "description": "The part of the list this reply holds."
+                "description": "The page held: items (the list's path in data), start, returned, total."
             },
             "finding_totals": {
                 "type": "object",
-                "properties": {
-                    "total": {"type": "integer", "minimum": 0},
-                    "returned": {"type": "integer", "minimum": 0},
-                    "fatal": {"type": "integer", "minimum": 0},
-                    "error": {"type": "integer", "minimum": 0},
-                    "warning": {"type": "integer", "minimum": 0},
-                    "information": {"type": "integer", "minimum": 0}
-                },
+                "additionalProperties": {"type": "integer"},
                 "required": ["total", "returned"],
-                "description": "With `min_severity` or `max_findings`: all findings by severity, and how many are returned."
+                "description": "All findings (total, per severity) and those returned."
             },
             "data": data
         },
@@ -407,46 +389,25 @@ fn shape_properties() -> Value {
             "type": "integer",
             "minimum": 0,
             "default": super::shape::DEFAULT_MAX_BYTES,
-            "description": "The most bytes of `data` in one reply (0: no limit). Larger data is paged: \
-                            the reply says `truncated`, the `page` it holds, and the `cursor` to pass \
-                            to continue."
+            "description": "Most bytes of data per reply (0: no limit); more is paged (`cursor`)."
         },
-        "cursor": {
-            "type": "string",
-            "description": "The `cursor` of the previous reply, with the same other arguments: the \
-                            next page."
-        },
-        "min_severity": {
-            "type": "string",
-            "enum": ["information", "warning", "error", "fatal"],
-            "description": "Only findings of this severity or above; `finding_totals` counts all."
-        },
-        "max_findings": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "At most this many findings per record, the most severe first; \
-                            `finding_totals` counts all."
-        },
+        "cursor": {"type": "string", "description": "A reply's `cursor`, same other arguments: the next page."},
+        "min_severity": {"type": "string", "enum": ["information", "warning", "error", "fatal"]},
+        "max_findings": {"type": "integer", "minimum": 0, "description": "Per record, most severe first."},
         "segments": {
             "type": "array",
             "items": {"type": "string", "pattern": "^[A-Z][A-Z0-9]{2}$"},
-            "minItems": 1,
-            "description": "HL7 v2: only these segments (`[\"PID\", \"OBX\"]`) in the model, and only \
-                            the findings located in them."
+            "description": "HL7 v2: only these segments and their findings."
         },
         "fields": {
             "type": "array",
             "items": {"type": "string", "pattern": "^[A-Z][A-Z0-9]{2}-[1-9][0-9]{0,2}$"},
-            "minItems": 1,
-            "description": "HL7 v2: only these fields (`[\"PID-5\", \"OBX-5\"]`): their segments are \
-                            kept with the other fields empty (positions unchanged), and only the \
-                            findings located in them."
+            "description": "HL7 v2 (`PID-5`): only these fields (others empty) and their findings."
         },
         "resource_types": {
             "type": "array",
             "items": {"type": "string", "pattern": "^[A-Za-z]{1,64}$"},
-            "minItems": 1,
-            "description": "FHIR: only the Bundle entries (and NDJSON records) of these resource types."
+            "description": "FHIR: only Bundle entries and NDJSON records of these types."
         }
     })
 }
