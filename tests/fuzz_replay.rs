@@ -225,3 +225,9 @@ fn corpus_ncpdp() {
 fn redacted_header_only_transmission() {
     regression("ncpdp", "redacted_header_only_transmission");
 }
+
+/// ASTM: a frame whose record holds a lone Latin-1 byte (0xA4) in a field, found by the CI fuzz run.
+#[test]
+fn astm_latin1_byte_in_a_frame() {
+    regression("astm", "free_text_byte_a4_in_a_frame");
+}

@@ -102,7 +102,9 @@ fn record(doc: &Document, raw: &[u8], r: &Rec, spans: &mut Vec<(u32, u32)>, out:
         let seq = spans.get(1).map(v).unwrap_or_default();
         if !seq.is_empty() && seq.len() <= 9 && seq.iter().all(u8::is_ascii_digit) {
             out.extend_from_slice(b",\"sequence\":");
-            out.extend_from_slice(seq.strip_prefix(b"0").filter(|s| !s.is_empty()).unwrap_or(seq));
+            // A JSON number has no leading zeros (`00315` is 315; `000` is 0).
+            let zeros = seq.iter().take_while(|&&b| b == b'0').count().min(seq.len() - 1);
+            out.extend_from_slice(&seq[zeros..]);
         }
     }
     out.extend_from_slice(b",\"fields\":[");
