@@ -458,3 +458,22 @@ fn redact_out_dir_writes_each_file_as_its_own_redaction() {
     }
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// A `*.ndjson` file in a walk is read as NDJSON (one record per line), as `--ndjson` reads one
+/// input; the same lines in a `.json` file are not one JSON document.
+#[test]
+fn ndjson_files_in_a_walk_are_read_per_line() {
+    let dir = std::env::temp_dir().join(format!("phiward-batch-ndjson-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let lines = "{\"resourceType\":\"Patient\",\"id\":\"a\"}\n{\"resourceType\":\"Patient\",\"id\":\"b\"}\n";
+    std::fs::write(dir.join("patients.ndjson"), lines).expect("write");
+    std::fs::write(dir.join("patients.json"), lines).expect("write");
+    let (_, v) = json_doc(&["validate", s(&dir), "--fail-on", "never"]);
+    let files = v["files"].as_array().expect("files");
+    assert_eq!(files.len(), 2, "{v}");
+    assert_eq!(files[1]["status"], "valid", "the .ndjson file: {v}");
+    assert_eq!(files[1]["records"], 2, "{v}");
+    assert_ne!(files[0]["status"], "valid", "two documents in a .json file: {v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -203,6 +203,7 @@ pub fn run(
     let bar = progress(entries.len(), a.quiet);
     let one = |entry: &Entry| -> FileResult {
         let shown = shown_path(&entry.key(), b.redact_paths);
+        let ndjson = a.ndjson || matches!(entry, Entry::File(p) if is_ndjson_name(p));
         let source = match entry {
             Entry::File(p) => Source::Path(p.clone()),
             Entry::Stdin => Source::Stdin,
@@ -216,7 +217,7 @@ pub fn run(
             limits,
             strict,
             unsafe_show_values: false,
-            ndjson: a.ndjson,
+            ndjson,
             to: None,
             convert: crate::convert::Options::default(),
             policy: policy.clone(),
@@ -526,6 +527,12 @@ pub(super) fn progress(files: usize, quiet: bool) -> Option<indicatif::ProgressB
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
     Some(bar)
+}
+
+/// A file named `*.ndjson` is read as NDJSON (one FHIR resource per line) in a walk, as
+/// `--ndjson` reads a single input: a directory's files each get their own reading.
+pub(super) fn is_ndjson_name(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("ndjson"))
 }
 
 /// Walks one directory (as `walk`), for `redact --out-dir`.

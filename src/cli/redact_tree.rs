@@ -183,13 +183,13 @@ pub fn run(
         };
         let request = Request {
             command: Command::Redact,
-            source: Source::Path(path),
+            source: Source::Path(path.clone()),
             format,
             framing,
             limits,
             strict: false,
             unsafe_show_values: false,
-            ndjson: a.ndjson,
+            ndjson: a.ndjson || super::batch::is_ndjson_name(&path),
             to: None,
             convert: crate::convert::Options::default(),
             policy: policy.clone(),
