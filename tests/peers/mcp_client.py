@@ -75,6 +75,7 @@ import jsonschema  # noqa: E402
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
+DEFAULT_MAX_BYTES = 14_000  # src/mcp/shape.rs
 MARKER = "MKR"
 TOOLS = ["parse", "validate", "inspect", "convert"]
 REDACT = "redact"
@@ -412,13 +413,23 @@ async def formats_against_cli(client: Client, binary: Path, matrix: dict[str, se
                     args = content_args(data, given)
                     if ndjson:
                         args["ndjson"] = True
-                    sc = await client.call(tool, args, name)
+                    # The whole data (max_bytes 0) is the CLI's; by default it is paged.
+                    sc = await client.call(tool, {**args, "max_bytes": 0}, name)
                     if sc is None:
                         continue
                     exit_code, printed = cli_json(binary, tool, data, given, ndjson)
                     check(sc["exit"] == exit_code, f"{name}: exit {sc['exit']} equals the CLI's {exit_code}")
                     if sc["status"] != "failed":
                         check(sc["data"] == printed, f"{name}: data equals the CLI's --json")
+                        whole = len(json.dumps(sc["data"], separators=(",", ":"), ensure_ascii=False).encode())
+                        if whole > DEFAULT_MAX_BYTES:
+                            paged = await client.call(tool, args, f"{name} default")
+                            if paged:
+                                size = len(json.dumps(paged["data"], separators=(",", ":"), ensure_ascii=False).encode())
+                                # A page is over the limit only when one item alone is (a DICOM model).
+                                check(paged.get("truncated") is True or "page" not in paged, f"{name}: default pages")
+                                check(size <= DEFAULT_MAX_BYTES or "page" not in paged or paged["page"]["returned"] == 1,
+                                      f"{name}: default page of {size} bytes")
                     # Whether a valid fixture validates clean is the fixture tests' business;
                     # here it must at least be read.
                     if kind == "valid":
