@@ -3,7 +3,9 @@
 //! fixed point whose parse model and findings are the original's; the mutation test (required
 //! section removed, templateId removed, fixed code changed, wrong moodCode, required element
 //! missing, bad TS; each at every place it applies, detected at its location); no value in any
-//! finding, summary or stderr line; and fail closed under a redacting policy (no engine yet).
+//! finding, summary or stderr line; redaction (Safe Harbor over the marker-filled CCD and Discharge
+//! Summary: no marker, well-formed, no new error; every valid fixture still valid; keyed hashes
+//! deterministic; values no rule names removed).
 
 use std::collections::BTreeSet;
 
@@ -361,16 +363,146 @@ fn no_value_in_findings_summaries_or_stderr() {
     }
 }
 
-/// No redaction engine yet: under a redacting policy, parse, fmt and redact refuse the document
-/// and write nothing of it.
+/// Error-severity findings (code and location) of a validate --json output.
+fn errors(out: &[u8]) -> BTreeSet<String> {
+    let v: Value = serde_json::from_slice(out).expect("validate JSON");
+    v["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| matches!(f["severity"].as_str(), Some("error" | "fatal")))
+        .map(|f| format!("{} {}", f["code"].as_str().unwrap_or_default(), f["location"].as_str().unwrap_or_default()))
+        .collect()
+}
+
+fn safe_harbor() -> String {
+    crate::common::root().join("policy/safe-harbor.toml").to_string_lossy().into_owned()
+}
+
+/// Safe Harbor over the marker-filled CCD and Discharge Summary (fixtures/ccda/markers): no
+/// marker left on any channel, the output well-formed, no error finding the original did not
+/// have (the original's one bad TS is a marker: it is removed), every point in time a year,
+/// the patient's guardian and birthplace gone, the names, addresses and telecoms masked, the
+/// narrative blocks empty, the codes kept; the manifest counts fail-closed removals.
 #[test]
-fn redacting_policy_fails_closed() {
-    let policy = crate::common::root().join("policy/safe-harbor.toml");
-    let policy = policy.to_string_lossy();
-    for cmd in ["parse", "fmt", "redact"] {
-        let o = run(&[cmd, "--policy", &policy, &path_of("valid/ccd.xml")]);
-        assert_eq!(code(&o), 65, "{cmd}");
-        assert!(o.stdout.is_empty(), "{cmd} wrote data");
-        crate::common::assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
+fn safe_harbor_leaves_no_marker_and_stays_valid() {
+    for file in ["markers/ccd.xml", "markers/discharge_summary.xml"] {
+        let path = path_of(file);
+        let original = std::fs::read(&path).expect("fixture");
+        assert!(crate::no_leak::has_marker(&original), "{file} has no marker");
+        let before = run(&["validate", "--json", &path]);
+        let dir = std::env::temp_dir().join(format!("phiward-ccda-redact-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let manifest = dir.join(format!("{}.manifest.json", file.replace('/', "_")));
+        let manifest_s = manifest.to_string_lossy().into_owned();
+        let o = run(&["redact", "--manifest", &manifest_s, &path]);
+        assert_eq!(code(&o), 0, "{file}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(!crate::no_leak::has_marker(&o.stdout), "{file}: marker in the output");
+        assert!(!crate::no_leak::has_marker(&o.stderr), "{file}: marker on stderr");
+        let m = std::fs::read(&manifest).expect("manifest");
+        assert!(!crate::no_leak::has_marker(&m), "{file}: marker in the manifest");
+        let m: Value = serde_json::from_slice(&m).expect("manifest JSON");
+        assert!(m["failClosedRemovals"].as_u64().unwrap_or(0) > 0, "{file}: {m}");
+        let _ = std::fs::remove_dir_all(&dir);
+        // Well-formed, and no new error.
+        let text = String::from_utf8(o.stdout.clone()).expect("UTF-8");
+        xml::parse(text.as_bytes(), &Limits::default()).expect("well-formed output");
+        let after = run_stdin(&["validate", "--json", "--format", "ccda", "-"], &o.stdout);
+        let new: Vec<String> = errors(&after.stdout).difference(&errors(&before.stdout)).cloned().collect();
+        assert!(new.is_empty(), "{file}: new error findings {new:?}");
+        // What the rules say.
+        for gone in ["<guardian", "<birthplace", "<originalText", "<given", "<streetAddressLine", "displayName="] {
+            assert!(!text.contains(gone), "{file}: {gone} left");
+        }
+        assert!(text.contains("<name nullFlavor=\"MSK\"/>") && text.contains("<addr nullFlavor=\"MSK\"/>"));
+        assert!(text.contains("<telecom nullFlavor=\"MSK\"/>") && text.contains("<id nullFlavor=\"MSK\"/>"));
+        assert!(text.contains("<text/>") && !text.contains("<paragraph"), "{file}: narrative left");
+        assert!(text.contains("<languageCode code=\"en\"/>"), "{file}: language not kept");
+        assert!(text.contains("codeSystem=\"2.16.840.1.113883.6.1\""), "{file}: codes not kept");
+        let mut times = 0;
+        for name in ["effectiveTime", "birthTime", "time", "low", "high", "center"] {
+            for rest in text.split(&format!("<{name} value=\"")).skip(1) {
+                let v = rest.split('"').next().unwrap_or_default();
+                times += 1;
+                assert!(v.len() == 4 && v.bytes().all(|b| b.is_ascii_digit()), "{file}: {name} not a year");
+            }
+        }
+        assert!(times > 5, "{file}: {times} times");
+        // Determinism and a fixed point.
+        let again = run(&["redact", &path]);
+        assert!(again.stdout == o.stdout, "{file}: not deterministic");
+        let twice = run_stdin(&["redact", "--format", "ccda", "-"], &o.stdout);
+        assert!(twice.stdout == o.stdout, "{file}: redact is not idempotent");
     }
+}
+
+/// Every valid fixture redacts to a document with no error finding; parse and fmt under the
+/// policy write the redacted document's model and XML.
+#[test]
+fn safe_harbor_keeps_valid_fixtures_valid() {
+    let policy = safe_harbor();
+    for entry in manifest() {
+        let file = entry["file"].as_str().unwrap_or_default();
+        if entry["expect"].as_str() != Some("valid") {
+            continue;
+        }
+        let o = run(&["redact", &path_of(file)]);
+        assert_eq!(code(&o), 0, "{file}");
+        let v = run_stdin(&["validate", "--json", "--format", "ccda", "-"], &o.stdout);
+        assert!(errors(&v.stdout).is_empty(), "{file}: {:?}", errors(&v.stdout));
+        let f = run(&["fmt", "--policy", &policy, &path_of(file)]);
+        assert_eq!(code(&f), 0, "{file}: fmt under the policy");
+        assert!(f.stdout == o.stdout, "{file}: fmt under the policy is the redacted document");
+    }
+}
+
+/// Keyed hashes of id extensions: the same input and key give the same bytes, another key other
+/// bytes; no key, no output (the policy needs one).
+#[test]
+fn keyed_hash_is_deterministic() {
+    let dir = std::env::temp_dir().join(format!("phiward-ccda-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let policy = dir.join("p.toml");
+    std::fs::write(&policy, "[policy]\nname = \"t\"\n[[ccda]]\nselect = \"id@extension\"\naction = \"hash\"\n")
+        .expect("policy");
+    let (k1, k2) = (dir.join("k1"), dir.join("k2"));
+    std::fs::write(&k1, b"first-key-0123456789abcdefghijkl").expect("key");
+    std::fs::write(&k2, b"other-key-0123456789abcdefghijkl").expect("key");
+    let p = policy.to_string_lossy().into_owned();
+    let input = path_of("markers/ccd.xml");
+    let r = |k: &std::path::Path| run(&["redact", "--policy", &p, "--key-file", &k.to_string_lossy(), &input]);
+    let (a, b, c) = (r(&k1), r(&k1), r(&k2));
+    assert_eq!(code(&a), 0, "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(a.stdout == b.stdout, "same key, other bytes");
+    assert!(a.stdout != c.stdout, "other key, same bytes");
+    assert!(!crate::no_leak::has_marker(&a.stdout));
+    assert!(String::from_utf8_lossy(&a.stdout).contains(" extension=\""), "no hashed extension");
+    let none = run(&["redact", "--policy", &p, &input]);
+    assert_ne!(code(&none), 0);
+    assert!(none.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Fail closed: under a policy that names only the codes, every other value is gone (names,
+/// classes, dates, narrative), and the document still parses.
+#[test]
+fn values_no_rule_names_are_removed() {
+    let dir = std::env::temp_dir().join(format!("phiward-ccda-min-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let policy = dir.join("p.toml");
+    std::fs::write(&policy, "[policy]\nname = \"t\"\n[[ccda]]\nselect = \"*@code\"\naction = \"keep\"\n")
+        .expect("policy");
+    let p = policy.to_string_lossy().into_owned();
+    let o = run(&["redact", "--policy", &p, &path_of("valid/discharge_summary.xml")]);
+    assert_eq!(code(&o), 0);
+    let text = String::from_utf8(o.stdout).expect("UTF-8");
+    xml::parse(text.as_bytes(), &Limits::default()).expect("well-formed");
+    assert!(text.contains("code=\"18842-5\""), "the rule's values kept");
+    for gone in
+        ["codeSystem=", "classCode=", "root=", "value=", "Marisol", "Testwright", "Reviewed", "Discharge Summary"]
+    {
+        assert!(!text.contains(gone), "{gone} passed through");
+    }
+    assert!(text.contains("<birthTime nullFlavor=\"MSK\"/>"), "an emptied data type has its null flavor");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -41,7 +41,8 @@
 //!   record type, termination code, missing L, date) located exactly.
 //! - `ccda`: every fixture under fixtures/ccda through validate against its manifest; inspect by
 //!   template; fmt a fixed point; the mutation test (section, templateId, fixed code, moodCode,
-//!   required element, TS) located exactly; no value out; fail closed under a redacting policy.
+//!   required element, TS) located exactly; no value out; Safe Harbor redaction over the
+//!   marker-filled CCD and Discharge Summary (no marker, well-formed, no new error), fail closed.
 //! - `redact_fail_closed`: keep means keep what the rule proves safe (issue 36): one regression
 //!   test per red-team finding on fixtures/redact/red_team, and `policy test` (shipped policies
 //!   pass it on the fixtures, a planted unsafe keep is found).

@@ -1,6 +1,6 @@
 //! The policy engines keyed by format: [`Redacts`] is what the pipeline asks of a format's
 //! engine, implemented here for each registered codec type over its engine module
-//! ([`super::hl7v2`], [`super::fhir`], [`super::x12`], [`super::astm`], [`super::dicom`], [`super::ncpdp`]). A format without an engine cannot be registered: the
+//! ([`super::hl7v2`], [`super::fhir`], [`super::x12`], [`super::astm`], [`super::dicom`], [`super::ncpdp`], [`super::ccda`]). A format without an engine cannot be registered: the
 //! registry's dispatch requires the trait.
 //!
 //! What it does not do: decide anything (the engines' rules do).
@@ -179,28 +179,25 @@ impl Redacts for Ncpdp {
     }
 }
 
-/// C-CDA has no redaction engine yet: it declares no `redact`, and the pipeline refuses
-/// `parse`, `fmt` and `redact` of a C-CDA document under a redacting policy
-/// (`CLI_FORMAT_UNSUPPORTED`) before anything is read. Should this be reached, nothing is
-/// written: fail closed, never a value.
 impl Redacts for crate::formats::ccda::Ccda {
-    const REDACTS: bool = false;
-    type Redactor<'p> = Counts;
+    const REDACTS: bool = true;
+    type Redactor<'p> = super::ccda::Redactor<'p>;
 
-    fn redactor<'p>(_policy: &'p Policy, _key: Option<&'p Key>) -> Self::Redactor<'p> {
-        Counts::default()
+    fn redactor<'p>(policy: &'p Policy, key: Option<&'p Key>) -> Self::Redactor<'p> {
+        super::ccda::Redactor::new(policy, key)
     }
 
     fn redact(
-        _redactor: &mut Self::Redactor<'_>,
-        _doc: &Self::Document,
+        redactor: &mut Self::Redactor<'_>,
+        doc: &Self::Document,
         _settings: &Settings,
-        _disclosure: &Disclosure,
-        _out: &mut Vec<u8>,
+        disclosure: &Disclosure,
+        out: &mut Vec<u8>,
     ) {
+        redactor.redact(doc, disclosure, out);
     }
 
     fn counts<'a>(redactor: &'a mut Self::Redactor<'_>) -> &'a mut Counts {
-        redactor
+        &mut redactor.counts
     }
 }

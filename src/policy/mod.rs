@@ -15,6 +15,7 @@
 pub mod action;
 pub mod astm;
 pub mod audit;
+pub mod ccda;
 pub mod dicom;
 mod engine;
 pub mod fhir;
@@ -86,6 +87,8 @@ pub struct Policy {
     pub dicom: Vec<dicom::Rule>,
     /// NCPDP Telecommunication D.0 rules, in order.
     pub ncpdp: Vec<ncpdp::Rule>,
+    /// C-CDA rules, in order.
+    pub ccda: Vec<ccda::Rule>,
 }
 
 /// Limits a policy sets.
@@ -124,6 +127,7 @@ impl Policy {
             || self.astm.iter().any(|r| r.action.needs_key())
             || self.dicom.iter().any(|r| r.action.needs_key())
             || self.ncpdp.iter().any(|r| r.action.needs_key())
+            || self.ccda.iter().any(|r| r.action.needs_key())
     }
 
     /// The first rule that needs a key, as a location.
@@ -134,7 +138,8 @@ impl Policy {
         let a = self.astm.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let d = self.dicom.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let n = self.ncpdp.iter().find(|r| r.action.needs_key()).map(|r| r.at);
-        [h, f, x, a, d, n].into_iter().flatten().min()
+        let c = self.ccda.iter().find(|r| r.action.needs_key()).map(|r| r.at);
+        [h, f, x, a, d, n, c].into_iter().flatten().min()
     }
 
     /// Fails with `POLICY_KEY_REQUIRED` (at the first keyed rule) when a key is needed and none
@@ -154,6 +159,7 @@ impl Policy {
             || self.astm.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.dicom.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.ncpdp.iter().any(|r| r.action == Action::Keep && r.free_text)
+            || self.ccda.iter().any(|r| r.action == Action::Keep && r.free_text)
     }
 }
 
@@ -241,6 +247,7 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
         astm: Vec::new(),
         dicom: Vec::new(),
         ncpdp: Vec::new(),
+        ccda: Vec::new(),
     };
     let mut have_head = false;
     for (key, value) in root.iter() {
@@ -278,6 +285,11 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
             "ncpdp" => {
                 for (rule, at) in rules(&ctx, value)? {
                     policy.ncpdp.push(ncpdp::Rule::build(&ctx, rule, at)?);
+                }
+            }
+            "ccda" => {
+                for (rule, at) in rules(&ctx, value)? {
+                    policy.ccda.push(ccda::Rule::build(&ctx, rule, at)?);
                 }
             }
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),

@@ -27,7 +27,7 @@ pub fn is_ccda(body: &[u8], _raw: &[u8]) -> bool {
 impl Codec for Ccda {
     const NAME: &'static str = "ccda";
     const OPERATIONS: &'static [Operation] =
-        &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt];
+        &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact];
     const MAX_FINDINGS: usize = validate::MAX_FINDINGS;
 
     type Envelope = ();

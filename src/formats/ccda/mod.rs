@@ -11,8 +11,10 @@
 //!   PROVENANCE.md);
 //! - `codec`: [`Ccda`], the registered format.
 //!
+//! Redaction is `crate::policy::ccda` (over the canonical writer's helpers).
+//!
 //! What it does not do: convert, evaluate the templates' FHIRPath invariants or value set
-//! bindings, or redact (its policy engine fails closed).
+//! bindings.
 
 pub mod base;
 mod codec;

@@ -37,19 +37,19 @@ use super::tables::TEMPLATES;
 
 /// Namespace prefixes of a canonical document: the URIs of other namespaces, in order of first
 /// use (`ns1`, `ns2`...).
-struct Prefixes<'a> {
-    other: Vec<&'a [u8]>,
+pub(crate) struct Prefixes<'a> {
+    pub(crate) other: Vec<&'a [u8]>,
     /// The prefix number of each namespace id (0: not another namespace).
     of: Vec<usize>,
-    sdtc: bool,
-    xsi: bool,
+    pub(crate) sdtc: bool,
+    pub(crate) xsi: bool,
 }
 
 #[expect(
     clippy::disallowed_methods,
     reason = "a data-channel writer: it writes values out under the operation's disclosure"
 )]
-fn prefixes<'a>(doc: &'a Document, disclosure: &Disclosure) -> Prefixes<'a> {
+pub(crate) fn prefixes<'a>(doc: &'a Document, disclosure: &Disclosure) -> Prefixes<'a> {
     let tree = doc.tree();
     let mut p = Prefixes { other: Vec::new(), of: vec![0; tree.namespace_count()], sdtc: false, xsi: false };
     let note = |id: NsId, ns: Ns, p: &mut Prefixes<'a>| match ns {
@@ -80,7 +80,7 @@ fn prefixes<'a>(doc: &'a Document, disclosure: &Disclosure) -> Prefixes<'a> {
     p
 }
 
-fn prefix_of(p: &Prefixes<'_>, id: NsId, ns: Ns) -> String {
+pub(crate) fn prefix_of(p: &Prefixes<'_>, id: NsId, ns: Ns) -> String {
     match ns {
         Ns::Sdtc => "sdtc:".into(),
         Ns::Xsi => "xsi:".into(),
@@ -91,7 +91,7 @@ fn prefix_of(p: &Prefixes<'_>, id: NsId, ns: Ns) -> String {
 }
 
 /// Escapes text content.
-fn text_escaped(out: &mut Vec<u8>, v: &[u8]) {
+pub(crate) fn text_escaped(out: &mut Vec<u8>, v: &[u8]) {
     for &b in v {
         match b {
             b'&' => out.extend_from_slice(b"&amp;"),
@@ -104,7 +104,7 @@ fn text_escaped(out: &mut Vec<u8>, v: &[u8]) {
 }
 
 /// Escapes an attribute value (double-quoted).
-fn attr_escaped(out: &mut Vec<u8>, v: &[u8]) {
+pub(crate) fn attr_escaped(out: &mut Vec<u8>, v: &[u8]) {
     for &b in v {
         match b {
             b'&' => out.extend_from_slice(b"&amp;"),
@@ -145,7 +145,7 @@ const ATTRIBUTE_ORDER: &[&[u8]] = &[
 ];
 
 /// The attributes of element `e` in canonical order: (group, qualified name, attribute).
-fn sorted_attrs<'d>(doc: &'d Document, p: &Prefixes<'_>, e: u32) -> Vec<(u8, Vec<u8>, &'d Attr)> {
+pub(crate) fn sorted_attrs<'d>(doc: &'d Document, p: &Prefixes<'_>, e: u32) -> Vec<(u8, Vec<u8>, &'d Attr)> {
     let tree = doc.tree();
     let first = tree.elements().get(e as usize).map_or(0, |x| x.attrs.start as usize);
     let mut v: Vec<(u8, Vec<u8>, &Attr)> = tree
