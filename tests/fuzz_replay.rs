@@ -231,3 +231,10 @@ fn redacted_header_only_transmission() {
 fn astm_latin1_byte_in_a_frame() {
     regression("astm", "free_text_byte_a4_in_a_frame");
 }
+
+/// A DICOM tag in a location (`(FF36,FFFF)`) is structure, though its hex digits match four bytes
+/// of a value (`CARFFFFD...`) by chance; found by the ncpdp fuzz run.
+#[test]
+fn ncpdp_ci_fuzz_crash_1() {
+    regression("ncpdp", "ci_fuzz_crash_1");
+}

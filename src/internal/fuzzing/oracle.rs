@@ -332,6 +332,19 @@ fn is_word_byte(b: u8) -> bool {
 /// Blanks vocabulary words and numbers; what is left should be punctuation and white space.
 fn scrub(text: &[u8]) -> Vec<u8> {
     let mut out = text.to_vec();
+    // A DICOM tag in a location, `(FF36,FFFF)`: a structural position (group and element
+    // numbers), not a value, though its hex digits can match four bytes of a value by chance.
+    let hex = |b: u8| b.is_ascii_digit() || (b'A'..=b'F').contains(&b);
+    let mut j = 0;
+    while j + 11 <= out.len() {
+        let w = &out[j..j + 11];
+        if w[0] == b'(' && w[5] == b',' && w[10] == b')' && w[1..5].iter().chain(&w[6..10]).all(|&b| hex(b)) {
+            out[j..j + 11].fill(b' ');
+            j += 11;
+        } else {
+            j += 1;
+        }
+    }
     let mut i = 0;
     while i < out.len() {
         if !is_word_byte(out[i]) {
