@@ -941,8 +941,12 @@ pub struct FhirPath {
     indexes: [u32; FhirPath::CAPACITY],
     len: u8,
     skipped: u16,
-    /// The byte offset of an element without a definition.
+    /// The byte offset of an element without a definition (written `/offset:N`), or, with
+    /// [`FhirPath::offset_is_position`], where the element the last step names starts (not
+    /// written: only its line and column come from it).
     pub offset: Option<u32>,
+    /// `offset` only positions the named element (see `offset`).
+    pub offset_is_position: bool,
     /// The key of an invariant (`ele-1`).
     pub invariant: Option<&'static &'static str>,
     /// The element's node in its record's document (`u32::MAX`: none): where the output finds
@@ -964,6 +968,7 @@ impl FhirPath {
             len: 0,
             skipped: 0,
             offset: None,
+            offset_is_position: false,
             invariant: None,
             node: u32::MAX,
         }
@@ -1003,6 +1008,11 @@ impl FhirPath {
         }
     }
 
+    /// The offset the location text carries (`/offset:N`): an element without a definition's.
+    pub fn written_offset(&self) -> Option<u32> {
+        self.offset.filter(|_| !self.offset_is_position)
+    }
+
     /// The number of steps kept.
     pub fn len(&self) -> usize {
         usize::from(self.len)
@@ -1039,7 +1049,7 @@ impl FhirPath {
                 out.push(b']');
             }
         }
-        if let Some(o) = self.offset {
+        if let Some(o) = self.written_offset() {
             out.extend_from_slice(b"/offset:");
             decimal(u64::from(o), out);
         }
@@ -1092,7 +1102,7 @@ impl fmt::Display for FhirPath {
                 write!(f, "[{}]", self.indexes[i])?;
             }
         }
-        if let Some(o) = self.offset {
+        if let Some(o) = self.written_offset() {
             write!(f, "/offset:{o}")?;
         }
         if let Some(key) = self.invariant {

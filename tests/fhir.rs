@@ -237,3 +237,50 @@ fn no_value_reaches_a_secondary_channel() {
         }
     }
 }
+
+/// A finding the reader makes on a defined element names it (from the definitions, never the
+/// input) with its index, and carries the element's line and column; only an element without a
+/// definition, whose name is the input's, is located by offset.
+#[test]
+fn reader_findings_name_their_element() {
+    let cases: &[(&str, &[u8], &str, &str)] = &[
+        ("--json", b"{\"resourceType\":\"Patient\",\n\"identifier\":[]}", "JSON_ARRAY_EMPTY", "Patient.identifier"),
+        ("--json", b"{\"resourceType\":\"Patient\",\n\"name\":{\"family\":\"x\"}}", "JSON_ARRAY_EXPECTED", "Patient.name"),
+        ("--json", b"{\"resourceType\":\"Patient\",\n\"gender\":[\"male\"]}", "JSON_ARRAY_UNEXPECTED", "Patient.gender"),
+        ("--json", b"{\"resourceType\":\"Patient\",\n\"active\":\"true\"}", "TYPE_MISMATCH", "Patient.active"),
+        ("--json", b"{\"resourceType\":\"Patient\",\n\"name\":[{\"given\":[\"a\",7]}]}", "TYPE_MISMATCH", "Patient.name[0].given[1]"),
+        ("--json", b"{\"resourceType\":\"Patient\",\n\"name\":[\"x\"]}", "TYPE_MISMATCH", "Patient.name[0]"),
+        (
+            "--json",
+            b"{\"resourceType\":\"Observation\",\"status\":\"final\",\"code\":{\"text\":\"t\"},\n\"valueQuantity\":{\"value\":\"5\"}}",
+            "TYPE_MISMATCH",
+            "Observation.valueQuantity.value",
+        ),
+        (
+            "--json",
+            b"{\"resourceType\":\"Patient\",\n\"name\":[{\"given\":[\"a\",\"b\"],\"_given\":[null]}]}",
+            "JSON_PRIMITIVE_MISMATCH",
+            "Patient.name[0].given",
+        ),
+        (
+            "--json",
+            b"<Patient xmlns=\"http://hl7.org/fhir\">\n<active value=\"true\"/><id value=\"a\"/></Patient>",
+            "ELEMENT_OUT_OF_ORDER",
+            "Patient.id",
+        ),
+        ("--json", b"{\"resourceType\":\"Patient\",\n\"nickname\":\"x\"}", "UNKNOWN_ELEMENT", "Patient/offset:27"),
+    ];
+    for (flag, input, want_code, want_location) in cases {
+        let o = run_stdin(&["validate", flag, "--format", "fhir", "-"], input);
+        let out = lines(&o.stdout);
+        let findings: Vec<&Value> = out.iter().flat_map(|l| l["findings"].as_array().into_iter().flatten()).collect();
+        let f = findings
+            .iter()
+            .find(|f| f["code"] == *want_code)
+            .unwrap_or_else(|| panic!("{want_code}: not found in {out:?}"));
+        assert_eq!(f["location"], *want_location, "{want_code}: {f}");
+        assert_eq!(f["line"], 2, "{want_code}: {f}");
+        assert!(f["column"].as_u64().is_some_and(|c| c >= 1), "{want_code}: {f}");
+        assert!(!f["location"].as_str().unwrap_or_default().contains("x\""), "{f}");
+    }
+}

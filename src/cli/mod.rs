@@ -440,7 +440,9 @@ fn run_request(
         limits,
         strict,
         unsafe_show_values: a.unsafe_show_values,
-        ndjson: a.ndjson,
+        // A file named `*.ndjson` is NDJSON, as in a directory walk (`--ndjson` for any other
+        // name and for stdin).
+        ndjson: a.ndjson || batch::is_ndjson_name(&a.input),
         to,
         convert,
         policy,

@@ -58,7 +58,7 @@ pub(super) fn full_location(doc: &Document, d: &Diagnostic, out: &mut Vec<u8>) -
             step(name, index, out);
         }
     }
-    if let Some(o) = p.offset {
+    if let Some(o) = p.written_offset() {
         out.extend_from_slice(b"/offset:");
         crate::diag::decimal(u64::from(o), out);
     }

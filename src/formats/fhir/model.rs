@@ -291,6 +291,30 @@ pub(super) fn path_in(nodes: &[Node], i: u32) -> FhirPath {
     path
 }
 
+/// The location of the defined element `elem` (of type `ty`, for a choice's name) of node
+/// `parent`, item `index` of a repeating one (`None`: the property as a whole), for a finding
+/// the reader makes before the element has a node of its own: `Patient.name[1]`, named from the
+/// definitions, with `at` (where the element starts) kept only for its line and column. Under
+/// an element without a definition the path ends there, at `at`, as [`path_in`]'s do.
+pub(super) fn path_of_element(
+    nodes: &[Node],
+    parent: u32,
+    elem: ElemRef,
+    ty: Option<TypeId>,
+    index: Option<u32>,
+    at: u32,
+) -> FhirPath {
+    let mut path = path_in(nodes, parent);
+    if path.offset.is_none() {
+        if let Some(name) = defs::step_name(elem, ty) {
+            path.push(name, index);
+            path.offset_is_position = true;
+        }
+    }
+    path.offset = Some(at);
+    path
+}
+
 /// A blank node to fill in.
 pub(super) fn blank(parent: u32, offset: u32) -> Node {
     Node {

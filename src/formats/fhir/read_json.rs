@@ -73,6 +73,14 @@ impl Reader<'_> {
         self.b.findings.push(Diagnostic::new(code, Location::Fhir(path)));
     }
 
+    /// A finding on the defined element `elem` of `parent` (item `index` of a repeating one;
+    /// `None`: the property as a whole), positioned at offset `at`: located by the element's
+    /// name, which comes from the definitions (see [`model::path_of_element`]).
+    fn finding_on(&mut self, code: Code, parent: u32, elem: ElemRef, ty: Option<TypeId>, index: Option<u32>, at: u32) {
+        let path = model::path_of_element(&self.b.nodes, parent, elem, ty, index, at);
+        self.b.findings.push(Diagnostic::new(code, Location::Fhir(path)));
+    }
+
     fn open(&mut self, node: Node) -> Result<u32, Diagnostic> {
         let offset = node.offset;
         self.b.open(node).ok_or_else(|| self.too_large(offset))
@@ -214,21 +222,21 @@ impl Reader<'_> {
 
     /// Items of a property value: the array's items (with an array check against the
     /// element's cardinality), or the value itself.
-    fn items(&mut self, m: u32, parent: u32, repeats: bool) -> Vec<u32> {
+    fn items(&mut self, m: u32, parent: u32, elem: ElemRef, ty: Option<TypeId>, repeats: bool) -> Vec<u32> {
         let tree = self.tree;
         let n = tree.node(m);
         if n.kind == J::Array {
             if !repeats {
-                self.finding(Code::JSON_ARRAY_UNEXPECTED, parent, Some(n.key_offset));
+                self.finding_on(Code::JSON_ARRAY_UNEXPECTED, parent, elem, ty, None, n.key_offset);
             }
             let items: Vec<u32> = tree.children(m).collect();
             if items.is_empty() {
-                self.finding(Code::JSON_ARRAY_EMPTY, parent, Some(n.key_offset));
+                self.finding_on(Code::JSON_ARRAY_EMPTY, parent, elem, ty, None, n.key_offset);
             }
             items
         } else {
             if repeats {
-                self.finding(Code::JSON_ARRAY_EXPECTED, parent, Some(n.key_offset));
+                self.finding_on(Code::JSON_ARRAY_EXPECTED, parent, elem, ty, None, n.key_offset);
             }
             vec![m]
         }
@@ -238,11 +246,17 @@ impl Reader<'_> {
         let tree = self.tree;
         let Some(def) = defs::element(elem) else { return Ok(()) };
         let key_offset = tree.node(m).key_offset;
-        let items = self.items(m, parent, def.repeats());
+        let step_ty = match ty {
+            TypeRef::Type(t) => Some(t),
+            _ => None,
+        };
+        let repeats = def.repeats();
+        let items = self.items(m, parent, elem, step_ty, repeats);
         for (index, item) in items.into_iter().enumerate() {
             let n = *tree.node(item);
             if n.kind != J::Object {
-                self.finding(Code::TYPE_MISMATCH, parent, Some(n.offset));
+                let at = repeats.then_some(index as u32);
+                self.finding_on(Code::TYPE_MISMATCH, parent, elem, step_ty, at, n.offset);
                 continue;
             }
             let index = index as u32;
@@ -273,16 +287,17 @@ impl Reader<'_> {
         let tree = self.tree;
         let Some(def) = defs::element(elem) else { return Ok(()) };
         let repeats = def.repeats();
-        let values: Vec<u32> = g.value.map(|v| self.items(v, parent, repeats)).unwrap_or_default();
-        let exts: Vec<u32> = g.ext.map(|e| self.items(e, parent, repeats)).unwrap_or_default();
+        let values: Vec<u32> = g.value.map(|v| self.items(v, parent, elem, Some(t), repeats)).unwrap_or_default();
+        let exts: Vec<u32> = g.ext.map(|e| self.items(e, parent, elem, Some(t), repeats)).unwrap_or_default();
         if g.value.is_some() && g.ext.is_some() && values.len() != exts.len() {
             let at = g.ext.map_or(0, |e| tree.node(e).key_offset);
-            self.finding(Code::JSON_PRIMITIVE_MISMATCH, parent, Some(at));
+            self.finding_on(Code::JSON_PRIMITIVE_MISMATCH, parent, elem, Some(t), None, at);
         }
         let count = values.len().max(exts.len());
         let key_offset = tree.node(g.value.or(g.ext).unwrap_or(0)).key_offset;
         let wanted = json_kind_of(defs::type_name(t));
         for index in 0..count {
+            let item = repeats.then_some(index as u32);
             let v = values.get(index).copied().filter(|&v| tree.node(v).kind != J::Null);
             let e = exts.get(index).copied().filter(|&e| tree.node(e).kind != J::Null);
             if v.is_none() && e.is_none() {
@@ -292,13 +307,13 @@ impl Reader<'_> {
                     Code::TYPE_MISMATCH
                 };
                 let at = values.get(index).or(exts.get(index)).map_or(key_offset, |&x| tree.node(x).offset);
-                self.finding(code, parent, Some(at));
+                self.finding_on(code, parent, elem, Some(t), item, at);
                 continue;
             }
             if let Some(v) = values.get(index).copied().filter(|&v| tree.node(v).kind == J::Null) {
                 // A null value is only a placeholder in a repeating element's array.
                 if !repeats {
-                    self.finding(Code::TYPE_MISMATCH, parent, Some(tree.node(v).offset));
+                    self.finding_on(Code::TYPE_MISMATCH, parent, elem, Some(t), None, tree.node(v).offset);
                 }
             }
             let mut node = model::blank(parent, key_offset);
@@ -318,13 +333,13 @@ impl Reader<'_> {
                 match kind {
                     Some(k) => {
                         if k != wanted {
-                            self.finding(Code::TYPE_MISMATCH, parent, Some(n.offset));
+                            self.finding_on(Code::TYPE_MISMATCH, parent, elem, Some(t), item, n.offset);
                         }
                         node.value_kind = if def.xhtml && k == ValueKind::String { ValueKind::Xhtml } else { k };
                         node.value = n.text;
                     }
                     None => {
-                        self.finding(Code::TYPE_MISMATCH, parent, Some(n.offset));
+                        self.finding_on(Code::TYPE_MISMATCH, parent, elem, Some(t), item, n.offset);
                         // Keep the content for fmt, without interpreting it.
                         node.flags = flag::UNKNOWN;
                         node.name_text = n.key.unwrap_or_default();
@@ -340,7 +355,7 @@ impl Reader<'_> {
                 if tree.node(e).kind == J::Object {
                     self.members(e, i, ElemRef { ty: t, idx: 0 }, false, true)?;
                 } else {
-                    self.finding(Code::TYPE_MISMATCH, parent, Some(tree.node(e).offset));
+                    self.finding_on(Code::TYPE_MISMATCH, parent, elem, Some(t), item, tree.node(e).offset);
                 }
             }
             self.b.close(i);

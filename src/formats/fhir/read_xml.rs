@@ -222,9 +222,7 @@ impl Reader<'_> {
                 continue;
             };
             let Some(def) = defs::element(elem) else { continue };
-            if elem.idx < last_idx {
-                self.finding(Code::ELEMENT_OUT_OF_ORDER, parent, Some(child.offset));
-            }
+            let out_of_order = elem.idx < last_idx;
             last_idx = last_idx.max(elem.idx);
             let index = match counts.iter_mut().find(|(idx, _)| *idx == elem.idx) {
                 Some(entry) => {
@@ -236,6 +234,12 @@ impl Reader<'_> {
                     0
                 }
             };
+            if out_of_order {
+                // Named from the definitions, with its index among its own kind.
+                let at = def.repeats().then_some(index);
+                let path = model::path_of_element(&self.b.nodes, parent, elem, choice_ty, at, child.offset);
+                self.b.findings.push(Diagnostic::new(Code::ELEMENT_OUT_OF_ORDER, Location::Fhir(path)));
+            }
             let ty = match choice_ty {
                 Some(t) => TypeRef::Type(t),
                 None => def.types.first().copied().unwrap_or(TypeRef::Backbone),
@@ -379,7 +383,7 @@ mod tests {
         );
         let found = findings(&xml);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].starts_with("ELEMENT_OUT_OF_ORDER Patient/offset:"), "{found:?}");
+        assert_eq!(found[0], "ELEMENT_OUT_OF_ORDER Patient.text", "{found:?}");
         assert!(found[1].starts_with("XML_NAMESPACE_INVALID Patient/offset:"), "{found:?}");
     }
 }
