@@ -493,6 +493,7 @@ fn run_op(input: &[u8], command: Command, format: Option<&str>, strict: bool) ->
         convert: crate::convert::Options::default(),
         policy: None,
         key: None,
+        model: crate::formats::codec::ModelShape::Positional,
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);
