@@ -49,6 +49,10 @@ fn text(bytes: &[u8]) -> String {
 #[cfg(feature = "mcp")]
 fn cli(tool: &str, input: &[u8], format: Option<&str>, ndjson: bool) -> (i32, Option<Value>) {
     let mut args = vec![tool, "--json", "-"];
+    if tool == "parse" {
+        // The MCP default: the named model (the CLI's default is the positional one).
+        args.extend(["--model", "named"]);
+    }
     if let Some(f) = format {
         args.extend(["--format", f]);
     }
@@ -813,6 +817,20 @@ fn selection_returns_exactly_what_was_asked() {
     let batch = adt_batch(3);
     let reply =
         call("parse", json!({ "content": batch, "fields": ["PID-5", "PID-7"], "segments": ["OBX"], "max_bytes": 0 }));
+    assert_eq!(reply["status"], "success", "{reply}");
+    for record in reply["data"]["records"].as_array().expect("records") {
+        let segments = record["model"]["segments"].as_array().expect("segments");
+        let ids: Vec<&str> = segments.iter().map(|s| s["id"].as_str().unwrap_or_default()).collect();
+        assert_eq!(ids, ["PID", "OBX"]);
+        // The named model (the default): the fields asked for, keyed by position and name.
+        let keys: Vec<&String> = segments[0]["fields"].as_object().expect("fields").keys().collect();
+        assert_eq!(keys, ["5 patient_name", "7 date_time_of_birth"]);
+        assert!(segments[1]["fields"].as_object().is_some_and(|f| f.len() >= 5), "OBX whole");
+    }
+    let reply = call(
+        "parse",
+        json!({ "content": batch, "fields": ["PID-5", "PID-7"], "segments": ["OBX"], "max_bytes": 0, "model": "positional" }),
+    );
     assert_eq!(reply["status"], "success", "{reply}");
     for record in reply["data"]["records"].as_array().expect("records") {
         let segments = record["model"]["segments"].as_array().expect("segments");

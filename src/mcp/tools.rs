@@ -215,6 +215,19 @@ impl Tool {
             && let Value::Object(shape) = shape_properties()
         {
             props.extend(shape);
+            if self == Tool::Parse {
+                props.insert(
+                    "model".to_owned(),
+                    json!({
+                        "type": "string",
+                        "enum": ["named", "positional"],
+                        "default": "named",
+                        "description": "HL7 v2: named (fields keyed \"5 patient_name\", components by \
+                                        name, from the version's tables) or positional (arrays by \
+                                        position). Other formats have one model, given for either."
+                    }),
+                );
+            }
         }
         schema
     }

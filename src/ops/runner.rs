@@ -451,8 +451,17 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             Command::Parse | Command::Validate | Command::Inspect => {
                 let record = self.multi.then_some(self.records);
                 let mut json = Zeroizing::new(Vec::with_capacity(256));
-                let rendered = render::<C>(command, &doc, findings, record, Some(offset), self.disclosure, self.settings.model, &mut json)
-                    .map_err(Failure::code)?;
+                let rendered = render::<C>(
+                    command,
+                    &doc,
+                    findings,
+                    record,
+                    Some(offset),
+                    self.disclosure,
+                    self.settings.model,
+                    &mut json,
+                )
+                .map_err(Failure::code)?;
                 if self.par.is_some() && self.multi {
                     let job = par::Job::Rendered {
                         record: self.records,

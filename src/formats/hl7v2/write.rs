@@ -746,7 +746,11 @@ impl Writer {
                 out.extend_from_slice(if ty.is_some() { b"{}" } else { b"\"\"" });
                 continue;
             }
-            let components = memchr::memchr(self.d.component, all.get(rep.clone()).unwrap_or_default()).is_some();
+            // Components (or the subcomponents of the first) of a type the tables do not name:
+            // an object keyed by position, so that a component is never mistaken for a
+            // subcomponent.
+            let raw = all.get(rep.clone()).unwrap_or_default();
+            let components = kinds_of(&self.class, raw) & (COMPONENT | SUBCOMPONENT) != 0;
             match ty {
                 Some(ty) => self.named_parts(all, rep, self.d.component, Some(ty), tables, false, out),
                 None if components => self.named_parts(all, rep, self.d.component, None, tables, false, out),
