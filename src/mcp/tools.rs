@@ -196,7 +196,7 @@ impl Tool {
     /// definitions they share (`$defs`: a record's object, the findings, the format names).
     pub fn output_schema(self) -> Value {
         let findings = json!({"$ref": "#/$defs/findings"});
-        let (one, defs) = match self {
+        let (properties, required): (Value, &[&str]) = match self {
             Tool::Parse => (
                 json!({
                     "format": {"type": "string"},
@@ -209,11 +209,11 @@ impl Tool {
                     },
                     "warnings": findings
                 }),
-                ["format", "model", "warnings"],
+                &["format", "model", "warnings"],
             ),
             Tool::Validate => (
                 json!({"format": {"type": "string"}, "valid": {"type": "boolean"}, "findings": findings}),
-                ["format", "valid", "findings"],
+                &["format", "valid", "findings"],
             ),
             Tool::Convert => (
                 json!({
@@ -221,9 +221,9 @@ impl Tool {
                     "bundle": {"type": "object", "description": "A FHIR R4 Bundle."},
                     "findings": findings
                 }),
-                ["format", "bundle", "findings"],
+                &["format", "bundle", "findings"],
             ),
-            Tool::Inspect => (json!({"format": {"type": "string"}}), ["format", "", ""]),
+            Tool::Inspect => (json!({"format": {"type": "string"}}), &["format"]),
             Tool::Redact => {
                 let data = json!({
                     "type": "object",
@@ -242,12 +242,11 @@ impl Tool {
                 return envelope(data, STATUS, Map::new());
             }
         };
-        let mut properties = one;
+        let mut properties = properties;
         if let Some(props) = properties.as_object_mut() {
             props.insert("record".to_owned(), json!({"type": "integer", "minimum": 1}));
             props.insert("offset".to_owned(), json!({"type": "integer", "minimum": 0}));
         }
-        let required: Vec<&str> = defs.into_iter().filter(|r| !r.is_empty()).collect();
         let mut record = json!({"type": "object", "properties": properties, "required": required});
         if self == Tool::Inspect
             && let Some(obj) = record.as_object_mut()
