@@ -94,6 +94,25 @@ fn z_segments_and_fields_past_the_tables_are_keyed_by_position() {
 }
 
 #[test]
+fn trailing_empty_parts_do_not_change_the_shape_and_fmt_keeps_the_model() {
+    // Found by the fuzz harness (parse, fmt, parse): `\&` was a component with subcomponents
+    // before `fmt` and a value after it.
+    let msg = "MSH|^~\\&|A|B|C|D|20240101||ADT^A01|1|P|2.5.1\r\
+               PID|1||X||DOE&^JANE^^|||F^\r\
+               ZPI|A^|B&|\\&|C&D^|~E\r";
+    let v = parse(msg.as_bytes(), "named", &[]);
+    assert_eq!(fields(&v, 1)["5 patient_name"], json!([{"1 family_name": "DOE", "2 given_name": "JANE"}]));
+    assert_eq!(fields(&v, 1)["8 administrative_sex"], "F");
+    assert_eq!(
+        fields(&v, 2),
+        &json!({"1": "A", "2": "B", "3": "\\", "4": {"1": {"1": "C", "2": "D"}}, "5": ["", "E"]})
+    );
+    let canonical = run_stdin(&["fmt", "-"], msg.as_bytes());
+    assert_eq!(canonical.status.code(), Some(0));
+    assert_eq!(parse(&canonical.stdout, "named", &[]), v, "a message and its canonical form have one model");
+}
+
+#[test]
 fn an_unknown_version_falls_back_to_the_documented_one() {
     for (msh12, tables) in [
         ("2.5.1", "2.5.1"),

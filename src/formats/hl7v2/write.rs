@@ -706,6 +706,12 @@ fn parts(all: &[u8], range: Range<usize>, sep: u8) -> impl Iterator<Item = Range
 }
 
 impl Writer {
+    /// The number of parts of `all[range]` between the separators `sep` up to the last that
+    /// holds something (0: none does).
+    fn held(&self, all: &[u8], range: Range<usize>, sep: u8) -> usize {
+        parts(all, range, sep).enumerate().filter(|(_, r)| self.holds(all, r.clone())).last().map_or(0, |(i, _)| i + 1)
+    }
+
     /// True when `all[range]` holds something but separators.
     fn holds(&self, all: &[u8], range: Range<usize>) -> bool {
         kinds_of(&self.class, all.get(range).unwrap_or_default()) & OTHER != 0
@@ -728,11 +734,7 @@ impl Writer {
         self.special = kinds & SPECIAL != 0;
         let ty = def.and_then(|f| composite(tables, f.data_type));
         // Trailing empty repetitions carry no meaning (as in the positional model).
-        let count = parts(all, span.clone(), self.d.repetition)
-            .enumerate()
-            .filter(|(_, r)| self.holds(all, r.clone()))
-            .last()
-            .map_or(0, |(i, _)| i + 1);
+        let count = self.held(all, span.clone(), self.d.repetition);
         let list = count > 1 || def.is_some_and(FieldDef::is_repeatable);
         if list {
             out.push(b'[');
@@ -746,15 +748,21 @@ impl Writer {
                 out.extend_from_slice(if ty.is_some() { b"{}" } else { b"\"\"" });
                 continue;
             }
-            // Components (or the subcomponents of the first) of a type the tables do not name:
+            if let Some(ty) = ty {
+                self.named_parts(all, rep, self.d.component, Some(ty), tables, false, out);
+                continue;
+            }
+            // A type the tables do not name: components (or the subcomponents of the first) are
             // an object keyed by position, so that a component is never mistaken for a
-            // subcomponent.
-            let raw = all.get(rep.clone()).unwrap_or_default();
-            let components = kinds_of(&self.class, raw) & (COMPONENT | SUBCOMPONENT) != 0;
-            match ty {
-                Some(ty) => self.named_parts(all, rep, self.d.component, Some(ty), tables, false, out),
-                None if components => self.named_parts(all, rep, self.d.component, None, tables, false, out),
-                None => self.named_component(all, rep, None, tables, out),
+            // subcomponent; trailing empty parts do not count (as in the positional model, and
+            // so that a message and its canonical form have one model).
+            let first = parts(all, rep.clone(), self.d.component).next().unwrap_or(rep.start..rep.start);
+            if self.held(all, rep.clone(), self.d.component) > 1
+                || self.held(all, first.clone(), self.d.subcomponent) > 1
+            {
+                self.named_parts(all, rep, self.d.component, None, tables, false, out);
+            } else {
+                self.named_component(all, first, None, tables, out);
             }
         }
         if list {
@@ -809,8 +817,10 @@ impl Writer {
         tables: &'static Schema,
         out: &mut Vec<u8>,
     ) {
-        if memchr::memchr(self.d.subcomponent, all.get(range.clone()).unwrap_or_default()).is_none() {
-            self.value(all, range.start, range.end, out);
+        if self.held(all, range.clone(), self.d.subcomponent) <= 1 {
+            // One subcomponent (trailing empty ones do not count): a value.
+            let first = parts(all, range.clone(), self.d.subcomponent).next().unwrap_or(range);
+            self.value(all, first.start, first.end, out);
             return;
         }
         let ty = def.and_then(|c| composite(tables, c.data_type));
