@@ -24,6 +24,9 @@
 //!   licences, the importers on synthetic files, map-codes, MCP against the CLI.
 //! - `mcp`: the MCP server: tool definitions, dispatch against the CLI's --json, argument
 //!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy.
+//! - `named_model`: the named HL7 v2 model (`parse --model named`, the MCP default): keys from
+//!   the version's tables, Z-segments by position, repetitions, escapes, the fallback version,
+//!   the same values as the positional model with and without a redacting policy.
 //! - `parallel`: multi-record inputs processed in batches on several threads (a file) give
 //!   exactly what record-by-record processing (a pipe) gives, in input order: MLLP, ER7, NDJSON.
 //! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
@@ -67,6 +70,7 @@ mod fuzz_replay;
 mod hl7v2_conformance;
 mod hl7v2_fixtures;
 mod mcp;
+mod named_model;
 mod ncpdp;
 mod no_leak;
 mod parallel;

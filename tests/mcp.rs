@@ -49,6 +49,10 @@ fn text(bytes: &[u8]) -> String {
 #[cfg(feature = "mcp")]
 fn cli(tool: &str, input: &[u8], format: Option<&str>, ndjson: bool) -> (i32, Option<Value>) {
     let mut args = vec![tool, "--json", "-"];
+    if tool == "parse" {
+        // The MCP default: the named model (the CLI's default is the positional one).
+        args.extend(["--model", "named"]);
+    }
     if let Some(f) = format {
         args.extend(["--format", f]);
     }
@@ -127,6 +131,62 @@ fn tools_list_shows_annotated_tools_with_schemas() {
     );
     let convert = serde_json::to_value(&tools[3]).expect("serializes");
     assert_eq!(convert["inputSchema"]["properties"]["to"]["enum"], json!(["fhir"]));
+}
+
+/// Every `$ref` of a schema (`#/$defs/<name>`), at any depth.
+#[cfg(feature = "mcp")]
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("$ref", Value::String(r)) => out.push(r.clone()),
+                    _ => refs(x, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|x| refs(x, out)),
+        _ => {}
+    }
+}
+
+/// `tools/list` fits in 32 KB (issue 34: it is the first thing an agent reads, whole): the
+/// result as `definitions()` gives it and the JSON-RPC reply the server writes. The output
+/// schemas share their parts through `$defs`, and every `$ref` resolves inside its own schema.
+#[cfg(feature = "mcp")]
+#[test]
+fn tools_list_is_under_32_kb_with_schemas_whose_refs_resolve() {
+    let tools = mcp::definitions();
+    let result = serde_json::to_vec(&json!({ "tools": tools })).expect("serializes").len();
+    assert!(result < 32_768, "tools/list result: {result} bytes");
+    let mut lines = handshake();
+    lines.push(line(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})));
+    let (exit, replies, _) = exchange(env!("CARGO_BIN_EXE_phiward"), &["mcp"], &lines);
+    assert_eq!(exit, 0);
+    let wire = serde_json::to_vec(reply(&replies, 1)).expect("serializes").len();
+    assert!(wire < 32_768, "tools/list reply: {wire} bytes");
+    assert!(wire >= result, "the reply holds the result");
+    for t in &tools {
+        let v = serde_json::to_value(t).expect("a tool serializes");
+        let out = &v["outputSchema"];
+        let mut found = Vec::new();
+        refs(out, &mut found);
+        for r in &found {
+            let name = r.strip_prefix("#/$defs/").unwrap_or_else(|| panic!("{}: $ref {r} outside $defs", t.name));
+            assert!(out["$defs"].get(name).is_some(), "{}: $ref {r} does not resolve", t.name);
+        }
+        let message_tool = Tool::from_name(&t.name).is_some();
+        if message_tool && t.name != "redact" {
+            assert!(found.iter().any(|r| r == "#/$defs/record"), "{}: data refers to its record", t.name);
+        }
+        let mut input_refs = Vec::new();
+        refs(&v["inputSchema"], &mut input_refs);
+        assert!(input_refs.is_empty(), "{}: the input schema stands alone", t.name);
+    }
+    // The parse tool documents its `model` argument.
+    let parse = serde_json::to_value(&tools[0]).expect("serializes");
+    assert_eq!(parse["inputSchema"]["properties"]["model"]["enum"], json!(["named", "positional"]));
+    assert_eq!(parse["inputSchema"]["properties"]["model"]["default"], "named");
 }
 
 /// The server's instructions follow its policy: they name the tools `tools/list` shows and no
@@ -813,6 +873,20 @@ fn selection_returns_exactly_what_was_asked() {
     let batch = adt_batch(3);
     let reply =
         call("parse", json!({ "content": batch, "fields": ["PID-5", "PID-7"], "segments": ["OBX"], "max_bytes": 0 }));
+    assert_eq!(reply["status"], "success", "{reply}");
+    for record in reply["data"]["records"].as_array().expect("records") {
+        let segments = record["model"]["segments"].as_array().expect("segments");
+        let ids: Vec<&str> = segments.iter().map(|s| s["id"].as_str().unwrap_or_default()).collect();
+        assert_eq!(ids, ["PID", "OBX"]);
+        // The named model (the default): the fields asked for, keyed by position and name.
+        let keys: Vec<&String> = segments[0]["fields"].as_object().expect("fields").keys().collect();
+        assert_eq!(keys, ["5 patient_name", "7 date_time_of_birth"]);
+        assert!(segments[1]["fields"].as_object().is_some_and(|f| f.len() >= 5), "OBX whole");
+    }
+    let reply = call(
+        "parse",
+        json!({ "content": batch, "fields": ["PID-5", "PID-7"], "segments": ["OBX"], "max_bytes": 0, "model": "positional" }),
+    );
     assert_eq!(reply["status"], "success", "{reply}");
     for record in reply["data"]["records"].as_array().expect("records") {
         let segments = record["model"]["segments"].as_array().expect("segments");

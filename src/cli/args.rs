@@ -383,8 +383,31 @@ pub struct ParseArgs {
     /// The input is NDJSON (FHIR): one resource per line, one output record per line.
     #[arg(long)]
     pub ndjson: bool,
+    /// HL7 v2: `positional` (fields as arrays by position, for programs) or `named` (fields and
+    /// components keyed by position and name from the version's tables; docs/hl7v2-model.md).
+    /// Other formats have one model, written for either.
+    #[arg(long, value_enum, value_name = "MODEL", default_value = "positional")]
+    pub model: ModelArg,
     #[command(flatten)]
     pub policy: PolicyArgs,
+}
+
+/// The models of `parse --model`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModelArg {
+    /// Fields as arrays by position.
+    Positional,
+    /// Fields and components keyed by position and name.
+    Named,
+}
+
+impl From<ModelArg> for crate::formats::codec::ModelShape {
+    fn from(m: ModelArg) -> Self {
+        match m {
+            ModelArg::Positional => crate::formats::codec::ModelShape::Positional,
+            ModelArg::Named => crate::formats::codec::ModelShape::Named,
+        }
+    }
 }
 
 /// `ack` options.
@@ -461,6 +484,8 @@ pub struct InputArgs {
     pub limits: LimitArgs,
     /// HL7 v2 segment terminators as LF (`fmt`, `redact`).
     pub line_ending: LineEnding,
+    /// `parse --model`.
+    pub model: crate::formats::codec::ModelShape,
 }
 
 impl InputArgs {
@@ -477,6 +502,7 @@ impl InputArgs {
             key_file: None,
             limits: read.limits,
             line_ending: LineEnding::Cr,
+            model: crate::formats::codec::ModelShape::Positional,
         }
     }
 
@@ -487,7 +513,8 @@ impl InputArgs {
 
 impl From<ParseArgs> for InputArgs {
     fn from(a: ParseArgs) -> Self {
-        InputArgs { json: a.json, ndjson: a.ndjson, ..InputArgs::new(a.read) }.with_policy(a.policy)
+        InputArgs { json: a.json, ndjson: a.ndjson, model: a.model.into(), ..InputArgs::new(a.read) }
+            .with_policy(a.policy)
     }
 }
 

@@ -222,6 +222,7 @@ pub fn run(
             convert: crate::convert::Options::default(),
             policy: policy.clone(),
             key: None,
+            model: crate::formats::codec::ModelShape::Positional,
         };
         let digest = match (entry, log) {
             (Entry::File(p), Some(log)) if log.key.is_some() => std::fs::read(p).ok().and_then(|b| log.digest(&b)),

@@ -447,6 +447,7 @@ fn run_request(
         convert,
         policy,
         key,
+        model: a.model,
     };
     let lf = match a.line_ending {
         args::LineEnding::Lf => true,

@@ -194,6 +194,7 @@ pub fn run(
             convert: crate::convert::Options::default(),
             policy: policy.clone(),
             key: key.clone(),
+            model: crate::formats::codec::ModelShape::Positional,
         };
         let mut bytes = Bytes::default();
         let outcome = ops::run(request, &mut bytes);

@@ -92,6 +92,34 @@ pub enum Syntax {
     Xml,
 }
 
+/// Which model `parse` writes. HL7 v2 has two; every other format has one model, written for
+/// either value (the argument is accepted and has no effect there).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum ModelShape {
+    /// Fields as arrays by position (`"fields": [["|"], ["^~\\&"], ...]`): the CLI's default,
+    /// for programs.
+    #[default]
+    Positional,
+    /// Fields and components keyed by position and name from the version's tables
+    /// (`"5 patient_name"`): the MCP default, for readers (see docs/hl7v2-model.md).
+    Named,
+}
+
+impl ModelShape {
+    /// The name the CLI (`--model`) and MCP (`model`) take.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelShape::Positional => "positional",
+            ModelShape::Named => "named",
+        }
+    }
+
+    /// The shape of a name (exact match).
+    pub fn from_name(name: &str) -> Option<ModelShape> {
+        [ModelShape::Positional, ModelShape::Named].into_iter().find(|m| m.as_str() == name)
+    }
+}
+
 /// The request's settings a codec reads (value-free, `Copy`).
 #[derive(Copy, Clone, Debug)]
 pub struct Settings {
@@ -105,6 +133,8 @@ pub struct Settings {
     pub to: Option<Syntax>,
     /// A framing the caller declared (`--format mllp`); `None`: the codec detects it.
     pub framing: Option<Framing>,
+    /// `parse`: the model to write.
+    pub model: ModelShape,
 }
 
 /// Which findings a caller wants.
@@ -223,6 +253,12 @@ pub trait Codec: 'static {
 
     /// Writes the JSON model of a record (data channel).
     fn model_json(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>);
+
+    /// Writes the named model of a record (data channel): keyed by the names of the format's
+    /// definitions. A format with one model (all but HL7 v2) writes that model.
+    fn named_model_json(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
+        Self::model_json(doc, disclosure, out);
+    }
 
     /// Writes the value-free summary of a record (a JSON object).
     fn summary(doc: &Self::Document, findings: &[Diagnostic], out: &mut Vec<u8>) -> Result<(), Code>;

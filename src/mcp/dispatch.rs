@@ -19,6 +19,7 @@ use zeroize::Zeroize;
 
 use crate::diag::Code;
 use crate::error::exit_code_for;
+use crate::formats::codec::ModelShape;
 use crate::formats::{Format, Operation};
 use crate::limits::Limits;
 use crate::ops::{self, Command, Item, Request, Sink, Source, Status};
@@ -264,6 +265,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         convert: input.convert,
         policy,
         key: config.key.clone(),
+        model: input.model,
     };
     let redacted = request.redaction().map(|p| (p.name.clone(), p.digest.clone()));
     let mut sink = Collect { keep_bytes: tool == Tool::Redact, ..Collect::default() };
@@ -314,6 +316,7 @@ pub(super) fn redact_for_disclosure(bytes: Vec<u8>, config: &Config) -> Result<O
         convert: crate::convert::Options::default(),
         policy: Some(policy),
         key: config.key.clone(),
+        model: ModelShape::Positional,
     };
     let mut sink = Collect { keep_bytes: true, ..Collect::default() };
     let outcome = ops::run(request, &mut sink);
@@ -364,6 +367,8 @@ struct Input {
     ndjson: bool,
     /// `convert` options (`bundle_type`, `default_timezone`).
     convert: crate::convert::Options,
+    /// `parse`: the model (named unless `model` asks for the positional one).
+    model: ModelShape,
 }
 
 /// Reads the declared properties; ignores the others.
@@ -427,7 +432,12 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
             Some(_) => return Err(ArgError::usage("default_timezone")),
         };
     }
-    Ok(Input { bytes, format, framing, ndjson, convert })
+    let model = match (tool, args.get("model")) {
+        (Tool::Parse, Some(Value::String(s))) => ModelShape::from_name(s).ok_or(ArgError::usage("model"))?,
+        (Tool::Parse, Some(v)) if !v.is_null() => return Err(ArgError::usage("model")),
+        _ => ModelShape::Named,
+    };
+    Ok(Input { bytes, format, framing, ndjson, convert, model })
 }
 
 /// Zeroizes the strings of the arguments that were not consumed, then drops them.

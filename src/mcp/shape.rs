@@ -4,8 +4,9 @@
 //! order:
 //!
 //! 1. **Selection**: `segments` (HL7 v2 segment ids) and `fields` (`PID-5`) keep the named
-//!    segments of a parsed model, blank the unnamed fields of those segments (an empty field, so
-//!    positions keep their meaning), and keep the findings located in them; `resource_types`
+//!    segments of a parsed model, blank the unnamed fields of those segments (positional model:
+//!    an empty field, so positions keep their meaning; named model: the field's key is left
+//!    out, its position is in the keys of the others), and keep the findings located in them; `resource_types`
 //!    keeps the Bundle entries and NDJSON records of those FHIR types. A selection that applies
 //!    to nothing in the data is a usage error naming the argument: an agent is never handed the
 //!    whole when it asked for a part.
@@ -242,12 +243,21 @@ impl Controls {
             segments.retain(|s| s.get("id").and_then(Value::as_str).is_some_and(|id| self.kept_segment(id)));
             for seg in segments.iter_mut() {
                 let id = seg.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
-                if let Some(Value::Array(fields)) = seg.get_mut("fields") {
-                    for (i, f) in fields.iter_mut().enumerate() {
-                        if !self.kept_field(&id, i + 1) {
-                            *f = Value::Array(Vec::new());
+                match seg.get_mut("fields") {
+                    Some(Value::Array(fields)) => {
+                        for (i, f) in fields.iter_mut().enumerate() {
+                            if !self.kept_field(&id, i + 1) {
+                                *f = Value::Array(Vec::new());
+                            }
                         }
                     }
+                    // The named model: keys `"<position> <name>"` (our tables' names); the
+                    // fields not asked for are left out.
+                    Some(Value::Object(fields)) => fields.retain(|k, _| {
+                        let position = k.split(' ').next().and_then(|n| n.parse::<usize>().ok());
+                        position.is_some_and(|n| self.kept_field(&id, n))
+                    }),
+                    _ => {}
                 }
             }
         }
@@ -729,6 +739,35 @@ mod tests {
             .map(|w| w["code"].as_str().expect("in the test data"))
             .collect();
         assert_eq!(codes, ["A"]);
+    }
+
+    #[test]
+    fn selection_leaves_out_the_unnamed_fields_of_the_named_model() {
+        let mut data = json!({"format": "hl7", "model": {"tables": "2.5.1", "segments": [
+            {"id": "MSH", "fields": {"1 field_separator": "|", "2 encoding_characters": "^~\\&"}},
+            {"id": "PID", "fields": {
+                "1 set_id_pid": "1",
+                "5 patient_name": [{"1 family_name": "Doe", "2 given_name": "Jo"}],
+                "7 date_time_of_birth": {"1 time": "19990101"},
+                "15 primary_language": {"1 identifier": "en"}
+            }},
+            {"id": "ZPD", "fields": {"1": "x", "5": "y"}},
+            {"id": "OBX", "fields": {"1 set_id_obx": "1"}},
+        ]}, "warnings": []});
+        controls(json!({"fields": ["PID-5", "PID-15", "ZPD-5"], "segments": ["OBX"], "max_bytes": 0}))
+            .apply(&mut data)
+            .expect("in the test data");
+        assert_eq!(
+            data["model"]["segments"],
+            json!([
+                {"id": "PID", "fields": {
+                    "5 patient_name": [{"1 family_name": "Doe", "2 given_name": "Jo"}],
+                    "15 primary_language": {"1 identifier": "en"}
+                }},
+                {"id": "ZPD", "fields": {"5": "y"}},
+                {"id": "OBX", "fields": {"1 set_id_obx": "1"}},
+            ])
+        );
     }
 
     #[test]

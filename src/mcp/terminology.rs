@@ -184,6 +184,7 @@ fn envelope(data: Value) -> Value {
     super::tools::envelope(
         data,
         "success: exit 0; verdict: data with a negative result (nothing found, something unmapped); failed: no data.",
+        Map::new(),
     )
 }
 
@@ -196,20 +197,16 @@ fn schema_object(v: Value) -> Arc<JsonObject> {
 
 /// The two tool definitions, as `tools/list` shows them.
 pub fn definitions() -> Vec<McpTool> {
-    let annotations = |title: &str| {
-        ToolAnnotations::with_title(title).read_only(true).destructive(false).idempotent(true).open_world(false)
-    };
+    let annotations = |_: &str| ToolAnnotations::new().read_only(true).idempotent(true).open_world(false);
     let find_title = "Find equivalent concepts across code systems";
     let map_title = "Translate codes through a FHIR ConceptMap";
     vec![
         McpTool::new(
             FIND_EQUIVALENT,
             "Use this to find the codes of other code systems (ICD-10-CM, ICD-11, LOINC, RxNorm, MeSH) whose \
-             names match a term, offline: the term never leaves this machine. Every concept of every searched \
-             index is scored by a published lexical score (0 to 1; synonyms such as inclusion terms count, and \
-             the matching label is reported) before `limit` applies per code system; `rank` is global. A code \
-             system that is not available offline is `found: false` with an error saying how to import it. \
-             Lexical similarity is not clinical equivalence: review the candidates.",
+             names match a term, offline. Concepts are scored lexically (0 to 1, synonyms count, the matching \
+             label reported), `limit` per code system, `rank` global. A code system not available offline is \
+             `found: false` with how to import it. Lexical similarity is not clinical equivalence: review.",
             schema_object(find_input_schema()),
         )
         .with_title(find_title)

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool as McpTool, ToolAnnotations};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::formats::{Format, Operation};
 
@@ -78,49 +78,40 @@ impl Tool {
     fn description(self) -> String {
         let what = match self {
             Tool::Parse => {
-                "Use this when you need the contents of a message as structured JSON: every segment, \
-                 field, repetition and component, with escapes decoded. The reply's `data` is \
-                 `{format, model, warnings}` (or `{records: [...]}` for a stream or batch). Its data \
-                 carries the message's values (as do convert, redact and map_codes; under a redacting \
-                 policy all four return redacted values and the reply says so in `redacted`)."
+                "Use this when you need a message's contents as JSON, escapes decoded. HL7 v2 comes \
+                 named (`\"5 patient_name\": [{\"1 family_name\": ...}]`; `model: positional` for \
+                 arrays). `data` is `{format, model, warnings}` (or `{records}`). It carries values, \
+                 as do convert, redact and map_codes: under a redacting policy, redacted (see \
+                 `redacted`)."
             }
             Tool::Validate => {
-                "Use this to check whether a message conforms to its standard before sending, storing \
-                 or converting it. The reply's `data` is `{format, valid, findings}` (or \
-                 `{records: [...]}`); each finding is a code, a severity and a structural location \
-                 (such as `PID[1]-5[1].1`), never a value. `status` is `verdict` and `ok` false when the \
-                 message is invalid."
+                "Use this to check whether a message conforms to its standard. `data` is `{format, \
+                 valid, findings}` (or `{records}`); a finding is a code, a severity and a location \
+                 (`PID[1]-5[1].1`), never a value. An invalid message is status `verdict`, `ok` false."
             }
             Tool::Inspect => {
-                "Use this for a quick look at what a message is without reading its contents: message \
-                 type, version, segment counts and finding counts. The reply's `data` is a value-free \
-                 summary (or `{records: [...]}`)."
+                "Use this for a quick look at a message without its contents: type, version, segment \
+                 or resource counts, finding counts. `data` is a value-free summary (or `{records}`)."
             }
             Tool::Convert => {
-                "Use this to turn an HL7 v2 message into a FHIR R4 Bundle (one per message). The reply's \
-                 `data` is `{format, bundle, findings}`: the findings are value-free and list what was \
-                 not mapped (v2 position -> FHIR element). `to` may only be `fhir`; `bundle_type` is \
-                 message (default), collection or transaction; `default_timezone` (+HH:MM) applies to \
-                 times without an offset, which are otherwise reduced to their date."
+                "Use this to turn an HL7 v2 message into a FHIR R4 Bundle. `data` is `{format, bundle, \
+                 findings}`; the value-free findings list what was not mapped. `bundle_type`: message \
+                 (default), collection, transaction; `default_timezone` (+HH:MM) for times without an \
+                 offset, else reduced to their date."
             }
             Tool::Redact => {
-                "Use this to de-identify a message before you store it, show it or pass it on: the \
-                 server's redaction policy is applied (HIPAA Safe Harbor when the server runs without \
-                 one), and you cannot choose a weaker one. The reply's `data` is `{policy, content}`: \
-                 the policy's name and the redacted message in its own format (MLLP frames, batches \
-                 and NDJSON lines stay as they are; a record that cannot be parsed is left out), or \
-                 `content_base64` instead of `content` when the redacted bytes are not UTF-8."
+                "Use this to de-identify a message before you store, show or pass it on, under the \
+                 server's policy (HIPAA Safe Harbor without one; never a weaker one). `data` is \
+                 `{policy, content}`: the redacted message in its own format (a record that cannot \
+                 be parsed left out), or `content_base64` when not UTF-8."
             }
         };
         // The formats, then the aliases `format` also takes (mllp: HL7 v2 in MLLP frames).
         let formats = self.format_names();
         let formats = if formats.is_empty() { "none yet".to_owned() } else { formats.join(", ") };
-        let input = "Pass the message as text in `content` (or as base64 in `content_base64` for binary \
-                     input), and `format` when you know it (omitted means detect).";
         format!(
-            "{what} {input} Formats this build supports for {}: {formats}. Local and read-only: \
-             nothing is stored or sent anywhere. A reply with status `failed` carries only a code \
-             (for example CLI_PARSE_FAILED, CLI_FORMAT_UNSUPPORTED) and the CLI exit code.",
+            "{what} Give `content` (or `content_base64`) and `format` if known. Formats this build \
+             supports for {}: {formats}. Local and read-only; large data is paged (`cursor`).",
             self.as_str()
         )
     }
@@ -139,46 +130,32 @@ impl Tool {
 
     /// The JSON Schema of the tool's arguments.
     pub fn input_schema(self) -> Value {
-        let content = json!({
+        let content = json!({"type": "string", "description": "The message as text."});
+        let base64 = json!({
             "type": "string",
-            "description": "The message as text (HL7 v2 segments separated by CR or LF, FHIR JSON or \
-                            XML, ...). Required unless `content_base64` is given."
+            "contentEncoding": "base64",
+            "description": "Binary or non-UTF-8 input, as base64."
+        });
+        let format = json!({
+            "type": "string",
+            "enum": self.format_names(),
+            "description": "The input format; omitted: detected."
         });
         let mut schema = match self {
             Tool::Convert => json!({
                 "type": "object",
                 "properties": {
                     "content": content,
-                    "content_base64": {
-                        "type": "string",
-                        "contentEncoding": "base64",
-                        "description": "The message as base64 (standard alphabet, padded), for bytes \
-                                        that are not UTF-8 (an ISO 8859-1 message, MLLP frames). Give \
-                                        either this or `content`, not both."
-                    },
-                    "format": {
-                        "type": "string",
-                        "enum": self.format_names(),
-                        "description": "The input format; omit it to detect the format."
-                    },
-                    "to": {
-                        "type": "string",
-                        "enum": ["fhir"],
-                        "default": "fhir",
-                        "description": "The target format: FHIR R4 (the only one)."
-                    },
+                    "content_base64": base64,
+                    "format": format,
+                    "to": {"type": "string", "enum": ["fhir"], "default": "fhir"},
                     "bundle_type": {
                         "type": "string",
                         "enum": ["message", "collection", "transaction"],
                         "default": "message",
-                        "description": "The Bundle type (transaction: PUT entries by deterministic id)."
+                        "description": "transaction: PUT entries by deterministic id."
                     },
-                    "default_timezone": {
-                        "type": "string",
-                        "pattern": "^([+-][0-9]{2}:[0-9]{2}|Z)$",
-                        "description": "Offset for timestamps without one; without it they are reduced to \
-                                        their date (and reported)."
-                    }
+                    "default_timezone": {"type": "string", "pattern": "^([+-][0-9]{2}:[0-9]{2}|Z)$"}
                 },
                 "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}],
                 "additionalProperties": false
@@ -187,25 +164,9 @@ impl Tool {
                 "type": "object",
                 "properties": {
                     "content": content,
-                    "content_base64": {
-                        "type": "string",
-                        "contentEncoding": "base64",
-                        "description": "The message as base64 (standard alphabet, padded), for binary \
-                                        formats such as DICOM or for bytes that are not UTF-8. Give \
-                                        either this or `content`, not both."
-                    },
-                    "format": {
-                        "type": "string",
-                        "enum": self.format_names(),
-                        "description": "The message format; omit it to detect the format from the \
-                                        first bytes."
-                    },
-                    "ndjson": {
-                        "type": "boolean",
-                        "default": false,
-                        "description": "The content is NDJSON (FHIR): one resource per line, one \
-                                        record per line in `data.records`."
-                    }
+                    "content_base64": base64,
+                    "format": format,
+                    "ndjson": {"type": "boolean", "default": false, "description": "FHIR NDJSON: a record per line."}
                 },
                 "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}],
                 "additionalProperties": false
@@ -215,82 +176,99 @@ impl Tool {
             && let Value::Object(shape) = shape_properties()
         {
             props.extend(shape);
+            if self == Tool::Parse {
+                props.insert(
+                    "model".to_owned(),
+                    json!({
+                        "type": "string",
+                        "enum": ["named", "positional"],
+                        "default": "named",
+                        "description": "HL7 v2: named (keyed \"5 patient_name\" from the version's tables) \
+                                        or positional (arrays). Other formats: their one model."
+                    }),
+                );
+            }
         }
         schema
     }
 
-    /// The JSON Schema of the tool's structured result.
+    /// The JSON Schema of the tool's structured result: the envelope, its `data`, and the
+    /// definitions they share (`$defs`: a record's object, the findings, the format names).
     pub fn output_schema(self) -> Value {
-        let data = match self {
-            Tool::Parse => {
-                let one = json!({
+        let findings = json!({"$ref": "#/$defs/findings"});
+        let (properties, required): (Value, &[&str]) = match self {
+            Tool::Parse => (
+                json!({
+                    "format": {"type": "string"},
+                    "model": {
+                        "type": "object",
+                        "description": "The message. HL7 v2 named: {tables, delimiters, segments: [{id, fields: \
+                                        {\"<position> <name>\": value}}]}; positional: {delimiters, segments: \
+                                        [{id, fields: [[repetition]]}]} (docs/hl7v2-model.md); other formats: \
+                                        their own model."
+                    },
+                    "warnings": findings
+                }),
+                &["format", "model", "warnings"],
+            ),
+            Tool::Validate => (
+                json!({"format": {"type": "string"}, "valid": {"type": "boolean"}, "findings": findings}),
+                &["format", "valid", "findings"],
+            ),
+            Tool::Convert => (
+                json!({
+                    "format": {"type": "string"},
+                    "bundle": {"type": "object", "description": "A FHIR R4 Bundle."},
+                    "findings": findings
+                }),
+                &["format", "bundle", "findings"],
+            ),
+            Tool::Inspect => (json!({"format": {"type": "string"}}), &["format"]),
+            Tool::Redact => {
+                let data = json!({
                     "type": "object",
                     "properties": {
-                        "format": {"type": "string"},
-                        "model": {"type": "object"},
-                        "warnings": findings_schema()
+                        "policy": {"type": "string", "description": "The policy applied."},
+                        "content": {"type": "string", "description": "The redacted message."},
+                        "content_base64": {
+                            "type": "string",
+                            "contentEncoding": "base64",
+                            "description": "Instead of content when the bytes are not UTF-8."
+                        }
                     },
-                    "required": ["format", "model", "warnings"]
+                    "required": ["policy"],
+                    "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}]
                 });
-                with_records(one)
+                return envelope(data, STATUS, Map::new());
             }
-            Tool::Validate => {
-                let one = json!({
-                    "type": "object",
-                    "properties": {
-                        "format": {"type": "string"},
-                        "valid": {"type": "boolean"},
-                        "findings": findings_schema()
-                    },
-                    "required": ["format", "valid", "findings"]
-                });
-                with_records(one)
-            }
-            Tool::Inspect => {
-                let one = json!({
-                    "type": "object",
-                    "properties": {"format": {"type": "string"}},
-                    "required": ["format"]
-                });
-                with_records(one)
-            }
-            Tool::Convert => {
-                let one = json!({
-                    "type": "object",
-                    "properties": {
-                        "format": {"type": "string"},
-                        "bundle": {"type": "object"},
-                        "findings": findings_schema()
-                    },
-                    "required": ["format", "bundle", "findings"]
-                });
-                with_records(one)
-            }
-            Tool::Redact => json!({
-                "type": "object",
-                "properties": {
-                    "policy": {"type": "string", "description": "The name of the policy applied."},
-                    "content": {"type": "string", "description": "The redacted message."},
-                    "content_base64": {
-                        "type": "string",
-                        "contentEncoding": "base64",
-                        "description": "The redacted message as base64, when its bytes are not UTF-8."
-                    }
-                },
-                "required": ["policy"],
-                "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}]
-            }),
         };
-        envelope(data, "success: exit 0; verdict: data with a negative result; failed: no data.")
+        let mut properties = properties;
+        if let Some(props) = properties.as_object_mut() {
+            props.insert("record".to_owned(), json!({"type": "integer", "minimum": 1}));
+            props.insert("offset".to_owned(), json!({"type": "integer", "minimum": 0}));
+        }
+        let mut record = json!({"type": "object", "properties": properties, "required": required});
+        if self == Tool::Inspect
+            && let Some(obj) = record.as_object_mut()
+        {
+            obj.insert(
+                "description".to_owned(),
+                Value::from("A value-free summary: counts, types, versions, codes of coded fields; per format."),
+            );
+        }
+        let mut shared = Map::new();
+        shared.insert("record".to_owned(), record);
+        if self != Tool::Inspect {
+            shared.insert("findings".to_owned(), findings_schema());
+        }
+        shared.insert("failed_record".to_owned(), failed_record_schema());
+        envelope(with_records(), STATUS, shared)
     }
 
     /// The tool as `tools/list` shows it.
     pub fn definition(self) -> McpTool {
-        let annotations = ToolAnnotations::with_title(self.title())
-            .read_only(true)
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false);
+        // Read-only (so `destructiveHint` does not apply); the title is the tool's own.
+        let annotations = ToolAnnotations::new().read_only(true).idempotent(true).open_world(false);
         McpTool::new(self.as_str(), self.description(), schema_object(self.input_schema()))
             .with_title(self.title())
             .with_raw_output_schema(schema_object(self.output_schema()))
@@ -305,80 +283,52 @@ pub fn definitions() -> Vec<McpTool> {
     tools
 }
 
-/// The reply envelope of every tool around its `data` schema ([`super::dispatch::Reply`]).
-pub(super) fn envelope(data: Value, status_description: &str) -> Value {
+/// What `status` means for the message tools.
+const STATUS: &str = "success: exit 0; verdict: data with a negative result; failed: no data.";
+
+/// The reply envelope of every tool around its `data` schema ([`super::dispatch::Reply`]), with
+/// the definitions `data` refers to (`defs`) and the format names.
+pub(super) fn envelope(data: Value, status_description: &str, mut defs: Map<String, Value>) -> Value {
     let formats: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+    defs.insert("format".to_owned(), json!({"type": "string", "enum": formats}));
     json!({
         "type": "object",
+        "description": "Failed: code, message; argument (CLI_USAGE); detected, supported, support \
+                        (CLI_FORMAT_UNSUPPORTED; planned: not built yet). Paged: truncated, cursor, page.",
         "properties": {
-            "ok": {"type": "boolean", "description": "True when status is success."},
-            "status": {
-                "type": "string",
-                "enum": ["success", "verdict", "failed"],
-                "description": status_description
-            },
-            "exit": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": 255,
-                "description": "The exit code of `phiward` on the command line for the same call."
-            },
-            "code": {
-                "type": "string",
-                "pattern": "^[A-Z][A-Z0-9_]*$",
-                "description": "Only when failed: the stable code (see DIAGNOSTICS.md)."
-            },
-            "message": {
-                "type": "string",
-                "description": "Only when failed: what the code means (fixed text, never a value)."
-            },
-            "argument": {
-                "type": "string",
-                "description": "CLI_USAGE: the name of the argument at fault (never its value)."
-            },
-            "detected": {
-                "type": "string",
-                "enum": formats,
-                "description": "CLI_FORMAT_UNSUPPORTED: the format detected or named."
-            },
-            "supported": {
-                "type": "array",
-                "items": {"type": "string", "enum": formats},
-                "description": "CLI_FORMAT_UNSUPPORTED: the formats this tool takes in this build."
-            },
-            "support": {
-                "type": "string",
-                "enum": ["planned", "not_offered"],
-                "description": "CLI_FORMAT_UNSUPPORTED: planned, the format is recognised and not built yet; \
-                                not_offered, the format is built and this tool does not take it."
-            },
+            "ok": {"type": "boolean"},
+            "status": {"type": "string", "enum": ["success", "verdict", "failed"], "description": status_description},
+            "exit": {"type": "integer", "minimum": 0, "maximum": 255, "description": "The CLI's exit code."},
+            "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+            "message": {"type": "string"},
+            "argument": {"type": "string"},
+            "detected": {"$ref": "#/$defs/format"},
+            "supported": {"type": "array", "items": {"$ref": "#/$defs/format"}},
+            "support": {"type": "string", "enum": ["planned", "not_offered"]},
             "redacted": {
                 "type": "object",
-                "properties": {
-                    "policy": {"type": "string", "description": "The policy's name."},
-                    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the policy file."}
-                },
+                "properties": {"policy": {"type": "string"}, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
                 "required": ["policy", "sha256"],
-                "description": "Present when the data was redacted under a policy (the server's, or Safe Harbor for redact)."
+                "description": "The data was redacted under this policy."
             },
-            "truncated": {"type": "boolean", "description": "More data follows: pass `cursor` for it."},
-            "cursor": {"type": "string", "description": "The next page's `cursor` argument."},
+            "truncated": {"type": "boolean"},
+            "cursor": {"type": "string"},
             "page": {
                 "type": "object",
                 "additionalProperties": {"type": ["string", "integer"]},
-                "required": ["items", "start", "returned", "total"],
-                "description": "The page held: items (the list's path in data), start, returned, total."
+                "required": ["items", "start", "returned", "total"]
             },
             "finding_totals": {
                 "type": "object",
                 "additionalProperties": {"type": "integer"},
                 "required": ["total", "returned"],
-                "description": "All findings (total, per severity) and those returned."
+                "description": "Findings: total, per severity, returned."
             },
             "data": data
         },
         "required": ["ok", "status", "exit"],
-        "additionalProperties": false
+        "additionalProperties": false,
+        "$defs": defs
     })
 }
 
@@ -389,25 +339,25 @@ fn shape_properties() -> Value {
             "type": "integer",
             "minimum": 0,
             "default": super::shape::DEFAULT_MAX_BYTES,
-            "description": "Most bytes of data per reply (0: no limit); more is paged (`cursor`)."
+            "description": "Most bytes of data per reply (0: no limit); the rest is paged."
         },
-        "cursor": {"type": "string", "description": "A reply's `cursor`, same other arguments: the next page."},
+        "cursor": {"type": "string", "description": "A reply's `cursor` (same other arguments): the next page."},
         "min_severity": {"type": "string", "enum": ["information", "warning", "error", "fatal"]},
         "max_findings": {"type": "integer", "minimum": 0, "description": "Per record, most severe first."},
         "segments": {
             "type": "array",
             "items": {"type": "string", "pattern": "^[A-Z][A-Z0-9]{2}$"},
-            "description": "HL7 v2: only these segments and their findings."
+            "description": "HL7 v2: only these segments."
         },
         "fields": {
             "type": "array",
             "items": {"type": "string", "pattern": "^[A-Z][A-Z0-9]{2}-[1-9][0-9]{0,2}$"},
-            "description": "HL7 v2 (`PID-5`): only these fields (others empty) and their findings."
+            "description": "HL7 v2: only these fields (PID-5)."
         },
         "resource_types": {
             "type": "array",
             "items": {"type": "string", "pattern": "^[A-Za-z]{1,64}$"},
-            "description": "FHIR: only Bundle entries and NDJSON records of these types."
+            "description": "FHIR: only these resource types."
         }
     })
 }
@@ -429,48 +379,43 @@ fn findings_schema() -> Value {
                 "code": {"type": "string"},
                 "severity": {"type": "string", "enum": ["fatal", "error", "warning", "information"]},
                 "location": {"type": "string"},
-                "line": {"type": "integer", "minimum": 1, "description": "1-based line of the element (FHIR) or segment (HL7 v2) in the record"},
-                "column": {"type": "integer", "minimum": 1, "description": "1-based column, in characters, of the element (FHIR)"},
-                "fingerprint": {"type": "string", "pattern": "^[0-9a-f]{16}$", "description": "stable per finding of an input record (not of a converted Bundle): format, record, code, location and occurrence (baselines)"}
+                "line": {"type": "integer", "minimum": 1},
+                "column": {"type": "integer", "minimum": 1},
+                "fingerprint": {"type": "string", "pattern": "^[0-9a-f]{16}$"}
             },
             "required": ["code", "severity", "location"]
         }
     })
 }
 
-/// `one`, or `{"records": [...]}` whose items are `one` or a failed record, each with `record`.
-fn with_records(one: Value) -> Value {
-    let failed_record = json!({
+/// A record that could not be read, in `{"records": [...]}`.
+fn failed_record_schema() -> Value {
+    json!({
         "type": "object",
         "properties": {
             "record": {"type": "integer", "minimum": 1},
             "format": {"type": "string"},
             "error": {"type": "string"},
             "kind": {"type": "string", "enum": ["unparseable", "too_large", "framing", "failed"]},
-            "offset": {"type": "integer", "minimum": 0, "description": "byte offset of the record in the input"},
-            "cause": {"type": "string", "description": "the code of the fatal finding behind the failure"}
+            "offset": {"type": "integer", "minimum": 0},
+            "cause": {"type": "string"}
         },
         "required": ["record", "format", "error", "kind"]
-    });
-    let mut item = one.clone();
-    if let Some(obj) = item.as_object_mut() {
-        if let Some(Value::Object(props)) = obj.get_mut("properties") {
-            props.insert("record".to_owned(), json!({"type": "integer", "minimum": 1}));
-            props.insert(
-                "offset".to_owned(),
-                json!({"type": "integer", "minimum": 0, "description": "byte offset of the record in the input"}),
-            );
-        }
-        if let Some(Value::Array(req)) = obj.get_mut("required") {
-            req.push(Value::from("record"));
-        }
-    }
+    })
+}
+
+/// `data`: one record's object (`#/$defs/record`), or `{"records": [...]}` whose items are
+/// records with their number, or failed records.
+fn with_records() -> Value {
     json!({
         "anyOf": [
-            one,
+            {"$ref": "#/$defs/record"},
             {
                 "type": "object",
-                "properties": {"records": {"type": "array", "items": {"anyOf": [item, failed_record]}}},
+                "properties": {"records": {"type": "array", "items": {"anyOf": [
+                    {"$ref": "#/$defs/record", "required": ["record"]},
+                    {"$ref": "#/$defs/failed_record"}
+                ]}}},
                 "required": ["records"]
             }
         ]

@@ -330,6 +330,7 @@ mod tests {
                 convert: crate::convert::Options::default(),
                 policy: with_policy.then(|| std::sync::Arc::clone(&policy)),
                 key: None,
+                model: crate::formats::codec::ModelShape::Positional,
             };
             let before = crate::phi::grants();
             super::run(request, &mut Null);
@@ -482,6 +483,7 @@ mod tests {
                 convert: Options { bundle_type, ..Options::default() },
                 policy: None,
                 key: None,
+                model: crate::formats::codec::ModelShape::Positional,
             };
             let mut sink = Keep { parts, ..Keep::default() };
             let outcome = super::run(request, &mut sink);

@@ -207,7 +207,8 @@ fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
     };
     let findings = C::findings(&doc, Kind::Message, check_for(work.command), &work.settings);
     let start = lines.len();
-    match render::<C>(work.command, &doc, findings, Some(record), Some(offset), disclosure, lines) {
+    match render::<C>(work.command, &doc, findings, Some(record), Some(offset), disclosure, work.settings.model, lines)
+    {
         Ok(r) => Out::Json {
             record,
             json: start..lines.len(),

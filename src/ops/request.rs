@@ -100,6 +100,8 @@ pub struct Request {
     pub key: Option<Arc<Key>>,
     /// `convert` only: the conversion options.
     pub convert: crate::convert::Options,
+    /// `parse` only: the model to write (HL7 v2 has two; other formats one, written for both).
+    pub model: crate::formats::codec::ModelShape,
 }
 
 impl Request {

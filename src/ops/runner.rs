@@ -21,7 +21,7 @@ use super::{Failure, excerpt_of};
 use crate::convert::Converts;
 use crate::diag::{Code, Diagnostic, Location};
 use crate::error::exit;
-use crate::formats::codec::{Acknowledge, Check, Codec, Framing, Kind, Piece, Settings};
+use crate::formats::codec::{Acknowledge, Check, Codec, Framing, Kind, ModelShape, Piece, Settings};
 use crate::phi::{Disclosure, Phi};
 use crate::policy::{self, Redacts};
 
@@ -51,6 +51,7 @@ pub(super) fn settings(request: &Request) -> Settings {
         ndjson: request.ndjson,
         to: request.to,
         framing: request.framing,
+        model: request.model,
     }
 }
 
@@ -87,7 +88,8 @@ pub(super) struct Rendered {
 /// Writes the object of a record for `parse`, `validate` or `inspect` into `out` (with
 /// `"record":N` when `record` is given): the one rendering of a record, used by the record path
 /// and by the workers of [`super::par`]. `parse` needs the operation's disclosure; `validate`
-/// and `inspect` have none.
+/// and `inspect` have none; `model` is the model `parse` writes.
+#[expect(clippy::too_many_arguments, reason = "the one rendering of a record: what it is, where, and how")]
 pub(super) fn render<C: Codec>(
     command: Command,
     doc: &C::Document,
@@ -95,6 +97,7 @@ pub(super) fn render<C: Codec>(
     record: Option<u64>,
     offset: Option<u64>,
     disclosure: Option<&Disclosure>,
+    model: ModelShape,
     out: &mut Vec<u8>,
 ) -> Result<Rendered, Code> {
     // Positions and whole locations come from the record, computed only for what is written.
@@ -113,7 +116,10 @@ pub(super) fn render<C: Codec>(
             out.extend_from_slice(b"\"format\":");
             crate::json::string(out, C::NAME);
             out.extend_from_slice(b",\"model\":");
-            C::model_json(doc, disclosure, out);
+            match model {
+                ModelShape::Positional => C::model_json(doc, disclosure, out),
+                ModelShape::Named => C::named_model_json(doc, disclosure, out),
+            }
             out.extend_from_slice(b",\"warnings\":");
             json::findings_json_at(&findings, &place, out);
             out.push(b'}');
@@ -445,8 +451,17 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             Command::Parse | Command::Validate | Command::Inspect => {
                 let record = self.multi.then_some(self.records);
                 let mut json = Zeroizing::new(Vec::with_capacity(256));
-                let rendered = render::<C>(command, &doc, findings, record, Some(offset), self.disclosure, &mut json)
-                    .map_err(Failure::code)?;
+                let rendered = render::<C>(
+                    command,
+                    &doc,
+                    findings,
+                    record,
+                    Some(offset),
+                    self.disclosure,
+                    self.settings.model,
+                    &mut json,
+                )
+                .map_err(Failure::code)?;
                 if self.par.is_some() && self.multi {
                     let job = par::Job::Rendered {
                         record: self.records,

@@ -340,6 +340,7 @@ fn redact(policy: &Arc<Policy>, key: &Arc<Key>, bytes: &[u8], ndjson: bool, limi
         to: None,
         policy: Some(Arc::clone(policy)),
         key: Some(Arc::clone(key)),
+        model: crate::formats::codec::ModelShape::Positional,
         convert: crate::convert::Options::default(),
     };
     let mut sink = Collect(Vec::new());

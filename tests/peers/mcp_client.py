@@ -175,6 +175,9 @@ class Client:
 def cli_json(binary: Path, tool: str, data: bytes, fmt: str | None, ndjson: bool = False) -> tuple[int, object]:
     """What `phiward <tool> --json` exits with and prints (one object, or {records})."""
     args = [str(binary), tool, "--json", "-"]
+    if tool == "parse":
+        # The MCP default is the named model; the CLI's is the positional one.
+        args += ["--model", "named"]
     if fmt:
         args += ["--format", fmt]
     if ndjson:

@@ -156,6 +156,7 @@ mod tests {
             ndjson: false,
             to: None,
             framing: None,
+            model: crate::formats::codec::ModelShape::Positional,
         };
         let doc = super::super::Fhir::read(json.into_bytes(), 0, Kind::Message, &(), &settings, false).expect("reads");
         let findings = super::super::Fhir::findings(&doc, Kind::Message, Check::Full, &settings);

@@ -104,6 +104,10 @@ impl Codec for Hl7 {
         write::model_json(msg, disclosure, out);
     }
 
+    fn named_model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
+        write::named_model_json(msg, disclosure, out);
+    }
+
     fn summary(msg: &Message, findings: &[Diagnostic], out: &mut Vec<u8>) -> Result<(), Code> {
         let summary = inspect::summarize(msg, findings);
         serde_json::to_writer(out, &summary).map_err(|_| Code::CLI_INTERNAL)

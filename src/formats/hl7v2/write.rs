@@ -15,9 +15,12 @@
 use crate::json;
 use crate::phi::Disclosure;
 
+use std::ops::Range;
+
 use super::charset::Charset;
 use super::escape;
 use super::parse::{Delimiters, Message};
+use super::schema::{self, ComponentDef, DataTypeDef, FieldDef, Schema, Version};
 
 /// Appends the message model as compact JSON.
 #[expect(
@@ -27,51 +30,11 @@ use super::parse::{Delimiters, Message};
 pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let d = msg.delimiters();
     let all = msg.bytes().expose_value(disclosure);
-    let declared = msg
-        .msh()
-        .field(18)
-        .and_then(|f| f.at(1, 1, 1))
-        .map_or(Charset::Default, |b| Charset::from_msh18(b.expose_value(disclosure)));
-    let utf8 = std::str::from_utf8(all).is_ok();
-    let charset = match declared {
-        Charset::Default if utf8 => Charset::Utf8,
-        Charset::Default => Charset::Iso8859(1),
-        other => other,
-    };
-    // Slices of a valid UTF-8 buffer cut at ASCII delimiters are valid UTF-8: no per-value check.
-    let verbatim = utf8 && matches!(charset, Charset::Utf8 | Charset::Ascii | Charset::Unknown);
-    let class = if d == Delimiters::default() { DEFAULT_CLASSES } else { classes(d) };
-    let mut w = Writer {
-        d,
-        charset,
-        verbatim,
-        class,
-        special: false,
-        seps: Vec::new(),
-        scratch: Vec::new(),
-        text: String::new(),
-    };
+    let mut w = Writer::new(msg, all, disclosure);
     out.reserve(all.len() * 2);
-    out.extend_from_slice(b"{\"delimiters\":{");
-    let mut first = true;
-    for (name, b) in [
-        ("field", Some(d.field)),
-        ("component", Some(d.component)),
-        ("repetition", Some(d.repetition)),
-        ("escape", Some(d.escape)),
-        ("subcomponent", Some(d.subcomponent)),
-        ("truncation", d.truncation),
-    ] {
-        let Some(b) = b else { continue };
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        json::string(out, name);
-        out.push(b':');
-        json::string(out, char::from(b).encode_utf8(&mut [0u8; 4]));
-    }
-    out.extend_from_slice(b"},\"segments\":[");
+    out.push(b'{');
+    delimiters_json(d, out);
+    out.extend_from_slice(b",\"segments\":[");
     for (i, seg) in msg.segments().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -119,6 +82,30 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         out.extend_from_slice(b"]}");
     }
     out.extend_from_slice(b"]}");
+}
+
+/// Writes `"delimiters":{...}`: the message's delimiters by name.
+fn delimiters_json(d: Delimiters, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\"delimiters\":{");
+    let mut first = true;
+    for (name, b) in [
+        ("field", Some(d.field)),
+        ("component", Some(d.component)),
+        ("repetition", Some(d.repetition)),
+        ("escape", Some(d.escape)),
+        ("subcomponent", Some(d.subcomponent)),
+        ("truncation", d.truncation),
+    ] {
+        let Some(b) = b else { continue };
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        json::string(out, name);
+        out.push(b':');
+        json::string(out, char::from(b).encode_utf8(&mut [0u8; 4]));
+    }
+    out.push(b'}');
 }
 
 /// Writes `count` empty fields (`[]`), the first of them field `first` of the list.
@@ -318,6 +305,41 @@ struct Writer {
 }
 
 impl Writer {
+    /// A writer for `msg` (`all`: its bytes): text decoded from the MSH-18 character set, bytes
+    /// classed by the message's delimiters.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a data-channel writer: it reads MSH-18 under the operation's disclosure"
+    )]
+    fn new(msg: &Message, all: &[u8], disclosure: &Disclosure) -> Writer {
+        let d = msg.delimiters();
+        let declared = msg
+            .msh()
+            .field(18)
+            .and_then(|f| f.at(1, 1, 1))
+            .map_or(Charset::Default, |b| Charset::from_msh18(b.expose_value(disclosure)));
+        let utf8 = std::str::from_utf8(all).is_ok();
+        let charset = match declared {
+            Charset::Default if utf8 => Charset::Utf8,
+            Charset::Default => Charset::Iso8859(1),
+            other => other,
+        };
+        // Slices of a valid UTF-8 buffer cut at ASCII delimiters are valid UTF-8: no per-value
+        // check.
+        let verbatim = utf8 && matches!(charset, Charset::Utf8 | Charset::Ascii | Charset::Unknown);
+        let class = if d == Delimiters::default() { DEFAULT_CLASSES } else { classes(d) };
+        Writer {
+            d,
+            charset,
+            verbatim,
+            class,
+            special: false,
+            seps: Vec::new(),
+            scratch: Vec::new(),
+            text: String::new(),
+        }
+    }
+
     /// Writes one field (not MSH-1 or MSH-2) as an array of repetitions. Returns false when
     /// the field holds nothing but separators (it is then written `[]`).
     ///
@@ -555,6 +577,254 @@ impl Writer {
         self.text.clear();
         self.charset.decode_into(raw, &mut self.text);
         json::string(out, &self.text);
+    }
+}
+
+/// The version whose tables name the fields of a message whose MSH-12 names no version these
+/// tables know (missing, or not `2.<n>...`): the redaction engine's fallback too. A version
+/// between two known ones is read with the older one (`2.5.2` → 2.5.1, `2.9` → 2.8.2).
+pub const NAMED_FALLBACK: Version = Version::V2_5_1;
+
+/// Appends the named model as compact JSON (the shape is described in docs/hl7v2-model.md).
+///
+/// `{"tables": "2.5.1", "delimiters": {...}, "segments": [{"id": "PID", "fields": {"5
+/// patient_name": [{"1 family_name": "DOE", "2 given_name": "JANE"}]}}]}`: segments in order,
+/// each with its fields keyed `"<position> <name>"` from the tables of the message's version
+/// (`tables`), empty fields left out. A field the tables define as repeating is an array of
+/// repetitions, as is any field that repeats in the message; a value of a composite data type
+/// is an object keyed by its components' positions and names; a component with
+/// subcomponents is an object keyed likewise by its own type's components. What the tables do
+/// not define (a Z-segment, a field past the segment's definition, a component past the
+/// type's) is keyed by its position alone. Every key comes from the tables and positions,
+/// never from the message; every value is written by the positional model's value writer
+/// (escapes decoded, the HL7 null `""` as `null`, text decoded from the MSH-18 character set).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: it writes values out under the operation's disclosure"
+)]
+pub fn named_model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
+    let d = msg.delimiters();
+    let all = msg.bytes().expose_value(disclosure);
+    // MSH-12.1 (an FHS or BHS record has no version: its 12th field is something else).
+    let msh = msg.msh();
+    let version = Some(msh)
+        .filter(|s| s.id().expose_value(disclosure) == b"MSH")
+        .and_then(|s| s.field(12))
+        .and_then(|f| f.at(1, 1, 1))
+        .and_then(|v| Version::nearest(v.expose_value(disclosure)))
+        .unwrap_or(NAMED_FALLBACK);
+    let tables = schema::schema(version);
+    let mut w = Writer::new(msg, all, disclosure);
+    out.reserve(all.len() * 3);
+    out.extend_from_slice(b"{\"tables\":");
+    json::string(out, version.as_str());
+    out.push(b',');
+    delimiters_json(d, out);
+    out.extend_from_slice(b",\"segments\":[");
+    for (i, seg) in msg.segments().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"id\":");
+        let id = seg.id().expose_value(disclosure);
+        w.text_of(id, out);
+        out.extend_from_slice(b",\"fields\":{");
+        // The segment's definition: the id is only looked up, never written as a key.
+        let def = tables.segment(id);
+        // MSH-1 and MSH-2 (FHS, BHS too) hold the delimiters: one string each, never split.
+        let unsplit = if seg.is_header() { 2 } else { 0 };
+        let mut first = true;
+        for (n, span) in seg.field_spans().iter().enumerate() {
+            if span.start >= span.end {
+                continue;
+            }
+            let position = n + 1;
+            let field = def.and_then(|s| s.field(position));
+            let at = out.len();
+            if !first {
+                out.push(b',');
+            }
+            key(position, field.map(|f| f.name), out);
+            if n < unsplit {
+                w.text_of(all.get(span.range()).unwrap_or_default(), out);
+            } else if !w.named_field(all, span.range(), field, tables, out) {
+                // Nothing but separators: left out.
+                out.truncate(at);
+                continue;
+            }
+            first = false;
+        }
+        out.extend_from_slice(b"}}");
+    }
+    out.extend_from_slice(b"]}");
+}
+
+/// Writes the key `"<position> <name>":` (`"5 patient_name":`), the name in snake case from the
+/// tables; `"<position>":` when there is none.
+fn key(position: usize, name: Option<&'static str>, out: &mut Vec<u8>) {
+    out.push(b'"');
+    out.extend_from_slice(position.to_string().as_bytes());
+    if let Some(name) = name {
+        let start = out.len();
+        out.push(b' ');
+        let mut gap = false;
+        for b in name.bytes() {
+            match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => {
+                    if gap && out.len() > start + 1 {
+                        out.push(b'_');
+                    }
+                    gap = false;
+                    out.push(b.to_ascii_lowercase());
+                }
+                // `Mother's Maiden Name` → `mothers_maiden_name`.
+                b'\'' => {}
+                _ => gap = true,
+            }
+        }
+        if out.len() == start + 1 {
+            out.truncate(start);
+        }
+    }
+    out.extend_from_slice(b"\":");
+}
+
+/// The composite data type `id` names in `tables` (`None`: a primitive, `varies`, or a type
+/// the tables do not define).
+fn composite(tables: &'static Schema, id: &str) -> Option<&'static DataTypeDef> {
+    tables.datatype(id).filter(|t| !t.primitive && !t.components.is_empty())
+}
+
+/// The parts of `all[range]` between the separators `sep`, as ranges of `all`.
+fn parts(all: &[u8], range: Range<usize>, sep: u8) -> impl Iterator<Item = Range<usize>> + '_ {
+    let base = range.start;
+    all.get(range).unwrap_or_default().split(move |&b| b == sep).scan(base, |at, part| {
+        let start = *at;
+        *at += part.len() + 1;
+        Some(start..start + part.len())
+    })
+}
+
+impl Writer {
+    /// The number of parts of `all[range]` between the separators `sep` up to the last that
+    /// holds something (0: none does).
+    fn held(&self, all: &[u8], range: Range<usize>, sep: u8) -> usize {
+        parts(all, range, sep).enumerate().filter(|(_, r)| self.holds(all, r.clone())).last().map_or(0, |(i, _)| i + 1)
+    }
+
+    /// True when `all[range]` holds something but separators.
+    fn holds(&self, all: &[u8], range: Range<usize>) -> bool {
+        kinds_of(&self.class, all.get(range).unwrap_or_default()) & OTHER != 0
+    }
+
+    /// Writes a field (not MSH-1 or MSH-2) of the named model; `def` is its definition.
+    /// Returns false, having written nothing, when it holds nothing but separators.
+    fn named_field(
+        &mut self,
+        all: &[u8],
+        span: Range<usize>,
+        def: Option<&'static FieldDef>,
+        tables: &'static Schema,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let kinds = kinds_of(&self.class, all.get(span.clone()).unwrap_or_default());
+        if kinds & OTHER == 0 {
+            return false;
+        }
+        self.special = kinds & SPECIAL != 0;
+        let ty = def.and_then(|f| composite(tables, f.data_type));
+        // Trailing empty repetitions carry no meaning (as in the positional model).
+        let count = self.held(all, span.clone(), self.d.repetition);
+        let list = count > 1 || def.is_some_and(FieldDef::is_repeatable);
+        if list {
+            out.push(b'[');
+        }
+        for (i, rep) in parts(all, span, self.d.repetition).take(count).enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            if !self.holds(all, rep.clone()) {
+                // An empty repetition before one that holds something keeps its place.
+                out.extend_from_slice(if ty.is_some() { b"{}" } else { b"\"\"" });
+                continue;
+            }
+            if let Some(ty) = ty {
+                self.named_parts(all, rep, self.d.component, Some(ty), tables, false, out);
+                continue;
+            }
+            // A type the tables do not name: components (or the subcomponents of the first) are
+            // an object keyed by position, so that a component is never mistaken for a
+            // subcomponent; trailing empty parts do not count (as in the positional model, and
+            // so that a message and its canonical form have one model).
+            let first = parts(all, rep.clone(), self.d.component).next().unwrap_or(rep.start..rep.start);
+            if self.held(all, rep.clone(), self.d.component) > 1
+                || self.held(all, first.clone(), self.d.subcomponent) > 1
+            {
+                self.named_parts(all, rep, self.d.component, None, tables, false, out);
+            } else {
+                self.named_component(all, first, None, tables, out);
+            }
+        }
+        if list {
+            out.push(b']');
+        }
+        true
+    }
+
+    /// Writes the parts of `all[range]` between the separators `sep` as an object keyed by
+    /// position and by the names of `ty`'s components; parts that hold nothing are left out.
+    /// `leaves`: the parts are subcomponents, written as values.
+    #[expect(clippy::too_many_arguments, reason = "one level of the walk: where, how it is cut, its type")]
+    fn named_parts(
+        &mut self,
+        all: &[u8],
+        range: Range<usize>,
+        sep: u8,
+        ty: Option<&'static DataTypeDef>,
+        tables: &'static Schema,
+        leaves: bool,
+        out: &mut Vec<u8>,
+    ) {
+        out.push(b'{');
+        let mut first = true;
+        for (i, part) in parts(all, range, sep).enumerate() {
+            if !self.holds(all, part.clone()) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            let position = i + 1;
+            let def = ty.and_then(|t| t.component(position));
+            key(position, def.map(|c| c.name), out);
+            if leaves {
+                self.value(all, part.start, part.end, out);
+            } else {
+                self.named_component(all, part, def, tables, out);
+            }
+        }
+        out.push(b'}');
+    }
+
+    /// Writes a component that holds something: a value, or, when it has subcomponents, an
+    /// object of them keyed by the names of its type's components (`def`).
+    fn named_component(
+        &mut self,
+        all: &[u8],
+        range: Range<usize>,
+        def: Option<&'static ComponentDef>,
+        tables: &'static Schema,
+        out: &mut Vec<u8>,
+    ) {
+        if self.held(all, range.clone(), self.d.subcomponent) <= 1 {
+            // One subcomponent (trailing empty ones do not count): a value.
+            let first = parts(all, range.clone(), self.d.subcomponent).next().unwrap_or(range);
+            self.value(all, first.start, first.end, out);
+            return;
+        }
+        let ty = def.and_then(|c| composite(tables, c.data_type));
+        self.named_parts(all, range, self.d.subcomponent, ty, tables, true, out);
     }
 }
 
