@@ -11,7 +11,11 @@
 //!   a message on stderr under `RUST_LOG=trace`, start-up options (`--policy`, limits);
 //! - fuzzed JSON-RPC method names: answered "Method not found" with a fixed text, and no name
 //!   (nor a request id) on stdout or stderr; a `ping` answered while a long tool call runs;
-//! - without the `mcp` feature, `phiward mcp` exits 69 with `CLI_PARSER_UNAVAILABLE`.
+//! - without the `mcp` feature, `phiward mcp` exits 69 with `CLI_PARSER_UNAVAILABLE`;
+//! - the protocol, over a live session: progress notifications (records done, nothing else), a
+//!   small call answered while a large one runs, a cancelled call stopped with no result sent,
+//!   a cancelled `Watch` stopping a dispatch between records; resource templates, completions
+//!   and prompts (following the policy), echoing nothing.
 //!
 //! The real-client acceptance test (the official Python SDK) is tests/peers/mcp_client.py.
 

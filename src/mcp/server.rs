@@ -300,8 +300,8 @@ impl ServerHandler for Server {
                 () = tokio::time::sleep_until(next), if token.is_some() => {
                     let done = watch.done();
                     if let Some(token) = token.as_ref().filter(|_| reported.is_none_or(|r| done > r)) {
-                        // A count only: no total, no message.
-                        #[expect(clippy::cast_precision_loss, reason = "a record count stays far below 2^53")]
+                        // A count only: no total, no message (a record count stays far below
+                        // 2^53, exact as a float).
                         let progress = ProgressNotificationParam::new(token.clone(), done as f64);
                         // The client may have gone; the call's result says the rest.
                         let _ = context.peer.notify_progress(progress).await;
