@@ -23,8 +23,7 @@
 //! - `terminology`: find-equivalent (score reference values, exact names first), terminology list
 //!   licences, the importers on synthetic files, map-codes, MCP against the CLI.
 //! - `mcp`: the MCP server: tool definitions, dispatch against the CLI's --json, argument
-//!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy;
-//!   progress, cancellation, concurrent calls, resource templates, completions, prompts.
+//!   errors, markers, a hand-written JSON-RPC exchange over stdio, limits and --policy.
 //! - `parallel`: multi-record inputs processed in batches on several threads (a file) give
 //!   exactly what record-by-record processing (a pipe) gives, in input order: MLLP, ER7, NDJSON.
 //! - `redact`: `redact` (Safe Harbor over marker fixtures, every valid fixture, golden triples per
