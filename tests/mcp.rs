@@ -11,7 +11,11 @@
 //!   a message on stderr under `RUST_LOG=trace`, start-up options (`--policy`, limits);
 //! - fuzzed JSON-RPC method names: answered "Method not found" with a fixed text, and no name
 //!   (nor a request id) on stdout or stderr; a `ping` answered while a long tool call runs;
-//! - without the `mcp` feature, `phiward mcp` exits 69 with `CLI_PARSER_UNAVAILABLE`.
+//! - without the `mcp` feature, `phiward mcp` exits 69 with `CLI_PARSER_UNAVAILABLE`;
+//! - the protocol, over a live session: progress notifications (records done, nothing else), a
+//!   small call answered while a large one runs, a cancelled call stopped with no result sent,
+//!   a cancelled `Watch` stopping a dispatch between records; resource templates, completions
+//!   and prompts (following the policy), echoing nothing.
 //!
 //! The real-client acceptance test (the official Python SDK) is tests/peers/mcp_client.py.
 
@@ -942,20 +946,359 @@ fn audit_log_has_a_line_per_tool_call() {
     let text = std::fs::read_to_string(&log).expect("log");
     assert!(!text.contains("MKR"), "{text}");
     let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
-    let ops: Vec<(String, String)> = entries
+    let mut ops: Vec<(String, String)> = entries
         .iter()
         .skip(1)
         .map(|e| (e["op"].as_str().unwrap_or("").to_owned(), e["tool"].as_str().unwrap_or("").to_owned()))
         .collect();
+    // Calls run concurrently: their lines are in the order they ended; the server's is last.
+    ops[..2].sort();
     assert_eq!(
         ops,
         [
-            ("mcp tool".to_owned(), "validate".to_owned()),
             ("mcp tool".to_owned(), "unknown".to_owned()),
+            ("mcp tool".to_owned(), "validate".to_owned()),
             ("mcp".to_owned(), String::new())
         ]
     );
-    assert_eq!(entries[2]["codes"], json!(["CLI_USAGE"]));
+    let unknown = entries.iter().find(|e| e["tool"] == "unknown").expect("the unknown tool's line");
+    assert_eq!(unknown["codes"], json!(["CLI_USAGE"]));
     let o = crate::common::run(&["audit", "verify", path]);
     assert_eq!(crate::common::code(&o), 0);
+}
+
+/// A server spoken to one line at a time: requests are written as the test goes, and every line
+/// the server writes is read as it comes (so that a test can act on a reply or a notification).
+#[cfg(feature = "mcp")]
+struct Session {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Value>,
+    /// Every line read so far, in order.
+    seen: Vec<Value>,
+}
+
+#[cfg(feature = "mcp")]
+impl Session {
+    /// Starts `phiward mcp` with `args` and sends the handshake.
+    fn start(args: &[&str]) -> Session {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_phiward"))
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the MCP server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for l in std::io::BufReader::new(stdout).lines() {
+                let Ok(l) = l else { break };
+                let v: Value = serde_json::from_str(&l).expect("the server writes JSON lines");
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Session { stdin: child.stdin.take(), child, lines, seen: Vec::new() };
+        for l in handshake() {
+            s.send_line(&l);
+        }
+        s.until(|v| v["id"] == 0);
+        s
+    }
+
+    fn send_line(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line).and_then(|()| stdin.write_all(b"\n")).and_then(|()| stdin.flush()).expect("write");
+    }
+
+    fn send(&mut self, v: &Value) {
+        self.send_line(&line(v));
+    }
+
+    /// Reads lines until one matches (a generous timeout only guards against a hang).
+    fn until(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let v = self.lines.recv_timeout(std::time::Duration::from_secs(300)).expect("the awaited line");
+            self.seen.push(v.clone());
+            if wanted(&v) {
+                return v;
+            }
+        }
+    }
+
+    /// Closes stdin, reads the rest, and returns every line read and the exit code.
+    fn finish(mut self) -> (Vec<Value>, i32) {
+        drop(self.stdin.take());
+        while let Ok(v) = self.lines.recv_timeout(std::time::Duration::from_secs(300)) {
+            self.seen.push(v);
+        }
+        let status = self.child.wait().expect("wait");
+        (self.seen, status.code().unwrap_or(-1))
+    }
+}
+
+/// `n` FHIR Patients as NDJSON, each with a marker in its name.
+#[cfg(feature = "mcp")]
+fn patients_ndjson(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "{{\"resourceType\":\"Patient\",\"id\":\"p{i}\",\"name\":[{{\"family\":\"MKR{:05}X\",\"given\":[\"Odessa\"]}}],\"birthDate\":\"1980-01-01\"}}\n",
+                i % 100_000
+            )
+        })
+        .collect()
+}
+
+#[cfg(feature = "mcp")]
+fn call_with_progress(id: u64, name: &str, arguments: Value, token: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments, "_meta": {"progressToken": token}}})
+}
+
+#[cfg(feature = "mcp")]
+fn is_progress(v: &Value, token: &str) -> bool {
+    v["method"] == "notifications/progress" && v["params"]["progressToken"] == token
+}
+
+/// A long call with a progress token gets `notifications/progress` before its result: records
+/// done, strictly increasing, never more than the input's records, with no total, no message
+/// and nothing of the message (its names are markers). A call without a token gets none.
+#[cfg(feature = "mcp")]
+#[test]
+fn a_long_call_reports_progress_in_records_and_nothing_else() {
+    let n = 60_000;
+    let input = patients_ndjson(n);
+    let mut s = Session::start(&[]);
+    s.send(&call_with_progress(1, "parse", json!({ "content": input, "ndjson": true }), "tok-1"));
+    s.until(|v| v["id"] == 1);
+    s.send_line(&tool_call(2, "validate", json!({ "content": input, "ndjson": true })));
+    s.until(|v| v["id"] == 2);
+    let (seen, exit) = s.finish();
+    assert_eq!(exit, 0);
+    let reply = seen.iter().position(|v| v["id"] == 1).expect("a result");
+    let sc = &seen[reply]["result"]["structuredContent"];
+    assert_eq!(sc["status"], "success", "the call completed");
+    let progress: Vec<&Value> = seen.iter().filter(|v| v["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "no progress notification during a long call");
+    assert!(seen[reply + 1..].iter().all(|v| !is_progress(v, "tok-1")), "progress after the result");
+    let mut last = -1.0;
+    for p in &progress {
+        assert!(is_progress(p, "tok-1"), "{p}");
+        let keys: Vec<&String> = p["params"].as_object().expect("params").keys().collect();
+        assert_eq!(keys, ["progress", "progressToken"], "a count and the token only");
+        let done = p["params"]["progress"].as_f64().expect("a number");
+        assert!(done > last && done <= n as f64, "progress {done} after {last}");
+        last = done;
+        assert!(!has_marker(p.to_string().as_bytes()));
+    }
+    assert!(last > 0.0, "no record counted");
+}
+
+/// A small call is answered while a large one still runs: calls do not wait for each other.
+#[cfg(feature = "mcp")]
+#[test]
+fn a_small_call_is_not_queued_behind_a_large_one() {
+    let large = patients_ndjson(60_000);
+    let small = "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|2.5.1\rEVN|A01|20240101\rPID|1||1\rPV1|1|I\r";
+    let mut s = Session::start(&[]);
+    s.send_line(&tool_call(1, "parse", json!({ "content": large, "ndjson": true })));
+    s.send_line(&tool_call(2, "validate", json!({ "content": small })));
+    let first = s.until(|v| v["id"] == 1 || v["id"] == 2);
+    assert_eq!(first["id"], 2, "the small call waited for the large one");
+    assert_ne!(first["result"]["structuredContent"]["status"], "failed");
+    s.until(|v| v["id"] == 1);
+    let (seen, exit) = s.finish();
+    assert_eq!(exit, 0);
+    let large_reply = seen.iter().find(|v| v["id"] == 1).expect("the large call's result");
+    assert_eq!(large_reply["result"]["structuredContent"]["status"], "success");
+    // Each call's reply is its own: the same small call alone gives the same object.
+    assert_eq!(first["result"]["structuredContent"], call("validate", json!({ "content": small })));
+}
+
+/// On `notifications/cancelled`, a running call stops (the audit log records it ended with
+/// CLI_OUTPUT_FAILED, not a result), no result is sent for it, and the server keeps serving.
+#[cfg(feature = "mcp")]
+#[test]
+fn a_cancelled_call_stops_and_sends_no_result() {
+    let dir = std::env::temp_dir().join(format!("phiward-mcp-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let log = dir.join("audit.log");
+    let n = 200_000;
+    let input = patients_ndjson(n);
+    let mut s = Session::start(&["--audit-log", log.to_str().expect("utf-8 path")]);
+    s.send(&call_with_progress(1, "parse", json!({ "content": input, "ndjson": true }), "big"));
+    // Cancelled once records are being done: the work has started.
+    let started = s.until(|v| is_progress(v, "big") && v["params"]["progress"].as_f64().is_some_and(|p| p > 0.0));
+    let done_then = started["params"]["progress"].as_f64().expect("a number");
+    assert!(done_then < n as f64, "the call was over before it could be cancelled");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 1, "reason": "MKR00001X"}}));
+    s.send_line(&tool_call(2, "validate", json!({ "content": "{\"resourceType\":\"Patient\"}" })));
+    let next = s.until(|v| v["id"] == 2);
+    assert_eq!(next["result"]["structuredContent"]["status"], "success", "the server keeps serving");
+    let (seen, exit) = s.finish();
+    assert_eq!(exit, 0);
+    assert!(seen.iter().all(|v| v["id"] != 1), "a result was sent for the cancelled call");
+    assert!(seen.iter().all(|v| !has_marker(v.to_string().as_bytes())));
+    let text = std::fs::read_to_string(&log).expect("log");
+    let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    let calls: Vec<&Value> = entries.iter().filter(|e| e["op"] == "mcp tool").collect();
+    assert_eq!(calls.len(), 2, "{text}");
+    assert_eq!(calls[0]["tool"], "parse");
+    assert_eq!(calls[0]["codes"], json!(["CLI_OUTPUT_FAILED"]), "the cancelled call ran to its end: {text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Cancelling a watched dispatch stops it between records: fewer records are done than the
+/// input holds, and the reply is CLI_OUTPUT_FAILED with no data.
+#[cfg(feature = "mcp")]
+#[test]
+fn a_cancelled_watch_stops_the_run_between_records() {
+    let n = 200_000u64;
+    let input = patients_ndjson(n as usize);
+    let watch = mcp::Watch::default();
+    let worker = watch.clone();
+    let run = std::thread::spawn(move || {
+        let args = json!({ "content": input, "ndjson": true });
+        let Value::Object(args) = args else { unreachable!() };
+        mcp::dispatch_watched("validate", Some(args), &Config::default(), &worker).into_value()
+    });
+    while watch.done() == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    watch.cancel();
+    let reply = run.join().expect("the call returns");
+    assert_eq!(reply["code"], "CLI_OUTPUT_FAILED", "{reply}");
+    assert!(reply.get("data").is_none());
+    assert!(watch.done() < n, "every record was done: {}", watch.done());
+    // Already cancelled: nothing runs.
+    let args = json!({ "content": "{\"resourceType\":\"Patient\"}" });
+    let Value::Object(args) = args else { unreachable!() };
+    let before = watch.done();
+    assert_eq!(
+        mcp::dispatch_watched("validate", Some(args), &Config::default(), &watch).code,
+        Some(phiward::diag::Code::CLI_OUTPUT_FAILED)
+    );
+    assert_eq!(watch.done(), before);
+}
+
+/// Resource templates for code systems and ConceptMaps, completions of their arguments from the
+/// catalog, and prompts that follow the policy; nothing a client sent is echoed.
+#[cfg(feature = "mcp")]
+#[test]
+fn templates_completions_and_prompts() {
+    let req = |id: u64, method: &str, params: Value| {
+        line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    };
+    let complete = |id: u64, r: Value, name: &str, value: &str| {
+        req(id, "completion/complete", json!({"ref": r, "argument": {"name": name, "value": value}}))
+    };
+    let mut lines = handshake();
+    lines.push(req(1, "resources/templates/list", json!({})));
+    lines.push(req(2, "resources/read", json!({"uri": "info://terminology/codesystem/loinc"})));
+    lines.push(req(3, "resources/read", json!({"uri": "info://terminology/conceptmap/cm-administrative-gender-v2"})));
+    lines.push(req(4, "resources/read", json!({"uri": "info://terminology/conceptmap/MKR00001X"})));
+    lines.push(complete(
+        5,
+        json!({"type": "ref/resource", "uri": "info://terminology/conceptmap/{id}"}),
+        "id",
+        "cm-ADMIN",
+    ));
+    lines.push(complete(
+        6,
+        json!({"type": "ref/resource", "uri": "info://terminology/codesystem/{system}"}),
+        "system",
+        "lo",
+    ));
+    lines.push(complete(
+        7,
+        json!({"type": "ref/resource", "uri": "info://terminology/codesystem/{system}"}),
+        "system",
+        "MKR00002X",
+    ));
+    lines.push(complete(8, json!({"type": "ref/resource", "uri": "MKR00003X"}), "id", ""));
+    lines.push(req(9, "prompts/list", json!({})));
+    lines.push(req(10, "prompts/get", json!({"name": "validate_and_explain", "arguments": {"format": "hl7"}})));
+    lines.push(req(11, "prompts/get", json!({"name": "validate_and_explain", "arguments": {"format": "MKR00004X"}})));
+    lines.push(req(12, "prompts/get", json!({"name": "MKR00005X"})));
+    lines.push(complete(13, json!({"type": "ref/prompt", "name": "deidentify_then_summarize"}), "format", "hl"));
+    // Names that start with what was typed come first, then those that contain it.
+    lines.push(complete(14, json!({"type": "ref/prompt", "name": "validate_and_explain"}), "format", "c"));
+    let (exit, replies, stderr) = exchange(env!("CARGO_BIN_EXE_phiward"), &["mcp"], &lines);
+    assert_eq!(exit, 0);
+    let caps = &reply(&replies, 0)["result"]["capabilities"];
+    for c in ["tools", "resources", "prompts", "completions"] {
+        assert!(caps[c].is_object(), "capability {c}: {caps}");
+    }
+    let templates: Vec<&str> = reply(&replies, 1)["result"]["resourceTemplates"]
+        .as_array()
+        .expect("templates")
+        .iter()
+        .map(|t| t["uriTemplate"].as_str().expect("a template"))
+        .collect();
+    assert_eq!(templates, ["info://terminology/codesystem/{system}", "info://terminology/conceptmap/{id}"]);
+    let text = |id: u64| -> Value {
+        let t = reply(&replies, id)["result"]["contents"][0]["text"].as_str().expect("text");
+        serde_json::from_str(t).expect("JSON")
+    };
+    let loinc = text(2);
+    assert_eq!((loinc["terminology"].as_str(), loinc["system"].as_str()), (Some("loinc"), Some("http://loinc.org")));
+    assert_eq!(loinc["origin"], "bundled");
+    assert_eq!(loinc["dataset"]["dataset"], "loinc");
+    let map = text(3);
+    assert_eq!(map["resourceType"], "ConceptMap");
+    assert_eq!(map["url"], "http://hl7.org/fhir/ConceptMap/cm-administrative-gender-v2");
+    assert!(map["group"][0]["element"].as_array().is_some_and(|e| !e.is_empty()), "{map}");
+    assert_eq!(reply(&replies, 4)["error"]["message"], "Resource not found");
+    let values = |id: u64| reply(&replies, id)["result"]["completion"]["values"].clone();
+    assert_eq!(values(5), json!(["cm-administrative-gender-v2", "cm-administrative-gender-v3"]));
+    assert_eq!(reply(&replies, 5)["result"]["completion"]["total"], 2);
+    assert_eq!(values(6), json!(["loinc"]));
+    assert_eq!(values(7), json!([]));
+    assert_eq!(reply(&replies, 8)["error"]["message"], "Invalid params");
+    let prompts: Vec<&str> = reply(&replies, 9)["result"]["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .map(|p| p["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(prompts, ["validate_and_explain", "deidentify_then_summarize"]);
+    let prompt = reply(&replies, 10)["result"]["messages"][0]["content"]["text"].as_str().expect("text");
+    assert!(prompt.contains("`validate`") && prompt.contains("\"hl7\""), "{prompt}");
+    assert_eq!(reply(&replies, 11)["error"]["message"], "Invalid params");
+    assert_eq!(reply(&replies, 12)["error"]["message"], "Invalid params");
+    assert_eq!(values(13), json!(["hl7"]));
+    assert_eq!(values(14), json!(["ccda", "dicom", "ncpdp"]));
+    for r in &replies {
+        assert!(!has_marker(r.to_string().as_bytes()), "echoed: {r}");
+    }
+    assert!(!has_marker(stderr.as_bytes()));
+    // Under a policy that hides `redact`, its prompt is neither listed nor given nor completed.
+    let dir = std::env::temp_dir().join(format!("phiward-mcp-prompts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let policy = dir.join("no-redact.toml");
+    std::fs::write(&policy, b"[policy]\nname = \"t\"\ndisclosure = \"full\"\ntools = [\"validate\"]\n").expect("write");
+    let mut lines = handshake();
+    lines.push(req(1, "prompts/list", json!({})));
+    lines.push(req(2, "prompts/get", json!({"name": "deidentify_then_summarize"})));
+    lines.push(complete(3, json!({"type": "ref/prompt", "name": "deidentify_then_summarize"}), "format", ""));
+    let (exit, replies, _) =
+        exchange(env!("CARGO_BIN_EXE_phiward"), &["mcp", "--policy", policy.to_str().expect("utf-8 path")], &lines);
+    assert_eq!(exit, 0);
+    let listed: Vec<Value> = reply(&replies, 1)["result"]["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    assert_eq!(listed, [json!("validate_and_explain")]);
+    assert_eq!(reply(&replies, 2)["error"]["message"], "Invalid params");
+    assert_eq!(reply(&replies, 3)["error"]["message"], "Invalid params");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,10 +9,16 @@
 //! The reply's `data` is built from the very bytes `ops` hands to its sink, which are the bytes
 //! the CLI's `--json` prints, so the two front doors cannot disagree.
 //!
+//! A call can be watched ([`dispatch_watched`] and a [`Watch`]): the sink counts the records it
+//! takes (a number, nothing else of them), which the server turns into progress notifications,
+//! and stops the run before its next record once the watch is cancelled.
+//!
 //! What it does not do: talk to a transport (see [`super::server`]), log any argument, or turn
 //! on `--unsafe-show-values` (there is no such door over MCP).
 
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
 use zeroize::Zeroize;
@@ -67,6 +73,36 @@ pub struct CallHook(pub std::sync::Arc<CallFn>);
 impl std::fmt::Debug for CallHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("CallHook")
+    }
+}
+
+/// What a running call shares with the server: the records done so far and whether the client
+/// cancelled the call. Value-free by construction: a count and a flag. Clones share the state.
+#[derive(Clone, Debug, Default)]
+pub struct Watch {
+    done: Arc<AtomicU64>,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Watch {
+    /// Records whose result the call's sink has taken (a stream's records, in input order;
+    /// `redact` counts each piece of output it writes, a record or an MLLP frame).
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
+
+    /// Asks the call to stop before its next record.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Watch::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    fn record_done(&self) {
+        self.done.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -184,6 +220,16 @@ impl Reply {
 /// Runs one tool call. Never panics on any input; a panic inside an operation becomes a
 /// `CLI_INTERNAL` reply.
 pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Config) -> Reply {
+    dispatch_watched(name, arguments, config, &Watch::default())
+}
+
+/// [`dispatch`], counting the records done in `watch` and stopping before the next record once
+/// it is cancelled. A cancelled call's reply is `CLI_OUTPUT_FAILED` (its reader has gone; the
+/// server sends no result for it).
+pub fn dispatch_watched(name: &str, arguments: Option<Map<String, Value>>, config: &Config, watch: &Watch) -> Reply {
+    if watch.is_cancelled() {
+        return Reply::failed(Code::CLI_OUTPUT_FAILED);
+    }
     if let Some(reply) = terminology_tool(name, arguments.as_ref(), config) {
         return reply;
     }
@@ -191,7 +237,7 @@ pub fn dispatch(name: &str, arguments: Option<Map<String, Value>>, config: &Conf
         tracing::debug!(code = Code::CLI_USAGE.as_str(), "unknown tool");
         return Reply::usage("name");
     };
-    let run = std::panic::AssertUnwindSafe(|| call(tool, arguments, config));
+    let run = std::panic::AssertUnwindSafe(|| call(tool, arguments, config, watch));
     let reply = std::panic::catch_unwind(run).unwrap_or_else(|_| Reply::failed(Code::CLI_INTERNAL));
     tracing::debug!(
         tool = tool.as_str(),
@@ -216,7 +262,7 @@ fn terminology_tool(name: &str, arguments: Option<&Map<String, Value>>, config: 
     Some(reply)
 }
 
-fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> Reply {
+fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config, watch: &Watch) -> Reply {
     if config.policy.as_ref().is_some_and(|p| !p.allows_tool(tool.as_str())) {
         return Reply::failed(Code::POLICY_TOOL_NOT_ALLOWED);
     }
@@ -268,7 +314,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config) -> R
         model: input.model,
     };
     let redacted = request.redaction().map(|p| (p.name.clone(), p.digest.clone()));
-    let mut sink = Collect { keep_bytes: tool == Tool::Redact, ..Collect::default() };
+    let mut sink = Collect { keep_bytes: tool == Tool::Redact, watch: Some(watch.clone()), ..Collect::default() };
     let outcome = ops::run(request, &mut sink);
     if let Some(code) = outcome.code {
         let mut reply = Reply { exit: outcome.exit, ..Reply::failed(code) };
@@ -545,10 +591,19 @@ struct Collect {
     /// Keep the bytes items (`redact`'s output); otherwise they are not a tool's data.
     keep_bytes: bool,
     bytes: Vec<u8>,
+    /// Counts the items taken; says when the call was cancelled.
+    watch: Option<Watch>,
 }
 
 impl Sink for Collect {
+    fn cancelled(&self) -> bool {
+        self.watch.as_ref().is_some_and(Watch::is_cancelled)
+    }
+
     fn item(&mut self, item: Item<'_>) -> io::Result<()> {
+        if let Some(w) = &self.watch {
+            w.record_done();
+        }
         match item {
             Item::Json { json, .. } => {
                 self.objects.push(json.to_vec());

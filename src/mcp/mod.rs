@@ -1,5 +1,8 @@
 //! The MCP front door (cargo feature `mcp`, on by default): a stdio server built on `rmcp` with
-//! message tools, `parse`, `validate`, `inspect`, `convert` and `redact`.
+//! message tools, `parse`, `validate`, `inspect`, `convert` and `redact`, the terminology tools,
+//! resources and resource templates of the terminology catalog, prompts, and completions for
+//! the templates' and prompts' arguments. Tool calls run concurrently, report progress (records
+//! done) when asked, and stop when cancelled (see [`server`]).
 //!
 //! Usable as a library: [`tools::definitions`] (what `tools/list` shows), [`dispatch()`] (a tool
 //! name and raw JSON arguments to the structured reply, synchronously, without a transport) and
@@ -17,12 +20,13 @@
 //! state between calls, or read command lines (the CLI does; `mcp` knows nothing of `cli`).
 
 pub mod dispatch;
+pub mod prompts;
 pub mod server;
 pub mod shape;
 pub mod terminology;
 pub mod tools;
 pub mod transport;
 
-pub use dispatch::{Config, Reply, dispatch};
+pub use dispatch::{Config, Reply, Watch, dispatch, dispatch_watched};
 pub use server::{Server, serve_stdio};
 pub use tools::{Tool, definitions};

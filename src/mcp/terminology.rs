@@ -1,6 +1,14 @@
 //! The terminology tools (`find_equivalent`, `map_codes`) and resources (`info://licenses`,
 //! `info://terminology`): definitions with input and output schemas, and dispatch.
 //!
+//! Two resource templates name one entry of the catalog each: a code system
+//! ([`CODESYSTEM_TEMPLATE`], `{system}` a name of the `find_equivalent` enum: where it is served
+//! from and its dataset's vintage, size, licence and citation, and the bundled ConceptMaps that
+//! read or write it) and a bundled ConceptMap ([`CONCEPTMAP_TEMPLATE`], `{id}` the last segment
+//! of its canonical URL: the map as FHIR R4 JSON). `completion/complete` offers their
+//! arguments' values ([`template_completions`]): identifiers from the bundled catalog, never
+//! patient data.
+//!
 //! Arguments are read from the raw JSON object by this module (never through a typed
 //! deserializer whose error text would quote a value); a bad argument is a `failed` reply with
 //! `CLI_USAGE` that echoes nothing. Properties the input schema does not declare are ignored.
@@ -364,17 +372,95 @@ pub const RESOURCES: [(&str, &str, &str, &str, &str); 2] = [
     ),
 ];
 
-/// The text of a resource, or `None` for an unknown URI.
-pub fn read_resource(uri: &str, catalog: &Catalog) -> Option<String> {
+/// The URI template of a code system's description.
+pub const CODESYSTEM_TEMPLATE: &str = "info://terminology/codesystem/{system}";
+/// The URI template of a bundled ConceptMap.
+pub const CONCEPTMAP_TEMPLATE: &str = "info://terminology/conceptmap/{id}";
+const CODESYSTEM_PREFIX: &str = "info://terminology/codesystem/";
+const CONCEPTMAP_PREFIX: &str = "info://terminology/conceptmap/";
+
+/// The resource templates, as `resources/templates/list` shows them: `(uri template, name,
+/// title, description, mime type)`.
+pub const TEMPLATES: [(&str, &str, &str, &str, &str); 2] = [
+    (
+        CODESYSTEM_TEMPLATE,
+        "codesystem",
+        "Code system",
+        "One code system of find_equivalent (icd10cm, icd11, loinc, rxnorm, mesh): its FHIR system URI, \
+         whether it is bundled, imported or unavailable, its dataset's vintage, size, licence and \
+         citation, and the bundled ConceptMaps whose groups read or write it.",
+        "application/json",
+    ),
+    (
+        CONCEPTMAP_TEMPLATE,
+        "conceptmap",
+        "Bundled ConceptMap",
+        "One bundled ConceptMap as FHIR R4 JSON (its id is the last segment of its canonical URL): \
+         each group's source and target systems and every element's targets with their equivalence. \
+         map_codes translates from source to target only.",
+        "application/json",
+    ),
+];
+
+/// The values `completion/complete` offers for a template's argument, in catalog order: the
+/// code system names, or the bundled ConceptMap ids. `None` for an unknown template or argument.
+pub fn template_completions(template: &str, argument: &str) -> Option<Vec<&'static str>> {
+    match (template, argument) {
+        (CODESYSTEM_TEMPLATE, "system") => Some(systems_enum()),
+        (CONCEPTMAP_TEMPLATE, "id") => Some(term::conceptmap::bundled_ids().into_iter().map(|(id, _)| id).collect()),
+        _ => None,
+    }
+}
+
+/// The text and mime type of a resource, or `None` for an unknown URI.
+pub fn read_resource(uri: &str, catalog: &Catalog) -> Option<(String, &'static str)> {
+    let json = |v: Value| serde_json::to_string_pretty(&v).ok().map(|t| (t, "application/json"));
     match uri {
-        LICENSES_URI => Some(term::licenses_text(catalog)),
+        LICENSES_URI => Some((term::licenses_text(catalog), "text/markdown")),
         TERMINOLOGY_URI => {
             let mut listing = term::listing(catalog);
             if let Some(obj) = listing.as_object_mut() {
                 obj.insert("conceptmaps".into(), Value::from(term::conceptmap::bundled_urls()));
             }
-            serde_json::to_string_pretty(&listing).ok()
+            json(listing)
         }
-        _ => None,
+        _ => {
+            if let Some(name) = uri.strip_prefix(CODESYSTEM_PREFIX) {
+                return json(codesystem(System::from_name(name)?, catalog));
+            }
+            let id = uri.strip_prefix(CONCEPTMAP_PREFIX)?;
+            let (id, url) = term::conceptmap::bundled_ids().into_iter().find(|(i, _)| *i == id)?;
+            json(term::conceptmap::ConceptMap::bundled(url)?.to_fhir(id))
+        }
     }
+}
+
+/// The description of one code system: `info://terminology/codesystem/{system}`.
+fn codesystem(system: System, catalog: &Catalog) -> Value {
+    let listing = term::listing(catalog);
+    let entries = |key: &str| listing.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+    let origin = entries("terminologies")
+        .into_iter()
+        .find(|t| t["terminology"] == system.as_str())
+        .and_then(|t| t.get("origin").cloned())
+        .unwrap_or(Value::Null);
+    // The dataset that serves it: the imported one when there is one, else the bundled one.
+    let dataset = entries("datasets")
+        .into_iter()
+        .find(|d| d["dataset"] == system.as_str() && d["origin"] == origin)
+        .unwrap_or(Value::Null);
+    let uri = system.fhir_system();
+    let conceptmaps: Vec<Value> = entries("conceptmaps")
+        .into_iter()
+        .filter(|m| {
+            m["groups"].as_array().is_some_and(|gs| gs.iter().any(|g| g["source"] == uri || g["target"] == uri))
+        })
+        .collect();
+    json!({
+        "terminology": system.as_str(),
+        "system": uri,
+        "origin": origin,
+        "dataset": dataset,
+        "conceptmaps": conceptmaps,
+    })
 }

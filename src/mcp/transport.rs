@@ -21,8 +21,11 @@
 //!   Nothing of a line is ever logged: parse errors are reduced to their category.
 //! - The bytes of the requests being handled are counted ([`InFlight`]): the reader does not
 //!   hand on a request while those of earlier ones, still running, would take the total over
-//!   the line limit. Tool calls run off the service loop (see [`super::server`]), so a `ping`
-//!   is answered during a long call, and memory stays a small multiple of the largest line.
+//!   the line limit. Lines of at most [`SMALL_LINE`] bytes (a `ping`, a cancellation, a call
+//!   on a small message) are counted apart, against [`SMALL_BUDGET`], so that a call near the
+//!   line limit holds up neither a small call nor its own cancellation. Tool calls run off the
+//!   service loop (see [`super::server`]), so a `ping` is answered during a long call, and
+//!   memory stays a small multiple of the line limit.
 //!
 //! Line buffers are zeroized after use. What it does not do: interpret requests (rmcp's service
 //! loop and [`super::server`] do).
@@ -52,6 +55,10 @@ const HEAD: usize = 64 * 1024;
 const KEEP: usize = 1024 * 1024;
 /// Room on a line for the JSON-RPC envelope around the content (method, tool name, options).
 const ENVELOPE: u64 = 1024 * 1024;
+/// A line this long or shorter is counted against [`SMALL_BUDGET`] rather than the line limit.
+pub const SMALL_LINE: usize = 64 * 1024;
+/// The bytes of small lines handed on and not yet answered, at most (beside the line limit).
+pub const SMALL_BUDGET: usize = 4 * 1024 * 1024;
 
 /// The longest request line read whole, for content of at most `max_input_bytes`: the content,
 /// an eighth more for its JSON escapes (`\r` between HL7 segments, `\"`, `\\`), and
@@ -62,24 +69,41 @@ pub fn line_limit(max_input_bytes: u64) -> usize {
     usize::try_from(limit).unwrap_or(usize::MAX)
 }
 
-/// The bytes of the request lines handed on and not yet answered, against a cap.
+/// The bytes of the request lines handed on and not yet answered, against a cap (lines of at
+/// most [`SMALL_LINE`] bytes against [`SMALL_BUDGET`]).
 #[derive(Debug)]
 struct Budget {
     cap: usize,
-    used: Mutex<usize>,
+    used: Mutex<Used>,
     /// Wakes the reader thread.
     freed: Condvar,
     /// Wakes the service side waiting at end of input ([`Budget::idle`]).
     drained: tokio::sync::Notify,
 }
 
+/// The bytes counted, by kind of line.
+#[derive(Debug, Default)]
+struct Used {
+    large: usize,
+    small: usize,
+}
+
+impl Used {
+    /// The count a line of `bytes` is held against, and its cap.
+    fn slot(&mut self, bytes: usize, cap: usize) -> (&mut usize, usize) {
+        if bytes <= SMALL_LINE { (&mut self.small, SMALL_BUDGET) } else { (&mut self.large, cap) }
+    }
+}
+
 impl Budget {
     fn new(cap: usize) -> Arc<Budget> {
-        Arc::new(Budget { cap, used: Mutex::new(0), freed: Condvar::new(), drained: tokio::sync::Notify::new() })
+        let used = Mutex::new(Used::default());
+        Arc::new(Budget { cap, used, freed: Condvar::new(), drained: tokio::sync::Notify::new() })
     }
 
     fn used(&self) -> usize {
-        *self.used.lock().unwrap_or_else(PoisonError::into_inner)
+        let used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        used.large.saturating_add(used.small)
     }
 
     /// Returns once every request handed on has been answered (its bytes released).
@@ -95,14 +119,18 @@ impl Budget {
         }
     }
 
-    /// Counts `bytes`, first waiting while other requests hold so much that the total would
-    /// pass the cap (a line alone always fits: it is at most the line limit).
+    /// Counts `bytes`, first waiting while other requests of its kind (small or not) hold so
+    /// much that their total would pass its cap (a line alone always fits).
     fn acquire(self: &Arc<Self>, bytes: usize) -> InFlight {
         let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
-        while *used > 0 && used.saturating_add(bytes) > self.cap {
+        loop {
+            let (held, cap) = used.slot(bytes, self.cap);
+            if *held == 0 || held.saturating_add(bytes) <= cap {
+                *held = held.saturating_add(bytes);
+                break;
+            }
             used = self.freed.wait(used).unwrap_or_else(PoisonError::into_inner);
         }
-        *used = used.saturating_add(bytes);
         InFlight { _permit: Arc::new(Permit { budget: Arc::clone(self), bytes }) }
     }
 }
@@ -123,7 +151,8 @@ struct Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         let mut used = self.budget.used.lock().unwrap_or_else(PoisonError::into_inner);
-        *used = used.saturating_sub(self.bytes);
+        let (held, _) = used.slot(self.bytes, self.budget.cap);
+        *held = held.saturating_sub(self.bytes);
         self.budget.freed.notify_all();
         self.budget.drained.notify_waiters();
     }
@@ -555,25 +584,44 @@ mod tests {
     }
 
     /// The reader waits to hand on a request while those not yet answered hold the whole budget,
-    /// and goes on once one is answered.
+    /// and goes on once one is answered; small lines are counted apart, against their own budget.
     #[test]
     fn requests_in_flight_hold_back_the_next_one() {
-        let budget = Budget::new(100);
-        let first = budget.acquire(80);
+        let cap = 10 * SMALL_LINE;
+        let budget = Budget::new(cap);
+        let first = budget.acquire(8 * SMALL_LINE);
         let (tx, rx) = std_mpsc::channel();
         let b = Arc::clone(&budget);
         let waiter = std::thread::spawn(move || {
-            let held = b.acquire(30);
+            let held = b.acquire(3 * SMALL_LINE);
             tx.send(()).expect("send");
             drop(held);
         });
-        assert!(rx.try_recv().is_err(), "handed on while 80 + 30 bytes would pass the budget of 100");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "handed on while 8 + 3 lines would pass the budget of 10");
+        // A small line (a ping, a cancellation, a small call) is counted apart: not held up.
+        drop(budget.acquire(SMALL_LINE));
         drop(first);
         rx.recv().expect("handed on once the first is answered");
         waiter.join().expect("join");
-        assert_eq!(*budget.used.lock().expect("lock"), 0);
+        assert_eq!(budget.used(), 0);
         // A line alone always fits.
-        drop(budget.acquire(1000));
+        drop(budget.acquire(100 * SMALL_LINE));
+        // Small lines wait for each other past their own budget.
+        let small: Vec<InFlight> = (0..SMALL_BUDGET / SMALL_LINE).map(|_| budget.acquire(SMALL_LINE)).collect();
+        let b = Arc::clone(&budget);
+        let (tx, rx) = std_mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let held = b.acquire(1);
+            tx.send(()).expect("send");
+            drop(held);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "a small line handed on past the small budget");
+        drop(small);
+        rx.recv().expect("handed on once the small ones are answered");
+        waiter.join().expect("join");
+        assert_eq!(budget.used(), 0);
     }
 
     #[test]

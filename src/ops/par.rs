@@ -14,7 +14,8 @@
 //! A panic in a worker is caught per record and handed to the main thread, which writes the
 //! records before it and resumes the panic there (the CLI and MCP turn it into
 //! `CLI_INTERNAL`, printing nothing of its payload): the same as when the record is processed
-//! on the main thread.
+//! on the main thread. Once the operation has failed or its sink is cancelled (an MCP client
+//! cancelled the call), the batches still queued are answered empty, unprocessed.
 //!
 //! What it does not do: `fmt`, `redact` (the redactor keeps counts), `convert` (see
 //! `Runner::flush_converts`), single-record inputs, or live streams (a pipe or a terminal is
@@ -23,6 +24,7 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -232,6 +234,9 @@ struct Pool {
     jobs: Option<mpsc::Sender<Batch>>,
     done: mpsc::Receiver<Done>,
     threads: Vec<JoinHandle<()>>,
+    /// Set when the operation has failed or was cancelled: the batches still queued are
+    /// answered empty rather than processed.
+    abandoned: Arc<AtomicBool>,
 }
 
 impl Pool {
@@ -241,9 +246,11 @@ impl Pool {
         let (jobs, queue) = mpsc::channel::<Batch>();
         let queue = Arc::new(Mutex::new(queue));
         let (results, done) = mpsc::channel::<Done>();
+        let abandoned = Arc::new(AtomicBool::new(false));
         let threads = (0..workers)
             .filter_map(|_| {
                 let queue = Arc::clone(&queue);
+                let abandoned = Arc::clone(&abandoned);
                 let results = results.clone();
                 let disclosure = grant.map(|g| g());
                 let worker = move || {
@@ -252,7 +259,11 @@ impl Pool {
                         // poisoned lock still holds a usable queue).
                         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
                         let Ok((id, batch, bytes)) = next else { break };
-                        let finished = Finished::of::<C>(batch, bytes, &work, disclosure.as_ref());
+                        let finished = if abandoned.load(Ordering::Relaxed) {
+                            Finished::default()
+                        } else {
+                            Finished::of::<C>(batch, bytes, &work, disclosure.as_ref())
+                        };
                         if results.send((id, finished)).is_err() {
                             break;
                         }
@@ -261,7 +272,7 @@ impl Pool {
                 std::thread::Builder::new().name("phiward-worker".into()).spawn(worker).ok()
             })
             .collect();
-        Pool { jobs: Some(jobs), done, threads }
+        Pool { jobs: Some(jobs), done, threads, abandoned }
     }
 }
 
@@ -350,8 +361,12 @@ impl<C: Codec> Batcher<C> {
         self.drain_sent()
     }
 
-    /// Forgets every record pushed and not yet written (the operation has failed).
+    /// Forgets every record pushed and not yet written (the operation has failed or was
+    /// cancelled); the workers skip the batches still queued.
     pub(super) fn abandon(&mut self) {
+        if let Some(pool) = &self.pool {
+            pool.abandoned.store(true, Ordering::Relaxed);
+        }
         self.batch.clear();
         self.batch_bytes = 0;
         self.ready.clear();

@@ -235,4 +235,12 @@ pub trait Sink {
     fn part(&mut self, _bytes: &[u8]) -> io::Result<()> {
         Err(io::ErrorKind::Unsupported.into())
     }
+
+    /// True once whoever waits for the data has gone (an MCP client cancelled the call): the
+    /// run stops before its next record, and records already handed to worker threads are
+    /// dropped unwritten. The outcome is then `CLI_OUTPUT_FAILED`, as for output that could
+    /// not be written. Asked once per record; the default never stops.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }

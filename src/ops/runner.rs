@@ -7,6 +7,9 @@
 //! `validate`, `inspect` and `convert` of an input read whole, see [`super::par`] and
 //! [`Runner::flush_converts`]).
 //!
+//! Before each piece the sink is asked whether its reader has gone (`Sink::cancelled`, an MCP
+//! call cancelled by its client): the run then stops there, dropping what waits in a batch.
+//!
 //! What it does not do: open the input, detect its format (see `super::run`), or write to
 //! stdout (the sink does).
 
@@ -284,6 +287,9 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         let mut pieces = pieces.peekable();
         let mut first = true;
         while let Some(piece) = pieces.next() {
+            if self.sink.cancelled() {
+                return Err(self.cancel());
+            }
             let piece = piece.map_err(|e| Failure::from(crate::error::from_read_io(&e)))?;
             if first {
                 first = false;
@@ -636,9 +642,22 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         Ok(())
     }
 
+    /// The sink's reader has gone ([`super::Sink::cancelled`]): records waiting in a batch are
+    /// dropped unwritten, and the run fails as for output that could not be written.
+    fn cancel(&mut self) -> Failure {
+        if let Some(b) = self.par.as_mut() {
+            b.abandon();
+        }
+        self.pending.clear();
+        Failure::code(Code::CLI_OUTPUT_FAILED)
+    }
+
     /// Writes every record waiting in a batch (`parse`, `validate`, `inspect`, `convert`):
     /// called before any other output, and at the end of the input.
     fn flush_pending(&mut self) -> Result<(), Failure> {
+        if self.sink.cancelled() {
+            return Err(self.cancel());
+        }
         if let Some(b) = self.par.as_mut() {
             let done = b.drain();
             self.write_outs(done)?;
@@ -673,6 +692,10 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         let mut outcome = Ok(());
         if jobs.len() == 1 || self.workers <= 1 {
             for job in &jobs {
+                if self.sink.cancelled() {
+                    outcome = Err(Failure::code(Code::CLI_OUTPUT_FAILED));
+                    break;
+                }
                 self.records = job.record;
                 let converted = if job.stream {
                     // The record's object goes to the sink as the Bundle is written.
@@ -733,6 +756,9 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                     if let Some(slot) = slots.get_mut(i) {
                         *slot = Some(converted);
                     }
+                }
+                if outcome.is_ok() && self.sink.cancelled() {
+                    outcome = Err(Failure::code(Code::CLI_OUTPUT_FAILED));
                 }
                 while outcome.is_ok()
                     && let Some(converted) = slots.get_mut(written).and_then(Option::take)

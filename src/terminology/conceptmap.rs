@@ -75,6 +75,12 @@ pub fn bundled_maps() -> Vec<Value> {
     maps.into_iter().map(|(url, groups)| serde_json::json!({"url": url, "groups": groups})).collect()
 }
 
+/// The id of a bundled map: the last segment of its canonical URL (`cm-name-use-v2`), with the
+/// URL, in file order. The ids are unique among the bundled maps.
+pub fn bundled_ids() -> Vec<(&'static str, &'static str)> {
+    bundled_urls().into_iter().map(|url| (url.rsplit('/').next().unwrap_or(url), url)).collect()
+}
+
 fn bundled_text() -> &'static str {
     super::BUNDLED.iter().find(|b| b.name == "conceptmaps").map_or("", |b| b.data)
 }
@@ -166,6 +172,30 @@ impl ConceptMap {
     /// The canonical URL (empty when the map has none).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The map as a FHIR R4 ConceptMap (`id` given): its URL and, per group, the source and
+    /// target systems and each element's targets with their equivalence, in the map's order.
+    /// The direction is source to target; `$translate` is not offered in reverse. What the
+    /// bundle does not keep (status, publisher, narrative) is left out.
+    pub fn to_fhir(&self, id: &str) -> Value {
+        let groups: Vec<Value> = self
+            .groups
+            .iter()
+            .map(|g| {
+                let elements: Vec<Value> = g
+                    .elements
+                    .iter()
+                    .map(|(code, targets)| {
+                        let targets: Vec<Value> =
+                            targets.iter().map(|(t, e)| json!({"code": t, "equivalence": e})).collect();
+                        json!({"code": code, "target": targets})
+                    })
+                    .collect();
+                json!({"source": g.source, "target": g.target, "element": elements})
+            })
+            .collect();
+        json!({"resourceType": "ConceptMap", "id": id, "url": self.url, "group": groups})
     }
 
     /// Every target of a coding, in the map's order.
