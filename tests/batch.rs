@@ -477,3 +477,48 @@ fn ndjson_files_in_a_walk_are_read_per_line() {
     assert_ne!(files[0]["status"], "valid", "two documents in a .json file: {v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_failed_record_and_a_failed_file_carry_offset_kind_cause_and_a_hashed_fingerprint() {
+    let dir = std::env::temp_dir().join(format!("phiward-batch-failed-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let first = "{\"resourceType\":\"Patient\",\"id\":\"a\"}\n";
+    let lines = format!("{first}{{\"resourceType\":\"Patient\",\n{first}");
+    std::fs::write(dir.join("a.ndjson"), &lines).expect("write");
+    std::fs::write(dir.join("b.json"), "{\"resourceType\":\"Patient\",").expect("write");
+    std::fs::write(dir.join("c.txt"), "not a message\n").expect("write");
+    let (_, v) = json_doc(&["validate", s(&dir), "--fail-on", "never"]);
+    let files = v["files"].as_array().expect("files");
+    assert_eq!(files.len(), 3, "{v}");
+    let failed: Vec<&serde_json::Value> =
+        files[0]["findings"].as_array().expect("findings").iter().filter(|f| f["code"] == "CLI_PARSE_FAILED").collect();
+    assert_eq!(failed.len(), 1, "{v}");
+    let f = failed[0];
+    assert_eq!(f["record"], 2, "{v}");
+    assert_eq!(f["offset"], first.len(), "the record's byte offset: {v}");
+    assert_eq!(f["kind"], "unparseable", "{v}");
+    assert_eq!(f["cause"], "MALFORMED_JSON", "{v}");
+    let hex = |x: &serde_json::Value| {
+        let s = x["fingerprint"].as_str().unwrap_or("");
+        s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    assert!(hex(f), "{v}");
+    let file = &files[1]["findings"][0];
+    assert_eq!((file["code"].as_str(), file["kind"].as_str()), (Some("CLI_PARSE_FAILED"), Some("unparseable")), "{v}");
+    assert!(hex(file), "{v}");
+    let other = &files[2]["findings"][0];
+    assert_eq!(
+        (other["code"].as_str(), other["kind"].as_str()),
+        (Some("CLI_FORMAT_UNDETECTED"), Some("undetected")),
+        "{v}"
+    );
+    assert_ne!(file["fingerprint"], other["fingerprint"], "{v}");
+    let text = run(&["validate", s(&dir), "--fail-on", "never"]);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        out.contains(&format!("record 2: fatal       CLI_PARSE_FAILED                 - (offset {})", first.len())),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -62,6 +62,13 @@ pub struct Finding {
     pub column: Option<u64>,
     /// The stable fingerprint (the baseline's key with the path).
     pub fingerprint: String,
+    /// A failed record's byte offset in the input (0-based).
+    pub offset: Option<u64>,
+    /// A failure's kind, for machines: `unsupported`, `undetected` (a file whose format is not
+    /// built in, or not recognised), `unparseable`, `too_large`, `framing`, `failed`.
+    pub kind: Option<&'static str>,
+    /// The code of the fatal finding behind a failure, when it is not the failure's own code.
+    pub cause: Option<String>,
     /// Known from `--baseline`: reported, never failing.
     pub baselined: bool,
 }
@@ -413,14 +420,22 @@ fn failed(path: String, code: Code, cause: Option<crate::diag::Diagnostic>) -> F
         _ => Status::Failed,
     };
     let location = cause.as_ref().map_or_else(|| "-".to_owned(), |d| d.location.to_string());
+    let kind = match code {
+        Code::CLI_FORMAT_UNSUPPORTED => "unsupported",
+        Code::CLI_FORMAT_UNDETECTED | Code::CLI_FORMAT_AMBIGUOUS => "undetected",
+        _ => ops::failure_kind(code),
+    };
     let finding = Finding {
         record: None,
         code: code.as_str().to_owned(),
         severity: if status == Status::Unsupported { "information" } else { "fatal" }.to_owned(),
+        fingerprint: ops::failure_fingerprint("", None, code.as_str(), &location),
         location,
         line: None,
         column: None,
-        fingerprint: format!("file-{}", code.as_str()),
+        offset: None,
+        kind: Some(kind),
+        cause: cause.as_ref().map(|d| d.code).filter(|&c| c != code).map(|c| c.as_str().to_owned()),
         baselined: false,
     };
     FileResult {
@@ -462,6 +477,7 @@ fn collect(path: String, command: Command, outcome: ops::Outcome, capture: Captu
         }
         if let Some(code) = error {
             r.status = Status::Invalid;
+            let label = object.get("format").and_then(Value::as_str).unwrap_or("");
             r.findings.push(Finding {
                 record,
                 code: code.as_str().to_owned(),
@@ -469,7 +485,10 @@ fn collect(path: String, command: Command, outcome: ops::Outcome, capture: Captu
                 location: "-".to_owned(),
                 line: None,
                 column: None,
-                fingerprint: format!("record-{}-{}", record.unwrap_or(0), code.as_str()),
+                fingerprint: ops::failure_fingerprint(label, record, code.as_str(), "-"),
+                offset: object.get("offset").and_then(Value::as_u64),
+                kind: Some(ops::failure_kind(code)),
+                cause: object.get("cause").and_then(Value::as_str).map(str::to_owned),
                 baselined: false,
             });
         }
@@ -487,6 +506,9 @@ fn collect(path: String, command: Command, outcome: ops::Outcome, capture: Captu
                 line: f.get("line").and_then(Value::as_u64),
                 column: f.get("column").and_then(Value::as_u64),
                 fingerprint: s("fingerprint"),
+                offset: None,
+                kind: None,
+                cause: None,
                 baselined: false,
             });
         }

@@ -66,9 +66,10 @@ pub fn summary_line(run: &Run) -> String {
 }
 
 fn at(f: &Finding) -> String {
-    match (f.line, f.column) {
-        (Some(l), Some(c)) => format!(" (line {l}, column {c})"),
-        (Some(l), None) => format!(" (line {l})"),
+    match (f.line, f.column, f.offset) {
+        (Some(l), Some(c), _) => format!(" (line {l}, column {c})"),
+        (Some(l), None, _) => format!(" (line {l})"),
+        (None, _, Some(o)) => format!(" (offset {o})"),
         _ => String::new(),
     }
 }
@@ -101,6 +102,15 @@ fn finding_json(x: &Finding) -> Value {
     }
     if let Some(c) = x.column {
         v["column"] = json!(c);
+    }
+    if let Some(o) = x.offset {
+        v["offset"] = json!(o);
+    }
+    if let Some(k) = x.kind {
+        v["kind"] = json!(k);
+    }
+    if let Some(c) = &x.cause {
+        v["cause"] = json!(c);
     }
     if x.baselined {
         v["baselined"] = json!(true);

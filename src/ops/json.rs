@@ -276,6 +276,20 @@ pub(super) fn verdict_json(
     out.push(b'}');
 }
 
+/// The fingerprint of a failure that stands for a whole record or file (a record that could not
+/// be read, a file that could not be processed): the same hash as [`findings_json_at`]'s, over the
+/// format (empty when none was detected), the record number (0 for a file), the code, the
+/// location as written and occurrence 0. Stable for the same input; distinct from every finding
+/// of another record or code.
+pub fn failure_fingerprint(format: &str, record: Option<u64>, code: &str, location: &str) -> String {
+    let seed = fnv(fnv(FNV_OFFSET, format.as_bytes()), &record.unwrap_or(0).to_le_bytes());
+    let mut written = Vec::with_capacity(location.len() + 2);
+    crate::json::string(&mut written, location);
+    let key = fnv(fnv(FNV_OFFSET, code.as_bytes()), &written);
+    let h = fnv(fnv(seed, &key.to_le_bytes()), &0u32.to_le_bytes());
+    format!("{h:016x}")
+}
+
 /// What a failed record is, for machines: `unparseable` (`CLI_PARSE_FAILED`), `too_large`
 /// (`CLI_INPUT_TOO_LARGE`), `framing` (bytes of the framing outside any record, or a truncated
 /// frame: the MLLP codes), `failed` (anything else, e.g. a Bundle that could not be redacted).

@@ -23,7 +23,7 @@ mod request;
 mod runner;
 
 pub use crate::formats::codec::{AckType, Syntax};
-pub use json::findings_json;
+pub use json::{failure_fingerprint, failure_kind, findings_json};
 pub use request::{Command, Item, Outcome, Records, Request, Sink, Source, Status};
 
 use crate::detect;
