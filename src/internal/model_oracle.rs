@@ -45,26 +45,9 @@ mod reference {
             scratch: Vec::new(),
             text: String::new(),
         };
-        out.extend_from_slice(b"{\"delimiters\":{");
-        let mut first = true;
-        for (name, b) in [
-            ("field", Some(d.field)),
-            ("component", Some(d.component)),
-            ("repetition", Some(d.repetition)),
-            ("escape", Some(d.escape)),
-            ("subcomponent", Some(d.subcomponent)),
-            ("truncation", d.truncation),
-        ] {
-            let Some(b) = b else { continue };
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            json::string(out, name);
-            out.push(b':');
-            json::string(out, char::from(b).encode_utf8(&mut [0u8; 4]));
-        }
-        out.extend_from_slice(b"},\"segments\":[");
+        out.push(b'{');
+        crate::formats::hl7v2::write::delimiters_json(d, out);
+        out.extend_from_slice(b",\"segments\":[");
         let seps = [d.repetition, d.component, d.subcomponent];
         for (i, seg) in msg.segments().enumerate() {
             if i > 0 {

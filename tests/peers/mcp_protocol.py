@@ -41,29 +41,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-VENV = ROOT / "target" / "peers-venv"
-SDK = "mcp==2.3.0"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mcp_sdk  # noqa: E402
 
-
-def ensure_sdk() -> None:
-    try:
-        import mcp  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if os.environ.get("PHIWARD_MCP_TEST_REEXEC"):
-        sys.exit("mcp_protocol.py: the MCP SDK is still not importable inside " + str(VENV))
-    py = VENV / "bin" / "python"
-    if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    probe = subprocess.run([str(py), "-c", "import mcp"], capture_output=True)
-    if probe.returncode != 0:
-        subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", SDK], check=True)
-    env = dict(os.environ, PHIWARD_MCP_TEST_REEXEC="1")
-    os.execve(str(py), [str(py), str(Path(__file__).resolve()), *sys.argv[1:]], env)
-
-
-ensure_sdk()
+mcp_sdk.ensure(__file__, ['mcp'])
 
 import anyio  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402

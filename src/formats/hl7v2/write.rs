@@ -85,7 +85,7 @@ pub fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
 }
 
 /// Writes `"delimiters":{...}`: the message's delimiters by name.
-fn delimiters_json(d: Delimiters, out: &mut Vec<u8>) {
+pub(crate) fn delimiters_json(d: Delimiters, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\"delimiters\":{");
     let mut first = true;
     for (name, b) in [
