@@ -920,6 +920,31 @@ fn selection_returns_exactly_what_was_asked() {
     let entries = reply["data"]["model"]["entry"].as_array().expect("entries");
     assert_eq!(entries.len(), 1, "{reply}");
     assert_eq!(entries[0]["resource"]["resourceType"], "Observation");
+    // FHIR paths: the elements named, with each kept resource's type and id, and the findings on them.
+    let reply = call(
+        "parse",
+        json!({ "content": bundle.to_string(), "paths": ["entry.resource.ofType(Observation).status", "Patient.id"] }),
+    );
+    assert_eq!(
+        reply["data"]["model"],
+        json!({"resourceType": "Bundle", "entry": [
+            {"fullUrl": "urn:uuid:0c3f1e2a-1111-4e5e-9a7b-000000000001", "resource": {"resourceType": "Patient", "id": "a"}},
+            {"fullUrl": "urn:uuid:0c3f1e2a-1111-4e5e-9a7b-000000000002", "resource": {"resourceType": "Observation", "id": "b", "status": "final"}}
+        ]}),
+        "{reply}"
+    );
+    let bad = json!({"resourceType": "Patient", "gender": "nope", "active": "yes", "name": [{"family": 1}]});
+    let reply = call("validate", json!({ "content": bad.to_string(), "paths": ["Patient.name"] }));
+    assert_eq!(reply["argument"], "paths", "validate has no model to select in: {reply}");
+    let reply = call("parse", json!({ "content": bad.to_string(), "paths": ["Patient.name"] }));
+    let locations: Vec<&str> =
+        reply["data"]["warnings"].as_array().into_iter().flatten().filter_map(|f| f["location"].as_str()).collect();
+    assert_eq!(locations, ["Patient.name[0].family"], "{reply}");
+    assert_eq!(
+        call("parse", json!({ "content": bundle.to_string(), "paths": ["Patient..name"] }))["argument"],
+        "paths"
+    );
+    assert_eq!(call("parse", json!({ "content": batch, "paths": ["Patient.name"] }))["argument"], "paths");
     // A selection that applies to nothing names its argument rather than answering with all.
     assert_eq!(call("parse", json!({ "content": bundle.to_string(), "segments": ["PID"] }))["argument"], "segments");
     assert_eq!(call("parse", json!({ "content": batch, "resource_types": ["Patient"] }))["argument"], "resource_types");

@@ -20,6 +20,7 @@
 //! state between calls, or read command lines (the CLI does; `mcp` knows nothing of `cli`).
 
 pub mod dispatch;
+mod fhir_paths;
 pub mod prompts;
 pub mod server;
 pub mod shape;

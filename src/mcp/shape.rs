@@ -7,7 +7,10 @@
 //!    segments of a parsed model, blank the unnamed fields of those segments (positional model:
 //!    an empty field, so positions keep their meaning; named model: the field's key is left
 //!    out, its position is in the keys of the others), and keep the findings located in them; `resource_types`
-//!    keeps the Bundle entries and NDJSON records of those FHIR types. A selection that applies
+//!    keeps the Bundle entries and NDJSON records of those FHIR types; `paths` (FHIR:
+//!    `Patient.name`, `entry.resource.ofType(Observation).code`, see [`super::fhir_paths`]) keeps
+//!    the elements they reach in a parsed resource or converted Bundle and the findings located
+//!    in them. A selection that applies
 //!    to nothing in the data is a usage error naming the argument: an agent is never handed the
 //!    whole when it asked for a part.
 //! 2. **Findings**: `min_severity` and `max_findings` (per record) cut the `findings` and
@@ -48,6 +51,8 @@ pub struct Controls {
     /// `(segment id, field number)`.
     fields: Option<Vec<(String, usize)>>,
     resource_types: Option<Vec<String>>,
+    /// FHIR paths ([`super::fhir_paths`]).
+    paths: Option<Vec<Vec<super::fhir_paths::Step>>>,
 }
 
 /// What the shaping did, for the reply envelope.
@@ -101,8 +106,8 @@ fn segment_id(s: &str) -> bool {
 
 impl Controls {
     /// The names of the arguments this module reads, as the input schemas declare them.
-    pub const ARGUMENTS: [&'static str; 7] =
-        ["max_bytes", "cursor", "min_severity", "max_findings", "segments", "fields", "resource_types"];
+    pub const ARGUMENTS: [&'static str; 8] =
+        ["max_bytes", "cursor", "min_severity", "max_findings", "segments", "fields", "resource_types", "paths"];
 
     /// Reads (and removes) the shape arguments; `Err` names the argument at fault.
     pub fn read(args: &mut Map<String, Value>) -> Result<Controls, &'static str> {
@@ -152,12 +157,15 @@ impl Controls {
         {
             return Err("resource_types");
         }
+        if let Some(list) = string_list(args.remove("paths"), "paths")? {
+            c.paths = Some(super::fhir_paths::parse(&list).ok_or("paths")?);
+        }
         Ok(c)
     }
 
     /// No control but the default size limit was given.
     fn selects(&self) -> bool {
-        self.segments.is_some() || self.fields.is_some() || self.resource_types.is_some()
+        self.segments.is_some() || self.fields.is_some() || self.resource_types.is_some() || self.paths.is_some()
     }
 
     /// Shapes `data` in place; `Err` names the argument that does not apply to it.
@@ -215,6 +223,15 @@ impl Controls {
         }
         if self.resource_types.is_some() && !applied_types {
             return Err("resource_types");
+        }
+        if let Some(paths) = &self.paths {
+            let mut applied = false;
+            for record in records_mut(data) {
+                applied |= super::fhir_paths::select(record, paths);
+            }
+            if !applied {
+                return Err("paths");
+            }
         }
         Ok(())
     }

@@ -358,6 +358,11 @@ fn shape_properties() -> Value {
             "type": "array",
             "items": {"type": "string", "pattern": "^[A-Za-z]{1,64}$"},
             "description": "FHIR: only these resource types."
+        },
+        "paths": {
+            "type": "array",
+            "items": {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_.()]*$"},
+            "description": "FHIR: only these elements (Patient.name, entry.resource.ofType(Observation).code)."
         }
     })
 }
