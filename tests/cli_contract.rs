@@ -302,3 +302,57 @@ fn manifest_failure_writes_nothing_on_stdout() {
     assert_failure_line(&o, "CLI_OUTPUT_FAILED");
     assert_eq!(code(&o), 74);
 }
+
+/// `parse` and `convert` take the MCP tools' selection and findings filters as flags, record by
+/// record: exactly what was asked, and a selection that applies to nothing is `CLI_USAGE` naming
+/// the flag, with nothing on stdout.
+#[test]
+fn parse_and_convert_select_what_was_asked() {
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("one JSON object: {}", String::from_utf8_lossy(&o.stderr)))
+    };
+    let o = run_stdin(&["parse", "--json", "-", "--fields", "PID-5", "--segments", "EVN"], VALID.as_bytes());
+    assert_eq!(code(&o), 0);
+    let v = json(&o);
+    let segments = v["model"]["segments"].as_array().expect("segments");
+    let ids: Vec<&str> = segments.iter().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(ids, ["EVN", "PID"]);
+    let pid = segments[1]["fields"].as_array().expect("fields");
+    for (i, f) in pid.iter().enumerate() {
+        assert_eq!(f.as_array().is_some_and(|f| !f.is_empty()), i + 1 == 5, "PID-{}", i + 1);
+    }
+    // FHIR paths, NDJSON records of other types left out, findings filtered.
+    let ndjson = "{\"resourceType\":\"Patient\",\"id\":\"a\",\"gender\":\"female\",\"name\":[{\"family\":\"Roe\"}]}\n\
+                  {\"resourceType\":\"Observation\",\"id\":\"b\",\"status\":\"final\",\"code\":{\"text\":\"x\"}}\n";
+    let o = run_stdin(
+        &["parse", "--json", "--ndjson", "-", "--resource-types", "Patient", "--paths", "Patient.name"],
+        ndjson.as_bytes(),
+    );
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["model"], serde_json::json!({"resourceType": "Patient", "id": "a", "name": [{"family": "Roe"}]}));
+    assert_eq!(v["record"], 1);
+    let o = run_stdin(
+        &["parse", "--json", "-", "--min-severity", "fatal"],
+        b"{\"resourceType\":\"Patient\",\"gender\":\"x\"}",
+    );
+    assert_eq!(json(&o)["warnings"], serde_json::json!([]));
+    let o = run_stdin(&["convert", "--json", "-", "--resource-types", "Patient"], VALID.as_bytes());
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let entries = json(&o)["bundle"]["entry"].as_array().cloned().unwrap_or_default();
+    assert!(!entries.is_empty() && entries.iter().all(|e| e["resource"]["resourceType"] == "Patient"));
+    // Nothing to select in, or not of the grammar: the flag is named, exit 2, stdout empty.
+    for (args, flag) in [
+        (vec!["parse", "-", "--paths", "Patient.name"], "--paths"),
+        (vec!["parse", "-", "--paths", "Patient..name"], "--paths"),
+        (vec!["parse", "-", "--fields", "PID5"], "--fields"),
+        (vec!["convert", "-", "--fields", "PID-0"], "--fields"),
+    ] {
+        let o = run_stdin(&args, VALID.as_bytes());
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert_failure_line(&o, "CLI_USAGE");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(flag), "{args:?}");
+    }
+}

@@ -389,7 +389,82 @@ pub struct ParseArgs {
     #[arg(long, value_enum, value_name = "MODEL", default_value = "positional")]
     pub model: ModelArg,
     #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
     pub policy: PolicyArgs,
+}
+
+/// Selection and findings filters of the commands that print a model (`parse`, `convert`): the
+/// MCP tools' arguments of the same names (README, "Size and selection"), per record.
+#[derive(Debug, Args, Default)]
+pub struct SelectArgs {
+    /// HL7 v2: only these segments (comma-separated ids: PID,OBX).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub segments: Vec<String>,
+    /// HL7 v2: only these fields (comma-separated: PID-5,OBX-5); the others are blanked.
+    #[arg(long, value_name = "FIELDS", value_delimiter = ',')]
+    pub fields: Vec<String>,
+    /// FHIR: only Bundle entries and NDJSON records of these resource types (comma-separated).
+    #[arg(long, value_name = "TYPES", value_delimiter = ',')]
+    pub resource_types: Vec<String>,
+    /// FHIR: only these elements (comma-separated: Patient.name,entry.resource.ofType(Observation).code),
+    /// with each kept resource's type and id, and the findings on them.
+    #[arg(long, value_name = "PATHS", value_delimiter = ',')]
+    pub paths: Vec<String>,
+    /// Only findings of this severity or above.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub min_severity: Option<SeverityArg>,
+    /// At most this many findings per record, the most severe first.
+    #[arg(long, value_name = "N")]
+    pub max_findings: Option<u64>,
+}
+
+/// A finding severity, for `--min-severity`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SeverityArg {
+    /// Everything.
+    Information,
+    /// Warnings, errors and fatal findings.
+    Warning,
+    /// Errors and fatal findings.
+    Error,
+    /// Fatal findings only.
+    Fatal,
+}
+
+impl SelectArgs {
+    /// The MCP arguments these flags stand for (`None`: no selection), without a size limit.
+    pub fn arguments(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        use serde_json::Value;
+        let mut m = serde_json::Map::new();
+        for (name, list) in [
+            ("segments", &self.segments),
+            ("fields", &self.fields),
+            ("resource_types", &self.resource_types),
+            ("paths", &self.paths),
+        ] {
+            if !list.is_empty() {
+                m.insert(name.to_owned(), Value::from(list.clone()));
+            }
+        }
+        if let Some(s) = self.min_severity {
+            let name = match s {
+                SeverityArg::Information => "information",
+                SeverityArg::Warning => "warning",
+                SeverityArg::Error => "error",
+                SeverityArg::Fatal => "fatal",
+            };
+            m.insert("min_severity".to_owned(), Value::from(name));
+        }
+        if let Some(n) = self.max_findings {
+            m.insert("max_findings".to_owned(), Value::from(n));
+        }
+        if m.is_empty() {
+            return None;
+        }
+        m.insert("max_bytes".to_owned(), Value::from(0));
+        Some(m)
+    }
 }
 
 /// The models of `parse --model`.
@@ -486,6 +561,8 @@ pub struct InputArgs {
     pub line_ending: LineEnding,
     /// `parse --model`.
     pub model: crate::formats::codec::ModelShape,
+    /// `parse`/`convert` selection and findings filters, as MCP arguments.
+    pub select: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl InputArgs {
@@ -503,6 +580,7 @@ impl InputArgs {
             limits: read.limits,
             line_ending: LineEnding::Cr,
             model: crate::formats::codec::ModelShape::Positional,
+            select: None,
         }
     }
 
@@ -513,8 +591,14 @@ impl InputArgs {
 
 impl From<ParseArgs> for InputArgs {
     fn from(a: ParseArgs) -> Self {
-        InputArgs { json: a.json, ndjson: a.ndjson, model: a.model.into(), ..InputArgs::new(a.read) }
-            .with_policy(a.policy)
+        InputArgs {
+            json: a.json,
+            ndjson: a.ndjson,
+            model: a.model.into(),
+            select: a.select.arguments(),
+            ..InputArgs::new(a.read)
+        }
+        .with_policy(a.policy)
     }
 }
 
@@ -712,6 +796,8 @@ pub struct ConvertArgs {
     /// timestamps are reduced to their date, and a finding says so. Never the host's zone.
     #[arg(long, value_name = "OFFSET", value_parser = parse_offset_arg, allow_hyphen_values = true)]
     pub default_timezone: Option<i16>,
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 fn parse_offset_arg(s: &str) -> Result<i16, &'static str> {

@@ -226,9 +226,17 @@ fn run_convert(c: args::ConvertArgs) -> u8 {
             Err(e) => return option_file_failure(e.code(), Code::CLI_ID_KEY_FILE_UNREADABLE),
         }
     }
-    let input = InputArgs { json: c.json, ..InputArgs::new(c.read) };
+    let input = InputArgs { json: c.json, select: c.select.arguments(), ..InputArgs::new(c.read) };
     let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..input };
     run_request(Command::Convert, input, false, None, options, None)
+}
+
+/// A selection flag that is not valid, or applies to nothing in the input (`--paths` on an HL7
+/// v2 message): `CLI_USAGE` naming the flag, exit 2, nothing on stdout.
+fn usage_argument(argument: &str) -> u8 {
+    let flag = argument.replace('_', "-");
+    output::failure_hint(Code::CLI_USAGE, &format!("--{flag} is not valid here or applies to nothing in the input"));
+    exit::USAGE
 }
 
 /// The failure of an option's file: a file that cannot be read is the option's own code
@@ -399,6 +407,10 @@ fn run_request(
     convert: crate::convert::Options,
     manifest: Option<std::path::PathBuf>,
 ) -> u8 {
+    let controls = match a.select.clone().map(|mut m| ops::shape::Controls::read(&mut m)).transpose() {
+        Ok(c) => c,
+        Err(argument) => return usage_argument(argument),
+    };
     let (policy, key) = match policy_and_key(command, &a) {
         Ok(pk) => pk,
         Err(exit) => return exit,
@@ -460,7 +472,17 @@ fn run_request(
         ("valid", "invalid")
     };
     let mut sink = output::Stdout::new(style).with_words(words).with_lf(lf && command.discloses());
-    let outcome = ops::run(request, &mut sink);
+    let outcome = match &controls {
+        Some(controls) => {
+            let mut shaping = output::Shaping::new(&mut sink, controls);
+            let outcome = ops::run(request, &mut shaping);
+            if let Some(argument) = shaping.rejected() {
+                return usage_argument(argument);
+            }
+            outcome
+        }
+        None => ops::run(request, &mut sink),
+    };
     tracing::debug!(exit = outcome.exit, multi = outcome.multi, "request finished");
     let flushed = sink.human_summary(&outcome).and_then(|()| sink.flush());
     if outcome.code.is_some() || flushed.is_err() {

@@ -15,6 +15,54 @@ use std::io::{self, Write};
 use crate::diag::Code;
 use crate::ops::{Item, Outcome, Sink};
 
+/// A sink that applies the `parse`/`convert` selection and findings filters
+/// ([`crate::ops::shape::Controls::apply_record`]) to each record's object before `inner`
+/// renders it. Records come whole (never in parts); the object is our own JSON, re-serialized
+/// (keys in order). A selection that applies to nothing stops the run before anything is written:
+/// [`Shaping::rejected`] names its argument.
+#[derive(Debug)]
+pub struct Shaping<'a, S: Sink> {
+    inner: &'a mut S,
+    controls: &'a crate::ops::shape::Controls,
+    rejected: Option<&'static str>,
+    buf: Vec<u8>,
+}
+
+impl<'a, S: Sink> Shaping<'a, S> {
+    /// Shapes what goes to `inner`.
+    pub fn new(inner: &'a mut S, controls: &'a crate::ops::shape::Controls) -> Self {
+        Shaping { inner, controls, rejected: None, buf: Vec::new() }
+    }
+
+    /// The argument of a selection that did not apply, if one stopped the run.
+    pub fn rejected(&self) -> Option<&'static str> {
+        self.rejected
+    }
+}
+
+impl<S: Sink> Sink for Shaping<'_, S> {
+    fn item(&mut self, item: Item<'_>) -> io::Result<()> {
+        let Item::Json { record, json, findings, valid, error } = item else { return self.inner.item(item) };
+        let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(json) else { return self.inner.item(item) };
+        match self.controls.apply_record(&mut v) {
+            Ok(true) => {
+                self.buf.clear();
+                serde_json::to_writer(&mut self.buf, &v).map_err(io::Error::other)?;
+                self.inner.item(Item::Json { record, json: &self.buf, findings, valid, error })
+            }
+            Ok(false) => Ok(()),
+            Err(argument) => {
+                self.rejected = Some(argument);
+                Err(io::ErrorKind::InvalidInput.into())
+            }
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.inner.cancelled()
+    }
+}
+
 /// How stdout renders items.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Style {

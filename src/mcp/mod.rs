@@ -20,10 +20,9 @@
 //! state between calls, or read command lines (the CLI does; `mcp` knows nothing of `cli`).
 
 pub mod dispatch;
-mod fhir_paths;
 pub mod prompts;
 pub mod server;
-pub mod shape;
+pub use crate::ops::shape;
 pub mod terminology;
 pub mod tools;
 pub mod transport;

@@ -17,10 +17,12 @@
 
 use std::io::{self, BufReader, Read};
 
+mod fhir_paths;
 mod json;
 mod par;
 mod request;
 mod runner;
+pub mod shape;
 
 pub use crate::formats::codec::{AckType, Syntax};
 pub use json::{failure_fingerprint, failure_kind, findings_json};

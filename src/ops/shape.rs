@@ -193,6 +193,38 @@ impl Controls {
         Ok(shaped)
     }
 
+    /// Selection and findings filters on one record's object, without paging (the CLI's
+    /// `parse`/`convert` flags, record by record). `Ok(false)`: the record is not selected (an
+    /// NDJSON resource of another type than `resource_types`); a failed record passes as it is.
+    pub fn apply_record(&self, record: &mut Value) -> Result<bool, &'static str> {
+        if record.get("error").is_some() {
+            return Ok(true);
+        }
+        if let Some(types) = &self.resource_types
+            && let Some(t) = record.pointer("/model/resourceType").and_then(Value::as_str)
+            && t != "Bundle"
+            && !types.iter().any(|x| x == t)
+        {
+            return Ok(false);
+        }
+        // A single resource of a type asked for: `resource_types` has nothing more to select.
+        let single = record.pointer("/model/resourceType").and_then(Value::as_str).is_some_and(|t| t != "Bundle");
+        let rest;
+        let controls = if single && self.resource_types.is_some() {
+            rest = Controls { resource_types: None, ..self.clone() };
+            &rest
+        } else {
+            self
+        };
+        if controls.selects() {
+            controls.select(record)?;
+        }
+        if self.min_severity.is_some() || self.max_findings.is_some() {
+            self.filter_findings(record, &mut FindingTotals::default());
+        }
+        Ok(true)
+    }
+
     // ----- selection -----------------------------------------------------------------------
 
     fn select(&self, data: &mut Value) -> Result<(), &'static str> {
