@@ -11,6 +11,7 @@ mod batch;
 mod config;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod ordered;
 pub mod output;
 mod redact_tree;
 mod report;
