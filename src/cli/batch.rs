@@ -173,8 +173,9 @@ struct Done {
 pub const WINDOW_PER_JOB: usize = 8;
 
 /// Where a report goes: standard output, a file written as the run goes, or, for a report
-/// file that may be one of the inputs, memory written to the file at the end (so the file is
-/// read as it was before the run, as when every report was written at the end).
+/// file that exists and may be one of the inputs, memory written to the file at the end (so
+/// the file is read as it was before the run, as when every report was written at the end; a
+/// file that does not exist yet cannot be one: the walk is over when reports are created).
 enum Out {
     Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
     File(std::io::BufWriter<std::fs::File>),
@@ -253,6 +254,15 @@ pub(super) enum Entry {
 }
 
 impl Entry {
+    /// What orders two entries of the same key: a file before a failure, then the path's bytes.
+    fn tie(&self) -> (u8, Vec<u8>) {
+        match self {
+            Entry::Stdin => (0, Vec::new()),
+            Entry::File(p) => (1, p.as_os_str().as_encoded_bytes().to_vec()),
+            Entry::Failed(p, _) => (2, p.as_os_str().as_encoded_bytes().to_vec()),
+        }
+    }
+
     fn key(&self) -> String {
         match self {
             Entry::File(p) | Entry::Failed(p, _) => p.to_string_lossy().into_owned(),
@@ -311,7 +321,7 @@ pub fn run(
     let mut formats = Vec::new();
     let mut sinks = Vec::new();
     for (format, path) in &b.report {
-        let out = if inside.iter().any(|d| may_be_under(path, d)) {
+        let out = if path.exists() && inside.iter().any(|d| may_be_under(path, d)) {
             Out::Later(Vec::new(), path.clone())
         } else {
             match std::fs::File::create(path) {
@@ -673,7 +683,9 @@ fn expand(paths: &[PathBuf], include: &[String], exclude: &[String]) -> Result<V
             Err(e) => entries.push(Entry::Failed(p.clone(), crate::error::from_read_io(&e).code())),
         }
     }
-    entries.sort_by_key(Entry::key);
+    // The walk's order depends on its threads: ties of the shown key (names that are not
+    // UTF-8) are broken by the path's bytes, so that the same entry is kept whatever the walk did.
+    entries.sort_by_cached_key(|e| (e.key(), e.tie()));
     entries.dedup_by(|a, b| a.key() == b.key());
     Ok(entries)
 }
