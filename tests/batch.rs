@@ -604,3 +604,25 @@ fn the_reorder_window_bounds_the_results_held_at_once() {
     let stop = phiward::cli::ordered::map(&items, 3, 4, |_, &x| x, |i, _| if i == 10 { Err("full") } else { Ok(()) });
     assert_eq!(stop, Err(phiward::cli::ordered::Stop::Consumer("full")));
 }
+
+/// A report written into the tree being validated is read as it was before the run (the
+/// reports are written as the run goes, but one that may be an input is held until the end).
+#[test]
+fn a_report_file_inside_the_tree_is_read_as_it_was() {
+    let dir = tree("inside");
+    let report = dir.join("sub/report.hl7");
+    std::fs::write(&report, VALID).expect("write");
+    let arg = format!("json-lines={}", s(&report));
+    let o = run(&["validate", s(&dir), "--output-format", "json-lines", "--report", &arg, "--jobs", "2"]);
+    assert_eq!(code(&o), 1);
+    let written = std::fs::read(&report).expect("report");
+    assert_eq!(o.stdout, written, "the report file has the console's bytes");
+    let line = String::from_utf8_lossy(&written)
+        .lines()
+        .find(|l| l.contains("report.hl7"))
+        .map(str::to_owned)
+        .expect("the report file is one of the inputs");
+    let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(v["status"], "valid", "read before it was overwritten: {v}");
+    assert_eq!(v["records"], 1);
+}
