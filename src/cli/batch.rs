@@ -350,7 +350,7 @@ pub fn run(
     let fail_on = b.fail_on.unwrap_or(FailOn::Error);
     let write_baseline = b.write_baseline.is_some();
     let bar = progress(entries.len(), a.quiet);
-    let one = |index: usize, entry: &Entry| -> Done {
+    let one = |_: usize, entry: &Entry| -> Done {
         let shown = shown_path(&entry.key(), b.redact_paths);
         let ndjson = a.ndjson || matches!(entry, Entry::File(p) if is_ndjson_name(p));
         let mut r = match entry {
@@ -415,7 +415,7 @@ pub fn run(
             baselined,
             exit: e,
             codes: r.findings.iter().map(|x| x.code.clone()).collect(),
-            pieces: formats.iter().map(|f| report::piece(*f, command_name, index, &r)).collect(),
+            pieces: formats.iter().map(|f| report::piece(*f, command_name, &r)).collect(),
             format: r.format,
             digest: r.digest,
             matched,

@@ -30,8 +30,8 @@ pub enum Piece {
     Junit(String),
 }
 
-/// The part of `f` (the `index`th file of the run) in a `format` report.
-pub fn piece(format: ReportFormat, command: &'static str, index: usize, f: &FileResult) -> Piece {
+/// The part of file `f` in a `format` report.
+pub fn piece(format: ReportFormat, command: &'static str, f: &FileResult) -> Piece {
     let inspect = command == "inspect";
     match format {
         ReportFormat::Text => Piece::Text(text_file(command, f)),
@@ -43,7 +43,6 @@ pub fn piece(format: ReportFormat, command: &'static str, index: usize, f: &File
         }
         ReportFormat::Sarif => {
             let uri = uri(&f.path);
-            let _ = index;
             Piece::Sarif {
                 artifact: pretty_at(&json!({"location": {"uri": uri}}), 8),
                 uri,
@@ -462,24 +461,22 @@ fn gh(s: &str, property: bool) -> String {
 
 fn github_file(f: &FileResult) -> String {
     let mut s = String::new();
-    {
-        for x in f.findings.iter().filter(|x| !x.baselined) {
-            let level = match x.severity.as_str() {
-                "fatal" | "error" => "error",
-                "warning" => "warning",
-                _ => "notice",
-            };
-            let mut props = format!("file={}", gh(&f.path, true));
-            if let Some(l) = x.line {
-                let _ = write!(props, ",line={l}");
-                if let Some(c) = x.column {
-                    let _ = write!(props, ",col={c}");
-                }
+    for x in f.findings.iter().filter(|x| !x.baselined) {
+        let level = match x.severity.as_str() {
+            "fatal" | "error" => "error",
+            "warning" => "warning",
+            _ => "notice",
+        };
+        let mut props = format!("file={}", gh(&f.path, true));
+        if let Some(l) = x.line {
+            let _ = write!(props, ",line={l}");
+            if let Some(c) = x.column {
+                let _ = write!(props, ",col={c}");
             }
-            let _ = write!(props, ",title={}", gh(&x.code, true));
-            let message = format!("{} at {}: {}", x.code, x.location, meaning(&x.code));
-            let _ = writeln!(s, "::{level} {props}::{}", gh(&message, false));
         }
+        let _ = write!(props, ",title={}", gh(&x.code, true));
+        let message = format!("{} at {}: {}", x.code, x.location, meaning(&x.code));
+        let _ = writeln!(s, "::{level} {props}::{}", gh(&message, false));
     }
     s
 }
@@ -487,54 +484,50 @@ fn github_file(f: &FileResult) -> String {
 fn gitlab_file(f: &FileResult) -> Vec<Value> {
     use sha2::Digest;
     let mut issues = Vec::new();
-    {
-        for x in f.findings.iter().filter(|x| !x.baselined) {
-            let severity = match x.severity.as_str() {
-                "fatal" => "critical",
-                "error" => "major",
-                "warning" => "minor",
-                _ => "info",
-            };
-            let digest = sha2::Sha256::digest(format!("{}\0{}", f.path, x.fingerprint).as_bytes());
-            let fingerprint: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-            issues.push(json!({
-                "description": format!("{} at {}: {}", x.code, x.location, meaning(&x.code)),
-                "check_name": x.code,
-                "fingerprint": fingerprint,
-                "severity": severity,
-                "location": {"path": f.path, "lines": {"begin": x.line.unwrap_or(1).max(1)}},
-            }));
-        }
+    for x in f.findings.iter().filter(|x| !x.baselined) {
+        let severity = match x.severity.as_str() {
+            "fatal" => "critical",
+            "error" => "major",
+            "warning" => "minor",
+            _ => "info",
+        };
+        let digest = sha2::Sha256::digest(format!("{}\0{}", f.path, x.fingerprint).as_bytes());
+        let fingerprint: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        issues.push(json!({
+            "description": format!("{} at {}: {}", x.code, x.location, meaning(&x.code)),
+            "check_name": x.code,
+            "fingerprint": fingerprint,
+            "severity": severity,
+            "location": {"path": f.path, "lines": {"begin": x.line.unwrap_or(1).max(1)}},
+        }));
     }
     issues
 }
 
 fn checkstyle_file(f: &FileResult) -> String {
     let mut s = String::new();
-    {
-        let _ = writeln!(s, "  <file name=\"{}\">", xml(&f.path));
-        for x in f.findings.iter().filter(|x| !x.baselined) {
-            let severity = match x.severity.as_str() {
-                "fatal" | "error" => "error",
-                "warning" => "warning",
-                _ => "info",
-            };
-            let mut pos = String::new();
-            if let Some(l) = x.line {
-                let _ = write!(pos, " line=\"{l}\"");
-                if let Some(c) = x.column {
-                    let _ = write!(pos, " column=\"{c}\"");
-                }
+    let _ = writeln!(s, "  <file name=\"{}\">", xml(&f.path));
+    for x in f.findings.iter().filter(|x| !x.baselined) {
+        let severity = match x.severity.as_str() {
+            "fatal" | "error" => "error",
+            "warning" => "warning",
+            _ => "info",
+        };
+        let mut pos = String::new();
+        if let Some(l) = x.line {
+            let _ = write!(pos, " line=\"{l}\"");
+            if let Some(c) = x.column {
+                let _ = write!(pos, " column=\"{c}\"");
             }
-            let message = format!("{} at {}: {}", x.code, x.location, meaning(&x.code));
-            let _ = writeln!(
-                s,
-                "    <error{pos} severity=\"{severity}\" message=\"{}\" source=\"phiward.{}\"/>",
-                xml(&message),
-                xml(&x.code)
-            );
         }
-        s.push_str("  </file>\n");
+        let message = format!("{} at {}: {}", x.code, x.location, meaning(&x.code));
+        let _ = writeln!(
+            s,
+            "    <error{pos} severity=\"{severity}\" message=\"{}\" source=\"phiward.{}\"/>",
+            xml(&message),
+            xml(&x.code)
+        );
     }
+    s.push_str("  </file>\n");
     s
 }
