@@ -522,3 +522,152 @@ fn a_failed_record_and_a_failed_file_carry_offset_kind_cause_and_a_hashed_finger
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A tree with some of everything: valid, invalid, unsupported and failed files (broken JSON, a
+/// missing end block), FHIR JSON and NDJSON, nested, with findings of several codes.
+fn mixed_tree(name: &str) -> PathBuf {
+    let dir = tree(name);
+    std::fs::create_dir_all(dir.join("sub/deeper")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("sub-2")).expect("mkdir");
+    for (i, rel) in [
+        "hl7v2/invalid/bad_hex_escape_nonhex.hl7",
+        "hl7v2/valid/v2.5_adt_a01_lf.hl7",
+        "hl7v2/invalid/missing_msh9_message_type.hl7",
+        "hl7v2/invalid/msh_too_short.hl7",
+        "hl7v2/valid/escapes_all_v2.5.1_oru.hl7",
+    ]
+    .iter()
+    .enumerate()
+    {
+        std::fs::copy(fixture(rel), dir.join(format!("sub/deeper/f{i}.hl7"))).expect("copy");
+        std::fs::copy(fixture(rel), dir.join(format!("sub-2/g{i}.hl7"))).expect("copy");
+    }
+    std::fs::write(dir.join("sub/broken.json"), "{\"resourceType\": \"Patient\", \"name\": [").expect("write");
+    std::fs::write(dir.join("sub/p.json"), "{\"resourceType\": \"Patient\", \"gender\": \"nonsense\"}").expect("write");
+    std::fs::write(dir.join("sub/two.ndjson"), "{\"resourceType\": \"Patient\"}\n{\"resourceType\": \"Basic\"}\n")
+        .expect("write");
+    std::fs::write(dir.join("cut.mllp"), b"\x0bMSH|^~\\&|A|B").expect("write");
+    for i in 0..30 {
+        let body = if i % 4 == 0 { VALID.replace("ADT^A01^ADT_A01", "adt") } else { VALID.to_owned() };
+        std::fs::write(dir.join(format!("m{i:02}.hl7")), body).expect("write");
+    }
+    dir
+}
+
+/// The JUnit `time` attributes (the run's duration) set to 0.
+fn untimed(bytes: &[u8]) -> String {
+    let re = regex_lite::Regex::new(r#" time="[0-9.]+""#).expect("regex");
+    re.replace_all(&String::from_utf8_lossy(bytes), " time=\"0\"").into_owned()
+}
+
+/// Every report format, on the console and as a report file, gives the same bytes whatever
+/// `--jobs`: results are written in path order as they complete, through a reorder window.
+/// The JSON formats, written piece by piece, are byte for byte what serde_json prints for the
+/// whole document (what the reports were before they were streamed).
+#[test]
+fn every_report_format_is_identical_across_jobs_and_streamed_json_is_whole_document_json() {
+    let dir = mixed_tree("formats");
+    let out = std::env::temp_dir().join(format!("phiward-batch-formats-out-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let formats = ["text", "json", "json-lines", "sarif", "junit", "github", "gitlab", "checkstyle"];
+    for command in ["validate", "inspect"] {
+        for format in formats {
+            let mut seen: Vec<(String, String)> = Vec::new();
+            for jobs in ["1", "2", "7"] {
+                let file = out.join(format!("{command}-{format}-{jobs}"));
+                let report = format!("{format}={}", s(&file));
+                let o = run(&[command, s(&dir), "--jobs", jobs, "--output-format", format, "--report", &report]);
+                assert!([0, 1, 65].contains(&code(&o)), "{command} {format}: {}", String::from_utf8_lossy(&o.stderr));
+                let console = untimed(&o.stdout);
+                let written = untimed(&std::fs::read(&file).expect("report file"));
+                assert_eq!(console, written, "{command} {format} --jobs {jobs}: console and report file");
+                seen.push((jobs.to_owned(), console));
+            }
+            for (jobs, bytes) in &seen[1..] {
+                assert_eq!(&seen[0].1, bytes, "{command} {format}: --jobs 1 and --jobs {jobs} differ");
+            }
+            let bytes = &seen[0].1;
+            if ["json", "sarif", "gitlab"].contains(&format) {
+                let v: serde_json::Value = serde_json::from_str(bytes).expect("json");
+                let whole = serde_json::to_string_pretty(&v).expect("print") + "\n";
+                assert_eq!(bytes, &whole, "{command} {format}: streamed bytes are the whole document's");
+            }
+        }
+    }
+    // The sarif report has results and rules; the JSON one every file.
+    let sarif: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("validate-sarif-2")).expect("sarif")).expect("json");
+    assert!(sarif["runs"][0]["results"].as_array().is_some_and(|r| r.len() > 5));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("validate-json-2")).expect("json")).expect("json");
+    assert_eq!(json["summary"]["files"], 48, "{}", json["summary"]);
+    // An empty selection: the documents with nothing in their arrays.
+    for format in ["json", "sarif", "gitlab"] {
+        let o = run(&["validate", s(&dir), "--include", "*.none", "--output-format", format]);
+        assert_eq!(code(&o), 0);
+        let text = String::from_utf8_lossy(&o.stdout);
+        let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(text, serde_json::to_string_pretty(&v).expect("print") + "\n", "{format}");
+    }
+}
+
+/// The reorder window bounds the results held at once, however many items there are and
+/// however far ahead the other workers could run: the first item finishes only once every
+/// item the window lets the workers take has started.
+#[test]
+fn the_reorder_window_bounds_the_results_held_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let items: Vec<usize> = (0..500).collect();
+    let window = 6;
+    let started = AtomicUsize::new(0);
+    let mut order = Vec::new();
+    let stats = phiward::cli::ordered::map(
+        &items,
+        4,
+        window,
+        |i, &x| {
+            started.fetch_add(1, Ordering::SeqCst);
+            if i == 0 {
+                // The workers can start items 1 to window - 1 and no more while this one runs.
+                while started.load(Ordering::SeqCst) < window {
+                    std::thread::yield_now();
+                }
+            }
+            x * 2
+        },
+        |i, r| -> Result<(), ()> {
+            order.push((i, r));
+            Ok(())
+        },
+    )
+    .expect("no stop");
+    assert_eq!(order, items.iter().map(|&x| (x, x * 2)).collect::<Vec<_>>(), "results in item order");
+    assert_eq!(stats.consumed, 500);
+    assert!(stats.peak_held <= window, "{stats:?}");
+    assert!(stats.peak_held >= 1);
+    // A consumer that fails stops the run.
+    let stop = phiward::cli::ordered::map(&items, 3, 4, |_, &x| x, |i, _| if i == 10 { Err("full") } else { Ok(()) });
+    assert_eq!(stop, Err(phiward::cli::ordered::Stop::Consumer("full")));
+}
+
+/// A report written into the tree being validated is read as it was before the run (the
+/// reports are written as the run goes, but one that may be an input is held until the end).
+#[test]
+fn a_report_file_inside_the_tree_is_read_as_it_was() {
+    let dir = tree("inside");
+    let report = dir.join("sub/report.hl7");
+    std::fs::write(&report, VALID).expect("write");
+    let arg = format!("json-lines={}", s(&report));
+    let o = run(&["validate", s(&dir), "--output-format", "json-lines", "--report", &arg, "--jobs", "2"]);
+    assert_eq!(code(&o), 1);
+    let written = std::fs::read(&report).expect("report");
+    assert_eq!(o.stdout, written, "the report file has the console's bytes");
+    let line = String::from_utf8_lossy(&written)
+        .lines()
+        .find(|l| l.contains("report.hl7"))
+        .map(str::to_owned)
+        .expect("the report file is one of the inputs");
+    let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(v["status"], "valid", "read before it was overwritten: {v}");
+    assert_eq!(v["records"], 1);
+}

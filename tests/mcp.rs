@@ -1327,3 +1327,45 @@ fn templates_completions_and_prompts() {
     assert_eq!(reply(&replies, 3)["error"]["message"], "Invalid params");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The two front doors of the server take the same options (the `phiward-mcp` binary runs the
+/// `mcp` command's code, the audit log included): the same `--help` option list, and
+/// `--audit-log` writing the same chained lines, one per tool call and one at the end.
+#[cfg(feature = "mcp")]
+#[test]
+fn phiward_mcp_and_phiward_mcp_command_take_the_same_options() {
+    let options = |bin: &str, args: &[&str]| -> std::collections::BTreeSet<String> {
+        let o = Command::new(bin).args(args).arg("--help").output().expect("run --help");
+        assert_eq!(o.status.code(), Some(0));
+        let re = regex_lite::Regex::new(r"--[a-z][a-z0-9-]+").expect("regex");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        re.find_iter(&text).map(|m| m.as_str().to_owned()).filter(|o| o != "--version").collect()
+    };
+    let command = options(env!("CARGO_BIN_EXE_phiward"), &["mcp"]);
+    let binary = options(env!("CARGO_BIN_EXE_phiward-mcp"), &[]);
+    assert!(command.contains("--audit-log") && command.contains("--policy"), "{command:?}");
+    assert_eq!(command, binary);
+    let dir = std::env::temp_dir().join(format!("phiward-mcp-doors-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let mut lines = handshake();
+    lines.push(tool_call(1, "validate", json!({ "content": "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|2.5.1\rEVN|A01|20240101\rPID|1||1\rPV1|1|I\r" })));
+    let mut ops = Vec::new();
+    for (bin, args) in [(env!("CARGO_BIN_EXE_phiward"), &["mcp"][..]), (env!("CARGO_BIN_EXE_phiward-mcp"), &[][..])] {
+        let log = dir.join(format!("{}.log", ops.len()));
+        let log_s = log.to_str().expect("utf-8 temp path");
+        let mut all = args.to_vec();
+        all.extend(["--audit-log", log_s]);
+        let (exit, replies, _) = exchange(bin, &all, &lines);
+        assert_eq!(exit, 0);
+        assert_ne!(structured(&replies, 1)["status"], "failed");
+        let text = std::fs::read_to_string(&log).expect("audit log written");
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+        ops.push(lines.iter().map(|l| (l["op"].clone(), l["tool"].clone())).collect::<Vec<_>>());
+        let verify =
+            Command::new(env!("CARGO_BIN_EXE_phiward")).args(["audit", "verify", log_s]).output().expect("verify");
+        assert_eq!(verify.status.code(), Some(0), "{}", String::from_utf8_lossy(&verify.stderr));
+    }
+    assert_eq!(ops[0], ops[1]);
+    assert!(ops[0].iter().any(|(op, tool)| op == "mcp tool" && tool == "validate"), "{:?}", ops[0]);
+}

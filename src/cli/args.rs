@@ -21,6 +21,14 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Cmd,
+    /// The audit log options.
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+/// The audit log options, of every command and of the `phiward-mcp` binary.
+#[derive(Debug, Args, Default)]
+pub struct AuditArgs {
     /// Append one value-free, hash-chained JSON line about this run to FILE (created when
     /// missing); a log that cannot be written stops the command (docs/ci.md).
     #[arg(long, global = true, value_name = "FILE")]

@@ -7,12 +7,12 @@
 //! `ops::json`); `count` is how many findings share the key (always 1 for fingerprinted
 //! findings: the occurrence is part of the fingerprint).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::batch::{FileResult, Run};
+use super::batch::FileResult;
 use crate::diag::Code;
 
 /// A loaded baseline.
@@ -41,42 +41,62 @@ pub fn load(path: &Path) -> Result<Baseline, Code> {
 }
 
 impl Baseline {
-    /// Marks the known findings as baselined; returns the entries not found again (fixed):
-    /// `(path, code, location)`.
-    pub fn apply(&self, files: &mut [FileResult]) -> Vec<(String, String, String)> {
+    /// Marks the known findings of one file as baselined; returns the keys it matched.
+    pub fn mark(&self, f: &mut FileResult) -> Vec<(String, String)> {
         let mut seen: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for f in files.iter_mut() {
-            for x in &mut f.findings {
-                let key = (f.path.clone(), x.fingerprint.clone());
-                if let Some((_, _, count)) = self.entries.get(&key) {
-                    let n = seen.entry(key).or_insert(0);
-                    if *n < *count {
-                        *n += 1;
-                        x.baselined = true;
-                    }
+        for x in &mut f.findings {
+            let key = (f.path.clone(), x.fingerprint.clone());
+            if let Some((_, _, count)) = self.entries.get(&key) {
+                let n = seen.entry(key).or_insert(0);
+                if *n < *count {
+                    *n += 1;
+                    x.baselined = true;
                 }
             }
         }
+        seen.into_keys().collect()
+    }
+
+    /// The entries not found again (fixed), given the keys the files matched: `(path, code,
+    /// location)`, in key order.
+    pub fn fixed(&self, matched: &BTreeSet<(String, String)>) -> Vec<(String, String, String)> {
         self.entries
             .iter()
-            .filter(|(k, _)| !seen.contains_key(*k))
+            .filter(|(k, _)| !matched.contains(*k))
             .map(|((path, _), (code, location, _))| (path.clone(), code.clone(), location.clone()))
             .collect()
     }
 }
 
-/// Writes the findings of `run` as a baseline.
-pub fn write(path: &Path, run: &Run) -> std::io::Result<()> {
-    let mut entries: BTreeMap<(String, String), (String, String, u64)> = BTreeMap::new();
-    for f in &run.files {
+/// The findings of a run as a baseline is made of: (path, fingerprint) -> (code, location,
+/// count). Gathered file by file (`add`), written at the end.
+#[derive(Debug, Default)]
+pub struct Entries(BTreeMap<(String, String), (String, String, u64)>);
+
+impl Entries {
+    /// Adds the findings of one file.
+    pub fn add(&mut self, f: &FileResult) {
         for x in &f.findings {
-            let e = entries
+            let e = self
+                .0
                 .entry((f.path.clone(), x.fingerprint.clone()))
                 .or_insert_with(|| (x.code.clone(), x.location.clone(), 0));
             e.2 += 1;
         }
     }
+
+    /// Adds the entries gathered elsewhere (another file's).
+    pub fn extend(&mut self, other: Entries) {
+        for (k, (code, location, count)) in other.0 {
+            self.0.entry(k).or_insert_with(|| (code, location, 0)).2 += count;
+        }
+    }
+}
+
+/// Writes `entries` as a baseline.
+pub fn write(path: &Path, entries: Entries) -> std::io::Result<()> {
     let findings: Vec<Value> = entries
+        .0
         .into_iter()
         .map(|((path, fingerprint), (code, location, count))| {
             json!({"path": path, "fingerprint": fingerprint, "code": code, "location": location, "count": count})

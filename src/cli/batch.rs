@@ -1,15 +1,19 @@
 //! Batch mode of `validate` and `inspect`: many files and directories in one run (the CI gate).
 //!
-//! The paths are expanded (directories walked with the `ignore` crate: .gitignore, .ignore and
-//! .phiwardignore honoured, `--include`/`--exclude` globs), sorted and deduplicated; each file
-//! goes through `ops::run` on its own, on `--jobs` threads, into a capturing sink; the results,
-//! in path order whatever the threads did, become one [`FileResult`] each. A file that cannot be
-//! read, detected or parsed is a result like the others (never the end of the run).
+//! The paths are expanded (directories walked in parallel with the `ignore` crate: .gitignore,
+//! .ignore and .phiwardignore honoured, `--include`/`--exclude` globs), sorted and
+//! deduplicated; each file goes through `ops::run` on its own, on `--jobs` threads, into a
+//! capturing sink, and becomes one [`FileResult`], which the same thread turns into its pieces
+//! of every report ([`report::piece`]) and its counts. The results are written in path order,
+//! each as soon as every file before it is done ([`super::ordered::map`]: a bounded reorder
+//! window), then dropped: memory does not grow with the number of files, only the sorted list
+//! of paths does (and, with `--write-baseline`, the baseline; with a SARIF or JUnit report, its
+//! held findings or testcases). A file that cannot be read, detected or parsed is a result like
+//! the others (never the end of the run).
 //!
 //! What it does not do: render (`report` does) or print anywhere but through `output`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -96,13 +100,24 @@ pub struct FileResult {
     pub digest: Option<String>,
 }
 
-/// The outcome of a batch run.
-#[derive(Debug)]
+/// The totals of a batch run: counts over its files, never the files themselves (each file's
+/// result is rendered and dropped as it comes).
+#[derive(Debug, Default)]
 pub struct Run {
-    /// `validate` or `inspect`.
-    pub command: &'static str,
-    /// One result per file, in path order.
-    pub files: Vec<FileResult>,
+    /// Files.
+    pub files: usize,
+    /// Records over all files.
+    pub records: u64,
+    /// Files by status: valid, invalid, unsupported, failed.
+    by_status: [usize; 4],
+    /// New findings (not baselined).
+    pub findings: usize,
+    /// Baselined findings.
+    pub baselined: usize,
+    /// Failing files that were read (JUnit failures).
+    pub failures: usize,
+    /// Failing files that failed (JUnit errors).
+    pub errors: usize,
     /// Baseline entries not found again (fixed findings): `(path, code, location)`.
     pub fixed: Vec<(String, String, String)>,
     /// Milliseconds taken.
@@ -114,12 +129,108 @@ pub struct Run {
 impl Run {
     /// Files with `status`.
     pub fn count(&self, status: Status) -> usize {
-        self.files.iter().filter(|f| f.status == status).count()
+        self.by_status[status as usize]
     }
 
-    /// Records over all files.
-    pub fn records(&self) -> u64 {
-        self.files.iter().map(|f| f.records).sum()
+    /// Adds one file's counts.
+    fn add(&mut self, d: &Done) {
+        self.files += 1;
+        self.records += d.records;
+        self.by_status[d.status as usize] += 1;
+        self.findings += d.findings;
+        self.baselined += d.baselined;
+        if d.exit != exit::OK {
+            if d.status == Status::Failed {
+                self.errors += 1;
+            } else {
+                self.failures += 1;
+            }
+        }
+        if rank(d.exit) > rank(self.exit) {
+            self.exit = d.exit;
+        }
+    }
+}
+
+/// What a worker hands on for one file: its counts and its rendered report pieces. The file's
+/// full result is dropped on the worker.
+#[derive(Debug)]
+struct Done {
+    status: Status,
+    records: u64,
+    /// New findings.
+    findings: usize,
+    baselined: usize,
+    /// What the file contributes to the run's exit code.
+    exit: u8,
+    format: Option<String>,
+    /// The codes of its findings.
+    codes: Vec<String>,
+    digest: Option<String>,
+    /// The baseline keys it matched (`--baseline`).
+    matched: Vec<(String, String)>,
+    /// Its baseline entries (`--write-baseline`).
+    entries: Option<super::baseline::Entries>,
+    /// One piece per report, in the order of `sinks`.
+    pieces: Vec<report::Piece>,
+}
+
+/// How many results batch mode computes ahead of the one it writes, per job: the reorder
+/// window that bounds its memory (`ordered::map`).
+pub const WINDOW_PER_JOB: usize = 8;
+
+/// Where a report goes: standard output, a file written as the run goes, or, for a report
+/// file that exists and may be one of the inputs, memory written to the file at the end (so
+/// the file is read as it was before the run, as when every report was written at the end; a
+/// file that does not exist yet cannot be one: the walk is over when reports are created).
+enum Out {
+    Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
+    File(std::io::BufWriter<std::fs::File>),
+    Later(Vec<u8>, PathBuf),
+}
+
+impl std::io::Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::Stdout(w) => w.write(buf),
+            Out::File(w) => w.write(buf),
+            Out::Later(v, _) => v.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::Stdout(w) => w.flush(),
+            Out::File(w) => w.flush(),
+            Out::Later(..) => Ok(()),
+        }
+    }
+}
+
+/// A report being written, and whether writing it failed (it is then left alone).
+struct ReportSink {
+    report: Option<report::Report<Out>>,
+    failed: bool,
+}
+
+impl ReportSink {
+    fn push(&mut self, piece: report::Piece) {
+        if let Some(r) = &mut self.report {
+            if r.push(piece).is_err() {
+                self.report = None;
+                self.failed = true;
+            }
+        }
+    }
+
+    /// Finishes the report; false when any of it could not be written.
+    fn finish(self, run: &Run) -> bool {
+        let Some(r) = self.report else { return !self.failed };
+        match r.finish(run) {
+            Ok(Out::Later(bytes, path)) => std::fs::write(path, bytes).is_ok(),
+            Ok(_) => true,
+            Err(_) => false,
+        }
     }
 }
 
@@ -150,6 +261,15 @@ pub(super) enum Entry {
 }
 
 impl Entry {
+    /// What orders two entries of the same key: a file before a failure, then the path's bytes.
+    fn tie(&self) -> (u8, Vec<u8>) {
+        match self {
+            Entry::Stdin => (0, Vec::new()),
+            Entry::File(p) => (1, p.as_os_str().as_encoded_bytes().to_vec()),
+            Entry::Failed(p, _) => (2, p.as_os_str().as_encoded_bytes().to_vec()),
+        }
+    }
+
     fn key(&self) -> String {
         match self {
             Entry::File(p) | Entry::Failed(p, _) => p.to_string_lossy().into_owned(),
@@ -201,123 +321,153 @@ pub fn run(
         }
     };
     let (format, framing) = a.format.as_deref().map_or((None, None), super::format_of);
-    let jobs = b
-        .jobs
-        .map(usize::from)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
-        .clamp(1, entries.len().max(1));
-    let next = AtomicUsize::new(0);
+    let jobs = jobs(b.jobs, entries.len());
+    let command_name = if command == Command::Validate { "validate" } else { "inspect" };
+    let console = b.output_format.unwrap_or(if a.json { ReportFormat::JsonLines } else { ReportFormat::Text });
+    let inside = inputs_dirs(&paths);
+    let mut formats = Vec::new();
+    let mut sinks = Vec::new();
+    for (format, path) in &b.report {
+        let out = if path.exists() && inside.iter().any(|d| may_be_under(path, d)) {
+            Out::Later(Vec::new(), path.clone())
+        } else {
+            match std::fs::File::create(path) {
+                Ok(f) => Out::File(std::io::BufWriter::new(f)),
+                Err(_) => {
+                    super::output::failure(Code::CLI_OUTPUT_FAILED, None);
+                    return exit::IOERR;
+                }
+            }
+        };
+        formats.push(*format);
+        sinks.push(out);
+    }
+    if !a.quiet {
+        formats.push(console);
+        sinks.push(Out::Stdout(super::output::stdout_writer()));
+    }
+    let mut sinks: Vec<ReportSink> = formats
+        .iter()
+        .zip(sinks)
+        .map(|(format, out)| match report::Report::new(*format, command_name, out) {
+            Ok(r) => ReportSink { report: Some(r), failed: false },
+            Err(_) => ReportSink { report: None, failed: true },
+        })
+        .collect();
+    let fail_on = b.fail_on.unwrap_or(FailOn::Error);
+    let write_baseline = b.write_baseline.is_some();
     let bar = progress(entries.len(), a.quiet);
-    let one = |entry: &Entry| -> FileResult {
+    let one = |_: usize, entry: &Entry| -> Done {
         let shown = shown_path(&entry.key(), b.redact_paths);
         let ndjson = a.ndjson || matches!(entry, Entry::File(p) if is_ndjson_name(p));
-        let source = match entry {
-            Entry::File(p) => Source::Path(p.clone()),
-            Entry::Stdin => Source::Stdin,
-            Entry::Failed(_, code) => return failed(shown, *code, None),
-        };
-        let request = Request {
-            command,
-            source,
-            format,
-            framing,
-            limits,
-            strict,
-            unsafe_show_values: false,
-            ndjson,
-            to: None,
-            convert: crate::convert::Options::default(),
-            policy: policy.clone(),
-            key: None,
-            model: crate::formats::codec::ModelShape::Positional,
-        };
-        let digest = match (entry, log) {
-            (Entry::File(p), Some(log)) if log.key.is_some() => std::fs::read(p).ok().and_then(|b| log.digest(&b)),
-            _ => None,
-        };
-        let mut capture = Capture::default();
-        let outcome = ops::run(request, &mut capture);
-        let mut r = collect(shown, command, outcome, capture);
-        r.digest = digest;
-        r
-    };
-    let mut results: Vec<(usize, FileResult)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(entry) = entries.get(i) else { break };
-                        mine.push((i, one(entry)));
-                        if let Some(bar) = &bar {
-                            bar.inc(1);
-                        }
+        let mut r = match entry {
+            Entry::Failed(_, code) => failed(shown, *code, None),
+            Entry::File(_) | Entry::Stdin => {
+                let source = match entry {
+                    Entry::File(p) => Source::Path(p.clone()),
+                    _ => Source::Stdin,
+                };
+                let request = Request {
+                    command,
+                    source,
+                    format,
+                    framing,
+                    limits,
+                    strict,
+                    unsafe_show_values: false,
+                    ndjson,
+                    to: None,
+                    convert: crate::convert::Options::default(),
+                    policy: policy.clone(),
+                    key: None,
+                    model: crate::formats::codec::ModelShape::Positional,
+                };
+                let digest = match (entry, log) {
+                    (Entry::File(p), Some(log)) if log.key.is_some() => {
+                        std::fs::read(p).ok().and_then(|b| log.digest(&b))
                     }
-                    mine
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    results.sort_by_key(|(i, _)| *i);
-    let mut files: Vec<FileResult> = results.into_iter().map(|(_, f)| f).collect();
-    if !config.severity.is_empty() {
-        for f in &mut files {
-            for x in &mut f.findings {
+                    _ => None,
+                };
+                let mut capture = Capture::default();
+                let outcome = ops::run(request, &mut capture);
+                let mut r = collect(shown, command, outcome, capture);
+                r.digest = digest;
+                r
+            }
+        };
+        if !config.severity.is_empty() {
+            for x in &mut r.findings {
                 if let Some(s) = config.severity.get(&x.code) {
                     x.severity = s.as_str().to_owned();
                 }
             }
-            if command == Command::Validate && matches!(f.status, Status::Valid | Status::Invalid) {
-                let failing = f.findings.iter().any(|x| severity_rank(&x.severity, strict) >= 3);
-                f.status = if failing { Status::Invalid } else { Status::Valid };
+            if command == Command::Validate && matches!(r.status, Status::Valid | Status::Invalid) {
+                let failing = r.findings.iter().any(|x| severity_rank(&x.severity, strict) >= 3);
+                r.status = if failing { Status::Invalid } else { Status::Valid };
             }
         }
-    }
-    let fixed = match &baseline {
-        Some(bl) => bl.apply(&mut files),
-        None => Vec::new(),
-    };
-    let fail_on = b.fail_on.unwrap_or(FailOn::Error);
-    let mut code = exit::OK;
-    for f in &mut files {
-        let e = file_exit(f, fail_on, strict);
-        f.fails = e != exit::OK;
-        if rank(e) > rank(code) {
-            code = e;
+        let matched = baseline.as_ref().map(|bl| bl.mark(&mut r)).unwrap_or_default();
+        let e = file_exit(&r, fail_on, strict);
+        r.fails = e != exit::OK;
+        let entries = write_baseline.then(|| {
+            let mut x = super::baseline::Entries::default();
+            x.add(&r);
+            x
+        });
+        let baselined = r.findings.iter().filter(|x| x.baselined).count();
+        Done {
+            status: r.status,
+            records: r.records,
+            findings: r.findings.len() - baselined,
+            baselined,
+            exit: e,
+            codes: r.findings.iter().map(|x| x.code.clone()).collect(),
+            pieces: formats.iter().map(|f| report::piece(*f, command_name, &r)).collect(),
+            format: r.format,
+            digest: r.digest,
+            matched,
+            entries,
         }
-    }
-    let run = Run {
-        command: if command == Command::Validate { "validate" } else { "inspect" },
-        files,
-        fixed,
-        millis: started.elapsed().as_millis(),
-        exit: code,
     };
+    let mut run = Run::default();
+    let mut matched = std::collections::BTreeSet::new();
+    let mut gathered = super::baseline::Entries::default();
+    let consume = |_: usize, d: Done| -> Result<(), ()> {
+        run.add(&d);
+        record.formats.extend(d.format);
+        record.codes.extend(d.codes);
+        record.inputs.extend(d.digest);
+        matched.extend(d.matched);
+        if let Some(e) = d.entries {
+            gathered.extend(e);
+        }
+        for (sink, piece) in sinks.iter_mut().zip(d.pieces) {
+            sink.push(piece);
+        }
+        if let Some(bar) = &bar {
+            bar.inc(1);
+        }
+        Ok(())
+    };
+    let ran = super::ordered::map(&entries, jobs, jobs * WINDOW_PER_JOB, one, consume);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if ran.is_err() {
+        super::output::failure(Code::CLI_INTERNAL, None);
+        return exit::SOFTWARE;
+    }
+    run.fixed = baseline.as_ref().map(|bl| bl.fixed(&matched)).unwrap_or_default();
+    run.millis = started.elapsed().as_millis();
     record.counts = Some(report::counts_json(&run));
-    for f in &run.files {
-        record.formats.extend(f.format.clone());
-        record.codes.extend(f.findings.iter().map(|x| x.code.clone()));
-        record.inputs.extend(f.digest.clone());
-    }
+    let mut written = true;
     if let Some(path) = &b.write_baseline {
-        if super::baseline::write(path, &run).is_err() {
-            super::output::failure(Code::CLI_OUTPUT_FAILED, None);
-            return exit::IOERR;
-        }
+        written &= super::baseline::write(path, gathered).is_ok();
     }
-    for (format, path) in &b.report {
-        if std::fs::write(path, report::render(*format, &run)).is_err() {
-            super::output::failure(Code::CLI_OUTPUT_FAILED, None);
-            return exit::IOERR;
-        }
+    for sink in sinks {
+        written &= sink.finish(&run);
     }
-    let console = b.output_format.unwrap_or(if a.json { ReportFormat::JsonLines } else { ReportFormat::Text });
-    if !a.quiet && super::output::text(&report::render(console, &run)).is_err() {
+    if !written {
         super::output::failure(Code::CLI_OUTPUT_FAILED, None);
         return exit::IOERR;
     }
@@ -325,6 +475,30 @@ pub fn run(
         super::output::batch_summary(&report::summary_line(&run));
     }
     run.exit
+}
+
+/// The number of threads: `--jobs`, else the number of cores; at least 1, at most one a file.
+fn jobs(asked: Option<u16>, files: usize) -> usize {
+    asked
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+        .clamp(1, files.max(1))
+}
+
+/// The inputs (files and directories) resolved, to tell a report file that may be read as one.
+fn inputs_dirs(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths.iter().filter_map(|p| std::fs::canonicalize(p).ok()).collect()
+}
+
+/// Whether the file `path` (existing or not) may be the resolved input `input` or lie under it;
+/// true when it cannot be told.
+fn may_be_under(path: &Path, input: &Path) -> bool {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Some(name) = path.file_name() else { return true };
+    std::fs::canonicalize(parent).map_or(true, |p| p.join(name).starts_with(input))
 }
 
 /// The options with the configuration file's defaults under them (the command line wins).
@@ -531,7 +705,9 @@ fn expand(paths: &[PathBuf], include: &[String], exclude: &[String]) -> Result<V
             Err(e) => entries.push(Entry::Failed(p.clone(), crate::error::from_read_io(&e).code())),
         }
     }
-    entries.sort_by_key(Entry::key);
+    // The walk's order depends on its threads: ties of the shown key (names that are not
+    // UTF-8) are broken by the path's bytes, so that the same entry is kept whatever the walk did.
+    entries.sort_by_cached_key(|e| (e.key(), e.tie()));
     entries.dedup_by(|a, b| a.key() == b.key());
     Ok(entries)
 }
@@ -563,6 +739,8 @@ pub(super) fn walk_one(root: &Path, include: &[String], exclude: &[String], out:
     walk(root, include, exclude, out)
 }
 
+/// Walks `root` on as many threads as there are cores (the `ignore` crate's parallel walker);
+/// the entries come in no particular order: the caller sorts them.
 fn walk(root: &Path, include: &[String], exclude: &[String], out: &mut Vec<Entry>) -> Result<(), ()> {
     let mut overrides = ignore::overrides::OverrideBuilder::new(root);
     for g in include {
@@ -572,19 +750,30 @@ fn walk(root: &Path, include: &[String], exclude: &[String], out: &mut Vec<Entry
         overrides.add(&format!("!{g}")).map_err(|_| ())?;
     }
     let overrides = overrides.build().map_err(|_| ())?;
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let walker = ignore::WalkBuilder::new(root)
         .follow_links(true)
         .require_git(false)
         .add_custom_ignore_filename(".phiwardignore")
         .overrides(overrides)
-        .build();
-    for entry in walker {
-        match entry {
-            Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => out.push(Entry::File(e.into_path())),
-            Ok(_) => {}
-            Err(e) => out.push(Entry::Failed(error_path(&e).unwrap_or_else(|| root.to_path_buf()), Code::CLI_NO_INPUT)),
-        }
-    }
+        .threads(threads)
+        .build_parallel();
+    let found = std::sync::Mutex::new(Vec::new());
+    walker.run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            let entry = match entry {
+                Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => Some(Entry::File(e.into_path())),
+                Ok(_) => None,
+                Err(e) => Some(Entry::Failed(error_path(&e).unwrap_or_else(|| root.to_path_buf()), Code::CLI_NO_INPUT)),
+            };
+            if let Some(entry) = entry {
+                found.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(entry);
+            }
+            ignore::WalkState::Continue
+        })
+    });
+    out.extend(found.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
     Ok(())
 }
 

@@ -51,7 +51,8 @@ pub fn serve_cli(args: McpArgs, on_call: Option<crate::mcp::dispatch::CallHook>)
     }
 }
 
-/// The `phiward-mcp` binary: the same server as `phiward mcp`, with the same options.
+/// The `phiward-mcp` binary: the same server as `phiward mcp`, with the same options (its own
+/// and the global ones, `--audit-log` and `--audit-key-file`), run by the same code.
 pub fn main_entry() -> u8 {
     use clap::Parser;
 
@@ -61,6 +62,8 @@ pub fn main_entry() -> u8 {
     struct Cli {
         #[command(flatten)]
         args: McpArgs,
+        #[command(flatten)]
+        audit: super::args::AuditArgs,
     }
 
     std::panic::set_hook(Box::new(|_| {}));
@@ -68,7 +71,7 @@ pub fn main_entry() -> u8 {
     let run = move || match Cli::try_parse_from(&argv) {
         Ok(cli) => {
             super::init_logging();
-            serve_cli(cli.args, None)
+            super::run_parsed(super::args::Cli { command: super::args::Cmd::Mcp(cli.args), audit: cli.audit })
         }
         Err(e) => super::usage_error(&e, &argv),
     };

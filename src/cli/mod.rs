@@ -11,6 +11,7 @@ mod batch;
 mod config;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod ordered;
 pub mod output;
 mod redact_tree;
 mod report;
@@ -39,8 +40,14 @@ pub fn run(argv: Vec<OsString>) -> u8 {
         Err(e) => return usage_error(&e, &argv),
     };
     init_logging();
-    let log = match &cli.audit_log {
-        Some(path) => match audit::open(path, cli.audit_key_file.as_deref()) {
+    run_parsed(cli)
+}
+
+/// Runs a parsed command line (also the `phiward-mcp` binary's, as `mcp`): the audit log
+/// opened first when asked for, the command, its audit line.
+fn run_parsed(cli: Cli) -> u8 {
+    let log = match &cli.audit.audit_log {
+        Some(path) => match audit::open(path, cli.audit.audit_key_file.as_deref()) {
             Ok(log) => Some(log),
             Err(code) => {
                 output::failure(code, None);

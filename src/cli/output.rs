@@ -580,6 +580,12 @@ pub fn json_value(value: &serde_json::Value, compact: bool) -> io::Result<()> {
     out.flush()
 }
 
+/// Standard output for a report written as it is made (batch mode), buffered: the caller
+/// flushes it.
+pub fn stdout_writer() -> io::BufWriter<io::StdoutLock<'static>> {
+    io::BufWriter::with_capacity(64 * 1024, io::stdout().lock())
+}
+
 /// Prints text on stdout as it is (the human rendering of a terminology command).
 pub fn text(text: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();

@@ -244,7 +244,11 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         if !whole {
             return;
         }
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(par::MAX_WORKERS);
+        // Asked once per process: the answer reads several files under /proc and /sys, which
+        // a run over many small files (batch mode) would otherwise pay for each file.
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let workers = cores.min(par::MAX_WORKERS);
         if workers <= 1 {
             return;
         }
