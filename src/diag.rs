@@ -210,6 +210,7 @@ codes! {
     CODE_INVALID => Error, "a code is not in the value set of a required binding";
     CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
     REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
+    BUNDLE_ENTRY_ID_MISSING => Error, "a resource of a searchset Bundle's entry has no id";
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
     ATTACHMENT_SIZE_MISMATCH => Error, "an Attachment's size is not the decoded length of its data";
     IDENTIFIER_URI_INVALID => Error, "an Identifier whose system is urn:ietf:rfc:3986 has a value that is not an absolute URI";

@@ -352,6 +352,22 @@ fn rules_from_the_fhir_test_case_suite() {
     has(value_set("include", "#c1").as_bytes(), "URI_NOT_ABSOLUTE", "error", "ValueSet.compose.include[1].system");
     has(value_set("exclude", "c1").as_bytes(), "URI_NOT_ABSOLUTE", "error", "ValueSet.compose.exclude[0].system");
     lacks(value_set("include", "urn:oid:2.999.1").as_bytes(), "URI_NOT_ABSOLUTE");
+    // A searchset's resources come from a server: they have ids.
+    let search = |id: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"searchset\",\"entry\":[{{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",{id}\"code\":{{\"text\":\"t\"}}}}}}]}}"
+        )
+    };
+    has(search("").as_bytes(), "BUNDLE_ENTRY_ID_MISSING", "error", "Bundle.entry[0].resource");
+    lacks(search("\"id\":\"b1\",").as_bytes(), "BUNDLE_ENTRY_ID_MISSING");
+    // A urn:uuid: reference that matches no entry: an error where the Bundle is exchanged as one
+    // unit (transaction, document, ...), a warning in a collection.
+    let urn = |ty: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"{ty}\",\"entry\":[{{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b1\",\"code\":{{\"text\":\"t\"}},\"subject\":{{\"reference\":\"urn:uuid:00000000-2f55-4d3b-9a0e-6c1d2b3a4f50\"}}}}}}]}}"
+        )
+    };
+    has(urn("collection").as_bytes(), "REFERENCE_UNRESOLVED", "warning", "Bundle.entry[0].resource.subject.reference");
     // A Coding system in the STU3 namespaces: the code cannot be checked (a warning, not an error).
     has(
         b"{\"resourceType\":\"Patient\",\"maritalStatus\":{\"coding\":[{\"system\":\"http://hl7.org/fhir/v3/MaritalStatus\",\"code\":\"M\"}]}}",

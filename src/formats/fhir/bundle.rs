@@ -6,7 +6,9 @@
 //! "Resolving references in Bundles"):
 //!
 //! - `urn:uuid:` and `urn:oid:` references SHALL resolve to an entry's `fullUrl`: otherwise
-//!   `REFERENCE_UNRESOLVED` (error);
+//!   `REFERENCE_UNRESOLVED`, an error, except in `collection`, `searchset` and `history`
+//!   Bundles (resources gathered from elsewhere, not exchanged as one unit), where it is a
+//!   warning, as the reference validator reports it;
 //! - relative references (`Patient/123`, optionally with `/_history/v`) resolve against the
 //!   entry's RESTful base, or to an entry with that type and id; in `document` and `message`
 //!   Bundles, which must be self-contained, an unresolved one is a warning; elsewhere the
@@ -15,6 +17,10 @@
 //!
 //! `fullUrl` that is a RESTful URL (`http(s)://.../Type/id`, optionally with `/_history/v`)
 //! must end with the resource's type and id: otherwise `FULLURL_MISMATCH`.
+//!
+//! In a `searchset` Bundle, every entry's resource has an `id`: search results come from a server,
+//! and a resource lacks an id only while it is submitted to be created (Resource.id):
+//! otherwise `BUNDLE_ENTRY_ID_MISSING` (on the resource).
 //!
 //! What it does not do: fetch anything, check reference target types, or check conditional
 //! references (`Patient?identifier=...`, transactions only).
@@ -38,8 +44,12 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         if !node.is_resource() || node.ty != Some(bundle_ty) {
             continue;
         }
-        let self_contained =
-            doc.named(b, "type").next().is_some_and(|t| matches!(doc.value(t), b"document" | b"message"));
+        let bundle_type = doc.named(b, "type").next().map(|t| doc.value(t));
+        let self_contained = matches!(bundle_type, Some(b"document" | b"message"));
+        // Resources gathered from elsewhere: a `urn:uuid:` reference that leaves the Bundle is
+        // reported, not an error (the reference validator warns too).
+        let gathered = matches!(bundle_type, Some(b"collection" | b"searchset" | b"history"));
+        let searchset = bundle_type == Some(b"searchset");
         // Entries: (entry node, fullUrl node, resource node).
         // Sized first: growing it entry by entry costs more than counting.
         let mut entries: Vec<(u32, Option<u32>, Option<u32>)> = Vec::with_capacity(doc.named(b, "entry").count());
@@ -58,6 +68,17 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
             if let Some(r) = res {
                 if let (Some(ty), Some(id)) = (doc.node(r).ty, resource_id(doc, r)) {
                     type_ids.push((defs::type_name(ty), id));
+                }
+            }
+        }
+        if searchset {
+            // Search results come from a server: they have ids (Resource.id: a resource has no
+            // id only while it is submitted to a server to be created).
+            for &(_, _, res) in &entries {
+                if let Some(r) = res {
+                    if resource_id(doc, r).is_none() {
+                        f.push(Code::BUNDLE_ENTRY_ID_MISSING, Location::Fhir(doc.path(r)));
+                    }
                 }
             }
         }
@@ -94,7 +115,9 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 }
                 let location = Location::Fhir(doc.path(refn));
                 let relative = !(v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:"));
-                if !relative {
+                if !relative && gathered {
+                    f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
+                } else if !relative {
                     f.push(Code::REFERENCE_UNRESOLVED, location);
                 } else if self_contained {
                     f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
