@@ -368,6 +368,23 @@ fn rules_from_the_fhir_test_case_suite() {
         )
     };
     has(urn("collection").as_bytes(), "REFERENCE_UNRESOLVED", "warning", "Bundle.entry[0].resource.subject.reference");
+    // In a document, a relative reference resolves only by the specification's rule: the
+    // referencing entry's RESTful base joined to it is an entry's fullUrl. From an entry with a
+    // urn:uuid: fullUrl it resolves to nothing, even when an entry has that type and id.
+    let document = |basic_url: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"identifier\":{{\"system\":\"urn:oid:2.999.9\",\"value\":\"d1\"}},\"type\":\"document\",\"timestamp\":\"2024-01-01T00:00:00Z\",\"entry\":[\
+{{\"fullUrl\":\"{basic_url}\",\"resource\":{{\"resourceType\":\"Composition\",\"id\":\"c1\",\"status\":\"final\",\"type\":{{\"text\":\"t\"}},\"date\":\"2024-01-01\",\"author\":[{{\"reference\":\"Organization/o1\"}}],\"title\":\"t\"}}}},\
+{{\"fullUrl\":\"http://example.invalid/fhir/Organization/o1\",\"resource\":{{\"resourceType\":\"Organization\",\"id\":\"o1\",\"name\":\"n\"}}}}]}}"
+        )
+    };
+    has(
+        document("urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50").as_bytes(),
+        "REFERENCE_UNRESOLVED",
+        "error",
+        "Bundle.entry[0].resource.author[0].reference",
+    );
+    lacks(document("http://example.invalid/fhir/Composition/c1").as_bytes(), "REFERENCE_UNRESOLVED");
     // A Coding system in the STU3 namespaces: the code cannot be checked (a warning, not an error).
     has(
         b"{\"resourceType\":\"Patient\",\"maritalStatus\":{\"coding\":[{\"system\":\"http://hl7.org/fhir/v3/MaritalStatus\",\"code\":\"M\"}]}}",

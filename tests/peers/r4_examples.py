@@ -75,7 +75,9 @@ KNOWN_WRONG = {
     "StructureDefinition-Request.json": "sdf-4: not abstract and no baseDefinition",
     "Bundle-hla-1.json": ("the core complex extension hla-genotyping-results-glstring has parts 'url' and "
                           "'text'; the example names one 'uri' (EXTENSION_URL_INVALID)"),
-    "Bundle-father.json": UCUM_BAD + "'tbl'",
+    "Bundle-father.json": UCUM_BAD + "'tbl'; and, a document (self-contained), its MedicationRequest (an entry "
+                          "with a urn:uuid: fullUrl) references Practitioner/example relatively: with no RESTful base "
+                          "to resolve against, that resolves to no entry (REFERENCE_UNRESOLVED)",
     "Claim-760151.json": UCUM_BAD + "'TAB'",
     "Claim-760152.json": UCUM_BAD + "'TAB'",
     "MedicationDispense-meddisp0309.json": UCUM_BAD + "'drop' (UCUM: [drp])",

@@ -10,9 +10,12 @@
 //!   Bundles (resources gathered from elsewhere, not exchanged as one unit), where it is a
 //!   warning, as the reference validator reports it;
 //! - relative references (`Patient/123`, optionally with `/_history/v`) resolve against the
-//!   entry's RESTful base, or to an entry with that type and id; in `document` and `message`
-//!   Bundles, which must be self-contained, an unresolved one is a warning; elsewhere the
-//!   server may hold it and nothing is reported;
+//!   entry's RESTful base, or to an entry with that type and id; in a `document`, which is
+//!   self-contained, only the specification's rule resolves them (the referencing entry's
+//!   `fullUrl` is RESTful and its base joined to the reference is an entry's `fullUrl`; from an
+//!   entry whose `fullUrl` is a `urn:uuid:` a relative reference resolves to nothing) and an
+//!   unresolved one is an error; in a `message` it is a warning; elsewhere the server may hold
+//!   it and nothing is reported;
 //! - absolute URLs and local references (`#id`, checked by invariant `ref-1`) are not reported.
 //!
 //! `fullUrl` that is a RESTful URL (`http(s)://.../Type/id`, optionally with `/_history/v`)
@@ -50,6 +53,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         // reported, not an error (the reference validator warns too).
         let gathered = matches!(bundle_type, Some(b"collection" | b"searchset" | b"history"));
         let searchset = bundle_type == Some(b"searchset");
+        let document = bundle_type == Some(b"document");
         // Entries: (entry node, fullUrl node, resource node).
         // Sized first: growing it entry by entry costs more than counting.
         let mut entries: Vec<(u32, Option<u32>, Option<u32>)> = Vec::with_capacity(doc.named(b, "entry").count());
@@ -108,7 +112,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 } else if v.starts_with(b"#") || v.contains(&b'?') || is_absolute(v) {
                     true
                 } else {
-                    resolve_relative(v, base, &full_urls, &type_ids)
+                    resolve_relative(v, base, &full_urls, (!document).then_some(type_ids.as_slice()))
                 };
                 if resolved {
                     continue;
@@ -117,7 +121,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 let relative = !(v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:"));
                 if !relative && gathered {
                     f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
-                } else if !relative {
+                } else if !relative || document {
                     f.push(Code::REFERENCE_UNRESOLVED, location);
                 } else if self_contained {
                     f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
@@ -168,7 +172,10 @@ fn restful_base(url: &[u8]) -> Option<&[u8]> {
     url.len().checked_sub(ty.len() + id.len() + 1).map(|end| &url[..end])
 }
 
-fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids: &[(&str, &[u8])]) -> bool {
+/// Whether relative reference `v` resolves: `base` (the referencing entry's RESTful base) joined
+/// to it is an entry's `fullUrl`, or, when `type_ids` is given, an entry's resource has its type
+/// and id.
+fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids: Option<&[(&str, &[u8])]>) -> bool {
     let v = without_history(v);
     let mut parts = v.splitn(2, |b| *b == b'/');
     let (Some(ty), Some(id)) = (parts.next(), parts.next()) else { return false };
@@ -182,6 +189,7 @@ fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids
             return true;
         }
     }
+    let Some(type_ids) = type_ids else { return false };
     let Ok(ty) = std::str::from_utf8(ty) else { return false };
     type_ids.binary_search(&(ty, id)).is_ok()
 }
