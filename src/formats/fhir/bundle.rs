@@ -23,7 +23,8 @@
 //!
 //! In a `searchset` Bundle, every entry's resource has an `id`: search results come from a server,
 //! and a resource lacks an id only while it is submitted to be created (Resource.id):
-//! otherwise `BUNDLE_ENTRY_ID_MISSING` (on the resource).
+//! otherwise `BUNDLE_ENTRY_ID_MISSING` (on the resource). Outcomes of the search (`search.mode`
+//! `outcome`, or an OperationOutcome without a mode) are not search results and need none.
 //!
 //! What it does not do: fetch anything, check reference target types, or check conditional
 //! references (`Patient?identifier=...`, transactions only).
@@ -77,9 +78,20 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         }
         if searchset {
             // Search results come from a server: they have ids (Resource.id: a resource has no
-            // id only while it is submitted to a server to be created).
-            for &(_, _, res) in &entries {
-                if let Some(r) = res {
+            // id only while it is submitted to a server to be created). An outcome of the search
+            // (`search.mode` `outcome`, or an OperationOutcome with no mode) is no search result.
+            let outcome_ty = defs::type_id(b"OperationOutcome");
+            for &(e, _, res) in &entries {
+                let mode = doc
+                    .named(e, "search")
+                    .flat_map(|s| doc.named(s, "mode"))
+                    .find(|&m| doc.node(m).has_value())
+                    .map(|m| doc.value(m));
+                let outcome = match mode {
+                    Some(m) => m == b"outcome",
+                    None => res.is_some_and(|r| doc.node(r).ty.is_some() && doc.node(r).ty == outcome_ty),
+                };
+                if let (Some(r), false) = (res, outcome) {
                     if resource_id(doc, r).is_none() {
                         f.push(Code::BUNDLE_ENTRY_ID_MISSING, Location::Fhir(doc.path(r)));
                     }
