@@ -346,8 +346,14 @@ fn rules_from_the_fhir_test_case_suite() {
     lacks(bundle("http://example.invalid/fhir/Basic/b1").as_bytes(), "URI_NOT_ABSOLUTE");
     // ValueSet.compose.include.system / exclude.system: absolute, never `#id`.
     let value_set = |part: &str, system: &str| {
+        let second = format!("{{\"system\":\"{system}\"}}");
+        let (include, exclude) = if part == "include" {
+            (format!(",{second}"), String::new())
+        } else {
+            (String::new(), format!(",\"exclude\":[{second}]"))
+        };
         format!(
-            "{{\"resourceType\":\"ValueSet\",\"url\":\"http://example.invalid/fhir/ValueSet/v\",\"status\":\"draft\",\"compose\":{{\"include\":[{{\"system\":\"http://example.invalid/cs\"}}],\"{part}\":[{{\"system\":\"{system}\"}}]}}}}"
+            "{{\"resourceType\":\"ValueSet\",\"url\":\"http://example.invalid/fhir/ValueSet/v\",\"status\":\"draft\",\"compose\":{{\"include\":[{{\"system\":\"http://example.invalid/cs\"}}{include}]{exclude}}}}}"
         )
     };
     has(value_set("include", "#c1").as_bytes(), "URI_NOT_ABSOLUTE", "error", "ValueSet.compose.include[1].system");
