@@ -210,13 +210,15 @@ codes! {
     CODE_INVALID => Error, "a code is not in the value set of a required binding";
     CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
     REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
+    BUNDLE_ENTRY_ID_MISSING => Error, "a resource of a searchset Bundle's entry has no id";
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
     ATTACHMENT_SIZE_MISMATCH => Error, "an Attachment's size is not the decoded length of its data";
     IDENTIFIER_URI_INVALID => Error, "an Identifier whose system is urn:ietf:rfc:3986 has a value that is not an absolute URI";
     CODING_SYSTEM_INVALID => Error, "a Coding's system is not an absolute URI, or is the URL of a core value set rather than a code system";
-    CODING_SYSTEM_UNKNOWN => Error, "a Coding's system is in the namespaces STU3 used for HL7 v2 tables and v3 code systems (http://hl7.org/fhir/v2/..., /v3/...), where R4 defines none";
+    CODING_SYSTEM_UNKNOWN => Warning, "a Coding's system is in the namespaces STU3 used for HL7 v2 tables and v3 code systems (http://hl7.org/fhir/v2/..., /v3/...), where R4 defines none";
     UCUM_CODE_INVALID => Error, "a code of the UCUM code system (a Coding's, or a Quantity's with system http://unitsofmeasure.org) is not a valid UCUM expression";
     CANONICAL_URL_RELATIVE => Error, "the url of a canonical resource (not contained) is not an absolute URI";
+    URI_NOT_ABSOLUTE => Error, "an element the specification defines as an absolute URI (Bundle.entry.fullUrl, ValueSet.compose.include.system) holds a relative or local one";
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
     EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
     EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";

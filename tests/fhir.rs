@@ -284,3 +284,121 @@ fn reader_findings_name_their_element() {
         assert!(!f["location"].as_str().unwrap_or_default().contains("x\""), "{f}");
     }
 }
+
+/// Findings of `phiward validate --json` on one resource given on stdin: (code, severity, location).
+fn findings_of(input: &[u8]) -> Vec<(String, String, String)> {
+    let o = run_stdin(&["validate", "--json", "--format", "fhir", "-"], input);
+    lines(&o.stdout)
+        .iter()
+        .flat_map(|l| l["findings"].as_array().cloned().unwrap_or_default())
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or_default().to_owned();
+            (s("code"), s("severity"), s("location"))
+        })
+        .collect()
+}
+
+/// Rules the R4 cases of the FHIR test-case suite exercise (scripts/fhir-test-cases), each on a
+/// synthetic resource.
+#[test]
+fn rules_from_the_fhir_test_case_suite() {
+    let has = |input: &[u8], code: &str, severity: &str, location: &str| {
+        let got = findings_of(input);
+        assert!(
+            got.iter().any(|(c, s, l)| c == code && s == severity && l == location),
+            "{code} {severity} {location} not in {got:?}"
+        );
+    };
+    // No error of that code (warnings such as dom-6 may occur).
+    let lacks = |input: &[u8], code: &str| {
+        let got = findings_of(input);
+        assert!(got.iter().all(|(c, s, _)| c != code || s != "error"), "{code} in {got:?}");
+    };
+    // per-1: a start and an end of different precisions that agree as far as both go are not
+    // shown in order (FHIRPath's comparison is empty); start before end, or at one precision, is.
+    let period = |start: &str, end: &str| {
+        format!(
+            "{{\"resourceType\":\"Encounter\",\"status\":\"finished\",\"class\":{{\"system\":\"http://terminology.hl7.org/CodeSystem/v3-ActCode\",\"code\":\"AMB\"}},\"period\":{{\"start\":\"{start}\",\"end\":\"{end}\"}}}}"
+        )
+    };
+    has(
+        period("2023-06-21", "2023-06-21T06:20:00Z").as_bytes(),
+        "INVARIANT_VIOLATED",
+        "error",
+        "Encounter.period/invariant:per-1",
+    );
+    has(
+        period("2023-06-22", "2023-06-21").as_bytes(),
+        "INVARIANT_VIOLATED",
+        "error",
+        "Encounter.period/invariant:per-1",
+    );
+    lacks(period("2023-06-20", "2023-06-21T06:20:00Z").as_bytes(), "INVARIANT_VIOLATED");
+    lacks(period("2023-06-21T05:00:00Z", "2023-06-21T06:20:00Z").as_bytes(), "INVARIANT_VIOLATED");
+    // Bundle.entry.fullUrl is an absolute URL; a urn:uuid: one is.
+    let bundle = |full_url: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"collection\",\"entry\":[{{\"fullUrl\":\"{full_url}\",\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b1\",\"code\":{{\"text\":\"t\"}}}}}}]}}"
+        )
+    };
+    has(bundle("Basic/b1").as_bytes(), "URI_NOT_ABSOLUTE", "error", "Bundle.entry[0].fullUrl");
+    lacks(bundle("urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50").as_bytes(), "URI_NOT_ABSOLUTE");
+    lacks(bundle("http://example.invalid/fhir/Basic/b1").as_bytes(), "URI_NOT_ABSOLUTE");
+    // ValueSet.compose.include.system / exclude.system: absolute, never `#id`.
+    let value_set = |part: &str, system: &str| {
+        let second = format!("{{\"system\":\"{system}\"}}");
+        let (include, exclude) = if part == "include" {
+            (format!(",{second}"), String::new())
+        } else {
+            (String::new(), format!(",\"exclude\":[{second}]"))
+        };
+        format!(
+            "{{\"resourceType\":\"ValueSet\",\"url\":\"http://example.invalid/fhir/ValueSet/v\",\"status\":\"draft\",\"compose\":{{\"include\":[{{\"system\":\"http://example.invalid/cs\"}}{include}]{exclude}}}}}"
+        )
+    };
+    has(value_set("include", "#c1").as_bytes(), "URI_NOT_ABSOLUTE", "error", "ValueSet.compose.include[1].system");
+    has(value_set("exclude", "c1").as_bytes(), "URI_NOT_ABSOLUTE", "error", "ValueSet.compose.exclude[0].system");
+    lacks(value_set("include", "urn:oid:2.999.1").as_bytes(), "URI_NOT_ABSOLUTE");
+    // A searchset's resources come from a server: they have ids.
+    let search = |id: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"searchset\",\"entry\":[{{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",{id}\"code\":{{\"text\":\"t\"}}}}}}]}}"
+        )
+    };
+    has(search("").as_bytes(), "BUNDLE_ENTRY_ID_MISSING", "error", "Bundle.entry[0].resource");
+    lacks(search("\"id\":\"b1\",").as_bytes(), "BUNDLE_ENTRY_ID_MISSING");
+    let outcome = b"{\"resourceType\":\"Bundle\",\"type\":\"searchset\",\"entry\":[{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{\"resourceType\":\"OperationOutcome\",\"issue\":[{\"severity\":\"information\",\"code\":\"informational\"}]}}]}";
+    lacks(outcome, "BUNDLE_ENTRY_ID_MISSING");
+    // A urn:uuid: reference that matches no entry: an error where the Bundle is exchanged as one
+    // unit (transaction, document, ...), a warning in a collection.
+    let urn = |ty: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"{ty}\",\"entry\":[{{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b1\",\"code\":{{\"text\":\"t\"}},\"subject\":{{\"reference\":\"urn:uuid:00000000-2f55-4d3b-9a0e-6c1d2b3a4f50\"}}}}}}]}}"
+        )
+    };
+    has(urn("collection").as_bytes(), "REFERENCE_UNRESOLVED", "warning", "Bundle.entry[0].resource.subject.reference");
+    // In a document, a relative reference resolves only by the specification's rule: the
+    // referencing entry's RESTful base joined to it is an entry's fullUrl. From an entry with a
+    // urn:uuid: fullUrl it resolves to nothing, even when an entry has that type and id.
+    let document = |basic_url: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"identifier\":{{\"system\":\"urn:oid:2.999.9\",\"value\":\"d1\"}},\"type\":\"document\",\"timestamp\":\"2024-01-01T00:00:00Z\",\"entry\":[\
+{{\"fullUrl\":\"{basic_url}\",\"resource\":{{\"resourceType\":\"Composition\",\"id\":\"c1\",\"status\":\"final\",\"type\":{{\"text\":\"t\"}},\"date\":\"2024-01-01\",\"author\":[{{\"reference\":\"Organization/o1\"}}],\"title\":\"t\"}}}},\
+{{\"fullUrl\":\"http://example.invalid/fhir/Organization/o1\",\"resource\":{{\"resourceType\":\"Organization\",\"id\":\"o1\",\"name\":\"n\"}}}}]}}"
+        )
+    };
+    has(
+        document("urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50").as_bytes(),
+        "REFERENCE_UNRESOLVED",
+        "error",
+        "Bundle.entry[0].resource.author[0].reference",
+    );
+    lacks(document("http://example.invalid/fhir/Composition/c1").as_bytes(), "REFERENCE_UNRESOLVED");
+    // A Coding system in the STU3 namespaces: the code cannot be checked (a warning, not an error).
+    has(
+        b"{\"resourceType\":\"Patient\",\"maritalStatus\":{\"coding\":[{\"system\":\"http://hl7.org/fhir/v3/MaritalStatus\",\"code\":\"M\"}]}}",
+        "CODING_SYSTEM_UNKNOWN",
+        "warning",
+        "Patient.maritalStatus.coding[0].system",
+    );
+}

@@ -27,6 +27,8 @@ PACKAGE = "hl7.fhir.r4.examples@4.0.1"
 
 EMPTY_DIV = "txt-2 (and txt-1): the narrative div is empty"
 FULLURL = "an entry's fullUrl ends in a different id than its resource's id (FULLURL_MISMATCH)"
+LOCAL_SYSTEM = ("ValueSet.compose.include.system is the local reference #hacked, not an absolute URI "
+                "(URI_NOT_ABSOLUTE; a contained code system is named by its url)")
 NO_BASE = "SearchParameter.base is required (1..*) and absent"
 OID_AS_URI = ("an Identifier with system urn:ietf:rfc:3986 (the value is a URI) holds a bare OID, "
               "not urn:oid:... (IDENTIFIER_URI_INVALID)")
@@ -47,6 +49,8 @@ KNOWN_WRONG = {
     "Organization-2.16.840.1.113883.19.5.json": OID_AS_URI,
     "Library-zika-virus-intervention-logic.json": "codeFilter.valueSet is the placeholder urn:oid:X.Y.Z, not an OID (PRIMITIVE_INVALID)",
     "StructureDefinition-Consent.json": OID_AS_URI + ", in an element definition's example",
+    "ValueSet-example-hierarchical.json": LOCAL_SYSTEM,
+    "Bundle-valuesets.json": LOCAL_SYSTEM + ", in its copy of ValueSet example-hierarchical",
     "Bundle-dataelements.json": "bdl-7: the same fullUrl occurs twice without distinct meta.versionId",
     "Bundle-v2-valuesets.json": "a CodeSystem code ends in a no-break space (mis-encoded), not a valid code",
     "CodeSystem-v2-0550.json": "codes end in (or are) a no-break space (mis-encoded), not valid codes",
@@ -71,7 +75,9 @@ KNOWN_WRONG = {
     "StructureDefinition-Request.json": "sdf-4: not abstract and no baseDefinition",
     "Bundle-hla-1.json": ("the core complex extension hla-genotyping-results-glstring has parts 'url' and "
                           "'text'; the example names one 'uri' (EXTENSION_URL_INVALID)"),
-    "Bundle-father.json": UCUM_BAD + "'tbl'",
+    "Bundle-father.json": UCUM_BAD + "'tbl'; and, a document (self-contained), its MedicationRequest (an entry "
+                          "with a urn:uuid: fullUrl) references Practitioner/example relatively: with no RESTful base "
+                          "to resolve against, that resolves to no entry (REFERENCE_UNRESOLVED)",
     "Claim-760151.json": UCUM_BAD + "'TAB'",
     "Claim-760152.json": UCUM_BAD + "'TAB'",
     "MedicationDispense-meddisp0309.json": UCUM_BAD + "'drop' (UCUM: [drp])",

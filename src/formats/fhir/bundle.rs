@@ -6,15 +6,25 @@
 //! "Resolving references in Bundles"):
 //!
 //! - `urn:uuid:` and `urn:oid:` references SHALL resolve to an entry's `fullUrl`: otherwise
-//!   `REFERENCE_UNRESOLVED` (error);
+//!   `REFERENCE_UNRESOLVED`, an error, except in `collection`, `searchset` and `history`
+//!   Bundles (resources gathered from elsewhere, not exchanged as one unit), where it is a
+//!   warning, as the reference validator reports it;
 //! - relative references (`Patient/123`, optionally with `/_history/v`) resolve against the
-//!   entry's RESTful base, or to an entry with that type and id; in `document` and `message`
-//!   Bundles, which must be self-contained, an unresolved one is a warning; elsewhere the
-//!   server may hold it and nothing is reported;
+//!   entry's RESTful base, or to an entry with that type and id; in a `document`, which is
+//!   self-contained, only the specification's rule resolves them (the referencing entry's
+//!   `fullUrl` is RESTful and its base joined to the reference is an entry's `fullUrl`; from an
+//!   entry whose `fullUrl` is a `urn:uuid:` a relative reference resolves to nothing) and an
+//!   unresolved one is an error; in a `message` it is a warning; elsewhere the server may hold
+//!   it and nothing is reported;
 //! - absolute URLs and local references (`#id`, checked by invariant `ref-1`) are not reported.
 //!
 //! `fullUrl` that is a RESTful URL (`http(s)://.../Type/id`, optionally with `/_history/v`)
 //! must end with the resource's type and id: otherwise `FULLURL_MISMATCH`.
+//!
+//! In a `searchset` Bundle, every entry's resource has an `id`: search results come from a server,
+//! and a resource lacks an id only while it is submitted to be created (Resource.id):
+//! otherwise `BUNDLE_ENTRY_ID_MISSING` (on the resource). Outcomes of the search (`search.mode`
+//! `outcome`, or an OperationOutcome without a mode) are not search results and need none.
 //!
 //! What it does not do: fetch anything, check reference target types, or check conditional
 //! references (`Patient?identifier=...`, transactions only).
@@ -38,8 +48,13 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         if !node.is_resource() || node.ty != Some(bundle_ty) {
             continue;
         }
-        let self_contained =
-            doc.named(b, "type").next().is_some_and(|t| matches!(doc.value(t), b"document" | b"message"));
+        let bundle_type = doc.named(b, "type").next().map(|t| doc.value(t));
+        let self_contained = matches!(bundle_type, Some(b"document" | b"message"));
+        // Resources gathered from elsewhere: a `urn:uuid:` reference that leaves the Bundle is
+        // reported, not an error (the reference validator warns too).
+        let gathered = matches!(bundle_type, Some(b"collection" | b"searchset" | b"history"));
+        let searchset = bundle_type == Some(b"searchset");
+        let document = bundle_type == Some(b"document");
         // Entries: (entry node, fullUrl node, resource node).
         // Sized first: growing it entry by entry costs more than counting.
         let mut entries: Vec<(u32, Option<u32>, Option<u32>)> = Vec::with_capacity(doc.named(b, "entry").count());
@@ -58,6 +73,28 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
             if let Some(r) = res {
                 if let (Some(ty), Some(id)) = (doc.node(r).ty, resource_id(doc, r)) {
                     type_ids.push((defs::type_name(ty), id));
+                }
+            }
+        }
+        if searchset {
+            // Search results come from a server: they have ids (Resource.id: a resource has no
+            // id only while it is submitted to a server to be created). An outcome of the search
+            // (`search.mode` `outcome`, or an OperationOutcome with no mode) is no search result.
+            let outcome_ty = defs::type_id(b"OperationOutcome");
+            for &(e, _, res) in &entries {
+                let mode = doc
+                    .named(e, "search")
+                    .flat_map(|s| doc.named(s, "mode"))
+                    .find(|&m| doc.node(m).has_value())
+                    .map(|m| doc.value(m));
+                let outcome = match mode {
+                    Some(m) => m == b"outcome",
+                    None => res.is_some_and(|r| doc.node(r).ty.is_some() && doc.node(r).ty == outcome_ty),
+                };
+                if let (Some(r), false) = (res, outcome) {
+                    if resource_id(doc, r).is_none() {
+                        f.push(Code::BUNDLE_ENTRY_ID_MISSING, Location::Fhir(doc.path(r)));
+                    }
                 }
             }
         }
@@ -87,14 +124,16 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 } else if v.starts_with(b"#") || v.contains(&b'?') || is_absolute(v) {
                     true
                 } else {
-                    resolve_relative(v, base, &full_urls, &type_ids)
+                    resolve_relative(v, base, &full_urls, (!document).then_some(type_ids.as_slice()))
                 };
                 if resolved {
                     continue;
                 }
                 let location = Location::Fhir(doc.path(refn));
                 let relative = !(v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:"));
-                if !relative {
+                if !relative && gathered {
+                    f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
+                } else if !relative || document {
                     f.push(Code::REFERENCE_UNRESOLVED, location);
                 } else if self_contained {
                     f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
@@ -145,7 +184,10 @@ fn restful_base(url: &[u8]) -> Option<&[u8]> {
     url.len().checked_sub(ty.len() + id.len() + 1).map(|end| &url[..end])
 }
 
-fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids: &[(&str, &[u8])]) -> bool {
+/// Whether relative reference `v` resolves: `base` (the referencing entry's RESTful base) joined
+/// to it is an entry's `fullUrl`, or, when `type_ids` is given, an entry's resource has its type
+/// and id.
+fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids: Option<&[(&str, &[u8])]>) -> bool {
     let v = without_history(v);
     let mut parts = v.splitn(2, |b| *b == b'/');
     let (Some(ty), Some(id)) = (parts.next(), parts.next()) else { return false };
@@ -159,6 +201,7 @@ fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids
             return true;
         }
     }
+    let Some(type_ids) = type_ids else { return false };
     let Ok(ty) = std::str::from_utf8(ty) else { return false };
     type_ids.binary_search(&(ty, id)).is_ok()
 }

@@ -19,7 +19,13 @@
 //!   namespaces that STU3 and earlier used for HL7 v2 tables and v3 code systems
 //!   (`http://hl7.org/fhir/v2/0203`) names no R4 code system: R4 publishes them as
 //!   `http://terminology.hl7.org/CodeSystem/v2-0203` (Terminology: "v2 tables", "v3 code
-//!   systems"): `CODING_SYSTEM_UNKNOWN`, as the reference validator reports;
+//!   systems"): `CODING_SYSTEM_UNKNOWN`, a warning as the reference validator reports it (the
+//!   URI is well formed; it names a code system nobody defines, which makes the code
+//!   unverifiable rather than invalid);
+//! - `Bundle.entry.fullUrl` is "the absolute URL for the resource" (Bundle) and
+//!   `ValueSet.compose.include.system` / `exclude.system` "an absolute URI which is the code
+//!   system" (ValueSet; a contained code system is named by its full URL, not `#id`): a relative
+//!   or local value is `URI_NOT_ABSOLUTE` (on the element);
 //! - a code of the UCUM code system (`http://unitsofmeasure.org`; the `code` of a Coding, or of a
 //!   Quantity, Age, Count, Distance or Duration with that `system`) is a UCUM expression
 //!   ([`super::ucum`]), otherwise `UCUM_CODE_INVALID` (on `code`): a code SHALL be valid in its
@@ -52,6 +58,8 @@ enum Kind {
     /// `Quantity` and the types that derive from it (`Age`, `Count`, `Distance`, `Duration`).
     Quantity,
     Attachment,
+    /// `uri`: the elements the specification defines as absolute URIs are checked.
+    Uri,
     /// A canonical resource (its root `url` is a `uri`): that element.
     Canonical(ElemRef),
 }
@@ -65,6 +73,9 @@ pub(super) struct Rules {
     identifier_system: ElemRef,
     identifier_value: ElemRef,
     coding_system: ElemRef,
+    /// `uri` elements that SHALL hold an absolute URI: `Bundle.entry.fullUrl`,
+    /// `ValueSet.compose.include.system`, `ValueSet.compose.exclude.system`.
+    absolute_uris: [ElemRef; 3],
 }
 
 /// The rules (`None` only if the definitions lack a type they name).
@@ -75,12 +86,23 @@ pub(super) fn rules() -> Option<&'static Rules> {
         let elem = |t: TypeId, name: &[u8]| defs::child(ElemRef { ty: t, idx: 0 }, name).map(|(e, _)| e);
         let (attachment, identifier, coding) = (ty(b"Attachment")?, ty(b"Identifier")?, ty(b"Coding")?);
         let extension = super::extensions::extension_type()?;
+        let uri = ty(b"uri")?;
+        let path = |t: TypeId, names: &[&[u8]]| {
+            names.iter().try_fold(ElemRef { ty: t, idx: 0 }, |e, name| defs::child(e, name).map(|(c, _)| c))
+        };
+        let value_set = ty(b"ValueSet")?;
+        let absolute_uris = [
+            path(ty(b"Bundle")?, &[b"entry", b"fullUrl"])?,
+            path(value_set, &[b"compose", b"include", b"system"])?,
+            path(value_set, &[b"compose", b"exclude", b"system"])?,
+        ];
         let kinds = defs::all_types()
             .map(|t| match t {
                 _ if t == extension => Kind::Extension,
                 _ if t == coding => Kind::Coding,
                 _ if t == identifier => Kind::Identifier,
                 _ if t == attachment => Kind::Attachment,
+                _ if t == uri => Kind::Uri,
                 _ if defs::derives_from(t, "Quantity") => Kind::Quantity,
                 _ => canonical_url(t).map_or(Kind::None, Kind::Canonical),
             })
@@ -92,6 +114,7 @@ pub(super) fn rules() -> Option<&'static Rules> {
             identifier_system: elem(identifier, b"system")?,
             identifier_value: elem(identifier, b"value")?,
             coding_system: elem(coding, b"system")?,
+            absolute_uris,
         })
     })
     .as_ref()
@@ -132,6 +155,15 @@ impl Rules {
             Kind::Quantity => {
                 if doc.named(i, "system").any(|c| doc.node(c).has_value() && doc.value(c) == UCUM) {
                     ucum_code(doc, i, f);
+                }
+            }
+            Kind::Uri => {
+                if node.elem.is_some_and(|e| self.absolute_uris.contains(&e))
+                    && node.has_value()
+                    && !node.is_unknown()
+                    && !is_absolute_uri(doc.value(i))
+                {
+                    f.push(Code::URI_NOT_ABSOLUTE, Location::Fhir(doc.path(i)));
                 }
             }
             Kind::Attachment => {

@@ -8,8 +8,9 @@
 //!
 //! An invariant the engine cannot evaluate (a function outside the subset, or an evaluation that
 //! leaves the subset) is reported once per key and document as `INVARIANT_UNCHECKED`
-//! (information); an invariant whose result is empty (unknown, for example dates of different
-//! precision) passes. [`coverage`] says how many core invariants compile.
+//! (information); an invariant whose result is empty (unknown) passes, except `per-1`: a start and
+//! an end of different precisions that agree as far as both go cannot be shown in order, and
+//! FHIRPath's comparison of them is empty, not true. [`coverage`] says how many core invariants compile.
 //!
 //! What it does not do: expressions from anywhere but the core definitions (profiles, user
 //! input), terminology functions, `conformsTo`.
@@ -193,10 +194,15 @@ impl<'d> Run<'d> {
                 Some(Ok(expr)) => {
                     let env = env.get_or_insert_with(|| env_for(doc, i, self.cache));
                     let native = self.natives.get(usize::from(c)).copied().unwrap_or(eval::Native::None);
-                    match env.native(native, expr) {
+                    let result = match env.native(native, expr) {
                         Some(decided) => decided.ok(),
                         None => env.run(expr).ok(),
-                    }
+                    };
+                    // per-1 (`start <= end`) on a start and an end of different precisions that
+                    // agree as far as both go (`2023-06-21`, `2023-06-21T06:20:00Z`): FHIRPath's
+                    // comparison is empty, and an invariant holds only when it is true: the
+                    // period's order is not shown. (The reference validator reports it too.)
+                    if native == eval::Native::Per1 && result == Some(None) { Some(Some(false)) } else { result }
                 }
                 _ => None,
             }
