@@ -214,7 +214,7 @@ impl Secondary {
                     true,
                 ),
                 "truncated" => (code.is_none() && val.is_boolean(), true),
-                "cursor" => (code.is_none() && val.as_str().is_some_and(crate::mcp::shape::is_cursor), false),
+                "cursor" => (code.is_none() && val.as_str().is_some_and(crate::ops::shape::is_cursor), false),
                 "page" => (code.is_none() && page_ok(val), false),
                 "finding_totals" => (
                     code.is_none()
@@ -289,7 +289,7 @@ impl Secondary {
 fn page_ok(v: &Value) -> bool {
     v.as_object().is_some_and(|m| {
         m.len() == 4
-            && m.get("items").and_then(Value::as_str).is_some_and(crate::mcp::shape::is_items_path)
+            && m.get("items").and_then(Value::as_str).is_some_and(crate::ops::shape::is_items_path)
             && ["start", "returned", "total"].iter().all(|k| m.get(*k).is_some_and(|n| n.as_u64().is_some()))
     })
 }
