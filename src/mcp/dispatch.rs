@@ -238,7 +238,12 @@ pub fn dispatch_watched(name: &str, arguments: Option<Map<String, Value>>, confi
         return Reply::usage("name");
     };
     let run = std::panic::AssertUnwindSafe(|| call(tool, arguments, config, watch));
-    let reply = std::panic::catch_unwind(run).unwrap_or_else(|_| Reply::failed(Code::CLI_INTERNAL));
+    let mut reply = std::panic::catch_unwind(run).unwrap_or_else(|_| Reply::failed(Code::CLI_INTERNAL));
+    if watch.is_cancelled() {
+        // Cancelled while its last records were written or its reply shaped: no result is
+        // sent, and the call is recorded as the cancelled call it is.
+        reply = Reply::failed(Code::CLI_OUTPUT_FAILED);
+    }
     tracing::debug!(
         tool = tool.as_str(),
         exit = reply.exit,
@@ -602,6 +607,11 @@ impl Sink for Collect {
 
     fn item(&mut self, item: Item<'_>) -> io::Result<()> {
         if let Some(w) = &self.watch {
+            if w.is_cancelled() {
+                // The reader has gone: the run stops here (records already on worker threads
+                // come in after the runner's own check).
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
             w.record_done();
         }
         match item {
