@@ -110,6 +110,8 @@ codes! {
     CLI_SAMPLES_UNREADABLE => Fatal, "the --samples folder does not exist, cannot be read or holds no file";
     CLI_AUDIT_LOG_FAILED => Fatal, "the --audit-log file cannot be opened, read or appended; the operation is not carried out";
     AUDIT_CHAIN_BROKEN => Error, "a line of the audit log is missing, altered, inserted or out of order (`audit verify`)";
+    CLI_IG_UNREADABLE => Fatal, "an --ig package, folder or file (or NAME#VERSION in the package cache) does not exist or cannot be read";
+    CLI_IG_INVALID => Fatal, "an --ig package is not a FHIR package (no package.json, not gzip and tar, a resource file that is not JSON) or exceeds a package limit";
     CLI_CONFIG_INVALID => Fatal, "the configuration file (phiward.toml or --config) cannot be read, or has an unknown key, code, format or a value of the wrong type";
 
     // ---- policy (load, lint, enforcement) ------------------------------------------------

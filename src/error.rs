@@ -73,7 +73,8 @@ pub fn exit_code_for(code: Code) -> u8 {
         | Code::CLI_ID_KEY_FILE_UNREADABLE
         | Code::CLI_POLICY_UNREADABLE
         | Code::CLI_NAMING_SYSTEMS_UNREADABLE
-        | Code::CLI_SAMPLES_UNREADABLE => exit::NOINPUT,
+        | Code::CLI_SAMPLES_UNREADABLE
+        | Code::CLI_IG_UNREADABLE => exit::NOINPUT,
         Code::CLI_PARSER_UNAVAILABLE => exit::UNAVAILABLE,
         Code::CLI_INTERNAL => exit::SOFTWARE,
         Code::CLI_OUTPUT_FAILED | Code::CLI_AUDIT_LOG_FAILED => exit::IOERR,

@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod ops;
 pub mod phi;
 pub mod policy;
+pub mod structure;
 pub mod terminology;
 
 /// The binary's entry point: runs the CLI, turning a panic into `CLI_INTERNAL` (exit 70) without

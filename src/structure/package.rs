@@ -1,0 +1,730 @@
+//! FHIR NPM packages: what `--ig` and `--package-dir` load, offline.
+//!
+//! A package is a gzip'd tar (`.tgz`) or an unpacked folder holding `package/package.json` and
+//! the package's resources as JSON files directly under `package/` (the layout of the FHIR
+//! package specification; examples live under `package/example/` and are counted, not loaded).
+//! `--ig` also takes a folder of loose resource files, one resource file (JSON, or a Bundle of
+//! resources), or `NAME#VERSION` of a package in the package cache.
+//!
+//! The cache (`--package-dir`, by default `~/.fhir/packages`, the folder the reference validator
+//! and the FHIR tooling fill) holds one folder per package, `NAME#VERSION/package/...`.
+//! Dependencies named by a loaded package's `package.json` are looked up there (an exact
+//! version, or the highest matching a `x` wildcard such as `4.0.x`); the ones that are not found
+//! are reported, never fetched. The FHIR core package (`hl7.fhir.r4.core`) is built into phiward
+//! and counts as present.
+//!
+//! Limits bound what a hostile package can cost: the compressed and uncompressed sizes, the
+//! number of entries, the size of one resource file, the depth of dependencies.
+//!
+//! What it does not do: fetch from a registry (no network at run time), read FHIR XML resource
+//! files (the caller converts them), or interpret the resources (see the conformance store).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::diag::Code;
+
+/// The package of the FHIR R4 core definitions, built in.
+pub const CORE_PACKAGE: &str = "hl7.fhir.r4.core";
+
+/// Limits on what a package may hold.
+#[derive(Copy, Clone, Debug)]
+pub struct Limits {
+    /// Largest `.tgz` file, compressed.
+    pub max_archive_bytes: u64,
+    /// Most bytes read out of one package (uncompressed, all entries).
+    pub max_unpacked_bytes: u64,
+    /// Most entries (files and folders) in one package.
+    pub max_entries: u32,
+    /// Largest single resource file.
+    pub max_resource_bytes: u64,
+    /// Most packages loaded in all (the `--ig`s and their dependencies).
+    pub max_packages: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_archive_bytes: 512 * 1024 * 1024,
+            max_unpacked_bytes: 2 * 1024 * 1024 * 1024,
+            max_entries: 200_000,
+            max_resource_bytes: 64 * 1024 * 1024,
+            max_packages: 256,
+        }
+    }
+}
+
+/// Where a package was read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A `.tgz` named by `--ig`.
+    Archive(PathBuf),
+    /// A package folder (or a folder of loose resources) named by `--ig`.
+    Folder(PathBuf),
+    /// One resource file named by `--ig`.
+    File(PathBuf),
+    /// A folder of the package cache (`--package-dir`).
+    Cache(PathBuf),
+}
+
+impl Origin {
+    /// The path.
+    pub fn path(&self) -> &Path {
+        match self {
+            Origin::Archive(p) | Origin::Folder(p) | Origin::File(p) | Origin::Cache(p) => p,
+        }
+    }
+
+    /// `archive`, `folder`, `file` or `cache`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Origin::Archive(_) => "archive",
+            Origin::Folder(_) => "folder",
+            Origin::File(_) => "file",
+            Origin::Cache(_) => "cache",
+        }
+    }
+}
+
+/// One resource file of a package.
+#[derive(Debug)]
+pub struct Entry {
+    /// Its name inside the package (`StructureDefinition-x.json`).
+    pub file: String,
+    /// Its bytes (a conformance resource: not patient data).
+    pub bytes: Vec<u8>,
+}
+
+/// A loaded package.
+#[derive(Debug)]
+pub struct Package {
+    /// `name` of package.json (`loose` resources: the file or folder name).
+    pub name: String,
+    /// `version` of package.json (`""` for loose resources).
+    pub version: String,
+    /// `fhirVersions` (or the older `fhir-version-list`) of package.json.
+    pub fhir_versions: Vec<String>,
+    /// `canonical` of package.json.
+    pub canonical: Option<String>,
+    /// `dependencies` of package.json, by name (sorted).
+    pub dependencies: BTreeMap<String, String>,
+    /// Where it was read from.
+    pub origin: Origin,
+    /// The resource files (JSON) at the package's root, in name order.
+    pub resources: Vec<Entry>,
+    /// Resource files of other syntaxes at the root (XML), not loaded.
+    pub skipped: u32,
+    /// Files under `example/`.
+    pub examples: u32,
+    /// The `--ig` that loaded it, or the package whose dependency it is (`name#version`).
+    pub needed_by: Option<String>,
+}
+
+impl Package {
+    /// `name#version` (or the name alone).
+    pub fn id(&self) -> String {
+        if self.version.is_empty() { self.name.clone() } else { format!("{}#{}", self.name, self.version) }
+    }
+}
+
+/// A dependency that is in no loaded package and not in the cache.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Missing {
+    /// The package name.
+    pub name: String,
+    /// The version (or pattern) asked for.
+    pub version: String,
+    /// `name#version` of the package that needs it.
+    pub needed_by: String,
+}
+
+/// What a load produced.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The packages, the `--ig`s first in their order, then dependencies as found.
+    pub packages: Vec<Package>,
+    /// Dependencies not found.
+    pub missing: Vec<Missing>,
+}
+
+/// Why a load failed: the code, and which `--ig` (0-based) or the package dir.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError {
+    /// `CLI_IG_UNREADABLE` (not found, unreadable) or `CLI_IG_INVALID` (not a package, over a
+    /// limit, a resource file that is not a JSON object).
+    pub code: Code,
+    /// The `--ig` argument (0-based) that failed; `None` for a dependency from the cache.
+    pub argument: Option<usize>,
+    /// The package (`name#version`) whose dependency failed to load, if any.
+    pub dependency: Option<String>,
+}
+
+impl LoadError {
+    fn ig(code: Code, argument: usize) -> Self {
+        LoadError { code, argument: Some(argument), dependency: None }
+    }
+}
+
+/// The conventional package cache: `$HOME/.fhir/packages` (`%USERPROFILE%` on Windows).
+pub fn default_package_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+    if home.is_empty() {
+        return None;
+    }
+    Some(PathBuf::from(home).join(".fhir").join("packages"))
+}
+
+/// Loads the `--ig`s in order, then their dependencies from `cache` (breadth first, each
+/// `name#version` once).
+pub fn load(igs: &[String], cache: Option<&Path>, limits: &Limits) -> Result<Loaded, LoadError> {
+    let mut loaded = Loaded::default();
+    for (i, spec) in igs.iter().enumerate() {
+        let mut package = open_spec(spec, cache, limits).map_err(|code| LoadError::ig(code, i))?;
+        package.needed_by = Some(format!("--ig {}", i + 1));
+        if !loaded.packages.iter().any(|p| same(p, &package)) {
+            loaded.packages.push(package);
+        }
+        if loaded.packages.len() as u64 > u64::from(limits.max_packages) {
+            return Err(LoadError::ig(Code::CLI_IG_INVALID, i));
+        }
+    }
+    resolve_dependencies(&mut loaded, cache, limits)?;
+    loaded.missing.sort();
+    loaded.missing.dedup();
+    Ok(loaded)
+}
+
+fn same(a: &Package, b: &Package) -> bool {
+    !a.version.is_empty() && a.name == b.name && a.version == b.version
+}
+
+/// Follows `dependencies` through the cache.
+fn resolve_dependencies(loaded: &mut Loaded, cache: Option<&Path>, limits: &Limits) -> Result<(), LoadError> {
+    let mut next = 0;
+    while next < loaded.packages.len() {
+        let deps: Vec<(String, String)> =
+            loaded.packages[next].dependencies.iter().map(|(n, v)| (n.clone(), v.clone())).collect();
+        let parent = loaded.packages[next].id();
+        next += 1;
+        for (name, version) in deps {
+            if name == CORE_PACKAGE || satisfied(&loaded.packages, &name, &version) {
+                continue;
+            }
+            let found = cache.and_then(|dir| find_in_cache(dir, &name, &version));
+            let Some(folder) = found else {
+                loaded.missing.push(Missing { name, version, needed_by: parent.clone() });
+                continue;
+            };
+            let mut package = read_folder(&folder, limits).map_err(|code| LoadError {
+                code,
+                argument: None,
+                dependency: Some(parent.clone()),
+            })?;
+            package.origin = Origin::Cache(folder);
+            package.needed_by = Some(parent.clone());
+            if !loaded.packages.iter().any(|p| same(p, &package)) {
+                loaded.packages.push(package);
+            }
+            if loaded.packages.len() as u64 > u64::from(limits.max_packages) {
+                return Err(LoadError { code: Code::CLI_IG_INVALID, argument: None, dependency: Some(parent) });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True when a loaded package of `name` matches `version`.
+fn satisfied(packages: &[Package], name: &str, version: &str) -> bool {
+    packages.iter().any(|p| p.name == name && version_matches(version, &p.version))
+}
+
+/// True when `version` satisfies `wanted`: equal, a `x`/`*` wildcard in a part (`4.0.x`), or
+/// `current`/`dev`/`latest` (any version).
+pub fn version_matches(wanted: &str, version: &str) -> bool {
+    if wanted == version || matches!(wanted, "current" | "dev" | "latest" | "") {
+        return true;
+    }
+    let w: Vec<&str> = wanted.split('.').collect();
+    let v: Vec<&str> = version.split('.').collect();
+    if !w.iter().any(|p| matches!(*p, "x" | "X" | "*")) {
+        return false;
+    }
+    w.len() <= v.len() && w.iter().zip(&v).all(|(a, b)| matches!(*a, "x" | "X" | "*") || a == b)
+}
+
+/// Compares versions part by part, numerically where both parts are numbers.
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |s: &str| -> Vec<(u64, String)> {
+        s.split(['.', '-'])
+            .map(|p| match p.parse::<u64>() {
+                Ok(n) => (n, String::new()),
+                Err(_) => (u64::MAX, p.to_owned()),
+            })
+            .collect()
+    };
+    key(a).cmp(&key(b))
+}
+
+/// The cache folder of `name` matching `version` (the highest match), if any.
+fn find_in_cache(dir: &Path, name: &str, version: &str) -> Option<PathBuf> {
+    let exact = dir.join(format!("{name}#{version}"));
+    if exact.join("package").join("package.json").is_file() {
+        return Some(exact);
+    }
+    let mut best: Option<(String, PathBuf)> = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let file_name = entry.file_name();
+        let Some(folder) = file_name.to_str() else { continue };
+        let Some((n, v)) = folder.split_once('#') else { continue };
+        if n != name || !version_matches(version, v) || !entry.path().join("package").join("package.json").is_file() {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(b, _)| compare_versions(v, b).is_gt()) {
+            best = Some((v.to_owned(), entry.path()));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// Opens one `--ig`: a file, a folder, or `NAME#VERSION` in the cache.
+fn open_spec(spec: &str, cache: Option<&Path>, limits: &Limits) -> Result<Package, Code> {
+    let path = Path::new(spec);
+    if path.is_dir() {
+        let mut p = read_folder(path, limits)?;
+        p.origin = Origin::Folder(path.to_owned());
+        return Ok(p);
+    }
+    if path.is_file() {
+        return read_file(path, limits);
+    }
+    if let Some((name, version)) = spec.split_once('#')
+        && !name.is_empty()
+        && !name.contains(['/', '\\'])
+    {
+        let folder = cache.and_then(|dir| find_in_cache(dir, name, version)).ok_or(Code::CLI_IG_UNREADABLE)?;
+        let mut p = read_folder(&folder, limits)?;
+        p.origin = Origin::Cache(folder);
+        return Ok(p);
+    }
+    Err(Code::CLI_IG_UNREADABLE)
+}
+
+/// A `.tgz` package, or one resource file.
+fn read_file(path: &Path, limits: &Limits) -> Result<Package, Code> {
+    let size = std::fs::metadata(path).map_err(|_| Code::CLI_IG_UNREADABLE)?.len();
+    let mut file = std::fs::File::open(path).map_err(|_| Code::CLI_IG_UNREADABLE)?;
+    let mut magic = [0u8; 2];
+    let gz = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+    if gz {
+        if size > limits.max_archive_bytes {
+            return Err(Code::CLI_IG_INVALID);
+        }
+        let file = std::fs::File::open(path).map_err(|_| Code::CLI_IG_UNREADABLE)?;
+        let mut p = read_archive(std::io::BufReader::new(file), limits)?;
+        p.origin = Origin::Archive(path.to_owned());
+        return Ok(p);
+    }
+    if size > limits.max_resource_bytes {
+        return Err(Code::CLI_IG_INVALID);
+    }
+    let bytes = std::fs::read(path).map_err(|_| Code::CLI_IG_UNREADABLE)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("resource").to_owned();
+    let mut p = loose(name.clone(), Origin::File(path.to_owned()));
+    if is_json_object(&bytes) {
+        p.resources.push(Entry { file: name, bytes });
+    } else if looks_like_xml(&bytes) {
+        p.skipped = 1;
+        p.resources.push(Entry { file: name, bytes });
+    } else {
+        return Err(Code::CLI_IG_INVALID);
+    }
+    Ok(p)
+}
+
+fn loose(name: String, origin: Origin) -> Package {
+    Package {
+        name,
+        version: String::new(),
+        fhir_versions: Vec::new(),
+        canonical: None,
+        dependencies: BTreeMap::new(),
+        origin,
+        resources: Vec::new(),
+        skipped: 0,
+        examples: 0,
+        needed_by: None,
+    }
+}
+
+/// A gzip'd tar: `package/package.json` and the root resources.
+fn read_archive(reader: impl Read, limits: &Limits) -> Result<Package, Code> {
+    let gz = flate2::read::GzDecoder::new(reader);
+    // The uncompressed stream is capped: a gzip bomb stops at the limit.
+    let capped = gz.take(limits.max_unpacked_bytes);
+    let mut archive = tar::Archive::new(capped);
+    let mut manifest: Option<Vec<u8>> = None;
+    let mut resources = Vec::new();
+    let mut examples = 0u32;
+    let mut skipped = 0u32;
+    let mut count = 0u32;
+    for entry in archive.entries().map_err(|_| Code::CLI_IG_INVALID)? {
+        let mut entry = entry.map_err(|_| Code::CLI_IG_INVALID)?;
+        count += 1;
+        if count > limits.max_entries {
+            return Err(Code::CLI_IG_INVALID);
+        }
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let path = entry.path().map_err(|_| Code::CLI_IG_INVALID)?;
+        let Some(path) = path.to_str().map(|p| p.trim_start_matches("./").to_owned()) else { continue };
+        let Some(rest) = path.strip_prefix("package/") else { continue };
+        let class = classify(rest);
+        if class == Class::Example {
+            examples += 1;
+            continue;
+        }
+        if class == Class::Other {
+            continue;
+        }
+        if entry.size() > limits.max_resource_bytes {
+            return Err(Code::CLI_IG_INVALID);
+        }
+        let mut bytes = Vec::with_capacity(entry.size() as usize);
+        entry.read_to_end(&mut bytes).map_err(|_| Code::CLI_IG_INVALID)?;
+        match class {
+            Class::Manifest => manifest = Some(bytes),
+            Class::Resource => resources.push(Entry { file: rest.to_owned(), bytes }),
+            Class::Xml => skipped += 1,
+            Class::Example | Class::Other => {}
+        }
+    }
+    let manifest = manifest.ok_or(Code::CLI_IG_INVALID)?;
+    let mut p = package_from_manifest(&manifest, Origin::Archive(PathBuf::new()))?;
+    resources.sort_by(|a, b| a.file.cmp(&b.file));
+    p.resources = resources;
+    p.examples = examples;
+    p.skipped = skipped;
+    Ok(p)
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Class {
+    Manifest,
+    Resource,
+    Xml,
+    Example,
+    Other,
+}
+
+/// What a path under `package/` is.
+fn classify(rest: &str) -> Class {
+    if rest == "package.json" {
+        return Class::Manifest;
+    }
+    if rest.starts_with("example/") || rest.starts_with("examples/") {
+        return if rest.ends_with(".json") { Class::Example } else { Class::Other };
+    }
+    if rest.contains('/') || rest.starts_with('.') {
+        return Class::Other;
+    }
+    if rest.ends_with(".schema.json") || rest.ends_with(".openapi.json") {
+        return Class::Other;
+    }
+    if rest.ends_with(".json") {
+        Class::Resource
+    } else if rest.ends_with(".xml") {
+        Class::Xml
+    } else {
+        Class::Other
+    }
+}
+
+/// A package folder (holding `package/package.json`, or `package.json` itself), or a folder of
+/// loose resource files.
+fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
+    let root = if dir.join("package").join("package.json").is_file() { dir.join("package") } else { dir.to_owned() };
+    let manifest = root.join("package.json");
+    let mut p = if manifest.is_file() {
+        let bytes = read_capped(&manifest, limits)?;
+        package_from_manifest(&bytes, Origin::Folder(dir.to_owned()))?
+    } else {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("folder").to_owned();
+        loose(name, Origin::Folder(dir.to_owned()))
+    };
+    let is_package = manifest.is_file();
+    let mut names: Vec<(String, PathBuf)> = Vec::new();
+    let entries = std::fs::read_dir(&root).map_err(|_| Code::CLI_IG_UNREADABLE)?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        if path.is_dir() {
+            if is_package && (name == "example" || name == "examples") {
+                p.examples = std::fs::read_dir(&path)
+                    .map(|d| {
+                        d.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json"))).count()
+                    })
+                    .unwrap_or(0)
+                    .min(u32::MAX as usize) as u32;
+            }
+            continue;
+        }
+        names.push((name, path));
+        if names.len() as u64 > u64::from(limits.max_entries) {
+            return Err(Code::CLI_IG_INVALID);
+        }
+    }
+    names.sort();
+    let mut total = 0u64;
+    for (name, path) in names {
+        match classify(&name) {
+            Class::Resource => {
+                let bytes = read_capped(&path, limits)?;
+                total += bytes.len() as u64;
+                if total > limits.max_unpacked_bytes {
+                    return Err(Code::CLI_IG_INVALID);
+                }
+                if !is_package && !is_json_object(&bytes) {
+                    // A loose folder may hold other JSON files: only resources are loaded.
+                    p.skipped += 1;
+                    continue;
+                }
+                p.resources.push(Entry { file: name, bytes });
+            }
+            Class::Xml if !is_package => {
+                let bytes = read_capped(&path, limits)?;
+                total += bytes.len() as u64;
+                if total > limits.max_unpacked_bytes {
+                    return Err(Code::CLI_IG_INVALID);
+                }
+                if looks_like_xml(&bytes) {
+                    p.resources.push(Entry { file: name, bytes });
+                }
+            }
+            Class::Xml => p.skipped += 1,
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+fn read_capped(path: &Path, limits: &Limits) -> Result<Vec<u8>, Code> {
+    let size = std::fs::metadata(path).map_err(|_| Code::CLI_IG_UNREADABLE)?.len();
+    if size > limits.max_resource_bytes {
+        return Err(Code::CLI_IG_INVALID);
+    }
+    std::fs::read(path).map_err(|_| Code::CLI_IG_UNREADABLE)
+}
+
+/// True when the bytes start (after white space and a BOM) with `{`.
+fn is_json_object(bytes: &[u8]) -> bool {
+    let b = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    b.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// True when the bytes start (after white space and a BOM) with `<`.
+pub fn looks_like_xml(bytes: &[u8]) -> bool {
+    let b = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    b.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'<')
+}
+
+/// The package described by a `package.json`.
+fn package_from_manifest(bytes: &[u8], origin: Origin) -> Result<Package, Code> {
+    // serde_json's error text quotes input: it is dropped for a code.
+    let json: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| Code::CLI_IG_INVALID)?;
+    let obj = json.as_object().ok_or(Code::CLI_IG_INVALID)?;
+    let text = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    let name = text("name").filter(|n| !n.is_empty()).ok_or(Code::CLI_IG_INVALID)?;
+    let version = text("version").unwrap_or_default();
+    let list = |k: &str| -> Vec<String> {
+        obj.get(k)
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    let mut fhir_versions = list("fhirVersions");
+    if fhir_versions.is_empty() {
+        fhir_versions = list("fhir-version-list");
+    }
+    let dependencies = obj
+        .get("dependencies")
+        .and_then(|v| v.as_object())
+        .map(|d| d.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect())
+        .unwrap_or_default();
+    Ok(Package {
+        name,
+        version,
+        fhir_versions,
+        canonical: text("canonical"),
+        dependencies,
+        origin,
+        resources: Vec::new(),
+        skipped: 0,
+        examples: 0,
+        needed_by: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.tgz` of `files` (path, bytes), as npm packs them.
+    fn tgz(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for (path, bytes) in files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, path, *bytes).unwrap();
+        }
+        let raw = tar.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &raw).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("phiward-package-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    const SD: &[u8] = br#"{"resourceType":"StructureDefinition","url":"http://example.org/sd/a","version":"1.0.0"}"#;
+
+    #[test]
+    fn an_archive_gives_its_manifest_root_resources_and_counts_examples() {
+        let dir = scratch("archive");
+        let manifest = br#"{"name":"example.ig","version":"1.2.0","fhirVersions":["4.0.1"],
+            "dependencies":{"hl7.fhir.r4.core":"4.0.1","example.base":"2.0.x"},"canonical":"http://example.org"}"#;
+        let bytes = tgz(&[
+            ("package/package.json", manifest),
+            ("package/StructureDefinition-a.json", SD),
+            ("package/.index.json", b"{}"),
+            ("package/example/Patient-p.json", b"{}"),
+            ("package/other/x.json", b"{}"),
+            ("package/openapi/a.openapi.json", b"{}"),
+            ("package/ValueSet-v.xml", b"<ValueSet/>"),
+        ]);
+        let path = dir.join("example.ig.tgz");
+        std::fs::write(&path, bytes).unwrap();
+        let loaded = load(&[path.to_string_lossy().into_owned()], None, &Limits::default()).unwrap();
+        assert_eq!(loaded.packages.len(), 1);
+        let p = &loaded.packages[0];
+        assert_eq!(p.id(), "example.ig#1.2.0");
+        assert_eq!(p.fhir_versions, ["4.0.1"]);
+        assert_eq!(p.canonical.as_deref(), Some("http://example.org"));
+        assert_eq!(p.resources.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(), ["StructureDefinition-a.json"]);
+        assert_eq!((p.examples, p.skipped), (1, 1));
+        assert_eq!(p.origin.kind(), "archive");
+        // The core is built in; the other dependency is reported missing (no cache given).
+        assert_eq!(
+            loaded.missing,
+            [Missing { name: "example.base".into(), version: "2.0.x".into(), needed_by: "example.ig#1.2.0".into() }]
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn dependencies_come_from_the_cache_by_exact_version_or_the_highest_wildcard_match() {
+        let dir = scratch("cache");
+        let cache = dir.join("packages");
+        for (folder, version, deps) in [
+            ("example.base#2.0.1", "2.0.1", r#"{"example.leaf":"1.0.0"}"#),
+            ("example.base#2.0.10", "2.0.10", r#"{"example.leaf":"1.0.0"}"#),
+            ("example.base#2.1.0", "2.1.0", "{}"),
+            ("example.leaf#1.0.0", "1.0.0", "{}"),
+        ] {
+            let name = folder.split('#').next().unwrap();
+            let root = cache.join(folder).join("package");
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(
+                root.join("package.json"),
+                format!(r#"{{"name":"{name}","version":"{version}","dependencies":{deps}}}"#),
+            )
+            .unwrap();
+            std::fs::write(root.join("StructureDefinition-a.json"), SD).unwrap();
+        }
+        let ig = dir.join("ig");
+        std::fs::create_dir_all(ig.join("package")).unwrap();
+        std::fs::write(
+            ig.join("package").join("package.json"),
+            br#"{"name":"example.ig","version":"1.0.0","dependencies":{"example.base":"2.0.x","example.gone":"9.9.9"}}"#,
+        )
+        .unwrap();
+        let loaded = load(&[ig.to_string_lossy().into_owned()], Some(&cache), &Limits::default()).unwrap();
+        let ids: Vec<String> = loaded.packages.iter().map(Package::id).collect();
+        assert_eq!(ids, ["example.ig#1.0.0", "example.base#2.0.10", "example.leaf#1.0.0"]);
+        assert_eq!(loaded.packages[1].origin.kind(), "cache");
+        assert_eq!(loaded.packages[2].needed_by.as_deref(), Some("example.base#2.0.10"));
+        assert_eq!(loaded.missing.len(), 1);
+        assert_eq!(loaded.missing[0].name, "example.gone");
+        // NAME#VERSION names a cached package directly.
+        let direct = load(&["example.base#2.1.0".to_owned()], Some(&cache), &Limits::default()).unwrap();
+        assert_eq!(direct.packages[0].id(), "example.base#2.1.0");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn loose_files_and_folders_load_their_resources() {
+        let dir = scratch("loose");
+        std::fs::write(dir.join("a.json"), SD).unwrap();
+        std::fs::write(dir.join("b.xml"), b"<StructureDefinition xmlns=\"http://hl7.org/fhir\"/>").unwrap();
+        std::fs::write(dir.join("notes.txt"), b"x").unwrap();
+        std::fs::write(dir.join("list.json"), b"[1]").unwrap();
+        let folder = load(&[dir.to_string_lossy().into_owned()], None, &Limits::default()).unwrap();
+        let p = &folder.packages[0];
+        assert_eq!(p.resources.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(), ["a.json", "b.xml"]);
+        assert_eq!(p.skipped, 1);
+        let file = load(&[dir.join("a.json").to_string_lossy().into_owned()], None, &Limits::default()).unwrap();
+        assert_eq!(file.packages[0].origin.kind(), "file");
+        assert_eq!(file.packages[0].resources.len(), 1);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn bad_packages_are_refused_with_a_code_naming_the_argument() {
+        let dir = scratch("bad");
+        let no_manifest = dir.join("no-manifest.tgz");
+        std::fs::write(&no_manifest, tgz(&[("package/StructureDefinition-a.json", SD)])).unwrap();
+        let truncated = dir.join("truncated.tgz");
+        let whole = tgz(&[("package/package.json", br#"{"name":"x","version":"1"}"#), ("package/a.json", SD)]);
+        std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
+        let text = dir.join("text.json");
+        std::fs::write(&text, b"not json").unwrap();
+        let ok = dir.join("ok.json");
+        std::fs::write(&ok, SD).unwrap();
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        let limits = Limits::default();
+        assert_eq!(
+            load(&[s(&ok), s(&no_manifest)], None, &limits).unwrap_err(),
+            LoadError::ig(Code::CLI_IG_INVALID, 1)
+        );
+        assert_eq!(load(&[s(&truncated)], None, &limits).unwrap_err().code, Code::CLI_IG_INVALID);
+        assert_eq!(load(&[s(&text)], None, &limits).unwrap_err().code, Code::CLI_IG_INVALID);
+        assert_eq!(load(&[s(&dir.join("absent.tgz"))], None, &limits).unwrap_err().code, Code::CLI_IG_UNREADABLE);
+        assert_eq!(load(&["no.such#1.0.0".into()], Some(&dir), &limits).unwrap_err().code, Code::CLI_IG_UNREADABLE);
+        // A gzip bomb stops at the unpacked limit.
+        let big = vec![b' '; 1 << 20];
+        let bomb = dir.join("bomb.tgz");
+        std::fs::write(&bomb, tgz(&[("package/package.json", br#"{"name":"x"}"#), ("package/a.json", &big)])).unwrap();
+        let tight = Limits { max_unpacked_bytes: 64 * 1024, ..Limits::default() };
+        assert_eq!(load(&[s(&bomb)], None, &tight).unwrap_err().code, Code::CLI_IG_INVALID);
+        let small = Limits { max_resource_bytes: 1024, ..Limits::default() };
+        assert_eq!(load(&[s(&bomb)], None, &small).unwrap_err().code, Code::CLI_IG_INVALID);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn versions_compare_by_number_and_match_wildcards() {
+        assert!(version_matches("4.0.x", "4.0.1"));
+        assert!(!version_matches("4.0.x", "4.1.0"));
+        assert!(version_matches("current", "0.1.0"));
+        assert!(!version_matches("1.0.0", "1.0.1"));
+        assert!(compare_versions("2.0.10", "2.0.9").is_gt());
+        assert!(compare_versions("1.0.0", "1.0.0-ballot").is_lt());
+    }
+}
