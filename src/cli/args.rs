@@ -65,6 +65,9 @@ pub enum Cmd {
     /// Work with policy files.
     #[command(subcommand)]
     Policy(PolicyCmd),
+    /// FHIR implementation guide packages: what `--ig` and the package cache hold (value-free).
+    #[command(subcommand)]
+    Ig(IgCmd),
     /// Serve the Model Context Protocol over stdio (for AI agents).
     Mcp(McpArgs),
     /// Find the concepts of other code systems whose names match a term (offline, lexical
@@ -229,6 +232,61 @@ pub struct MapArgs {
     pub json: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// `ig` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum IgCmd {
+    /// The packages `--ig` loads and their dependencies from the package cache (those missing
+    /// too); without `--ig`, every package in the cache.
+    List(IgListArgs),
+    /// One package: its manifest, dependencies and every conformance resource (type, url,
+    /// version).
+    Info(IgInfoArgs),
+}
+
+/// Where FHIR packages come from (`validate`, `ig`).
+#[derive(Debug, Args, Default, Clone)]
+pub struct PackageArgs {
+    /// A FHIR package to validate against: a `.tgz`, an unpacked package folder, a folder of
+    /// resource files, one resource file, or NAME#VERSION in the package cache. Repeatable.
+    #[arg(long = "ig", value_name = "FILE|DIR|NAME#VERSION")]
+    pub igs: Vec<String>,
+    /// The package cache, where dependencies are found (default ~/.fhir/packages). Nothing is
+    /// ever downloaded.
+    #[arg(long, value_name = "DIR")]
+    pub package_dir: Option<PathBuf>,
+}
+
+impl PackageArgs {
+    /// The cache folder: `--package-dir`, else the conventional one.
+    pub fn cache(&self) -> Option<PathBuf> {
+        self.package_dir.clone().or_else(crate::structure::package::default_package_dir)
+    }
+}
+
+/// `ig list` options.
+#[derive(Debug, Args)]
+pub struct IgListArgs {
+    #[command(flatten)]
+    pub packages: PackageArgs,
+    /// Compact JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ig info` options.
+#[derive(Debug, Args)]
+pub struct IgInfoArgs {
+    /// The package: a `.tgz`, a folder, a resource file, or NAME#VERSION in the package cache.
+    #[arg(value_name = "PACKAGE")]
+    pub package: String,
+    /// The package cache (default ~/.fhir/packages).
+    #[arg(long, value_name = "DIR")]
+    pub package_dir: Option<PathBuf>,
+    /// Compact JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `policy` subcommands.

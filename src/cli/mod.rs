@@ -9,6 +9,7 @@ mod audit;
 mod baseline;
 mod batch;
 mod config;
+mod ig;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod ordered;
@@ -89,6 +90,8 @@ fn op_name(cmd: &Cmd) -> &'static str {
         Cmd::Policy(args::PolicyCmd::Check(_)) => "policy check",
         Cmd::Policy(args::PolicyCmd::Test(_)) => "policy test",
         Cmd::Mcp(_) => "mcp",
+        Cmd::Ig(args::IgCmd::List(_)) => "ig list",
+        Cmd::Ig(args::IgCmd::Info(_)) => "ig info",
         Cmd::FindEquivalent(_) => "find-equivalent",
         Cmd::MapCodes(_) => "map-codes",
         Cmd::Terminology(args::TerminologyCmd::List(_)) => "terminology list",
@@ -186,6 +189,8 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
         Cmd::Policy(args::PolicyCmd::Check(c)) => policy_check(&c),
         Cmd::Policy(args::PolicyCmd::Test(t)) => policy_test(&t),
         Cmd::Mcp(m) => run_mcp(m, log.cloned()),
+        Cmd::Ig(args::IgCmd::List(l)) => ig::list(&l),
+        Cmd::Ig(args::IgCmd::Info(i)) => ig::info(&i),
         Cmd::FindEquivalent(f) => terminology::find(f),
         Cmd::MapCodes(m) => terminology::map_codes(m),
         Cmd::Terminology(args::TerminologyCmd::List(l)) => terminology::list(l),

@@ -287,8 +287,86 @@ fn find_in_cache(dir: &Path, name: &str, version: &str) -> Option<PathBuf> {
     best.map(|(_, p)| p)
 }
 
+/// The packages of a cache folder, manifests only (`resources` empty; `skipped` holds the
+/// number of root resource files), in name and version order.
+pub fn list_cache(dir: &Path, limits: &Limits) -> Result<Vec<Package>, Code> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|_| Code::CLI_IG_UNREADABLE)?.flatten() {
+        let folder = entry.path();
+        let manifest = folder.join("package").join("package.json");
+        if !manifest.is_file() {
+            continue;
+        }
+        let Ok(bytes) = read_capped(&manifest, limits) else { continue };
+        let Ok(mut p) = package_from_manifest(&bytes, Origin::Cache(folder.clone())) else { continue };
+        let files = std::fs::read_dir(folder.join("package")).map(|d| {
+            d.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| classify(n) == Class::Resource)).count()
+        });
+        p.skipped = files.unwrap_or(0).min(u32::MAX as usize) as u32;
+        out.push(p);
+        if out.len() as u64 > u64::from(limits.max_entries) {
+            return Err(Code::CLI_IG_INVALID);
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| compare_versions(&a.version, &b.version)));
+    Ok(out)
+}
+
+/// What `ig info` shows of one resource file: its type, and its canonical and version when it
+/// has them (conformance metadata, never an instance's values).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Head {
+    /// `resourceType` (the root element's name for XML).
+    pub resource_type: String,
+    /// `url`.
+    pub url: Option<String>,
+    /// `version`.
+    pub version: Option<String>,
+}
+
+/// The head of a resource file; `None` when it is not a resource.
+pub fn head(bytes: &[u8]) -> Option<Head> {
+    if looks_like_xml(bytes) {
+        return xml_root_name(bytes).map(|name| Head { resource_type: name, url: None, version: None });
+    }
+    #[derive(serde::Deserialize)]
+    struct Raw {
+        #[serde(rename = "resourceType")]
+        resource_type: Option<String>,
+        url: Option<serde_json::Value>,
+        version: Option<serde_json::Value>,
+    }
+    let raw: Raw = serde_json::from_slice(bytes).ok()?;
+    let text = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
+    let resource_type = raw.resource_type.filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric()))?;
+    Some(Head { resource_type, url: text(raw.url), version: text(raw.version) })
+}
+
+/// The local name of an XML document's root element (after the declaration, comments and
+/// processing instructions), when it is a plain name.
+fn xml_root_name(bytes: &[u8]) -> Option<String> {
+    let mut rest = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    loop {
+        let start = rest.iter().position(|&b| b == b'<')?;
+        rest = &rest[start + 1..];
+        match rest.first()? {
+            b'?' | b'!' => {
+                let end = memchr::memchr(b'>', rest)?;
+                rest = &rest[end + 1..];
+            }
+            _ => {
+                let end = rest.iter().position(|b| b.is_ascii_whitespace() || *b == b'>' || *b == b'/')?;
+                let name = &rest[..end];
+                let local = name.rsplit(|&b| b == b':').next()?;
+                return (!local.is_empty() && local.iter().all(u8::is_ascii_alphanumeric))
+                    .then(|| String::from_utf8_lossy(local).into_owned());
+            }
+        }
+    }
+}
+
 /// Opens one `--ig`: a file, a folder, or `NAME#VERSION` in the cache.
-fn open_spec(spec: &str, cache: Option<&Path>, limits: &Limits) -> Result<Package, Code> {
+pub fn open_spec(spec: &str, cache: Option<&Path>, limits: &Limits) -> Result<Package, Code> {
     let path = Path::new(spec);
     if path.is_dir() {
         let mut p = read_folder(path, limits)?;
