@@ -294,8 +294,46 @@ pub fn scan_codings_in(
     crate::terminology::scan::codings(bytes, limits, &Disclosure::grant())
 }
 
+/// A conformance resource of a package or a supporting file as FHIR JSON: a JSON file is
+/// returned as it is, an XML one is read by the FHIR reader and written as JSON. Definitions
+/// (StructureDefinition, ValueSet, Questionnaire...) are not patient data, but they pass
+/// through the same reader as messages: the writer needs the disclosure only ops grants. A file
+/// that is neither, or that the reader refuses, gives the reader's code (no text of it).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "ops: a package's XML definitions are written as JSON for the conformance store, never to output"
+)]
+pub fn conformance_json(bytes: Vec<u8>, limits: &crate::limits::Limits) -> Result<Vec<u8>, Code> {
+    if !crate::structure::package::looks_like_xml(&bytes) {
+        return Ok(bytes);
+    }
+    let doc = crate::formats::fhir::read(bytes, limits).map_err(|d| d.code)?;
+    let mut out = Vec::new();
+    crate::formats::fhir::fmt::canonical_as(
+        &doc,
+        crate::formats::fhir::Syntax::Json,
+        &Disclosure::grant(),
+        false,
+        &mut out,
+    );
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_xml_definition_becomes_json_and_json_stays_as_it_is() {
+        let limits = crate::limits::Limits::default();
+        let xml = br#"<StructureDefinition xmlns="http://hl7.org/fhir"><url value="http://example.org/sd"/><status value="draft"/></StructureDefinition>"#;
+        let json = super::conformance_json(xml.to_vec(), &limits).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(v["resourceType"], "StructureDefinition");
+        assert_eq!(v["url"], "http://example.org/sd");
+        let same = br#"{"resourceType":"ValueSet"}"#;
+        assert_eq!(super::conformance_json(same.to_vec(), &limits).unwrap(), same);
+        assert!(super::conformance_json(b"<not-fhir/>".to_vec(), &limits).is_err());
+    }
+
     /// `validate` and `inspect` are never granted a disclosure, whatever the input (single
     /// messages, MLLP streams and batches processed on several threads, FHIR JSON, XML and
     /// NDJSON), and under a policy whose disclosure is `redacted` too; `parse` is (the control
