@@ -78,7 +78,8 @@ pub fn list(a: &IgListArgs) -> u8 {
     let limits = package::Limits::default();
     let value = if a.packages.igs.is_empty() {
         let Some(dir) = cache.as_deref().filter(|d| d.is_dir()) else {
-            let v = json!({"package_dir": cache.map(|c| c.to_string_lossy().into_owned()), "packages": [], "missing": []});
+            let v =
+                json!({"package_dir": cache.map(|c| c.to_string_lossy().into_owned()), "packages": [], "missing": []});
             return emit(&v, a.json, human_list);
         };
         match package::list_cache(dir, &limits) {
@@ -97,6 +98,7 @@ pub fn list(a: &IgListArgs) -> u8 {
                 "missing": loaded.missing.iter().map(|m| json!({
                     "package": format!("{}#{}", m.name, m.version),
                     "needed_by": m.needed_by,
+                    "substituted": m.substituted,
                 })).collect::<Vec<_>>(),
             }),
             Err(e) => return fail(e.code, load_hint(&e)),
@@ -151,9 +153,13 @@ fn human_list(v: &Value) -> String {
     }
     let missing = v.get("missing").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     if !missing.is_empty() {
-        out.push_str(&format!("\nmissing from the package cache ({}):\n", missing.len()));
+        out.push_str(&format!("\nnot in the package cache at the version asked ({}):\n", missing.len()));
         for m in missing {
-            out.push_str(&format!("  {} (needed by {})\n", s(m, "package"), s(m, "needed_by")));
+            let instead = match m.get("substituted").and_then(Value::as_str) {
+                Some(v) => format!("; version {v} loaded instead"),
+                None => String::new(),
+            };
+            out.push_str(&format!("  {} (needed by {}{instead})\n", s(m, "package"), s(m, "needed_by")));
         }
     }
     out

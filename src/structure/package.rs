@@ -137,6 +137,9 @@ pub struct Missing {
     pub version: String,
     /// `name#version` of the package that needs it.
     pub needed_by: String,
+    /// The version of the same package loaded in its place (the highest in the cache), when
+    /// the version asked for is not there: offline, a near version beats none.
+    pub substituted: Option<String>,
 }
 
 /// What a load produced.
@@ -212,9 +215,15 @@ fn resolve_dependencies(loaded: &mut Loaded, cache: Option<&Path>, limits: &Limi
                 continue;
             }
             let found = cache.and_then(|dir| find_in_cache(dir, &name, &version));
-            let Some(folder) = found else {
-                loaded.missing.push(Missing { name, version, needed_by: parent.clone() });
-                continue;
+            let (folder, substituted) = match found {
+                Some(folder) => (folder, false),
+                None => match cache.and_then(|dir| find_in_cache(dir, &name, "latest")) {
+                    Some(folder) => (folder, true),
+                    None => {
+                        loaded.missing.push(Missing { name, version, needed_by: parent.clone(), substituted: None });
+                        continue;
+                    }
+                },
             };
             let mut package = read_folder(&folder, limits).map_err(|code| LoadError {
                 code,
@@ -223,6 +232,14 @@ fn resolve_dependencies(loaded: &mut Loaded, cache: Option<&Path>, limits: &Limi
             })?;
             package.origin = Origin::Cache(folder);
             package.needed_by = Some(parent.clone());
+            if substituted {
+                loaded.missing.push(Missing {
+                    name: name.clone(),
+                    version: version.clone(),
+                    needed_by: parent.clone(),
+                    substituted: Some(package.version.clone()),
+                });
+            }
             if !loaded.packages.iter().any(|p| same(p, &package)) {
                 loaded.packages.push(package);
             }
@@ -701,7 +718,12 @@ mod tests {
         // The core is built in; the other dependency is reported missing (no cache given).
         assert_eq!(
             loaded.missing,
-            [Missing { name: "example.base".into(), version: "2.0.x".into(), needed_by: "example.ig#1.2.0".into() }]
+            [Missing {
+                name: "example.base".into(),
+                version: "2.0.x".into(),
+                needed_by: "example.ig#1.2.0".into(),
+                substituted: None
+            }]
         );
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -730,16 +752,22 @@ mod tests {
         std::fs::create_dir_all(ig.join("package")).unwrap();
         std::fs::write(
             ig.join("package").join("package.json"),
-            br#"{"name":"example.ig","version":"1.0.0","dependencies":{"example.base":"2.0.x","example.gone":"9.9.9"}}"#,
+            br#"{"name":"example.ig","version":"1.0.0","dependencies":{"example.base":"2.0.x","example.gone":"9.9.9","example.leaf":"0.9.0"}}"#,
         )
         .unwrap();
         let loaded = load(&[ig.to_string_lossy().into_owned()], Some(&cache), &Limits::default()).unwrap();
         let ids: Vec<String> = loaded.packages.iter().map(Package::id).collect();
         assert_eq!(ids, ["example.ig#1.0.0", "example.base#2.0.10", "example.leaf#1.0.0"]);
         assert_eq!(loaded.packages[1].origin.kind(), "cache");
-        assert_eq!(loaded.packages[2].needed_by.as_deref(), Some("example.base#2.0.10"));
-        assert_eq!(loaded.missing.len(), 1);
-        assert_eq!(loaded.missing[0].name, "example.gone");
+        // The leaf stands in for the IG's 0.9.0 (found first) and meets the base's 1.0.0.
+        assert_eq!(loaded.packages[2].needed_by.as_deref(), Some("example.ig#1.0.0"));
+        // example.gone is nowhere; example.leaf 0.9.0 is not cached, 1.0.0 stands in for it.
+        assert_eq!(loaded.missing.len(), 2);
+        assert_eq!((loaded.missing[0].name.as_str(), loaded.missing[0].substituted.as_deref()), ("example.gone", None));
+        assert_eq!(
+            (loaded.missing[1].name.as_str(), loaded.missing[1].substituted.as_deref()),
+            ("example.leaf", Some("1.0.0"))
+        );
         // NAME#VERSION names a cached package directly.
         let direct = load(&["example.base#2.1.0".to_owned()], Some(&cache), &Limits::default()).unwrap();
         assert_eq!(direct.packages[0].id(), "example.base#2.1.0");
