@@ -325,12 +325,12 @@ mod tests {
     fn an_xml_definition_becomes_json_and_json_stays_as_it_is() {
         let limits = crate::limits::Limits::default();
         let xml = br#"<StructureDefinition xmlns="http://hl7.org/fhir"><url value="http://example.org/sd"/><status value="draft"/></StructureDefinition>"#;
-        let json = super::conformance_json(xml.to_vec(), &limits).unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let json = super::conformance_json(xml.to_vec(), &limits).expect("test input");
+        let v: serde_json::Value = serde_json::from_slice(&json).expect("test input");
         assert_eq!(v["resourceType"], "StructureDefinition");
         assert_eq!(v["url"], "http://example.org/sd");
         let same = br#"{"resourceType":"ValueSet"}"#;
-        assert_eq!(super::conformance_json(same.to_vec(), &limits).unwrap(), same);
+        assert_eq!(super::conformance_json(same.to_vec(), &limits).expect("test input"), same);
         assert!(super::conformance_json(b"<not-fhir/>".to_vec(), &limits).is_err());
     }
 

@@ -673,18 +673,18 @@ mod tests {
             header.set_size(bytes.len() as u64);
             header.set_mode(0o644);
             header.set_cksum();
-            tar.append_data(&mut header, path, *bytes).unwrap();
+            tar.append_data(&mut header, path, *bytes).expect("test setup");
         }
-        let raw = tar.into_inner().unwrap();
+        let raw = tar.into_inner().expect("test setup");
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        std::io::Write::write_all(&mut gz, &raw).unwrap();
-        gz.finish().unwrap()
+        std::io::Write::write_all(&mut gz, &raw).expect("test setup");
+        gz.finish().expect("test setup")
     }
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("phiward-package-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).expect("test setup");
         dir
     }
 
@@ -705,8 +705,8 @@ mod tests {
             ("package/ValueSet-v.xml", b"<ValueSet/>"),
         ]);
         let path = dir.join("example.ig.tgz");
-        std::fs::write(&path, bytes).unwrap();
-        let loaded = load(&[path.to_string_lossy().into_owned()], None, &Limits::default()).unwrap();
+        std::fs::write(&path, bytes).expect("test setup");
+        let loaded = load(&[path.to_string_lossy().into_owned()], None, &Limits::default()).expect("test setup");
         assert_eq!(loaded.packages.len(), 1);
         let p = &loaded.packages[0];
         assert_eq!(p.id(), "example.ig#1.2.0");
@@ -738,24 +738,24 @@ mod tests {
             ("example.base#2.1.0", "2.1.0", "{}"),
             ("example.leaf#1.0.0", "1.0.0", "{}"),
         ] {
-            let name = folder.split('#').next().unwrap();
+            let name = folder.split('#').next().expect("test setup");
             let root = cache.join(folder).join("package");
-            std::fs::create_dir_all(&root).unwrap();
+            std::fs::create_dir_all(&root).expect("test setup");
             std::fs::write(
                 root.join("package.json"),
                 format!(r#"{{"name":"{name}","version":"{version}","dependencies":{deps}}}"#),
             )
-            .unwrap();
-            std::fs::write(root.join("StructureDefinition-a.json"), SD).unwrap();
+            .expect("test setup");
+            std::fs::write(root.join("StructureDefinition-a.json"), SD).expect("test setup");
         }
         let ig = dir.join("ig");
-        std::fs::create_dir_all(ig.join("package")).unwrap();
+        std::fs::create_dir_all(ig.join("package")).expect("test setup");
         std::fs::write(
             ig.join("package").join("package.json"),
             br#"{"name":"example.ig","version":"1.0.0","dependencies":{"example.base":"2.0.x","example.gone":"9.9.9","example.leaf":"0.9.0"}}"#,
         )
-        .unwrap();
-        let loaded = load(&[ig.to_string_lossy().into_owned()], Some(&cache), &Limits::default()).unwrap();
+        .expect("test setup");
+        let loaded = load(&[ig.to_string_lossy().into_owned()], Some(&cache), &Limits::default()).expect("test setup");
         let ids: Vec<String> = loaded.packages.iter().map(Package::id).collect();
         assert_eq!(ids, ["example.ig#1.0.0", "example.base#2.0.10", "example.leaf#1.0.0"]);
         assert_eq!(loaded.packages[1].origin.kind(), "cache");
@@ -769,7 +769,7 @@ mod tests {
             ("example.leaf", Some("1.0.0"))
         );
         // NAME#VERSION names a cached package directly.
-        let direct = load(&["example.base#2.1.0".to_owned()], Some(&cache), &Limits::default()).unwrap();
+        let direct = load(&["example.base#2.1.0".to_owned()], Some(&cache), &Limits::default()).expect("test setup");
         assert_eq!(direct.packages[0].id(), "example.base#2.1.0");
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -777,15 +777,16 @@ mod tests {
     #[test]
     fn loose_files_and_folders_load_their_resources() {
         let dir = scratch("loose");
-        std::fs::write(dir.join("a.json"), SD).unwrap();
-        std::fs::write(dir.join("b.xml"), b"<StructureDefinition xmlns=\"http://hl7.org/fhir\"/>").unwrap();
-        std::fs::write(dir.join("notes.txt"), b"x").unwrap();
-        std::fs::write(dir.join("list.json"), b"[1]").unwrap();
-        let folder = load(&[dir.to_string_lossy().into_owned()], None, &Limits::default()).unwrap();
+        std::fs::write(dir.join("a.json"), SD).expect("test setup");
+        std::fs::write(dir.join("b.xml"), b"<StructureDefinition xmlns=\"http://hl7.org/fhir\"/>").expect("test setup");
+        std::fs::write(dir.join("notes.txt"), b"x").expect("test setup");
+        std::fs::write(dir.join("list.json"), b"[1]").expect("test setup");
+        let folder = load(&[dir.to_string_lossy().into_owned()], None, &Limits::default()).expect("test setup");
         let p = &folder.packages[0];
         assert_eq!(p.resources.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(), ["a.json", "b.xml"]);
         assert_eq!(p.skipped, 1);
-        let file = load(&[dir.join("a.json").to_string_lossy().into_owned()], None, &Limits::default()).unwrap();
+        let file =
+            load(&[dir.join("a.json").to_string_lossy().into_owned()], None, &Limits::default()).expect("test setup");
         assert_eq!(file.packages[0].origin.kind(), "file");
         assert_eq!(file.packages[0].resources.len(), 1);
         let _ = std::fs::remove_dir_all(dir);
@@ -795,32 +796,39 @@ mod tests {
     fn bad_packages_are_refused_with_a_code_naming_the_argument() {
         let dir = scratch("bad");
         let no_manifest = dir.join("no-manifest.tgz");
-        std::fs::write(&no_manifest, tgz(&[("package/StructureDefinition-a.json", SD)])).unwrap();
+        std::fs::write(&no_manifest, tgz(&[("package/StructureDefinition-a.json", SD)])).expect("test setup");
         let truncated = dir.join("truncated.tgz");
         let whole = tgz(&[("package/package.json", br#"{"name":"x","version":"1"}"#), ("package/a.json", SD)]);
-        std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
+        std::fs::write(&truncated, &whole[..whole.len() / 2]).expect("test setup");
         let text = dir.join("text.json");
-        std::fs::write(&text, b"not json").unwrap();
+        std::fs::write(&text, b"not json").expect("test setup");
         let ok = dir.join("ok.json");
-        std::fs::write(&ok, SD).unwrap();
+        std::fs::write(&ok, SD).expect("test setup");
         let s = |p: &Path| p.to_string_lossy().into_owned();
         let limits = Limits::default();
         assert_eq!(
-            load(&[s(&ok), s(&no_manifest)], None, &limits).unwrap_err(),
+            load(&[s(&ok), s(&no_manifest)], None, &limits).expect_err("the load fails"),
             LoadError::ig(Code::CLI_IG_INVALID, 1)
         );
-        assert_eq!(load(&[s(&truncated)], None, &limits).unwrap_err().code, Code::CLI_IG_INVALID);
-        assert_eq!(load(&[s(&text)], None, &limits).unwrap_err().code, Code::CLI_IG_INVALID);
-        assert_eq!(load(&[s(&dir.join("absent.tgz"))], None, &limits).unwrap_err().code, Code::CLI_IG_UNREADABLE);
-        assert_eq!(load(&["no.such#1.0.0".into()], Some(&dir), &limits).unwrap_err().code, Code::CLI_IG_UNREADABLE);
+        assert_eq!(load(&[s(&truncated)], None, &limits).expect_err("the load fails").code, Code::CLI_IG_INVALID);
+        assert_eq!(load(&[s(&text)], None, &limits).expect_err("the load fails").code, Code::CLI_IG_INVALID);
+        assert_eq!(
+            load(&[s(&dir.join("absent.tgz"))], None, &limits).expect_err("the load fails").code,
+            Code::CLI_IG_UNREADABLE
+        );
+        assert_eq!(
+            load(&["no.such#1.0.0".into()], Some(&dir), &limits).expect_err("the load fails").code,
+            Code::CLI_IG_UNREADABLE
+        );
         // A gzip bomb stops at the unpacked limit.
         let big = vec![b' '; 1 << 20];
         let bomb = dir.join("bomb.tgz");
-        std::fs::write(&bomb, tgz(&[("package/package.json", br#"{"name":"x"}"#), ("package/a.json", &big)])).unwrap();
+        std::fs::write(&bomb, tgz(&[("package/package.json", br#"{"name":"x"}"#), ("package/a.json", &big)]))
+            .expect("test setup");
         let tight = Limits { max_unpacked_bytes: 64 * 1024, ..Limits::default() };
-        assert_eq!(load(&[s(&bomb)], None, &tight).unwrap_err().code, Code::CLI_IG_INVALID);
+        assert_eq!(load(&[s(&bomb)], None, &tight).expect_err("the load fails").code, Code::CLI_IG_INVALID);
         let small = Limits { max_resource_bytes: 1024, ..Limits::default() };
-        assert_eq!(load(&[s(&bomb)], None, &small).unwrap_err().code, Code::CLI_IG_INVALID);
+        assert_eq!(load(&[s(&bomb)], None, &small).expect_err("the load fails").code, Code::CLI_IG_INVALID);
         let _ = std::fs::remove_dir_all(dir);
     }
 
