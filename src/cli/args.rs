@@ -600,6 +600,29 @@ pub struct InspectArgs {
     /// value-free, so nothing is redacted).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// How much to say: `summary` (type, version, counts) or `inventory` (HL7 v2 and FHIR: also
+    /// the fields or elements present, with counts, and the codes of coded fields that are in
+    /// the standard's own tables). Value-free either way.
+    #[arg(long, value_enum, default_value_t = DetailArg::Summary)]
+    pub detail: DetailArg,
+}
+
+/// The levels of `inspect --detail`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DetailArg {
+    /// Type, version, counts.
+    Summary,
+    /// The summary and the inventory of fields or elements and table codes.
+    Inventory,
+}
+
+impl From<DetailArg> for crate::formats::codec::Detail {
+    fn from(d: DetailArg) -> Self {
+        match d {
+            DetailArg::Summary => crate::formats::codec::Detail::Summary,
+            DetailArg::Inventory => crate::formats::codec::Detail::Inventory,
+        }
+    }
 }
 
 /// What a command resolved from its arguments (the second layer: no clap here).

@@ -156,10 +156,11 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
         }
         Cmd::Inspect(mut a) => {
             let batch = std::mem::take(&mut a.batch);
+            let command = Command::Inspect { detail: a.detail.into() };
             if batch.any() || a.read.input.is_dir() {
-                return batch::run(Command::Inspect, a.into(), batch, false, log.map(|l| &**l), record);
+                return batch::run(command, a.into(), batch, false, log.map(|l| &**l), record);
             }
-            run_input(Command::Inspect, a.into(), false)
+            run_input(command, a.into(), false)
         }
         Cmd::Fmt(f) => {
             let to = f.to.map(|t| match t {

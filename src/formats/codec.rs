@@ -120,6 +120,41 @@ impl ModelShape {
     }
 }
 
+/// How much `inspect` says. Every level is value-free. HL7 v2 and FHIR have an inventory; the
+/// summaries of the other formats already count their structure (X12 loops, DICOM modules,
+/// C-CDA sections and entries, NCPDP segments, ASTM records), so both levels give the summary
+/// there (the argument is accepted and has no effect, as `model` for formats with one model).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// Type, version, counts by segment or resource type, finding counts.
+    #[default]
+    Summary,
+    /// The summary and an `inventory`: per segment (HL7 v2) or resource type (FHIR), the
+    /// fields or elements present with their counts, and the codes of coded fields that are
+    /// entries of the standard's own tables or value sets (as those tables spell them; any
+    /// other code is counted, never shown).
+    Inventory,
+    /// The inventory without the codes: what `inventory` gives under a policy that redacts
+    /// (the policy decides which codes a caller may see; `inspect` does not apply it, so it
+    /// shows none). Not a name the CLI or MCP take.
+    Counts,
+}
+
+impl Detail {
+    /// The name the CLI (`--detail`) and MCP (`detail`) take.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Summary => "summary",
+            Detail::Inventory | Detail::Counts => "inventory",
+        }
+    }
+
+    /// The level of a name (exact match).
+    pub fn from_name(name: &str) -> Option<Detail> {
+        [Detail::Summary, Detail::Inventory].into_iter().find(|d| d.as_str() == name)
+    }
+}
+
 /// The request's settings a codec reads (value-free, `Copy`).
 #[derive(Copy, Clone, Debug)]
 pub struct Settings {
@@ -262,6 +297,14 @@ pub trait Codec: 'static {
 
     /// Writes the value-free summary of a record (a JSON object).
     fn summary(doc: &Self::Document, findings: &[Diagnostic], out: &mut Vec<u8>) -> Result<(), Code>;
+
+    /// Writes the value-free inventory of a record ([`Detail::Inventory`]): the summary with
+    /// an `inventory` object, with the table codes when `codes`. By default the summary alone
+    /// (see [`Detail`]).
+    fn inventory(doc: &Self::Document, findings: &[Diagnostic], codes: bool, out: &mut Vec<u8>) -> Result<(), Code> {
+        let _ = codes;
+        Self::summary(doc, findings, out)
+    }
 
     /// Writes the canonical form of a record (data channel).
     fn canonical(doc: &Self::Document, settings: &Settings, disclosure: &Disclosure, out: &mut Vec<u8>);

@@ -290,7 +290,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config, watc
     let command = match tool {
         Tool::Parse => Command::Parse,
         Tool::Validate => Command::Validate,
-        Tool::Inspect => Command::Inspect,
+        Tool::Inspect => Command::Inspect { detail: input.detail },
         Tool::Convert => Command::Convert,
         Tool::Redact => Command::Redact,
     };
@@ -420,6 +420,8 @@ struct Input {
     convert: crate::convert::Options,
     /// `parse`: the model (named unless `model` asks for the positional one).
     model: ModelShape,
+    /// `inspect`: how much it says (`detail`).
+    detail: crate::formats::codec::Detail,
 }
 
 /// Reads the declared properties; ignores the others.
@@ -488,7 +490,14 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
         (Tool::Parse, Some(v)) if !v.is_null() => return Err(ArgError::usage("model")),
         _ => ModelShape::Named,
     };
-    Ok(Input { bytes, format, framing, ndjson, convert, model })
+    let detail = match (tool, args.get("detail")) {
+        (Tool::Inspect, Some(Value::String(s))) => {
+            crate::formats::codec::Detail::from_name(s).ok_or(ArgError::usage("detail"))?
+        }
+        (Tool::Inspect, Some(v)) if !v.is_null() => return Err(ArgError::usage("detail")),
+        _ => crate::formats::codec::Detail::Summary,
+    };
+    Ok(Input { bytes, format, framing, ndjson, convert, model, detail })
 }
 
 /// Zeroizes the strings of the arguments that were not consumed, then drops them.

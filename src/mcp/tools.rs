@@ -176,6 +176,17 @@ impl Tool {
             && let Value::Object(shape) = shape_properties()
         {
             props.extend(shape);
+            if self == Tool::Inspect {
+                props.insert(
+                    "detail".to_owned(),
+                    json!({
+                        "type": "string",
+                        "enum": ["summary", "inventory"],
+                        "default": "summary",
+                        "description": "inventory (HL7 v2, FHIR): also fields/elements present, with counts and table codes."
+                    }),
+                );
+            }
             if self == Tool::Parse {
                 props.insert(
                     "model".to_owned(),

@@ -24,7 +24,10 @@ pub enum Command {
     /// A verdict with findings.
     Validate,
     /// A value-free summary.
-    Inspect,
+    Inspect {
+        /// How much it says.
+        detail: crate::formats::codec::Detail,
+    },
     /// Canonical form; with `check`, only say whether the input is canonical.
     Fmt {
         /// Exit 1 when the input is not canonical, instead of printing the canonical form.
@@ -44,7 +47,7 @@ impl Command {
         match self {
             Command::Parse => Operation::Parse,
             Command::Validate => Operation::Validate,
-            Command::Inspect => Operation::Inspect,
+            Command::Inspect { .. } => Operation::Inspect,
             Command::Fmt { .. } => Operation::Fmt,
             Command::Redact => Operation::Redact,
             Command::Convert => Operation::Convert,

@@ -24,7 +24,7 @@ use super::{Failure, excerpt_of};
 use crate::convert::Converts;
 use crate::diag::{Code, Diagnostic, Location};
 use crate::error::exit;
-use crate::formats::codec::{Acknowledge, Check, Codec, Framing, Kind, ModelShape, Piece, Settings};
+use crate::formats::codec::{Acknowledge, Check, Codec, Detail, Framing, Kind, ModelShape, Piece, Settings};
 use crate::phi::{Disclosure, Phi};
 use crate::policy::{self, Redacts};
 
@@ -104,8 +104,11 @@ pub(super) fn render<C: Codec>(
     out: &mut Vec<u8>,
 ) -> Result<Rendered, Code> {
     // Positions and whole locations come from the record, computed only for what is written.
-    let positions =
-        if findings.is_empty() || command == Command::Inspect { Vec::new() } else { C::positions(doc, &findings) };
+    let positions = if findings.is_empty() || matches!(command, Command::Inspect { .. }) {
+        Vec::new()
+    } else {
+        C::positions(doc, &findings)
+    };
     let full = |d: &Diagnostic, out: &mut Vec<u8>| C::full_location(doc, d, out);
     let place =
         json::Placement { format: C::NAME, record, positions: &positions, full: Some(&full), fingerprints: true };
@@ -135,9 +138,13 @@ pub(super) fn render<C: Codec>(
             json::numbered(record, offset, &object, out);
             Ok(Rendered { findings, valid: Some(valid) })
         }
-        Command::Inspect => {
+        Command::Inspect { detail } => {
             let mut object = Vec::with_capacity(256);
-            C::summary(doc, &findings, &mut object)?;
+            match detail {
+                Detail::Summary => C::summary(doc, &findings, &mut object)?,
+                Detail::Inventory => C::inventory(doc, &findings, true, &mut object)?,
+                Detail::Counts => C::inventory(doc, &findings, false, &mut object)?,
+            }
             json::numbered(record, offset, &object, out);
             Ok(Rendered { findings: Vec::new(), valid: None })
         }
@@ -257,7 +264,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 self.workers = workers;
                 self.batch = workers * CONVERT_BATCH_PER_WORKER;
             }
-            Command::Parse | Command::Validate | Command::Inspect if self.request.redaction().is_none() => {
+            Command::Parse | Command::Validate | Command::Inspect { .. } if self.request.redaction().is_none() => {
                 let work = par::Work { command: self.request.command, settings: self.settings };
                 let grant = self.request.command.discloses().then_some(super::grant_worker as fn() -> Disclosure);
                 self.par = Some(par::Batcher::new(work, workers, grant));
@@ -458,7 +465,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             findings.truncate(C::MAX_FINDINGS);
         }
         match command {
-            Command::Parse | Command::Validate | Command::Inspect => {
+            Command::Parse | Command::Validate | Command::Inspect { .. } => {
                 let record = self.multi.then_some(self.records);
                 let mut json = Zeroizing::new(Vec::with_capacity(256));
                 let rendered = render::<C>(

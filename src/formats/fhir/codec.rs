@@ -103,6 +103,11 @@ impl Codec for Fhir {
         serde_json::to_writer(out, &summary).map_err(|_| Code::CLI_INTERNAL)
     }
 
+    fn inventory(doc: &Document, findings: &[Diagnostic], codes: bool, out: &mut Vec<u8>) -> Result<(), Code> {
+        let inventory = inspect::inventory(doc, findings, codes);
+        serde_json::to_writer(out, &inventory).map_err(|_| Code::CLI_INTERNAL)
+    }
+
     fn canonical(doc: &Document, settings: &Settings, disclosure: &Disclosure, out: &mut Vec<u8>) {
         let syntax = match settings.to {
             None => doc.syntax(),

@@ -113,6 +113,11 @@ impl Codec for Hl7 {
         serde_json::to_writer(out, &summary).map_err(|_| Code::CLI_INTERNAL)
     }
 
+    fn inventory(msg: &Message, findings: &[Diagnostic], codes: bool, out: &mut Vec<u8>) -> Result<(), Code> {
+        let inventory = inspect::inventory(msg, findings, codes);
+        serde_json::to_writer(out, &inventory).map_err(|_| Code::CLI_INTERNAL)
+    }
+
     fn canonical(msg: &Message, _settings: &Settings, disclosure: &Disclosure, out: &mut Vec<u8>) {
         fmt::canonical(msg, disclosure, out);
     }

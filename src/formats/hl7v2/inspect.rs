@@ -211,6 +211,157 @@ pub fn summarize(msg: &Message, findings: &[Diagnostic]) -> Summary {
     }
 }
 
+/// The inventory (`inspect --detail inventory`): the summary and, per segment id in order of
+/// first appearance, the fields present.
+#[derive(Clone, Debug, Serialize)]
+pub struct Inventory {
+    /// The summary's properties.
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// The segments, each with its fields.
+    pub inventory: Vec<SegmentInventory>,
+}
+
+/// One segment id of the inventory.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentInventory {
+    /// The segment id (a standard or Z id; `"?"` for any other).
+    pub segment: &'static str,
+    /// Its name in the version's tables (absent for Z segments and unknown ids).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub name: &'static str,
+    /// How many there are.
+    pub count: u32,
+    /// The fields that hold something in at least one of them, by position.
+    pub fields: Vec<FieldInventory>,
+}
+
+/// One field of a segment id.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldInventory {
+    /// `PID-5`.
+    pub field: String,
+    /// Its name in the version's tables, when it has one.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub name: &'static str,
+    /// Its data type in the version's tables, when it has one.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub data_type: &'static str,
+    /// In how many of the segments it is not empty.
+    pub present: u32,
+    /// Non-empty repetitions, over all the segments.
+    pub repetitions: u32,
+    /// The table its codes come from (`0001`), for a coded field with a table of its version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// The codes that are entries of that table, as the table spells them, with their counts.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub codes: BTreeMap<&'static str, u32>,
+    /// Codes that are not entries of the table (counted, never shown), and every code when the
+    /// codes are not shown.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub other_codes: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Data types whose first component is a code of the field's table.
+const CODED_TYPES: [&str; 6] = ["ID", "IS", "CE", "CWE", "CNE", "CF"];
+
+/// The table entry that the first component of `rep` is, value-free.
+#[derive(Copy, Clone, Debug)]
+struct Entry(Option<&'static str>);
+impl crate::phi::sealed::Sealed for Entry {}
+impl ValueFree for Entry {}
+
+/// The inventory of a message, given its validation findings. With `codes` false, no code is
+/// shown (each counts under `otherCodes`).
+pub fn inventory(msg: &Message, findings: &[Diagnostic], codes: bool) -> Inventory {
+    let summary = summarize(msg, findings);
+    let d = msg.delimiters();
+    let msh = msg.msh();
+    let is_msh = msh.name() == Some("MSH");
+    // The tables of MSH-12's version (or the nearest), else 2.5.1: the summary's choice.
+    let version = Some(msh)
+        .filter(|_| is_msh)
+        .and_then(|msh| msh.field(12))
+        .and_then(|f| f.at(1, 1, 1))
+        .filter(|b| !b.is_empty())
+        .and_then(|b| b.classify(|v| KnownVersion { exact: None, nearest: Version::nearest(v) }).nearest)
+        .unwrap_or(Version::V2_5_1);
+    let schema = schema::try_schema(version).ok();
+    let mut order: Vec<&'static str> = Vec::new();
+    let mut by_id: BTreeMap<&'static str, (u32, BTreeMap<u32, FieldInventory>)> = BTreeMap::new();
+    for seg in msg.segments() {
+        let id = seg.name().unwrap_or("?");
+        let (count, fields) = by_id.entry(id).or_insert_with(|| {
+            order.push(id);
+            (0, BTreeMap::new())
+        });
+        *count += 1;
+        let def = schema.filter(|_| id != "?").and_then(|s| s.segment(id.as_bytes()));
+        for n in 1..=seg.field_count() {
+            let Some(field) = seg.field(n) else { continue };
+            if field.is_empty() {
+                continue;
+            }
+            let fdef = def.and_then(|s| s.field(n as usize));
+            let table = fdef
+                .filter(|f| CODED_TYPES.contains(&f.base_data_type()))
+                .and_then(|f| f.table)
+                .and_then(|t| schema.and_then(|s| s.table(t)));
+            let entry = fields.entry(n).or_insert_with(|| FieldInventory {
+                field: format!("{id}-{n}"),
+                name: fdef.map_or("", |f| f.name),
+                data_type: fdef.map_or("", |f| f.data_type),
+                present: 0,
+                repetitions: 0,
+                table: table.map(|t| format!("{:04}", t.number)),
+                codes: BTreeMap::new(),
+                other_codes: 0,
+            });
+            entry.present += 1;
+            for rep in field.repetitions() {
+                if rep.bytes.is_empty() {
+                    continue;
+                }
+                entry.repetitions += 1;
+                let Some(table) = table else { continue };
+                let first = rep.split(Some(d.component)).next().map(|c| c.bytes);
+                let found = first.and_then(|c| {
+                    c.classify(|v| {
+                        Entry(
+                            table
+                                .values
+                                .binary_search_by(|x| x.as_bytes().cmp(v))
+                                .ok()
+                                .and_then(|i| table.values.get(i).copied()),
+                        )
+                    })
+                    .0
+                });
+                match found {
+                    Some(code) if codes => *entry.codes.entry(code).or_insert(0) += 1,
+                    _ => entry.other_codes += 1,
+                }
+            }
+        }
+    }
+    let inventory = order
+        .into_iter()
+        .filter_map(|id| {
+            let (count, fields) = by_id.remove(id)?;
+            let name = schema.filter(|_| id != "?").and_then(|s| s.segment(id.as_bytes())).map_or("", |s| s.name);
+            Some(SegmentInventory { segment: id, name, count, fields: fields.into_values().collect() })
+        })
+        .collect();
+    Inventory { summary, inventory }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +399,47 @@ mod tests {
             let (t, v) = summary(msh);
             assert_eq!((t.as_deref(), v), (*ty, *version), "{msh}");
         }
+    }
+
+    /// The inventory lists the fields present with counts, and only codes that are entries of
+    /// the field's table, as the table spells them.
+    #[test]
+    fn the_inventory_names_fields_and_shows_only_table_codes() {
+        let text = "MSH|^~\\&|A|B|C|D|20240101||ADT^A01^ADT_A01|1|P|2.5.1\r\
+                    PID|1||123^^^H^MR~456^^^H^PI||DOE^JANE||19700101|F\r\
+                    PID|2||789||ROE^RICHARD||19800101|ZQXJ\r\
+                    ZPI|SECRET\r";
+        let msg = crate::formats::hl7v2::parse(text.as_bytes().to_vec(), &Limits::default()).expect("parses");
+        let inv = inventory(&msg, &[], true);
+        let json = serde_json::to_value(&inv).expect("serializes");
+        assert_eq!(json["messageType"], "ADT^A01^ADT_A01");
+        let pid = &json["inventory"][1];
+        assert_eq!(pid["segment"], "PID");
+        assert_eq!(pid["count"], 2);
+        let field = |name: &str| {
+            pid["fields"].as_array().and_then(|f| f.iter().find(|x| x["field"] == name)).cloned().expect("field")
+        };
+        assert_eq!(field("PID-3")["present"], 2);
+        assert_eq!(field("PID-3")["repetitions"], 3);
+        assert_eq!(field("PID-3")["dataType"], "CX");
+        let sex = field("PID-8");
+        assert_eq!(sex["table"], "0001");
+        assert_eq!(sex["codes"], serde_json::json!({"F": 1}));
+        assert_eq!(sex["otherCodes"], 1);
+        assert_eq!(json["inventory"][2]["segment"], "ZPI");
+        let text = json.to_string();
+        for value in ["DOE", "JANE", "ROE", "RICHARD", "ZQXJ", "SECRET", "19700101", "123"] {
+            assert!(!text.contains(value), "{value} in {text}");
+        }
+        // Without codes: counted, not shown.
+        let counts = serde_json::to_value(inventory(&msg, &[], false)).expect("serializes");
+        let sex = counts["inventory"][1]["fields"]
+            .as_array()
+            .and_then(|f| f.iter().find(|x| x["field"] == "PID-8"))
+            .cloned()
+            .expect("field");
+        assert!(sex.get("codes").is_none());
+        assert_eq!(sex["otherCodes"], 2);
     }
 
     /// Every version's tables give the message types of the trigger-event map.
