@@ -228,6 +228,28 @@ codes! {
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
 
+    // ---- FHIR profiles (structure, formats/fhir/profile.rs) ---------------------------------
+    // Findings against a profile of a loaded IG carry the profile's canonical (`profile`).
+    PROFILE_UNKNOWN => Warning, "a profile the resource claims in meta.profile is not among the loaded packages";
+    PROFILE_SNAPSHOT_FAILED => Warning, "a profile's snapshot could not be generated (its base is not loaded, or its differential names an element the base lacks)";
+    PROFILE_CARDINALITY_MIN => Error, "an element occurs fewer times than its profile requires";
+    PROFILE_CARDINALITY_MAX => Error, "an element occurs more times than its profile allows";
+    PROFILE_TYPE => Error, "an element has a type its profile does not allow";
+    PROFILE_FIXED => Error, "an element differs from the fixed value of its profile";
+    PROFILE_PATTERN => Error, "an element does not contain the pattern value of its profile";
+    PROFILE_BINDING => Error, "a code is not in the value set its profile binds (error for required, warning for extensible)";
+    PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
+    PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";
+    PROFILE_MUST_SUPPORT => Information, "a must-support element of the profile is absent (reported only with --must-support)";
+    PROFILE_EXTENSION_UNKNOWN => Warning, "an extension's definition is not among the loaded packages";
+    PROFILE_EXTENSION_CONTEXT => Error, "an extension of a loaded definition is used on an element its contexts do not allow";
+    SLICE_UNMATCHED => Error, "an element of a closed slicing matches none of its slices";
+    SLICE_CARDINALITY_MIN => Error, "a slice occurs fewer times than its profile requires";
+    SLICE_CARDINALITY_MAX => Error, "a slice occurs more times than its profile allows";
+    SLICE_ORDER => Error, "the elements of an ordered slicing are not in the order of their slices";
+    CONFORMANCE_VALUESET_UNEXPANDABLE => Information, "a value set a profile binds cannot be expanded from the loaded packages (a filter, or a code system not bundled); reported once per value set";
+    CONFORMANCE_RESOURCE_INVALID => Warning, "a conformance resource of a loaded package cannot be read (not a JSON object, no resourceType)";
+
     // ---- X12 (HIPAA 5010) ------------------------------------------------------------------
     // formats/x12: the envelope (ISA/IEA, GS/GE, ST/SE, TA1) and the implementation guides.
     // Location: `ISA-13`, `GS[1]-06`, `GS[1]/GE-01`, `ST[3]/2000B/2010BA/NM1[1]-03` (see
@@ -1116,6 +1138,11 @@ impl fmt::Display for FhirPath {
     }
 }
 
+/// A profile a finding was made against: a number, whose canonical URL (conformance metadata,
+/// never a value) `structure::profile_canonical` gives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProfileId(pub u16);
+
 /// One finding: code, severity, location. `Copy + 'static` by construction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
@@ -1125,12 +1152,19 @@ pub struct Diagnostic {
     pub severity: Severity,
     /// Where.
     pub location: Location,
+    /// The profile the finding was made against (FHIR profiles only).
+    pub profile: Option<ProfileId>,
 }
 
 impl Diagnostic {
     /// A finding with the code's default severity.
     pub fn new(code: Code, location: Location) -> Self {
-        Diagnostic { code, severity: code.default_severity(), location }
+        Diagnostic { code, severity: code.default_severity(), location, profile: None }
+    }
+
+    /// The same finding, made against a profile.
+    pub fn with_profile(self, profile: Option<ProfileId>) -> Self {
+        Diagnostic { profile, ..self }
     }
 
     /// The same finding with another severity (for `--strict`).
@@ -1144,6 +1178,7 @@ const _: () = {
     const fn assert_copy_static<T: Copy + 'static>() {}
     assert_copy_static::<Diagnostic>();
     assert_copy_static::<Location>();
+    assert_copy_static::<ProfileId>();
 };
 
 #[cfg(test)]

@@ -473,6 +473,7 @@ fn run_request(
         policy,
         key,
         model: a.model,
+        structures: None,
     };
     let lf = match a.line_ending {
         args::LineEnding::Lf => true,

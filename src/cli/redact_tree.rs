@@ -195,6 +195,7 @@ pub fn run(
             policy: policy.clone(),
             key: key.clone(),
             model: crate::formats::codec::ModelShape::Positional,
+            structures: None,
         };
         let mut bytes = Bytes::default();
         let outcome = ops::run(request, &mut bytes);

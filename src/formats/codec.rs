@@ -155,8 +155,8 @@ impl Detail {
     }
 }
 
-/// The request's settings a codec reads (value-free, `Copy`).
-#[derive(Copy, Clone, Debug)]
+/// The request's settings a codec reads (value-free).
+#[derive(Clone, Debug)]
 pub struct Settings {
     /// Limits.
     pub limits: Limits,
@@ -170,6 +170,9 @@ pub struct Settings {
     pub framing: Option<Framing>,
     /// `parse`: the model to write.
     pub model: ModelShape,
+    /// FHIR: the loaded conformance resources and profiles to validate against (`--ig`,
+    /// `--profile`); `None`: the core only.
+    pub structures: Option<std::sync::Arc<crate::structure::Context>>,
 }
 
 /// Which findings a caller wants.

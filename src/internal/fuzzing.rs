@@ -503,6 +503,7 @@ fn run_op(input: &[u8], command: Command, format: Option<&str>, strict: bool) ->
         policy: None,
         key: None,
         model: crate::formats::codec::ModelShape::Positional,
+        structures: None,
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);

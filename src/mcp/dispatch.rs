@@ -317,6 +317,7 @@ fn call(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config, watc
         policy,
         key: config.key.clone(),
         model: input.model,
+        structures: None,
     };
     let redacted = request.redaction().map(|p| (p.name.clone(), p.digest.clone()));
     let mut sink = Collect { keep_bytes: tool == Tool::Redact, watch: Some(watch.clone()), ..Collect::default() };
@@ -368,6 +369,7 @@ pub(super) fn redact_for_disclosure(bytes: Vec<u8>, config: &Config) -> Result<O
         policy: Some(policy),
         key: config.key.clone(),
         model: ModelShape::Positional,
+        structures: None,
     };
     let mut sink = Collect { keep_bytes: true, ..Collect::default() };
     let outcome = ops::run(request, &mut sink);

@@ -378,6 +378,7 @@ mod tests {
                 policy: with_policy.then(|| std::sync::Arc::clone(&policy)),
                 key: None,
                 model: crate::formats::codec::ModelShape::Positional,
+                structures: None,
             };
             let before = crate::phi::grants();
             super::run(request, &mut Null);
@@ -531,6 +532,7 @@ mod tests {
                 policy: None,
                 key: None,
                 model: crate::formats::codec::ModelShape::Positional,
+                structures: None,
             };
             let mut sink = Keep { parts, ..Keep::default() };
             let outcome = super::run(request, &mut sink);

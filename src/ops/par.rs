@@ -47,8 +47,8 @@ const MAX_BATCH_BYTES: usize = 256 * 1024;
 /// Batches that may be sent and not yet written, per worker.
 const IN_FLIGHT_PER_WORKER: u64 = 2;
 
-/// What a worker needs to know of the request (all of it `Copy`: no value, no reference).
-#[derive(Copy, Clone, Debug)]
+/// What a worker needs to know of the request (no value; the conformance store is shared).
+#[derive(Clone, Debug)]
 pub(super) struct Work {
     pub(super) command: Command,
     pub(super) settings: Settings,
@@ -253,6 +253,7 @@ impl Pool {
                 let abandoned = Arc::clone(&abandoned);
                 let results = results.clone();
                 let disclosure = grant.map(|g| g());
+                let work = work.clone();
                 let worker = move || {
                     loop {
                         // The lock is held only to take a batch (no panic can poison it; a
@@ -332,7 +333,7 @@ impl<C: Codec> Batcher<C> {
             return Vec::new();
         }
         if self.pool.is_none() {
-            self.pool = Some(Pool::start::<C>(self.workers, self.work, self.grant));
+            self.pool = Some(Pool::start::<C>(self.workers, self.work.clone(), self.grant));
         }
         if !self.send() {
             return self.inline();

@@ -105,6 +105,8 @@ pub struct Request {
     pub convert: crate::convert::Options,
     /// `parse` only: the model to write (HL7 v2 has two; other formats one, written for both).
     pub model: crate::formats::codec::ModelShape,
+    /// `validate` (FHIR): the loaded packages and profiles (`--ig`, `--profile`).
+    pub structures: Option<Arc<crate::structure::Context>>,
 }
 
 impl Request {

@@ -55,6 +55,7 @@ pub(super) fn settings(request: &Request) -> Settings {
         to: request.to,
         framing: request.framing,
         model: request.model,
+        structures: request.structures.clone(),
     }
 }
 
@@ -265,7 +266,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 self.batch = workers * CONVERT_BATCH_PER_WORKER;
             }
             Command::Parse | Command::Validate | Command::Inspect { .. } if self.request.redaction().is_none() => {
-                let work = par::Work { command: self.request.command, settings: self.settings };
+                let work = par::Work { command: self.request.command, settings: self.settings.clone() };
                 let grant = self.request.command.discloses().then_some(super::grant_worker as fn() -> Disclosure);
                 self.par = Some(par::Batcher::new(work, workers, grant));
             }

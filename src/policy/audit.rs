@@ -341,6 +341,7 @@ fn redact(policy: &Arc<Policy>, key: &Arc<Key>, bytes: &[u8], ndjson: bool, limi
         policy: Some(Arc::clone(policy)),
         key: Some(Arc::clone(key)),
         model: crate::formats::codec::ModelShape::Positional,
+        structures: None,
         convert: crate::convert::Options::default(),
     };
     let mut sink = Collect(Vec::new());

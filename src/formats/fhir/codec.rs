@@ -90,7 +90,11 @@ impl Codec for Fhir {
     fn findings(doc: &Document, _kind: Kind<NoEnvelope>, check: Check, settings: &Settings) -> Vec<Diagnostic> {
         match check {
             Check::Syntax => doc.findings().to_vec(),
-            Check::Full => validate::validate(doc, validate::Options { strict: settings.strict }),
+            Check::Full => validate::validate_with(
+                doc,
+                validate::Options { strict: settings.strict },
+                settings.structures.as_deref(),
+            ),
         }
     }
 

@@ -571,6 +571,13 @@ pub fn value_set(n: u16) -> Option<&'static ValueSet> {
     }))
 }
 
+/// The expansion of the core value set with canonical `url`, when it is bundled and
+/// expandable.
+pub fn value_set_by_url(url: &str) -> Option<&'static ValueSet> {
+    let k = vs_index().entries.iter().position(|e| e.url == url)?;
+    value_set(u16::try_from(k).ok()?)
+}
+
 /// How many value sets are bound, and how many of them are expandable.
 pub fn value_set_counts() -> (usize, usize) {
     let idx = vs_index();

@@ -119,6 +119,11 @@ fn find(url: &[u8]) -> Option<&'static Definition> {
     defs.binary_search_by(|d| d.url.as_bytes().cmp(url)).ok().and_then(|k| defs.get(k))
 }
 
+/// True when `url` names a core extension definition.
+pub(super) fn is_core(url: &[u8]) -> bool {
+    find(url).is_some()
+}
+
 /// The number of core extension definitions, and of their parts (for the documentation test).
 pub fn counts() -> (usize, usize) {
     let d = definitions();
@@ -243,7 +248,7 @@ fn check_shape(doc: &Document, i: u32, shape: &Shape, e: &Elems, f: &mut Finding
 /// the element's type is or derives from (`Quantity` for an `Age`, `Resource` for a resource),
 /// or the element's path in its type (`Patient.birthDate`; a content reference's target path
 /// too: `Questionnaire.item` for a nested item).
-fn in_context(doc: &Document, parent: u32, ctx: &str) -> bool {
+pub(super) fn in_context(doc: &Document, parent: u32, ctx: &str) -> bool {
     if ctx == "*" || ctx == "Element" {
         return true;
     }

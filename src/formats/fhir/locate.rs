@@ -157,6 +157,7 @@ mod tests {
             to: None,
             framing: None,
             model: crate::formats::codec::ModelShape::Positional,
+            structures: None,
         };
         let doc = super::super::Fhir::read(json.into_bytes(), 0, Kind::Message, &(), &settings, false).expect("reads");
         let findings = super::super::Fhir::findings(&doc, Kind::Message, Check::Full, &settings);

@@ -26,6 +26,7 @@ pub mod json;
 mod locate;
 pub mod model;
 pub mod primitive;
+pub mod profile;
 pub mod read_json;
 pub mod read_xml;
 pub mod rules;

@@ -57,8 +57,29 @@ impl Findings {
 
     /// Adds a finding with an explicit severity.
     pub(super) fn push_with(&mut self, code: Code, severity: Severity, location: Location) {
+        self.push_profiled(code, severity, location, None);
+    }
+
+    /// True once a finding of severity error or fatal is kept.
+    pub(super) fn has_failure(&self) -> bool {
+        self.has_failure
+    }
+
+    /// The findings.
+    pub(super) fn into_list(self) -> Vec<Diagnostic> {
+        self.list
+    }
+
+    /// Adds a finding made against a profile.
+    pub(super) fn push_profiled(
+        &mut self,
+        code: Code,
+        severity: Severity,
+        location: Location,
+        profile: Option<crate::diag::ProfileId>,
+    ) {
         let severity = if self.strict && severity == Severity::Warning { Severity::Error } else { severity };
-        let d = Diagnostic::new(code, location).with_severity(severity);
+        let d = Diagnostic::new(code, location).with_severity(severity).with_profile(profile);
         if self.list.len() >= MAX_FINDINGS {
             // The cap never hides the verdict: a first failure replaces the last finding.
             if severity.is_failure() && !self.has_failure {
@@ -80,6 +101,16 @@ impl Findings {
 
 /// Validates a document.
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
+    validate_with(doc, options, None)
+}
+
+/// Validates a document, and against the profiles of `structures` when given (see
+/// [`super::profile`]).
+pub fn validate_with(
+    doc: &Document,
+    options: Options,
+    structures: Option<&crate::structure::Context>,
+) -> Vec<Diagnostic> {
     let mut f = Findings::new(options.strict);
     for d in doc.findings() {
         f.push_with(d.code, d.severity, d.location);
@@ -106,6 +137,9 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     }
     bundle::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
+    if let Some(ctx) = structures {
+        super::profile::check_into(doc, ctx, options, &mut f);
+    }
     // The room given at the first finding is not kept when most of it is unused (the findings
     // of a record may wait in the output queue).
     if f.list.capacity() > 2 * f.list.len() {

@@ -115,7 +115,7 @@ fn applicable(doc: &Document, i: u32) -> impl Iterator<Item = u16> + use<> {
 }
 
 /// The environment of the invariants of node `i`.
-fn env_for<'d>(doc: &'d Document, i: u32, cache: &'d eval::NavCache<'d>) -> eval::Env<'d> {
+pub(in crate::formats::fhir) fn env_for<'d>(doc: &'d Document, i: u32, cache: &'d eval::NavCache<'d>) -> eval::Env<'d> {
     let resource = doc.resource_of(i);
     let res_node = doc.node(resource);
     let root_resource = if res_node.name == "contained" && res_node.parent != NONE {

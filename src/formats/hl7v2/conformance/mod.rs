@@ -225,7 +225,7 @@ impl Report {
     /// Reports `code` with `severity` (before the strict policy applies).
     pub(crate) fn push_with(&mut self, code: Code, severity: Severity, location: Location) {
         let severity = self.policy(code, severity);
-        let d = Diagnostic { code, severity, location };
+        let d = Diagnostic::new(code, location).with_severity(severity);
         if self.list.len() >= self.room {
             if severity.is_failure() && self.dropped_failure.is_none() {
                 self.dropped_failure = Some(d);

@@ -1,0 +1,874 @@
+//! Validation of a FHIR resource against the profiles of loaded implementation guides.
+//!
+//! Each resource of the document (the root, contained resources, Bundle entries) is checked
+//! against the profiles its `meta.profile` names that are loaded (`PROFILE_UNKNOWN`, a warning,
+//! for one that is not), and the root against `--profile` too. The walk follows the profile's
+//! snapshot (see `structure::conformance`) down the element tree:
+//!
+//! - cardinality of every element the profile names (`PROFILE_CARDINALITY_MIN`/`MAX`; what the
+//!   core already reports is not repeated), the types of choice elements (`PROFILE_TYPE`);
+//! - `fixed[x]` (exact, `PROFILE_FIXED`) and `pattern[x]` (contained, `PROFILE_PATTERN`);
+//! - bindings by strength (`PROFILE_BINDING`: required an error, extensible a warning) to value
+//!   sets expanded from the packages or the core tables; one that cannot be expanded offline is
+//!   reported once as information (`CONFORMANCE_VALUESET_UNEXPANDABLE`);
+//! - slicing: each repetition is matched to a slice by the discriminators (value, pattern,
+//!   exists, type, profile; paths of element names, `$this`, and, failing those, full
+//!   conformance to the slice), then checked against the slice; slice cardinality
+//!   (`SLICE_CARDINALITY_MIN`/`MAX`), closed and openAtEnd rules (`SLICE_UNMATCHED`), order
+//!   (`SLICE_ORDER`);
+//! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
+//!   Composition profile) and, for every extension whose definition is loaded, that definition:
+//!   its contexts (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
+//!   neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN` (warning);
+//! - invariants of the profile (those not of the core) through the FHIRPath engine
+//!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
+//! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
+//!
+//! Every finding carries the profile's canonical (a [`crate::diag::ProfileId`]); the location is
+//! the element's path, value-free.
+//!
+//! What it does not do: `targetProfile` of references, terminology servers (SNOMED CT, LOINC
+//! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
+//! functions in invariants.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use crate::diag::{Code, Diagnostic, Location, ProfileId, Severity};
+use crate::structure::conformance::{self, DiscriminatorKind, Element, Slicing, Snapshot, Strength};
+use crate::structure::{Conformance, Context};
+
+use super::definitions::{self as defs, ElemRef};
+use super::fhirpath::{self, eval::NavCache, parse};
+use super::model::{Document, NONE};
+use super::validate::{Findings, Options};
+
+/// Most element visits for one document (a bound on what nested type profiles and slice
+/// matching can cost).
+const MAX_VISITS: u64 = 2_000_000;
+
+/// Validates `doc` against the profiles of `ctx`: the findings of the profile checks only.
+pub fn check(doc: &Document, ctx: &Context) -> Vec<Diagnostic> {
+    let mut f = Findings::new(false);
+    check_into(doc, ctx, Options::default(), &mut f);
+    f.into_list()
+}
+
+/// [`check`], adding to `f`.
+pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &mut Findings) {
+    let nav = NavCache::default();
+    let mut c = Checker {
+        doc,
+        conf: &ctx.conformance,
+        must_support: ctx.must_support,
+        f: std::mem::replace(f, Findings::new(false)),
+        nav: &nav,
+        compiled: BTreeMap::new(),
+        reported: BTreeSet::new(),
+        visits: 0,
+    };
+    for r in 0..doc.nodes().len() as u32 {
+        let node = doc.node(r);
+        if !node.is_resource() || node.is_unknown() {
+            continue;
+        }
+        let mut urls: Vec<(String, Option<u32>)> = Vec::new();
+        for meta in doc.named(r, "meta") {
+            for p in doc.named(meta, "profile") {
+                if let Some(v) = text(doc, p) {
+                    urls.push((v.to_owned(), Some(p)));
+                }
+            }
+        }
+        if r == 0 {
+            urls.extend(ctx.profiles.iter().map(|u| (u.clone(), None)));
+        }
+        let mut seen = BTreeSet::new();
+        for (url, at) in urls {
+            if !seen.insert(url.clone()) {
+                continue;
+            }
+            c.against(r, &url, at);
+        }
+    }
+    c.extensions();
+    *f = c.f;
+}
+
+struct Checker<'d> {
+    doc: &'d Document,
+    conf: &'d Conformance,
+    must_support: bool,
+    f: Findings,
+    nav: &'d NavCache<'d>,
+    compiled: BTreeMap<String, Option<Arc<parse::Expr>>>,
+    /// `(code, key)` already reported once per document (unexpandable value sets, unchecked
+    /// invariants).
+    reported: BTreeSet<(Code, String)>,
+    visits: u64,
+}
+
+/// The text of a primitive node's value (a canonical URL, a code), when it is UTF-8.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a validator: it compares values with a profile's; what it returns is value-free"
+)]
+fn value(doc: &Document, i: u32) -> &[u8] {
+    doc.value(i)
+}
+
+fn text(doc: &Document, i: u32) -> Option<&str> {
+    doc.node(i).has_value().then(|| std::str::from_utf8(value(doc, i)).ok()).flatten()
+}
+
+/// A key interned for the life of the process (an invariant key of a loaded profile).
+fn intern_key(key: &str) -> &'static &'static str {
+    static KEYS: OnceLock<Mutex<BTreeMap<String, &'static &'static str>>> = OnceLock::new();
+    let mut keys =
+        KEYS.get_or_init(|| Mutex::new(BTreeMap::new())).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(k) = keys.get(key) {
+        return k;
+    }
+    let leaked: &'static str = Box::leak(key.to_owned().into_boxed_str());
+    let boxed: &'static &'static str = Box::leak(Box::new(leaked));
+    keys.insert(key.to_owned(), boxed);
+    boxed
+}
+
+/// The core invariants by key, with their expressions.
+fn core_constraints() -> &'static BTreeMap<&'static str, Vec<&'static str>> {
+    static CORE: OnceLock<BTreeMap<&'static str, Vec<&'static str>>> = OnceLock::new();
+    CORE.get_or_init(|| {
+        let mut m: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
+        for c in defs::constraints() {
+            m.entry(c.key).or_default().push(c.expression);
+        }
+        m
+    })
+}
+
+/// The JSON name of node `c` (`valueQuantity` for a choice).
+fn json_name_is(doc: &Document, c: u32, name: &str) -> bool {
+    let node = doc.node(c);
+    if node.is_unknown() {
+        return false;
+    }
+    let Some(rest) = name.strip_prefix(node.name) else { return false };
+    if rest.is_empty() {
+        return true;
+    }
+    let choice = node.elem.and_then(defs::element).is_some_and(|d| d.choice);
+    if !choice {
+        return false;
+    }
+    let Some(t) = node.ty else { return false };
+    let tn = defs::type_name(t);
+    let mut cs = rest.chars();
+    let mut tc = tn.chars();
+    match (cs.next(), tc.next()) {
+        (Some(a), Some(b)) => a == b.to_ascii_uppercase() && cs.as_str() == tc.as_str(),
+        _ => false,
+    }
+}
+
+/// The type name of node `i` (`Quantity`, `Patient`).
+fn type_of(doc: &Document, i: u32) -> &'static str {
+    doc.node(i).ty.map_or("", defs::type_name)
+}
+
+impl<'d> Checker<'d> {
+    fn push(&mut self, code: Code, severity: Severity, location: Location, profile: Option<ProfileId>) {
+        self.f.push_profiled(code, severity, location, profile);
+    }
+
+    fn once(&mut self, code: Code, key: &str) -> bool {
+        self.reported.insert((code, key.to_owned()))
+    }
+
+    /// Checks resource node `r` against profile `url` (`at`: the `meta.profile` node naming it).
+    fn against(&mut self, r: u32, url: &str, at: Option<u32>) {
+        let bare = url.split('|').next().unwrap_or(url);
+        let loaded = self.conf.structure_definition(url).is_some();
+        if !loaded && bare.starts_with(conformance::CORE_SD) {
+            // A core profile: the core validation covers it.
+            return;
+        }
+        let location = Location::Fhir(self.doc.path(at.unwrap_or(r)));
+        let Some(snap) = self.conf.snapshot(url) else {
+            let code = if loaded { Code::PROFILE_SNAPSHOT_FAILED } else { Code::PROFILE_UNKNOWN };
+            let profile = if loaded { crate::structure::profile_id(bare) } else { None };
+            self.push(code, code.default_severity(), location, profile);
+            return;
+        };
+        let pid = crate::structure::profile_id(&snap.url);
+        if !snap.complete {
+            self.push(Code::PROFILE_SNAPSHOT_FAILED, Severity::Warning, location, pid);
+        }
+        self.node(r, &snap, 0, pid, 0);
+    }
+
+    /// Checks node `n` against element `e` of `snap`.
+    fn node(&mut self, n: u32, snap: &Arc<Snapshot>, e: usize, pid: Option<ProfileId>, depth: u32) {
+        self.visits += 1;
+        if self.visits > MAX_VISITS || depth > conformance::MAX_DEPTH {
+            return;
+        }
+        let Some(el) = snap.elements.get(e) else { return };
+        self.element(n, snap, el, pid, depth);
+        let mut groups_at = e;
+        if snap.groups_of(e).is_empty() {
+            if let Some(target) = el.content_reference.as_deref().and_then(|c| c.rsplit_once('#')).map(|(_, p)| p) {
+                if let Some(k) = snap.elements.iter().position(|x| x.id == target) {
+                    groups_at = k;
+                }
+            }
+        }
+        let groups = snap.groups_of(groups_at).to_vec();
+        for g in &groups {
+            let instances: Vec<u32> = self.doc.named(n, &g.name).collect();
+            if let Some(b) = g.base {
+                self.group_base(n, snap, b, &instances, pid, depth);
+            }
+            if !g.slices.is_empty() {
+                self.slices(n, snap, g, &instances, pid, depth);
+            }
+        }
+    }
+
+    /// The core definition of child `name` of node `n`.
+    fn core_child(&self, n: u32, name: &str) -> Option<ElemRef> {
+        let ctx = self.doc.node(n).ctx?;
+        let def = defs::type_def(ctx.ty);
+        defs::children(ctx)
+            .iter()
+            .copied()
+            .find(|&c| def.elements.get(usize::from(c)).is_some_and(|d| d.name == name))
+            .map(|idx| ElemRef { ty: ctx.ty, idx })
+    }
+
+    fn missing_location(&self, n: u32, name: &str) -> Location {
+        Location::Fhir(match self.core_child(n, name) {
+            Some(r) => self.doc.path_of_missing(n, r),
+            None => self.doc.path(n),
+        })
+    }
+
+    fn group_base(
+        &mut self,
+        n: u32,
+        snap: &Arc<Snapshot>,
+        b: usize,
+        instances: &[u32],
+        pid: Option<ProfileId>,
+        depth: u32,
+    ) {
+        let el = &snap.elements[b];
+        let count = instances.len() as u32;
+        let name = el.name().to_owned();
+        let core = self.core_child(n, &name).and_then(defs::element);
+        if count < el.min && core.is_none_or(|d| d.min < el.min) {
+            let loc = self.missing_location(n, &name);
+            self.push(Code::PROFILE_CARDINALITY_MIN, Severity::Error, loc, pid);
+        }
+        if count > el.max && core.is_none_or(|d| d.max > el.max) {
+            let at = instances.get(el.max as usize).copied().unwrap_or(n);
+            self.push(Code::PROFILE_CARDINALITY_MAX, Severity::Error, Location::Fhir(self.doc.path(at)), pid);
+        }
+        if count == 0 && self.must_support && el.must_support {
+            let loc = self.missing_location(n, &name);
+            self.push(Code::PROFILE_MUST_SUPPORT, Severity::Information, loc, pid);
+        }
+        if el.is_choice() && !el.types.is_empty() {
+            for &c in instances {
+                let tn = type_of(self.doc, c);
+                if !el.types.iter().any(|t| t.code == tn || t.code == "*") {
+                    self.push(Code::PROFILE_TYPE, Severity::Error, Location::Fhir(self.doc.path(c)), pid);
+                }
+            }
+        }
+        for &c in instances {
+            self.node(c, snap, b, pid, depth + 1);
+        }
+    }
+
+    fn slices(
+        &mut self,
+        n: u32,
+        snap: &Arc<Snapshot>,
+        g: &conformance::Group,
+        instances: &[u32],
+        pid: Option<ProfileId>,
+        depth: u32,
+    ) {
+        let slicing = g.base.and_then(|b| snap.elements[b].slicing.clone()).unwrap_or_else(|| default_slicing(&g.name));
+        let mut counts = vec![0u32; g.slices.len()];
+        let mut extra: Vec<Option<u32>> = vec![None; g.slices.len()];
+        let mut last = 0usize;
+        let mut unmatched_seen = false;
+        for &c in instances {
+            let m = (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth));
+            match m {
+                Some(k) => {
+                    counts[k] += 1;
+                    if counts[k] == snap.elements[g.slices[k]].max.saturating_add(1) {
+                        extra[k] = Some(c);
+                    }
+                    if slicing.ordered && k < last {
+                        self.push(Code::SLICE_ORDER, Severity::Error, Location::Fhir(self.doc.path(c)), pid);
+                    }
+                    last = last.max(k);
+                    if slicing.open_at_end && unmatched_seen {
+                        self.push(Code::SLICE_UNMATCHED, Severity::Error, Location::Fhir(self.doc.path(c)), pid);
+                    }
+                    self.node(c, snap, g.slices[k], pid, depth + 1);
+                }
+                None => {
+                    unmatched_seen = true;
+                    if slicing.closed {
+                        self.push(Code::SLICE_UNMATCHED, Severity::Error, Location::Fhir(self.doc.path(c)), pid);
+                    }
+                }
+            }
+        }
+        for (k, &s) in g.slices.iter().enumerate() {
+            let el = &snap.elements[s];
+            if counts[k] < el.min {
+                let loc = self.missing_location(n, &g.name);
+                self.push(Code::SLICE_CARDINALITY_MIN, Severity::Error, loc, pid);
+            }
+            if let Some(at) = extra[k] {
+                self.push(Code::SLICE_CARDINALITY_MAX, Severity::Error, Location::Fhir(self.doc.path(at)), pid);
+            }
+            if counts[k] == 0 && self.must_support && el.must_support {
+                let loc = self.missing_location(n, &g.name);
+                self.push(Code::PROFILE_MUST_SUPPORT, Severity::Information, loc, pid);
+            }
+        }
+    }
+
+    /// True when node `c` conforms to element `e` of `snap` (checked into scratch findings).
+    fn conforms(&mut self, c: u32, snap: &Arc<Snapshot>, e: usize, pid: Option<ProfileId>, depth: u32) -> bool {
+        let saved = std::mem::replace(&mut self.f, Findings::new(false));
+        self.node(c, snap, e, pid, depth + 1);
+        let scratch = std::mem::replace(&mut self.f, saved);
+        !scratch.has_failure()
+    }
+
+    /// True when node `c` conforms to profile `url`.
+    fn conforms_to(&mut self, c: u32, url: &str, depth: u32) -> bool {
+        let Some(snap) = self.conf.snapshot(url) else {
+            // A core type's profile, or one not loaded: nothing to contradict.
+            return true;
+        };
+        let pid = crate::structure::profile_id(&snap.url);
+        self.conforms(c, &snap, 0, pid, depth)
+    }
+
+    /// The nodes reached from `c` by a discriminator path; `None` for a path outside the
+    /// supported forms.
+    fn at_path(&self, c: u32, path: &str) -> Option<Vec<u32>> {
+        let mut set = vec![c];
+        for step in path.split('.') {
+            if step.is_empty() || step == "$this" {
+                continue;
+            }
+            if step.contains('(') {
+                return None;
+            }
+            let mut next = Vec::new();
+            for &n in &set {
+                next.extend(self.doc.children(n).filter(|&k| json_name_is(self.doc, k, step)));
+            }
+            set = next;
+        }
+        Some(set)
+    }
+
+    fn matches(
+        &mut self,
+        c: u32,
+        snap: &Arc<Snapshot>,
+        slice: usize,
+        slicing: &Slicing,
+        pid: Option<ProfileId>,
+        depth: u32,
+    ) -> bool {
+        if slicing.discriminators.is_empty() {
+            return self.conforms(c, snap, slice, pid, depth);
+        }
+        for (kind, path) in &slicing.discriminators {
+            let decided = self.discriminate(c, snap, slice, *kind, path, depth);
+            match decided {
+                Some(true) => {}
+                Some(false) => return false,
+                None => return self.conforms(c, snap, slice, pid, depth),
+            }
+        }
+        true
+    }
+
+    /// One discriminator: `None` when it cannot be decided here (the caller then checks
+    /// conformance to the whole slice).
+    fn discriminate(
+        &mut self,
+        c: u32,
+        snap: &Arc<Snapshot>,
+        slice: usize,
+        kind: DiscriminatorKind,
+        path: &str,
+        depth: u32,
+    ) -> Option<bool> {
+        let nodes = self.at_path(c, path)?;
+        let target = snap.descend(slice, path);
+        let slice_el = &snap.elements[slice];
+        match kind {
+            DiscriminatorKind::Value => {
+                let te = target.map(|t| &snap.elements[t]);
+                let v = te.and_then(|t| t.fixed.as_ref().or(t.pattern.as_ref())).cloned();
+                let v = match v {
+                    Some(v) => v,
+                    None if path == "url" => {
+                        let url = slice_el.types.iter().find_map(|t| t.profiles.first())?;
+                        Value::String(url.clone())
+                    }
+                    None => {
+                        let (strength, vs) = te.and_then(|t| t.binding.clone())?;
+                        if strength != Strength::Required {
+                            return None;
+                        }
+                        let exp = self.conf.expansion(&vs)?;
+                        return Some(nodes.iter().any(|&n| self.in_expansion(n, &exp) == Some(true)));
+                    }
+                };
+                Some(nodes.iter().any(|&n| value_matches(self.doc, n, &v, false, 0)))
+            }
+            DiscriminatorKind::Exists => {
+                let te = &snap.elements[target?];
+                if te.min >= 1 {
+                    Some(!nodes.is_empty())
+                } else if te.max == 0 {
+                    Some(nodes.is_empty())
+                } else {
+                    None
+                }
+            }
+            DiscriminatorKind::Type => {
+                let te = &snap.elements[target?];
+                if te.types.is_empty() {
+                    return None;
+                }
+                Some(nodes.iter().any(|&n| {
+                    let tn = type_of(self.doc, n);
+                    te.types.iter().any(|t| t.code == tn)
+                }))
+            }
+            DiscriminatorKind::Profile => {
+                let te = &snap.elements[target?];
+                let profiles: Vec<String> = te.types.iter().flat_map(|t| t.profiles.iter().cloned()).collect();
+                if profiles.is_empty() {
+                    return None;
+                }
+                for &n in &nodes {
+                    for p in &profiles {
+                        if self.conforms_to(n, p, depth + 1) {
+                            return Some(true);
+                        }
+                    }
+                }
+                Some(false)
+            }
+        }
+    }
+
+    /// The checks of one element on one node: fixed, pattern, binding, invariants, type
+    /// profiles.
+    fn element(&mut self, n: u32, snap: &Arc<Snapshot>, el: &Element, pid: Option<ProfileId>, depth: u32) {
+        let doc = self.doc;
+        if let Some(v) = &el.fixed {
+            if !value_matches(doc, n, v, true, 0) {
+                self.push(Code::PROFILE_FIXED, Severity::Error, Location::Fhir(doc.path(n)), pid);
+            }
+        }
+        if let Some(v) = &el.pattern {
+            if !value_matches(doc, n, v, false, 0) {
+                self.push(Code::PROFILE_PATTERN, Severity::Error, Location::Fhir(doc.path(n)), pid);
+            }
+        }
+        if let Some((strength, vs)) = &el.binding {
+            if *strength != Strength::Other {
+                self.binding(n, *strength, vs, pid);
+            }
+        }
+        for c in &el.constraints {
+            if core_constraints().get(c.key.as_str()).is_some_and(|exprs| exprs.contains(&c.expression.as_str())) {
+                continue;
+            }
+            self.invariant(n, c, pid);
+        }
+        // Type profiles (an extension's definition is checked on its own, see `extensions`).
+        let tn = type_of(doc, n);
+        let is_resource = doc.node(n).is_resource();
+        let mut wanted: Vec<&str> = Vec::new();
+        for t in &el.types {
+            if t.code == "Extension" || t.profiles.is_empty() {
+                continue;
+            }
+            if t.code == tn || (is_resource && (t.code == "Resource" || t.code == "DomainResource")) {
+                wanted.extend(t.profiles.iter().map(String::as_str).filter(|p| !p.starts_with(conformance::CORE_SD)));
+            }
+        }
+        let wanted: Vec<String> =
+            wanted.into_iter().filter(|p| p.split('|').next() != Some(snap.url.as_str())).map(str::to_owned).collect();
+        match wanted.as_slice() {
+            [] => {}
+            [one] => self.type_profile(n, one, depth),
+            many => {
+                let fits = many.iter().any(|p| self.conforms_to(n, p, depth + 1));
+                if !fits {
+                    self.type_profile(n, &many[0], depth);
+                }
+            }
+        }
+    }
+
+    fn type_profile(&mut self, n: u32, url: &str, depth: u32) {
+        let Some(snap) = self.conf.snapshot(url) else { return };
+        let pid = crate::structure::profile_id(&snap.url);
+        self.node(n, &snap, 0, pid, depth + 1);
+    }
+
+    /// Whether a code-bearing node is in an expansion; `None` without a code.
+    fn in_expansion(&self, n: u32, exp: &conformance::Expansion) -> Option<bool> {
+        let doc = self.doc;
+        let coding = |i: u32| -> Option<bool> {
+            let code = doc.named(i, "code").find(|&c| doc.node(c).has_value())?;
+            let system = doc.named(i, "system").find(|&c| doc.node(c).has_value());
+            Some(exp.contains(system.map(|s| value(doc, s)), value(doc, code)))
+        };
+        match type_of(doc, n) {
+            "code" | "string" | "uri" => doc.node(n).has_value().then(|| exp.contains(None, value(doc, n))),
+            "Coding" | "Quantity" => coding(n),
+            "CodeableConcept" => {
+                let mut any = None;
+                for c in doc.named(n, "coding") {
+                    if let Some(hit) = coding(c) {
+                        any = Some(any.unwrap_or(false) || hit);
+                    }
+                }
+                any
+            }
+            _ => None,
+        }
+    }
+
+    fn binding(&mut self, n: u32, strength: Strength, vs: &str, pid: Option<ProfileId>) {
+        let doc = self.doc;
+        if !matches!(type_of(doc, n), "code" | "string" | "uri" | "Coding" | "Quantity" | "CodeableConcept") {
+            return;
+        }
+        let bare = vs.split('|').next().unwrap_or(vs);
+        // The same value set as the core binding: the core validation checks it.
+        let core =
+            doc.node(n).elem.and_then(defs::element).and_then(|d| d.binding).and_then(|(_, k)| defs::value_set(k));
+        if core.is_some_and(|c| c.url == bare) {
+            return;
+        }
+        let Some(exp) = self.conf.expansion(vs) else {
+            if self.once(Code::CONFORMANCE_VALUESET_UNEXPANDABLE, bare) {
+                self.push(
+                    Code::CONFORMANCE_VALUESET_UNEXPANDABLE,
+                    Severity::Information,
+                    Location::Fhir(doc.path(n)),
+                    pid,
+                );
+            }
+            return;
+        };
+        if self.in_expansion(n, &exp) == Some(false) {
+            let severity = if strength == Strength::Required { Severity::Error } else { Severity::Warning };
+            self.push(Code::PROFILE_BINDING, severity, Location::Fhir(doc.path(n)), pid);
+        }
+    }
+
+    fn invariant(&mut self, n: u32, c: &conformance::Constraint, pid: Option<ProfileId>) {
+        let doc = self.doc;
+        let expr = self
+            .compiled
+            .entry(c.expression.clone())
+            .or_insert_with(|| parse::compile(&c.expression).ok().map(Arc::new))
+            .clone();
+        let result = match expr {
+            Some(e) => fhirpath::env_for(doc, n, self.nav).run(&e).ok(),
+            None => None,
+        };
+        match result {
+            Some(Some(true) | None) => {}
+            Some(Some(false)) => {
+                let mut path = doc.path(n);
+                path.invariant = Some(intern_key(&c.key));
+                let severity = if c.error { Severity::Error } else { Severity::Warning };
+                self.push(Code::PROFILE_INVARIANT, severity, Location::Fhir(path), pid);
+            }
+            None => {
+                if self.once(Code::PROFILE_INVARIANT_UNCHECKED, &c.key) {
+                    let mut path = doc.path(n);
+                    path.invariant = Some(intern_key(&c.key));
+                    self.push(Code::PROFILE_INVARIANT_UNCHECKED, Severity::Information, Location::Fhir(path), pid);
+                }
+            }
+        }
+    }
+
+    /// Every extension whose definition is loaded, against it; unknown ones reported.
+    fn extensions(&mut self) {
+        let doc = self.doc;
+        for i in 0..doc.nodes().len() as u32 {
+            let node = doc.node(i);
+            if node.is_unknown() || !(node.name == "extension" || node.name == "modifierExtension") {
+                continue;
+            }
+            if type_of(doc, i) != "Extension" {
+                continue;
+            }
+            let Some(url) = doc.named(i, "url").find_map(|u| text(doc, u)) else { continue };
+            if !url.contains(':') || super::extensions::is_core(url.as_bytes()) {
+                // A part of a complex extension, or a core extension (checked by the core).
+                continue;
+            }
+            let Some(snap) = self.conf.snapshot(url) else {
+                self.push(Code::PROFILE_EXTENSION_UNKNOWN, Severity::Warning, Location::Fhir(doc.path(i)), None);
+                continue;
+            };
+            let pid = crate::structure::profile_id(&snap.url);
+            let parent = node.parent;
+            if parent != NONE
+                && !snap.contexts.is_empty()
+                && !snap.contexts.iter().any(|c| super::extensions::in_context(doc, parent, c))
+            {
+                self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
+            }
+            self.node(i, &snap, 0, pid, 0);
+        }
+    }
+}
+
+/// The slicing assumed when a profile slices without saying how: extensions by url, choices by
+/// type.
+fn default_slicing(name: &str) -> Slicing {
+    let discriminators = if name == "extension" || name == "modifierExtension" {
+        vec![(DiscriminatorKind::Value, "url".to_owned())]
+    } else {
+        vec![(DiscriminatorKind::Type, "$this".to_owned())]
+    };
+    Slicing { discriminators, ordered: false, closed: false, open_at_end: false }
+}
+
+/// True when node `i` holds `v`: exactly (`fixed[x]`: the same elements, no more) or as a
+/// pattern (`pattern[x]`: at least those).
+fn value_matches(doc: &Document, i: u32, v: &Value, exact: bool, depth: u32) -> bool {
+    if depth > 32 {
+        return false;
+    }
+    let node = doc.node(i);
+    match v {
+        Value::String(s) => node.has_value() && value(doc, i) == s.as_bytes(),
+        Value::Bool(b) => node.has_value() && value(doc, i) == if *b { &b"true"[..] } else { &b"false"[..] },
+        Value::Number(n) => {
+            node.has_value()
+                && std::str::from_utf8(value(doc, i))
+                    .ok()
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .zip(n.as_f64())
+                    .is_some_and(|(a, b)| a == b)
+        }
+        Value::Object(map) => {
+            for (k, vv) in map {
+                if k.starts_with('_') || k == "resourceType" {
+                    continue;
+                }
+                let kids: Vec<u32> = doc.children(i).filter(|&c| json_name_is(doc, c, k)).collect();
+                let ok = match vv {
+                    Value::Array(items) => {
+                        if exact {
+                            kids.len() == items.len()
+                                && kids.iter().zip(items).all(|(&c, item)| value_matches(doc, c, item, true, depth + 1))
+                        } else {
+                            items.iter().all(|item| kids.iter().any(|&c| value_matches(doc, c, item, false, depth + 1)))
+                        }
+                    }
+                    other => {
+                        (!exact || kids.len() == 1)
+                            && kids.iter().any(|&c| value_matches(doc, c, other, exact, depth + 1))
+                    }
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            if exact {
+                return doc.children(i).all(|c| map.keys().any(|k| json_name_is(doc, c, k)));
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+    use crate::structure::SourceId;
+
+    fn context(resources: &[&str], profiles: &[&str]) -> Context {
+        let mut conformance = Conformance::new();
+        for r in resources {
+            conformance.add_json(r.as_bytes(), SourceId(0)).expect("adds");
+        }
+        Context { conformance, profiles: profiles.iter().map(|p| (*p).to_owned()).collect(), must_support: false }
+    }
+
+    fn findings(ctx: &Context, input: &str) -> Vec<String> {
+        let doc = crate::formats::fhir::read(input.as_bytes().to_vec(), &Limits::default()).expect("reads");
+        check(&doc, ctx)
+            .iter()
+            .map(|d| {
+                let p = d.profile.and_then(crate::structure::profile_canonical).unwrap_or("-");
+                format!("{} {} {} {}", d.code.as_str(), d.severity.as_str(), d.location, p)
+            })
+            .collect()
+    }
+
+    const OBS: &str = r#"{"resourceType":"StructureDefinition","url":"http://example.org/obs","type":"Observation",
+        "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint",
+        "differential":{"element":[
+          {"id":"Observation.status","path":"Observation.status","fixedCode":"final"},
+          {"id":"Observation.category","path":"Observation.category","min":1,"patternCodeableConcept":{"coding":[{"system":"http://example.org/cat","code":"vital"}]}},
+          {"id":"Observation.subject","path":"Observation.subject","min":1},
+          {"id":"Observation.code","path":"Observation.code","binding":{"strength":"required","valueSet":"http://example.org/vs"}},
+          {"id":"Observation.code.coding","path":"Observation.code.coding","slicing":{"discriminator":[{"type":"value","path":"system"}],"rules":"closed"}},
+          {"id":"Observation.code.coding:ex","path":"Observation.code.coding","sliceName":"ex","min":1,"max":"1"},
+          {"id":"Observation.code.coding:ex.system","path":"Observation.code.coding.system","fixedUri":"http://example.org/cs"},
+          {"id":"Observation.value[x]","path":"Observation.value[x]","type":[{"code":"Quantity"}],
+           "constraint":[{"key":"ex-1","severity":"error","human":"positive","expression":"value > 0"}]},
+          {"id":"Observation.note","path":"Observation.note","max":"0"}
+        ]}}"#;
+    const CS: &str = r#"{"resourceType":"CodeSystem","url":"http://example.org/cs","content":"complete","concept":[{"code":"a"},{"code":"b"}]}"#;
+    const VS: &str = r#"{"resourceType":"ValueSet","url":"http://example.org/vs","compose":{"include":[{"system":"http://example.org/cs","concept":[{"code":"a"}]}]}}"#;
+
+    fn obs(body: &str) -> String {
+        format!(r#"{{"resourceType":"Observation","meta":{{"profile":["http://example.org/obs"]}},{body}}}"#)
+    }
+
+    #[test]
+    fn a_conformant_instance_has_no_finding() {
+        let ctx = context(&[OBS, CS, VS], &[]);
+        let f = findings(
+            &ctx,
+            &obs(
+                r#""status":"final","category":[{"coding":[{"system":"http://example.org/cat","code":"vital","display":"x"}]}],"code":{"coding":[{"system":"http://example.org/cs","code":"a"}]},"subject":{"reference":"Patient/1"},"valueQuantity":{"value":3}"#,
+            ),
+        );
+        assert!(f.is_empty(), "{f:?}");
+    }
+
+    #[test]
+    fn cardinality_fixed_pattern_binding_slices_type_and_invariant() {
+        let ctx = context(&[OBS, CS, VS], &[]);
+        let f = findings(
+            &ctx,
+            &obs(
+                r#""status":"preliminary","category":[{"coding":[{"system":"http://example.org/cat","code":"other"}]}],"code":{"coding":[{"system":"http://example.org/cs","code":"b"},{"system":"http://other","code":"z"}]},"valueQuantity":{"value":-1},"note":[{"text":"n"}]"#,
+            ),
+        );
+        let p = "http://example.org/obs";
+        assert_eq!(
+            f,
+            [
+                format!("PROFILE_FIXED error Observation.status {p}"),
+                format!("PROFILE_PATTERN error Observation.category[0] {p}"),
+                format!("PROFILE_BINDING error Observation.code {p}"),
+                format!("SLICE_UNMATCHED error Observation.code.coding[1] {p}"),
+                format!("PROFILE_CARDINALITY_MIN error Observation.subject {p}"),
+                format!("PROFILE_INVARIANT error Observation.valueQuantity/invariant:ex-1 {p}"),
+                format!("PROFILE_CARDINALITY_MAX error Observation.note[0] {p}"),
+            ]
+        );
+        let g = findings(
+            &ctx,
+            &obs(
+                r#""status":"final","category":[{"coding":[{"system":"http://example.org/cat","code":"vital"}]}],"code":{"coding":[{"system":"http://other","code":"a"}]},"subject":{"reference":"Patient/1"},"valueString":"s""#,
+            ),
+        );
+        assert_eq!(
+            g,
+            [
+                format!("PROFILE_BINDING error Observation.code {p}"),
+                format!("SLICE_UNMATCHED error Observation.code.coding[0] {p}"),
+                format!("SLICE_CARDINALITY_MIN error Observation.code.coding {p}"),
+                format!("PROFILE_TYPE error Observation.valueString {p}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn slicing_by_pattern_and_type_and_extensions_by_definition() {
+        let profile = r#"{"resourceType":"StructureDefinition","url":"http://example.org/pat","type":"Patient",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Patient.identifier","path":"Patient.identifier","slicing":{"discriminator":[{"type":"pattern","path":"type"}],"rules":"open"}},
+              {"id":"Patient.identifier:mrn","path":"Patient.identifier","sliceName":"mrn","min":1,"max":"1","patternIdentifier":{"type":{"coding":[{"code":"MR"}]}}},
+              {"id":"Patient.identifier:mrn.type","path":"Patient.identifier.type","patternCodeableConcept":{"coding":[{"code":"MR"}]}},
+              {"id":"Patient.extension:eye","path":"Patient.extension","sliceName":"eye","min":1,"type":[{"code":"Extension","profile":["http://example.org/eye"]}]}
+            ]}}"#;
+        let ext = r#"{"resourceType":"StructureDefinition","url":"http://example.org/eye","type":"Extension",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+            "context":[{"type":"element","expression":"Patient"}],
+            "differential":{"element":[
+              {"id":"Extension.url","path":"Extension.url","fixedUri":"http://example.org/eye"},
+              {"id":"Extension.value[x]","path":"Extension.value[x]","min":1,"type":[{"code":"code"}]}
+            ]}}"#;
+        let ctx = context(&[profile, ext], &["http://example.org/pat"]);
+        let ok = findings(
+            &ctx,
+            r#"{"resourceType":"Patient","extension":[{"url":"http://example.org/eye","valueCode":"blue"}],"identifier":[{"type":{"coding":[{"code":"MR"}]},"value":"1"},{"value":"2"}]}"#,
+        );
+        assert!(ok.is_empty(), "{ok:?}");
+        let bad = findings(
+            &ctx,
+            r#"{"resourceType":"Patient","extension":[{"url":"http://example.org/unknown","valueCode":"x"}],"identifier":[{"type":{"coding":[{"code":"MR"}]}},{"type":{"coding":[{"code":"MR"}]}}],"name":[{"extension":[{"url":"http://example.org/eye","valueString":"blue"}]}]}"#,
+        );
+        let p = "http://example.org/pat";
+        let e = "http://example.org/eye";
+        assert_eq!(
+            bad,
+            [
+                format!("SLICE_CARDINALITY_MIN error Patient.extension {p}"),
+                format!("SLICE_CARDINALITY_MAX error Patient.identifier[1] {p}"),
+                "PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -".to_owned(),
+                format!("PROFILE_EXTENSION_CONTEXT error Patient.name[0].extension[0] {e}"),
+                format!("PROFILE_TYPE error Patient.name[0].extension[0].valueString {e}"),
+            ]
+        );
+        // An unknown meta.profile is a warning without a profile property.
+        let unknown =
+            findings(&context(&[], &[]), r#"{"resourceType":"Patient","meta":{"profile":["http://example.org/x"]}}"#);
+        assert_eq!(unknown, ["PROFILE_UNKNOWN warning Patient.meta.profile[0] -"]);
+    }
+
+    #[test]
+    fn must_support_only_when_asked() {
+        let profile = r#"{"resourceType":"StructureDefinition","url":"http://example.org/ms","type":"Patient",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+            "differential":{"element":[{"id":"Patient.birthDate","path":"Patient.birthDate","mustSupport":true}]}}"#;
+        let mut ctx = context(&[profile], &["http://example.org/ms"]);
+        assert!(findings(&ctx, r#"{"resourceType":"Patient"}"#).is_empty());
+        ctx.must_support = true;
+        assert_eq!(
+            findings(&ctx, r#"{"resourceType":"Patient"}"#),
+            ["PROFILE_MUST_SUPPORT information Patient.birthDate http://example.org/ms"]
+        );
+    }
+}

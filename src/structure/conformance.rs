@@ -1,0 +1,940 @@
+//! The conformance store: the StructureDefinitions, ValueSets and CodeSystems of the loaded
+//! packages, indexed by canonical URL and version, with the snapshots and value-set expansions
+//! the profile checks need, each computed once and cached.
+//!
+//! - [`Conformance::add_json`] takes one resource (a Bundle of resources is taken entry by
+//!   entry); [`Conformance::resolve`] finds one by `url` or `url|version`.
+//! - [`Conformance::snapshot`]: a profile's own snapshot when it has one; otherwise one
+//!   generated from its differential over its base (the base chain through the loaded
+//!   packages, ending in the built-in R4 core definitions): the differential's elements replace
+//!   or refine the base's by element id, a new slice starts from the element it slices, and an
+//!   element inside a data type starts from that type's core definition. A type-specific choice
+//!   path (`Observation.valueQuantity`) is read as the type slice `value[x]:valueQuantity`.
+//! - [`Conformance::expansion`]: a value set's `expansion.contains`, or its `compose`: the
+//!   concepts listed, whole code systems that are loaded (`content: complete`), other value sets
+//!   included, and the excludes. A filter or a code system that is not loaded makes the value set
+//!   unexpandable (`None`); a core value set not in the packages is looked up in the built-in
+//!   tables.
+//!
+//! Canonical URLs and element ids are conformance metadata, not patient data.
+//!
+//! What it does not do: fetch anything (no network), terminology beyond the loaded code
+//! systems (no SNOMED CT subsumption, no filters), snapshot generation for logical models'
+//! own types, or reslicing beyond treating `slice/reslice` as a slice name.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::diag::Code;
+use crate::formats::fhir::definitions::{self as defs, TypeRef};
+
+/// Which package (or `--ig` argument) a resource came from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SourceId(pub u32);
+
+/// How deep a base chain (or a nesting of type profiles) may go.
+pub const MAX_DEPTH: u32 = 24;
+
+/// Most concepts an expansion holds.
+const MAX_EXPANSION: usize = 200_000;
+
+#[derive(Debug)]
+struct Resource {
+    resource_type: String,
+    url: String,
+    version: Option<String>,
+    /// Kept for the record (the package a definition came from).
+    #[allow(dead_code)]
+    source: SourceId,
+    json: Value,
+}
+
+/// The binding strengths a profile check enforces.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Strength {
+    /// Codes SHALL come from the value set.
+    Required,
+    /// Codes SHALL come from the value set when one fits.
+    Extensible,
+    /// Preferred or example: not checked.
+    Other,
+}
+
+/// One type an element allows.
+#[derive(Clone, Debug, Default)]
+pub struct ElemType {
+    /// The type code (`Quantity`, `Reference`, `Extension`).
+    pub code: String,
+    /// `type.profile`.
+    pub profiles: Vec<String>,
+    /// `type.targetProfile`.
+    pub target_profiles: Vec<String>,
+}
+
+/// A discriminator's type.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DiscriminatorKind {
+    /// By fixed/pattern value (value and pattern).
+    Value,
+    /// By presence.
+    Exists,
+    /// By type.
+    Type,
+    /// By conformance to a profile.
+    Profile,
+}
+
+/// An element's slicing.
+#[derive(Clone, Debug)]
+pub struct Slicing {
+    /// `(type, path)`.
+    pub discriminators: Vec<(DiscriminatorKind, String)>,
+    /// The slices are in order.
+    pub ordered: bool,
+    /// `closed`.
+    pub closed: bool,
+    /// `openAtEnd`.
+    pub open_at_end: bool,
+}
+
+/// An invariant of a profile.
+#[derive(Clone, Debug)]
+pub struct Constraint {
+    /// Its key.
+    pub key: String,
+    /// Severity error (otherwise warning).
+    pub error: bool,
+    /// The FHIRPath expression.
+    pub expression: String,
+}
+
+/// One element of a snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct Element {
+    /// `Observation.component:systolic.code`.
+    pub id: String,
+    /// `Observation.component.code`.
+    pub path: String,
+    /// The slice name, for a slice.
+    pub slice_name: Option<String>,
+    /// Minimum cardinality.
+    pub min: u32,
+    /// Maximum (`u32::MAX` for `*`).
+    pub max: u32,
+    /// Allowed types.
+    pub types: Vec<ElemType>,
+    /// `fixed[x]`.
+    pub fixed: Option<Value>,
+    /// `pattern[x]`.
+    pub pattern: Option<Value>,
+    /// The binding, with its value set's canonical.
+    pub binding: Option<(Strength, String)>,
+    /// Invariants.
+    pub constraints: Vec<Constraint>,
+    /// The slicing of the element.
+    pub slicing: Option<Slicing>,
+    /// `mustSupport`.
+    pub must_support: bool,
+    /// `contentReference` (`#Questionnaire.item`).
+    pub content_reference: Option<String>,
+}
+
+impl Element {
+    /// The last path segment, without `[x]` (`value` for `value[x]`).
+    pub fn name(&self) -> &str {
+        let last = self.path.rsplit('.').next().unwrap_or(&self.path);
+        last.strip_suffix("[x]").unwrap_or(last)
+    }
+
+    /// True for a choice element (`value[x]`).
+    pub fn is_choice(&self) -> bool {
+        self.path.ends_with("[x]")
+    }
+}
+
+/// The children of an element that share one name: the element and its slices.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// The element name (`value` for `value[x]`).
+    pub name: String,
+    /// The element itself (not a slice), when the snapshot has it.
+    pub base: Option<usize>,
+    /// Its slices, in definition order.
+    pub slices: Vec<usize>,
+}
+
+/// A snapshot: the elements in definition order, and the tree over them.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The profile's canonical URL.
+    pub url: String,
+    /// The type it constrains (`Observation`, `Extension`).
+    pub type_name: String,
+    /// The elements; 0 is the root.
+    pub elements: Vec<Element>,
+    /// Per element: its child groups.
+    pub groups: Vec<Vec<Group>>,
+    /// For an extension definition: its contexts (`Patient`, `Observation.code`, `Element`).
+    pub contexts: Vec<String>,
+    /// False when the snapshot was generated and a differential element found no base.
+    pub complete: bool,
+}
+
+impl Snapshot {
+    fn build(url: String, type_name: String, elements: Vec<Element>, contexts: Vec<String>, complete: bool) -> Self {
+        let by_id: BTreeMap<&str, usize> = elements.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
+        let mut groups: Vec<Vec<Group>> = vec![Vec::new(); elements.len()];
+        for (i, e) in elements.iter().enumerate().skip(1) {
+            let Some((parent_id, last)) = split_id(&e.id) else { continue };
+            let Some(&p) = by_id.get(parent_id) else { continue };
+            let (name, slice) = match last.split_once(':') {
+                Some((n, s)) => (n, Some(s)),
+                None => (last, None),
+            };
+            let name = name.strip_suffix("[x]").unwrap_or(name);
+            let list = &mut groups[p];
+            let k = match list.iter().position(|g| g.name == name) {
+                Some(k) => k,
+                None => {
+                    list.push(Group { name: name.to_owned(), base: None, slices: Vec::new() });
+                    list.len() - 1
+                }
+            };
+            if slice.is_some() {
+                list[k].slices.push(i);
+            } else if list[k].base.is_none() {
+                list[k].base = Some(i);
+            }
+        }
+        Snapshot { url, type_name, elements, groups, contexts, complete }
+    }
+
+    /// The index of the element with id `id`.
+    pub fn find(&self, id: &str) -> Option<usize> {
+        self.elements.iter().position(|e| e.id == id)
+    }
+
+    /// The child groups of element `i`.
+    pub fn groups_of(&self, i: usize) -> &[Group] {
+        self.groups.get(i).map_or(&[], |g| g.as_slice())
+    }
+
+    /// The element below `i` reached by a dotted path of names (`code.coding`), following the
+    /// element itself and not its slices.
+    pub fn descend(&self, i: usize, path: &str) -> Option<usize> {
+        let mut cur = i;
+        for step in path.split('.').filter(|s| !s.is_empty() && *s != "$this") {
+            let step = step.strip_suffix("[x]").unwrap_or(step);
+            let g = self.groups_of(cur).iter().find(|g| g.name == step)?;
+            cur = g.base?;
+        }
+        Some(cur)
+    }
+}
+
+/// `(parent id, last segment)` of an element id, splitting at the last `.` outside a slice name.
+fn split_id(id: &str) -> Option<(&str, &str)> {
+    // Slice names may not hold `.` in practice; the last `.` separates the segment.
+    let k = id.rfind('.')?;
+    Some((&id[..k], &id[k + 1..]))
+}
+
+/// A value set's codes.
+#[derive(Debug)]
+pub enum Expansion {
+    /// Expanded from the loaded packages: `(system, code)`.
+    Codes(BTreeSet<(String, String)>),
+    /// A core value set of the built-in tables.
+    Core(&'static defs::ValueSet),
+}
+
+impl Expansion {
+    /// True when `code` (in `system`, or in any when `None`) is in the expansion.
+    pub fn contains(&self, system: Option<&[u8]>, code: &[u8]) -> bool {
+        match self {
+            Expansion::Core(vs) => vs.contains(system, code),
+            Expansion::Codes(set) => match system {
+                Some(s) => {
+                    let (Ok(s), Ok(c)) = (std::str::from_utf8(s), std::str::from_utf8(code)) else { return false };
+                    set.contains(&(s.to_owned(), c.to_owned()))
+                }
+                None => set.iter().any(|(_, c)| c.as_bytes() == code),
+            },
+        }
+    }
+}
+
+/// The conformance resources of the loaded packages.
+#[derive(Debug, Default)]
+pub struct Conformance {
+    resources: Vec<Resource>,
+    by_url: BTreeMap<String, Vec<usize>>,
+    snapshots: Mutex<BTreeMap<String, Option<Arc<Snapshot>>>>,
+    expansions: Mutex<BTreeMap<String, Option<Arc<Expansion>>>>,
+}
+
+/// The profile checks' settings: the store, `--profile` and `--must-support`.
+#[derive(Debug, Default)]
+pub struct Context {
+    /// The loaded conformance resources.
+    pub conformance: Conformance,
+    /// Profiles the root resource is checked against (`--profile`), besides its `meta.profile`.
+    pub profiles: Vec<String>,
+    /// Report absent must-support elements.
+    pub must_support: bool,
+}
+
+impl Conformance {
+    /// An empty store.
+    pub fn new() -> Self {
+        Conformance::default()
+    }
+
+    /// The number of resources held.
+    pub fn len(&self) -> usize {
+        self.resources.len()
+    }
+
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty()
+    }
+
+    /// Adds one resource (JSON), or each resource of a Bundle. Resources without a `url` are
+    /// skipped; a text that is not a JSON object with a `resourceType` is
+    /// `CONFORMANCE_RESOURCE_INVALID` (the serde error, which may quote text, is dropped).
+    pub fn add_json(&mut self, bytes: &[u8], source: SourceId) -> Result<(), Code> {
+        let json: Value = serde_json::from_slice(bytes).map_err(|_| Code::CONFORMANCE_RESOURCE_INVALID)?;
+        self.add_value(json, source, 0)
+    }
+
+    fn add_value(&mut self, json: Value, source: SourceId, depth: u32) -> Result<(), Code> {
+        let Some(rt) = json.get("resourceType").and_then(Value::as_str).map(str::to_owned) else {
+            return Err(Code::CONFORMANCE_RESOURCE_INVALID);
+        };
+        if rt == "Bundle" && depth < 2 {
+            if let Value::Object(mut map) = json {
+                if let Some(Value::Array(entries)) = map.remove("entry") {
+                    for mut e in entries {
+                        if let Some(r) = e.get_mut("resource").map(Value::take) {
+                            // An entry that is not a resource is left out.
+                            let _ = self.add_value(r, source, depth + 1);
+                        }
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let Some(url) = json.get("url").and_then(Value::as_str).map(str::to_owned) else { return Ok(()) };
+        let version = json.get("version").and_then(Value::as_str).map(str::to_owned);
+        let k = self.resources.len();
+        self.by_url.entry(url.clone()).or_default().push(k);
+        self.resources.push(Resource { resource_type: rt, url, version, source, json });
+        Ok(())
+    }
+
+    /// The resource of type `resource_type` (`""`: any) with canonical `canonical`
+    /// (`url|version` picks that version; a bare url the first one added).
+    pub fn resolve(&self, resource_type: &str, canonical: &str) -> Option<&Value> {
+        self.resolve_index(resource_type, canonical).map(|k| &self.resources[k].json)
+    }
+
+    fn resolve_index(&self, resource_type: &str, canonical: &str) -> Option<usize> {
+        let (url, version) = match canonical.split_once('|') {
+            Some((u, v)) => (u, Some(v)),
+            None => (canonical, None),
+        };
+        let list = self.by_url.get(url)?;
+        let fits = |k: &usize| {
+            let r = &self.resources[*k];
+            resource_type.is_empty() || r.resource_type == resource_type
+        };
+        if let Some(v) = version {
+            if let Some(&k) =
+                list.iter().filter(|k| fits(k)).find(|&&k| self.resources[k].version.as_deref() == Some(v))
+            {
+                return Some(k);
+            }
+        }
+        list.iter().copied().find(|k| fits(k))
+    }
+
+    /// A StructureDefinition.
+    pub fn structure_definition(&self, canonical: &str) -> Option<&Value> {
+        self.resolve("StructureDefinition", canonical)
+    }
+
+    /// A ValueSet.
+    pub fn value_set(&self, canonical: &str) -> Option<&Value> {
+        self.resolve("ValueSet", canonical)
+    }
+
+    /// A CodeSystem.
+    pub fn code_system(&self, canonical: &str) -> Option<&Value> {
+        self.resolve("CodeSystem", canonical)
+    }
+
+    /// The canonical URLs of the StructureDefinitions held, in order.
+    pub fn structure_urls(&self) -> impl Iterator<Item = &str> {
+        self.resources.iter().filter(|r| r.resource_type == "StructureDefinition").map(|r| r.url.as_str())
+    }
+
+    /// The snapshot of profile `canonical` (loaded, or a core type's), cached; `None` when it
+    /// is not loaded or has neither a snapshot nor a differential with a known base.
+    pub fn snapshot(&self, canonical: &str) -> Option<Arc<Snapshot>> {
+        self.snapshot_at(canonical, 0)
+    }
+
+    fn snapshot_at(&self, canonical: &str, depth: u32) -> Option<Arc<Snapshot>> {
+        if let Some(s) = lock(&self.snapshots).get(canonical) {
+            return s.clone();
+        }
+        let made = if depth > MAX_DEPTH { None } else { self.make_snapshot(canonical, depth).map(Arc::new) };
+        lock(&self.snapshots).insert(canonical.to_owned(), made.clone());
+        made
+    }
+
+    fn make_snapshot(&self, canonical: &str, depth: u32) -> Option<Snapshot> {
+        let Some(sd) = self.structure_definition(canonical) else {
+            let name = canonical.strip_prefix(CORE_SD)?;
+            return core_snapshot(name);
+        };
+        let url = sd.get("url").and_then(Value::as_str).unwrap_or(canonical).to_owned();
+        let type_name = sd.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+        let contexts = sd
+            .get("context")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter().filter_map(|c| c.get("expression").and_then(Value::as_str)).map(str::to_owned).collect()
+            })
+            .unwrap_or_default();
+        if let Some(elems) = sd.pointer("/snapshot/element").and_then(Value::as_array) {
+            let elements: Vec<Element> = elems.iter().map(|e| parse_element(e, None)).collect();
+            if !elements.is_empty() {
+                return Some(Snapshot::build(url, type_name, elements, contexts, true));
+            }
+        }
+        let base_url = sd.get("baseDefinition").and_then(Value::as_str)?;
+        let base = self.snapshot_at(base_url, depth + 1)?;
+        let diff = sd.pointer("/differential/element").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice());
+        let (elements, complete) = merge(&base, diff, &type_name);
+        Some(Snapshot::build(url, type_name, elements, contexts, complete))
+    }
+
+    /// The expansion of value set `canonical` (cached); `None` when it cannot be expanded
+    /// offline.
+    pub fn expansion(&self, canonical: &str) -> Option<Arc<Expansion>> {
+        self.expansion_at(canonical, 0)
+    }
+
+    fn expansion_at(&self, canonical: &str, depth: u32) -> Option<Arc<Expansion>> {
+        if let Some(e) = lock(&self.expansions).get(canonical) {
+            return e.clone();
+        }
+        let made = if depth > MAX_DEPTH { None } else { self.expand(canonical, depth).map(Arc::new) };
+        lock(&self.expansions).insert(canonical.to_owned(), made.clone());
+        made
+    }
+
+    fn expand(&self, canonical: &str, depth: u32) -> Option<Expansion> {
+        let Some(vs) = self.value_set(canonical) else {
+            let url = canonical.split('|').next().unwrap_or(canonical);
+            return defs::value_set_by_url(url).map(Expansion::Core);
+        };
+        let mut codes = BTreeSet::new();
+        if let Some(contains) = vs.pointer("/expansion/contains").and_then(Value::as_array) {
+            collect_contains(contains, &mut codes, 0);
+            return Some(Expansion::Codes(codes));
+        }
+        let compose = vs.get("compose")?;
+        for inc in compose.get("include").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice()) {
+            self.part(inc, depth, &mut codes, true)?;
+        }
+        for exc in compose.get("exclude").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice()) {
+            self.part(exc, depth, &mut codes, false)?;
+        }
+        Some(Expansion::Codes(codes))
+    }
+
+    /// One `include` (`add`) or `exclude` of a compose; `None` when it cannot be expanded.
+    fn part(&self, part: &Value, depth: u32, codes: &mut BTreeSet<(String, String)>, add: bool) -> Option<()> {
+        if part.get("filter").and_then(Value::as_array).is_some_and(|f| !f.is_empty()) {
+            return None;
+        }
+        let system = part.get("system").and_then(Value::as_str);
+        let mut these: BTreeSet<(String, String)> = BTreeSet::new();
+        let mut whole_system = false;
+        if let Some(system) = system {
+            if let Some(concepts) = part.get("concept").and_then(Value::as_array) {
+                for c in concepts {
+                    if let Some(code) = c.get("code").and_then(Value::as_str) {
+                        these.insert((system.to_owned(), code.to_owned()));
+                    }
+                }
+            } else {
+                whole_system = true;
+                if add {
+                    let cs = self.code_system(system)?;
+                    if cs.get("content").and_then(Value::as_str).is_some_and(|c| c != "complete") {
+                        return None;
+                    }
+                    let concepts = cs.get("concept").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice());
+                    collect_concepts(system, concepts, &mut these, 0);
+                }
+            }
+        }
+        let mut value_sets = part.get("valueSet").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice()).iter();
+        if let Some(first) = value_sets.next() {
+            // The intersection of the value sets (and of the system's codes, when given).
+            let mut acc: Option<BTreeSet<(String, String)>> = if system.is_some() { Some(these) } else { None };
+            for vs in std::iter::once(first).chain(value_sets) {
+                let url = vs.as_str()?;
+                let Expansion::Codes(set) = &*self.expansion_at(url, depth + 1)? else { return None };
+                acc = Some(match acc {
+                    None => set.clone(),
+                    Some(a) => a.intersection(set).cloned().collect(),
+                });
+            }
+            these = acc.unwrap_or_default();
+            whole_system = false;
+        }
+        if add {
+            codes.extend(these);
+            if codes.len() > MAX_EXPANSION {
+                return None;
+            }
+        } else if whole_system {
+            if let Some(s) = system {
+                codes.retain(|(sys, _)| sys != s);
+            }
+        } else {
+            for c in &these {
+                codes.remove(c);
+            }
+        }
+        Some(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere cannot leave a cache half-written (inserts are single calls).
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn collect_contains(list: &[Value], out: &mut BTreeSet<(String, String)>, depth: u32) {
+    if depth > 32 {
+        return;
+    }
+    for c in list {
+        if let (Some(s), Some(code)) = (c.get("system").and_then(Value::as_str), c.get("code").and_then(Value::as_str))
+        {
+            out.insert((s.to_owned(), code.to_owned()));
+        }
+        if let Some(sub) = c.get("contains").and_then(Value::as_array) {
+            collect_contains(sub, out, depth + 1);
+        }
+    }
+}
+
+fn collect_concepts(system: &str, list: &[Value], out: &mut BTreeSet<(String, String)>, depth: u32) {
+    if depth > 32 {
+        return;
+    }
+    for c in list {
+        if let Some(code) = c.get("code").and_then(Value::as_str) {
+            out.insert((system.to_owned(), code.to_owned()));
+        }
+        if let Some(sub) = c.get("concept").and_then(Value::as_array) {
+            collect_concepts(system, sub, out, depth + 1);
+        }
+    }
+}
+
+/// The canonical prefix of the core StructureDefinitions.
+pub const CORE_SD: &str = "http://hl7.org/fhir/StructureDefinition/";
+
+fn max_of(v: &Value) -> Option<u32> {
+    let s = v.as_str()?;
+    Some(if s == "*" { u32::MAX } else { s.parse().unwrap_or(u32::MAX) })
+}
+
+/// The value of the first key of `e` that starts with `prefix` and goes on with a capital
+/// (`fixedUri`, `patternCodeableConcept`).
+fn typed_value(e: &Value, prefix: &str) -> Option<Value> {
+    let map = e.as_object()?;
+    map.iter()
+        .find(|(k, _)| k.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase())))
+        .map(|(_, v)| v.clone())
+}
+
+/// Reads an ElementDefinition; with `base`, the fields it leaves out come from `base`.
+fn parse_element(e: &Value, base: Option<&Element>) -> Element {
+    let mut out = base.cloned().unwrap_or_default();
+    let path = e.get("path").and_then(Value::as_str).unwrap_or("").to_owned();
+    let slice_name = e.get("sliceName").and_then(Value::as_str).map(str::to_owned);
+    out.id = match e.get("id").and_then(Value::as_str) {
+        Some(id) => id.to_owned(),
+        None => match &slice_name {
+            Some(s) => format!("{path}:{s}"),
+            None => path.clone(),
+        },
+    };
+    out.path = path;
+    if slice_name.is_some() {
+        out.slice_name = slice_name;
+    }
+    if base.is_none() {
+        out.max = u32::MAX;
+    }
+    if let Some(m) = e.get("min").and_then(Value::as_u64) {
+        out.min = u32::try_from(m).unwrap_or(u32::MAX);
+    }
+    if let Some(m) = e.get("max").and_then(max_of) {
+        out.max = m;
+    }
+    if let Some(types) = e.get("type").and_then(Value::as_array) {
+        out.types = types
+            .iter()
+            .map(|t| {
+                let strings = |k: &str| -> Vec<String> {
+                    t.get(k)
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .unwrap_or_default()
+                };
+                ElemType {
+                    code: t.get("code").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    profiles: strings("profile"),
+                    target_profiles: strings("targetProfile"),
+                }
+            })
+            .collect();
+    }
+    if let Some(v) = typed_value(e, "fixed") {
+        out.fixed = Some(v);
+    }
+    if let Some(v) = typed_value(e, "pattern") {
+        out.pattern = Some(v);
+    }
+    if let Some(b) = e.get("binding") {
+        let strength = match b.get("strength").and_then(Value::as_str) {
+            Some("required") => Strength::Required,
+            Some("extensible") => Strength::Extensible,
+            _ => Strength::Other,
+        };
+        if let Some(vs) = b.get("valueSet").and_then(Value::as_str) {
+            out.binding = Some((strength, vs.to_owned()));
+        }
+    }
+    if let Some(cs) = e.get("constraint").and_then(Value::as_array) {
+        for c in cs {
+            let (Some(key), Some(expression)) =
+                (c.get("key").and_then(Value::as_str), c.get("expression").and_then(Value::as_str))
+            else {
+                continue;
+            };
+            if out.constraints.iter().any(|k| k.key == key) {
+                continue;
+            }
+            let error = c.get("severity").and_then(Value::as_str) != Some("warning");
+            out.constraints.push(Constraint { key: key.to_owned(), error, expression: expression.to_owned() });
+        }
+    }
+    if let Some(s) = e.get("slicing") {
+        let discriminators = s
+            .get("discriminator")
+            .and_then(Value::as_array)
+            .map(|ds| {
+                ds.iter()
+                    .filter_map(|d| {
+                        let kind = match d.get("type").and_then(Value::as_str)? {
+                            "value" | "pattern" => DiscriminatorKind::Value,
+                            "exists" => DiscriminatorKind::Exists,
+                            "type" => DiscriminatorKind::Type,
+                            "profile" => DiscriminatorKind::Profile,
+                            _ => return None,
+                        };
+                        Some((kind, d.get("path").and_then(Value::as_str)?.to_owned()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rules = s.get("rules").and_then(Value::as_str).unwrap_or("open");
+        out.slicing = Some(Slicing {
+            discriminators,
+            ordered: s.get("ordered").and_then(Value::as_bool).unwrap_or(false),
+            closed: rules == "closed",
+            open_at_end: rules == "openAtEnd",
+        });
+    }
+    if let Some(ms) = e.get("mustSupport").and_then(Value::as_bool) {
+        out.must_support = ms;
+    }
+    if let Some(c) = e.get("contentReference").and_then(Value::as_str) {
+        out.content_reference = Some(c.to_owned());
+    }
+    out
+}
+
+/// The snapshot of a core type from the built-in definitions (its own elements; those of its
+/// data types are not expanded).
+fn core_snapshot(name: &str) -> Option<Snapshot> {
+    let ty = defs::type_id(name.as_bytes())?;
+    let elements = core_elements(ty, name, name);
+    if elements.is_empty() {
+        return None;
+    }
+    Some(Snapshot::build(format!("{CORE_SD}{name}"), name.to_owned(), elements, Vec::new(), true))
+}
+
+/// The elements of core type `ty` as [`Element`]s, with paths and ids under `prefix`.
+fn core_elements(ty: defs::TypeId, path_prefix: &str, id_prefix: &str) -> Vec<Element> {
+    let def = defs::type_def(ty);
+    def.elements
+        .iter()
+        .map(|e| {
+            let (path, id) = if e.path.is_empty() {
+                (path_prefix.to_owned(), id_prefix.to_owned())
+            } else {
+                (format!("{path_prefix}.{}", e.path), format!("{id_prefix}.{}", e.path))
+            };
+            core_element(e, path, id)
+        })
+        .collect()
+}
+
+fn core_element(e: &defs::ElementDef, path: String, id: String) -> Element {
+    let types = e
+        .types
+        .iter()
+        .map(|t| ElemType {
+            code: match t {
+                TypeRef::Type(id) => defs::type_name(*id).to_owned(),
+                TypeRef::Backbone => "BackboneElement".to_owned(),
+                TypeRef::Resource => "Resource".to_owned(),
+            },
+            ..ElemType::default()
+        })
+        .collect();
+    Element { id, path, min: e.min, max: e.max, types, ..Element::default() }
+}
+
+/// The core definition of the element at `rel` (a dotted path of names) inside type `ty`.
+fn core_element_in(ty_name: &str, rel: &str) -> Option<&'static defs::ElementDef> {
+    let ty = defs::type_id(ty_name.as_bytes())?;
+    defs::type_def(ty).elements.iter().find(|e| e.path == rel)
+}
+
+/// Rewrites a type-specific choice segment (`valueQuantity`) of `path` under a parent whose
+/// element `value[x]` exists, as `(path with value[x], slice name)`.
+fn choice_slice(elements: &[Element], parent_path: &str, last: &str) -> Option<(String, String)> {
+    for e in elements {
+        let Some(rest) = e.path.strip_prefix(parent_path).and_then(|r| r.strip_prefix('.')) else { continue };
+        let Some(stem) = rest.strip_suffix("[x]") else { continue };
+        if rest.contains('.') {
+            continue;
+        }
+        if let Some(ty) = last.strip_prefix(stem) {
+            if ty.starts_with(|c: char| c.is_ascii_uppercase()) {
+                return Some((format!("{parent_path}.{stem}[x]"), last.to_owned()));
+            }
+        }
+    }
+    None
+}
+
+/// The differential `diff` over the snapshot `base`: `(elements, complete)`.
+fn merge(base: &Snapshot, diff: &[Value], type_name: &str) -> (Vec<Element>, bool) {
+    let mut elements = base.elements.clone();
+    // A base of another type (a logical model, or `Element` for a data type profile) is rebased.
+    if let Some(root) = elements.first().map(|e| e.path.clone()) {
+        if !type_name.is_empty() && root != type_name && !type_name.contains('/') {
+            for e in &mut elements {
+                e.path = rebase(&e.path, &root, type_name);
+                e.id = rebase(&e.id, &root, type_name);
+            }
+        }
+    }
+    let mut complete = true;
+    for d in diff {
+        let Some(path) = d.get("path").and_then(Value::as_str) else { continue };
+        let mut d = d.clone();
+        // `Observation.valueQuantity`: the type slice of `value[x]`.
+        if let Some((parent, last)) = path.rsplit_once('.') {
+            if !last.ends_with("[x]") && !elements.iter().any(|e| e.path == path) {
+                if let Some((choice_path, slice)) = choice_slice(&elements, parent, last) {
+                    let id = d.get("id").and_then(Value::as_str).map(str::to_owned);
+                    let parent_id = id.as_deref().and_then(split_id).map_or(parent.to_owned(), |(p, _)| p.to_owned());
+                    if let Some(obj) = d.as_object_mut() {
+                        obj.insert("path".into(), Value::String(choice_path.clone()));
+                        let stem = choice_path.rsplit('.').next().unwrap_or("");
+                        obj.insert("id".into(), Value::String(format!("{parent_id}.{stem}:{slice}")));
+                        obj.insert("sliceName".into(), Value::String(slice.clone()));
+                    }
+                    let sliced = format!("{parent_id}.{stem}", stem = choice_path.rsplit('.').next().unwrap_or(""));
+                    // The choice element itself is sliced by type.
+                    if let Some(e) = elements.iter_mut().find(|e| e.id == sliced) {
+                        if e.slicing.is_none() {
+                            e.slicing = Some(Slicing {
+                                discriminators: vec![(DiscriminatorKind::Type, "$this".to_owned())],
+                                ordered: false,
+                                closed: false,
+                                open_at_end: false,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let id = match d.get("id").and_then(Value::as_str) {
+            Some(id) => id.to_owned(),
+            None => {
+                let p = d.get("path").and_then(Value::as_str).unwrap_or("");
+                match d.get("sliceName").and_then(Value::as_str) {
+                    Some(s) => format!("{p}:{s}"),
+                    None => p.to_owned(),
+                }
+            }
+        };
+        if let Some(k) = elements.iter().position(|e| e.id == id) {
+            let merged = parse_element(&d, Some(&elements[k]));
+            elements[k] = merged;
+            continue;
+        }
+        // A new element: a slice (from the element it slices) or an element inside a data type
+        // (from the type's core definition).
+        let Some((parent_id, last)) = split_id(&id) else {
+            complete = false;
+            continue;
+        };
+        let from: Option<Element> = match last.split_once(':') {
+            Some((name, _)) => {
+                let sliced = format!("{parent_id}.{name}");
+                elements.iter().find(|e| e.id == sliced).cloned().map(|mut e| {
+                    e.slicing = None;
+                    e.min = 0;
+                    e
+                })
+            }
+            None if elements.iter().any(|e| e.id == unsliced(&id)) => {
+                let u = unsliced(&id);
+                elements.iter().find(|e| e.id == u).cloned().map(|mut e| {
+                    e.slicing = None;
+                    e
+                })
+            }
+            None => {
+                let parent = elements.iter().find(|e| e.id == parent_id);
+                parent.and_then(|p| {
+                    let name = last;
+                    p.types.iter().find_map(|t| {
+                        let code = if t.code == "BackboneElement" || t.code.is_empty() { "Element" } else { &t.code };
+                        core_element_in(code, name).map(|def| core_element(def, String::new(), String::new()))
+                    })
+                })
+            }
+        };
+        let Some(mut from) = from else {
+            complete = false;
+            continue;
+        };
+        from.constraints.clear();
+        from.fixed = None;
+        from.pattern = None;
+        from.binding = None;
+        from.must_support = false;
+        let new = parse_element(&d, Some(&from));
+        // After the parent's subtree.
+        let at = elements
+            .iter()
+            .rposition(|e| e.id == parent_id || e.id.starts_with(&format!("{parent_id}.")))
+            .map_or(elements.len(), |k| k + 1);
+        elements.insert(at, new);
+    }
+    (elements, complete)
+}
+
+/// An element id without its slice names (`Observation.component:a.code` →
+/// `Observation.component.code`).
+fn unsliced(id: &str) -> String {
+    id.split('.').map(|seg| seg.split(':').next().unwrap_or(seg)).collect::<Vec<_>>().join(".")
+}
+
+fn rebase(s: &str, from: &str, to: &str) -> String {
+    match s.strip_prefix(from) {
+        Some(rest) if rest.is_empty() || rest.starts_with('.') || rest.starts_with(':') => format!("{to}{rest}"),
+        _ => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(resources: &[&str]) -> Conformance {
+        let mut c = Conformance::new();
+        for r in resources {
+            c.add_json(r.as_bytes(), SourceId(0)).expect("adds");
+        }
+        c
+    }
+
+    #[test]
+    fn generates_a_snapshot_from_a_differential() {
+        let c = store(&[r#"{"resourceType":"StructureDefinition","url":"http://example.org/p","type":"Observation",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Observation.subject","path":"Observation.subject","min":1},
+              {"id":"Observation.code.coding","path":"Observation.code.coding","slicing":{"discriminator":[{"type":"value","path":"system"}],"rules":"closed"}},
+              {"id":"Observation.code.coding:loinc","path":"Observation.code.coding","sliceName":"loinc","min":1},
+              {"id":"Observation.code.coding:loinc.system","path":"Observation.code.coding.system","fixedUri":"http://loinc.org"},
+              {"path":"Observation.valueQuantity","min":0}
+            ]}}"#]);
+        let s = c.snapshot("http://example.org/p").expect("snapshot");
+        assert!(s.complete);
+        let subject = s.find("Observation.subject").expect("subject");
+        assert_eq!(s.elements[subject].min, 1);
+        let slice = s.find("Observation.code.coding:loinc").expect("slice");
+        assert_eq!(s.elements[slice].min, 1);
+        let system = s.find("Observation.code.coding:loinc.system").expect("system");
+        assert_eq!(s.elements[system].fixed.as_ref().and_then(Value::as_str), Some("http://loinc.org"));
+        assert!(s.find("Observation.value[x]:valueQuantity").is_some());
+        let code = s.find("Observation.code").expect("code");
+        let groups = s.groups_of(code);
+        let coding = groups.iter().find(|g| g.name == "coding").expect("coding group");
+        assert_eq!(coding.slices, [slice]);
+        // The core chain: unknown profiles have no snapshot; core types do.
+        assert!(c.snapshot("http://example.org/none").is_none());
+        assert!(c.snapshot("http://hl7.org/fhir/StructureDefinition/Patient").is_some());
+    }
+
+    #[test]
+    fn expands_compose_with_systems_and_excludes() {
+        let c = store(&[
+            r#"{"resourceType":"CodeSystem","url":"http://example.org/cs","content":"complete","concept":[{"code":"a","concept":[{"code":"a1"}]},{"code":"b"}]}"#,
+            r#"{"resourceType":"ValueSet","url":"http://example.org/vs","compose":{"include":[{"system":"http://example.org/cs"},{"system":"http://other","concept":[{"code":"z"}]}],"exclude":[{"system":"http://example.org/cs","concept":[{"code":"b"}]}]}}"#,
+            r#"{"resourceType":"ValueSet","url":"http://example.org/snomed","compose":{"include":[{"system":"http://snomed.info/sct","filter":[{"property":"concept","op":"is-a","value":"1"}]}]}}"#,
+        ]);
+        let e = c.expansion("http://example.org/vs").expect("expands");
+        assert!(e.contains(Some(b"http://example.org/cs"), b"a1"));
+        assert!(!e.contains(Some(b"http://example.org/cs"), b"b"));
+        assert!(e.contains(None, b"z"));
+        assert!(c.expansion("http://example.org/snomed").is_none());
+        assert!(c.expansion("http://hl7.org/fhir/ValueSet/administrative-gender").is_some());
+    }
+
+    #[test]
+    fn resolves_versions() {
+        let c = store(&[
+            r#"{"resourceType":"ValueSet","url":"http://example.org/v","version":"1"}"#,
+            r#"{"resourceType":"ValueSet","url":"http://example.org/v","version":"2"}"#,
+        ]);
+        let v = |canonical: &str| c.resolve("", canonical).and_then(|r| r.get("version")).and_then(Value::as_str);
+        assert_eq!(v("http://example.org/v|2"), Some("2"));
+        assert_eq!(v("http://example.org/v"), Some("1"));
+        assert!(c.resolve("StructureDefinition", "http://example.org/v").is_none());
+        assert_eq!(Conformance::new().add_json(b"[1]", SourceId(0)), Err(Code::CONFORMANCE_RESOURCE_INVALID));
+    }
+}
