@@ -21,7 +21,7 @@ use super::definitions::{self as defs, Kind, Strength};
 use super::model::{Document, ValueKind};
 use super::primitive;
 use super::read_json::json_kind_of;
-use super::{bundle, fhirpath, rules};
+use super::{bundle, fhirpath, questionnaire, rules};
 
 /// Findings beyond this count are dropped (the verdict is kept).
 pub const MAX_FINDINGS: usize = 1000;
@@ -78,8 +78,16 @@ impl Findings {
     }
 }
 
-/// Validates a document.
+/// Validates a document, with the conformance resources it holds (a QuestionnaireResponse's
+/// Questionnaire contained or in the same Bundle).
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
+    validate_with(doc, options, &|_: &str| None)
+}
+
+/// Validates a document; `resolve` supplies, by canonical URL (`url` or `url|version`), the
+/// conformance resources the document refers to and does not hold (a QuestionnaireResponse's
+/// Questionnaire, the value sets of its answers): see [`questionnaire::Resolve`].
+pub fn validate_with(doc: &Document, options: Options, resolve: questionnaire::Resolve<'_>) -> Vec<Diagnostic> {
     let mut f = Findings::new(options.strict);
     for d in doc.findings() {
         f.push_with(d.code, d.severity, d.location);
@@ -105,6 +113,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         }
     }
     bundle::check(doc, &mut f);
+    questionnaire::check(doc, resolve, &mut f);
     fhirpath::check_invariants(doc, &mut f);
     // The room given at the first finding is not kept when most of it is unused (the findings
     // of a record may wait in the output queue).
