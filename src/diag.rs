@@ -227,6 +227,30 @@ codes! {
     EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
+    // QuestionnaireResponse against its Questionnaire (formats/fhir/questionnaire.rs).
+    QR_QUESTIONNAIRE_UNKNOWN => Warning, "the Questionnaire of a QuestionnaireResponse cannot be found, so its answers are not checked against it";
+    QR_QUESTIONNAIRE_WRONG_TYPE => Error, "a QuestionnaireResponse's questionnaire names a resource that is not a Questionnaire";
+    QR_ITEM_UNKNOWN => Error, "a QuestionnaireResponse item's linkId is not an item of the Questionnaire at that level";
+    QR_ITEM_REPEATED => Error, "a Questionnaire item that does not repeat occurs in several QuestionnaireResponse items";
+    QR_ANSWER_NOT_ALLOWED => Error, "an item of type group, display or question has answers";
+    QR_ANSWER_TYPE => Error, "an answer's type is not the one its item's type (or answer options) asks for";
+    QR_ANSWER_REPEATED => Error, "an item that does not repeat has several answers";
+    QR_ANSWER_COUNT => Error, "an item has fewer answers than its minOccurs or more than its maxOccurs";
+    QR_REQUIRED_MISSING => Error, "a required, enabled item has no answer (no sub-items, for a group) in a completed response (information while in progress)";
+    QR_ANSWER_DISABLED => Error, "an item whose enableWhen conditions do not hold has answers";
+    QR_ANSWER_NOT_IN_OPTIONS => Error, "an answer is not one of its item's answerOptions";
+    QR_ANSWER_EXCLUSIVE => Error, "an exclusive answer option is chosen together with other answers";
+    QR_ANSWER_NOT_IN_VALUESET => Error, "a coded answer is not in its item's answerValueSet";
+    QR_VALUESET_UNKNOWN => Warning, "an item's answerValueSet cannot be found, so the answer is not checked against it";
+    QR_ANSWER_LENGTH => Error, "a text answer is longer than the item's maxLength or shorter than its minLength";
+    QR_ANSWER_FORMAT => Error, "a text answer does not match the item's regex";
+    QR_ANSWER_RANGE => Error, "an answer is below the item's minimum or above its maximum, or a quantity cannot be compared with them";
+    QR_ANSWER_DECIMALS => Error, "a decimal answer has more decimal places than the item's maxDecimalPlaces";
+    QR_ATTACHMENT_TYPE => Error, "an attachment answer's contentType is not one of the item's mimeTypes";
+    QR_ATTACHMENT_SIZE => Error, "an attachment answer is larger than the item's maxSize";
+    QR_REFERENCE_TYPE => Error, "a reference answer names no resource type, or one the item's referenceResource does not allow";
+    QR_QUANTITY_UNIT => Error, "a quantity answer's unit is not one of the item's unitOptions";
+    QUESTIONNAIRE_ENABLEWHEN_INNER => Error, "a Questionnaire item's enableWhen depends on the item itself or one of its descendants";
 
     // ---- FHIR profiles (structure, formats/fhir/profile.rs) ---------------------------------
     // Findings against a profile of a loaded IG carry the profile's canonical (`profile`).

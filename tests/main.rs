@@ -53,6 +53,9 @@
 //!   against its manifest (codes and exact locations); transaction and segment counts; fmt a
 //!   fixed point; Safe Harbor over marker-filled transmissions; SCRIPT XML still planned; the
 //!   mutation test (header date, count, segment id, segment and field copies, field formats).
+//! - `questionnaire`: QuestionnaireResponses against their Questionnaires over the suite's
+//!   `questionnaire` cases (supporting files through the resolver hook of `validate_with`),
+//!   agreement with the reference as a floor; skipped without `../shared/fhir-test-cases`.
 
 mod common;
 
@@ -74,6 +77,7 @@ mod named_model;
 mod ncpdp;
 mod no_leak;
 mod parallel;
+mod questionnaire;
 mod readme;
 mod redact;
 mod redact_fail_closed;

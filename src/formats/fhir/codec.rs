@@ -90,11 +90,12 @@ impl Codec for Fhir {
     fn findings(doc: &Document, _kind: Kind<NoEnvelope>, check: Check, settings: &Settings) -> Vec<Diagnostic> {
         match check {
             Check::Syntax => doc.findings().to_vec(),
-            Check::Full => validate::validate_with(
-                doc,
-                validate::Options { strict: settings.strict },
-                settings.structures.as_deref(),
-            ),
+            Check::Full => {
+                let structures = settings.structures.as_deref();
+                // Questionnaires and value sets the document refers to, from the loaded packages.
+                let resolve = |canonical: &str| structures.and_then(|c| c.conformance.resolve("", canonical));
+                validate::validate_with(doc, validate::Options { strict: settings.strict }, structures, &resolve)
+            }
         }
     }
 

@@ -578,6 +578,13 @@ pub fn value_set_by_url(url: &str) -> Option<&'static ValueSet> {
     value_set(u16::try_from(k).ok()?)
 }
 
+/// The bundled value set with canonical `url`: `Some(None)` when it is known but could not be
+/// expanded from the bundled code systems.
+pub fn bundled_value_set(url: &[u8]) -> Option<Option<&'static ValueSet>> {
+    let n = vs_index().entries.iter().position(|e| e.url.as_bytes() == url)?;
+    Some(value_set(u16::try_from(n).ok()?))
+}
+
 /// How many value sets are bound, and how many of them are expandable.
 pub fn value_set_counts() -> (usize, usize) {
     let idx = vs_index();

@@ -7,7 +7,8 @@
 //!   [`definitions`] (the generated tables of the core StructureDefinitions and value sets);
 //! - [`primitive`]: the primitive types' syntax; [`fhirpath`]: the invariant engine;
 //! - [`validate`]: structure, cardinality, types, primitives, bindings, Bundle references,
-//!   invariants, the rules stated in prose ([`rules`]), the core extension definitions
+//!   invariants, the rules stated in prose ([`rules`]), QuestionnaireResponses against their
+//!   Questionnaires ([`questionnaire`]), the core extension definitions
 //!   ([`extensions`]) and UCUM codes ([`ucum`]); [`inspect`]: a value-free summary;
 //! - [`write`] and [`fmt`]: the data-channel writers (FHIR JSON; canonical JSON and XML).
 //!
@@ -27,6 +28,7 @@ mod locate;
 pub mod model;
 pub mod primitive;
 pub mod profile;
+pub mod questionnaire;
 pub mod read_json;
 pub mod read_xml;
 pub mod rules;

@@ -21,7 +21,7 @@ use super::definitions::{self as defs, Kind, Strength};
 use super::model::{Document, ValueKind};
 use super::primitive;
 use super::read_json::json_kind_of;
-use super::{bundle, fhirpath, rules};
+use super::{bundle, fhirpath, questionnaire, rules};
 
 /// Findings beyond this count are dropped (the verdict is kept).
 pub const MAX_FINDINGS: usize = 1000;
@@ -99,17 +99,21 @@ impl Findings {
     }
 }
 
-/// Validates a document.
+/// Validates a document, with the conformance resources it holds (a QuestionnaireResponse's
+/// Questionnaire contained or in the same Bundle).
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
-    validate_with(doc, options, None)
+    validate_with(doc, options, None, &|_: &str| None)
 }
 
-/// Validates a document, and against the profiles of `structures` when given (see
-/// [`super::profile`]).
+/// Validates a document, against the profiles of `structures` when given (see
+/// [`super::profile`]); `resolve` supplies, by canonical URL (`url` or `url|version`), the
+/// conformance resources the document refers to and does not hold (a QuestionnaireResponse's
+/// Questionnaire, the value sets of its answers): see [`questionnaire::Resolve`].
 pub fn validate_with(
     doc: &Document,
     options: Options,
     structures: Option<&crate::structure::Context>,
+    resolve: questionnaire::Resolve<'_>,
 ) -> Vec<Diagnostic> {
     let mut f = Findings::new(options.strict);
     for d in doc.findings() {
@@ -136,6 +140,7 @@ pub fn validate_with(
         }
     }
     bundle::check(doc, &mut f);
+    questionnaire::check(doc, resolve, &mut f);
     fhirpath::check_invariants(doc, &mut f);
     if let Some(ctx) = structures {
         super::profile::check_into(doc, ctx, options, &mut f);
