@@ -1372,3 +1372,93 @@ fn phiward_mcp_and_phiward_mcp_command_take_the_same_options() {
     assert_eq!(ops[0], ops[1]);
     assert!(ops[0].iter().any(|(op, tool)| op == "mcp tool" && tool == "validate"), "{:?}", ops[0]);
 }
+
+/// The inspect output schema declares, per format, exactly what `inspect` writes: over every
+/// fixture, at both detail levels, each summary has its format's required properties, no
+/// property the schema does not declare, and each of the declared kind; every format this
+/// build inspects has its schema and is seen.
+#[cfg(feature = "mcp")]
+#[test]
+fn inspect_output_schema_matches_every_format() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let specs: BTreeMap<&str, &str> = mcp::INSPECT_SUMMARIES.iter().copied().collect();
+    let inspected: BTreeSet<&str> = Tool::Inspect.format_names().into_iter().collect();
+    for f in phiward::formats::Format::ALL {
+        if f.supports(phiward::formats::Operation::Inspect) {
+            assert!(specs.contains_key(f.as_str()), "no inspect schema for {}", f.as_str());
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut checked = 0;
+    let mut problems = BTreeSet::new();
+    for dir in std::fs::read_dir(fixture("")).expect("fixtures/").flatten() {
+        let mut files = files_under(&dir.path().join("valid"));
+        files.extend(files_under(&dir.path().join("invalid")));
+        for file in files {
+            let input = std::fs::read(&file).expect("fixture");
+            let mut args = match std::str::from_utf8(&input) {
+                Ok(s) => json!({ "content": s, "max_bytes": 0 }),
+                Err(_) => json!({ "content_base64": base64(&input), "max_bytes": 0 }),
+            };
+            if file.extension().is_some_and(|e| e == "ndjson") {
+                args["ndjson"] = json!(true);
+            }
+            for detail in ["summary", "inventory"] {
+                args["detail"] = json!(detail);
+                let reply = call("inspect", args.clone());
+                let Some(data) = reply.get("data") else { continue };
+                let records = match data.get("records").and_then(Value::as_array) {
+                    Some(r) => r.clone(),
+                    None => vec![data.clone()],
+                };
+                for r in records.iter().filter(|r| r.get("error").is_none()) {
+                    let ctx = format!("{} ({detail})", file.display());
+                    let format = r["format"].as_str().expect("format");
+                    let spec = specs.get(format).unwrap_or_else(|| panic!("format {format} has no schema: {ctx}"));
+                    assert!(inspected.contains(format), "{ctx}");
+                    seen.insert(format.to_owned());
+                    let mut declared = BTreeMap::new();
+                    for item in spec.split_whitespace() {
+                        let (name, kind) = item.split_once(':').expect("name:kind");
+                        declared.insert(name, kind);
+                    }
+                    let obj = r.as_object().expect("an object");
+                    for (key, value) in obj {
+                        if ["format", "record", "offset"].contains(&key.as_str()) {
+                            continue;
+                        }
+                        let Some(kind) = declared.get(key.as_str()) else {
+                            problems.insert(format!("{format}: {key} undeclared"));
+                            continue;
+                        };
+                        let ok = match kind.trim_end_matches('?') {
+                            "n" => value.as_u64().is_some(),
+                            "z" => value.is_null() || value.as_u64().is_some(),
+                            "m" => value.as_object().is_some_and(|m| m.values().all(|v| v.as_u64().is_some())),
+                            "s" => value.is_string(),
+                            "b" => value.is_boolean(),
+                            "a" => value.is_array(),
+                            _ => value.is_object(),
+                        };
+                        if !ok {
+                            problems.insert(format!("{format}: {key} is not of kind {kind}"));
+                        }
+                    }
+                    for (name, kind) in &declared {
+                        if !kind.ends_with('?') && !obj.contains_key(*name) {
+                            problems.insert(format!("{format}: {name} missing"));
+                        }
+                    }
+                    if detail == "inventory" && (format == "hl7" || format == "fhir") {
+                        assert!(obj.contains_key("inventory"), "no inventory: {ctx}");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    let expected: BTreeSet<String> = specs.keys().map(|s| (*s).to_owned()).collect();
+    assert_eq!(seen, expected, "every format's schema is exercised by a fixture");
+    assert!(checked > 100, "{checked}");
+}

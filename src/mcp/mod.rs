@@ -29,4 +29,4 @@ pub mod transport;
 
 pub use dispatch::{Config, Reply, Watch, dispatch, dispatch_watched};
 pub use server::{Server, serve_stdio};
-pub use tools::{Tool, definitions};
+pub use tools::{INSPECT_SUMMARIES, Tool, definitions};

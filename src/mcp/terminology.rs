@@ -354,7 +354,7 @@ fn map_codes(mut args: Map<String, Value>, config: &Config) -> Reply {
 }
 
 /// The resources, as `resources/list` shows them: `(uri, name, title, description, mime type)`.
-pub const RESOURCES: [(&str, &str, &str, &str, &str); 2] = [
+pub const RESOURCES: [(&str, &str, &str, &str, &str); 3] = [
     (
         LICENSES_URI,
         "licenses",
@@ -369,6 +369,14 @@ pub const RESOURCES: [(&str, &str, &str, &str, &str); 2] = [
         "What find_equivalent and map_codes can use: code systems (bundled, imported, unavailable), \
          datasets with vintage, size, licence and citation, and the bundled ConceptMaps.",
         "application/json",
+    ),
+    (
+        super::tools::INSPECT_SCHEMA_URI,
+        "inspect-schema",
+        "The inspect summary of each format",
+        "The JSON Schema of what inspect returns for each format (one anyOf branch per format: its \
+         properties, their types, which are always there), at both detail levels.",
+        "application/schema+json",
     ),
 ];
 
@@ -417,6 +425,9 @@ pub fn read_resource(uri: &str, catalog: &Catalog) -> Option<(String, &'static s
     let json = |v: Value| serde_json::to_string_pretty(&v).ok().map(|t| (t, "application/json"));
     match uri {
         LICENSES_URI => Some((term::licenses_text(catalog), "text/markdown")),
+        super::tools::INSPECT_SCHEMA_URI => {
+            serde_json::to_string_pretty(&super::tools::inspect_schema()).ok().map(|t| (t, "application/schema+json"))
+        }
         TERMINOLOGY_URI => {
             let mut listing = term::listing(catalog);
             if let Some(obj) = listing.as_object_mut() {

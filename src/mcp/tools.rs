@@ -259,15 +259,16 @@ impl Tool {
             props.insert("offset".to_owned(), json!({"type": "integer", "minimum": 0}));
         }
         let mut record = json!({"type": "object", "properties": properties, "required": required});
+        let mut shared = Map::new();
         if self == Tool::Inspect
             && let Some(obj) = record.as_object_mut()
         {
+            // The per-format schemas would take tools/list over 32 KB: they are a resource.
             obj.insert(
                 "description".to_owned(),
-                Value::from("A value-free summary: counts, types, versions, codes of coded fields; per format."),
+                Value::from(format!("A value-free summary; each format's schema: resource {INSPECT_SCHEMA_URI}.")),
             );
         }
-        let mut shared = Map::new();
         shared.insert("record".to_owned(), record);
         if self != Tool::Inspect {
             shared.insert("findings".to_owned(), findings_schema());
@@ -341,6 +342,99 @@ pub(super) fn envelope(data: Value, status_description: &str, mut defs: Map<Stri
         "additionalProperties": false,
         "$defs": defs
     })
+}
+
+/// The summary `inspect` writes for each format, as `property:kind` (`?`: absent when it does
+/// not apply); kinds: `s` string, `n` count, `z` count or null, `m` counts by name, `b`
+/// boolean, `a` array, `o` object (DICOM's summary keeps the snake_case names it was published
+/// with). `inventory` is there with `detail: inventory` (HL7 v2, FHIR). Kept in step with the
+/// summaries by the test `inspect_output_schema_matches_every_format`.
+pub const INSPECT_SUMMARIES: &[(&str, &str)] = &[
+    ("hl7", "messageType:s? version:s? segmentCount:n segments:m warningCount:n errorCount:n inventory:a?"),
+    (
+        "fhir",
+        "syntax:s fhirVersion:s resourceType:s bundleType:s? entryCount:n? entryResourceTypes:m? resources:m \
+         containedCount:n elementCount:n unknownElementCount:n extensionCount:n profileCount:n warningCount:n \
+         errorCount:n issueCount:n inventory:a?",
+    ),
+    (
+        "x12",
+        "recordType:s group:n? set:n? transactionSets:m? implementationGuides:a segmentCount:n segments:m \
+         loopCounts:m? warningCount:n errorCount:n",
+    ),
+    (
+        "dicom",
+        "preamble:b file_meta:b transfer_syntax:o sop_class:o modality:s elements:n meta_elements:n \
+         top_level_elements:n sequences:n items:n max_depth:n private_groups:n private_creators:n pixel_data:o \
+         frames:z warning_count:n error_count:n",
+    ),
+    ("ccda", "documentType:s templates:a unknownTemplates:n structuredBody:b sections:a errorCount:n warningCount:n"),
+    (
+        "ncpdp",
+        "recordType:s version:s? transactionCode:s transactionCount:n? groupCount:n headerStatus:s? segments:a \
+         transactions:a segmentCount:n fieldCount:n warningCount:n errorCount:n",
+    ),
+    (
+        "astm",
+        "recordType:s recordCount:n records:m framed:b frameCount:n delimiters:o? processingId:s? version:s? \
+         warningCount:n errorCount:n",
+    ),
+];
+
+/// The resource holding the schema of each format's `inspect` summary.
+pub const INSPECT_SCHEMA_URI: &str = "info://schema/inspect";
+
+/// The JSON Schema of an `inspect` record, one `anyOf` branch per format (the resource
+/// [`INSPECT_SCHEMA_URI`]).
+pub fn inspect_schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "phiward inspect: the summary of one record, per format",
+        "type": "object",
+        "properties": {
+            "format": {"type": "string"},
+            "record": {"type": "integer", "minimum": 1},
+            "offset": {"type": "integer", "minimum": 0}
+        },
+        "required": ["format"],
+        "anyOf": inspect_schemas(),
+        "$defs": {
+            "n": {"type": "integer", "minimum": 0},
+            "m": {"type": "object", "additionalProperties": {"$ref": "#/$defs/n"}}
+        }
+    })
+}
+
+/// The `anyOf` of the inspect record: one schema per format this build inspects.
+fn inspect_schemas() -> Value {
+    let mut out = Vec::new();
+    for (format, spec) in INSPECT_SUMMARIES {
+        let mut properties = Map::new();
+        let mut required = vec![Value::from("format")];
+        properties.insert("format".to_owned(), json!({"const": format}));
+        for item in spec.split_whitespace() {
+            let Some((name, kind)) = item.split_once(':') else { continue };
+            let (kind, optional) = match kind.strip_suffix('?') {
+                Some(k) => (k, true),
+                None => (kind, false),
+            };
+            let schema = match kind {
+                "n" => json!({"$ref": "#/$defs/n"}),
+                "z" => json!({"type": ["integer", "null"], "minimum": 0}),
+                "m" => json!({"$ref": "#/$defs/m"}),
+                "s" => json!({"type": "string"}),
+                "b" => json!({"type": "boolean"}),
+                "a" => json!({"type": "array"}),
+                _ => json!({"type": "object"}),
+            };
+            properties.insert(name.to_owned(), schema);
+            if !optional {
+                required.push(Value::from(name));
+            }
+        }
+        out.push(json!({"properties": properties, "required": required}));
+    }
+    Value::Array(out)
 }
 
 /// The size and selection arguments every message tool takes ([`super::shape`]).

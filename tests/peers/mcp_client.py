@@ -358,7 +358,30 @@ async def terminology(client: Client, session: ClientSession, binary: Path) -> N
             no_marker(sc, f"map_codes {label}")
     listed = await session.list_resources()
     uris = sorted(str(r.uri) for r in listed.resources)
-    check(uris == ["info://licenses", "info://terminology"], "resources/list: info://licenses and info://terminology")
+    check(uris == ["info://licenses", "info://schema/inspect", "info://terminology"],
+          "resources/list: info://licenses, info://schema/inspect and info://terminology")
+    schema = json.loads((await session.read_resource("info://schema/inspect")).contents[0].text)
+    check(len(schema.get("anyOf", [])) >= 7 and all(b["properties"]["format"].get("const") for b in schema["anyOf"]),
+          "info://schema/inspect: one branch per format")
+    try:
+        import jsonschema  # a dependency of the official SDK
+        for fmt in FORMATS:
+            for sample in fixtures(fmt, "valid")[:2]:
+                raw = sample.read_bytes()
+                try:
+                    args = {"content": raw.decode("utf-8")}
+                except UnicodeDecodeError:
+                    args = {"content_base64": base64.b64encode(raw).decode()}
+                for detail in ["summary", "inventory"]:
+                    sc = await client.call("inspect", {**args, "detail": detail, "max_bytes": 0}, f"inspect {fmt} {detail}")
+                    data = (sc or {}).get("data") or {}
+                    for record in data.get("records", [data]):
+                        if "error" in record:
+                            continue
+                        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(record))
+                        check(not errors, f"inspect {fmt} ({detail}) matches info://schema/inspect")
+    except ImportError:
+        check(False, "jsonschema (a dependency of the official MCP SDK) is importable")
     lic = await session.read_resource("info://licenses")
     text = lic.contents[0].text
     for needle in ["icd10cm", "mesh", "loinc", "conceptmaps", "ucum", "Regenstrief", "National Library of Medicine",
