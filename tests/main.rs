@@ -5,6 +5,8 @@
 //! - `cli_contract`: exit-code matrix, stderr line grammar, --help/--version, limits.
 //! - `fhir`: every fixture under fixtures/fhir through every command, against its manifest;
 //!   round trips, XML/JSON agreement, exact decimals, NDJSON, markers.
+//! - `fhir_profiles`: `validate --ig --profile --must-support` over the synthetic IG of
+//!   fixtures/fhir/ig: each profile rule at its element, the profile named, no value out.
 //! - `hl7v2_fixtures`: every fixture under fixtures/hl7v2 through every command, against the manifest.
 //! - `hl7v2_conformance`: fixtures/hl7v2/conformance, one rule each, against their expected
 //!   findings in the default and `--strict` modes; findings of every HL7 v2 fixture are value-free.
@@ -68,6 +70,7 @@ mod cli_contract;
 mod convert;
 mod dicom;
 mod fhir;
+mod fhir_profiles;
 mod first_run;
 mod fuzz_replay;
 mod hl7v2_conformance;

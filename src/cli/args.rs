@@ -652,6 +652,8 @@ pub struct InputArgs {
     pub model: crate::formats::codec::ModelShape,
     /// `parse`/`convert` selection and findings filters, as MCP arguments.
     pub select: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `validate` (FHIR): the loaded packages and profiles.
+    pub structures: Option<std::sync::Arc<crate::structure::Context>>,
 }
 
 impl InputArgs {
@@ -670,6 +672,7 @@ impl InputArgs {
             line_ending: LineEnding::Cr,
             model: crate::formats::codec::ModelShape::Positional,
             select: None,
+            structures: None,
         }
     }
 
@@ -773,6 +776,15 @@ pub struct ValidateArgs {
     /// conformance deviations the default mode tolerates (docs/hl7v2-conformance.md).
     #[arg(long)]
     pub strict: bool,
+    #[command(flatten)]
+    pub packages: PackageArgs,
+    /// FHIR: validate the resource against this profile too (the canonical URL of a
+    /// StructureDefinition that --ig loads), besides those its meta.profile names. Repeatable.
+    #[arg(long = "profile", value_name = "URL")]
+    pub profiles: Vec<String>,
+    /// FHIR: report the absent must-support elements of the profiles (as information).
+    #[arg(long)]
+    pub must_support: bool,
 }
 
 /// `fmt` options.

@@ -381,7 +381,7 @@ pub fn run(
                     policy: policy.clone(),
                     key: None,
                     model: crate::formats::codec::ModelShape::Positional,
-                    structures: None,
+                    structures: a.structures.clone(),
                 };
                 let digest = match (entry, log) {
                     (Entry::File(p), Some(log)) if log.key.is_some() => {

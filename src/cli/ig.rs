@@ -112,6 +112,66 @@ pub fn load(a: &PackageArgs) -> Result<package::Loaded, LoadError> {
     package::load(&a.igs, a.cache().as_deref(), &package::Limits::default())
 }
 
+/// The conformance context of `validate`: the packages of `--ig` (and their dependencies from
+/// the cache) loaded once, each resource (XML converted) added to the store, `--profile` and
+/// `--must-support`. `None` when nothing is asked. A load failure is printed with its hint; a
+/// `--profile` that names no loaded StructureDefinition is `CLI_USAGE` naming the option.
+/// Dependencies not in the cache are one notice on stderr (package names only).
+pub fn structures(
+    a: &PackageArgs,
+    profiles: &[String],
+    must_support: bool,
+) -> Result<Option<std::sync::Arc<crate::structure::Context>>, u8> {
+    if a.igs.is_empty() && profiles.is_empty() {
+        return Ok(None);
+    }
+    let loaded = if a.igs.is_empty() {
+        package::Loaded { packages: Vec::new(), missing: Vec::new() }
+    } else {
+        load(a).map_err(|e| fail(e.code, load_hint(&e)))?
+    };
+    if !loaded.missing.is_empty() {
+        let names: Vec<String> = loaded
+            .missing
+            .iter()
+            .map(|m| match &m.substituted {
+                Some(s) => format!("{}#{} (used {s})", m.name, m.version),
+                None => format!("{}#{}", m.name, m.version),
+            })
+            .collect();
+        output::notice(&format!(
+            "{} package dependenc{} not in the package cache: {}",
+            names.len(),
+            if names.len() == 1 { "y" } else { "ies" },
+            names.join(", ")
+        ));
+    }
+    let limits = crate::limits::Limits::default();
+    let mut conformance = crate::structure::Conformance::new();
+    let mut unreadable = 0u64;
+    for (k, p) in loaded.packages.into_iter().enumerate() {
+        let source = crate::structure::SourceId(u32::try_from(k).unwrap_or(u32::MAX));
+        for e in p.resources {
+            let added = crate::ops::conformance_json(e.bytes, &limits).and_then(|j| conformance.add_json(&j, source));
+            if added.is_err() {
+                unreadable += 1;
+            }
+        }
+    }
+    if unreadable > 0 {
+        output::notice(&format!(
+            "{}: {unreadable} resource file(s) of the packages left out",
+            Code::CONFORMANCE_RESOURCE_INVALID.as_str()
+        ));
+    }
+    if profiles.iter().any(|p| conformance.structure_definition(p).is_none()) {
+        output::failure_hint(Code::CLI_USAGE, "--profile names no StructureDefinition of the packages --ig loads");
+        return Err(exit::USAGE);
+    }
+    let context = crate::structure::Context { conformance, profiles: profiles.to_vec(), must_support };
+    Ok(Some(std::sync::Arc::new(context)))
+}
+
 fn s(v: &Value, k: &str) -> String {
     match v.get(k) {
         Some(Value::String(s)) => s.clone(),

@@ -148,11 +148,16 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
         Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
         Cmd::Validate(mut v) => {
             let strict = v.strict;
+            let structures = match ig::structures(&v.packages, &v.profiles, v.must_support) {
+                Ok(s) => s,
+                Err(exit) => return exit,
+            };
             let batch = std::mem::take(&mut v.batch);
             if batch.any() || v.read.input.is_dir() {
-                return batch::run(Command::Validate, v.into(), batch, strict, log.map(|l| &**l), record);
+                let a = InputArgs { structures, ..v.into() };
+                return batch::run(Command::Validate, a, batch, strict, log.map(|l| &**l), record);
             }
-            run_input(Command::Validate, v.into(), strict)
+            run_input(Command::Validate, InputArgs { structures, ..v.into() }, strict)
         }
         Cmd::Inspect(mut a) => {
             let batch = std::mem::take(&mut a.batch);
@@ -473,7 +478,7 @@ fn run_request(
         policy,
         key,
         model: a.model,
-        structures: None,
+        structures: a.structures.clone(),
     };
     let lf = match a.line_ending {
         args::LineEnding::Lf => true,

@@ -271,7 +271,9 @@ fn human_findings(json: &[u8], findings: &[crate::diag::Diagnostic], out: &mut i
             (Some(l), None) => format!(" (line {l})"),
             _ => String::new(),
         };
-        writeln!(out, "  {:<11} {:<32} {location}{at}", d.severity.as_str(), d.code.as_str())?;
+        let profile =
+            f.get("profile").and_then(serde_json::Value::as_str).map(|p| format!(" [profile {p}]")).unwrap_or_default();
+        writeln!(out, "  {:<11} {:<32} {location}{at}{profile}", d.severity.as_str(), d.code.as_str())?;
     }
     Ok(())
 }
@@ -547,6 +549,12 @@ pub fn batch_summary(line: &str) {
 pub fn failure_hint(code: Code, hint: &str) {
     let hint: String = hint.chars().filter(|c| !c.is_control()).collect();
     let _ = writeln!(io::stderr().lock(), "phiward: {}: {} ({hint})", code.as_str(), code.meaning());
+}
+
+/// Prints a notice on stderr (names of packages and counts only: never a value).
+pub fn notice(line: &str) {
+    let line: String = line.chars().filter(|c| !c.is_control()).collect();
+    let _ = writeln!(io::stderr().lock(), "phiward: note: {line}");
 }
 
 /// Prints the one stderr line of a failure, with a fixed hint.

@@ -102,6 +102,10 @@ pub fn findings_json_at(findings: &[Diagnostic], place: &Placement<'_>, out: &mu
             location_json(&d.location, out);
         }
         let location_end = out.len();
+        if let Some(canonical) = d.profile.and_then(crate::structure::profile_canonical) {
+            out.extend_from_slice(b",\"profile\":");
+            crate::json::string(out, canonical);
+        }
         if let Some(p) = place.positions.get(i) {
             if p.line > 0 {
                 out.extend_from_slice(b",\"line\":");

@@ -9,7 +9,7 @@
 //!   packages, ending in the built-in R4 core definitions): the differential's elements replace
 //!   or refine the base's by element id, a new slice starts from the element it slices, and an
 //!   element inside a data type starts from that type's core definition. A type-specific choice
-//!   path (`Observation.valueQuantity`) is read as the type slice `value[x]:valueQuantity`.
+//!   path (`Observation.valueQuantity`) is read as `value[x]` restricted to that type.
 //! - [`Conformance::expansion`]: a value set's `expansion.contains`, or its `compose`: the
 //!   concepts listed, whole code systems that are loaded (`content: complete`), other value sets
 //!   included, and the excludes. A filter or a code system that is not loaded makes the value set
@@ -758,31 +758,38 @@ fn merge(base: &Snapshot, diff: &[Value], type_name: &str) -> (Vec<Element>, boo
         }
     }
     let mut complete = true;
+    // For differentials without ids: the slice each sliced path is in, as the elements go.
+    let mut current_slice: BTreeMap<String, String> = BTreeMap::new();
     for d in diff {
         let Some(path) = d.get("path").and_then(Value::as_str) else { continue };
         let mut d = d.clone();
-        // `Observation.valueQuantity`: the type slice of `value[x]`.
+        if d.get("id").and_then(Value::as_str).is_none() {
+            let id = inferred_id(path, d.get("sliceName").and_then(Value::as_str), &mut current_slice);
+            if let Some(obj) = d.as_object_mut() {
+                obj.insert("id".into(), Value::String(id));
+            }
+        }
+        let path = path.to_owned();
+        let path = path.as_str();
+        // `Observation.valueQuantity`: `value[x]` restricted to that type (a choice renamed, as
+        // the profiling rules allow when one type is used).
         if let Some((parent, last)) = path.rsplit_once('.') {
             if !last.ends_with("[x]") && !elements.iter().any(|e| e.path == path) {
-                if let Some((choice_path, slice)) = choice_slice(&elements, parent, last) {
+                if let Some((choice_path, ty)) = choice_slice(&elements, parent, last) {
                     let id = d.get("id").and_then(Value::as_str).map(str::to_owned);
                     let parent_id = id.as_deref().and_then(split_id).map_or(parent.to_owned(), |(p, _)| p.to_owned());
+                    let stem = choice_path.rsplit('.').next().unwrap_or("").to_owned();
+                    let ty_name = ty.strip_prefix(stem.trim_end_matches("[x]")).unwrap_or("").to_owned();
                     if let Some(obj) = d.as_object_mut() {
                         obj.insert("path".into(), Value::String(choice_path.clone()));
-                        let stem = choice_path.rsplit('.').next().unwrap_or("");
-                        obj.insert("id".into(), Value::String(format!("{parent_id}.{stem}:{slice}")));
-                        obj.insert("sliceName".into(), Value::String(slice.clone()));
-                    }
-                    let sliced = format!("{parent_id}.{stem}", stem = choice_path.rsplit('.').next().unwrap_or(""));
-                    // The choice element itself is sliced by type.
-                    if let Some(e) = elements.iter_mut().find(|e| e.id == sliced) {
-                        if e.slicing.is_none() {
-                            e.slicing = Some(Slicing {
-                                discriminators: vec![(DiscriminatorKind::Type, "$this".to_owned())],
-                                ordered: false,
-                                closed: false,
-                                open_at_end: false,
-                            });
+                        obj.insert("id".into(), Value::String(format!("{parent_id}.{stem}")));
+                        if !obj.contains_key("type") {
+                            let lower =
+                                ty_name.get(..1).map(|f| format!("{}{}", f.to_ascii_lowercase(), &ty_name[1..]));
+                            let code = defs::type_id(ty_name.as_bytes())
+                                .or_else(|| lower.as_deref().and_then(|l| defs::type_id(l.as_bytes())))
+                                .map_or(ty_name.clone(), |t| defs::type_name(t).to_owned());
+                            obj.insert("type".into(), serde_json::json!([{ "code": code }]));
                         }
                     }
                 }
@@ -856,6 +863,38 @@ fn merge(base: &Snapshot, diff: &[Value], type_name: &str) -> (Vec<Element>, boo
     (elements, complete)
 }
 
+/// The id of a differential element that has none: its path, with the slice names of the
+/// slices it is inside (the last slice declared at each sliced path before it).
+fn inferred_id(path: &str, slice_name: Option<&str>, current: &mut BTreeMap<String, String>) -> String {
+    let segs: Vec<&str> = path.split('.').collect();
+    let mut id = String::new();
+    for (k, seg) in segs.iter().enumerate() {
+        if k > 0 {
+            id.push('.');
+        }
+        id.push_str(seg);
+        if k + 1 < segs.len() {
+            if let Some(name) = current.get(&segs[..=k].join(".")) {
+                id.push(':');
+                id.push_str(name);
+            }
+        }
+    }
+    // A slice (or the element itself again) ends the slices declared below it.
+    current.retain(|p, _| !(p.starts_with(path) && p.len() > path.len() && p.as_bytes()[path.len()] == b'.'));
+    match slice_name {
+        Some(name) => {
+            id.push(':');
+            id.push_str(name);
+            current.insert(path.to_owned(), name.to_owned());
+        }
+        None => {
+            current.remove(path);
+        }
+    }
+    id
+}
+
 /// An element id without its slice names (`Observation.component:a.code` →
 /// `Observation.component.code`).
 fn unsliced(id: &str) -> String {
@@ -900,7 +939,8 @@ mod tests {
         assert_eq!(s.elements[slice].min, 1);
         let system = s.find("Observation.code.coding:loinc.system").expect("system");
         assert_eq!(s.elements[system].fixed.as_ref().and_then(Value::as_str), Some("http://loinc.org"));
-        assert!(s.find("Observation.value[x]:valueQuantity").is_some());
+        let value = s.find("Observation.value[x]").expect("value[x]");
+        assert_eq!(s.elements[value].types.iter().map(|t| t.code.as_str()).collect::<Vec<_>>(), ["Quantity"]);
         let code = s.find("Observation.code").expect("code");
         let groups = s.groups_of(code);
         let coding = groups.iter().find(|g| g.name == "coding").expect("coding group");

@@ -362,6 +362,9 @@ impl<'d> Checker<'d> {
             // A core type's profile, or one not loaded: nothing to contradict.
             return true;
         };
+        if self.doc.node(c).is_resource() && snap.type_name != type_of(self.doc, c) {
+            return false;
+        }
         let pid = crate::structure::profile_id(&snap.url);
         self.conforms(c, &snap, 0, pid, depth)
     }

@@ -1,0 +1,141 @@
+//! FHIR profiles of an IG (issue 31): `validate --ig DIR --profile URL --must-support` over the
+//! synthetic package under fixtures/fhir/ig: meta.profile followed, findings naming the
+//! profile's canonical, `--profile` on an instance that claims none, must-support only on
+//! request, usage and load failures, and no value of the instance in any output.
+
+use serde_json::Value;
+
+use crate::common::{assert_failure_line, code, fixture, run};
+
+const PROFILE: &str = "http://example.org/fhir/phiward/StructureDefinition/test-observation";
+const EXTENSION: &str = "http://example.org/fhir/phiward/StructureDefinition/test-method";
+
+fn ig() -> String {
+    fixture("fhir/ig").to_string_lossy().into_owned()
+}
+
+fn instance(name: &str) -> String {
+    fixture("fhir/ig/instances").join(name).to_string_lossy().into_owned()
+}
+
+/// `(code, severity, location, profile)` of each finding of a `validate --json` run.
+fn findings(stdout: &[u8]) -> Vec<(String, String, String, String)> {
+    let v: Value = serde_json::from_slice(stdout).expect("one JSON object");
+    v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("-").to_owned();
+            (s("code"), s("severity"), s("location"), s("profile"))
+        })
+        .collect()
+}
+
+fn assert_no_marker(o: &std::process::Output) {
+    for out in [&o.stdout, &o.stderr] {
+        assert!(!String::from_utf8_lossy(out).contains("MARKERSECRET"), "a value reached the output");
+    }
+}
+
+#[test]
+fn help_shows_the_package_options() {
+    let o = run(&["validate", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in ["--ig", "--package-dir", "--profile", "--must-support"] {
+        assert!(help.contains(flag), "{flag} missing from validate --help");
+    }
+}
+
+#[test]
+fn a_conformant_instance_is_valid_against_its_meta_profile() {
+    let o = run(&["validate", "--json", "--ig", &ig(), &instance("observation-valid.json")]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    let errors: Vec<_> = findings(&o.stdout).into_iter().filter(|f| f.1 == "error").collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_no_marker(&o);
+}
+
+#[test]
+fn each_rule_of_the_profile_is_found_at_its_element_and_names_the_profile() {
+    let o = run(&["validate", "--json", "--ig", &ig(), &instance("observation-invalid.json")]);
+    assert_eq!(code(&o), 1);
+    assert_no_marker(&o);
+    let found: Vec<(String, String, String, String)> = findings(&o.stdout).into_iter().filter(|f| f.3 != "-").collect();
+    let expect = |c: &str, loc: &str, p: &str| (c.to_owned(), "error".to_owned(), loc.to_owned(), p.to_owned());
+    for want in [
+        expect("PROFILE_FIXED", "Observation.status", PROFILE),
+        expect("PROFILE_PATTERN", "Observation.category[0]", PROFILE),
+        expect("PROFILE_BINDING", "Observation.code", PROFILE),
+        expect("SLICE_UNMATCHED", "Observation.code.coding[1]", PROFILE),
+        expect("PROFILE_CARDINALITY_MIN", "Observation.subject", PROFILE),
+        expect("PROFILE_INVARIANT", "Observation.valueQuantity/invariant:tob-1", PROFILE),
+        expect("PROFILE_CARDINALITY_MAX", "Observation.note[0]", PROFILE),
+        expect("PROFILE_TYPE", "Observation.extension[0].valueString", EXTENSION),
+    ] {
+        assert!(found.contains(&want), "{want:?} not in {found:?}");
+    }
+}
+
+#[test]
+fn profile_option_applies_a_profile_the_instance_does_not_claim() {
+    let plain = instance("observation-no-profile.json");
+    let without = run(&["validate", "--json", "--ig", &ig(), &plain]);
+    assert_eq!(code(&without), 0);
+    let with = run(&["validate", "--json", "--ig", &ig(), "--profile", PROFILE, &plain]);
+    assert_eq!(code(&with), 1);
+    let codes: Vec<String> = findings(&with.stdout).into_iter().map(|f| f.0).collect();
+    assert!(codes.iter().any(|c| c == "PROFILE_CARDINALITY_MIN"), "{codes:?}");
+    assert_no_marker(&with);
+}
+
+#[test]
+fn must_support_is_reported_only_when_asked() {
+    let valid = instance("observation-valid.json");
+    let quiet = run(&["validate", "--json", "--ig", &ig(), &valid]);
+    assert!(!findings(&quiet.stdout).iter().any(|f| f.0 == "PROFILE_MUST_SUPPORT"));
+    let asked = run(&["validate", "--json", "--ig", &ig(), "--must-support", &valid]);
+    assert_eq!(code(&asked), 0);
+    let ms: Vec<_> = findings(&asked.stdout).into_iter().filter(|f| f.0 == "PROFILE_MUST_SUPPORT").collect();
+    assert_eq!(
+        ms,
+        [(
+            "PROFILE_MUST_SUPPORT".to_owned(),
+            "information".to_owned(),
+            "Observation.effective".to_owned(),
+            PROFILE.to_owned()
+        )]
+    );
+}
+
+#[test]
+fn an_unknown_meta_profile_is_a_warning_without_the_ig() {
+    let o = run(&[
+        "validate",
+        "--json",
+        "--ig",
+        &instance("observation-no-profile.json"),
+        &instance("observation-valid.json"),
+    ]);
+    assert_eq!(code(&o), 0);
+    let f = findings(&o.stdout);
+    assert!(f.iter().any(|f| f.0 == "PROFILE_UNKNOWN" && f.1 == "warning" && f.3 == "-"), "{f:?}");
+}
+
+#[test]
+fn a_profile_that_is_not_loaded_is_a_usage_error_naming_the_option() {
+    let o =
+        run(&["validate", "--ig", &ig(), "--profile", "http://example.org/none", &instance("observation-valid.json")]);
+    assert_eq!(code(&o), 2);
+    assert_failure_line(&o, "CLI_USAGE");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--profile") && !err.contains("example.org"), "{err}");
+}
+
+#[test]
+fn a_package_that_cannot_be_read_fails_naming_the_argument_by_place() {
+    let missing = fixture("fhir/ig/no-such-package.tgz").to_string_lossy().into_owned();
+    let o = run(&["validate", "--ig", &ig(), "--ig", &missing, &instance("observation-valid.json")]);
+    assert_failure_line(&o, "CLI_IG_UNREADABLE");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("occurrence 2"));
+}
