@@ -6,18 +6,22 @@
 //! the same document (a Bundle's entry, a contained resource) with that `url` (and `version`),
 //! or one a [`Resolve`] hook supplies from outside (a conformance store, a test's supporting
 //! files). One that cannot be found is `QR_QUESTIONNAIRE_UNKNOWN`, a warning: nothing else is
-//! checked then.
+//! checked then; a canonical that names another type of resource (the hook's, or one of the
+//! core namespace such as `http://hl7.org/fhir/ValueSet/x`) is `QR_QUESTIONNAIRE_WRONG_TYPE`.
 //!
 //! Checked, item by item, level by level: the `linkId` of each response item exists among the
 //! Questionnaire's items at the same level (`QR_ITEM_UNKNOWN`); a non-repeating item answered
 //! in several response items (`QR_ITEM_REPEATED`); `group`, `display` and `question` items
 //! hold no answers (`QR_ANSWER_NOT_ALLOWED`); each answer's type is the one the item's type
-//! asks for (`QR_ANSWER_TYPE`; `choice` and `open-choice` take the types of their
-//! `answerOption`s, `open-choice` a string too); several answers to a non-repeating item
+//! asks for (`QR_ANSWER_TYPE`; `choice` and `open-choice` take a Coding, date, time, integer
+//! or string, and with `answerOption`s one of their types, `open-choice` a string too); several
+//! answers to a non-repeating item
 //! (`QR_ANSWER_REPEATED`) or outside `questionnaire-minOccurs`/`maxOccurs`
 //! (`QR_ANSWER_COUNT`); required items (and required groups' sub-items) answered when the
 //! response is `completed` or `amended` (`QR_REQUIRED_MISSING`; information otherwise);
-//! `enableWhen` (every operator, `enableBehavior` all/any; a disabled item's children are
+//! `enableWhen` (every operator, `enableBehavior` all/any, the answers nearest to the item so
+//! that each repetition of a group reads its own; SDC `enableWhenExpression` and the Finnish
+//! PHR enableWhen extension through the FHIRPath engine; a disabled item's children are
 //! disabled too): a disabled item has no answer (`QR_ANSWER_DISABLED`) and is not required;
 //! answers among the `answerOption`s (`QR_ANSWER_NOT_IN_OPTIONS`) and an exclusive option
 //! chosen alone (`QR_ANSWER_EXCLUSIVE`); Codings in the `answerValueSet` when its content can
@@ -99,6 +103,7 @@ fn extensions<'d>(doc: &'d Document, i: u32, url: &'d str) -> impl Iterator<Item
 
 const EXT: &str = "http://hl7.org/fhir/StructureDefinition/";
 const SDC: &str = "http://hl7.org/fhir/uv/sdc/StructureDefinition/";
+const FIPHR_ENABLE_WHEN: &str = "http://phr.kanta.fi/StructureDefinition/fiphr-ext-questionnaire-enablewhen";
 
 /// An item's `type`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -269,6 +274,14 @@ fn split_canonical(canonical: &[u8]) -> (&[u8], Option<&[u8]>) {
     }
 }
 
+/// The resource type of a canonical URL of the core namespace: `ValueSet` for
+/// `http://hl7.org/fhir/ValueSet/x`.
+fn core_type(url: &[u8]) -> Option<&[u8]> {
+    let rest = url.strip_prefix(b"http://hl7.org/fhir/")?;
+    let ty = rest.split(|&b| b == b'/').next()?;
+    (rest.len() > ty.len() && defs::type_id(ty).is_some_and(defs::is_resource)).then_some(ty)
+}
+
 fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve<'_>) -> Found {
     if let Some(id) = canonical.strip_prefix(b"#") {
         return match contained(doc, r, id) {
@@ -287,8 +300,9 @@ fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve
             document_of(v).map_or(Found::Unknown, |d| Found::Outside(Box::new(d)))
         }
         Some(_) => Found::WrongType,
-        // A core value set's canonical.
-        None if defs::value_set_by_url(url).is_some() => Found::WrongType,
+        // A canonical of the core namespace (`http://hl7.org/fhir/ValueSet/...`) that names
+        // another resource type.
+        None if core_type(url).is_some_and(|t| t != b"Questionnaire".as_slice()) => Found::WrongType,
         None => Found::Unknown,
     }
 }
@@ -698,6 +712,9 @@ impl Ctx<'_, '_, '_> {
     /// under `parent`.
     fn enabled(&self, item: &Item<'_>, parent: u32) -> bool {
         let qdoc = self.def.doc;
+        if let Some(on) = self.enabled_by_expression(item) {
+            return on;
+        }
         let conditions: Vec<u32> = qdoc.named(item.node, "enableWhen").collect();
         if conditions.is_empty() {
             return true;
@@ -705,6 +722,26 @@ impl Ctx<'_, '_, '_> {
         let any = child_text(qdoc, item.node, "enableBehavior") == Some(b"any".as_slice());
         let mut results = conditions.iter().map(|&ew| self.condition(ew, parent));
         if any { results.any(|r| r) } else { results.all(|r| r) }
+    }
+
+    /// An item enabled by a FHIRPath expression on the response: SDC
+    /// `sdc-questionnaire-enableWhenExpression` (an Expression) or the Finnish PHR extension
+    /// that the reference validator reads too (a string); `None` when there is none or it does
+    /// not evaluate.
+    fn enabled_by_expression(&self, item: &Item<'_>) -> Option<bool> {
+        let qdoc = self.def.doc;
+        let source = match extension(qdoc, item.node, &format!("{SDC}sdc-questionnaire-enableWhenExpression")) {
+            Some(e) => child_text(qdoc, e, "expression")?,
+            None => text(qdoc, extension(qdoc, item.node, FIPHR_ENABLE_WHEN)?),
+        };
+        if source.len() > MAX_PATTERN {
+            return None;
+        }
+        // Compared with `true`: a boolean element is a node to the engine, not a boolean.
+        let expr = super::fhirpath::parse::compile(&format!("({}) = true", std::str::from_utf8(source).ok()?)).ok()?;
+        let cache = super::fhirpath::eval::NavCache::default();
+        let env = super::fhirpath::eval::Env::new(self.doc, self.r, self.r, self.r, &cache);
+        Some(env.run(&expr).ok()?.unwrap_or(false))
     }
 
     /// One enableWhen condition: the answers to its question are those nearest to `parent`
@@ -1002,6 +1039,16 @@ mod tests {
                 "QR_ANSWER_DISABLED error QuestionnaireResponse.item[2]",
             ]
         );
+        let expression = json(
+            r#"{"resourceType":"Questionnaire","url":"http://example.org/q3","status":"active","item":[{"linkId":"a","type":"boolean"},
+            {"linkId":"b","type":"boolean","extension":[{"url":"http://hl7.org/fhir/uv/sdc/StructureDefinition/sdc-questionnaire-enableWhenExpression",
+             "valueExpression":{"language":"text/fhirpath","expression":"item.where(linkId='a').answer.value"}}]}]}"#,
+        );
+        let qr = r#"{"resourceType":"QuestionnaireResponse","questionnaire":"http://example.org/q3","status":"completed","item":[
+            {"linkId":"a","answer":[{"valueBoolean":false}]},{"linkId":"b","answer":[{"valueBoolean":true}]}]}"#;
+        assert_eq!(findings(qr, &[expression]), ["QR_ANSWER_DISABLED error QuestionnaireResponse.item[1]"]);
+        let core = r#"{"resourceType":"QuestionnaireResponse","questionnaire":"http://hl7.org/fhir/ValueSet/example","status":"completed"}"#;
+        assert_eq!(findings(core, &[]), ["QR_QUESTIONNAIRE_WRONG_TYPE error QuestionnaireResponse.questionnaire"]);
         let inner = r#"{"resourceType":"Questionnaire","status":"active","item":[{"linkId":"g","type":"group",
             "enableWhen":[{"question":"g.1","operator":"exists","answerBoolean":true}],"item":[{"linkId":"g.1","type":"boolean"}]}]}"#;
         assert_eq!(findings(inner, &[]), ["QUESTIONNAIRE_ENABLEWHEN_INNER error Questionnaire.item[0].enableWhen[0]"]);
