@@ -282,7 +282,7 @@ fn core_type(url: &[u8]) -> Option<&[u8]> {
     (rest.len() > ty.len() && defs::type_id(ty).is_some_and(defs::is_resource)).then_some(ty)
 }
 
-fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve<'_>) -> Found {
+fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], here: &Resources, resolve: Resolve<'_>) -> Found {
     if let Some(id) = canonical.strip_prefix(b"#") {
         return match contained(doc, r, id) {
             Some(c) if type_of(doc, c) == "Questionnaire" => Found::Here(c),
@@ -291,7 +291,7 @@ fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve
         };
     }
     let (url, version) = split_canonical(canonical);
-    if let Some(q) = resources_of(doc, "Questionnaire").find(|&q| has_canonical(doc, q, url, version)) {
+    if let Some(&q) = here.questionnaires.iter().find(|&&q| has_canonical(doc, q, url, version)) {
         return Found::Here(q);
     }
     let Ok(name) = std::str::from_utf8(canonical) else { return Found::Unknown };
@@ -307,21 +307,32 @@ fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve
     }
 }
 
+/// The Questionnaires and ValueSets of a document (resource nodes), listed once.
+struct Resources {
+    questionnaires: Vec<u32>,
+    value_sets: Vec<u32>,
+}
+
+impl Resources {
+    fn of(doc: &Document) -> Resources {
+        Resources {
+            questionnaires: resources_of(doc, "Questionnaire").collect(),
+            value_sets: resources_of(doc, "ValueSet").collect(),
+        }
+    }
+}
+
 /// Checks every QuestionnaireResponse and Questionnaire of the document.
 pub(super) fn check(doc: &Document, resolve: Resolve<'_>, f: &mut Findings) {
     let Some(qr_ty) = defs::type_id(b"QuestionnaireResponse") else { return };
-    let Some(q_ty) = defs::type_id(b"Questionnaire") else { return };
-    for r in 0..doc.nodes().len() as u32 {
-        let node = doc.node(r);
-        if !node.is_resource() {
-            continue;
-        }
-        if node.ty == Some(qr_ty) {
-            response(doc, r, resolve, f);
-        } else if node.ty == Some(q_ty) {
-            let def = Def::read(doc, r);
-            enable_when_inner(&def, f);
-        }
+    let responses: Vec<u32> =
+        (0..doc.nodes().len() as u32).filter(|&r| doc.node(r).is_resource() && doc.node(r).ty == Some(qr_ty)).collect();
+    let here = Resources::of(doc);
+    for &r in &responses {
+        response(doc, r, &here, resolve, f);
+    }
+    for &q in &here.questionnaires {
+        enable_when_inner(&Def::read(doc, q), f);
     }
 }
 
@@ -348,10 +359,10 @@ fn descends(def: &Def<'_>, item: &Item<'_>, link_id: &[u8], depth: usize) -> boo
 }
 
 /// The checks of one response `r`.
-fn response(doc: &Document, r: u32, resolve: Resolve<'_>, f: &mut Findings) {
+fn response(doc: &Document, r: u32, here: &Resources, resolve: Resolve<'_>, f: &mut Findings) {
     let Some(qnode) = doc.named(r, "questionnaire").find(|&q| doc.node(q).has_value()) else { return };
     let outside;
-    let (qdoc, qroot) = match find_questionnaire(doc, r, text(doc, qnode), resolve) {
+    let (qdoc, qroot) = match find_questionnaire(doc, r, text(doc, qnode), here, resolve) {
         Found::Here(q) => (doc, q),
         Found::Outside(d) => {
             outside = d;
@@ -368,6 +379,7 @@ fn response(doc: &Document, r: u32, resolve: Resolve<'_>, f: &mut Findings) {
     };
     let def = Def::read(qdoc, qroot);
     let status = child_text(doc, r, "status");
+    let there = if std::ptr::eq(qdoc, doc) { None } else { Some(Resources::of(qdoc)) };
     let ctx = Ctx {
         doc,
         r,
@@ -375,21 +387,30 @@ fn response(doc: &Document, r: u32, resolve: Resolve<'_>, f: &mut Findings) {
         resolve,
         complete: matches!(status, Some(b"completed" | b"amended")),
         answered: answered_items(doc, r),
+        value_sets: [&here.value_sets, there.as_ref().map_or(&here.value_sets, |t| &t.value_sets)],
+        expressions: std::cell::Cell::new(0),
     };
     ctx.items(&def.top, r, &doc.named(r, "item").collect::<Vec<_>>(), true, 0, f);
 }
 
-/// `(linkId, item node)` of every item of response `r` (not of its contained resources).
+/// `(linkId, item node)` of every item of response `r` (not of its contained resources),
+/// sorted (by linkId, then in document order).
 fn answered_items(doc: &Document, r: u32) -> Vec<(&[u8], u32)> {
     let end = doc.node(r).end;
-    (r + 1..end)
+    let mut out: Vec<(&[u8], u32)> = (r + 1..end)
         .filter(|&i| {
             let n = doc.node(i);
             !n.is_unknown() && n.name == "item" && doc.resource_of(i) == r
         })
         .filter_map(|i| child_text(doc, i, "linkId").map(|l| (l, i)))
-        .collect()
+        .collect();
+    out.sort_unstable();
+    out
 }
+
+/// Most FHIRPath enableWhen expressions evaluated for one response (each walks the response);
+/// beyond, an item with one is taken as enabled.
+const MAX_EXPRESSIONS: u32 = 1_000;
 
 /// What the walk of one response knows.
 struct Ctx<'a, 'q, 's> {
@@ -399,6 +420,10 @@ struct Ctx<'a, 'q, 's> {
     resolve: Resolve<'s>,
     complete: bool,
     answered: Vec<(&'a [u8], u32)>,
+    /// The ValueSets of the response's document and of the Questionnaire's.
+    value_sets: [&'a [u32]; 2],
+    /// FHIRPath expressions evaluated so far.
+    expressions: std::cell::Cell<u32>,
 }
 
 impl Ctx<'_, '_, '_> {
@@ -691,8 +716,8 @@ impl Ctx<'_, '_, '_> {
             return Some(listed(qdoc, c, system, code).unwrap_or(true));
         }
         let (url, version) = split_canonical(vs);
-        for d in [doc, qdoc] {
-            if let Some(c) = resources_of(d, "ValueSet").find(|&c| has_canonical(d, c, url, version)) {
+        for (d, list) in [(doc, self.value_sets[0]), (qdoc, self.value_sets[1])] {
+            if let Some(&c) = list.iter().find(|&&c| has_canonical(d, c, url, version)) {
                 return Some(listed(d, c, system, code).unwrap_or(true));
             }
         }
@@ -734,9 +759,10 @@ impl Ctx<'_, '_, '_> {
             Some(e) => child_text(qdoc, e, "expression")?,
             None => text(qdoc, extension(qdoc, item.node, FIPHR_ENABLE_WHEN)?),
         };
-        if source.len() > MAX_PATTERN {
+        if source.len() > MAX_PATTERN || self.expressions.get() >= MAX_EXPRESSIONS {
             return None;
         }
+        self.expressions.set(self.expressions.get() + 1);
         // Compared with `true`: a boolean element is a node to the engine, not a boolean.
         let expr = super::fhirpath::parse::compile(&format!("({}) = true", std::str::from_utf8(source).ok()?)).ok()?;
         let cache = super::fhirpath::eval::NavCache::default();
@@ -753,12 +779,17 @@ impl Ctx<'_, '_, '_> {
         let Some(question) = child_text(qdoc, ew, "question") else { return false };
         let operator = child_text(qdoc, ew, "operator").unwrap_or_default();
         let Some(expected) = qdoc.named(ew, "answer").next() else { return false };
+        // The response's items with that linkId, in document order.
+        let from = self.answered.partition_point(|&(l, _)| l < question);
+        let to = self.answered.partition_point(|&(l, _)| l <= question);
+        let named = self.answered.get(from..to).unwrap_or_default();
         let mut scope = parent;
-        let mut items: Vec<u32> = Vec::new();
+        let mut items: &[(&[u8], u32)] = &[];
         for _ in 0..MAX_DEPTH * 2 {
             let end = doc.node(scope).end;
-            items
-                .extend(self.answered.iter().filter(|&&(l, i)| l == question && i > scope && i < end).map(|&(_, i)| i));
+            let a = named.partition_point(|&(_, i)| i <= scope);
+            let b = named.partition_point(|&(_, i)| i < end);
+            items = named.get(a..b.max(a)).unwrap_or_default();
             if !items.is_empty() || scope == self.r || doc.node(scope).parent == super::model::NONE {
                 break;
             }
@@ -766,8 +797,10 @@ impl Ctx<'_, '_, '_> {
         }
         // The response's answers are taken as they are (the question's own conditions are not
         // followed: a cycle would not end).
-        let values: Vec<u32> =
-            items.iter().flat_map(|&i| doc.named(i, "answer").filter_map(|a| doc.named(a, "value").next())).collect();
+        let values: Vec<u32> = items
+            .iter()
+            .flat_map(|&(_, i)| doc.named(i, "answer").filter_map(|a| doc.named(a, "value").next()))
+            .collect();
         match operator {
             b"exists" => values.is_empty() != (text(qdoc, expected) == b"true"),
             b"=" => values.iter().any(|&v| same(doc, v, qdoc, expected) == Some(true)),
@@ -997,6 +1030,28 @@ mod tests {
         let qr = r#"{"resourceType":"QuestionnaireResponse","questionnaire":"http://example.org/Questionnaire/q","status":"in-progress","item":[
             {"linkId":"smoker","answer":[{"valueBoolean":false}]}]}"#;
         assert_eq!(findings(qr, &[json(Q)]), ["QR_REQUIRED_MISSING information QuestionnaireResponse"]);
+    }
+
+    /// Each repetition of a group reads its own answers for enableWhen.
+    #[test]
+    fn enable_when_reads_the_nearest_answers() {
+        let q = json(
+            r#"{"resourceType":"Questionnaire","url":"http://example.org/q4","status":"active","item":[{"linkId":"g","type":"group","repeats":true,
+            "item":[{"linkId":"c","type":"boolean"},{"linkId":"e","type":"string","required":true,
+            "enableWhen":[{"question":"c","operator":"=","answerBoolean":true}]}]}]}"#,
+        );
+        let qr = r#"{"resourceType":"QuestionnaireResponse","questionnaire":"http://example.org/q4","status":"completed","item":[
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":true}]},{"linkId":"e","answer":[{"valueString":"x"}]}]},
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":false}]},{"linkId":"e","answer":[{"valueString":"x"}]}]},
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":true}]}]},
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":false}]}]}]}"#;
+        assert_eq!(
+            findings(qr, &[q]),
+            [
+                "QR_ANSWER_DISABLED error QuestionnaireResponse.item[1].item[1]",
+                "QR_REQUIRED_MISSING error QuestionnaireResponse.item[2]",
+            ]
+        );
     }
 
     #[test]
