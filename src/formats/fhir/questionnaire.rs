@@ -6,18 +6,22 @@
 //! the same document (a Bundle's entry, a contained resource) with that `url` (and `version`),
 //! or one a [`Resolve`] hook supplies from outside (a conformance store, a test's supporting
 //! files). One that cannot be found is `QR_QUESTIONNAIRE_UNKNOWN`, a warning: nothing else is
-//! checked then.
+//! checked then; a canonical that names another type of resource (the hook's, or one of the
+//! core namespace such as `http://hl7.org/fhir/ValueSet/x`) is `QR_QUESTIONNAIRE_WRONG_TYPE`.
 //!
 //! Checked, item by item, level by level: the `linkId` of each response item exists among the
 //! Questionnaire's items at the same level (`QR_ITEM_UNKNOWN`); a non-repeating item answered
 //! in several response items (`QR_ITEM_REPEATED`); `group`, `display` and `question` items
 //! hold no answers (`QR_ANSWER_NOT_ALLOWED`); each answer's type is the one the item's type
-//! asks for (`QR_ANSWER_TYPE`; `choice` and `open-choice` take the types of their
-//! `answerOption`s, `open-choice` a string too); several answers to a non-repeating item
+//! asks for (`QR_ANSWER_TYPE`; `choice` and `open-choice` take a Coding, date, time, integer
+//! or string, and with `answerOption`s one of their types, `open-choice` a string too); several
+//! answers to a non-repeating item
 //! (`QR_ANSWER_REPEATED`) or outside `questionnaire-minOccurs`/`maxOccurs`
 //! (`QR_ANSWER_COUNT`); required items (and required groups' sub-items) answered when the
 //! response is `completed` or `amended` (`QR_REQUIRED_MISSING`; information otherwise);
-//! `enableWhen` (every operator, `enableBehavior` all/any; a disabled item's children are
+//! `enableWhen` (every operator, `enableBehavior` all/any, the answers nearest to the item so
+//! that each repetition of a group reads its own; SDC `enableWhenExpression` and the Finnish
+//! PHR enableWhen extension through the FHIRPath engine; a disabled item's children are
 //! disabled too): a disabled item has no answer (`QR_ANSWER_DISABLED`) and is not required;
 //! answers among the `answerOption`s (`QR_ANSWER_NOT_IN_OPTIONS`) and an exclusive option
 //! chosen alone (`QR_ANSWER_EXCLUSIVE`); Codings in the `answerValueSet` when its content can
@@ -99,6 +103,7 @@ fn extensions<'d>(doc: &'d Document, i: u32, url: &'d str) -> impl Iterator<Item
 
 const EXT: &str = "http://hl7.org/fhir/StructureDefinition/";
 const SDC: &str = "http://hl7.org/fhir/uv/sdc/StructureDefinition/";
+const FIPHR_ENABLE_WHEN: &str = "http://phr.kanta.fi/StructureDefinition/fiphr-ext-questionnaire-enablewhen";
 
 /// An item's `type`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -269,7 +274,15 @@ fn split_canonical(canonical: &[u8]) -> (&[u8], Option<&[u8]>) {
     }
 }
 
-fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve<'_>) -> Found {
+/// The resource type of a canonical URL of the core namespace: `ValueSet` for
+/// `http://hl7.org/fhir/ValueSet/x`.
+fn core_type(url: &[u8]) -> Option<&[u8]> {
+    let rest = url.strip_prefix(b"http://hl7.org/fhir/")?;
+    let ty = rest.split(|&b| b == b'/').next()?;
+    (rest.len() > ty.len() && defs::type_id(ty).is_some_and(defs::is_resource)).then_some(ty)
+}
+
+fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], here: &Resources, resolve: Resolve<'_>) -> Found {
     if let Some(id) = canonical.strip_prefix(b"#") {
         return match contained(doc, r, id) {
             Some(c) if type_of(doc, c) == "Questionnaire" => Found::Here(c),
@@ -278,7 +291,7 @@ fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve
         };
     }
     let (url, version) = split_canonical(canonical);
-    if let Some(q) = resources_of(doc, "Questionnaire").find(|&q| has_canonical(doc, q, url, version)) {
+    if let Some(&q) = here.questionnaires.iter().find(|&&q| has_canonical(doc, q, url, version)) {
         return Found::Here(q);
     }
     let Ok(name) = std::str::from_utf8(canonical) else { return Found::Unknown };
@@ -287,27 +300,39 @@ fn find_questionnaire(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve
             document_of(v).map_or(Found::Unknown, |d| Found::Outside(Box::new(d)))
         }
         Some(_) => Found::WrongType,
-        // A core value set's canonical.
-        None if defs::bundled_value_set(url).is_some() => Found::WrongType,
+        // A canonical of the core namespace (`http://hl7.org/fhir/ValueSet/...`) that names
+        // another resource type.
+        None if core_type(url).is_some_and(|t| t != b"Questionnaire".as_slice()) => Found::WrongType,
         None => Found::Unknown,
+    }
+}
+
+/// The Questionnaires and ValueSets of a document (resource nodes), listed once.
+struct Resources {
+    questionnaires: Vec<u32>,
+    value_sets: Vec<u32>,
+}
+
+impl Resources {
+    fn of(doc: &Document) -> Resources {
+        Resources {
+            questionnaires: resources_of(doc, "Questionnaire").collect(),
+            value_sets: resources_of(doc, "ValueSet").collect(),
+        }
     }
 }
 
 /// Checks every QuestionnaireResponse and Questionnaire of the document.
 pub(super) fn check(doc: &Document, resolve: Resolve<'_>, f: &mut Findings) {
     let Some(qr_ty) = defs::type_id(b"QuestionnaireResponse") else { return };
-    let Some(q_ty) = defs::type_id(b"Questionnaire") else { return };
-    for r in 0..doc.nodes().len() as u32 {
-        let node = doc.node(r);
-        if !node.is_resource() {
-            continue;
-        }
-        if node.ty == Some(qr_ty) {
-            response(doc, r, resolve, f);
-        } else if node.ty == Some(q_ty) {
-            let def = Def::read(doc, r);
-            enable_when_inner(&def, f);
-        }
+    let responses: Vec<u32> =
+        (0..doc.nodes().len() as u32).filter(|&r| doc.node(r).is_resource() && doc.node(r).ty == Some(qr_ty)).collect();
+    let here = Resources::of(doc);
+    for &r in &responses {
+        response(doc, r, &here, resolve, f);
+    }
+    for &q in &here.questionnaires {
+        enable_when_inner(&Def::read(doc, q), f);
     }
 }
 
@@ -334,10 +359,10 @@ fn descends(def: &Def<'_>, item: &Item<'_>, link_id: &[u8], depth: usize) -> boo
 }
 
 /// The checks of one response `r`.
-fn response(doc: &Document, r: u32, resolve: Resolve<'_>, f: &mut Findings) {
+fn response(doc: &Document, r: u32, here: &Resources, resolve: Resolve<'_>, f: &mut Findings) {
     let Some(qnode) = doc.named(r, "questionnaire").find(|&q| doc.node(q).has_value()) else { return };
     let outside;
-    let (qdoc, qroot) = match find_questionnaire(doc, r, text(doc, qnode), resolve) {
+    let (qdoc, qroot) = match find_questionnaire(doc, r, text(doc, qnode), here, resolve) {
         Found::Here(q) => (doc, q),
         Found::Outside(d) => {
             outside = d;
@@ -354,6 +379,7 @@ fn response(doc: &Document, r: u32, resolve: Resolve<'_>, f: &mut Findings) {
     };
     let def = Def::read(qdoc, qroot);
     let status = child_text(doc, r, "status");
+    let there = if std::ptr::eq(qdoc, doc) { None } else { Some(Resources::of(qdoc)) };
     let ctx = Ctx {
         doc,
         r,
@@ -361,21 +387,30 @@ fn response(doc: &Document, r: u32, resolve: Resolve<'_>, f: &mut Findings) {
         resolve,
         complete: matches!(status, Some(b"completed" | b"amended")),
         answered: answered_items(doc, r),
+        value_sets: [&here.value_sets, there.as_ref().map_or(&here.value_sets, |t| &t.value_sets)],
+        expressions: std::cell::Cell::new(0),
     };
     ctx.items(&def.top, r, &doc.named(r, "item").collect::<Vec<_>>(), true, 0, f);
 }
 
-/// `(linkId, item node)` of every item of response `r` (not of its contained resources).
+/// `(linkId, item node)` of every item of response `r` (not of its contained resources),
+/// sorted (by linkId, then in document order).
 fn answered_items(doc: &Document, r: u32) -> Vec<(&[u8], u32)> {
     let end = doc.node(r).end;
-    (r + 1..end)
+    let mut out: Vec<(&[u8], u32)> = (r + 1..end)
         .filter(|&i| {
             let n = doc.node(i);
             !n.is_unknown() && n.name == "item" && doc.resource_of(i) == r
         })
         .filter_map(|i| child_text(doc, i, "linkId").map(|l| (l, i)))
-        .collect()
+        .collect();
+    out.sort_unstable();
+    out
 }
+
+/// Most FHIRPath enableWhen expressions evaluated for one response (each walks the response);
+/// beyond, an item with one is taken as enabled.
+const MAX_EXPRESSIONS: u32 = 1_000;
 
 /// What the walk of one response knows.
 struct Ctx<'a, 'q, 's> {
@@ -385,6 +420,10 @@ struct Ctx<'a, 'q, 's> {
     resolve: Resolve<'s>,
     complete: bool,
     answered: Vec<(&'a [u8], u32)>,
+    /// The ValueSets of the response's document and of the Questionnaire's.
+    value_sets: [&'a [u32]; 2],
+    /// FHIRPath expressions evaluated so far.
+    expressions: std::cell::Cell<u32>,
 }
 
 impl Ctx<'_, '_, '_> {
@@ -677,8 +716,8 @@ impl Ctx<'_, '_, '_> {
             return Some(listed(qdoc, c, system, code).unwrap_or(true));
         }
         let (url, version) = split_canonical(vs);
-        for d in [doc, qdoc] {
-            if let Some(c) = resources_of(d, "ValueSet").find(|&c| has_canonical(d, c, url, version)) {
+        for (d, list) in [(doc, self.value_sets[0]), (qdoc, self.value_sets[1])] {
+            if let Some(&c) = list.iter().find(|&&c| has_canonical(d, c, url, version)) {
                 return Some(listed(d, c, system, code).unwrap_or(true));
             }
         }
@@ -698,6 +737,9 @@ impl Ctx<'_, '_, '_> {
     /// under `parent`.
     fn enabled(&self, item: &Item<'_>, parent: u32) -> bool {
         let qdoc = self.def.doc;
+        if let Some(on) = self.enabled_by_expression(item) {
+            return on;
+        }
         let conditions: Vec<u32> = qdoc.named(item.node, "enableWhen").collect();
         if conditions.is_empty() {
             return true;
@@ -705,6 +747,27 @@ impl Ctx<'_, '_, '_> {
         let any = child_text(qdoc, item.node, "enableBehavior") == Some(b"any".as_slice());
         let mut results = conditions.iter().map(|&ew| self.condition(ew, parent));
         if any { results.any(|r| r) } else { results.all(|r| r) }
+    }
+
+    /// An item enabled by a FHIRPath expression on the response: SDC
+    /// `sdc-questionnaire-enableWhenExpression` (an Expression) or the Finnish PHR extension
+    /// that the reference validator reads too (a string); `None` when there is none or it does
+    /// not evaluate.
+    fn enabled_by_expression(&self, item: &Item<'_>) -> Option<bool> {
+        let qdoc = self.def.doc;
+        let source = match extension(qdoc, item.node, &format!("{SDC}sdc-questionnaire-enableWhenExpression")) {
+            Some(e) => child_text(qdoc, e, "expression")?,
+            None => text(qdoc, extension(qdoc, item.node, FIPHR_ENABLE_WHEN)?),
+        };
+        if source.len() > MAX_PATTERN || self.expressions.get() >= MAX_EXPRESSIONS {
+            return None;
+        }
+        self.expressions.set(self.expressions.get() + 1);
+        // Compared with `true`: a boolean element is a node to the engine, not a boolean.
+        let expr = super::fhirpath::parse::compile(&format!("({}) = true", std::str::from_utf8(source).ok()?)).ok()?;
+        let cache = super::fhirpath::eval::NavCache::default();
+        let env = super::fhirpath::eval::Env::new(self.doc, self.r, self.r, self.r, &cache);
+        Some(env.run(&expr).ok()?.unwrap_or(false))
     }
 
     /// One enableWhen condition: the answers to its question are those nearest to `parent`
@@ -716,12 +779,17 @@ impl Ctx<'_, '_, '_> {
         let Some(question) = child_text(qdoc, ew, "question") else { return false };
         let operator = child_text(qdoc, ew, "operator").unwrap_or_default();
         let Some(expected) = qdoc.named(ew, "answer").next() else { return false };
+        // The response's items with that linkId, in document order.
+        let from = self.answered.partition_point(|&(l, _)| l < question);
+        let to = self.answered.partition_point(|&(l, _)| l <= question);
+        let named = self.answered.get(from..to).unwrap_or_default();
         let mut scope = parent;
-        let mut items: Vec<u32> = Vec::new();
+        let mut items: &[(&[u8], u32)] = &[];
         for _ in 0..MAX_DEPTH * 2 {
             let end = doc.node(scope).end;
-            items
-                .extend(self.answered.iter().filter(|&&(l, i)| l == question && i > scope && i < end).map(|&(_, i)| i));
+            let a = named.partition_point(|&(_, i)| i <= scope);
+            let b = named.partition_point(|&(_, i)| i < end);
+            items = named.get(a..b.max(a)).unwrap_or_default();
             if !items.is_empty() || scope == self.r || doc.node(scope).parent == super::model::NONE {
                 break;
             }
@@ -729,8 +797,10 @@ impl Ctx<'_, '_, '_> {
         }
         // The response's answers are taken as they are (the question's own conditions are not
         // followed: a cycle would not end).
-        let values: Vec<u32> =
-            items.iter().flat_map(|&i| doc.named(i, "answer").filter_map(|a| doc.named(a, "value").next())).collect();
+        let values: Vec<u32> = items
+            .iter()
+            .flat_map(|&(_, i)| doc.named(i, "answer").filter_map(|a| doc.named(a, "value").next()))
+            .collect();
         match operator {
             b"exists" => values.is_empty() != (text(qdoc, expected) == b"true"),
             b"=" => values.iter().any(|&v| same(doc, v, qdoc, expected) == Some(true)),
@@ -962,6 +1032,28 @@ mod tests {
         assert_eq!(findings(qr, &[json(Q)]), ["QR_REQUIRED_MISSING information QuestionnaireResponse"]);
     }
 
+    /// Each repetition of a group reads its own answers for enableWhen.
+    #[test]
+    fn enable_when_reads_the_nearest_answers() {
+        let q = json(
+            r#"{"resourceType":"Questionnaire","url":"http://example.org/q4","status":"active","item":[{"linkId":"g","type":"group","repeats":true,
+            "item":[{"linkId":"c","type":"boolean"},{"linkId":"e","type":"string","required":true,
+            "enableWhen":[{"question":"c","operator":"=","answerBoolean":true}]}]}]}"#,
+        );
+        let qr = r#"{"resourceType":"QuestionnaireResponse","questionnaire":"http://example.org/q4","status":"completed","item":[
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":true}]},{"linkId":"e","answer":[{"valueString":"x"}]}]},
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":false}]},{"linkId":"e","answer":[{"valueString":"x"}]}]},
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":true}]}]},
+            {"linkId":"g","item":[{"linkId":"c","answer":[{"valueBoolean":false}]}]}]}"#;
+        assert_eq!(
+            findings(qr, &[q]),
+            [
+                "QR_ANSWER_DISABLED error QuestionnaireResponse.item[1].item[1]",
+                "QR_REQUIRED_MISSING error QuestionnaireResponse.item[2]",
+            ]
+        );
+    }
+
     #[test]
     fn the_questionnaire_is_found_contained_in_the_bundle_or_not_at_all() {
         let contained = r##"{"resourceType":"QuestionnaireResponse","contained":[{"resourceType":"Questionnaire","id":"q","status":"active",
@@ -1002,6 +1094,16 @@ mod tests {
                 "QR_ANSWER_DISABLED error QuestionnaireResponse.item[2]",
             ]
         );
+        let expression = json(
+            r#"{"resourceType":"Questionnaire","url":"http://example.org/q3","status":"active","item":[{"linkId":"a","type":"boolean"},
+            {"linkId":"b","type":"boolean","extension":[{"url":"http://hl7.org/fhir/uv/sdc/StructureDefinition/sdc-questionnaire-enableWhenExpression",
+             "valueExpression":{"language":"text/fhirpath","expression":"item.where(linkId='a').answer.value"}}]}]}"#,
+        );
+        let qr = r#"{"resourceType":"QuestionnaireResponse","questionnaire":"http://example.org/q3","status":"completed","item":[
+            {"linkId":"a","answer":[{"valueBoolean":false}]},{"linkId":"b","answer":[{"valueBoolean":true}]}]}"#;
+        assert_eq!(findings(qr, &[expression]), ["QR_ANSWER_DISABLED error QuestionnaireResponse.item[1]"]);
+        let core = r#"{"resourceType":"QuestionnaireResponse","questionnaire":"http://hl7.org/fhir/ValueSet/example","status":"completed"}"#;
+        assert_eq!(findings(core, &[]), ["QR_QUESTIONNAIRE_WRONG_TYPE error QuestionnaireResponse.questionnaire"]);
         let inner = r#"{"resourceType":"Questionnaire","status":"active","item":[{"linkId":"g","type":"group",
             "enableWhen":[{"question":"g.1","operator":"exists","answerBoolean":true}],"item":[{"linkId":"g.1","type":"boolean"}]}]}"#;
         assert_eq!(findings(inner, &[]), ["QUESTIONNAIRE_ENABLEWHEN_INNER error Questionnaire.item[0].enableWhen[0]"]);
