@@ -264,6 +264,8 @@ fn mutations_are_detected_at_their_location() {
                         Rule::Attr { path: "code", name: "code", value } => {
                             if let Some(c) = tree.children(i).find(|&c| path[c as usize].ends_with("/code")) {
                                 let (s, ce) = span(c);
+                                // 5.0's value (R2.1's, when it differs, follows a `|`).
+                                let value = value.split('|').next().unwrap_or(value);
                                 let old = format!("code=\"{value}\"");
                                 if let Some(p) = input[s..ce].find(&old) {
                                     let at = s + p;
@@ -505,4 +507,109 @@ fn values_no_rule_names_are_removed() {
     }
     assert!(text.contains("<birthTime nullFlavor=\"MSK\"/>"), "an emptied data type has its null flavor");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The error findings (`CODE location`) of a text validated as C-CDA, and the failure's cause.
+fn errors_of(text: &str) -> BTreeSet<String> {
+    let o = run_stdin(&["validate", "--json", "--format", "ccda", "-"], text.as_bytes());
+    let mut set = BTreeSet::new();
+    if let Ok(v) = serde_json::from_slice::<Value>(&o.stdout) {
+        for f in v.get("findings").and_then(Value::as_array).into_iter().flatten() {
+            let s = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            if s("severity") == "error" || s("severity") == "fatal" {
+                set.insert(format!("{} {}", s("code"), s("location")));
+            }
+        }
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    if let Some(p) = err.find('(') {
+        set.insert(err[p + 1..].split_whitespace().next().unwrap_or_default().to_owned());
+    }
+    set
+}
+
+const V3: &str = r#"xmlns="urn:hl7-org:v3" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance""#;
+
+const ALLERGY_ACT: &str = r#"<act classCode="ACT" moodCode="EVN">
+  <templateId root="2.16.840.1.113883.10.20.22.4.30" extension="2015-08-01"/>
+  <id root="2.16.840.1.113883.19.5" extension="ALG-1"/>
+  <code code="CONC" codeSystem="2.16.840.1.113883.5.6"/>
+  <statusCode code="active"/>
+  <effectiveTime><low value="20200101"/></effectiveTime>
+  <entryRelationship typeCode="SUBJ">
+    <observation classCode="OBS" moodCode="EVN">
+      <templateId root="2.16.840.1.113883.10.20.22.4.7" extension="2014-06-09"/>
+      <id root="2.16.840.1.113883.19.5" extension="ALO-1"/>
+      <code code="ASSERTION" codeSystem="2.16.840.1.113883.5.4"/>
+      <statusCode code="completed"/>
+      <effectiveTime><low value="20200101"/></effectiveTime>
+      <value xsi:type="CD" code="419511003" codeSystem="2.16.840.1.113883.6.96"/>
+    </observation>
+  </entryRelationship>
+</act>"#;
+
+/// What public C-CDA documents do and the schema allows: a fragment (an entry alone) validated
+/// against its class and templates; an address of several street lines, a name of several
+/// givens; a medication's time without `xsi:type` (the declared SXCM_TS) beside IVL_TS and
+/// PIVL_TS; an R1.1 templateId (no extension) with R1.1's codes; R2.1's fixed codes beside
+/// 5.0's. And what stays an error there.
+#[test]
+fn public_document_shapes() {
+    let act = ALLERGY_ACT.replacen("<act ", &format!("<act {V3} "), 1);
+    assert_eq!(errors_of(&act), BTreeSet::new(), "an entry alone");
+    let wrong = act.replacen(r#"moodCode="EVN""#, r#"moodCode="INT""#, 1);
+    assert_eq!(
+        errors_of(&wrong),
+        BTreeSet::from([
+            "CCDA_TEMPLATE_VALUE_MISMATCH act/@moodCode/template:2.16.840.1.113883.10.20.22.4.30:2015-08-01".to_owned()
+        ]),
+    );
+    // R1.1: the templateId without extension, the act's code LOINC 48765-2; its moodCode is
+    // still checked.
+    let r11 = act.replace(r#" extension="2015-08-01""#, "").replace(
+        r#"code="CONC" codeSystem="2.16.840.1.113883.5.6""#,
+        r#"code="48765-2" codeSystem="2.16.840.1.113883.6.1""#,
+    );
+    assert_eq!(errors_of(&r11), BTreeSet::new(), "an R1.1 allergy problem act");
+    let r11_wrong = r11.replacen(r#"moodCode="EVN""#, r#"moodCode="INT""#, 1);
+    assert_eq!(errors_of(&r11_wrong).len(), 1, "{:?}", errors_of(&r11_wrong));
+    // A root that is no CDA element, or outside the CDA namespace: not read.
+    assert!(errors_of(&format!("<notCda {V3}/>")).contains("CCDA_NAMESPACE_INVALID"));
+    assert!(errors_of(r#"<act xmlns="urn:example"/>"#).contains("CCDA_NAMESPACE_INVALID"));
+
+    let med = format!(
+        r#"<substanceAdministration {V3} classCode="SBADM" moodCode="EVN">
+  <id root="2.16.840.1.113883.19.5" extension="M-1"/>
+  <statusCode code="completed"/>
+  <effectiveTime xsi:type="IVL_TS"><low value="20200101"/></effectiveTime>
+  <effectiveTime value="20200102"/>
+  <effectiveTime xsi:type="PIVL_TS" institutionSpecified="true" operator="A"><period value="12" unit="h"/></effectiveTime>
+  <consumable><manufacturedProduct><manufacturedMaterial><code code="197380" codeSystem="2.16.840.1.113883.6.88"/></manufacturedMaterial></manufacturedProduct></consumable>
+  <performer><assignedEntity><id root="2.16.840.1.113883.4.6" extension="1"/><addr><streetAddressLine>1 A St</streetAddressLine><streetAddressLine>Suite 2</streetAddressLine><city>X</city></addr><assignedPerson><name><given>A</given><given>B</given><family>C</family></name></assignedPerson></assignedEntity></performer>
+</substanceAdministration>"#
+    );
+    assert_eq!(errors_of(&med), BTreeSet::new(), "time sets, address and name parts");
+    // observation/value has no default type: without xsi:type it is an error.
+    let obs = format!(
+        r#"<observation {V3} classCode="OBS" moodCode="EVN"><code code="8302-2" codeSystem="2.16.840.1.113883.6.1"/><value value="1"/></observation>"#
+    );
+    assert!(errors_of(&obs).contains("CCDA_DATATYPE_INVALID observation/value"), "{:?}", errors_of(&obs));
+    // An R1.1 document (no templateId with an extension): its templates are R1.1's, checked
+    // for classCode and moodCode only.
+    let ccd = std::fs::read_to_string(fixture("ccda/valid/ccd.xml")).expect("ccd");
+    let mut r11_doc = String::new();
+    let mut rest = ccd.as_str();
+    while let Some(p) = rest.find(" extension=\"20") {
+        r11_doc.push_str(&rest[..p]);
+        rest = &rest[p + " extension=\"2024-05-01\"".len()..];
+    }
+    r11_doc.push_str(rest);
+    let r11_doc = r11_doc.replace("code=\"CONC\"", "code=\"48765-2\"");
+    assert_eq!(errors_of(&r11_doc), BTreeSet::new(), "an R1.1 CCD");
+    // R2.1's vital signs organizer code (SNOMED CT 46680005) is accepted beside 5.0's.
+    let vs = template("2.16.840.1.113883.10.20.22.4.26", "2015-08-01").expect("vital signs organizer");
+    assert!(
+        vs.rules.iter().any(|r| matches!(r, Rule::Attr { path: "code", name: "code", value } if value.split('|').any(|v| v == "46680005"))),
+        "R2.1's code accepted"
+    );
 }

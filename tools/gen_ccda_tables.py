@@ -11,7 +11,11 @@ attribute its primitive kind and fixed value; the sorted list of element names (
 finding's path can hold); and ``src/formats/ccda/PROVENANCE.md`` (the commit and the sha256 of
 every file read).
 
-    python3 tools/gen_ccda_tables.py ../shared/cda/logical-models
+    python3 tools/gen_ccda_tables.py ../shared/cda/logical-models PACKAGE_DIR [SCHEMATRON_DIR]
+
+(PACKAGE_DIR: npm hl7.cda.us.ccda 5.0.0-ballot unpacked; SCHEMATRON_DIR: HL7's C-CDA R2.1
+schematron, ``../shared/cda/schematron-r2.1`` by default, whose fixed values are accepted
+beside 5.0's where they differ.)
 
 Python 3.11, standard library only. Deterministic: the same files give the same bytes.
 """
@@ -105,7 +109,35 @@ def rust_str(v) -> str:
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def templates(pkg: Path, base_min):
+SCH = "{http://purl.oclc.org/dsdl/schematron}"
+
+
+def r21_values(sch: Path):
+    """The fixed values of HL7's C-CDA R2.1 schematron: {(root, path, attribute): {value}} from
+    the assertions `@classCode='X'` and `cda:code[@code='X']` (one step, one attribute) of each
+    template's error rules, whatever their extension. Where the 5.0 package fixes another
+    value at the same place (a vital signs organizer's code was SNOMED CT 46680005 in R2.1 and
+    in the R1.1 documents R2.1 accepts), both are accepted."""
+    import re
+
+    out = {}
+    if not sch.is_file():
+        return out
+    root = ET.parse(sch).getroot()
+    for rule in root.iter(SCH + "rule"):
+        m = re.fullmatch(r"r-urn-(?:hl7ii-([\d.]+)-\d{4}-\d{2}-\d{2}|oid-([\d.]+))-errors-abstract", rule.get("id") or "")
+        if not m:
+            continue
+        troot = m.group(1) or m.group(2)
+        for a in rule.iter(SCH + "assert"):
+            t = " ".join((a.get("test") or "").split())
+            x = re.fullmatch(r"(?:cda:(\w+)\[)?@(\w+)='([^'|]*)'\]?", t)
+            if x and (x.group(1) is None) == (not t.startswith("cda:")):
+                out.setdefault((troot, x.group(1) or "", x.group(2)), set()).add(x.group(3))
+    return out
+
+
+def templates(pkg: Path, base_min, r21=None, base_fixed=None):
     """The C-CDA templates of the npm package: identity, code, and the constraints phiward
     checks (fixed attribute values, required elements beyond the base, required templated
     children)."""
@@ -147,7 +179,13 @@ def templates(pkg: Path, base_min):
                 # slice, whose fixed values identify the slice).
                 # `Attr`: required and equal; `Fixed`: equal when present.
                 kind = "Attr" if e.get("min", 0) >= 1 else "Fixed"
-                rules.append((kind, "/".join(parts[:-1]), parts[-1], fixed))
+                at = "/".join(parts[:-1])
+                if kind == "Attr" and base_fixed is not None and base_fixed(cls, parts[:-1], parts[-1]) == fixed:
+                    # The base fixes that value: absent, the attribute has it (the schema's
+                    # default, a manufacturedProduct's classCode MANU).
+                    kind = "Fixed"
+                alts = sorted((r21 or {}).get((root, at, parts[-1]), set()) - {fixed})
+                rules.append((kind, at, parts[-1], "|".join([fixed, *alts])))
                 if parts == ["code", "code"]:
                     code = (fixed, code[1])
                 if parts == ["code", "codeSystem"]:
@@ -235,6 +273,13 @@ def main() -> None:
                 unordered = True
                 a2, e2, t2, _ = apply(e["path"], sub, attrs, elems, text, unordered)
                 attrs, elems, text = a2, e2, t2
+                if e["max"] == "*":
+                    # A repeating choice (AD.item, EN.item): each member repeats as often (an
+                    # address of two streetAddressLines, a name of two givens).
+                    members = {key_of(x) for x in sub if x["path"].count(".") == depth + 1}
+                    for x in elems:
+                        if (x["sdtc"], x["name"]) in members:
+                            x["max"] = 0xFFFFFFFF
                 continue
             old = next((x for x in elems if (x["sdtc"], x["name"]) == (ns, name)), None)
             rec = old or {"name": name, "sdtc": ns, "min": 0, "max": 1, "types": [], "xsi": False, "narrative": False}
@@ -335,7 +380,19 @@ def main() -> None:
     w("/// The codes of value set CDANullFlavor (the base's binding of every nullFlavor).")
     w("pub static NULL_FLAVORS: &[&str] = &[" + ", ".join(f'"{c}"' for c in codes) + "];")
     w("")
-    tpls = templates(pkg, base_min)
+    def base_fixed(cls, path, name):
+        """The base's fixed value of attribute `name` of the element at `path` under class `cls`."""
+        c = by_name.get(cls)
+        for step in path:
+            x = next((x for x in c[2] if x["name"] == step), None) if c else None
+            c = classes[x["types"][0]] if x and x["types"] else None
+        a = next((a for a in c[1] if a["name"] == name), None) if c else None
+        return a["fixed"] if a and a["min"] == 0 else None
+
+    sch_dir = Path(sys.argv[3] if len(sys.argv) > 3 else REPO.parent / "shared/cda/schematron-r2.1")
+    schs = sorted(sch_dir.glob("*.sch"))
+    r21 = r21_values(schs[0]) if schs else {}
+    tpls = templates(pkg, base_min, r21, base_fixed)
     w("/// The C-CDA templates of npm hl7.cda.us.ccda, by templateId root then extension.")
     w("pub static TEMPLATES: &[Template] = &[")
     for root, ext, title, cls, (code, system), rules in tpls:
@@ -370,6 +427,14 @@ def main() -> None:
         "",
     ]
     prov += [f"- `{p.name}` `{hashlib.sha256(p.read_bytes()).hexdigest()}`" for p in sorted(pkg.glob("StructureDefinition-*.json"))]
+    if schs:
+        prov += [
+            "",
+            "Fixed values HL7's C-CDA R2.1 schematron accepts where 5.0 fixes another (HL7/CDA-ccda-2.1,",
+            "`validation/`; read for its fixed values only, sha256):",
+            "",
+            f"- `{schs[0].name}` `{hashlib.sha256(schs[0].read_bytes()).hexdigest()}`",
+        ]
     (REPO / "src/formats/ccda/PROVENANCE.md").write_text("\n".join(prov) + "\n")
 
 

@@ -5,8 +5,10 @@
 //! value: its markup is not checked against the CDA classes).
 //!
 //! Fatal: the XML reader's errors (`MALFORMED_XML`, `XML_DTD_FORBIDDEN`,
-//! `CHARSET_INVALID_BYTES`, `CLI_INPUT_TOO_LARGE`, at their offset), and a `ClinicalDocument`
-//! root outside the CDA namespace (`CCDA_NAMESPACE_INVALID`).
+//! `CHARSET_INVALID_BYTES`, `CLI_INPUT_TOO_LARGE`, at their offset), and a root outside the
+//! CDA namespace or not named like a CDA element (`CCDA_NAMESPACE_INVALID`). The root is a
+//! `ClinicalDocument`, or a fragment: an element of a CDA class given alone (a `section`, an
+//! `act`, an `author`...), validated against that class.
 //!
 //! What it does not do: check the document against the definitions (see `validate`).
 
@@ -219,7 +221,7 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Failure> {
     let ns_of = |id: NsId| ns_table.get(id.index()).copied().unwrap_or(Ns::Other);
     let raw = input.span().raw();
     let root = tree.root();
-    if ns_of(root.ns) != Ns::V3 || root.local.of(raw) != b"ClinicalDocument" {
+    if ns_of(root.ns) != Ns::V3 || super::validate::root_class(root.local.of(raw)).is_none() {
         let offset = u64::from(root.offset);
         return Err(Box::new((fatal(Code::CCDA_NAMESPACE_INVALID, offset), input)));
     }

@@ -19,9 +19,17 @@
 //! to the element that declares its templateId (root and extension); its fixed attribute
 //! values (classCode, moodCode, codes; `CCDA_TEMPLATE_VALUE_MISMATCH`), the elements it
 //! requires beyond the base (`CCDA_TEMPLATE_ELEMENT_MISSING`), and the templated sections and
-//! entries it requires (`CCDA_TEMPLATE_CONTENT_MISSING`). A templateId whose root is known
-//! with another extension only (an older or newer version) is checked for its fixed values
-//! only, and reported once (`CCDA_TEMPLATE_VERSION_OTHER`).
+//! entries it requires (`CCDA_TEMPLATE_CONTENT_MISSING`); where HL7's R2.1 schematron fixes
+//! another value at the same place, both are accepted. A templateId whose root is known with
+//! another extension only (an R1.1 templateId without extension, an older or newer version) is
+//! checked for the element's classCode and moodCode only, and reported once
+//! (`CCDA_TEMPLATE_VERSION_OTHER`); so is every template of an R1.1 document (its US Realm
+//! Header's templateId without extension).
+//!
+//! The root is a `ClinicalDocument` or a fragment (a section, an entry...: see
+//! [`root_class`]). Without `xsi:type` an element is of its declared type where the element's
+//! other types specialize it (effectiveTime: SXCM_TS); the type must be named only where they
+//! do not (observation/value).
 //!
 //! Locations are element names and indexes (`.../entry[2]/act/@moodCode`), with the template
 //! (`/template:root:extension`) for a template's finding: never a value.
@@ -52,7 +60,14 @@ pub struct Options {
 struct V<'d> {
     doc: &'d Document,
     out: Vec<Diagnostic>,
+    /// A C-CDA R1.1 document: its US Realm Header templateId has no extension, and no other
+    /// declares one. Its templates are R1.1's, whatever their templateIds (R1.1 and 5.0 share
+    /// some without extension: an age observation's code differs).
+    r11: bool,
 }
+
+/// The US Realm Header's templateId root.
+const US_REALM_HEADER: &[u8] = b"2.16.840.1.113883.10.20.22.1.1";
 
 /// A class of [`CLASSES`] named by an `xsi:type` (an index of a static table: value-free).
 #[derive(Copy, Clone, Debug)]
@@ -215,7 +230,12 @@ impl V<'_> {
         let xsi = self.doc.attr(child, Ns::Xsi, b"type");
         match xsi {
             None => {
-                if def.xsi && def.types.len() > 1 && !self.has_null_flavor(child) {
+                // Without `xsi:type` an element is of its declared type (the schema's default),
+                // which the element's other types specialize (effectiveTime: SXCM_TS, then
+                // IVL_TS, PIVL_TS...); where they do not (observation/value: ANY, abstract, then
+                // CD, PQ...), the type must be named.
+                let abstract_base = def.types.iter().skip(1).any(|&t| !is_specialization(usize::from(t), declared));
+                if def.xsi && def.types.len() > 1 && abstract_base && !self.has_null_flavor(child) {
                     self.push(Code::CCDA_DATATYPE_INVALID, self.at(child));
                 }
                 declared
@@ -283,10 +303,11 @@ impl V<'_> {
         let ids: Vec<u32> = doc.children_named(e, b"templateId").collect();
         for t in ids {
             let Some(tpl) = template_of(doc, t) else { continue };
-            let exact = match doc.attr(t, Ns::None, b"extension") {
-                Some(x) => self.value_is(x, |v| v == tpl.extension.as_bytes()),
-                None => tpl.extension.is_empty(),
-            };
+            let exact = !self.r11
+                && match doc.attr(t, Ns::None, b"extension") {
+                    Some(x) => self.value_is(x, |v| v == tpl.extension.as_bytes()),
+                    None => tpl.extension.is_empty(),
+                };
             if !exact {
                 let mut p = self.at(t);
                 p.rule = Some(&tpl.key);
@@ -312,6 +333,12 @@ impl V<'_> {
         let doc = self.doc;
         for rule in tpl.rules {
             match rule {
+                // Another version of the template (an R1.1 document's templateId without
+                // extension, an R2.1 one's older extension): its codes and status may differ
+                // (an R1.1 allergy problem act's code was LOINC 48765-2, R2.1's is CONC), so
+                // only the element's own classCode and moodCode are checked.
+                Rule::Attr { path, name, .. } | Rule::Fixed { path, name, .. }
+                    if !(exact || path.is_empty() && matches!(*name, "classCode" | "moodCode")) => {}
                 Rule::Attr { path, name, value } | Rule::Fixed { path, name, value } => {
                     let required = matches!(rule, Rule::Attr { .. });
                     for x in self.at_path(e, path) {
@@ -319,7 +346,8 @@ impl V<'_> {
                             continue;
                         }
                         let ok = match doc.attr(x, Ns::None, name.as_bytes()) {
-                            Some(a) => self.value_is(a, |v| v == value.as_bytes()),
+                            // `|` separates the values accepted (5.0's, then R2.1's).
+                            Some(a) => self.value_is(a, |v| value.split('|').any(|x| x.as_bytes() == v)),
                             None => !required,
                         };
                         if !ok {
@@ -384,13 +412,51 @@ fn is_specialization(t: usize, declared: Option<usize>) -> bool {
         && dc.attrs.iter().all(|d| tc.attrs.iter().any(|x| x.name == d.name && x.sdtc == d.sdtc))
 }
 
+/// The class of a document's root element: `ClinicalDocument`, or, for a fragment (a
+/// section, an entry, a participation given alone), the class of the element of that name in
+/// the CDA classes, the one named like the element (`act`: Act) where several classes hold an
+/// element of that name, else the first in table order. None: not a CDA element name.
+pub fn root_class(local: &[u8]) -> Option<usize> {
+    if local == b"ClinicalDocument" {
+        return class_named(local);
+    }
+    let mut first = None;
+    for class in CLASSES {
+        for e in class.elems.iter().filter(|e| !e.sdtc && e.name.as_bytes() == local) {
+            for &t in e.types {
+                let t = usize::from(t);
+                let Some(tc) = CLASSES.get(t) else { continue };
+                let named = tc.name.len() == local.len()
+                    && tc
+                        .name
+                        .bytes()
+                        .zip(local)
+                        .enumerate()
+                        .all(|(i, (a, &b))| if i == 0 { a.eq_ignore_ascii_case(&b) } else { a == b });
+                if named {
+                    return Some(t);
+                }
+                first = first.or(Some(t));
+            }
+        }
+    }
+    first
+}
+
 /// Validates a document.
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     if options.syntax_only {
         return Vec::new();
     }
-    let mut v = V { doc, out: Vec::new() };
-    if let Some(c) = class_named(b"ClinicalDocument") {
+    let header = |with_extension: bool| {
+        doc.children_named(0, b"templateId").any(|t| {
+            doc.attr(t, Ns::None, b"root").is_some_and(|r| doc.tree().value(r.value).classify(|v| v == US_REALM_HEADER))
+                && doc.attr(t, Ns::None, b"extension").is_some() == with_extension
+        })
+    };
+    let r11 = doc.local(0) == b"ClinicalDocument" && header(false) && !header(true);
+    let mut v = V { doc, out: Vec::new(), r11 };
+    if let Some(c) = root_class(doc.local(0)) {
         v.element(0, c);
     }
     let mut out = v.out;
