@@ -394,6 +394,23 @@ codes! {
     NCPDP_DATE_INVALID => Error, "a date field is not CCYYMMDD with a valid date";
     NCPDP_NUMBER_INVALID => Error, "a numeric field (counts, quantities, days supply, fill number) is not all digits";
     NCPDP_AMOUNT_INVALID => Error, "a dollar amount or rate is not digits with a signed overpunch last character ({, A-I positive; }, J-R negative) or a digit";
+    // ---- NCPDP SCRIPT (XML e-prescribing, 10.6 and 2017071) --------------------------------
+    // Location: `Message/Body/NewRx/Patient/HumanPatient/Name/LastName`, `Message/Header/To/@Qualifier`
+    // (see [`ScriptPosition`]). Rows in DIAGNOSTICS.md.
+    SCRIPT_ROOT_INVALID => Fatal, "the root element is not Message in the SCRIPT namespace http://www.ncpdp.org/schema/SCRIPT";
+    SCRIPT_VERSION_UNSUPPORTED => Error, "the Message's version attributes name neither SCRIPT 10.6 (version 010, release 006) nor 2017071 (TransportVersion 20170715)";
+    SCRIPT_MESSAGE_TYPE_UNKNOWN => Error, "the Body's transaction element is not a message type of the Message's version (RefillRequest is 10.6, RxRenewalRequest 2017071)";
+    SCRIPT_BODY_INVALID => Error, "the Body holds no transaction element, or more than one";
+    SCRIPT_ELEMENT_MISSING => Error, "an element the message type requires (Header To, From, MessageID, SentTime; the parts of the transaction) is absent or empty";
+    SCRIPT_ELEMENT_DUPLICATE => Error, "an element that occurs once at its place (a Header element, a party, Body, Header) occurs more than once";
+    SCRIPT_ELEMENT_UNEXPECTED => Warning, "an element under Message or Header is not one SCRIPT defines there (or is in another namespace)";
+    SCRIPT_QUALIFIER_INVALID => Error, "a To or From Qualifier attribute is absent (2017071) or not one of C, D, P, M, F, PY, ZZZ";
+    SCRIPT_CODE_INVALID => Error, "a coded element is not of its code list (Gender, product and drug database code qualifiers, quantity qualifier, NCI unit of measure code, refills qualifier, communication qualifier, Status, Error and Verify codes, Substitutions)";
+    SCRIPT_DATE_INVALID => Error, "a Date is not YYYY-MM-DD, or a DateTime or SentTime not YYYY-MM-DDThh:mm:ss[.s][Z|+hh:mm|-hh:mm], with each part in range";
+    SCRIPT_NUMBER_INVALID => Error, "a numeric element (quantity value, days supply, number of refills, strength value) is not a non-negative decimal of at most 11 digits";
+    SCRIPT_NPI_INVALID => Error, "an NPI is not 10 digits with its Luhn check digit (over the prefix 80840)";
+    SCRIPT_DEA_INVALID => Error, "a DEA number is not two letters (or a letter and 9) and seven digits with its check digit";
+    SCRIPT_NCPDPID_INVALID => Error, "an NCPDPID (the NCPDP provider id of a pharmacy) is not seven digits";
     // ---- terminology ---------------------------------------------------------------------
     // terminology/: find-equivalent, map-codes, the importers. Rows in DIAGNOSTICS.md.
     TERMINOLOGY_FILE_INVALID => Fatal, "the terminology file is not in the format its importer reads";
@@ -461,6 +478,107 @@ pub enum Location {
     /// A C-CDA position: element names and indexes only,
     /// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode`.
     Ccda(CcdaPosition),
+    /// An NCPDP SCRIPT position: element names of the SCRIPT tables and indexes only,
+    /// `Message/Body/NewRx/MedicationPrescribed[2]/Quantity/Value`, `Message/Header/To/@Qualifier`.
+    Script(ScriptPosition),
+}
+
+/// An NCPDP SCRIPT position: the element names from the root down (names of
+/// `crate::formats::ncpdp_script::tables::NAMES` only; `*` for a name they lack), each with its
+/// 1-based index among its same-named siblings when it has some, then an attribute
+/// (`/@Qualifier`, a name of `crate::formats::ncpdp_script::tables::ATTRIBUTES`). Paths deeper than
+/// [`ScriptPosition::CAPACITY`] keep their first 2 and last steps (`...` for the others); the
+/// output writes the whole path from `node`. Names and indexes are structure, never a value.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ScriptPosition {
+    steps: [(u16, u16); ScriptPosition::CAPACITY],
+    len: u8,
+    skipped: u8,
+    /// The last step is a missing child of `node` (not an element of the message).
+    pub child: bool,
+    /// An attribute of the element.
+    pub attr: Option<&'static &'static str>,
+    /// The element's index in its record's tree (`u32::MAX`: none).
+    pub node: u32,
+}
+
+impl ScriptPosition {
+    /// Most steps kept.
+    pub const CAPACITY: usize = 12;
+    const HEAD: usize = 2;
+
+    /// An empty path (renders `-`).
+    pub const fn new() -> Self {
+        ScriptPosition {
+            steps: [(0, 0); ScriptPosition::CAPACITY],
+            len: 0,
+            skipped: 0,
+            child: false,
+            attr: None,
+            node: u32::MAX,
+        }
+    }
+
+    /// Appends a step: a name id (`u16::MAX`: not a name of the tables) and its index (0: not
+    /// written); middle steps beyond the capacity are dropped.
+    pub fn push(&mut self, name: u16, index: u16) {
+        let len = usize::from(self.len);
+        if len < Self::CAPACITY {
+            self.steps[len] = (name, index);
+            self.len += 1;
+        } else {
+            self.steps.copy_within(Self::HEAD + 1.., Self::HEAD);
+            self.steps[Self::CAPACITY - 1] = (name, index);
+            self.skipped = self.skipped.saturating_add(1);
+        }
+    }
+
+    /// True when steps were left out.
+    pub fn shortened(&self) -> bool {
+        self.skipped > 0
+    }
+
+    /// Writes one step.
+    pub fn write_step(f: &mut impl fmt::Write, name: u16, index: u16) -> fmt::Result {
+        let names = crate::formats::ncpdp_script::tables::NAMES;
+        f.write_str(names.get(usize::from(name)).copied().unwrap_or("*"))?;
+        if index > 0 {
+            write!(f, "[{index}]")?;
+        }
+        Ok(())
+    }
+
+    /// The last step (the name id and index), if any.
+    pub fn last(&self) -> Option<(u16, u16)> {
+        usize::from(self.len).checked_sub(1).map(|i| self.steps[i])
+    }
+}
+
+impl Default for ScriptPosition {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for ScriptPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let len = usize::from(self.len);
+        if len == 0 && self.attr.is_none() {
+            return f.write_str("-");
+        }
+        for (i, &(name, index)) in self.steps[..len].iter().enumerate() {
+            if i == Self::HEAD && self.skipped > 0 {
+                f.write_str("/.../")?;
+            } else if i > 0 {
+                f.write_str("/")?;
+            }
+            ScriptPosition::write_step(f, name, index)?;
+        }
+        if let Some(a) = self.attr {
+            write!(f, "/@{a}")?;
+        }
+        Ok(())
+    }
 }
 
 /// A C-CDA position: the element names from the root down (names of the CDA definitions only,
@@ -945,6 +1063,7 @@ impl fmt::Display for Location {
             Location::Dicom(p) => p.fmt(f),
             Location::Ncpdp(p) => p.fmt(f),
             Location::Ccda(ref p) => p.fmt(f),
+            Location::Script(ref p) => p.fmt(f),
             Location::Hl7(p) => {
                 match p.segment {
                     Some(id) => write!(f, "{id}[{}]", p.index)?,

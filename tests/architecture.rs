@@ -84,6 +84,7 @@ fn value_access_is_marked_only_where_allowed() {
         "src/policy/dicom.rs",
         "src/policy/ncpdp.rs",
         "src/policy/ccda.rs",
+        "src/policy/ncpdp_script.rs",
         "src/convert/hl7v2_fhir/read.rs",
         "src/terminology/scan.rs",
         "src/cli/mod.rs",

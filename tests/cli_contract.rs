@@ -93,15 +93,14 @@ fn unsupported_cell_exits_65() {
     let o = run_stdin(&["convert", "-"], &x12);
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
-    // NCPDP SCRIPT XML is recognised, not built.
+    // NCPDP SCRIPT XML is built, and does not convert.
     let script: &[u8] = b"<Message xmlns=\"http://www.ncpdp.org/schema/SCRIPT\"/>";
-    let o = run_stdin(&["parse", "-"], script);
+    let o = run_stdin(&["convert", "-"], script);
     assert_eq!(code(&o), 65);
     assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
-    // `--format` offers only the formats built in: a recognised one is a usage error.
-    let o = run_stdin(&["parse", "--format", "ncpdp-script", "-"], script);
-    assert_eq!(code(&o), 2);
-    assert_failure_line(&o, "CLI_USAGE");
+    let o = run_stdin(&["convert", "--format", "ncpdp-script", "-"], script);
+    assert_eq!(code(&o), 65);
+    assert_failure_line(&o, "CLI_FORMAT_UNSUPPORTED");
 }
 
 #[test]

@@ -38,7 +38,7 @@ fn usage_mistakes_name_the_argument_and_exit_2() {
         // validate and inspect take many paths (batch mode); a command of one input does not.
         (&["parse", ex, SECRET], "unexpected argument"),
         (&["validate", "--bogus", ex], "unknown option --bogus"),
-        (&["validate", "--format", "ncpdp-script", ex], formats.as_str()),
+        (&["validate", "--format", "edifact", ex], formats.as_str()),
         (&["validate", "--format", SECRET, ex], "invalid value for --format"),
         (&["validate", ex, "--format"], "missing value for --format"),
         (&["parse", "--strict", ex], "unknown option --strict"),
@@ -122,11 +122,7 @@ fn a_failure_writes_nothing_on_stdout_in_any_command() {
         (&["parse", "--policy", &bad_policy, ex], None, "POLICY_UNKNOWN_KEY"),
         (&["validate", nothing], None, "CLI_NO_INPUT"),
         (&["validate", "-"], Some(b"\x00\x01binary"), "CLI_FORMAT_UNDETECTED"),
-        (
-            &["validate", "-"],
-            Some(b"<Message xmlns=\"http://www.ncpdp.org/schema/SCRIPT\"/>"),
-            "CLI_FORMAT_UNSUPPORTED",
-        ),
+        (&["convert", "-"], Some(b"<Message xmlns=\"http://www.ncpdp.org/schema/SCRIPT\"/>"), "CLI_FORMAT_UNSUPPORTED"),
         (&["inspect", "-"], Some(unparseable), "CLI_PARSE_FAILED"),
         (&["inspect", "--max-input-bytes", "20", ex], None, "CLI_INPUT_TOO_LARGE"),
         (&["fmt", "-"], Some(unparseable), "CLI_PARSE_FAILED"),

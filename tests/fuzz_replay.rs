@@ -32,6 +32,7 @@ fn targets() -> Vec<(&'static str, Harness)> {
         ("dicom", fuzzing::dicom),
         ("ncpdp", fuzzing::ncpdp),
         ("ccda", fuzzing::ccda),
+        ("ncpdp_script", fuzzing::ncpdp_script),
     ];
     #[cfg(feature = "mcp")]
     t.push(("mcp", fuzzing::mcp));
@@ -128,6 +129,11 @@ fn corpus_dicom() {
 #[test]
 fn corpus_ccda() {
     replay_target("ccda");
+}
+
+#[test]
+fn corpus_ncpdp_script() {
+    replay_target("ncpdp_script");
 }
 
 #[test]

@@ -53,8 +53,12 @@
 //!   pass it on the fixtures, a planted unsafe keep is found).
 //! - `ncpdp`: every fixture under fixtures/ncpdp (Telecommunication D.0) through every command,
 //!   against its manifest (codes and exact locations); transaction and segment counts; fmt a
-//!   fixed point; Safe Harbor over marker-filled transmissions; SCRIPT XML still planned; the
+//!   fixed point; Safe Harbor over marker-filled transmissions; SCRIPT XML is `ncpdp-script`; the
 //!   mutation test (header date, count, segment id, segment and field copies, field formats).
+//! - `ncpdp_script`: every fixture under fixtures/ncpdp-script (SCRIPT 10.6 and 2017071 XML)
+//!   against its manifest (codes and exact element paths); every command on the valid ones;
+//!   detection; Safe Harbor over marker-filled messages and every shipped policy over the valid
+//!   ones; keyed actions; the mutation test (dates, ids, codes, numbers, required elements).
 //! - `questionnaire`: QuestionnaireResponses against their Questionnaires over the suite's
 //!   `questionnaire` cases (supporting files through the resolver hook of `validate_with`),
 //!   agreement with the reference as a floor; skipped without `../shared/fhir-test-cases`.
@@ -78,6 +82,7 @@ mod hl7v2_fixtures;
 mod mcp;
 mod named_model;
 mod ncpdp;
+mod ncpdp_script;
 mod no_leak;
 mod parallel;
 mod questionnaire;

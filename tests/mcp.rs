@@ -1302,7 +1302,7 @@ fn templates_completions_and_prompts() {
     assert_eq!(reply(&replies, 11)["error"]["message"], "Invalid params");
     assert_eq!(reply(&replies, 12)["error"]["message"], "Invalid params");
     assert_eq!(values(13), json!(["hl7"]));
-    assert_eq!(values(14), json!(["ccda", "dicom", "ncpdp"]));
+    assert_eq!(values(14), json!(["ccda", "dicom", "ncpdp", "ncpdp-script"]));
     for r in &replies {
         assert!(!has_marker(r.to_string().as_bytes()), "echoed: {r}");
     }

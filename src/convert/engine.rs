@@ -85,3 +85,7 @@ impl Converts for Ncpdp {
 impl Converts for crate::formats::ccda::Ccda {
     const CONVERTS: bool = false;
 }
+
+impl Converts for crate::formats::ncpdp_script::NcpdpScript {
+    const CONVERTS: bool = false;
+}

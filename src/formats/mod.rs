@@ -17,6 +17,7 @@ pub mod hl7v2;
 pub mod lines;
 pub mod mllp;
 pub mod ncpdp;
+pub mod ncpdp_script;
 pub mod planned;
 pub mod sniff;
 pub mod x12;
@@ -45,9 +46,9 @@ macro_rules! with_registry {
                 Dicom: crate::formats::dicom::Dicom,
                 Ncpdp: crate::formats::ncpdp::Ncpdp,
                 Ccda: crate::formats::ccda::Ccda,
+                NcpdpScript: crate::formats::ncpdp_script::NcpdpScript,
             }
             planned {
-                NcpdpScript: "ncpdp-script", text = true, crate::formats::planned::is_ncpdp_script;
             }
         }
     };

@@ -3,11 +3,5 @@
 //! `CLI_FORMAT_UNDETECTED`. When a format lands, its signature moves into its codec.
 //!
 //! Each takes the first bytes after a BOM and white space (`body`) and as they are (`raw`).
-
-use super::sniff::xml_root;
-
-/// NCPDP SCRIPT (XML e-prescribing; NCPDP Telecommunication D.0 is the built format `ncpdp`): a
-/// root in the SCRIPT namespace.
-pub fn is_ncpdp_script(body: &[u8], _raw: &[u8]) -> bool {
-    xml_root(body).is_some_and(|r| r.namespace == Some(b"http://www.ncpdp.org/schema/SCRIPT"))
-}
+//!
+//! None at present: NCPDP SCRIPT, the last planned format, is built (`formats::ncpdp_script`).

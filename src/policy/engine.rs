@@ -1,6 +1,6 @@
 //! The policy engines keyed by format: [`Redacts`] is what the pipeline asks of a format's
 //! engine, implemented here for each registered codec type over its engine module
-//! ([`super::hl7v2`], [`super::fhir`], [`super::x12`], [`super::astm`], [`super::dicom`], [`super::ncpdp`], [`super::ccda`]). A format without an engine cannot be registered: the
+//! ([`super::hl7v2`], [`super::fhir`], [`super::x12`], [`super::astm`], [`super::dicom`], [`super::ncpdp`], [`super::ccda`], [`super::ncpdp_script`]). A format without an engine cannot be registered: the
 //! registry's dispatch requires the trait.
 //!
 //! What it does not do: decide anything (the engines' rules do).
@@ -185,6 +185,29 @@ impl Redacts for crate::formats::ccda::Ccda {
 
     fn redactor<'p>(policy: &'p Policy, key: Option<&'p Key>) -> Self::Redactor<'p> {
         super::ccda::Redactor::new(policy, key)
+    }
+
+    fn redact(
+        redactor: &mut Self::Redactor<'_>,
+        doc: &Self::Document,
+        _settings: &Settings,
+        disclosure: &Disclosure,
+        out: &mut Vec<u8>,
+    ) {
+        redactor.redact(doc, disclosure, out);
+    }
+
+    fn counts<'a>(redactor: &'a mut Self::Redactor<'_>) -> &'a mut Counts {
+        &mut redactor.counts
+    }
+}
+
+impl Redacts for crate::formats::ncpdp_script::NcpdpScript {
+    const REDACTS: bool = true;
+    type Redactor<'p> = super::ncpdp_script::Redactor<'p>;
+
+    fn redactor<'p>(policy: &'p Policy, key: Option<&'p Key>) -> Self::Redactor<'p> {
+        super::ncpdp_script::Redactor::new(policy, key)
     }
 
     fn redact(

@@ -73,6 +73,14 @@ pub fn lint(policy: &Policy) -> Vec<Diagnostic> {
             out.push(shadow(later.at));
         }
     }
+    for (i, later) in policy.ncpdp_script.iter().enumerate() {
+        let hit = policy.ncpdp_script[..i]
+            .iter()
+            .any(|early| early.covers(later) && !(later.free_text && early.action == Action::Keep && !early.free_text));
+        if hit {
+            out.push(shadow(later.at));
+        }
+    }
     out
 }
 

@@ -40,6 +40,7 @@ impl Counts {
                     + policy.dicom.len()
                     + policy.ncpdp.len()
                     + policy.ccda.len()
+                    + policy.ncpdp_script.len()
             ],
             ..Counts::default()
         }
@@ -88,7 +89,8 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
         .chain(policy.astm.iter().map(|r| ("astm", r.at, &r.action)))
         .chain(policy.dicom.iter().map(|r| ("dicom", r.at, &r.action)))
         .chain(policy.ncpdp.iter().map(|r| ("ncpdp", r.at, &r.action)))
-        .chain(policy.ccda.iter().map(|r| ("ccda", r.at, &r.action)));
+        .chain(policy.ccda.iter().map(|r| ("ccda", r.at, &r.action)))
+        .chain(policy.ncpdp_script.iter().map(|r| ("ncpdp-script", r.at, &r.action)));
     let mut actions: std::collections::BTreeMap<&'static str, u64> = std::collections::BTreeMap::new();
     for (i, (list, at, action)) in rules.enumerate() {
         let n = counts.per_rule.get(i).copied().unwrap_or(0);
@@ -126,6 +128,7 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
             .chain(policy.dicom.iter().map(|r| &r.action))
             .chain(policy.ncpdp.iter().map(|r| &r.action))
             .chain(policy.ccda.iter().map(|r| &r.action))
+            .chain(policy.ncpdp_script.iter().map(|r| &r.action))
     };
     let mut risks: Vec<&str> = Vec::new();
     if policy.keeps_free_text() {

@@ -25,6 +25,7 @@ mod hl7v2_keep;
 pub mod lint;
 pub mod manifest;
 pub mod ncpdp;
+pub mod ncpdp_script;
 pub mod proof;
 pub mod select;
 pub mod x12;
@@ -89,6 +90,8 @@ pub struct Policy {
     pub ncpdp: Vec<ncpdp::Rule>,
     /// C-CDA rules, in order.
     pub ccda: Vec<ccda::Rule>,
+    /// NCPDP SCRIPT rules (`[[ncpdp-script]]`), in order.
+    pub ncpdp_script: Vec<ncpdp_script::Rule>,
 }
 
 /// Limits a policy sets.
@@ -128,6 +131,7 @@ impl Policy {
             || self.dicom.iter().any(|r| r.action.needs_key())
             || self.ncpdp.iter().any(|r| r.action.needs_key())
             || self.ccda.iter().any(|r| r.action.needs_key())
+            || self.ncpdp_script.iter().any(|r| r.action.needs_key())
     }
 
     /// The first rule that needs a key, as a location.
@@ -139,7 +143,8 @@ impl Policy {
         let d = self.dicom.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let n = self.ncpdp.iter().find(|r| r.action.needs_key()).map(|r| r.at);
         let c = self.ccda.iter().find(|r| r.action.needs_key()).map(|r| r.at);
-        [h, f, x, a, d, n, c].into_iter().flatten().min()
+        let s = self.ncpdp_script.iter().find(|r| r.action.needs_key()).map(|r| r.at);
+        [h, f, x, a, d, n, c, s].into_iter().flatten().min()
     }
 
     /// Fails with `POLICY_KEY_REQUIRED` (at the first keyed rule) when a key is needed and none
@@ -160,6 +165,7 @@ impl Policy {
             || self.dicom.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.ncpdp.iter().any(|r| r.action == Action::Keep && r.free_text)
             || self.ccda.iter().any(|r| r.action == Action::Keep && r.free_text)
+            || self.ncpdp_script.iter().any(|r| r.action == Action::Keep && r.free_text)
     }
 }
 
@@ -248,6 +254,7 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
         dicom: Vec::new(),
         ncpdp: Vec::new(),
         ccda: Vec::new(),
+        ncpdp_script: Vec::new(),
     };
     let mut have_head = false;
     for (key, value) in root.iter() {
@@ -290,6 +297,11 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
             "ccda" => {
                 for (rule, at) in rules(&ctx, value)? {
                     policy.ccda.push(ccda::Rule::build(&ctx, rule, at)?);
+                }
+            }
+            "ncpdp-script" => {
+                for (rule, at) in rules(&ctx, value)? {
+                    policy.ncpdp_script.push(ncpdp_script::Rule::build(&ctx, rule, at)?);
                 }
             }
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),

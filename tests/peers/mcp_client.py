@@ -84,7 +84,7 @@ UNPARSEABLE = {
     "dicom": b"\x00" * 128 + b"DICM" + b"\x02\x00",
     "x12": b"ISA*00*",
     "ccda": b"<ClinicalDocument",
-    # NCPDP Telecommunication D.0: a request header cut short; SCRIPT XML: planned.
+    # NCPDP Telecommunication D.0: a request header cut short; SCRIPT XML: an unclosed root.
     "ncpdp": b"610014D0B1",
     "ncpdp-script": b"<Message",
     "astm": b"H||^&",

@@ -10,7 +10,7 @@
 //! - [`write`]: the JSON model, the canonical form, the value-free summary;
 //! - `codec`: [`Ncpdp`], the registered format (one transmission per line).
 //!
-//! What it does not do: NCPDP SCRIPT (XML e-prescribing: the planned format `ncpdp-script`),
+//! What it does not do: NCPDP SCRIPT (XML e-prescribing: the format `ncpdp-script`),
 //! the Batch Standard, payer-specific rules, or conversion.
 
 mod codec;

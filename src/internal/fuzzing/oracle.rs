@@ -153,6 +153,12 @@ impl Secondary {
             let values: Vec<Value> = map.into_iter().map(|(_, v)| strip_strings(v)).collect();
             self.push_line(&Value::Array(values).to_string());
             return;
+        } else if format == "ncpdp-script" {
+            // Version, message type and part names from the SCRIPT tables only.
+            script_inspect_ok(&map);
+            let values: Vec<Value> = map.into_iter().map(|(_, v)| strip_keys(strip_strings(v))).collect();
+            self.push_line(&Value::Array(values).to_string());
+            return;
         } else if format == "ccda" {
             // Template keys, titles and section codes from the generated tables only.
             ccda_inspect_ok(&map);
@@ -388,6 +394,13 @@ fn is_vocabulary(word: &str) -> bool {
         || fhir_word(word)
         || crate::formats::x12::guide::is_name(word)
         || ccda_word(word)
+        || script_word(word)
+}
+
+/// An NCPDP SCRIPT name: an element or attribute name of the SCRIPT tables, or a version.
+fn script_word(word: &str) -> bool {
+    use crate::formats::ncpdp_script::tables::{ATTRIBUTES, NAMES};
+    matches!(word, "ncpdp" | "script") || NAMES.contains(&word) || ATTRIBUTES.contains(&word)
 }
 
 /// A C-CDA name: an element or attribute name of the CDA tables, or the `template` of a
@@ -668,6 +681,66 @@ pub(super) fn location_ok(s: &str) -> bool {
         || dicom_location_ok(s)
         || ncpdp_location_ok(s)
         || ccda_location_ok(s)
+        || script_location_ok(s)
+}
+
+/// `Message/Body/NewRx/MedicationPrescribed[2]/Quantity/Value`, `Message/Header/To/@Qualifier`:
+/// names of the SCRIPT tables (or `*`, `...`) with indexes, then an attribute of the tables.
+fn script_location_ok(s: &str) -> bool {
+    use crate::formats::ncpdp_script::tables::{ATTRIBUTES, NAMES};
+    let (path, attr) = match s.split_once("/@") {
+        Some((p, a)) => (p, Some(a)),
+        None => (s, None),
+    };
+    if attr.is_some_and(|a| !ATTRIBUTES.contains(&a)) {
+        return false;
+    }
+    let mut steps = path.split('/');
+    if steps.next() != Some("Message") {
+        return false;
+    }
+    steps.all(|step| {
+        let (name, index) = match step.split_once('[') {
+            Some((n, i)) => (n, i.strip_suffix(']').and_then(number).filter(|&i| i >= 1)),
+            None => (step, Some(1)),
+        };
+        index.is_some() && (name == "*" || name == "..." || NAMES.contains(&name))
+    })
+}
+
+/// Checks an NCPDP SCRIPT inspect summary: fixed keys; the version, the message type and the
+/// part names from the tables; numbers.
+fn script_inspect_ok(map: &serde_json::Map<String, Value>) {
+    use crate::formats::ncpdp_script::tables::{MESSAGE_TYPES, NAMES};
+    const KEYS: &[&str] = &[
+        "record",
+        "format",
+        "version",
+        "messageType",
+        "elementCount",
+        "medicationCount",
+        "parts",
+        "errorCount",
+        "warningCount",
+    ];
+    for (k, v) in map {
+        assert!(KEYS.contains(&k.as_str()), "SCRIPT summary key {k:?} is not fixed");
+        match (k.as_str(), v) {
+            ("format", Value::String(t)) => assert_eq!(t, "ncpdp-script"),
+            ("version", Value::String(t)) => assert!(["10.6", "2017071", "unknown"].contains(&t.as_str())),
+            ("messageType", Value::String(t)) => {
+                assert!(t == "unknown" || MESSAGE_TYPES.iter().any(|m| m.0 == t), "SCRIPT message type {t:?}")
+            }
+            ("parts", Value::Object(parts)) => {
+                for (name, n) in parts {
+                    assert!(name == "*" || NAMES.contains(&name.as_str()), "SCRIPT part {name:?}");
+                    assert!(n.is_u64(), "SCRIPT part count");
+                }
+            }
+            (_, Value::Number(_)) => {}
+            _ => panic!("SCRIPT summary value of {k:?} is not of its kind"),
+        }
+    }
 }
 
 /// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode/template:R:E`:

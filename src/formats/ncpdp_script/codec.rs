@@ -1,0 +1,142 @@
+//! NCPDP SCRIPT as a registered format: [`NcpdpScript`] implements the [`Codec`] trait over the
+//! modules of this folder. A message is one record (the whole input).
+//!
+//! What it does not do: anything of its own; it maps the trait onto `read`, `validate` and
+//! `write`.
+
+use std::io::{BufRead, Read};
+
+use super::read::{self, Document};
+use super::tables::SCRIPT_NS;
+use super::{validate, write};
+use crate::diag::{Code, Diagnostic, Location};
+use crate::formats::Operation;
+use crate::formats::codec::{Check, Codec, Fatal, Kind, Piece, Pieces, Position, Settings};
+use crate::formats::sniff::xml_root;
+use crate::phi::Disclosure;
+
+/// NCPDP SCRIPT messages (XML e-prescribing, 10.6 and 2017071: `Message` in the SCRIPT
+/// namespace).
+#[derive(Debug)]
+pub struct NcpdpScript;
+
+/// The signature: a root in the SCRIPT namespace (NCPDP Telecommunication D.0 is the format
+/// `ncpdp`).
+pub fn is_ncpdp_script(body: &[u8], _raw: &[u8]) -> bool {
+    xml_root(body).is_some_and(|r| r.namespace == Some(SCRIPT_NS))
+}
+
+impl Codec for NcpdpScript {
+    const NAME: &'static str = "ncpdp-script";
+    const OPERATIONS: &'static [Operation] =
+        &[Operation::Parse, Operation::Validate, Operation::Inspect, Operation::Fmt, Operation::Redact];
+    const MAX_FINDINGS: usize = validate::MAX_FINDINGS;
+
+    type Envelope = ();
+    type Document = Document;
+    type Stream = ();
+
+    fn sniff(body: &[u8], raw: &[u8]) -> bool {
+        is_ncpdp_script(body, raw)
+    }
+
+    fn split<'a>(input: Box<dyn BufRead + 'a>, _first: Option<u8>, settings: &Settings) -> (bool, Pieces<'a, ()>) {
+        let limit = settings.limits.max_input_bytes;
+        let mut input = input;
+        let mut once = false;
+        let it = std::iter::from_fn(move || {
+            if std::mem::replace(&mut once, true) {
+                return None;
+            }
+            let mut bytes = Vec::new();
+            let read = (&mut input).take(limit.saturating_add(1)).read_to_end(&mut bytes);
+            Some(read.map(|_| {
+                if bytes.len() as u64 > limit {
+                    crate::phi::wipe(&mut bytes);
+                    Piece::Record { kind: Kind::Message, offset: 0, bytes: None }
+                } else {
+                    Piece::Record { kind: Kind::Message, offset: 0, bytes: Some(bytes) }
+                }
+            }))
+        });
+        (false, Box::new(it))
+    }
+
+    fn read(
+        bytes: Vec<u8>,
+        _offset: u64,
+        _kind: Kind<()>,
+        _stream: &(),
+        settings: &Settings,
+        _keep: bool,
+    ) -> Result<Document, Fatal> {
+        read::read(bytes, &settings.limits).map_err(|e| {
+            let (cause, bytes) = *e;
+            Fatal { cause, bytes: Some(bytes) }
+        })
+    }
+
+    fn findings(doc: &Document, _kind: Kind<()>, check: Check, settings: &Settings) -> Vec<Diagnostic> {
+        let options = validate::Options { syntax_only: check == Check::Syntax, strict: settings.strict };
+        validate::validate(doc, options)
+    }
+
+    fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
+        write::model_json(doc, disclosure, out);
+    }
+
+    fn summary(doc: &Document, findings: &[Diagnostic], out: &mut Vec<u8>) -> Result<(), Code> {
+        serde_json::to_writer(out, &write::summarize(doc, findings)).map_err(|_| Code::CLI_INTERNAL)
+    }
+
+    fn canonical(doc: &Document, _settings: &Settings, disclosure: &Disclosure, out: &mut Vec<u8>) {
+        write::canonical(doc, disclosure, out);
+    }
+
+    fn is_canonical(doc: &Document, canonical: &[u8], _settings: &Settings, disclosure: &Disclosure) -> bool {
+        write::is_canonical(doc, canonical, disclosure)
+    }
+
+    fn positions(doc: &Document, findings: &[Diagnostic]) -> Vec<Position> {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "line and column of an element: numbers computed from the record's bytes"
+        )]
+        let raw = doc.input().raw();
+        if findings.is_empty() {
+            return Vec::new();
+        }
+        let lines = crate::formats::lines::Lines::new(raw);
+        findings
+            .iter()
+            .map(|f| match f.location {
+                Location::Script(p) if p.node != u32::MAX => {
+                    let offset = doc.tree().elements().get(p.node as usize).map_or(0, |e| e.offset);
+                    lines.position(raw, u64::from(offset))
+                }
+                _ => Position::default(),
+            })
+            .collect()
+    }
+
+    fn full_location(doc: &Document, finding: &Diagnostic, out: &mut Vec<u8>) -> bool {
+        let Location::Script(p) = finding.location else { return false };
+        if p.node == u32::MAX || !p.shortened() {
+            return false;
+        }
+        let mut s = String::new();
+        doc.write_path(p.node, &mut s);
+        if p.child
+            && let Some((name, index)) = p.last()
+        {
+            s.push('/');
+            let _ = crate::diag::ScriptPosition::write_step(&mut s, name, index);
+        }
+        if let Some(a) = p.attr {
+            s.push_str("/@");
+            s.push_str(a);
+        }
+        out.extend_from_slice(s.as_bytes());
+        true
+    }
+}
