@@ -374,6 +374,7 @@ pub const INSPECT_SUMMARIES: &[(&str, &str)] = &[
         "recordType:s version:s? transactionCode:s transactionCount:n? groupCount:n headerStatus:s? segments:a \
          transactions:a segmentCount:n fieldCount:n warningCount:n errorCount:n",
     ),
+    ("ncpdp-script", "version:s messageType:s elementCount:n medicationCount:n parts:m errorCount:n warningCount:n"),
     (
         "astm",
         "recordType:s recordCount:n records:m framed:b frameCount:n delimiters:o? processingId:s? version:s? \
