@@ -375,7 +375,9 @@ async def terminology(client: Client, session: ClientSession, binary: Path) -> N
                 for detail in ["summary", "inventory"]:
                     sc = await client.call("inspect", {**args, "detail": detail, "max_bytes": 0}, f"inspect {fmt} {detail}")
                     data = (sc or {}).get("data") or {}
-                    for record in data.get("records", [data]):
+                    records = data.get("records")
+                    # ASTM's summary has its own `records` (counts by record type), not a list.
+                    for record in records if isinstance(records, list) else [data]:
                         if "error" in record:
                             continue
                         errors = list(jsonschema.Draft202012Validator(schema).iter_errors(record))
