@@ -172,13 +172,35 @@ impl Secondary {
             return;
         } else if format == "fhir" {
             // The keys are the summary struct's own (static); only the values can carry input.
+            if let Some(inventory) = map.remove("inventory") {
+                fhir_inventory_ok(&inventory);
+                // Checked against the definitions above; left out of the leak check (a path or
+                // a value set's URL can share four bytes with an input by chance).
+                self.push_line(&strip_keys(strip_strings(inventory)).to_string());
+            }
             fhir_inspect_ok(&map);
             let values: Vec<Value> = map.into_iter().map(|(_, v)| v).collect();
             self.push_line(&Value::Array(values).to_string());
             return;
         } else {
+            if let Some(inventory) = map.remove("inventory") {
+                hl7_inventory_ok(&inventory);
+                // Checked against the tables above; left out of the leak check (a field's name
+                // or a table code can share bytes with an input by chance).
+                self.push_line(&strip_keys(strip_strings(inventory)).to_string());
+            }
             inspect_ok(&mut map);
-            &["record", "format", "messageType", "version", "segmentCount", "segments", "warningCount", "errorCount"]
+            &[
+                "record",
+                "format",
+                "messageType",
+                "version",
+                "segmentCount",
+                "segments",
+                "warningCount",
+                "errorCount",
+                "inventory",
+            ]
         };
         for k in &keys {
             assert!(allowed.contains(&k.as_str()), "unexpected key {k:?} in a JSON item");
@@ -624,6 +646,81 @@ fn inspect_ok(map: &mut serde_json::Map<String, Value>) {
             "inspect segment key {id:?} is not a schema id"
         );
         assert!(n.as_u64().is_some_and(|n| n >= 1), "inspect segment count is not positive");
+    }
+}
+
+/// Checks an HL7 v2 inventory: segment ids, names, data types and table codes each from some
+/// version's tables; counts are numbers.
+fn hl7_inventory_ok(inventory: &Value) {
+    use crate::formats::hl7v2::schema::{self, Version};
+    let schemas: Vec<&'static schema::Schema> =
+        Version::ALL.into_iter().filter_map(|v| schema::try_schema(v).ok()).collect();
+    let segments = inventory.as_array().unwrap_or_else(|| panic!("HL7 inventory is not a list"));
+    for seg in segments {
+        let id = seg["segment"].as_str().unwrap_or_default();
+        assert!(id == "?" || segment_ids::schema_name(id.as_bytes()).is_some(), "inventory segment {id:?}");
+        if let Some(name) = seg.get("name") {
+            let name = name.as_str().unwrap_or_default();
+            assert!(
+                schemas.iter().any(|s| s.segment(id.as_bytes()).is_some_and(|d| d.name == name)),
+                "inventory segment name is not a table's"
+            );
+        }
+        assert!(seg["count"].as_u64().is_some_and(|n| n >= 1), "inventory count");
+        for f in seg["fields"].as_array().unwrap_or_else(|| panic!("inventory fields")) {
+            let field = f["field"].as_str().unwrap_or_default();
+            let n = field.strip_prefix(id).and_then(|r| r.strip_prefix('-')).and_then(number);
+            let n = n.unwrap_or_else(|| panic!("inventory field {field:?} is not {id}-N"));
+            let def = |s: &&schema::Schema| s.field(id.as_bytes(), n as usize).cloned();
+            for (key, get) in [("name", 0), ("dataType", 1)] {
+                if let Some(v) = f.get(key) {
+                    let v = v.as_str().unwrap_or_default();
+                    let ok =
+                        schemas.iter().filter_map(def).any(|d| if get == 0 { d.name == v } else { d.data_type == v });
+                    assert!(ok, "inventory field {key} is not a table's");
+                }
+            }
+            for k in ["present", "repetitions"] {
+                assert!(f[k].as_u64().is_some(), "inventory {k}");
+            }
+            let table = f.get("table").and_then(Value::as_str).map(|t| t.parse::<u16>().unwrap_or(u16::MAX));
+            if let Some(codes) = f.get("codes").and_then(Value::as_object) {
+                let table = table.unwrap_or_else(|| panic!("inventory codes without a table"));
+                for (code, count) in codes {
+                    let ok = schemas.iter().filter_map(|s| s.table(table)).any(|t| t.contains(code.as_bytes()));
+                    assert!(ok && count.as_u64().is_some(), "inventory code is not an entry of table {table}");
+                }
+            }
+        }
+    }
+}
+
+/// Checks a FHIR inventory: resource types and element paths from the definitions, value sets
+/// bundled, and codes that are entries of them.
+fn fhir_inventory_ok(inventory: &Value) {
+    use crate::formats::fhir::definitions as defs;
+    let types = inventory.as_array().unwrap_or_else(|| panic!("FHIR inventory is not a list"));
+    let path_ok = |p: &str| p.split('.').all(fhir_word);
+    for t in types {
+        assert!(fhir_word(t["resourceType"].as_str().unwrap_or_default()), "inventory resourceType");
+        assert!(t["count"].as_u64().is_some(), "inventory count");
+        for e in t["elements"].as_array().unwrap_or_else(|| panic!("inventory elements")) {
+            assert!(path_ok(e["path"].as_str().unwrap_or_default()), "inventory element path");
+            assert!(e["count"].as_u64().is_some(), "inventory element count");
+        }
+        for c in t.get("codes").and_then(Value::as_array).into_iter().flatten() {
+            assert!(path_ok(c["path"].as_str().unwrap_or_default()), "inventory code path");
+            let url = c["valueSet"].as_str().unwrap_or_default();
+            let vs = defs::bundled_value_set(url.as_bytes()).flatten();
+            let vs = vs.unwrap_or_else(|| panic!("inventory value set is not bundled"));
+            for (code, n) in c.get("codes").and_then(Value::as_object).into_iter().flatten() {
+                assert!(
+                    vs.canonical(None, code.as_bytes()) == Some(code.as_str()),
+                    "inventory code not in its value set"
+                );
+                assert!(n.as_u64().is_some(), "inventory code count");
+            }
+        }
     }
 }
 
