@@ -851,8 +851,8 @@ mod tests {
                 format!("SLICE_CARDINALITY_MIN error Patient.extension {p}"),
                 format!("SLICE_CARDINALITY_MAX error Patient.identifier[1] {p}"),
                 "PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -".to_owned(),
-                format!("PROFILE_EXTENSION_CONTEXT error Patient.name[0].extension[0] {e}"),
-                format!("PROFILE_TYPE error Patient.name[0].extension[0].valueString {e}"),
+                format!("PROFILE_EXTENSION_CONTEXT error Patient.name[0].extension[0] {e}"), // value-free: a test expectation; `e` is a canonical URL constant
+                format!("PROFILE_TYPE error Patient.name[0].extension[0].valueString {e}"), // value-free: a test expectation; `e` is a canonical URL constant
             ]
         );
         // An unknown meta.profile is a warning without a profile property.
