@@ -265,7 +265,7 @@ codes! {
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
     PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";
     PROFILE_MUST_SUPPORT => Information, "a must-support element of the profile is absent (reported only with --must-support)";
-    PROFILE_EXTENSION_UNKNOWN => Warning, "an extension's definition is not among the loaded packages";
+    PROFILE_EXTENSION_UNKNOWN => Error, "an extension's definition is not among the loaded packages";
     PROFILE_EXTENSION_CONTEXT => Error, "an extension of a loaded definition is used on an element its contexts do not allow";
     SLICE_UNMATCHED => Error, "an element of a closed slicing matches none of its slices";
     SLICE_CARDINALITY_MIN => Error, "a slice occurs fewer times than its profile requires";

@@ -19,7 +19,10 @@
 //! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
 //!   its contexts (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
-//!   neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN` (warning);
+//!   neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference
+//!   validator reports it, except a warning in the domains kept for examples and in HL7's shared
+//!   namespaces (the extensions pack, the tools, cross-version extensions) whose packages may not
+//!   be loaded;
 //! - invariants of the profile (those not of the core) through the FHIRPath engine
 //!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
@@ -641,7 +644,13 @@ impl<'d> Checker<'d> {
                 continue;
             }
             let Some(snap) = self.conf.snapshot(url) else {
-                self.push(Code::PROFILE_EXTENSION_UNKNOWN, Severity::Warning, Location::Fhir(doc.path(i)), None);
+                // The core namespace (the extensions pack), the tools' and the cross-version
+                // extensions' are defined in packages phiward may not have loaded: a warning, as
+                // for the domains kept for examples. Anything else (an IG's own namespace
+                // included) cannot be checked: an error, as the reference validator reports.
+                let lenient = example_domain(url) || hl7_shared_extension(url);
+                let severity = if lenient { Severity::Warning } else { Severity::Error };
+                self.push(Code::PROFILE_EXTENSION_UNKNOWN, severity, Location::Fhir(doc.path(i)), None);
                 continue;
             };
             let pid = crate::structure::profile_id(&snap.url);
@@ -655,6 +664,24 @@ impl<'d> Checker<'d> {
             self.node(i, &snap, 0, pid, 0);
         }
     }
+}
+
+/// True for an extension URL in a domain kept for examples (RFC 2606 and the domains the
+/// specification's examples use): an extension there is not expected to be published.
+fn example_domain(url: &str) -> bool {
+    let host = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = host.split(['/', ':']).next().unwrap_or(host);
+    ["example.org", "example.com", "example.net", "acme.com", "acme.org"]
+        .iter()
+        .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+}
+
+/// True for an extension URL in a namespace HL7 publishes outside the R4 core and the IGs: the
+/// extensions pack (`http://hl7.org/fhir/StructureDefinition/`), the tools
+/// (`http://hl7.org/fhir/tools/`) and the cross-version extensions (`http://hl7.org/fhir/5.0/...`).
+fn hl7_shared_extension(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://hl7.org/fhir/") else { return false };
+    rest.starts_with("StructureDefinition/") || rest.starts_with("tools/") || rest.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The slicing assumed when a profile slices without saying how: extensions by url, choices by
@@ -859,6 +886,30 @@ mod tests {
         let unknown =
             findings(&context(&[], &[]), r#"{"resourceType":"Patient","meta":{"profile":["http://example.org/x"]}}"#);
         assert_eq!(unknown, ["PROFILE_UNKNOWN warning Patient.meta.profile[0] -"]);
+    }
+
+    #[test]
+    fn an_unknown_extension_is_an_error_outside_the_example_and_shared_namespaces() {
+        let ctx = context(&[], &[]);
+        let with = |url: &str| {
+            findings(&ctx, &format!(r#"{{"resourceType":"Patient","extension":[{{"url":"{url}","valueCode":"x"}}]}}"#))
+        };
+        assert_eq!(
+            with("http://hl7.org/fhir/uv/ips/StructureDefinition/not-defined"),
+            ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]
+        );
+        assert_eq!(with("urn:oid:1.2.3.4"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
+        assert_eq!(with("https://fhir.example.org/x"), ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]);
+        assert_eq!(
+            with("http://hl7.org/fhir/StructureDefinition/organization-brand"),
+            ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
+        );
+        assert_eq!(
+            with("http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x"),
+            ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
+        );
+        // A look-alike of an example domain is not one.
+        assert_eq!(with("http://notexample.org/x"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
     }
 
     #[test]
