@@ -16,7 +16,8 @@
      (a slice's matching item duplicated);
    - `cardinality_min`: an element the profile makes required (base min 0) removed;
    - `fixed_value`: a fixed or pattern value outside a slice changed to another valid value;
-   - `unknown_extension`: an extension whose URL is in the IG's namespace but defined nowhere.
+   - `unknown_extension`: an extension whose URL is in the IG's namespace but defined nowhere
+     (on DomainResources: Bundle, Binary and Parameters have no `extension`).
    A mutant is detected when its report has an error-severity finding that the unmutated file
    does not have, and a new finding located on the mutated element (its path, with or without
    an index, or a path below it) or, for a missing element, on its parent: the error itself, or,
@@ -52,6 +53,8 @@ TARGET = 0.99
 OTHER_CODE = {"document": "collection", "active": "inactive", "final": "amended"}
 UNKNOWN_EXTENSION = "http://hl7.org/fhir/uv/ips/StructureDefinition/not-defined-anywhere"
 NOT_A_CODE = "zz-not-a-code"
+# The R4 resources that are not DomainResources: they have no `extension` element.
+NOT_DOMAIN_RESOURCES = {"Bundle", "Binary", "Parameters"}
 
 
 def npm_pack(name: str, version: str) -> Path | None:
@@ -219,6 +222,9 @@ def mutations(resource: dict, sd: dict, loc: str):
                 m = None
             if m is not None and m != resource:
                 yield "fixed_value", e["id"], m, here
+    if rtype in NOT_DOMAIN_RESOURCES:
+        # No `extension` element: an extension there is an unknown element, not an extension.
+        return
     m = copy.deepcopy(resource)
     ext = m.setdefault("extension", [])
     ext.append({"url": UNKNOWN_EXTENSION, "valueBoolean": True})

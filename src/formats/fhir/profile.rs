@@ -12,10 +12,12 @@
 //!   sets expanded from the packages or the core tables; one that cannot be expanded offline is
 //!   reported once as information (`CONFORMANCE_VALUESET_UNEXPANDABLE`);
 //! - slicing: each repetition is matched to a slice by the discriminators (value, pattern,
-//!   exists, type, profile; paths of element names, `$this`, and, failing those, full
-//!   conformance to the slice), then checked against the slice; slice cardinality
+//!   exists, type, profile; paths of element names, `$this`, `resolve()` to the resource a
+//!   reference points to in the same Bundle or among the contained resources, and, failing
+//!   those, full conformance to the slice), then checked against the slice; slice cardinality
 //!   (`SLICE_CARDINALITY_MIN`/`MAX`), closed and openAtEnd rules (`SLICE_UNMATCHED`), order
-//!   (`SLICE_ORDER`);
+//!   (`SLICE_ORDER`); a required slice left empty comes with the failures, as information at
+//!   their own locations, of each item that matched every discriminator but the profile;
 //! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
 //!   its contexts (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
@@ -30,7 +32,7 @@
 //! Every finding carries the profile's canonical (a [`crate::diag::ProfileId`]); the location is
 //! the element's path, value-free.
 //!
-//! What it does not do: `targetProfile` of references, terminology servers (SNOMED CT, LOINC
+//! What it does not do: `targetProfile` of references outside slicing, terminology servers (SNOMED CT, LOINC
 //! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
 //! functions in invariants.
 
@@ -310,6 +312,7 @@ impl<'d> Checker<'d> {
         let mut extra: Vec<Option<u32>> = vec![None; g.slices.len()];
         let mut last = 0usize;
         let mut unmatched_seen = false;
+        let mut unmatched: Vec<u32> = Vec::new();
         for &c in instances {
             let m = (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth));
             match m {
@@ -329,6 +332,7 @@ impl<'d> Checker<'d> {
                 }
                 None => {
                     unmatched_seen = true;
+                    unmatched.push(c);
                     if slicing.closed {
                         self.push(Code::SLICE_UNMATCHED, Severity::Error, Location::Fhir(self.doc.path(c)), pid);
                     }
@@ -340,6 +344,9 @@ impl<'d> Checker<'d> {
             if counts[k] < el.min {
                 let loc = self.missing_location(n, &g.name);
                 self.push(Code::SLICE_CARDINALITY_MIN, Severity::Error, loc, pid);
+                for &c in &unmatched {
+                    self.explain(c, snap, s, &slicing, depth);
+                }
             }
             if let Some(at) = extra[k] {
                 self.push(Code::SLICE_CARDINALITY_MAX, Severity::Error, Location::Fhir(self.doc.path(at)), pid);
@@ -372,12 +379,77 @@ impl<'d> Checker<'d> {
         self.conforms(c, &snap, 0, pid, depth)
     }
 
+    /// The type a profile constrains (`Observation` for a loaded Observation profile or the core
+    /// `http://hl7.org/fhir/StructureDefinition/Observation`).
+    fn type_of_profile(&self, url: &str) -> Option<String> {
+        if let Some(snap) = self.conf.snapshot(url) {
+            return Some(snap.type_name.clone());
+        }
+        let bare = url.split('|').next().unwrap_or(url);
+        bare.strip_prefix(conformance::CORE_SD).map(|t| t.trim_start_matches('/').to_owned())
+    }
+
+    /// Why node `c`, which matches every discriminator of a slice but its profile, did not
+    /// match: its failures against the slice's profiles, reported as information at their own
+    /// locations (as the reference validator's hints), so that a missing required slice comes
+    /// with the reasons the item meant for it was not counted.
+    fn explain(&mut self, c: u32, snap: &Arc<Snapshot>, slice: usize, slicing: &Slicing, depth: u32) {
+        if !slicing.discriminators.iter().any(|(k, _)| *k == DiscriminatorKind::Profile) {
+            return;
+        }
+        for (kind, path) in &slicing.discriminators {
+            if *kind != DiscriminatorKind::Profile
+                && self.discriminate(c, snap, slice, *kind, path, depth) != Some(true)
+            {
+                return;
+            }
+        }
+        for (kind, path) in &slicing.discriminators {
+            if *kind != DiscriminatorKind::Profile {
+                continue;
+            }
+            let Some(nodes) = self.at_path(c, path) else { continue };
+            let profiles: Vec<String> = match path.strip_suffix("resolve()") {
+                Some(prefix) => {
+                    let prefix = prefix.strip_suffix('.').unwrap_or(prefix);
+                    let Some(t) = snap.descend(slice, prefix) else { continue };
+                    snap.elements[t].types.iter().flat_map(|t| t.target_profiles.iter().cloned()).collect()
+                }
+                None => {
+                    let Some(t) = snap.descend(slice, path) else { continue };
+                    snap.elements[t].types.iter().flat_map(|t| t.profiles.iter().cloned()).collect()
+                }
+            };
+            for &n in &nodes {
+                for p in &profiles {
+                    let Some(psnap) = self.conf.snapshot(p) else { continue };
+                    if self.doc.node(n).is_resource() && psnap.type_name != type_of(self.doc, n) {
+                        continue;
+                    }
+                    let ppid = crate::structure::profile_id(&psnap.url);
+                    let saved = std::mem::replace(&mut self.f, Findings::new(false));
+                    self.node(n, &psnap, 0, ppid, depth + 1);
+                    let scratch = std::mem::replace(&mut self.f, saved);
+                    for d in scratch.into_list() {
+                        if d.severity.is_failure() {
+                            self.push(d.code, Severity::Information, d.location, d.profile);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The nodes reached from `c` by a discriminator path; `None` for a path outside the
     /// supported forms.
     fn at_path(&self, c: u32, path: &str) -> Option<Vec<u32>> {
         let mut set = vec![c];
         for step in path.split('.') {
             if step.is_empty() || step == "$this" {
+                continue;
+            }
+            if step == "resolve()" {
+                set = set.iter().filter_map(|&n| self.resolve(n)).collect();
                 continue;
             }
             if step.contains('(') {
@@ -390,6 +462,53 @@ impl<'d> Checker<'d> {
             set = next;
         }
         Some(set)
+    }
+
+    /// The resource Reference node `c` points to inside the document: `#id`, a resource
+    /// contained in the same resource; otherwise an entry of the innermost Bundle holding `c`,
+    /// by `fullUrl`, by `Type/id`, or by a RESTful `fullUrl` ending in `/Type/id`. `None` when
+    /// it points outside the document.
+    fn resolve(&self, c: u32) -> Option<u32> {
+        let doc = self.doc;
+        let target = doc.named(c, "reference").find(|&x| doc.node(x).has_value()).map(|x| value(doc, x))?;
+        let id_of = |r: u32| doc.named(r, "id").find(|&i| doc.node(i).has_value()).map(|i| value(doc, i));
+        if let Some(id) = target.strip_prefix(b"#") {
+            let mut r = doc.resource_of(c);
+            if doc.node(r).name == "contained" && doc.node(r).parent != NONE {
+                r = doc.resource_of(doc.node(r).parent);
+            }
+            return doc.named(r, "contained").find(|&k| doc.node(k).ty.is_some() && id_of(k) == Some(id));
+        }
+        let mut b = doc.node(c).parent;
+        while b != NONE && !(doc.node(b).is_resource() && type_of(doc, b) == "Bundle") {
+            b = doc.node(b).parent;
+        }
+        if b == NONE {
+            return None;
+        }
+        // `Type/id` of a relative reference (or the tail of an absolute one).
+        let tail = {
+            let mut parts = target.rsplitn(3, |&x| x == b'/');
+            match (parts.next(), parts.next()) {
+                (Some(id), Some(ty)) if !id.is_empty() && !ty.is_empty() => Some((ty, id)),
+                _ => None,
+            }
+        };
+        let relative = !target.contains(&b':');
+        doc.named(b, "entry").find_map(|e| {
+            let r = doc.named(e, "resource").find(|&r| doc.node(r).ty.is_some())?;
+            let full = doc.named(e, "fullUrl").find(|&u| doc.node(u).has_value()).map(|u| value(doc, u));
+            if full == Some(target) {
+                return Some(r);
+            }
+            let (ty, id) = tail?;
+            let same = type_of(doc, r).as_bytes() == ty && id_of(r) == Some(id);
+            // A relative reference matches the entry's resource by type and id; an absolute
+            // one only the entry whose RESTful fullUrl ends with it.
+            let by_url =
+                full.is_some_and(|u| u.ends_with(target) || (relative && u.ends_with(&[b"/", target].concat())));
+            (same && (relative || by_url)).then_some(r)
+        })
     }
 
     fn matches(
@@ -427,6 +546,25 @@ impl<'d> Checker<'d> {
         depth: u32,
     ) -> Option<bool> {
         let nodes = self.at_path(c, path)?;
+        if let Some(prefix) = path.strip_suffix("resolve()") {
+            // The resources referred to, against the reference element's target profiles.
+            let prefix = prefix.strip_suffix('.').unwrap_or(prefix);
+            let te = &snap.elements[snap.descend(slice, prefix)?];
+            let targets: Vec<String> = te.types.iter().flat_map(|t| t.target_profiles.iter().cloned()).collect();
+            if targets.is_empty() {
+                return None;
+            }
+            return match kind {
+                DiscriminatorKind::Type => {
+                    let names: Vec<String> = targets.iter().filter_map(|p| self.type_of_profile(p)).collect();
+                    Some(nodes.iter().any(|&n| names.iter().any(|t| t == type_of(self.doc, n))))
+                }
+                DiscriminatorKind::Profile => {
+                    Some(nodes.iter().any(|&n| targets.iter().any(|p| self.conforms_to(n, p, depth + 1))))
+                }
+                DiscriminatorKind::Value | DiscriminatorKind::Exists => None,
+            };
+        }
         let target = snap.descend(slice, path);
         let slice_el = &snap.elements[slice];
         match kind {
@@ -681,7 +819,9 @@ fn example_domain(url: &str) -> bool {
 /// (`http://hl7.org/fhir/tools/`) and the cross-version extensions (`http://hl7.org/fhir/5.0/...`).
 fn hl7_shared_extension(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://hl7.org/fhir/") else { return false };
-    rest.starts_with("StructureDefinition/") || rest.starts_with("tools/") || rest.starts_with(|c: char| c.is_ascii_digit())
+    rest.starts_with("StructureDefinition/")
+        || rest.starts_with("tools/")
+        || rest.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The slicing assumed when a profile slices without saying how: extensions by url, choices by
@@ -886,6 +1026,98 @@ mod tests {
         let unknown =
             findings(&context(&[], &[]), r#"{"resourceType":"Patient","meta":{"profile":["http://example.org/x"]}}"#);
         assert_eq!(unknown, ["PROFILE_UNKNOWN warning Patient.meta.profile[0] -"]);
+    }
+
+    /// A document Bundle profile slicing `entry` by resource type and profile, with a
+    /// Composition profile that slices its section entries by the profile of the resource each
+    /// refers to (`resolve()`), one item each.
+    const DOC_BUNDLE: &str = r#"{"resourceType":"StructureDefinition","url":"http://example.org/docb","type":"Bundle",
+        "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Bundle","derivation":"constraint",
+        "differential":{"element":[
+          {"id":"Bundle.entry","path":"Bundle.entry","slicing":{"discriminator":[{"type":"type","path":"resource"},{"type":"profile","path":"resource"}],"rules":"open"}},
+          {"id":"Bundle.entry:composition","path":"Bundle.entry","sliceName":"composition","min":1,"max":"1"},
+          {"id":"Bundle.entry:composition.resource","path":"Bundle.entry.resource","min":1,"type":[{"code":"Composition","profile":["http://example.org/comp"]}]}
+        ]}}"#;
+    const COMP: &str = r#"{"resourceType":"StructureDefinition","url":"http://example.org/comp","type":"Composition",
+        "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Composition","derivation":"constraint",
+        "differential":{"element":[
+          {"id":"Composition.section","path":"Composition.section","min":1},
+          {"id":"Composition.section.entry","path":"Composition.section.entry","slicing":{"discriminator":[{"type":"profile","path":"resolve()"}],"rules":"open"}},
+          {"id":"Composition.section.entry:first","path":"Composition.section.entry","sliceName":"first","min":0,"max":"1","type":[{"code":"Reference","targetProfile":["http://example.org/obs-final"]}]},
+          {"id":"Composition.section.entry:second","path":"Composition.section.entry","sliceName":"second","min":0,"max":"1","type":[{"code":"Reference","targetProfile":["http://example.org/obs-prelim"]}]}
+        ]}}"#;
+    const OBS_FINAL: &str = r#"{"resourceType":"StructureDefinition","url":"http://example.org/obs-final","type":"Observation",
+        "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint",
+        "differential":{"element":[{"id":"Observation.status","path":"Observation.status","fixedCode":"final"}]}}"#;
+    const OBS_PRELIM: &str = r#"{"resourceType":"StructureDefinition","url":"http://example.org/obs-prelim","type":"Observation",
+        "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint",
+        "differential":{"element":[{"id":"Observation.status","path":"Observation.status","fixedCode":"preliminary"}]}}"#;
+
+    fn document(section: &str, entries: &str) -> String {
+        let comp = format!(
+            r#"{{"resourceType":"Composition","status":"final","type":{{"text":"t"}},"date":"2020-01-01","author":[{{"display":"a"}}],"title":"t"{section}}}"#
+        );
+        format!(
+            r#"{{"resourceType":"Bundle","meta":{{"profile":["http://example.org/docb"]}},"type":"document","identifier":{{"value":"1"}},"timestamp":"2020-01-01T00:00:00Z",
+            "entry":[{{"fullUrl":"urn:uuid:00000000-0000-0000-0000-000000000001","resource":{comp}}}{entries}]}}"#
+        )
+    }
+
+    #[test]
+    fn resolve_discriminators_match_the_resource_referred_to() {
+        let ctx = context(&[DOC_BUNDLE, COMP, OBS_FINAL, OBS_PRELIM], &[]);
+        let obs = |n: u32, status: &str| {
+            format!(
+                r#",{{"fullUrl":"urn:uuid:00000000-0000-0000-0000-00000000000{n}","resource":{{"resourceType":"Observation","id":"o{n}","status":"{status}","code":{{"text":"c"}}}}}}"#
+            )
+        };
+        // One entry for each slice (by fullUrl and by Type/id): each matches its own.
+        let both = document(
+            r#","section":[{"entry":[{"reference":"urn:uuid:00000000-0000-0000-0000-000000000002"},{"reference":"Observation/o3"}]}]"#,
+            &(obs(2, "final") + &obs(3, "preliminary")),
+        );
+        assert!(findings(&ctx, &both).is_empty(), "{:?}", findings(&ctx, &both));
+        // Two entries for the one-item slice: the second is one too many, so the Composition
+        // fails its profile and the Bundle's composition slice is empty (the reason given).
+        let two = document(
+            r#","section":[{"entry":[{"reference":"urn:uuid:00000000-0000-0000-0000-000000000002"},{"reference":"urn:uuid:00000000-0000-0000-0000-000000000003"}]}]"#,
+            &(obs(2, "final") + &obs(3, "final")),
+        );
+        assert_eq!(
+            findings(&ctx, &two),
+            [
+                "SLICE_CARDINALITY_MIN error Bundle.entry http://example.org/docb",
+                "SLICE_CARDINALITY_MAX information Bundle.entry[0].resource.section[0].entry[1] http://example.org/comp"
+            ]
+        );
+        // A reference that leaves the Bundle matches no slice (the slicing is open).
+        let outside = document(r#","section":[{"entry":[{"reference":"Observation/elsewhere"}]}]"#, "");
+        assert!(findings(&ctx, &outside).is_empty(), "{:?}", findings(&ctx, &outside));
+    }
+
+    #[test]
+    fn a_missing_slice_comes_with_why_the_item_meant_for_it_did_not_match() {
+        let ctx = context(&[DOC_BUNDLE, COMP, OBS_FINAL, OBS_PRELIM], &[]);
+        // The Composition has no section: it fails its profile, so entry:composition is empty;
+        // the reason is given as information at the Composition's own element.
+        let bad = document("", "");
+        assert_eq!(
+            findings(&ctx, &bad),
+            [
+                "SLICE_CARDINALITY_MIN error Bundle.entry http://example.org/docb".to_owned(),
+                "PROFILE_CARDINALITY_MIN information Bundle.entry[0].resource.section http://example.org/comp"
+                    .to_owned(),
+            ]
+        );
+        // A Patient in the Bundle is not explained: its type matches no slice.
+        let patient =
+            r#",{"fullUrl":"urn:uuid:00000000-0000-0000-0000-000000000009","resource":{"resourceType":"Patient"}}"#;
+        assert_eq!(findings(&ctx, &document("", patient)).len(), 2);
+        let good = document(
+            r#","section":[{"title":"s","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"}}]"#,
+            "",
+        );
+        assert!(findings(&ctx, &good).is_empty(), "{:?}", findings(&ctx, &good));
     }
 
     #[test]
