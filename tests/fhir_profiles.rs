@@ -117,9 +117,11 @@ fn an_unknown_meta_profile_is_a_warning_without_the_ig() {
         &instance("observation-no-profile.json"),
         &instance("observation-valid.json"),
     ]);
-    assert_eq!(code(&o), 0);
     let f = findings(&o.stdout);
     assert!(f.iter().any(|f| f.0 == "PROFILE_UNKNOWN" && f.1 == "warning" && f.3 == "-"), "{f:?}");
+    // The IG's extension is unknown too without the IG: an error, as the reference reports.
+    assert!(f.iter().any(|f| f.0 == "PROFILE_EXTENSION_UNKNOWN" && f.1 == "error"), "{f:?}");
+    assert_eq!(code(&o), 1);
 }
 
 #[test]

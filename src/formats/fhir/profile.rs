@@ -22,9 +22,8 @@
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
 //!   its contexts (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
 //!   neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference
-//!   validator reports it, except a warning in the domains kept for examples and in HL7's shared
-//!   namespaces (the extensions pack, the tools, cross-version extensions) whose packages may not
-//!   be loaded;
+//!   validator reports it, except a warning in HL7's shared namespaces (the extensions pack, the
+//!   tools, cross-version extensions) whose packages may not be loaded;
 //! - invariants of the profile (those not of the core) through the FHIRPath engine
 //!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
@@ -783,10 +782,10 @@ impl<'d> Checker<'d> {
             }
             let Some(snap) = self.conf.snapshot(url) else {
                 // The core namespace (the extensions pack), the tools' and the cross-version
-                // extensions' are defined in packages phiward may not have loaded: a warning, as
-                // for the domains kept for examples. Anything else (an IG's own namespace
-                // included) cannot be checked: an error, as the reference validator reports.
-                let lenient = example_domain(url) || hl7_shared_extension(url);
+                // extensions' are defined in packages phiward may not have loaded: a warning.
+                // Anything else (an IG's own namespace, example domains) cannot be checked: an
+                // error, as the reference validator reports.
+                let lenient = hl7_shared_extension(url);
                 let severity = if lenient { Severity::Warning } else { Severity::Error };
                 self.push(Code::PROFILE_EXTENSION_UNKNOWN, severity, Location::Fhir(doc.path(i)), None);
                 continue;
@@ -802,16 +801,6 @@ impl<'d> Checker<'d> {
             self.node(i, &snap, 0, pid, 0);
         }
     }
-}
-
-/// True for an extension URL in a domain kept for examples (RFC 2606 and the domains the
-/// specification's examples use): an extension there is not expected to be published.
-fn example_domain(url: &str) -> bool {
-    let host = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let host = host.split(['/', ':']).next().unwrap_or(host);
-    ["example.org", "example.com", "example.net", "acme.com", "acme.org"]
-        .iter()
-        .any(|d| host == *d || host.ends_with(&format!(".{d}")))
 }
 
 /// True for an extension URL in a namespace HL7 publishes outside the R4 core and the IGs: the
@@ -1017,7 +1006,7 @@ mod tests {
             [
                 format!("SLICE_CARDINALITY_MIN error Patient.extension {p}"),
                 format!("SLICE_CARDINALITY_MAX error Patient.identifier[1] {p}"),
-                "PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -".to_owned(),
+                "PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -".to_owned(),
                 format!("PROFILE_EXTENSION_CONTEXT error Patient.name[0].extension[0] {e}"), // value-free: a test expectation; `e` is a canonical URL constant
                 format!("PROFILE_TYPE error Patient.name[0].extension[0].valueString {e}"), // value-free: a test expectation; `e` is a canonical URL constant
             ]
@@ -1121,7 +1110,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_extension_is_an_error_outside_the_example_and_shared_namespaces() {
+    fn an_unknown_extension_is_an_error_outside_hl7s_shared_namespaces() {
         let ctx = context(&[], &[]);
         let with = |url: &str| {
             findings(&ctx, &format!(r#"{{"resourceType":"Patient","extension":[{{"url":"{url}","valueCode":"x"}}]}}"#))
@@ -1131,7 +1120,7 @@ mod tests {
             ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]
         );
         assert_eq!(with("urn:oid:1.2.3.4"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
-        assert_eq!(with("https://fhir.example.org/x"), ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]);
+        assert_eq!(with("https://fhir.example.org/x"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
         assert_eq!(
             with("http://hl7.org/fhir/StructureDefinition/organization-brand"),
             ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
@@ -1140,8 +1129,11 @@ mod tests {
             with("http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x"),
             ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
         );
-        // A look-alike of an example domain is not one.
-        assert_eq!(with("http://notexample.org/x"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
+        // A look-alike of HL7's namespace is not it.
+        assert_eq!(
+            with("http://hl7.org/fhirx/StructureDefinition/x"),
+            ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]
+        );
     }
 
     #[test]
