@@ -78,6 +78,22 @@ def unpack(tgz: Path, into: Path) -> None:
         t.extractall(into, filter="data")
 
 
+def fetch() -> tuple[Path, Path] | None:
+    """(the IPS .tgz, the package cache holding its dependencies), fetched once; the package is
+    also unpacked under target/ips/ips/. None when npm or the registry is not reachable. Also
+    used by scripts/bench (the IG validation case)."""
+    tgz = npm_pack(*IPS)
+    if tgz is None:
+        return None
+    cache = WORK / "packages"
+    for name, version in DEPENDENCIES:
+        dep = npm_pack(name, version)
+        if dep is not None:
+            unpack(dep, cache / f"{name}#{version}")
+    unpack(tgz, WORK / "ips")
+    return tgz, cache
+
+
 # ---- profiles ----------------------------------------------------------------------------
 
 def load_profiles(package: Path) -> dict[str, dict]:
@@ -247,16 +263,11 @@ def main() -> int:
         print(__doc__)
         return 2
     binary = args[0]
-    tgz = npm_pack(*IPS)
-    if tgz is None:
+    fetched = fetch()
+    if fetched is None:
         print(f"SKIPPED: npm pack {IPS[0]}@{IPS[1]} not possible here")
         return 0
-    cache = WORK / "packages"
-    for name, version in DEPENDENCIES:
-        dep = npm_pack(name, version)
-        if dep is not None:
-            unpack(dep, cache / f"{name}#{version}")
-    unpack(tgz, WORK / "ips")
+    tgz, cache = fetched
     package = WORK / "ips" / "package"
     profiles = load_profiles(package)
 
