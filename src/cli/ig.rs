@@ -41,7 +41,7 @@ fn emit(value: &Value, json: bool, human: impl FnOnce(&Value) -> String) -> u8 {
 fn by_type(p: &Package) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     for e in &p.resources {
-        let t = package::head(&e.bytes).map_or_else(|| "(not a resource)".to_owned(), |h| h.resource_type);
+        let t = e.head().map_or_else(|| "(not a resource)".to_owned(), |h| h.resource_type);
         *counts.entry(t).or_insert(0) += 1;
     }
     counts
@@ -152,7 +152,11 @@ pub fn structures(
     for (k, p) in loaded.packages.into_iter().enumerate() {
         let source = crate::structure::SourceId(u32::try_from(k).unwrap_or(u32::MAX));
         for e in p.resources {
-            let added = crate::ops::conformance_json(e.bytes, &limits).and_then(|j| conformance.add_json(&j, source));
+            if let Some((path, head)) = e.lazy {
+                conformance.add_file(path, head, source);
+                continue;
+            }
+            let added = crate::ops::conformance_json(e.bytes, &limits).and_then(|j| conformance.add_bytes(j, source));
             if added.is_err() {
                 unreadable += 1;
             }
@@ -233,7 +237,7 @@ pub fn info(a: &IgInfoArgs) -> u8 {
         Err(code) => return fail(code, Some("argument PACKAGE".to_owned())),
     };
     let mut heads: Vec<(package::Head, &str)> =
-        p.resources.iter().filter_map(|e| package::head(&e.bytes).map(|h| (h, e.file.as_str()))).collect();
+        p.resources.iter().filter_map(|e| e.head().map(|h| (h, e.file.as_str()))).collect();
     heads.sort();
     let mut v = package_json(&p, true);
     v["list"] = json!(

@@ -23,7 +23,7 @@
 //! own types, or reslicing beyond treating `slice/reslice` as a slice name.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -48,7 +48,41 @@ struct Resource {
     /// Kept for the record (the package a definition came from).
     #[allow(dead_code)]
     source: SourceId,
-    json: Value,
+    /// The resource, parsed on first use (`None`: its text is not a JSON object).
+    json: OnceLock<Option<Value>>,
+    /// Where the text comes from until it is parsed.
+    raw: Raw,
+}
+
+/// The text of a resource not parsed yet: a package's dependencies hold thousands of
+/// definitions of which a validation uses a few, so each is indexed by its head and parsed when
+/// first resolved.
+#[derive(Debug)]
+enum Raw {
+    /// Parsed when added (an entry of a Bundle).
+    Parsed,
+    /// The bytes (JSON), read with the package.
+    Bytes(Vec<u8>),
+    /// A file of an unpacked package, read when first resolved.
+    File(std::path::PathBuf),
+}
+
+impl Resource {
+    fn value(&self) -> Option<&Value> {
+        self.json
+            .get_or_init(|| {
+                let parsed = match &self.raw {
+                    Raw::Parsed => None,
+                    Raw::Bytes(b) => serde_json::from_slice::<Value>(b).ok(),
+                    // The file was sized within the limits when the package was read.
+                    Raw::File(p) => std::fs::read(p).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()),
+                };
+                // serde's error text may quote the text: dropped; a resource that does not parse
+                // is absent.
+                parsed.filter(Value::is_object)
+            })
+            .as_ref()
+    }
 }
 
 /// The binding strengths a profile check enforces.
@@ -306,8 +340,46 @@ impl Conformance {
     /// skipped; a text that is not a JSON object with a `resourceType` is
     /// `CONFORMANCE_RESOURCE_INVALID` (the serde error, which may quote text, is dropped).
     pub fn add_json(&mut self, bytes: &[u8], source: SourceId) -> Result<(), Code> {
-        let json: Value = serde_json::from_slice(bytes).map_err(|_| Code::CONFORMANCE_RESOURCE_INVALID)?;
-        self.add_value(json, source, 0)
+        self.add_bytes(bytes.to_vec(), source)
+    }
+
+    /// Adds one resource (JSON) as [`Conformance::add_json`] does, taking its bytes: a resource
+    /// whose head (`resourceType`, `url`, `version`) reads at once is indexed and parsed when
+    /// first resolved; a Bundle, or a text whose head does not read, is parsed now.
+    pub fn add_bytes(&mut self, bytes: Vec<u8>, source: SourceId) -> Result<(), Code> {
+        let scan = super::package::scan_head(&bytes, true);
+        match scan.head {
+            Some(h) if scan.complete && h.resource_type != "Bundle" => {
+                let Some(url) = h.url else { return Ok(()) };
+                self.push(h.resource_type, url, h.version, source, Raw::Bytes(bytes), OnceLock::new());
+                Ok(())
+            }
+            _ => {
+                let json: Value = serde_json::from_slice(&bytes).map_err(|_| Code::CONFORMANCE_RESOURCE_INVALID)?;
+                self.add_value(json, source, 0)
+            }
+        }
+    }
+
+    /// Adds the resource of an unpacked package's file from its head, read when first resolved.
+    pub fn add_file(&mut self, path: std::path::PathBuf, head: super::package::Head, source: SourceId) {
+        if let Some(url) = head.url {
+            self.push(head.resource_type, url, head.version, source, Raw::File(path), OnceLock::new());
+        }
+    }
+
+    fn push(
+        &mut self,
+        resource_type: String,
+        url: String,
+        version: Option<String>,
+        source: SourceId,
+        raw: Raw,
+        json: OnceLock<Option<Value>>,
+    ) {
+        let k = self.resources.len();
+        self.by_url.entry(url.clone()).or_default().push(k);
+        self.resources.push(Resource { resource_type, url, version, source, json, raw });
     }
 
     fn add_value(&mut self, json: Value, source: SourceId, depth: u32) -> Result<(), Code> {
@@ -329,16 +401,16 @@ impl Conformance {
         }
         let Some(url) = json.get("url").and_then(Value::as_str).map(str::to_owned) else { return Ok(()) };
         let version = json.get("version").and_then(Value::as_str).map(str::to_owned);
-        let k = self.resources.len();
-        self.by_url.entry(url.clone()).or_default().push(k);
-        self.resources.push(Resource { resource_type: rt, url, version, source, json });
+        let parsed = OnceLock::new();
+        let _ = parsed.set(Some(json));
+        self.push(rt, url, version, source, Raw::Parsed, parsed);
         Ok(())
     }
 
     /// The resource of type `resource_type` (`""`: any) with canonical `canonical`
     /// (`url|version` picks that version; a bare url the first one added).
     pub fn resolve(&self, resource_type: &str, canonical: &str) -> Option<&Value> {
-        self.resolve_index(resource_type, canonical).map(|k| &self.resources[k].json)
+        self.resolve_index(resource_type, canonical).and_then(|k| self.resources[k].value())
     }
 
     fn resolve_index(&self, resource_type: &str, canonical: &str) -> Option<usize> {
@@ -976,5 +1048,42 @@ mod tests {
         assert_eq!(v("http://example.org/v"), Some("1"));
         assert!(c.resolve("StructureDefinition", "http://example.org/v").is_none());
         assert_eq!(Conformance::new().add_json(b"[1]", SourceId(0)), Err(Code::CONFORMANCE_RESOURCE_INVALID));
+    }
+
+    #[test]
+    fn resources_are_parsed_when_first_resolved() {
+        let dir = std::env::temp_dir().join(format!("phiward-conformance-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch folder");
+        let file = dir.join("ValueSet-v.json");
+        std::fs::write(
+            &file,
+            br#"{"resourceType":"ValueSet","url":"http://example.org/f","version":"3","status":"active"}"#,
+        )
+        .expect("write");
+        let mut c = Conformance::new();
+        let head = |url: &str| crate::structure::package::Head {
+            resource_type: "ValueSet".to_owned(),
+            url: Some(url.to_owned()),
+            version: Some("3".to_owned()),
+        };
+        c.add_file(file.clone(), head("http://example.org/f"), SourceId(0));
+        // A file that no longer parses is absent, not a panic.
+        let broken = dir.join("ValueSet-broken.json");
+        std::fs::write(&broken, b"{\"resourceType\":").expect("write");
+        c.add_file(broken, head("http://example.org/broken"), SourceId(0));
+        // Bytes: indexed by their head, parsed on use.
+        c.add_bytes(
+            br#"{"resourceType":"CodeSystem","url":"http://example.org/b","concept":[{"code":"x"}]}"#.to_vec(),
+            SourceId(0),
+        )
+        .expect("adds");
+        assert_eq!(c.len(), 3);
+        assert_eq!(
+            c.value_set("http://example.org/f|3").and_then(|v| v.get("status")).and_then(Value::as_str),
+            Some("active")
+        );
+        assert!(c.value_set("http://example.org/broken").is_none());
+        assert!(c.code_system("http://example.org/b").and_then(|v| v.get("concept")).is_some());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -13,6 +13,12 @@
 //! are reported, never fetched. The FHIR core package (`hl7.fhir.r4.core`) is built into phiward
 //! and counts as present.
 //!
+//! Loading costs what a validation uses: a package's resources are indexed by their head
+//! (`resourceType`, `url`, `version`), from the package's `.index.json` when it has one (the FHIR
+//! package tooling writes it into the cache), else from each file's first bytes, and the
+//! conformance store parses a resource when it is first resolved. Bundles at a package's root
+//! are not loaded (a package's conformance resources are its files).
+//!
 //! Limits bound what a hostile package can cost: the compressed and uncompressed sizes, the
 //! number of entries, the size of one resource file, the depth of dependencies.
 //!
@@ -92,9 +98,26 @@ impl Origin {
 pub struct Entry {
     /// Its name inside the package (`StructureDefinition-x.json`).
     pub file: String,
-    /// Its bytes (a conformance resource: not patient data).
+    /// Its bytes (a conformance resource: not patient data); empty when `lazy` is set.
     pub bytes: Vec<u8>,
+    /// A file of an unpacked package whose head was read from its first bytes: the file and its
+    /// head. The rest stays on disk until the resource is first used.
+    pub lazy: Option<(PathBuf, Head)>,
 }
+
+impl Entry {
+    /// What `ig info` shows of it.
+    pub fn head(&self) -> Option<Head> {
+        match &self.lazy {
+            Some((_, h)) => Some(h.clone()),
+            None => head(&self.bytes),
+        }
+    }
+}
+
+/// How much of a package file is read to find its head; a file whose head is not within it is
+/// read whole.
+const HEAD_PREFIX: usize = 8 * 1024;
 
 /// A loaded package.
 #[derive(Debug)]
@@ -113,7 +136,9 @@ pub struct Package {
     pub origin: Origin,
     /// The resource files (JSON) at the package's root, in name order.
     pub resources: Vec<Entry>,
-    /// Resource files of other syntaxes at the root (XML), not loaded.
+    /// Resource files at the root not loaded: other syntaxes (XML) and, in a package, Bundles
+    /// (a package's conformance resources are its files; a Bundle there holds examples or
+    /// provenance, as hl7.terminology's 25 MB of Provenance Bundles).
     pub skipped: u32,
     /// Files under `example/`.
     pub examples: u32,
@@ -427,10 +452,10 @@ fn read_file(path: &Path, limits: &Limits) -> Result<Package, Code> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("resource").to_owned();
     let mut p = loose(name.clone(), Origin::File(path.to_owned()));
     if is_json_object(&bytes) {
-        p.resources.push(Entry { file: name, bytes });
+        p.resources.push(Entry { file: name, bytes, lazy: None });
     } else if looks_like_xml(&bytes) {
         p.skipped = 1;
-        p.resources.push(Entry { file: name, bytes });
+        p.resources.push(Entry { file: name, bytes, lazy: None });
     } else {
         return Err(Code::CLI_IG_INVALID);
     }
@@ -490,7 +515,10 @@ fn read_archive(reader: impl Read, limits: &Limits) -> Result<Package, Code> {
         entry.read_to_end(&mut bytes).map_err(|_| Code::CLI_IG_INVALID)?;
         match class {
             Class::Manifest => manifest = Some(bytes),
-            Class::Resource => resources.push(Entry { file: rest.to_owned(), bytes }),
+            Class::Resource if scan_head(&bytes, true).head.is_some_and(|h| h.resource_type == "Bundle") => {
+                skipped += 1
+            }
+            Class::Resource => resources.push(Entry { file: rest.to_owned(), bytes, lazy: None }),
             Class::Xml => skipped += 1,
             Class::Example | Class::Other => {}
         }
@@ -571,10 +599,53 @@ fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
         }
     }
     names.sort();
+    // The package's `.index.json` (written by the FHIR package tooling into the cache) gives
+    // each file's head without opening the file.
+    let index = if is_package { read_index(&root, limits) } else { BTreeMap::new() };
     let mut total = 0u64;
     for (name, path) in names {
         match classify(&name) {
             Class::Resource => {
+                if let Some(h) = index.get(&name) {
+                    let size = std::fs::metadata(&path).map_err(|_| Code::CLI_IG_UNREADABLE)?.len();
+                    total += size;
+                    if size > limits.max_resource_bytes || total > limits.max_unpacked_bytes {
+                        return Err(Code::CLI_IG_INVALID);
+                    }
+                    if h.resource_type == "Bundle" {
+                        p.skipped += 1;
+                    } else {
+                        p.resources.push(Entry { file: name, bytes: Vec::new(), lazy: Some((path, h.clone())) });
+                    }
+                    continue;
+                }
+                if is_package {
+                    // The head from the file's first bytes; the rest is read when the resource
+                    // is first used (a dependency's thousands of definitions cost their heads).
+                    let size = std::fs::metadata(&path).map_err(|_| Code::CLI_IG_UNREADABLE)?.len();
+                    if size > limits.max_resource_bytes {
+                        return Err(Code::CLI_IG_INVALID);
+                    }
+                    if size > HEAD_PREFIX as u64 {
+                        total += size;
+                        if total > limits.max_unpacked_bytes {
+                            return Err(Code::CLI_IG_INVALID);
+                        }
+                        let prefix = read_prefix(&path, HEAD_PREFIX)?;
+                        let scan = scan_head(&prefix, false);
+                        match scan.head {
+                            Some(h) if h.resource_type == "Bundle" => p.skipped += 1,
+                            Some(h) if scan.complete => {
+                                p.resources.push(Entry { file: name, bytes: Vec::new(), lazy: Some((path, h)) });
+                            }
+                            _ => {
+                                let bytes = read_capped(&path, limits)?;
+                                p.resources.push(Entry { file: name, bytes, lazy: None });
+                            }
+                        }
+                        continue;
+                    }
+                }
                 let bytes = read_capped(&path, limits)?;
                 total += bytes.len() as u64;
                 if total > limits.max_unpacked_bytes {
@@ -585,7 +656,11 @@ fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
                     p.skipped += 1;
                     continue;
                 }
-                p.resources.push(Entry { file: name, bytes });
+                if is_package && scan_head(&bytes, true).head.is_some_and(|h| h.resource_type == "Bundle") {
+                    p.skipped += 1;
+                    continue;
+                }
+                p.resources.push(Entry { file: name, bytes, lazy: None });
             }
             Class::Xml if !is_package => {
                 let bytes = read_capped(&path, limits)?;
@@ -594,7 +669,7 @@ fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
                     return Err(Code::CLI_IG_INVALID);
                 }
                 if looks_like_xml(&bytes) {
-                    p.resources.push(Entry { file: name, bytes });
+                    p.resources.push(Entry { file: name, bytes, lazy: None });
                 }
             }
             Class::Xml => p.skipped += 1,
@@ -610,6 +685,167 @@ fn read_capped(path: &Path, limits: &Limits) -> Result<Vec<u8>, Code> {
         return Err(Code::CLI_IG_INVALID);
     }
     std::fs::read(path).map_err(|_| Code::CLI_IG_UNREADABLE)
+}
+
+/// The heads of a package folder's `.index.json` by file name (FHIR package specification:
+/// `{"index-version": n, "files": [{"filename", "resourceType", "url", "version", ...}]}`);
+/// empty when there is none or it does not read (the files are then read for their heads).
+fn read_index(root: &Path, limits: &Limits) -> BTreeMap<String, Head> {
+    let path = root.join(".index.json");
+    let Ok(bytes) = read_capped(&path, limits) else { return BTreeMap::new() };
+    #[derive(serde::Deserialize)]
+    struct Index {
+        files: Vec<File>,
+    }
+    #[derive(serde::Deserialize)]
+    struct File {
+        filename: String,
+        #[serde(rename = "resourceType")]
+        resource_type: String,
+        url: Option<String>,
+        version: Option<String>,
+    }
+    // serde's error text may quote the file: dropped (the files are read instead).
+    let Ok(index) = serde_json::from_slice::<Index>(&bytes) else { return BTreeMap::new() };
+    index
+        .files
+        .into_iter()
+        .filter(|f| !f.resource_type.is_empty() && f.resource_type.bytes().all(|c| c.is_ascii_alphanumeric()))
+        .filter(|f| classify(&f.filename) == Class::Resource)
+        .map(|f| (f.filename, Head { resource_type: f.resource_type, url: f.url, version: f.version }))
+        .collect()
+}
+
+/// The first `n` bytes of a file (fewer when it is shorter).
+fn read_prefix(path: &Path, n: usize) -> Result<Vec<u8>, Code> {
+    let file = std::fs::File::open(path).map_err(|_| Code::CLI_IG_UNREADABLE)?;
+    let mut out = Vec::with_capacity(n);
+    file.take(n as u64).read_to_end(&mut out).map_err(|_| Code::CLI_IG_UNREADABLE)?;
+    Ok(out)
+}
+
+/// What [`scan_head`] found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// The head, when `resourceType` was found (a non-empty name of letters and digits).
+    pub head: Option<Head>,
+    /// True when nothing after the bytes scanned could change the head: all three keys were
+    /// found, or the object ended.
+    pub complete: bool,
+}
+
+/// The top-level `resourceType`, `url` and `version` of a JSON object, read without building
+/// the document: the values of other keys are skipped (strings to their closing quote, objects
+/// and arrays by depth). `whole`: the bytes are the whole text (otherwise a prefix, which may
+/// end anywhere). Never panics; a text that is not a JSON object gives no head.
+pub fn scan_head(bytes: &[u8], whole: bool) -> Scan {
+    let b = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let (mut rt, mut url, mut version): (Option<String>, Option<String>, Option<String>) = (None, None, None);
+    let finish = |rt: Option<String>, url, version, complete: bool| Scan {
+        head: rt
+            .filter(|t: &String| !t.is_empty() && t.bytes().all(|c| c.is_ascii_alphanumeric()))
+            .map(|resource_type| Head { resource_type, url, version }),
+        complete,
+    };
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return Scan::default();
+    }
+    i += 1;
+    loop {
+        i = skip_ws(b, i);
+        match b.get(i) {
+            None => return finish(rt, url, version, false),
+            Some(b'}') => return finish(rt, url, version, true),
+            Some(b',') => {
+                i += 1;
+                continue;
+            }
+            Some(b'"') => {}
+            Some(_) => return Scan::default(),
+        }
+        let Some(key_end) = string_end(b, i) else { return finish(rt, url, version, false) };
+        let key = &b[i + 1..key_end - 1];
+        i = skip_ws(b, key_end);
+        match b.get(i) {
+            None => return finish(rt, url, version, false),
+            Some(b':') => i = skip_ws(b, i + 1),
+            Some(_) => return Scan::default(),
+        }
+        let slot = match key {
+            b"resourceType" => Some(&mut rt),
+            b"url" => Some(&mut url),
+            b"version" => Some(&mut version),
+            _ => None,
+        };
+        match (slot, b.get(i)) {
+            (Some(slot), Some(b'"')) => {
+                let Some(end) = string_end(b, i) else { return finish(rt, url, version, false) };
+                // The string decoded (escapes) by serde: a few bytes.
+                *slot = serde_json::from_slice::<String>(&b[i..end]).ok();
+                i = end;
+                if rt.is_some() && url.is_some() && version.is_some() {
+                    return finish(rt, url, version, true);
+                }
+            }
+            _ => match skip_value(b, i) {
+                Some(end) => i = end,
+                None if whole => return Scan::default(),
+                None => return finish(rt, url, version, false),
+            },
+        }
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// Past the closing quote of the string opening at `i`; `None` when the bytes end first.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        let k = j + memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
+        if b[k] == b'"' {
+            return Some(k + 1);
+        }
+        j = k + 2;
+    }
+}
+
+/// Past the value starting at `i`; `None` when the bytes end first.
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match b.get(i)? {
+        b'"' => string_end(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match b.get(j)? {
+                    b'"' => {
+                        j = string_end(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let n = b.get(i..)?.iter().position(|c| matches!(c, b',' | b'}' | b']') || c.is_ascii_whitespace())?;
+            Some(i + n)
+        }
+    }
 }
 
 /// True when the bytes start (after white space and a BOM) with `{`.
@@ -840,5 +1076,76 @@ mod tests {
         assert!(!version_matches("1.0.0", "1.0.1"));
         assert!(compare_versions("2.0.10", "2.0.9").is_gt());
         assert!(compare_versions("1.0.0", "1.0.0-ballot").is_lt());
+    }
+
+    #[test]
+    fn the_head_scan_reads_the_top_level_keys_only_and_never_panics() {
+        let h = |rt: &str, url: Option<&str>, v: Option<&str>| Head {
+            resource_type: rt.to_owned(),
+            url: url.map(str::to_owned),
+            version: v.map(str::to_owned),
+        };
+        // Nested url/version keys (in text, snapshot, extensions) are not the resource's.
+        let sd = br#"{"resourceType":"StructureDefinition","text":{"div":"<div>\"url\": \"x\" {[</div>"},
+            "extension":[{"url":"http://example.org/ext","valueString":"version"}],"url":"http://example.org/sd",
+            "version":"1.2.\u0033","snapshot":{"element":[{"url":"nested"}]}}"#;
+        let scan = scan_head(sd, true);
+        assert_eq!(
+            scan,
+            Scan { head: Some(h("StructureDefinition", Some("http://example.org/sd"), Some("1.2.3"))), complete: true }
+        );
+        // No version: the whole object is scanned.
+        let vs = br#" {"url":"u","n":[1,2.5e3,true,null,{"a":[]}],"resourceType":"ValueSet"} "#;
+        assert_eq!(scan_head(vs, true), Scan { head: Some(h("ValueSet", Some("u"), None)), complete: true });
+        // A prefix that ends before the object does: what was found, not complete.
+        let prefix = &sd[..60];
+        let scan = scan_head(prefix, false);
+        assert_eq!(scan.head.map(|h| h.resource_type), Some("StructureDefinition".to_owned()));
+        assert!(!scan.complete);
+        // Not a resource: no head.
+        for bad in
+            [&b""[..], b"[1]", b"{", b"{\"resourceType\":", b"{\"resourceType\":\"a b\"}", b"{1:2}", b"{\"a\" 1}"]
+        {
+            assert_eq!(scan_head(bad, true).head, None, "{bad:?}");
+        }
+        // Every prefix of a resource, and of bytes flipped, is scanned without panicking.
+        for n in 0..=sd.len() {
+            let _ = scan_head(&sd[..n], false);
+            let _ = scan_head(&sd[..n], true);
+            let mut flipped = sd.to_vec();
+            flipped[n.min(sd.len() - 1)] = b'"';
+            let _ = scan_head(&flipped, true);
+        }
+    }
+
+    #[test]
+    fn a_package_folder_is_indexed_by_heads_and_its_bundles_are_not_loaded() {
+        let dir = scratch("lazy");
+        let pkg = dir.join("package");
+        std::fs::create_dir_all(&pkg).expect("scratch folder");
+        std::fs::write(pkg.join("package.json"), br#"{"name":"example.lazy","version":"1.0.0"}"#).expect("write");
+        // A large file whose head is in its first bytes: indexed without being read whole.
+        let big = format!(
+            r#"{{"resourceType":"CodeSystem","url":"http://example.org/cs","version":"2","concept":[{}]}}"#,
+            vec![r#"{"code":"c"}"#; 2000].join(",")
+        );
+        std::fs::write(pkg.join("CodeSystem-cs.json"), &big).expect("write");
+        std::fs::write(pkg.join("Bundle-b.json"), br#"{"resourceType":"Bundle","type":"collection","entry":[]}"#)
+            .expect("write");
+        let p = read_folder(&dir, &Limits::default()).expect("reads");
+        assert_eq!(p.resources.len(), 1);
+        assert_eq!(p.skipped, 1);
+        let e = &p.resources[0];
+        assert!(e.bytes.is_empty());
+        assert_eq!(e.head().and_then(|h| h.url), Some("http://example.org/cs".to_owned()));
+        // With an index, the heads come from it.
+        std::fs::write(
+            pkg.join(".index.json"),
+            br#"{"index-version":2,"files":[{"filename":"CodeSystem-cs.json","resourceType":"CodeSystem","url":"http://example.org/indexed","version":"2"}]}"#,
+        )
+        .expect("write");
+        let p = read_folder(&dir, &Limits::default()).expect("reads");
+        assert_eq!(p.resources[0].head().and_then(|h| h.url), Some("http://example.org/indexed".to_owned()));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -90,8 +90,33 @@ def fetch() -> tuple[Path, Path] | None:
         dep = npm_pack(name, version)
         if dep is not None:
             unpack(dep, cache / f"{name}#{version}")
+            write_index(cache / f"{name}#{version}" / "package")
     unpack(tgz, WORK / "ips")
     return tgz, cache
+
+
+def write_index(folder: Path) -> None:
+    """`.index.json` of an unpacked package, as the FHIR package tooling writes it into the
+    package cache (`~/.fhir/packages`) when it installs a package: the npm copies lack it."""
+    index = folder / ".index.json"
+    if index.is_file():
+        return
+    files = []
+    for f in sorted(folder.glob("*.json")):
+        if f.name == "package.json":
+            continue
+        try:
+            r = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(r, dict) or "resourceType" not in r:
+            continue
+        entry = {"filename": f.name, "resourceType": r["resourceType"], "id": r.get("id")}
+        for k in ("url", "version", "kind", "type", "supplements", "content"):
+            if isinstance(r.get(k), str):
+                entry[k] = r[k]
+        files.append(entry)
+    index.write_text(json.dumps({"index-version": 2, "files": files}, indent=1), encoding="utf-8")
 
 
 # ---- profiles ----------------------------------------------------------------------------
