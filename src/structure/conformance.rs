@@ -173,6 +173,14 @@ pub struct Element {
     pub must_support: bool,
     /// `contentReference` (`#Questionnaire.item`).
     pub content_reference: Option<String>,
+    /// `minValue[x]`: the type suffix (`Quantity`, `Integer`, `Date`...) and the value.
+    pub min_value: Option<(String, Value)>,
+    /// `maxValue[x]`.
+    pub max_value: Option<(String, Value)>,
+    /// `maxLength` (characters of a string value).
+    pub max_length: Option<u64>,
+    /// The `minLength` extension of the element definition.
+    pub min_length: Option<u64>,
 }
 
 impl Element {
@@ -747,7 +755,36 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
     if let Some(c) = e.get("contentReference").and_then(Value::as_str) {
         out.content_reference = Some(c.to_owned());
     }
+    if let Some(v) = typed_entry(e, "minValue") {
+        out.min_value = Some(v);
+    }
+    if let Some(v) = typed_entry(e, "maxValue") {
+        out.max_value = Some(v);
+    }
+    if let Some(n) = e.get("maxLength").and_then(Value::as_u64) {
+        out.max_length = Some(n);
+    }
+    let min_length = e.get("extension").and_then(Value::as_array).and_then(|exts| {
+        exts.iter()
+            .find(|x| x.get("url").and_then(Value::as_str) == Some(MIN_LENGTH_EXTENSION))
+            .and_then(|x| x.get("valueInteger"))
+            .and_then(Value::as_u64)
+    });
+    if min_length.is_some() {
+        out.min_length = min_length;
+    }
     out
+}
+
+/// The extension giving an element definition's minimum length.
+const MIN_LENGTH_EXTENSION: &str = "http://hl7.org/fhir/StructureDefinition/minLength";
+
+/// `(type suffix, value)` of a choice property such as `minValueQuantity`.
+fn typed_entry(e: &Value, prefix: &str) -> Option<(String, Value)> {
+    e.as_object()?.iter().find_map(|(k, v)| {
+        let rest = k.strip_prefix(prefix)?;
+        rest.starts_with(|c: char| c.is_ascii_uppercase()).then(|| (rest.to_owned(), v.clone()))
+    })
 }
 
 /// The snapshot of a core type from the built-in definitions (its own elements; those of its

@@ -35,6 +35,7 @@
 //! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
 //! functions in invariants.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -644,6 +645,24 @@ impl<'d> Checker<'d> {
                 self.binding(n, *strength, vs, pid);
             }
         }
+        for (bound, code, below) in
+            [(&el.min_value, Code::PROFILE_MIN_VALUE, true), (&el.max_value, Code::PROFILE_MAX_VALUE, false)]
+        {
+            let Some((kind, v)) = bound else { continue };
+            let ord = if kind == "Quantity" { quantity_order(doc, n, v) } else { primitive_order(doc, n, kind, v) };
+            let out = if below { ord == Some(Ordering::Less) } else { ord == Some(Ordering::Greater) };
+            if out {
+                self.push(code, Severity::Error, Location::Fhir(doc.path(n)), pid);
+            }
+        }
+        if el.max_length.is_some() || el.min_length.is_some() {
+            if let Some(len) = doc.node(n).has_value().then(|| text(doc, n)).flatten().map(|t| t.chars().count() as u64)
+            {
+                if el.max_length.is_some_and(|m| len > m) || el.min_length.is_some_and(|m| len < m) {
+                    self.push(Code::PROFILE_LENGTH, Severity::Error, Location::Fhir(doc.path(n)), pid);
+                }
+            }
+        }
         for c in &el.constraints {
             if core_constraints().get(c.key.as_str()).is_some_and(|exprs| exprs.contains(&c.expression.as_str())) {
                 continue;
@@ -801,6 +820,61 @@ impl<'d> Checker<'d> {
             self.node(i, &snap, 0, pid, 0);
         }
     }
+}
+
+/// How a primitive node's value orders against a profile's `minValue[x]`/`maxValue[x]` of type
+/// `kind`: numbers by value; dates, date-times, instants and times by their text when both have
+/// the same form (length), which orders ISO 8601 values of one precision and offset. `None`
+/// when they cannot be compared (another type, other precisions, a duration).
+fn primitive_order(doc: &Document, n: u32, kind: &str, bound: &Value) -> Option<Ordering> {
+    let t = text(doc, n)?;
+    match kind {
+        "Integer" | "Decimal" | "PositiveInt" | "UnsignedInt" | "Integer64" => {
+            let a: f64 = t.parse().ok()?;
+            let b = match bound {
+                Value::Number(x) => x.as_f64()?,
+                Value::String(x) => x.parse().ok()?,
+                _ => return None,
+            };
+            a.partial_cmp(&b)
+        }
+        "Date" | "DateTime" | "Instant" | "Time" => {
+            let b = bound.as_str()?;
+            (b.len() == t.len()).then(|| t.cmp(b))
+        }
+        _ => None,
+    }
+}
+
+/// How a Quantity node orders against a profile's `minValueQuantity`/`maxValueQuantity`: in the
+/// same unit, or in UCUM units that differ only by a metric prefix (`g` and `kg`). `None` when
+/// the units cannot be compared that way.
+fn quantity_order(doc: &Document, n: u32, bound: &Value) -> Option<Ordering> {
+    let child = |name: &str| doc.named(n, name).find(|&c| doc.node(c).has_value()).and_then(|c| text(doc, c));
+    let value: f64 = child("value")?.parse().ok()?;
+    let bound_value = bound.get("value")?.as_f64()?;
+    let code = child("code");
+    let bound_code = bound.get("code").and_then(Value::as_str);
+    let system = child("system");
+    let bound_system = bound.get("system").and_then(Value::as_str);
+    let (a, b) = match (code, bound_code) {
+        (None, None) => (value, bound_value),
+        (Some(c), Some(bc)) if c == bc && system == bound_system => (value, bound_value),
+        (Some(c), Some(bc)) => {
+            const UCUM: &str = "http://unitsofmeasure.org";
+            if system != Some(UCUM) || bound_system != Some(UCUM) {
+                return None;
+            }
+            let (fa, base_a) = super::ucum::prefixed(c.as_bytes())?;
+            let (fb, base_b) = super::ucum::prefixed(bc.as_bytes())?;
+            if base_a != base_b {
+                return None;
+            }
+            (value * fa, bound_value * fb)
+        }
+        _ => return None,
+    };
+    a.partial_cmp(&b)
 }
 
 /// True for an extension URL in a namespace HL7 publishes outside the R4 core and the IGs: the
@@ -1107,6 +1181,53 @@ mod tests {
             "",
         );
         assert!(findings(&ctx, &good).is_empty(), "{:?}", findings(&ctx, &good));
+    }
+
+    #[test]
+    fn value_ranges_and_lengths() {
+        let profile = r#"{"resourceType":"StructureDefinition","url":"http://example.org/range","type":"Observation",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Observation.id","path":"Observation.id","maxLength":8,
+               "extension":[{"url":"http://hl7.org/fhir/StructureDefinition/minLength","valueInteger":3}]},
+              {"id":"Observation.value[x]","path":"Observation.value[x]","type":[{"code":"Quantity"}],
+               "minValueQuantity":{"value":1,"system":"http://unitsofmeasure.org","code":"kg"},
+               "maxValueQuantity":{"value":2,"system":"http://unitsofmeasure.org","code":"kg"}},
+              {"id":"Observation.component.value[x]","path":"Observation.component.value[x]","type":[{"code":"integer"}],
+               "minValueInteger":0,"maxValueInteger":10},
+              {"id":"Observation.effective[x]","path":"Observation.effective[x]","type":[{"code":"dateTime"}],
+               "minValueDateTime":"2020-01-01"}
+            ]}}"#;
+        let ctx = context(&[profile], &["http://example.org/range"]);
+        let obs = |id: &str, qty: &str, comp: &str, eff: &str| {
+            format!(
+                r#"{{"resourceType":"Observation","id":"{id}","status":"final","code":{{"text":"c"}},"effectiveDateTime":"{eff}",
+                "valueQuantity":{qty},"component":[{{"code":{{"text":"c"}},"valueInteger":{comp}}}]}}"#
+            )
+        };
+        let q =
+            |v: &str, code: &str| format!(r#"{{"value":{v},"system":"http://unitsofmeasure.org","code":"{code}"}}"#);
+        assert!(findings(&ctx, &obs("abcd", &q("1500", "g"), "10", "2020-01-01")).is_empty());
+        let p = "http://example.org/range";
+        assert_eq!(
+            findings(&ctx, &obs("ab", &q("999", "g"), "11", "2019-12-31")),
+            [
+                format!("PROFILE_LENGTH error Observation.id {p}"),
+                format!("PROFILE_MIN_VALUE error Observation.effectiveDateTime {p}"),
+                format!("PROFILE_MIN_VALUE error Observation.valueQuantity {p}"),
+                format!("PROFILE_MAX_VALUE error Observation.component[0].valueInteger {p}"),
+            ]
+        );
+        assert_eq!(
+            findings(&ctx, &obs("abcdefghi", &q("2.5", "kg"), "-1", "2021")),
+            [
+                format!("PROFILE_LENGTH error Observation.id {p}"),
+                format!("PROFILE_MAX_VALUE error Observation.valueQuantity {p}"),
+                format!("PROFILE_MIN_VALUE error Observation.component[0].valueInteger {p}"),
+            ]
+        );
+        // Units that a prefix does not relate, and dates of another precision: not compared.
+        assert!(findings(&ctx, &obs("abcd", &q("5", "[lb_av]"), "1", "2019")).is_empty());
     }
 
     #[test]
