@@ -196,6 +196,17 @@ impl Element {
     }
 }
 
+/// How an extension definition's context names where the extension may be used.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ContextKind {
+    /// An element path (`Patient.address`) or a type (`Patient`, `BackboneElement`).
+    Element,
+    /// Inside the extension of this URL.
+    Extension,
+    /// Where a FHIRPath expression from the resource leads (`Patient.address.where(use = 'home')`).
+    FhirPath,
+}
+
 /// The children of an element that share one name: the element and its slices.
 #[derive(Clone, Debug)]
 pub struct Group {
@@ -218,14 +229,21 @@ pub struct Snapshot {
     pub elements: Vec<Element>,
     /// Per element: its child groups.
     pub groups: Vec<Vec<Group>>,
-    /// For an extension definition: its contexts (`Patient`, `Observation.code`, `Element`).
-    pub contexts: Vec<String>,
+    /// For an extension definition: its contexts (`Patient`, `Observation.code`, `Element`, an
+    /// extension's URL, a FHIRPath expression).
+    pub contexts: Vec<(ContextKind, String)>,
     /// False when the snapshot was generated and a differential element found no base.
     pub complete: bool,
 }
 
 impl Snapshot {
-    fn build(url: String, type_name: String, elements: Vec<Element>, contexts: Vec<String>, complete: bool) -> Self {
+    fn build(
+        url: String,
+        type_name: String,
+        elements: Vec<Element>,
+        contexts: Vec<(ContextKind, String)>,
+        complete: bool,
+    ) -> Self {
         let by_id: BTreeMap<&str, usize> = elements.iter().enumerate().map(|(i, e)| (e.id.as_str(), i)).collect();
         let mut groups: Vec<Vec<Group>> = vec![Vec::new(); elements.len()];
         for (i, e) in elements.iter().enumerate().skip(1) {
@@ -487,7 +505,17 @@ impl Conformance {
             .get("context")
             .and_then(Value::as_array)
             .map(|cs| {
-                cs.iter().filter_map(|c| c.get("expression").and_then(Value::as_str)).map(str::to_owned).collect()
+                cs.iter()
+                    .filter_map(|c| {
+                        let expression = c.get("expression").and_then(Value::as_str)?.to_owned();
+                        let kind = match c.get("type").and_then(Value::as_str) {
+                            Some("extension") => ContextKind::Extension,
+                            Some("fhirpath") => ContextKind::FhirPath,
+                            _ => ContextKind::Element,
+                        };
+                        Some((kind, expression))
+                    })
+                    .collect()
             })
             .unwrap_or_default();
         if let Some(elems) = sd.pointer("/snapshot/element").and_then(Value::as_array) {

@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 
 use crate::diag::{Code, Location};
 
-use super::definitions::{self as defs, ElemRef, TypeId};
+use super::definitions::{self as defs, ElemRef, TypeId, TypeRef};
 use super::model::{Document, NONE};
 use super::rules::child_value;
 use super::validate::Findings;
@@ -253,13 +253,29 @@ pub(super) fn in_context(doc: &Document, parent: u32, ctx: &str) -> bool {
         return true;
     }
     let p = doc.node(parent);
-    if !ctx.contains('.') {
-        return p.ty.is_some_and(|t| defs::derives_from(t, ctx));
-    }
-    let Some(elem) = p.elem else { return false };
-    let Some(rest) = ctx.strip_prefix(defs::type_name(elem.ty)).and_then(|r| r.strip_prefix('.')) else {
-        return false;
+    let Some((head, rest)) = ctx.split_once('.') else {
+        if p.ty.is_some_and(|t| defs::derives_from(t, ctx)) {
+            return true;
+        }
+        // R5's interfaces, as R4 extensions name them: a resource with a canonical url and a
+        // status (CodeSystem, ValueSet, StructureDefinition, Questionnaire...).
+        if matches!(ctx, "CanonicalResource" | "MetadataResource") {
+            return p.is_resource()
+                && p.ty.is_some_and(|t| {
+                    let root = ElemRef { ty: t, idx: 0 };
+                    defs::child(root, b"url").is_some() && defs::child(root, b"status").is_some()
+                });
+        }
+        // An element defined inline (`Patient.contact`) is a BackboneElement.
+        return ctx == "BackboneElement"
+            && p.ty.is_none()
+            && p.elem.and_then(defs::element).is_some_and(|d| d.types.contains(&TypeRef::Backbone));
     };
+    let Some(elem) = p.elem else { return false };
+    // A path on an ancestor type (`DomainResource.text`) covers the types derived from it.
+    if !defs::derives_from(elem.ty, head) {
+        return false;
+    }
     let Some(def) = defs::element(elem) else { return false };
     if def.path == rest {
         return true;

@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 use crate::diag::{Code, Diagnostic, Location, ProfileId, Severity};
-use crate::structure::conformance::{self, DiscriminatorKind, Element, Slicing, Snapshot, Strength};
+use crate::structure::conformance::{self, ContextKind, DiscriminatorKind, Element, Slicing, Snapshot, Strength};
 use crate::structure::{Conformance, Context};
 
 use super::definitions::{self as defs, ElemRef};
@@ -783,6 +783,36 @@ impl<'d> Checker<'d> {
         }
     }
 
+    /// True when an extension whose parent is node `parent` is used where context `c` allows.
+    fn in_context(&mut self, parent: u32, kind: ContextKind, c: &str) -> bool {
+        let doc = self.doc;
+        match kind {
+            ContextKind::Element => super::extensions::in_context(doc, parent, c),
+            ContextKind::Extension => {
+                // On the extension of that URL, or on its value.
+                let mut e = parent;
+                if doc.node(e).name == "value" && doc.node(e).parent != NONE {
+                    e = doc.node(e).parent;
+                }
+                let p = doc.node(e);
+                !p.is_unknown()
+                    && (p.name == "extension" || p.name == "modifierExtension")
+                    && doc.named(e, "url").find_map(|u| text(doc, u)) == Some(c)
+            }
+            ContextKind::FhirPath => {
+                let expr =
+                    self.compiled.entry(c.to_owned()).or_insert_with(|| parse::compile(c).ok().map(Arc::new)).clone();
+                // From the resource holding the parent; an expression the engine cannot
+                // evaluate allows the use (no finding it cannot stand by).
+                let resource = doc.resource_of(parent);
+                match expr.map(|e| fhirpath::env_for(doc, resource, self.nav).nodes(&e)) {
+                    Some(Ok(nodes)) => nodes.contains(&parent),
+                    _ => true,
+                }
+            }
+        }
+    }
+
     /// Every extension whose definition is loaded, against it; unknown ones reported.
     fn extensions(&mut self) {
         let doc = self.doc;
@@ -813,7 +843,7 @@ impl<'d> Checker<'d> {
             let parent = node.parent;
             if parent != NONE
                 && !snap.contexts.is_empty()
-                && !snap.contexts.iter().any(|c| super::extensions::in_context(doc, parent, c))
+                && !snap.contexts.iter().any(|(kind, c)| self.in_context(parent, *kind, c))
             {
                 self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
             }
@@ -1228,6 +1258,60 @@ mod tests {
         );
         // Units that a prefix does not relate, and dates of another precision: not compared.
         assert!(findings(&ctx, &obs("abcd", &q("5", "[lb_av]"), "1", "2019")).is_empty());
+    }
+
+    #[test]
+    fn extension_contexts_of_each_kind() {
+        let ext = |url: &str, contexts: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"{url}","type":"Extension","context":[{contexts}],
+                "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+                "differential":{{"element":[{{"id":"Extension.url","path":"Extension.url","fixedUri":"{url}"}}]}}}}"#
+            )
+        };
+        let a = ext(
+            "http://example.org/a",
+            r#"{"type":"element","expression":"DomainResource.text"},{"type":"element","expression":"BackboneElement"},
+               {"type":"fhirpath","expression":"Patient.address.where(use = 'home')"},
+               {"type":"extension","expression":"http://example.org/b"},{"type":"element","expression":"CanonicalResource"}"#,
+        );
+        let b = ext("http://example.org/b", r#"{"type":"element","expression":"Patient"}"#);
+        let ctx = context(&[&a, &b], &[]);
+        let on = |json: &str| findings(&ctx, json);
+        let x = r#"{"url":"http://example.org/a","valueBoolean":true}"#;
+        // Allowed: the text of a DomainResource, a backbone element, a home address, inside
+        // extension b (and on its value), a canonical resource.
+        for ok in [
+            format!(
+                r#"{{"resourceType":"Patient","text":{{"extension":[{x}],"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"}}}}"#
+            ),
+            format!(r#"{{"resourceType":"Patient","contact":[{{"extension":[{x}],"name":{{"text":"n"}}}}]}}"#),
+            format!(r#"{{"resourceType":"Patient","address":[{{"use":"home","extension":[{x}],"city":"c"}}]}}"#),
+            format!(r#"{{"resourceType":"Patient","extension":[{{"url":"http://example.org/b","extension":[{x}]}}]}}"#),
+            format!(r#"{{"resourceType":"CodeSystem","extension":[{x}],"status":"draft","content":"not-present"}}"#),
+        ] {
+            let f: Vec<String> = on(&ok).into_iter().filter(|f| f.contains("CONTEXT")).collect();
+            assert!(f.is_empty(), "{ok}: {f:?}");
+        }
+        // Not allowed: a work address, the Patient itself, a data type that is no backbone.
+        let a_url = "http://example.org/a";
+        for (bad, at) in [
+            (
+                format!(r#"{{"resourceType":"Patient","address":[{{"use":"work","extension":[{x}],"city":"c"}}]}}"#),
+                "Patient.address[0].extension[0]",
+            ),
+            (format!(r#"{{"resourceType":"Patient","extension":[{x}]}}"#), "Patient.extension[0]"),
+            (
+                format!(r#"{{"resourceType":"Patient","name":[{{"extension":[{x}],"text":"n"}}]}}"#),
+                "Patient.name[0].extension[0]",
+            ),
+        ] {
+            assert!(
+                on(&bad).contains(&format!("PROFILE_EXTENSION_CONTEXT error {at} {a_url}")),
+                "{bad}: {:?}",
+                on(&bad)
+            );
+        }
     }
 
     #[test]

@@ -169,6 +169,21 @@ impl<'d> Env<'d> {
         })
     }
 
+    /// The elements of the document `e` selects with the context node as focus (values that are
+    /// not elements are left out).
+    pub fn nodes(&self, e: &Expr) -> Result<Vec<u32>, EvalError> {
+        let focus = [Val::Node(self.context)];
+        let scope = Scope { this: &focus, index: None };
+        let out = self.eval(e, &focus, &scope, 0)?;
+        Ok(out
+            .iter()
+            .filter_map(|v| match v {
+                Val::Node(n) => Some(*n),
+                _ => None,
+            })
+            .collect())
+    }
+
     /// `ele-1` (`hasValue() or (children().count() > id.count())`), which applies to every
     /// element: the same result as [`Env::run`] over its compiled expression (a test checks
     /// both agree on the fixtures), without building the collections.
