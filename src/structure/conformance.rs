@@ -105,7 +105,24 @@ pub struct ElemType {
     pub profiles: Vec<String>,
     /// `type.targetProfile`.
     pub target_profiles: Vec<String>,
+    /// Per profile of `profiles`, the element of that profile the type is checked against when
+    /// the `elementdefinition-profile-element` extension names one (`Composition.section:codeA`
+    /// of a library of section definitions); `None`: the profile's root.
+    pub profile_elements: Vec<Option<String>>,
 }
+
+impl ElemType {
+    /// `(profile, element id)` of each `type.profile`.
+    pub fn profile_targets(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.profiles
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.as_str(), self.profile_elements.get(i).and_then(Option::as_deref)))
+    }
+}
+
+/// The extension of `type.profile` naming the element of the profile that applies.
+const PROFILE_ELEMENT_EXTENSION: &str = "http://hl7.org/fhir/StructureDefinition/elementdefinition-profile-element";
 
 /// A discriminator's type.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -712,10 +729,24 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
                         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
                         .unwrap_or_default()
                 };
+                let profiles = strings("profile");
+                // `_profile[i].extension`: the element of profile i that applies.
+                let profile_elements = (0..profiles.len())
+                    .map(|i| {
+                        t.pointer(&format!("/_profile/{i}/extension"))
+                            .and_then(Value::as_array)?
+                            .iter()
+                            .find(|x| x.get("url").and_then(Value::as_str) == Some(PROFILE_ELEMENT_EXTENSION))?
+                            .get("valueString")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    })
+                    .collect();
                 ElemType {
                     code: t.get("code").and_then(Value::as_str).unwrap_or("").to_owned(),
-                    profiles: strings("profile"),
+                    profiles,
                     target_profiles: strings("targetProfile"),
+                    profile_elements,
                 }
             })
             .collect();

@@ -368,15 +368,29 @@ impl<'d> Checker<'d> {
 
     /// True when node `c` conforms to profile `url`.
     fn conforms_to(&mut self, c: u32, url: &str, depth: u32) -> bool {
+        self.conforms_to_element(c, url, None, depth)
+    }
+
+    /// True when node `c` conforms to profile `url`, or to its element `element` (the
+    /// `elementdefinition-profile-element` extension).
+    fn conforms_to_element(&mut self, c: u32, url: &str, element: Option<&str>, depth: u32) -> bool {
         let Some(snap) = self.conf.snapshot(url) else {
             // A core type's profile, or one not loaded: nothing to contradict.
             return true;
         };
-        if self.doc.node(c).is_resource() && snap.type_name != type_of(self.doc, c) {
+        let e = match element {
+            Some(id) => match snap.find(id) {
+                Some(e) => e,
+                // An element the profile does not have: nothing to check against.
+                None => return true,
+            },
+            None => 0,
+        };
+        if e == 0 && self.doc.node(c).is_resource() && snap.type_name != type_of(self.doc, c) {
             return false;
         }
         let pid = crate::structure::profile_id(&snap.url);
-        self.conforms(c, &snap, 0, pid, depth)
+        self.conforms(c, &snap, e, pid, depth)
     }
 
     /// The type a profile constrains (`Observation` for a loaded Observation profile or the core
@@ -610,13 +624,17 @@ impl<'d> Checker<'d> {
             }
             DiscriminatorKind::Profile => {
                 let te = &snap.elements[target?];
-                let profiles: Vec<String> = te.types.iter().flat_map(|t| t.profiles.iter().cloned()).collect();
+                let profiles: Vec<(String, Option<String>)> = te
+                    .types
+                    .iter()
+                    .flat_map(|t| t.profile_targets().map(|(p, e)| (p.to_owned(), e.map(str::to_owned))))
+                    .collect();
                 if profiles.is_empty() {
                     return None;
                 }
                 for &n in &nodes {
-                    for p in &profiles {
-                        if self.conforms_to(n, p, depth + 1) {
+                    for (p, e) in &profiles {
+                        if self.conforms_to_element(n, p, e.as_deref(), depth + 1) {
                             return Some(true);
                         }
                     }
@@ -672,33 +690,46 @@ impl<'d> Checker<'d> {
         // Type profiles (an extension's definition is checked on its own, see `extensions`).
         let tn = type_of(doc, n);
         let is_resource = doc.node(n).is_resource();
-        let mut wanted: Vec<&str> = Vec::new();
+        let mut wanted: Vec<(String, Option<String>)> = Vec::new();
         for t in &el.types {
             if t.code == "Extension" || t.profiles.is_empty() {
                 continue;
             }
-            if t.code == tn || (is_resource && (t.code == "Resource" || t.code == "DomainResource")) {
-                wanted.extend(t.profiles.iter().map(String::as_str).filter(|p| !p.starts_with(conformance::CORE_SD)));
+            let backbone = t.code == "BackboneElement" && doc.node(n).ty.is_none();
+            if t.code == tn || backbone || (is_resource && (t.code == "Resource" || t.code == "DomainResource")) {
+                wanted.extend(
+                    t.profile_targets()
+                        .filter(|(p, e)| {
+                            !p.starts_with(conformance::CORE_SD)
+                                && (e.is_some() || p.split('|').next() != Some(snap.url.as_str()))
+                        })
+                        .map(|(p, e)| (p.to_owned(), e.map(str::to_owned))),
+                );
             }
         }
-        let wanted: Vec<String> =
-            wanted.into_iter().filter(|p| p.split('|').next() != Some(snap.url.as_str())).map(str::to_owned).collect();
         match wanted.as_slice() {
             [] => {}
-            [one] => self.type_profile(n, one, depth),
+            [(one, e)] => self.type_profile(n, one, e.as_deref(), depth),
             many => {
-                let fits = many.iter().any(|p| self.conforms_to(n, p, depth + 1));
+                let fits = many.iter().any(|(p, e)| self.conforms_to_element(n, p, e.as_deref(), depth + 1));
                 if !fits {
-                    self.type_profile(n, &many[0], depth);
+                    self.type_profile(n, &many[0].0, many[0].1.as_deref(), depth);
                 }
             }
         }
     }
 
-    fn type_profile(&mut self, n: u32, url: &str, depth: u32) {
+    fn type_profile(&mut self, n: u32, url: &str, element: Option<&str>, depth: u32) {
         let Some(snap) = self.conf.snapshot(url) else { return };
+        let e = match element {
+            Some(id) => match snap.find(id) {
+                Some(e) => e,
+                None => return,
+            },
+            None => 0,
+        };
         let pid = crate::structure::profile_id(&snap.url);
-        self.node(n, &snap, 0, pid, depth + 1);
+        self.node(n, &snap, e, pid, depth + 1);
     }
 
     /// Whether a code-bearing node is in an expansion; `None` without a code.
@@ -1312,6 +1343,44 @@ mod tests {
                 on(&bad)
             );
         }
+    }
+
+    #[test]
+    fn a_type_profile_may_name_one_element_of_a_library_profile() {
+        // A library of section definitions, and a document profile whose sections each take one
+        // of them (the elementdefinition-profile-element extension).
+        let library = r#"{"resourceType":"StructureDefinition","url":"http://example.org/lib","type":"Composition",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Composition","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Composition.section","path":"Composition.section","slicing":{"discriminator":[{"type":"pattern","path":"code"}],"rules":"open"}},
+              {"id":"Composition.section:a","path":"Composition.section","sliceName":"a"},
+              {"id":"Composition.section:a.code","path":"Composition.section.code","min":1,"patternCodeableConcept":{"coding":[{"system":"http://example.org/s","code":"A"}]}},
+              {"id":"Composition.section:a.title","path":"Composition.section.title","min":1}
+            ]}}"#;
+        let document = r#"{"resourceType":"StructureDefinition","url":"http://example.org/doc","type":"Composition",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Composition","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Composition.section","path":"Composition.section","slicing":{"discriminator":[{"type":"pattern","path":"code"}],"rules":"closed"}},
+              {"id":"Composition.section:sa","path":"Composition.section","sliceName":"sa","min":1,"max":"1",
+               "type":[{"code":"BackboneElement","profile":["http://example.org/lib"],
+                 "_profile":[{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/elementdefinition-profile-element","valueString":"Composition.section:a"}]}]}]}
+            ]}}"#;
+        let ctx = context(&[library, document], &["http://example.org/doc"]);
+        let comp = |section: &str| {
+            format!(
+                r#"{{"resourceType":"Composition","status":"final","type":{{"text":"t"}},"date":"2020","author":[{{"display":"a"}}],"title":"t","section":[{section}]}}"#
+            )
+        };
+        let good = comp(
+            r#"{"code":{"coding":[{"system":"http://example.org/s","code":"A"}]},"title":"s","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"}}"#,
+        );
+        assert!(findings(&ctx, &good).is_empty(), "{:?}", findings(&ctx, &good));
+        // The section matches the slice but lacks the title its library element requires.
+        let untitled = comp(
+            r#"{"code":{"coding":[{"system":"http://example.org/s","code":"A"}]},"text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"}}"#,
+        );
+        let f = findings(&ctx, &untitled);
+        assert!(f.iter().any(|x| x.starts_with("SLICE_CARDINALITY_MIN error Composition.section")), "{f:?}");
     }
 
     #[test]
