@@ -263,6 +263,7 @@ codes! {
     PROFILE_PATTERN => Error, "an element does not contain the pattern value of its profile";
     PROFILE_MIN_VALUE => Error, "a value is below its profile's minValue";
     PROFILE_MAX_VALUE => Error, "a value is above its profile's maxValue";
+    PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
     PROFILE_BINDING => Error, "a code is not in the value set its profile binds (error for required, warning for extensible)";
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";

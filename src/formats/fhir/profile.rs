@@ -31,7 +31,11 @@
 //! Every finding carries the profile's canonical (a [`crate::diag::ProfileId`]); the location is
 //! the element's path, value-free.
 //!
-//! What it does not do: `targetProfile` of references outside slicing, terminology servers (SNOMED CT, LOINC
+//! - references that resolve in the document: the target's type among the target profiles'
+//!   (`PROFILE_REFERENCE_TARGET`).
+//!
+//! What it does not do: conformance of a reference's target to its `targetProfile` outside
+//! slicing, terminology servers (SNOMED CT, LOINC
 //! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
 //! functions in invariants.
 
@@ -393,6 +397,24 @@ impl<'d> Checker<'d> {
         self.conforms(c, &snap, e, pid, depth)
     }
 
+    /// Whether Reference node `n` points to a resource type one of `targets` (target profiles)
+    /// constrains, when it resolves in the document (a contained resource, a Bundle entry). A
+    /// reference leaving the document is not judged by the type its URL names: the reference
+    /// validator does so only when told to assume REST references valid, an option phiward does
+    /// not have.
+    fn target_allowed(&self, n: u32, targets: &[&str]) -> bool {
+        let doc = self.doc;
+        let mut names = Vec::with_capacity(targets.len());
+        for t in targets {
+            match self.type_of_profile(t) {
+                Some(name) if name == "Resource" || name == "DomainResource" => return true,
+                Some(name) => names.push(name),
+                None => return true,
+            }
+        }
+        self.resolve(n).is_none_or(|r| names.iter().any(|name| name == type_of(doc, r)))
+    }
+
     /// The type a profile constrains (`Observation` for a loaded Observation profile or the core
     /// `http://hl7.org/fhir/StructureDefinition/Observation`).
     fn type_of_profile(&self, url: &str) -> Option<String> {
@@ -671,6 +693,17 @@ impl<'d> Checker<'d> {
             let out = if below { ord == Some(Ordering::Less) } else { ord == Some(Ordering::Greater) };
             if out {
                 self.push(code, Severity::Error, Location::Fhir(doc.path(n)), pid);
+            }
+        }
+        if type_of(doc, n) == "Reference" {
+            let targets: Vec<&str> = el
+                .types
+                .iter()
+                .filter(|t| t.code == "Reference")
+                .flat_map(|t| t.target_profiles.iter().map(String::as_str))
+                .collect();
+            if !targets.is_empty() && !self.target_allowed(n, &targets) {
+                self.push(Code::PROFILE_REFERENCE_TARGET, Severity::Error, Location::Fhir(doc.path(n)), pid);
             }
         }
         if el.max_length.is_some() || el.min_length.is_some() {
@@ -1381,6 +1414,34 @@ mod tests {
         );
         let f = findings(&ctx, &untitled);
         assert!(f.iter().any(|x| x.starts_with("SLICE_CARDINALITY_MIN error Composition.section")), "{f:?}");
+    }
+
+    #[test]
+    fn a_reference_that_resolves_must_reach_a_target_profile_type() {
+        let profile = r#"{"resourceType":"StructureDefinition","url":"http://example.org/obs-subj","type":"Observation",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint",
+            "differential":{"element":[{"id":"Observation.subject","path":"Observation.subject",
+              "type":[{"code":"Reference","targetProfile":["http://hl7.org/fhir/StructureDefinition/Patient"]}]}]}}"#;
+        let ctx = context(&[profile], &[]);
+        let bundle = |reference: &str| {
+            format!(
+                r#"{{"resourceType":"Bundle","type":"collection","entry":[
+                {{"fullUrl":"urn:uuid:00000000-0000-0000-0000-000000000001","resource":{{"resourceType":"Observation","meta":{{"profile":["http://example.org/obs-subj"]}},
+                  "status":"final","code":{{"text":"c"}},"subject":{{"reference":"{reference}"}}}}}},
+                {{"fullUrl":"urn:uuid:00000000-0000-0000-0000-000000000002","resource":{{"resourceType":"Group","id":"g","type":"person","actual":true}}}},
+                {{"fullUrl":"urn:uuid:00000000-0000-0000-0000-000000000003","resource":{{"resourceType":"Patient","id":"p"}}}}]}}"#
+            )
+        };
+        let p = "http://example.org/obs-subj";
+        assert_eq!(
+            findings(&ctx, &bundle("urn:uuid:00000000-0000-0000-0000-000000000002")),
+            [format!("PROFILE_REFERENCE_TARGET error Bundle.entry[0].resource.subject {p}")]
+        );
+        assert!(findings(&ctx, &bundle("Group/g")).iter().any(|f| f.starts_with("PROFILE_REFERENCE_TARGET")));
+        assert!(findings(&ctx, &bundle("urn:uuid:00000000-0000-0000-0000-000000000003")).is_empty());
+        // Leaving the Bundle: not judged by the type its URL names.
+        let outside = findings(&ctx, &bundle("Group/elsewhere"));
+        assert!(!outside.iter().any(|f| f.starts_with("PROFILE_REFERENCE_TARGET")), "{outside:?}");
     }
 
     #[test]
