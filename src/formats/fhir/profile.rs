@@ -421,8 +421,10 @@ impl<'d> Checker<'d> {
         if let Some(snap) = self.conf.snapshot(url) {
             return Some(snap.type_name.clone());
         }
+        // A core type's definition; a core profile that is not loaded (`vitalsigns`) is unknown.
         let bare = url.split('|').next().unwrap_or(url);
-        bare.strip_prefix(conformance::CORE_SD).map(|t| t.trim_start_matches('/').to_owned())
+        let name = bare.strip_prefix(conformance::CORE_SD)?.trim_start_matches('/');
+        defs::type_id(name.as_bytes()).map(|_| name.to_owned())
     }
 
     /// Why node `c`, which matches every discriminator of a slice but its profile, did not
