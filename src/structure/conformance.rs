@@ -54,6 +54,17 @@ struct Resource {
     raw: Raw,
 }
 
+/// The largest resource file read when first resolved (the packages' `max_resource_bytes`).
+const MAX_FILE_BYTES: u64 = super::package::Limits::DEFAULT_MAX_RESOURCE_BYTES;
+
+/// A package file's bytes, `None` when it cannot be read or is larger than [`MAX_FILE_BYTES`].
+fn read_capped(path: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    std::fs::File::open(path).ok()?.take(MAX_FILE_BYTES + 1).read_to_end(&mut out).ok()?;
+    (out.len() as u64 <= MAX_FILE_BYTES).then_some(out)
+}
+
 /// The text of a resource not parsed yet: a package's dependencies hold thousands of
 /// definitions of which a validation uses a few, so each is indexed by its head and parsed when
 /// first resolved.
@@ -74,8 +85,7 @@ impl Resource {
                 let parsed = match &self.raw {
                     Raw::Parsed => None,
                     Raw::Bytes(b) => serde_json::from_slice::<Value>(b).ok(),
-                    // The file was sized within the limits when the package was read.
-                    Raw::File(p) => std::fs::read(p).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()),
+                    Raw::File(p) => read_capped(p).and_then(|b| serde_json::from_slice::<Value>(&b).ok()),
                 };
                 // serde's error text may quote the text: dropped; a resource that does not parse
                 // is absent.

@@ -49,13 +49,18 @@ pub struct Limits {
     pub max_packages: u32,
 }
 
+impl Limits {
+    /// The default largest resource file.
+    pub const DEFAULT_MAX_RESOURCE_BYTES: u64 = 64 * 1024 * 1024;
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_archive_bytes: 512 * 1024 * 1024,
             max_unpacked_bytes: 2 * 1024 * 1024 * 1024,
             max_entries: 200_000,
-            max_resource_bytes: 64 * 1024 * 1024,
+            max_resource_bytes: Limits::DEFAULT_MAX_RESOURCE_BYTES,
             max_packages: 256,
         }
     }
@@ -582,7 +587,12 @@ fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
     for entry in entries.flatten() {
         let path = entry.path();
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
-        if path.is_dir() {
+        // The type from the directory listing (no stat per file), following a symbolic link.
+        let is_dir = match entry.file_type() {
+            Ok(t) if !t.is_symlink() => t.is_dir(),
+            _ => path.is_dir(),
+        };
+        if is_dir {
             if is_package && (name == "example" || name == "examples") {
                 p.examples = std::fs::read_dir(&path)
                     .map(|d| {
@@ -607,11 +617,8 @@ fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
         match classify(&name) {
             Class::Resource => {
                 if let Some(h) = index.get(&name) {
-                    let size = std::fs::metadata(&path).map_err(|_| Code::CLI_IG_UNREADABLE)?.len();
-                    total += size;
-                    if size > limits.max_resource_bytes || total > limits.max_unpacked_bytes {
-                        return Err(Code::CLI_IG_INVALID);
-                    }
+                    // Not opened now: its size is checked against `max_resource_bytes` when it
+                    // is first read (and only what is read counts).
                     if h.resource_type == "Bundle" {
                         p.skipped += 1;
                     } else {

@@ -39,8 +39,10 @@
 //! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
 //! functions in invariants.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
@@ -77,6 +79,8 @@ pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &m
         compiled: BTreeMap::new(),
         reported: BTreeSet::new(),
         visits: 0,
+        bundles: RefCell::new(BTreeMap::new()),
+        conformed: BTreeMap::new(),
     };
     for r in 0..doc.nodes().len() as u32 {
         let node = doc.node(r);
@@ -117,6 +121,19 @@ struct Checker<'d> {
     /// invariants).
     reported: BTreeSet<(Code, String)>,
     visits: u64,
+    /// Per Bundle node, its entries' resources by `fullUrl` and by type and id (built when a
+    /// reference into it is first resolved).
+    bundles: RefCell<BTreeMap<u32, Rc<BundleIndex<'d>>>>,
+    /// Whether a node conforms to a profile (or one of its elements), once computed: a
+    /// resource referred to from many places is checked against a target profile once.
+    conformed: BTreeMap<(u32, String, Option<String>), bool>,
+}
+
+/// A Bundle's entries by `fullUrl` and by `(type, id)`; the first entry wins.
+#[derive(Default)]
+struct BundleIndex<'d> {
+    by_url: BTreeMap<&'d [u8], u32>,
+    by_type_id: BTreeMap<(&'static str, &'d [u8]), u32>,
 }
 
 /// The text of a primitive node's value (a canonical URL, a code), when it is UTF-8.
@@ -378,6 +395,16 @@ impl<'d> Checker<'d> {
     /// True when node `c` conforms to profile `url`, or to its element `element` (the
     /// `elementdefinition-profile-element` extension).
     fn conforms_to_element(&mut self, c: u32, url: &str, element: Option<&str>, depth: u32) -> bool {
+        let key = (c, url.to_owned(), element.map(str::to_owned));
+        if let Some(&known) = self.conformed.get(&key) {
+            return known;
+        }
+        let fits = self.conforms_to_uncached(c, url, element, depth);
+        self.conformed.insert(key, fits);
+        fits
+    }
+
+    fn conforms_to_uncached(&mut self, c: u32, url: &str, element: Option<&str>, depth: u32) -> bool {
         let Some(snap) = self.conf.snapshot(url) else {
             // A core type's profile, or one not loaded: nothing to contradict.
             return true;
@@ -524,29 +551,45 @@ impl<'d> Checker<'d> {
         if b == NONE {
             return None;
         }
-        // `Type/id` of a relative reference (or the tail of an absolute one).
-        let tail = {
-            let mut parts = target.rsplitn(3, |&x| x == b'/');
-            match (parts.next(), parts.next()) {
-                (Some(id), Some(ty)) if !id.is_empty() && !ty.is_empty() => Some((ty, id)),
-                _ => None,
-            }
+        let index = self.bundle_index(b);
+        if let Some(&r) = index.by_url.get(target) {
+            return Some(r);
+        }
+        // A relative reference `Type/id` (a version after `/_history/` aside) matches an entry's
+        // resource by type and id.
+        if target.contains(&b':') {
+            return None;
+        }
+        let bare = match memchr::memmem::find(target, b"/_history/") {
+            Some(k) => &target[..k],
+            None => target,
         };
-        let relative = !target.contains(&b':');
-        doc.named(b, "entry").find_map(|e| {
-            let r = doc.named(e, "resource").find(|&r| doc.node(r).ty.is_some())?;
-            let full = doc.named(e, "fullUrl").find(|&u| doc.node(u).has_value()).map(|u| value(doc, u));
-            if full == Some(target) {
-                return Some(r);
+        let mut parts = bare.rsplitn(2, |&x| x == b'/');
+        let (Some(id), Some(ty)) = (parts.next(), parts.next()) else { return None };
+        let ty = std::str::from_utf8(ty).ok()?;
+        let ty = defs::type_id(ty.as_bytes()).map(defs::type_name)?;
+        index.by_type_id.get(&(ty, id)).copied()
+    }
+
+    /// The index of Bundle node `b`'s entries, built once.
+    fn bundle_index(&self, b: u32) -> Rc<BundleIndex<'d>> {
+        if let Some(ix) = self.bundles.borrow().get(&b) {
+            return Rc::clone(ix);
+        }
+        let doc = self.doc;
+        let mut ix = BundleIndex::default();
+        for e in doc.named(b, "entry") {
+            let Some(r) = doc.named(e, "resource").find(|&r| doc.node(r).ty.is_some()) else { continue };
+            if let Some(u) = doc.named(e, "fullUrl").find(|&u| doc.node(u).has_value()) {
+                ix.by_url.entry(value(doc, u)).or_insert(r);
             }
-            let (ty, id) = tail?;
-            let same = type_of(doc, r).as_bytes() == ty && id_of(r) == Some(id);
-            // A relative reference matches the entry's resource by type and id; an absolute
-            // one only the entry whose RESTful fullUrl ends with it.
-            let by_url =
-                full.is_some_and(|u| u.ends_with(target) || (relative && u.ends_with(&[b"/", target].concat())));
-            (same && (relative || by_url)).then_some(r)
-        })
+            if let Some(id) = doc.named(r, "id").find(|&i| doc.node(i).has_value()) {
+                ix.by_type_id.entry((type_of(doc, r), value(doc, id))).or_insert(r);
+            }
+        }
+        let ix = Rc::new(ix);
+        self.bundles.borrow_mut().insert(b, Rc::clone(&ix));
+        ix
     }
 
     fn matches(
