@@ -90,9 +90,21 @@ impl Codec for Dicom {
         write::part10(doc, disclosure, &|_, _| write::Keep::As, &[], out);
     }
 
-    fn is_canonical(doc: &Document, canonical: &[u8], _settings: &Settings, _disclosure: &Disclosure) -> bool {
+    fn is_canonical(doc: &Document, canonical: &[u8], _settings: &Settings, disclosure: &Disclosure) -> bool {
         // The record holds the input from the meta on; the canonical form is the same bytes
-        // when the input was canonical (compared without the preamble, which is not kept).
-        !canonical.is_empty() && doc.preamble && doc.same_as_record(canonical.get(132..).unwrap_or_default())
+        // when the input was canonical (compared without the preamble, which is not kept). A
+        // deflated dataset is compared inflated (the record holds it inflated): the input is
+        // canonical when its dataset is, whichever encoder deflated it.
+        if canonical.is_empty() || !doc.preamble {
+            return false;
+        }
+        if doc.lexed.syntax.is_some_and(|t| t.deflated) {
+            let mut plain = Vec::new();
+            let same = write::part10_inflated(doc, disclosure, &mut plain)
+                && doc.same_as_record(plain.get(132..).unwrap_or_default());
+            crate::phi::wipe(&mut plain);
+            return same;
+        }
+        doc.same_as_record(canonical.get(132..).unwrap_or_default())
     }
 }

@@ -1,6 +1,7 @@
 //! The DICOM lexer (PS3.5 Section 7, PS3.10 Section 7): the file meta group (explicit VR little
 //! endian), then the dataset in the transfer syntax the meta names (implicit VR little endian,
-//! explicit VR little or big endian; encapsulated pixel data as fragments), sequences and items
+//! explicit VR little or big endian, deflated explicit VR little endian (the source inflates);
+//! encapsulated pixel data as fragments), sequences and items
 //! of defined and undefined length, into a flat list of [`Element`]s in input order.
 //!
 //! One lexer over a [`Source`]: the splitter runs it over the input stream to cut the record,
@@ -9,8 +10,8 @@
 //! (`max_field_bytes`). A truncated input, a lying length or a stray delimiter stops the lexer
 //! with a fatal finding at the element's tag path and byte offset.
 //!
-//! What it does not do: check values (see `validate`), or inflate a deflated dataset (reported
-//! `DICOM_TRANSFER_SYNTAX_UNSUPPORTED`).
+//! What it does not do: check values (see `validate`), or inflate bytes itself (it asks its
+//! [`Source`] to, see `source`).
 
 use super::dict::{self, TransferSyntax, Vr};
 use super::source::{BULK_MIN, Short, Source, Val};
@@ -251,7 +252,9 @@ impl<S: Source> Lexer<'_, S> {
         }
     }
 
-    fn end_meta(&mut self, at: u64) -> Result<(), Diagnostic> {
+    /// The file meta ends at `at`; `back` bytes after it were read already (as a tag). True when
+    /// the dataset is deflated: the source then reads it inflated, from `at` on.
+    fn end_meta(&mut self, at: u64, back: usize) -> bool {
         self.in_meta = false;
         self.out.meta = !self.out.elements.is_empty();
         self.out.dataset = self.out.elements.len();
@@ -270,9 +273,6 @@ impl<S: Source> Lexer<'_, S> {
             .map(|uid| (dict::transfer_syntax(uid), !dict::trim_uid(uid).is_empty()));
         match ts {
             Some((Some(t), _)) => {
-                if t.deflated {
-                    return Err(self.fatal(Code::DICOM_TRANSFER_SYNTAX_UNSUPPORTED, Some(0x0002_0010), at));
-                }
                 self.out.syntax = Some(t);
                 self.dataset = Syntax { explicit: t.explicit, big: !t.little };
             }
@@ -286,7 +286,11 @@ impl<S: Source> Lexer<'_, S> {
             }
         }
         self.out.encoding = Some(self.dataset);
-        Ok(())
+        let deflated = self.out.syntax.is_some_and(|t| t.deflated);
+        if deflated {
+            self.src.inflate(back);
+        }
+        deflated
     }
 
     fn run(&mut self) -> Result<(), Diagnostic> {
@@ -298,12 +302,17 @@ impl<S: Source> Lexer<'_, S> {
                 }
             }
             if self.src.at_end() {
-                if !self.stack.is_empty() {
-                    return Err(self.fatal(Code::DICOM_TRUNCATED, None, self.src.offset()));
-                }
                 if self.in_meta {
                     let at = self.src.offset();
-                    self.end_meta(at)?;
+                    if self.end_meta(at, 0) && !self.src.at_end() {
+                        continue;
+                    }
+                }
+                if let Some(code) = self.src.broken() {
+                    return Err(self.fatal(code, None, self.src.offset()));
+                }
+                if !self.stack.is_empty() {
+                    return Err(self.fatal(Code::DICOM_TRUNCATED, None, self.src.offset()));
                 }
                 return Ok(());
             }
@@ -312,7 +321,11 @@ impl<S: Source> Lexer<'_, S> {
     }
 
     fn short(&self, tag: Option<u32>, at: u64) -> Diagnostic {
-        let code = if self.src.over() { Code::CLI_INPUT_TOO_LARGE } else { Code::DICOM_TRUNCATED };
+        let code = if self.src.over() {
+            Code::CLI_INPUT_TOO_LARGE
+        } else {
+            self.src.broken().unwrap_or(Code::DICOM_TRUNCATED)
+        };
         self.fatal(code, tag, at)
     }
 
@@ -322,13 +335,18 @@ impl<S: Source> Lexer<'_, S> {
     }
 
     fn element(&mut self) -> Result<(), Diagnostic> {
-        let at = self.src.offset();
+        let mut at = self.src.offset();
         let mut tb = [0u8; 4];
         self.src.header(&mut tb).map_err(|Short| self.short(None, at))?;
         if self.in_meta {
             let group = u16::from_le_bytes([tb[0], tb[1]]);
-            if group != 0x0002 || !self.stack.is_empty() {
-                self.end_meta(at)?;
+            if (group != 0x0002 || !self.stack.is_empty()) && self.end_meta(at, tb.len()) {
+                // Deflated: the tag is read again, inflated (the loop sees an empty dataset).
+                at = self.src.offset();
+                if self.src.at_end() {
+                    return Ok(());
+                }
+                self.src.header(&mut tb).map_err(|Short| self.short(None, at))?;
             }
         }
         let syntax = self.syntax();
