@@ -338,6 +338,7 @@ codes! {
     DICOM_TRANSFER_SYNTAX_UNKNOWN => Warning, "the transfer syntax UID is not one phiward knows; the dataset is read as explicit VR little endian";
     DICOM_TRANSFER_SYNTAX_UNSUPPORTED => Fatal, "not reported: every transfer syntax of the tables is read (a deflated dataset is inflated); registered so the code is never reused";
     DICOM_DEFLATE_INVALID => Fatal, "the deflated dataset (1.2.840.10008.1.2.1.99) is not a valid raw deflate stream (RFC 1951), or the input ends before its final block";
+    DICOM_ENCODING_MISMATCH => Warning, "the transfer syntax names explicit VR little endian but the dataset's first element has no VR; the dataset is read as implicit VR little endian";
     DICOM_TRUNCATED => Fatal, "the input ends inside an element's header or value, or inside an open sequence or item";
     DICOM_LENGTH_INVALID => Fatal, "an element's or item's length runs past the end of its enclosing item or sequence (a lying length)";
     DICOM_DELIMITER_UNEXPECTED => Fatal, "an item or delimitation tag occurs where none may (outside a sequence, or an element inside a sequence)";

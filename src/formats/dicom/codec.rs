@@ -22,9 +22,13 @@ pub struct Dicom;
 pub enum Envelope {}
 
 /// True when the bytes start like a DICOM dataset without a preamble: a group 0002 or 0008
-/// tag (little endian) followed by an explicit VR, or by an implicit length under 1024.
+/// tag (little endian) followed by an explicit VR, or by an implicit length under 1024; or a
+/// group 0008 tag in big endian followed by an explicit VR (explicit VR big endian, retired).
 fn bare_dataset(raw: &[u8]) -> bool {
     let [g0, g1, _, _, a, b, ..] = *raw else { return false };
+    if (g0, g1) == (0x00, 0x08) {
+        return super::dict::Vr::from_bytes([a, b]).is_some();
+    }
     if !matches!((g0, g1), (0x02, 0x00) | (0x08, 0x00)) {
         return false;
     }

@@ -247,7 +247,8 @@ fn write_element(
     let els = doc.elements();
     let e = els[i];
     out.extend_from_slice(b"{\"vr\":");
-    crate::json::string(out, e.vr.as_str());
+    // A sequence is SQ in the model, whatever VR it came under (a UN holding items).
+    crate::json::string(out, if e.kind == Kind::Sequence { "SQ" } else { e.vr.as_str() });
     match e.kind {
         Kind::Sequence => {
             let items: Vec<usize> =
@@ -704,7 +705,11 @@ fn part10_bytes(
                 continue;
             }
             (Kind::Sequence, _) => {
-                header(buf, s, e.tag, e.vr, UNDEFINED);
+                // Items in another encoding than the sequence's (a UN read as SQ: implicit VR
+                // LE items) are written under UN, as they came (PS3.5 6.2.2).
+                let inner = els.get(i + 1).filter(|_| i + 1 < subtree_end).map(|c| c.syntax);
+                let vr = if inner.is_some_and(|c| c != s) { Vr::UN } else { e.vr };
+                header(buf, s, e.tag, vr, UNDEFINED);
                 open.push((subtree_end, 0xFFFE_E0DD, s));
             }
             (Kind::Encapsulated, _) => {
