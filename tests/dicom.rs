@@ -438,3 +438,25 @@ fn basic_profile_redacts_every_marker_it_names() {
     assert_ne!(code(&o), 0);
     assert!(o.stdout.is_empty());
 }
+
+/// Regression: a file without SOP Instance UID (0008,0018) (a DICOMDIR) lost its Media Storage
+/// SOP Instance UID (0002,0003) in redact (a type 1 file meta element); it is now decided by its
+/// own rule (the profile's U: a keyed hash).
+#[test]
+fn redact_keeps_the_meta_instance_uid_of_a_file_without_sop_instance_uid() {
+    let bytes = std::fs::read(fixture("dicom/valid/ct_explicit_le.dcm")).expect("fixture");
+    let start = bytes.len() - after_meta(&bytes).len();
+    let at =
+        start + bytes[start..].windows(6).position(|w| w == b"\x08\x00\x18\x00UI").expect("(0008,0018) in the dataset");
+    let len = u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
+    let mut cut = bytes[..at].to_vec();
+    cut.extend_from_slice(&bytes[at + 8 + len..]);
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let r = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &cut);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    let m: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &r.stdout).stdout).expect("parse");
+    let uid = m["model"]["00020003"]["Value"][0].as_str().expect("(0002,0003) written");
+    assert!(uid.starts_with("2.25.") && uid != "2.25.1001", "not the keyed hash");
+    assert!(m["model"].get("00080018").is_none());
+}

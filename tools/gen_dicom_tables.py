@@ -328,10 +328,12 @@ def profile_rules(exact: dict, profile: list, keyed: bool) -> list[str]:
             action, val = "keep", None
         elif "K" in acts:
             action, val = "keep", None
+        elif "D" in acts and vr in DUMMY:
+            # E.1.1: Z/D is Z unless D is needed for the IOD (type 1): a dummy value is
+            # conformant for type 1 and type 2 alike, in every IOD.
+            action, val = "replace", DUMMY[vr]
         elif "Z" in acts:
             action, val = "empty", None
-        elif "D" in acts and vr in DUMMY:
-            action, val = "replace", DUMMY[vr]
         elif "D" in acts:
             action, val = "empty", None
         elif "U" in acts:
@@ -363,7 +365,8 @@ def write_policies(exact: dict, profile: list) -> None:
         "# of the VR) replace, Z empty, X remove, K keep, C remove (cleaning is not done: fail closed),",
         "# U hash (UIDs become 2.25.<decimal> of a keyed HMAC: consistent across the files of a study for",
         "# one key; a key is required). Where the table offers several actions (X/Z, Z/D, X/Z/D) the one",
-        "# that keeps the attribute present is taken (Z, then D); a sequence whose UIDs are replaced (U)",
+        "# that keeps the attribute present is taken (D, then Z: a dummy value keeps a type 1 attribute",
+        "# conformant, E.1.1's Z/D); a sequence whose UIDs are replaced (U)",
         "# is kept and its items decided by these rules. Private elements are removed; what the table",
         "# does not name is kept only by the structure rules at the end (pixel data, sequences, standard",
         "# UIDs, codes, numbers), and everything else is removed (fail closed). Patient Identity Removed",
