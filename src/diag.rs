@@ -340,7 +340,9 @@ codes! {
     DICOM_META_GROUP_LENGTH => Error, "the file meta group length (0002,0000) is absent or differs from the bytes of the group";
     DICOM_META_MISMATCH => Error, "the Media Storage SOP Class or Instance UID (0002,0002/0003) differs from the SOP Class or Instance UID (0008,0016/0018)";
     DICOM_TRANSFER_SYNTAX_UNKNOWN => Warning, "the transfer syntax UID is not one phiward knows; the dataset is read as explicit VR little endian";
-    DICOM_TRANSFER_SYNTAX_UNSUPPORTED => Fatal, "the dataset is deflated (1.2.840.10008.1.2.1.99), which this build does not inflate";
+    DICOM_TRANSFER_SYNTAX_UNSUPPORTED => Fatal, "not reported: every transfer syntax of the tables is read (a deflated dataset is inflated); registered so the code is never reused";
+    DICOM_DEFLATE_INVALID => Fatal, "the deflated dataset (1.2.840.10008.1.2.1.99) is not a valid raw deflate stream (RFC 1951), or the input ends before its final block";
+    DICOM_ENCODING_MISMATCH => Warning, "the transfer syntax names explicit VR little endian but the dataset's first element has no VR; the dataset is read as implicit VR little endian";
     DICOM_TRUNCATED => Fatal, "the input ends inside an element's header or value, or inside an open sequence or item";
     DICOM_LENGTH_INVALID => Fatal, "an element's or item's length runs past the end of its enclosing item or sequence (a lying length)";
     DICOM_DELIMITER_UNEXPECTED => Fatal, "an item or delimitation tag occurs where none may (outside a sequence, or an element inside a sequence)";

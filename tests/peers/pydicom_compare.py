@@ -1,36 +1,61 @@
 #!/usr/bin/env python3
 """Cross-check phiward's DICOM reader against pydicom: element count, tags and VRs per file.
 
-    target/peers-venv/bin/python tests/peers/pydicom_compare.py DIR target/release/phiward
+    target/peers-venv/bin/python tests/peers/pydicom_compare.py DIR PHIWARD
+        [--public] [--expect FILE | --write-expect FILE]
 
 For every file under DIR (recursively; *.md, *.json, *.py ignored) this script reads it with
-pydicom (`dcmread(force=True)`, file meta and dataset, sequences walked), and runs
+pydicom 3.0.2 (`dcmread`, file meta and dataset, sequences walked; its default settings:
+a UN of a known standard tag takes the dictionary's VR, as phiward does), and runs
 `<phiward> parse --json <file>`, whose model is the PS3.18 JSON model (file meta elements
 first); both sides become a sorted list of (path, tag, VR) where path is the chain of
 sequence tags and 0-based item numbers. Pixel data's VR is compared as pydicom reports it
-(OB or OW). Files pydicom cannot read must get a code from phiward (parse exit 65 or 66, or a
-negative validate verdict, exit 1), never a crash (exit 70).
+(OB or OW).
 
-Output: one line per file (`ok`, `MISMATCH` with the first differences, `peer-fail` when pydicom
-cannot read it and phiward gives a code) and a last line "N passed, M failed, K peer-fails".
-Exit status: 0 no mismatch, 1 a mismatch, 2 usage.
+Each file gets one verdict:
+- `ok`: the same (path, tag, VR) lists;
+- `MISMATCH`: both read it, the lists differ (the first differences are printed);
+- `peer-fail`: pydicom cannot read it (even with force=True), phiward gives a code (parse
+  exit 65 or 66, or a negative validate verdict, exit 1);
+- `not-dicom`: pydicom reads it only with force=True (no DICM, no dataset it recognises) and
+  phiward refuses it with a code (`CLI_FORMAT_UNDETECTED`, exit 65/66): a text file, a dump,
+  a gzip;
+- `peer-only`: pydicom (lenient) reads what it can of a broken file, phiward refuses it with a
+  code: a truncated file, a lying length;
+- `CRASH`: phiward exits otherwise (70, a panic) - always a failure.
+
+`--public` (pydicom's own test files, `pydicom/data/test_files` of the wheel) prints the
+share of files that agree, of the files that are DICOM (`ok` / (`ok` + `MISMATCH` +
+`peer-only`)). `--expect FILE` (tests/peers/pydicom_public_expected.json) exits 1 when a
+file's verdict differs from the recorded one (a ratchet: a new mismatch or a fixed one both
+need the file updated with `--write-expect`). Without `--expect`: exit 1 on any MISMATCH or
+CRASH. Exit 2: usage.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 
-def pydicom_elements(path: Path) -> list[tuple[str, str, str]] | None:
+def pydicom_elements(path: Path) -> tuple[list[tuple[str, str, str]] | None, bool]:
+    """(elements, strict): strict is True when pydicom reads it without force."""
     import pydicom  # noqa: PLC0415
 
+    warnings.simplefilter("ignore")
+    strict = True
     try:
-        ds = pydicom.dcmread(str(path), force=True)
-    except Exception:  # noqa: BLE001 - any failure of the peer is a peer-fail
-        return None
+        ds = pydicom.dcmread(str(path))
+    except Exception:  # noqa: BLE001 - any failure of the peer
+        strict = False
+        try:
+            ds = pydicom.dcmread(str(path), force=True)
+        except Exception:  # noqa: BLE001
+            return None, False
     out: list[tuple[str, str, str]] = []
 
     def walk(d, prefix: str) -> None:
@@ -48,14 +73,17 @@ def pydicom_elements(path: Path) -> list[tuple[str, str, str]] | None:
         walk(ds.file_meta, "")
         walk(ds, "")
     except Exception:  # noqa: BLE001
-        return None
-    return sorted(out)
+        return None, strict
+    return sorted(out), strict
 
 
-def phiward_elements(path: Path, exe: str) -> tuple[list[tuple[str, str, str]] | None, int]:
+def phiward_elements(path: Path, exe: str) -> tuple[list[tuple[str, str, str]] | None, int, str]:
     o = subprocess.run([exe, "parse", "--json", str(path)], capture_output=True, check=False)
     if o.returncode != 0:
-        return None, o.returncode
+        # The code of the failure (stderr: `phiward: CODE: ... (CAUSE at LOCATION)`), value-free.
+        err = o.stderr.decode("utf-8", "replace")
+        cause = err.split("(", 1)[1].split(" ", 1)[0] if "(" in err else err.split(":")[1].strip() if ":" in err else ""
+        return None, o.returncode, cause
     model = json.loads(o.stdout.splitlines()[0])["model"]
     out: list[tuple[str, str, str]] = []
 
@@ -67,46 +95,67 @@ def phiward_elements(path: Path, exe: str) -> tuple[list[tuple[str, str, str]] |
                     walk(item, f"{prefix}{tag}[{n}].")
 
     walk(model, "")
-    return sorted(out), 0
+    return sorted(out), 0, ""
+
+
+def verdict(path: Path, exe: str) -> tuple[str, str]:
+    ours, code, cause = phiward_elements(path, exe)
+    theirs, strict = pydicom_elements(path)
+    if code not in (0, 1, 65, 66):
+        return "CRASH", f"phiward exit {code}"
+    if theirs is None:
+        if ours is not None:
+            # phiward reads it; its verdict must then be negative.
+            code = subprocess.run([exe, "validate", str(path)], capture_output=True, check=False).returncode
+        if code in (1, 65, 66):
+            return "peer-fail", f"phiward exit {code} {cause}"
+        return "MISMATCH", f"pydicom cannot read it, phiward exit {code}"
+    if ours is None:
+        if code not in (65, 66):
+            return "CRASH", f"phiward exit {code}"
+        if not strict and cause == "CLI_FORMAT_UNDETECTED":
+            return "not-dicom", cause
+        # A file phiward refuses: pydicom's reading of it is lenient and holds what it could.
+        return "peer-only", f"phiward {cause}, pydicom {len(theirs)} elements"
+    if ours == theirs:
+        return "ok", f"{len(ours)} elements"
+    a, b = set(ours), set(theirs)
+    return "MISMATCH", f"phiward-only={sorted(a - b)[:5]} pydicom-only={sorted(b - a)[:5]}"
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    root, exe = Path(sys.argv[1]), sys.argv[2]
-    passed = failed = peer = 0
+    ap = argparse.ArgumentParser(add_help=True)
+    ap.add_argument("dir")
+    ap.add_argument("phiward")
+    ap.add_argument("--public", action="store_true")
+    ap.add_argument("--expect")
+    ap.add_argument("--write-expect")
+    args = ap.parse_args()
+    root = Path(args.dir)
+    results: dict[str, str] = {}
+    counts: dict[str, int] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix not in (".md", ".json", ".py")):
-        ours, code = phiward_elements(path, exe)
-        theirs = pydicom_elements(path)
-        if theirs is None:
-            if ours is not None:
-                # phiward reads it; its verdict must then be negative.
-                code = subprocess.run([exe, "validate", str(path)], capture_output=True, check=False).returncode
-            if code in (1, 65, 66):
-                peer += 1
-                print(f"peer-fail  {path} (phiward validate or parse exit {code})")
-            else:
-                failed += 1
-                print(f"MISMATCH   {path} pydicom cannot read it, phiward exit {code}")
-            continue
-        if ours is None:
-            # A file phiward refuses: pydicom's reading of it is lenient (force=True) and holds
-            # what it could read; phiward's refusal must be a code.
-            ok = code in (65, 66)
-            print(f"{'peer-only' if ok else 'MISMATCH'}  {path} phiward exit {code}, pydicom {len(theirs)} elements")
-            peer += ok
-            failed += not ok
-            continue
-        if ours == theirs:
-            passed += 1
-            print(f"ok         {path} {len(ours)} elements")
-        else:
-            failed += 1
-            a, b = set(ours), set(theirs)
-            print(f"MISMATCH   {path} phiward-only={sorted(a - b)[:5]} pydicom-only={sorted(b - a)[:5]}")
-    print(f"{passed} passed, {failed} failed, {peer} peer-fails")
-    return 1 if failed else 0
+        v, detail = verdict(path, args.phiward)
+        name = path.relative_to(root).as_posix()
+        results[name] = v
+        counts[v] = counts.get(v, 0) + 1
+        print(f"{v:<10} {name} {detail}")
+    if args.write_expect:
+        Path(args.write_expect).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("ok", "MISMATCH", "peer-only", "peer-fail", "not-dicom", "CRASH"))
+    if args.public:
+        dicom = counts.get("ok", 0) + counts.get("MISMATCH", 0) + counts.get("peer-only", 0)
+        share = 100.0 * counts.get("ok", 0) / dicom if dicom else 0.0
+        summary += f"; agreement {counts.get('ok', 0)}/{dicom} = {share:.1f}% of the DICOM files"
+    if args.expect:
+        expected = json.loads(Path(args.expect).read_text())
+        changed = [n for n in sorted(set(expected) | set(results)) if expected.get(n) != results.get(n)]
+        for n in changed:
+            print(f"CHANGED    {n}: expected {expected.get(n)}, got {results.get(n)}")
+        print(f"{summary}; {len(changed)} differ from {args.expect}")
+        return 1 if changed or counts.get("CRASH") else 0
+    print(summary)
+    return 1 if counts.get("MISMATCH") or counts.get("CRASH") else 0
 
 
 if __name__ == "__main__":

@@ -22,9 +22,13 @@ pub struct Dicom;
 pub enum Envelope {}
 
 /// True when the bytes start like a DICOM dataset without a preamble: a group 0002 or 0008
-/// tag (little endian) followed by an explicit VR, or by an implicit length under 1024.
+/// tag (little endian) followed by an explicit VR, or by an implicit length under 1024; or a
+/// group 0008 tag in big endian followed by an explicit VR (explicit VR big endian, retired).
 fn bare_dataset(raw: &[u8]) -> bool {
     let [g0, g1, _, _, a, b, ..] = *raw else { return false };
+    if (g0, g1) == (0x00, 0x08) {
+        return super::dict::Vr::from_bytes([a, b]).is_some();
+    }
     if !matches!((g0, g1), (0x02, 0x00) | (0x08, 0x00)) {
         return false;
     }
@@ -90,9 +94,21 @@ impl Codec for Dicom {
         write::part10(doc, disclosure, &|_, _| write::Keep::As, &[], out);
     }
 
-    fn is_canonical(doc: &Document, canonical: &[u8], _settings: &Settings, _disclosure: &Disclosure) -> bool {
+    fn is_canonical(doc: &Document, canonical: &[u8], _settings: &Settings, disclosure: &Disclosure) -> bool {
         // The record holds the input from the meta on; the canonical form is the same bytes
-        // when the input was canonical (compared without the preamble, which is not kept).
-        !canonical.is_empty() && doc.preamble && doc.same_as_record(canonical.get(132..).unwrap_or_default())
+        // when the input was canonical (compared without the preamble, which is not kept). A
+        // deflated dataset is compared inflated (the record holds it inflated): the input is
+        // canonical when its dataset is, whichever encoder deflated it.
+        if canonical.is_empty() || !doc.preamble {
+            return false;
+        }
+        if doc.lexed.syntax.is_some_and(|t| t.deflated) {
+            let mut plain = Vec::new();
+            let same = write::part10_inflated(doc, disclosure, &mut plain)
+                && doc.same_as_record(plain.get(132..).unwrap_or_default());
+            crate::phi::wipe(&mut plain);
+            return same;
+        }
+        doc.same_as_record(canonical.get(132..).unwrap_or_default())
     }
 }

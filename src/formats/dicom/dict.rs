@@ -174,6 +174,12 @@ pub fn implicit_vr(tag: u32) -> Vr {
         .unwrap_or(Vr::UN)
 }
 
+/// True when the dictionary gives the tag `US or SS` (pixel values: which one follows Pixel
+/// Representation (0028,0103), PS3.3 C.7.6.3.1), the LUT descriptors left out (US in practice).
+pub fn us_or_ss(tag: u32) -> bool {
+    !matches!(tag, 0x0028_1101..=0x0028_1103 | 0x0028_3002) && element(tag).is_some_and(|e| e.vr == "US|SS")
+}
+
 /// True for a private tag (odd group, not 0001, 0003, 0005, 0007, FFFF).
 pub fn is_private(tag: u32) -> bool {
     let g = tag >> 16;

@@ -1,6 +1,7 @@
 //! The DICOM lexer (PS3.5 Section 7, PS3.10 Section 7): the file meta group (explicit VR little
 //! endian), then the dataset in the transfer syntax the meta names (implicit VR little endian,
-//! explicit VR little or big endian; encapsulated pixel data as fragments), sequences and items
+//! explicit VR little or big endian, deflated explicit VR little endian (the source inflates);
+//! encapsulated pixel data as fragments), sequences and items
 //! of defined and undefined length, into a flat list of [`Element`]s in input order.
 //!
 //! One lexer over a [`Source`]: the splitter runs it over the input stream to cut the record,
@@ -9,8 +10,8 @@
 //! (`max_field_bytes`). A truncated input, a lying length or a stray delimiter stops the lexer
 //! with a fatal finding at the element's tag path and byte offset.
 //!
-//! What it does not do: check values (see `validate`), or inflate a deflated dataset (reported
-//! `DICOM_TRANSFER_SYNTAX_UNSUPPORTED`).
+//! What it does not do: check values (see `validate`), or inflate bytes itself (it asks its
+//! [`Source`] to, see `source`).
 
 use super::dict::{self, TransferSyntax, Vr};
 use super::source::{BULK_MIN, Short, Source, Val};
@@ -170,6 +171,13 @@ struct Lexer<'s, S: Source> {
     dataset: Syntax,
     /// No meta: the first dataset element decides between explicit and implicit VR.
     guess: bool,
+    /// The transfer syntax names explicit VR LE: a first element without a VR is implicit VR
+    /// (reported `DICOM_ENCODING_MISMATCH`).
+    guess_named: bool,
+    /// The last Pixel Representation (0028,0103) read: 1 makes `US or SS` values SS.
+    signed_pixels: bool,
+    /// The element being read is a UN read as SQ (its items are implicit VR LE).
+    un_sequence: bool,
 }
 
 /// Runs the lexer over `src`.
@@ -183,6 +191,9 @@ pub fn lex<S: Source>(src: &mut S, limits: &Limits) -> Lexed {
         meta_after_length: None,
         dataset: Syntax::META,
         guess: false,
+        guess_named: false,
+        signed_pixels: false,
+        un_sequence: false,
     };
     if let Err(d) = l.run() {
         l.out.fatal = Some(d);
@@ -251,7 +262,9 @@ impl<S: Source> Lexer<'_, S> {
         }
     }
 
-    fn end_meta(&mut self, at: u64) -> Result<(), Diagnostic> {
+    /// The file meta ends at `at`; `back` bytes after it were read already (as a tag). True when
+    /// the dataset is deflated: the source then reads it inflated, from `at` on.
+    fn end_meta(&mut self, at: u64, back: usize) -> bool {
         self.in_meta = false;
         self.out.meta = !self.out.elements.is_empty();
         self.out.dataset = self.out.elements.len();
@@ -270,11 +283,14 @@ impl<S: Source> Lexer<'_, S> {
             .map(|uid| (dict::transfer_syntax(uid), !dict::trim_uid(uid).is_empty()));
         match ts {
             Some((Some(t), _)) => {
-                if t.deflated {
-                    return Err(self.fatal(Code::DICOM_TRANSFER_SYNTAX_UNSUPPORTED, Some(0x0002_0010), at));
-                }
                 self.out.syntax = Some(t);
                 self.dataset = Syntax { explicit: t.explicit, big: !t.little };
+                // Some writers name an explicit VR syntax and write implicit VR: the first
+                // element tells (as when there is no meta), and a finding says so.
+                if t.explicit && t.little {
+                    self.guess = true;
+                    self.guess_named = true;
+                }
             }
             Some((None, true)) => {
                 self.finding(Code::DICOM_TRANSFER_SYNTAX_UNKNOWN, 0x0002_0010, at);
@@ -286,7 +302,11 @@ impl<S: Source> Lexer<'_, S> {
             }
         }
         self.out.encoding = Some(self.dataset);
-        Ok(())
+        let deflated = self.out.syntax.is_some_and(|t| t.deflated);
+        if deflated {
+            self.src.inflate(back);
+        }
+        deflated
     }
 
     fn run(&mut self) -> Result<(), Diagnostic> {
@@ -298,12 +318,17 @@ impl<S: Source> Lexer<'_, S> {
                 }
             }
             if self.src.at_end() {
-                if !self.stack.is_empty() {
-                    return Err(self.fatal(Code::DICOM_TRUNCATED, None, self.src.offset()));
-                }
                 if self.in_meta {
                     let at = self.src.offset();
-                    self.end_meta(at)?;
+                    if self.end_meta(at, 0) && !self.src.at_end() {
+                        continue;
+                    }
+                }
+                if let Some(code) = self.src.broken() {
+                    return Err(self.fatal(code, None, self.src.offset()));
+                }
+                if !self.stack.is_empty() {
+                    return Err(self.fatal(Code::DICOM_TRUNCATED, None, self.src.offset()));
                 }
                 return Ok(());
             }
@@ -312,7 +337,11 @@ impl<S: Source> Lexer<'_, S> {
     }
 
     fn short(&self, tag: Option<u32>, at: u64) -> Diagnostic {
-        let code = if self.src.over() { Code::CLI_INPUT_TOO_LARGE } else { Code::DICOM_TRUNCATED };
+        let code = if self.src.over() {
+            Code::CLI_INPUT_TOO_LARGE
+        } else {
+            self.src.broken().unwrap_or(Code::DICOM_TRUNCATED)
+        };
         self.fatal(code, tag, at)
     }
 
@@ -322,17 +351,26 @@ impl<S: Source> Lexer<'_, S> {
     }
 
     fn element(&mut self) -> Result<(), Diagnostic> {
-        let at = self.src.offset();
+        let mut at = self.src.offset();
         let mut tb = [0u8; 4];
         self.src.header(&mut tb).map_err(|Short| self.short(None, at))?;
         if self.in_meta {
             let group = u16::from_le_bytes([tb[0], tb[1]]);
-            if group != 0x0002 || !self.stack.is_empty() {
-                self.end_meta(at)?;
+            if (group != 0x0002 || !self.stack.is_empty()) && self.end_meta(at, tb.len()) {
+                // Deflated: the tag is read again, inflated (the loop sees an empty dataset).
+                at = self.src.offset();
+                if self.src.at_end() {
+                    return Ok(());
+                }
+                self.src.header(&mut tb).map_err(|Short| self.short(None, at))?;
             }
         }
-        let syntax = self.syntax();
-        let tag = (u32::from(syntax.u16([tb[0], tb[1]])) << 16) | u32::from(syntax.u16([tb[2], tb[3]]));
+        let mut syntax = self.syntax();
+        if self.guess && !self.guess_named && tb[..2] == [0x00, 0x08] {
+            // No meta, a group 0008 tag in big endian: explicit VR big endian (when a VR follows).
+            syntax = Syntax { explicit: true, big: true };
+        }
+        let mut tag = (u32::from(syntax.u16([tb[0], tb[1]])) << 16) | u32::from(syntax.u16([tb[2], tb[3]]));
         if tag >> 16 == 0xFFFE {
             return self.delimiter(tag, at, syntax);
         }
@@ -355,8 +393,18 @@ impl<S: Source> Lexer<'_, S> {
         if self.guess {
             explicit = Vr::from_bytes(pre).is_some();
             self.guess = false;
-            self.dataset = Syntax { explicit, big: false };
+            if !explicit && syntax.big {
+                // Not big endian after all: the tag is read again in little endian.
+                syntax = Syntax::IMPLICIT;
+                tag = (u32::from(syntax.u16([tb[0], tb[1]])) << 16) | u32::from(syntax.u16([tb[2], tb[3]]));
+            }
+            self.dataset = Syntax { explicit, big: syntax.big };
+            // The first element is written (by fmt and redact) in the encoding found.
+            syntax = self.dataset;
             self.out.encoding = Some(self.dataset);
+            if self.guess_named && !explicit {
+                self.finding(Code::DICOM_ENCODING_MISMATCH, tag, at);
+            }
         }
         let (vr, length) = if explicit {
             let Some(vr) = Vr::from_bytes(pre) else {
@@ -365,7 +413,8 @@ impl<S: Source> Lexer<'_, S> {
             if vr.long_header() {
                 let mut b = [0u8; 6];
                 self.src.header(&mut b).map_err(|Short| self.short(Some(tag), at))?;
-                (vr, syntax.u32([b[2], b[3], b[4], b[5]]))
+                let length = syntax.u32([b[2], b[3], b[4], b[5]]);
+                (self.known_un(vr, tag, length, syntax), length)
             } else {
                 let mut b = [0u8; 2];
                 self.src.header(&mut b).map_err(|Short| self.short(Some(tag), at))?;
@@ -381,7 +430,9 @@ impl<S: Source> Lexer<'_, S> {
             } else {
                 self.src.header(&mut b).map_err(|Short| self.short(Some(tag), at))?;
             }
-            (dict::implicit_vr(tag), syntax.u32(b))
+            let vr = dict::implicit_vr(tag);
+            let vr = if vr == Vr(*b"US") && self.signed_pixels && dict::us_or_ss(tag) { Vr(*b"SS") } else { vr };
+            (vr, syntax.u32(b))
         };
         let value_at = self.src.offset();
         let bound = self.bound();
@@ -400,7 +451,9 @@ impl<S: Source> Lexer<'_, S> {
         };
         if length == UNDEFINED {
             if tag == PIXEL_DATA {
-                let i = self.push(Element { kind: Kind::Encapsulated, ..base })?;
+                // Encapsulated pixel data is OB (PS3.5 A.4), also where the VR is implicit.
+                let vr = if explicit { vr } else { Vr::OB };
+                let i = self.push(Element { kind: Kind::Encapsulated, vr, ..base })?;
                 self.stack.push(Frame { elem: i, end: None, kind: FrameKind::Encapsulated, syntax });
             } else if vr == Vr::SQ || vr == Vr::UN {
                 // PS3.5 6.2.2: a UN of undefined length holds a sequence in implicit VR LE.
@@ -417,8 +470,11 @@ impl<S: Source> Lexer<'_, S> {
             return Err(self.fatal(Code::DICOM_LENGTH_INVALID, Some(tag), at));
         }
         if vr == Vr::SQ {
+            // A UN the dictionary calls SQ holds its items in implicit VR LE (PS3.5 6.2.2).
+            let inner = if self.un_sequence { Syntax::IMPLICIT } else { syntax };
+            self.un_sequence = false;
             let i = self.push(Element { kind: Kind::Sequence, ..base })?;
-            self.stack.push(Frame { elem: i, end: Some(end), kind: FrameKind::Sequence, syntax });
+            self.stack.push(Frame { elem: i, end: Some(end), kind: FrameKind::Sequence, syntax: inner });
             return Ok(());
         }
         let bulk = (vr.is_bulk() && length >= BULK_MIN) || matches!(tag, PIXEL_DATA | 0x7FE0_0008 | 0x7FE0_0009);
@@ -428,6 +484,10 @@ impl<S: Source> Lexer<'_, S> {
         let value = self.src.value(at, length, bulk).map_err(|Short| self.short(Some(tag), at))?;
         if self.in_meta && tag == 0x0002_0000 {
             self.meta_after_length = Some(self.src.offset());
+        }
+        if let (0x0028_0103, Val::Span { start, len: 2 }) = (tag, value) {
+            let b = self.src.kept(start, 2);
+            self.signed_pixels = b.len() == 2 && syntax.u16([b[0], b[1]]) == 1;
         }
         self.push(Element { value, ..base })?;
         Ok(())
@@ -490,6 +550,30 @@ impl<S: Source> Lexer<'_, S> {
             _ => return Err(self.fatal(Code::DICOM_DELIMITER_UNEXPECTED, Some(tag), at)),
         }
         Ok(())
+    }
+
+    /// The VR of an explicit UN of defined length whose VR the standard gives (PS3.5 6.2.2: a
+    /// receiver that knows the VR reads the value by it; little endian syntaxes only, where a
+    /// UN's value has the dataset's byte order): a private creator is LO, a standard tag the
+    /// dictionary's VR (`US or SS` by Pixel Representation, an SQ read as a sequence of
+    /// implicit VR LE items), when its length fits that VR's header. Another VR as it is.
+    fn known_un(&mut self, vr: Vr, tag: u32, length: u32, syntax: Syntax) -> Vr {
+        if vr != Vr::UN || length == UNDEFINED || syntax.big {
+            return vr;
+        }
+        if dict::is_private_creator(tag) {
+            return if length <= 0xFFFF { Vr(*b"LO") } else { vr };
+        }
+        if dict::is_private(tag) || tag >> 16 == 0x0002 {
+            return vr;
+        }
+        let known = dict::implicit_vr(tag);
+        let known = if known == Vr(*b"US") && self.signed_pixels && dict::us_or_ss(tag) { Vr(*b"SS") } else { known };
+        if known == Vr::UN || known == Vr::NONE || (!known.long_header() && length > 0xFFFF) {
+            return vr;
+        }
+        self.un_sequence = known == Vr::SQ;
+        known
     }
 
     /// Counts one more item or fragment of element `i`, and returns its number.

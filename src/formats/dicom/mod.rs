@@ -1,5 +1,5 @@
 //! DICOM Part 10 files (PS3.10), datasets in implicit VR little endian, explicit VR little and
-//! big endian, with encapsulated pixel data (PS3.5).
+//! big endian, deflated explicit VR little endian, with encapsulated pixel data (PS3.5).
 //!
 //! - `source`: the input cut into one record in bounded memory (bulk values past a budget
 //!   left out), and the reader's view of that record;
@@ -11,7 +11,8 @@
 //! - [`write`]: the PS3.18 JSON model, the value-free summary, Part 10 bytes;
 //! - `codec`: [`Dicom`], the registered format.
 //!
-//! What it does not do: decode pixel data, inflate a deflated dataset, or convert.
+//! What it does not do: decode pixel data, or convert. A deflated dataset is inflated by the
+//! splitter (`source`) and deflated again by the Part 10 writer.
 
 mod codec;
 pub mod dict;

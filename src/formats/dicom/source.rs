@@ -9,22 +9,37 @@
 //! rule, so offsets in findings are offsets in the input. Memory is then bounded by the header
 //! elements and [`BULK_KEPT`], not by the file (a 2 GB multi-frame file is read in a few MB).
 //!
+//! A deflated dataset (Deflated Explicit VR Little Endian, PS3.5 Section A.5): when the lexer
+//! reaches the end of the file meta and the transfer syntax is deflated, it asks the source to
+//! [`Source::inflate`]; the splitter then reads the rest of the input through a raw deflate
+//! (RFC 1951) decoder ([`Inflater`]) and the record holds the *inflated* dataset. Offsets after
+//! the file meta are then offsets in the inflated stream, counted on from the meta's end (the
+//! file as it would be with its dataset inflated). The inflated bytes, kept or skipped, count
+//! against `max_input_bytes` (a zip bomb is `CLI_INPUT_TOO_LARGE`, found while inflating); a
+//! corrupt stream, or one that ends before its final block, is `DICOM_DEFLATE_INVALID`, recorded
+//! in the record's header so the reader stops at the same place with the same code. Bytes after
+//! the stream's final block (the pad byte of an odd-length stream) are not read.
+//!
 //! The record: [`MAGIC`], the input offset from which bulk values are left out (`u64::MAX`:
 //! none), the input offset where the splitter stopped, one flag byte (1: the input had a
-//! preamble), then the input's bytes from the file meta on (the 128-byte preamble and `DICM`
-//! are not kept).
+//! preamble), one byte for how the inflater ended (0: fine or not deflated, 1: invalid), then
+//! the input's bytes from the file meta on (the 128-byte preamble and `DICM` are not kept; a
+//! deflated dataset inflated).
 //!
 //! What it does not do: interpret bytes (see `lex`).
 
-use std::io::BufRead;
+use std::io::{BufRead, Read as _};
+
+use flate2::{Decompress, FlushDecompress, Status};
 
 use super::lex::{self, Lexed};
+use crate::diag::Code;
 use crate::limits::Limits;
 
 /// The record's first bytes.
-pub const MAGIC: &[u8; 8] = b"\0phwDCM1";
+pub const MAGIC: &[u8; 8] = b"\0phwDCM2";
 /// The record header's length.
-pub const HEADER: usize = 8 + 8 + 8 + 1;
+pub const HEADER: usize = 8 + 8 + 8 + 1 + 1;
 /// A value of a bulk VR this long or longer is a bulk value (written as a descriptor, and left
 /// out of the record once [`BULK_KEPT`] is passed).
 pub const BULK_MIN: u32 = 1024;
@@ -67,12 +82,138 @@ pub trait Source {
     fn over(&self) -> bool {
         false
     }
+    /// The dataset from here on is deflated: the last `back` bytes read (the first bytes of the
+    /// deflated stream, read as a tag) are given back, and what follows is read inflated.
+    fn inflate(&mut self, back: usize);
+    /// Why the input cannot be read on (a broken deflate stream), once it ended.
+    fn broken(&self) -> Option<Code> {
+        None
+    }
+}
+
+/// How an [`Inflater`] stands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Inflating {
+    /// More may come.
+    Running,
+    /// The final block was read.
+    Ended,
+    /// The stream is not valid deflate, or the input ended before its final block.
+    Invalid,
+    /// The inflated bytes passed the limit.
+    TooLarge,
+}
+
+/// A raw deflate (RFC 1951, no zlib header) decoder over a [`BufRead`], itself read as one:
+/// it stops (and says why) at the end of the stream, at corrupt data, at input that ends early,
+/// and when the inflated bytes pass `limit`.
+pub struct Inflater<'a> {
+    inner: Box<dyn BufRead + 'a>,
+    z: Decompress,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    state: Inflating,
+    limit: u64,
+}
+
+crate::debug_placeholder!(Inflater<'a>);
+
+impl Drop for Inflater<'_> {
+    fn drop(&mut self) {
+        crate::phi::wipe(&mut self.buf);
+    }
+}
+
+impl<'a> Inflater<'a> {
+    /// A decoder of `inner` that inflates at most `limit` bytes.
+    pub fn new(inner: Box<dyn BufRead + 'a>, limit: u64) -> Self {
+        Inflater {
+            inner,
+            z: Decompress::new(false),
+            buf: vec![0; 64 * 1024],
+            pos: 0,
+            len: 0,
+            state: Inflating::Running,
+            limit,
+        }
+    }
+
+    /// The next inflated bytes; `None` at the end (see [`Inflater::invalid`]).
+    fn fill(&mut self) -> Option<&[u8]> {
+        while self.pos == self.len {
+            if self.state != Inflating::Running {
+                return None;
+            }
+            let (in0, out0) = (self.z.total_in(), self.z.total_out());
+            let (status, eof) = match self.inner.fill_buf() {
+                Ok(input) => (self.z.decompress(input, &mut self.buf, FlushDecompress::None), input.is_empty()),
+                Err(_) => (Ok(Status::BufError), true),
+            };
+            let used = usize::try_from(self.z.total_in() - in0).unwrap_or(0);
+            let made = usize::try_from(self.z.total_out() - out0).unwrap_or(0).min(self.buf.len());
+            self.inner.consume(used);
+            (self.pos, self.len) = (0, made);
+            self.state = match status {
+                Err(_) => Inflating::Invalid,
+                Ok(Status::StreamEnd) => Inflating::Ended,
+                // No progress: the input ended (or stalls) before the final block.
+                Ok(_) if used == 0 && made == 0 => Inflating::Invalid,
+                Ok(_) if eof && made == 0 => Inflating::Invalid,
+                Ok(_) => Inflating::Running,
+            };
+            if self.z.total_out() > self.limit {
+                self.state = Inflating::TooLarge;
+                self.len = 0;
+            }
+        }
+        Some(&self.buf[self.pos..self.len])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.len);
+    }
+
+    /// True when the stream turned out not to be valid deflate, or ended early.
+    pub fn invalid(&self) -> bool {
+        self.state == Inflating::Invalid
+    }
+
+    /// True when the inflated bytes passed the limit.
+    pub fn too_large(&self) -> bool {
+        self.state == Inflating::TooLarge
+    }
+}
+
+/// Where a [`Stream`] reads from: the input, or the input inflated.
+enum Input<'a> {
+    Raw(Box<dyn BufRead + 'a>),
+    Deflated(Inflater<'a>),
+}
+
+impl Input<'_> {
+    fn fill(&mut self) -> Option<&[u8]> {
+        match self {
+            Input::Raw(r) => match r.fill_buf() {
+                Ok(b) if !b.is_empty() => Some(b),
+                _ => None,
+            },
+            Input::Deflated(d) => d.fill(),
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        match self {
+            Input::Raw(r) => r.consume(n),
+            Input::Deflated(d) => d.consume(n),
+        }
+    }
 }
 
 /// The input stream, copied into the record as it is read (bulk values past the budget
 /// skipped).
 pub struct Stream<'a> {
-    input: Box<dyn BufRead + 'a>,
+    input: Input<'a>,
     /// The bytes read ahead to look for the preamble, not yet given out.
     ahead: Vec<u8>,
     ahead_pos: usize,
@@ -100,10 +241,7 @@ impl<'a> Stream<'a> {
         if self.ahead_pos < self.ahead.len() {
             return Some(&self.ahead[self.ahead_pos..]);
         }
-        match self.input.fill_buf() {
-            Ok(b) if !b.is_empty() => Some(b),
-            _ => None,
-        }
+        self.input.fill()
     }
 
     fn consume(&mut self, n: usize) {
@@ -122,9 +260,9 @@ impl<'a> Stream<'a> {
             let chunk: &[u8] = if self.ahead_pos < self.ahead.len() {
                 &self.ahead[self.ahead_pos..]
             } else {
-                match self.input.fill_buf() {
-                    Ok(b) if !b.is_empty() => b,
-                    _ => return false,
+                match self.input.fill() {
+                    Some(b) => b,
+                    None => return false,
                 }
             };
             let take = chunk.len().min(usize::try_from(n).unwrap_or(usize::MAX));
@@ -183,7 +321,30 @@ impl Source for Stream<'_> {
     }
 
     fn over(&self) -> bool {
-        self.too_large
+        self.too_large || matches!(&self.input, Input::Deflated(d) if d.too_large())
+    }
+
+    fn inflate(&mut self, back: usize) {
+        // The lexer asks once, at the end of the file meta.
+        let Input::Raw(_) = self.input else { return };
+        let back = back.min(self.out.len().saturating_sub(HEADER));
+        // The given-back bytes, then what is left of the read-ahead, then the rest of the input.
+        let mut head = self.out.split_off(self.out.len() - back);
+        head.extend_from_slice(self.ahead.get(self.ahead_pos..).unwrap_or_default());
+        crate::phi::wipe(&mut self.ahead);
+        self.ahead_pos = 0;
+        self.offset -= back as u64;
+        let Input::Raw(rest) = std::mem::replace(&mut self.input, Input::Raw(Box::new(std::io::empty()))) else {
+            return;
+        };
+        let raw = Box::new(std::io::Cursor::new(head).chain(rest));
+        // The inflated dataset with the meta before it stays within `max_input_bytes`.
+        let limit = self.cap.saturating_sub(HEADER as u64).saturating_sub(self.offset);
+        self.input = Input::Deflated(Inflater::new(raw, limit));
+    }
+
+    fn broken(&self) -> Option<Code> {
+        matches!(&self.input, Input::Deflated(d) if d.invalid()).then_some(Code::DICOM_DEFLATE_INVALID)
     }
 }
 
@@ -196,6 +357,7 @@ pub struct Slice<'b> {
     skew: u64,
     elide_from: u64,
     end: u64,
+    broken: Option<Code>,
 }
 
 impl<'b> Slice<'b> {
@@ -207,7 +369,8 @@ impl<'b> Slice<'b> {
         let word = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().unwrap_or([0xFF; 8]));
         let preamble = if buf[24] == 1 { 132u64 } else { 0 };
         let skew = preamble.wrapping_sub(HEADER as u64);
-        Some(Slice { buf, pos: HEADER, skew, elide_from: word(8), end: word(16) })
+        let broken = (buf[25] == 1).then_some(Code::DICOM_DEFLATE_INVALID);
+        Some(Slice { buf, pos: HEADER, skew, elide_from: word(8), end: word(16), broken })
     }
 
     /// True when the input had a preamble and `DICM`.
@@ -254,12 +417,21 @@ impl Source for Slice<'_> {
         let s = start as usize;
         self.buf.get(s..s + len as usize).unwrap_or_default()
     }
+
+    /// The record holds the dataset inflated already: the bytes read as a tag are read again.
+    fn inflate(&mut self, back: usize) {
+        self.pos = self.pos.saturating_sub(back).max(HEADER);
+    }
+
+    fn broken(&self) -> Option<Code> {
+        self.broken
+    }
 }
 
 /// The result of splitting: the record, or `None` when it grew past `max_input_bytes`.
 pub fn split(input: Box<dyn BufRead + '_>, limits: &Limits) -> Option<Vec<u8>> {
     let mut s = Stream {
-        input,
+        input: Input::Raw(input),
         ahead: Vec::new(),
         ahead_pos: 0,
         out: Vec::with_capacity(64 * 1024),
@@ -270,13 +442,10 @@ pub fn split(input: Box<dyn BufRead + '_>, limits: &Limits) -> Option<Vec<u8>> {
         too_large: false,
     };
     s.out.extend_from_slice(MAGIC);
-    s.out.extend_from_slice(&[0; 17]);
+    s.out.extend_from_slice(&[0; 18]);
     // The preamble: 128 bytes and `DICM`, read ahead.
     while s.ahead.len() < 132 {
-        let Ok(b) = s.input.fill_buf() else { break };
-        if b.is_empty() {
-            break;
-        }
+        let Some(b) = s.input.fill() else { break };
         let take = b.len().min(132 - s.ahead.len());
         s.ahead.extend_from_slice(&b[..take]);
         s.input.consume(take);
@@ -287,9 +456,10 @@ pub fn split(input: Box<dyn BufRead + '_>, limits: &Limits) -> Option<Vec<u8>> {
         s.out[24] = 1;
     }
     let _: Lexed = lex::lex(&mut s, limits);
-    if s.too_large {
+    if s.over() {
         return None;
     }
+    s.out[25] = u8::from(s.broken().is_some());
     let elide = s.elide_from.to_le_bytes();
     let end = s.offset.to_le_bytes();
     s.out[8..16].copy_from_slice(&elide);

@@ -11,7 +11,8 @@
 //!
 //! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed,
 //! then the dataset in its own transfer syntax, every sequence and item of undefined length
-//! (delimited). Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
+//! (delimited); a deflated dataset (Deflated Explicit VR Little Endian) deflated again, raw
+//! deflate at level 6, padded to an even length. Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
 //! the ISO 8859 parts and the single-byte sets through `encoding_rs`; ISO 2022 code extensions
 //! are not switched (their escapes decode as replacement characters).
 //!
@@ -246,7 +247,8 @@ fn write_element(
     let els = doc.elements();
     let e = els[i];
     out.extend_from_slice(b"{\"vr\":");
-    crate::json::string(out, e.vr.as_str());
+    // A sequence is SQ in the model, whatever VR it came under (a UN holding items).
+    crate::json::string(out, if e.kind == Kind::Sequence { "SQ" } else { e.vr.as_str() });
     match e.kind {
         Kind::Sequence => {
             let items: Vec<usize> =
@@ -614,17 +616,36 @@ pub fn part10(
 }
 
 /// [`part10`], with top-level elements `inserts` (tag, VR, value; ascending tags, in the
-/// dataset's syntax) written in their place among the dataset's top-level elements.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "a data-channel writer: Part 10 bytes of fmt and redact, under the disclosure"
-)]
+/// dataset's syntax) written in their place among the dataset's top-level elements. A deflated
+/// dataset is written deflated again.
 pub fn part10_with(
     doc: &Document,
     disclosure: &Disclosure,
     keep: &dyn Fn(usize, &Element) -> Keep,
     replacements: &[Vec<u8>],
     inserts: &[(u32, Vr, Vec<u8>)],
+    out: &mut Vec<u8>,
+) -> bool {
+    part10_bytes(doc, disclosure, keep, replacements, inserts, false, out)
+}
+
+/// The canonical Part 10 form with a deflated dataset written inflated (for comparing with a
+/// record, which holds the dataset inflated).
+pub fn part10_inflated(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) -> bool {
+    part10_bytes(doc, disclosure, &|_, _| Keep::As, &[], &[], true, out)
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: Part 10 bytes of fmt and redact, under the disclosure"
+)]
+fn part10_bytes(
+    doc: &Document,
+    disclosure: &Disclosure,
+    keep: &dyn Fn(usize, &Element) -> Keep,
+    replacements: &[Vec<u8>],
+    inserts: &[(u32, Vr, Vec<u8>)],
+    plain: bool,
     out: &mut Vec<u8>,
 ) -> bool {
     let dataset = doc.lexed.encoding.unwrap_or(Syntax::META);
@@ -684,7 +705,11 @@ pub fn part10_with(
                 continue;
             }
             (Kind::Sequence, _) => {
-                header(buf, s, e.tag, e.vr, UNDEFINED);
+                // Items in another encoding than the sequence's (a UN read as SQ: implicit VR
+                // LE items) are written under UN, as they came (PS3.5 6.2.2).
+                let inner = els.get(i + 1).filter(|_| i + 1 < subtree_end).map(|c| c.syntax);
+                let vr = if inner.is_some_and(|c| c != s) { Vr::UN } else { e.vr };
+                header(buf, s, e.tag, vr, UNDEFINED);
                 open.push((subtree_end, 0xFFFE_E0DD, s));
             }
             (Kind::Encapsulated, _) => {
@@ -744,8 +769,40 @@ pub fn part10_with(
         out.extend_from_slice(&u32::try_from(meta.len()).unwrap_or(0).to_le_bytes());
         out.extend_from_slice(&meta);
     }
-    out.extend_from_slice(&body);
+    let deflate = doc.lexed.syntax.is_some_and(|t| t.deflated) && !plain;
+    if deflate {
+        let mut squeezed = deflated(&body);
+        out.extend_from_slice(&squeezed);
+        crate::phi::wipe(&mut squeezed);
+    } else {
+        out.extend_from_slice(&body);
+    }
     crate::phi::wipe(&mut meta);
     crate::phi::wipe(&mut body);
     true
+}
+
+/// `dataset` as raw deflate (RFC 1951, no zlib header) at level 6, padded to an even length
+/// with a zero byte (PS3.5 A.5). The same bytes in give the same bytes out (one encoder, one
+/// level, whole input at once).
+fn deflated(dataset: &[u8]) -> Vec<u8> {
+    let mut z = flate2::Compress::new(flate2::Compression::new(6), false);
+    let mut out = Vec::with_capacity(dataset.len() / 2 + 64);
+    loop {
+        let before = z.total_in();
+        let rest = dataset.get(usize::try_from(before).unwrap_or(usize::MAX)..).unwrap_or_default();
+        if out.capacity() - out.len() < 64 * 1024 {
+            out.reserve(64 * 1024);
+        }
+        match z.compress_vec(rest, &mut out, flate2::FlushCompress::Finish) {
+            Ok(flate2::Status::StreamEnd) => break,
+            Ok(_) => {}
+            // The in-memory encoder does not fail; stop rather than loop.
+            Err(_) => break,
+        }
+    }
+    if out.len() % 2 == 1 {
+        out.push(0);
+    }
+    out
 }

