@@ -306,6 +306,9 @@ fn run_stream(
     if a.ndjson {
         base.insert("ndjson".into(), true.into());
     }
+    // A record's data is whole, as the single-record CLI prints it: no paging (an MCP reply's
+    // default size limit is for an agent's context, not for a data pipeline).
+    base.insert("max_bytes".into(), 0.into());
     let config = crate::call::Config {
         limits,
         policy,
