@@ -462,3 +462,34 @@ fn options_a_stream_does_not_take_are_usage_errors() {
     assert_eq!(o.status.code(), Some(0));
     assert!(o.stdout.is_empty() && o.stderr.is_empty());
 }
+
+#[test]
+fn each_pipe_process_appends_one_audit_line_of_counts_and_the_chain_verifies() {
+    let dir = std::env::temp_dir().join(format!("phiward-scale-out-audit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let log = dir.join("executor-1.audit.jsonl");
+    let log = log.to_str().expect("utf-8 path");
+    let msg = std::fs::read(fixture("hl7v2/markers/markers_adt_a01_v2.5.1.hl7")).expect("fixture");
+    let lines = vec![record_line(json!("a"), &msg, None), "MKR90010X".to_owned(), record_line(json!("b"), &msg, None)];
+    // Two partitions on one executor: two processes, one log.
+    for _ in 0..2 {
+        let (exit, answers, _) = stream(&["redact", "--audit-log", log], &lines, &[]);
+        assert_eq!((exit, answers.len()), (0, 3));
+    }
+    let text = std::fs::read(log).expect("the log");
+    assert!(!has_marker(&text), "a marker in the audit log");
+    let entries: Vec<Value> =
+        String::from_utf8_lossy(&text).lines().map(|l| serde_json::from_str(l).expect("JSON lines")).collect();
+    assert_eq!(entries.len(), 3, "the anchor and one line per process");
+    for e in &entries[1..] {
+        assert_eq!(e["op"], json!("redact"));
+        assert_eq!(e["counts"], json!({"lines": 3, "success": 2, "verdict": 0, "failed": 1}), "{e}");
+        assert_eq!(e["codes"], json!(["CLI_USAGE"]), "{e}");
+        assert_eq!(e["exit"], json!(0));
+    }
+    let o = crate::common::run(&["audit", "verify", log]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("ok: 3 lines, head "));
+    let _ = std::fs::remove_dir_all(&dir);
+}
