@@ -102,6 +102,9 @@ pub struct Config {
     /// The policy's `tools` list (the MCP tools an agent may call) does not apply: the CLI's
     /// json-lines run, which answers to the operator as the single-record CLI does.
     pub every_tool: bool,
+    /// `convert`: the base of every call's options (the CLI's `--naming-systems` and
+    /// `--id-key-file`, shared); the call's arguments set the rest.
+    pub convert: crate::convert::Options,
 }
 
 /// A value-free record of one tool call: the tool (a listed tool's name, or `unknown`), its
@@ -286,7 +289,7 @@ pub fn run(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config, w
             return Reply::usage(argument);
         }
     };
-    let input = match read_arguments(tool, &mut args, &config.limits) {
+    let input = match read_arguments(tool, &mut args, config) {
         Ok(input) => input,
         Err(e) => {
             scrub(args);
@@ -434,7 +437,8 @@ struct Input {
 }
 
 /// Reads the declared properties; ignores the others.
-fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) -> Result<Input, ArgError> {
+fn read_arguments(tool: Tool, args: &mut Map<String, Value>, config: &Config) -> Result<Input, ArgError> {
+    let limits = &config.limits;
     let content = args.remove("content");
     let base64 = args.remove("content_base64");
     let bytes = match (content, base64) {
@@ -481,6 +485,7 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, limits: &Limits) ->
     };
     let mut convert = crate::convert::Options::default();
     if tool == Tool::Convert {
+        convert = config.convert.clone();
         convert.bundle_type = match args.get("bundle_type") {
             None | Some(Value::Null) => crate::convert::BundleType::Message,
             Some(Value::String(s)) if s == "message" => crate::convert::BundleType::Message,

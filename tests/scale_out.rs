@@ -298,6 +298,28 @@ fn each_result_equals_the_single_record_cli_for_every_command() {
 #[test]
 fn command_options_apply_to_every_record_as_on_the_single_record_cli() {
     let msg = std::fs::read(fixture("hl7v2/valid/charset_ascii_v2.5.hl7")).expect("fixture");
+    let adt = std::fs::read(fixture("hl7v2/convert/adt_a01.hl7")).expect("fixture");
+    let dir = std::env::temp_dir().join(format!("phiward-scale-out-ns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let table = dir.join("naming.txt");
+    std::fs::write(&table, "MERCYHOSP http://mercy.example.org/fhir/sid/mrn\n").expect("table");
+    let table = table.to_str().expect("utf-8 path");
+    let key = fixture("redact/golden/test.key");
+    let key = key.to_str().expect("utf-8 path");
+    // The converter's files are read once and shared by the records: ids keyed, systems named.
+    let convert_files = ["--naming-systems", table, "--id-key-file", key];
+    let lines = vec![record_line(json!("x"), &adt, None), record_line(json!("y"), &adt, None)];
+    let (exit, answers, _) = stream(&[&["convert"][..], &convert_files].concat(), &lines, &[]);
+    assert_eq!(exit, 0);
+    let cli = single("convert", &convert_files, &adt);
+    assert_eq!(cli.exit, 0);
+    let bundle = answers[0]["data"]["bundle"].to_string();
+    assert!(bundle.contains("http://mercy.example.org/fhir/sid/mrn"), "the naming systems applied");
+    assert_ne!(answers[0]["data"], single("convert", &[], &adt).data.expect("converted"), "the key applied");
+    for a in &answers {
+        assert_eq!(a.get("data"), cli.data.as_ref(), "the same for every record");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     let lines = vec![record_line(json!("x"), &msg, None)];
     for (command, options) in [
         ("parse", &["--model", "named"][..]),
@@ -447,7 +469,6 @@ fn options_a_stream_does_not_take_are_usage_errors() {
         &["redact", "--input-format", "json-lines", "-", "--manifest", "m.json"],
         &["redact", "--input-format", "json-lines", "-", "--line-ending", "lf"],
         &["parse", "--input-format", "json-lines", "-", "--unsafe-show-values"],
-        &["convert", "--input-format", "json-lines", "-", "--id-key-file", "k"],
     ] {
         let o = run_stdin(args, b"");
         crate::common::assert_failure_line(&o, "CLI_USAGE");

@@ -162,7 +162,7 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
             };
             if v.stream.json_lines() {
                 let conflict = (v.batch.any() || v.quiet).then_some("batch options and --quiet");
-                let stream = Stream { strict, structures, conflict };
+                let stream = Stream { strict, structures, conflict, ..Stream::default() };
                 return run_stream(Tool::Validate, v.into(), serde_json::Map::new(), stream, record);
             }
             let batch = std::mem::take(&mut v.batch);
@@ -196,8 +196,10 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
             run_input_to(Command::Fmt { check }, f.into(), false, to)
         }
         Cmd::Convert(c) if c.stream.json_lines() => {
-            let conflict =
-                (c.naming_systems.is_some() || c.id_key_file.is_some()).then_some("--naming-systems and --id-key-file");
+            let convert = match convert_options(&c) {
+                Ok(o) => o,
+                Err(exit) => return exit,
+            };
             let mut base = c.select.arguments().unwrap_or_default();
             let bundle_type = match c.bundle_type {
                 args::BundleTypeArg::Message => "message",
@@ -209,7 +211,7 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
                 base.insert("default_timezone".into(), offset_text(minutes).into());
             }
             let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..InputArgs::new(c.read) };
-            run_stream(Tool::Convert, input, base, Stream { conflict, ..Stream::default() }, record)
+            run_stream(Tool::Convert, input, base, Stream { convert, ..Stream::default() }, record)
         }
         Cmd::Convert(c) => run_convert(c),
         Cmd::Ack(a) => {
@@ -262,6 +264,8 @@ struct Stream {
     structures: Option<Arc<crate::structure::Context>>,
     /// Options given that a record stream does not take, named for the usage error.
     conflict: Option<&'static str>,
+    /// `convert`: the naming systems and the id key, read once, shared by every record.
+    convert: crate::convert::Options,
 }
 
 /// `--input-format json-lines` (`stream`): the policy, key and limits resolved once, the
@@ -316,6 +320,7 @@ fn run_stream(
         strict: stream.strict,
         structures: stream.structures,
         every_tool: true,
+        convert: stream.convert,
         ..crate::call::Config::default()
     };
     let mut counts = stream::Counts::default();
@@ -349,6 +354,17 @@ fn generated(write: impl FnOnce(&mut clap::Command, &mut Vec<u8>) -> std::io::Re
 }
 
 fn run_convert(c: args::ConvertArgs) -> u8 {
+    let options = match convert_options(&c) {
+        Ok(o) => o,
+        Err(exit) => return exit,
+    };
+    let input = InputArgs { json: c.json, select: c.select.arguments(), ..InputArgs::new(c.read) };
+    let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..input };
+    run_request(Command::Convert, input, false, None, options, None)
+}
+
+/// `convert`'s options, its files read (an unreadable one printed as its option's failure).
+fn convert_options(c: &args::ConvertArgs) -> Result<crate::convert::Options, u8> {
     let args::TargetArg::Fhir = c.to;
     let mut options = crate::convert::Options {
         bundle_type: match c.bundle_type {
@@ -361,19 +377,17 @@ fn run_convert(c: args::ConvertArgs) -> u8 {
     };
     if let Some(path) = &c.naming_systems {
         match crate::convert::naming::NamingSystems::from_file(path) {
-            Ok(n) => options.naming = n,
-            Err(e) => return option_file_failure(e.code(), Code::CLI_NAMING_SYSTEMS_UNREADABLE),
+            Ok(n) => options.naming = Arc::new(n),
+            Err(e) => return Err(option_file_failure(e.code(), Code::CLI_NAMING_SYSTEMS_UNREADABLE)),
         }
     }
     if let Some(path) = &c.id_key_file {
         match crate::keys::Key::from_file(path) {
-            Ok(k) => options.key = Some(k),
-            Err(e) => return option_file_failure(e.code(), Code::CLI_ID_KEY_FILE_UNREADABLE),
+            Ok(k) => options.key = Some(Arc::new(k)),
+            Err(e) => return Err(option_file_failure(e.code(), Code::CLI_ID_KEY_FILE_UNREADABLE)),
         }
     }
-    let input = InputArgs { json: c.json, select: c.select.arguments(), ..InputArgs::new(c.read) };
-    let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..input };
-    run_request(Command::Convert, input, false, None, options, None)
+    Ok(options)
 }
 
 /// A selection flag that is not valid, or applies to nothing in the input (`--paths` on an HL7
