@@ -210,28 +210,52 @@ def driver(args):
 
 
 def measure_driver(args):
-    """Spark local[2]: the json-lines records through `phiward redact` (RDD.pipe)."""
+    """Spark local[2]: the json-lines records through `phiward redact`, written as text files, by
+    the JVM's pipe (Scala/Java `RDD.pipe`, reached through py4j: no Python in the data path) and
+    by PySpark's `RDD.pipe` (each line through a Python worker)."""
     from pyspark import SparkConf, SparkContext
     import shlex
 
     conf = SparkConf().setMaster("local[2]").setAppName("phiward-measure").set("spark.ui.enabled", "false")
     sc = SparkContext(conf=conf)
     sc.setLogLevel("WARN")
-    command = shlex.join([args.phiward] + REDACT)
+    command = [args.phiward] + REDACT
+    timings = {}
+    # Warm-up: the JVM's first job pays class loading and JIT; measured runs follow.
+    sc.parallelize(range(1000), 2).map(lambda x: x).count()
     started = time.time()
-    lines = sc.textFile(args.folder, minPartitions=args.partitions)
-    results = lines.pipe(command, checkCode=True)
-
-    def digest(line):
-        return int.from_bytes(hashlib.sha256(line.encode("utf-8")).digest()[:8], "big")
-
-    counted = results.map(lambda l: (1, digest(l), 1 if '"status":"failed"' in l else 0)).reduce(
-        lambda a, b: (a[0] + b[0], (a[1] + b[1]) % (1 << 64), a[2] + b[2])
+    sc._jsc.textFile(args.folder, args.partitions).pipe(" ".join(command)).saveAsTextFile(
+        os.path.join(args.workdir, "out-jvm")
     )
-    seconds = time.time() - started
+    timings["jvm"] = time.time() - started
+    started = time.time()
+    sc.textFile(args.folder, minPartitions=args.partitions).pipe(shlex.join(command), checkCode=True).saveAsTextFile(
+        os.path.join(args.workdir, "out-pyspark")
+    )
+    timings["pyspark"] = time.time() - started
     with open(os.path.join(args.workdir, "measure.json"), "w") as f:
-        json.dump({"count": counted[0], "digest": counted[1], "failed": counted[2], "seconds": seconds}, f)
+        json.dump(timings, f)
     sc.stop()
+
+
+def digest_lines(lines):
+    """Count and an order-free digest of result lines (the sum of each line's SHA-256 prefix)."""
+    count, total, failed = 0, 0, 0
+    for line in lines:
+        line = line.rstrip(b"\n")
+        count += 1
+        failed += b'"status":"failed"' in line
+        total = (total + int.from_bytes(hashlib.sha256(line).digest()[:8], "big")) % (1 << 64)
+    return count, total, failed
+
+
+def digest_dir(folder):
+    def lines():
+        for name in sorted(os.listdir(folder)):
+            if name.startswith("part-"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    yield from f
+    return digest_lines(lines())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,40 +386,47 @@ def measure(args, python):
             msg = hl7_message(i, patients)
             f.write(json.dumps({"id": f"r{i}", "content": msg.decode()}) + "\n")
             s.write(msg)
-    print(f"{n} records, {os.path.getsize(jl) / 1e6:.0f} MB of json-lines", flush=True)
+    print(f"{n} records, {os.path.getsize(jl) / 1e6:.0f} MB of json-lines, {os.path.getsize(stream) / 1e6:.0f} MB of HL7 v2", flush=True)
 
-    def timed(cmd, stdin_path):
-        with open(stdin_path, "rb") as fin:
+    def timed(cmd, stdin_path, out_path):
+        with open(stdin_path, "rb") as fin, open(out_path, "wb") as fout:
             t = time.time()
             r0 = os.times()
-            proc = subprocess.Popen(cmd, stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            count, total = 0, 0
-            for line in proc.stdout:
-                count += 1
-                total = (total + int.from_bytes(hashlib.sha256(line.rstrip(b"\n")).digest()[:8], "big")) % (1 << 64)
-            proc.wait()
+            subprocess.run(cmd, stdin=fin, stdout=fout, stderr=subprocess.DEVNULL, check=False)
             r1 = os.times()
-            return time.time() - t, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system), count, total
+            return time.time() - t, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
 
-    wall, cpu, _, _ = timed([args.phiward, "redact", "--policy", POLICY, "--key-file", KEY, "-"], stream)
-    print(f"single process, native HL7 stream: {wall:.1f} s wall, {cpu:.1f} s CPU, {n / wall:,.0f} records/s", flush=True)
-    jwall, jcpu, jcount, jdigest = timed([args.phiward] + REDACT, jl)
-    print(f"single process, json-lines: {jwall:.1f} s wall, {jcpu:.1f} s CPU, {n / jwall:,.0f} records/s", flush=True)
+    load = os.getloadavg()[0]
+    print(f"load average before: {load:.1f} on {os.cpu_count()} cores", flush=True)
+    native = os.path.join(args.workdir, "native.out")
+    wall, cpu = timed([args.phiward, "redact", "--policy", POLICY, "--key-file", KEY, "-"], stream, native)
+    print(f"single process, native HL7 v2 stream: {wall:.1f} s wall, {cpu:.1f} s CPU: {n / wall:,.0f} records/s "
+          f"({n / cpu:,.0f} per CPU-second)", flush=True)
+    single = os.path.join(args.workdir, "single.jsonl")
+    jwall, jcpu = timed([args.phiward] + REDACT, jl, single)
+    print(f"single process, json-lines: {jwall:.1f} s wall, {jcpu:.1f} s CPU: {n / jwall:,.0f} records/s "
+          f"({n / jcpu:,.0f} per CPU-second)", flush=True)
+    with open(single, "rb") as f:
+        jcount, jdigest, jfailed = digest_lines(f)
     rc, log = run_driver(python, args, "--measure-driver", "measure.log")
     if rc != 0:
         print(f"FAILED: the Spark driver exited {rc} (see {log})")
         return 1
     with open(os.path.join(args.workdir, "measure.json")) as f:
-        m = json.load(f)
+        timings = json.load(f)
+    ok = jcount == n
     cores = 2
-    per_core = n / m["seconds"] / cores
-    print(f"Spark local[{cores}], RDD.pipe, {args.partitions} partitions: {m['seconds']:.1f} s wall, "
-          f"{n / m['seconds']:,.0f} records/s, {per_core:,.0f} records/s per core", flush=True)
-    print(f"per core, Spark / single-process json-lines: {per_core / (n / jwall):.0%}; "
-          f"/ native stream: {per_core / (n / wall):.0%}; json-lines framing vs native stream: {wall / jwall:.0%}")
-    ok = m["count"] == jcount == n and m["digest"] == jdigest
-    print(f"results: Spark {m['count']} lines ({m['failed']} failed), single process {jcount}; digests "
-          f"{'equal' if m['digest'] == jdigest else 'DIFFER'}")
+    for name, seconds in timings.items():
+        count, digest, failed = digest_dir(os.path.join(args.workdir, f"out-{name}"))
+        per_core = n / seconds / cores
+        print(f"Spark local[{cores}], {name} RDD.pipe, {args.partitions}+ partitions, text out: {seconds:.1f} s wall, "
+              f"{n / seconds:,.0f} records/s, {per_core:,.0f} per core = {per_core / (n / jwall):.0%} of the "
+              f"single-process json-lines run, {per_core / (n / wall):.0%} of the native stream", flush=True)
+        same = count == jcount and digest == jdigest and failed == jfailed
+        print(f"  results: {count} lines ({failed} failed) against {jcount} ({jfailed} failed) single-process; "
+              f"{'equal' if same else 'DIFFERENT'} (order-free digest of every line)", flush=True)
+        ok = ok and same
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     with open(log, "rb") as f:
         if MARKER.search(f.read()):
             print("FAILED: a marker in Spark's log")
