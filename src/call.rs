@@ -703,6 +703,42 @@ impl std::fmt::Debug for Collect {
 mod tests {
     use super::*;
 
+    fn redact(policy: &Arc<crate::policy::Policy>, key: &Arc<crate::keys::Key>, message: &str) -> Value {
+        let config = Config { policy: Some(Arc::clone(policy)), key: Some(Arc::clone(key)), ..Config::default() };
+        let mut args = Map::new();
+        args.insert("content".to_owned(), Value::from(message));
+        run(Tool::Redact, Some(args), &config, &Watch::default()).into_value()
+    }
+
+    /// The HL7 v2 redactor keeps its plans for the next input on the thread: a redaction under
+    /// one policy must not use another's, whatever ran before it on the thread.
+    #[test]
+    fn redactions_alternating_policies_on_one_thread_are_each_policys_own() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let load = |p: &str| Arc::new(crate::policy::load_file(&root.join(p)).expect("a shipped policy"));
+        let policies = [
+            load("fixtures/scale_out/keyed.toml"),
+            load("policy/safe-harbor.toml"),
+            load("fixtures/redact/golden/pseudonym/policy.toml"),
+        ];
+        let key = Arc::new(crate::keys::Key::from_file(&root.join("fixtures/redact/golden/test.key")).expect("key"));
+        let message =
+            std::fs::read_to_string(root.join("fixtures/redact/golden/pseudonym/input.hl7")).expect("fixture");
+        let fresh: Vec<Value> = policies
+            .iter()
+            .map(|p| {
+                let (p, key, message) = (Arc::clone(p), Arc::clone(&key), message.clone());
+                std::thread::spawn(move || redact(&p, &key, &message)).join().expect("no panic")
+            })
+            .collect();
+        assert!(fresh[0] != fresh[1] && fresh[1] != fresh[2], "the policies give different redactions");
+        for round in 0..3 {
+            for (i, p) in policies.iter().enumerate() {
+                assert_eq!(redact(p, &key, &message), fresh[i], "policy {i}, round {round}");
+            }
+        }
+    }
+
     #[test]
     fn base64_round_trips() {
         let limits = Limits::default();
