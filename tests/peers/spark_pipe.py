@@ -233,6 +233,10 @@ def measure_driver(args):
     # measured runs follow.
     warm = sc._jsc.textFile(args.folder, args.partitions).sample(False, 0.001, 7).pipe(" ".join(command))
     warm.saveAsTextFile(os.path.join(args.workdir, "out-warm-up"))
+    # The stage's own cost apart: the same records through `cat`, an identity pipe stage.
+    started = time.time()
+    sc._jsc.textFile(args.folder, args.partitions).pipe("cat").saveAsTextFile(os.path.join(args.workdir, "out-cat"))
+    timings["cat"] = time.time() - started
     started = time.time()
     sc._jsc.textFile(args.folder, args.partitions).pipe(" ".join(command)).saveAsTextFile(
         os.path.join(args.workdir, "out-jvm")
@@ -427,12 +431,17 @@ def measure(args, python):
         timings = json.load(f)
     ok = jcount == n
     cores = 2
+    cat = timings.pop("cat")
+    print(f"Spark local[{cores}], the same records through `cat` (the pipe and text I/O alone): {cat:.1f} s wall, "
+          f"{n / cat:,.0f} records/s", flush=True)
     for name, seconds in timings.items():
         count, digest, failed = digest_dir(os.path.join(args.workdir, f"out-{name}"))
         per_core = n / seconds / cores
         print(f"Spark local[{cores}], {name} RDD.pipe, {args.partitions}+ partitions, text out: {seconds:.1f} s wall, "
               f"{n / seconds:,.0f} records/s, {per_core:,.0f} per core = {per_core / (n / jwall):.0%} of the "
               f"single-process json-lines run, {per_core / (n / wall):.0%} of the native stream", flush=True)
+        print(f"  {name}: phiward's share {seconds - cat:.1f} s of {seconds:.1f} s; Spark's pipe and text I/O {cat:.1f} s "
+              f"({cat / seconds:.0%} of the wall time)", flush=True)
         same = count == jcount and digest == jdigest and failed == jfailed
         print(f"  results: {count} lines ({failed} failed) against {jcount} ({jfailed} failed) single-process; "
               f"{'equal' if same else 'DIFFERENT'} (order-free digest of every line)", flush=True)
