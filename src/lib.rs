@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod call;
 pub mod cli;
 pub mod convert;
 pub mod detect;

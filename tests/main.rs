@@ -59,6 +59,9 @@
 //!   against its manifest (codes and exact element paths); every command on the valid ones;
 //!   detection; Safe Harbor over marker-filled messages and every shipped policy over the valid
 //!   ones; keyed actions; the mutation test (dates, ids, codes, numbers, required elements).
+//! - `scale_out`: `--input-format json-lines`, the record stream of a pipe stage: one answer
+//!   per line in order, bad lines answered, results equal to the single-record CLI's for every
+//!   command, keyed redaction independent of order and split, markers only in `data` and `id`.
 //! - `questionnaire`: QuestionnaireResponses against their Questionnaires over the suite's
 //!   `questionnaire` cases (supporting files through the resolver hook of `validate_with`),
 //!   agreement with the reference as a floor; skipped without `../shared/fhir-test-cases`.
@@ -90,5 +93,6 @@ mod readme;
 mod redact;
 mod redact_fail_closed;
 mod registry;
+mod scale_out;
 mod terminology;
 mod x12;

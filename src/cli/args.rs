@@ -333,6 +333,8 @@ pub struct PolicyCheckArgs {
 pub struct RedactArgs {
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub stream: StreamArgs,
     /// The input is NDJSON (FHIR): one resource per line, one output record per line.
     #[arg(long)]
     pub ndjson: bool,
@@ -405,6 +407,31 @@ pub struct ReadArgs {
     pub limits: LimitArgs,
 }
 
+/// `--input-format`, for the commands that take a record stream (`parse`, `validate`,
+/// `inspect`, `convert`, `redact`).
+#[derive(Debug, Args, Default)]
+pub struct StreamArgs {
+    /// `json-lines`: the input is a stream of records, one JSON object a line (`{"id", "format"?,
+    /// "content" | "content_base64"}`), and the output one result object a line in the same
+    /// order (`{"id", "ok", "status", "exit", "code"?, "data"?}`; docs/scale-out.md).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<InputFormat>,
+}
+
+impl StreamArgs {
+    /// True for `--input-format json-lines`.
+    pub fn json_lines(&self) -> bool {
+        self.input_format == Some(InputFormat::JsonLines)
+    }
+}
+
+/// `--input-format`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// One record a line: `{"id", "format"?, "content" | "content_base64"}`.
+    JsonLines,
+}
+
 /// `--policy` and `--key-file`, for the commands that return data.
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -443,6 +470,8 @@ pub enum LineEnding {
 pub struct ParseArgs {
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub stream: StreamArgs,
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,
@@ -585,6 +614,8 @@ impl From<AckArgs> for InputArgs {
 pub struct InspectArgs {
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub stream: StreamArgs,
     #[command(flatten)]
     pub batch: BatchArgs,
     /// Compact JSON, one object per line (per record for multi-record input).
@@ -758,6 +789,8 @@ pub struct ValidateArgs {
     #[command(flatten)]
     pub read: ReadArgs,
     #[command(flatten)]
+    pub stream: StreamArgs,
+    #[command(flatten)]
     pub batch: BatchArgs,
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
@@ -874,6 +907,8 @@ impl McpLimitArgs {
 pub struct ConvertArgs {
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub stream: StreamArgs,
     /// Compact JSON, one object per line (per record for multi-record input).
     #[arg(long)]
     pub json: bool,

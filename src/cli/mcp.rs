@@ -20,6 +20,10 @@ pub fn serve_cli(args: McpArgs, on_call: Option<crate::mcp::dispatch::CallHook>)
         key: None,
         catalog: std::sync::Arc::new(catalog),
         on_call,
+        strict: false,
+        structures: None,
+        every_tool: false,
+        convert: crate::convert::Options::default(),
     };
     if let Some(path) = &args.key_file {
         match crate::keys::Key::from_file(path) {

@@ -16,6 +16,7 @@ pub mod ordered;
 pub mod output;
 mod redact_tree;
 mod report;
+mod stream;
 mod terminology;
 pub mod usage;
 
@@ -23,6 +24,7 @@ use std::ffi::OsString;
 
 use clap::Parser;
 
+use crate::call::Tool;
 use crate::diag::Code;
 use crate::error::{exit, exit_code_for};
 use crate::formats::Format;
@@ -145,6 +147,12 @@ fn policy_identity(cmd: &Cmd) -> Option<(String, String)> {
 /// Runs the command.
 fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Record) -> u8 {
     match command {
+        Cmd::Parse(a) if a.stream.json_lines() => {
+            let mut base = a.select.arguments().unwrap_or_default();
+            let model = if a.model == args::ModelArg::Named { "named" } else { "positional" };
+            base.insert("model".into(), model.into());
+            run_stream(Tool::Parse, a.into(), base, Stream::default(), record)
+        }
         Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
         Cmd::Validate(mut v) => {
             let strict = v.strict;
@@ -152,12 +160,24 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
                 Ok(s) => s,
                 Err(exit) => return exit,
             };
+            if v.stream.json_lines() {
+                let conflict = (v.batch.any() || v.quiet).then_some("batch options and --quiet");
+                let stream = Stream { strict, structures, conflict, ..Stream::default() };
+                return run_stream(Tool::Validate, v.into(), serde_json::Map::new(), stream, record);
+            }
             let batch = std::mem::take(&mut v.batch);
             if batch.any() || v.read.input.is_dir() {
                 let a = InputArgs { structures, ..v.into() };
                 return batch::run(Command::Validate, a, batch, strict, log.map(|l| &**l), record);
             }
             run_input(Command::Validate, InputArgs { structures, ..v.into() }, strict)
+        }
+        Cmd::Inspect(a) if a.stream.json_lines() => {
+            let conflict = (a.batch.any() || a.quiet).then_some("batch options and --quiet");
+            let mut base = serde_json::Map::new();
+            let detail = if a.detail == args::DetailArg::Inventory { "inventory" } else { "summary" };
+            base.insert("detail".into(), detail.into());
+            run_stream(Tool::Inspect, a.into(), base, Stream { conflict, ..Stream::default() }, record)
         }
         Cmd::Inspect(mut a) => {
             let batch = std::mem::take(&mut a.batch);
@@ -175,6 +195,24 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
             let check = f.check;
             run_input_to(Command::Fmt { check }, f.into(), false, to)
         }
+        Cmd::Convert(c) if c.stream.json_lines() => {
+            let convert = match convert_options(&c) {
+                Ok(o) => o,
+                Err(exit) => return exit,
+            };
+            let mut base = c.select.arguments().unwrap_or_default();
+            let bundle_type = match c.bundle_type {
+                args::BundleTypeArg::Message => "message",
+                args::BundleTypeArg::Collection => "collection",
+                args::BundleTypeArg::Transaction => "transaction",
+            };
+            base.insert("bundle_type".into(), bundle_type.into());
+            if let Some(minutes) = c.default_timezone {
+                base.insert("default_timezone".into(), offset_text(minutes).into());
+            }
+            let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..InputArgs::new(c.read) };
+            run_stream(Tool::Convert, input, base, Stream { convert, ..Stream::default() }, record)
+        }
         Cmd::Convert(c) => run_convert(c),
         Cmd::Ack(a) => {
             let ack = match a.ack_type {
@@ -182,6 +220,13 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
                 args::AckTypeArg::Ta1 => ops::AckType::Interchange,
             };
             run_input(Command::Ack(ack), a.into(), false)
+        }
+        Cmd::Redact(mut r) if r.stream.json_lines() => {
+            let tree = r.take_tree();
+            let lf = r.line_ending.line_ending != args::LineEnding::Auto;
+            let conflict =
+                (tree.any() || r.manifest.is_some() || lf).then_some("--out-dir, --manifest and --line-ending");
+            run_stream(Tool::Redact, r.into(), serde_json::Map::new(), Stream { conflict, ..Stream::default() }, record)
         }
         Cmd::Redact(mut r) => {
             let tree = r.take_tree();
@@ -210,6 +255,93 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
     }
 }
 
+/// What a json-lines run takes beside its input arguments.
+#[derive(Default)]
+struct Stream {
+    /// `validate --strict`.
+    strict: bool,
+    /// `validate --ig/--profile`.
+    structures: Option<Arc<crate::structure::Context>>,
+    /// Options given that a record stream does not take, named for the usage error.
+    conflict: Option<&'static str>,
+    /// `convert`: the naming systems and the id key, read once, shared by every record.
+    convert: crate::convert::Options,
+}
+
+/// `--input-format json-lines` (`stream`): the policy, key and limits resolved once, the
+/// command's options as the tool arguments of every record, then one result line per input
+/// line. Options the stream does not take are a usage error, as is a directory.
+fn run_stream(
+    tool: Tool,
+    a: InputArgs,
+    mut base: serde_json::Map<String, serde_json::Value>,
+    stream: Stream,
+    record: &mut audit::Record,
+) -> u8 {
+    if let Some(flags) = stream.conflict {
+        output::failure_hint(Code::CLI_USAGE, &format!("{flags} are not valid with --input-format json-lines"));
+        return exit::USAGE;
+    }
+    if a.unsafe_show_values {
+        return usage_argument("unsafe_show_values");
+    }
+    if a.input.is_dir() {
+        output::failure(Code::CLI_NO_INPUT, None);
+        return exit_code_for(Code::CLI_NO_INPUT);
+    }
+    let command = match tool {
+        Tool::Parse => Command::Parse,
+        Tool::Validate => Command::Validate,
+        Tool::Inspect => Command::Inspect { detail: crate::formats::codec::Detail::Summary },
+        Tool::Convert => Command::Convert,
+        Tool::Redact => Command::Redact,
+    };
+    let (policy, key) = match policy_and_key(command, &a) {
+        Ok(pk) => pk,
+        Err(exit) => return exit,
+    };
+    let limits = match &policy {
+        Some(p) => p.apply_limits(a.limits.limits()),
+        None => a.limits.limits(),
+    };
+    if let Some(format) = &a.format {
+        base.insert("format".into(), format.clone().into());
+    }
+    if a.ndjson {
+        base.insert("ndjson".into(), true.into());
+    }
+    // A record's data is whole, as the single-record CLI prints it: no paging (an MCP reply's
+    // default size limit is for an agent's context, not for a data pipeline).
+    base.insert("max_bytes".into(), 0.into());
+    let config = crate::call::Config {
+        limits,
+        policy,
+        key,
+        strict: stream.strict,
+        structures: stream.structures,
+        every_tool: true,
+        convert: stream.convert,
+        ..crate::call::Config::default()
+    };
+    let mut counts = stream::Counts::default();
+    let exit = stream::run(tool, &a.input, &config, &base, &mut counts);
+    record.counts = Some(serde_json::json!({
+        "lines": counts.lines,
+        "success": counts.success,
+        "verdict": counts.verdict,
+        "failed": counts.failed,
+    }));
+    record.codes.extend(counts.codes.iter().map(|c| c.as_str().to_owned()));
+    exit
+}
+
+/// `±HH:MM` of an offset in minutes (what `--default-timezone` read).
+fn offset_text(minutes: i16) -> String {
+    let sign = if minutes < 0 { '-' } else { '+' };
+    let m = minutes.unsigned_abs();
+    format!("{sign}{:02}:{:02}", m / 60, m % 60)
+}
+
 /// Prints what `write` generates from the command-line definition (completions, man page).
 fn generated(write: impl FnOnce(&mut clap::Command, &mut Vec<u8>) -> std::io::Result<()>) -> u8 {
     let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -222,6 +354,17 @@ fn generated(write: impl FnOnce(&mut clap::Command, &mut Vec<u8>) -> std::io::Re
 }
 
 fn run_convert(c: args::ConvertArgs) -> u8 {
+    let options = match convert_options(&c) {
+        Ok(o) => o,
+        Err(exit) => return exit,
+    };
+    let input = InputArgs { json: c.json, select: c.select.arguments(), ..InputArgs::new(c.read) };
+    let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..input };
+    run_request(Command::Convert, input, false, None, options, None)
+}
+
+/// `convert`'s options, its files read (an unreadable one printed as its option's failure).
+fn convert_options(c: &args::ConvertArgs) -> Result<crate::convert::Options, u8> {
     let args::TargetArg::Fhir = c.to;
     let mut options = crate::convert::Options {
         bundle_type: match c.bundle_type {
@@ -234,19 +377,17 @@ fn run_convert(c: args::ConvertArgs) -> u8 {
     };
     if let Some(path) = &c.naming_systems {
         match crate::convert::naming::NamingSystems::from_file(path) {
-            Ok(n) => options.naming = n,
-            Err(e) => return option_file_failure(e.code(), Code::CLI_NAMING_SYSTEMS_UNREADABLE),
+            Ok(n) => options.naming = Arc::new(n),
+            Err(e) => return Err(option_file_failure(e.code(), Code::CLI_NAMING_SYSTEMS_UNREADABLE)),
         }
     }
     if let Some(path) = &c.id_key_file {
         match crate::keys::Key::from_file(path) {
-            Ok(k) => options.key = Some(k),
-            Err(e) => return option_file_failure(e.code(), Code::CLI_ID_KEY_FILE_UNREADABLE),
+            Ok(k) => options.key = Some(Arc::new(k)),
+            Err(e) => return Err(option_file_failure(e.code(), Code::CLI_ID_KEY_FILE_UNREADABLE)),
         }
     }
-    let input = InputArgs { json: c.json, select: c.select.arguments(), ..InputArgs::new(c.read) };
-    let input = InputArgs { policy: c.policy.policy, key_file: c.policy.key_file, ..input };
-    run_request(Command::Convert, input, false, None, options, None)
+    Ok(options)
 }
 
 /// A selection flag that is not valid, or applies to nothing in the input (`--paths` on an HL7

@@ -39,15 +39,16 @@ impl BundleType {
     }
 }
 
-/// Conversion options (resolved from the command line or the MCP arguments).
-#[derive(Debug, Default)]
+/// Conversion options (resolved from the command line or the MCP arguments). Cloned per record
+/// of a json-lines stream: the naming systems and the key are shared, not copied.
+#[derive(Clone, Debug, Default)]
 pub struct Options {
     /// The Bundle type.
     pub bundle_type: BundleType,
     /// Assigning authority to identifier system URI (`--naming-systems`).
-    pub naming: naming::NamingSystems,
+    pub naming: std::sync::Arc<naming::NamingSystems>,
     /// The key for resource ids (`--id-key-file`).
-    pub key: Option<Key>,
+    pub key: Option<std::sync::Arc<Key>>,
     /// Offset in minutes applied to timestamps without one (`--default-timezone`).
     pub default_offset_minutes: Option<i16>,
 }

@@ -17,54 +17,11 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool as McpTool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use crate::formats::{Format, Operation};
+use crate::formats::Format;
 
-/// One of the tools.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Tool {
-    /// The message as typed JSON.
-    Parse,
-    /// A verdict with value-free findings.
-    Validate,
-    /// A value-free summary.
-    Inspect,
-    /// Conversion to a FHIR R4 Bundle.
-    Convert,
-    /// De-identification under the server's policy (Safe Harbor without one), same format out.
-    Redact,
-}
+pub use crate::call::Tool;
 
 impl Tool {
-    /// Every tool, in `tools/list` order.
-    pub const ALL: [Tool; 5] = [Tool::Parse, Tool::Validate, Tool::Inspect, Tool::Convert, Tool::Redact];
-
-    /// The tool name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tool::Parse => "parse",
-            Tool::Validate => "validate",
-            Tool::Inspect => "inspect",
-            Tool::Convert => "convert",
-            Tool::Redact => "redact",
-        }
-    }
-
-    /// Looks a tool up by name (exact match).
-    pub fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.as_str() == name)
-    }
-
-    /// The operation of the support matrix this tool runs.
-    pub fn operation(self) -> Operation {
-        match self {
-            Tool::Parse => Operation::Parse,
-            Tool::Validate => Operation::Validate,
-            Tool::Inspect => Operation::Inspect,
-            Tool::Convert => Operation::Convert,
-            Tool::Redact => Operation::Redact,
-        }
-    }
-
     fn title(self) -> &'static str {
         match self {
             Tool::Parse => "Parse a healthcare message",

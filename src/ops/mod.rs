@@ -53,7 +53,13 @@ pub fn run(mut request: Request, sink: &mut dyn Sink) -> Outcome {
     let show = request.unsafe_show_values;
     let result = (|| -> Result<Outcome, Failure> {
         let mut reader = open(&request.source)?;
-        let prefix = fill_prefix(&mut reader)?;
+        // In-memory input (an MCP call, a record of a json-lines stream) is often far smaller
+        // than the detection prefix: the prefix buffer is not zeroed past its length.
+        let prefix_len = match &request.source {
+            Source::Bytes(b) => b.span().raw().len().min(detect::PREFIX_LEN),
+            _ => detect::PREFIX_LEN,
+        };
+        let prefix = fill_prefix(&mut reader, prefix_len)?;
         if prefix.is_empty() {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));
         }
@@ -219,8 +225,8 @@ fn open(source: &Source) -> Result<Box<dyn Read + '_>, Failure> {
 }
 
 /// Reads up to [`detect::PREFIX_LEN`] bytes (less at end of input).
-fn fill_prefix(reader: &mut dyn Read) -> Result<Vec<u8>, Failure> {
-    let mut prefix = vec![0u8; detect::PREFIX_LEN];
+fn fill_prefix(reader: &mut dyn Read, len: usize) -> Result<Vec<u8>, Failure> {
+    let mut prefix = vec![0u8; len];
     let mut filled = 0;
     while filled < prefix.len() {
         match reader.read(&mut prefix[filled..]) {

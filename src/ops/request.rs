@@ -170,7 +170,7 @@ pub struct Records {
 
 impl Records {
     /// Notes a failed record.
-    pub(super) fn fail(&mut self, code: Code) {
+    pub fn fail(&mut self, code: Code) {
         self.failed += 1;
         if let Err(i) = self.codes.binary_search_by(|c| c.as_str().cmp(code.as_str())) {
             self.codes.insert(i, code);

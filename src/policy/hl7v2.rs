@@ -166,7 +166,7 @@ pub struct Redactor<'p> {
     scratch2: Vec<u8>,
     /// Leaves already typed: the kind of leaf `c`.`s` of a field depends only on the version's
     /// definitions and the field's (static) definition, so it is looked up once per input.
-    leaves: std::collections::HashMap<LeafKey, keep::Leaf, std::hash::BuildHasherDefault<LeafHasher>>,
+    leaves: Leaves,
 }
 
 /// A multiply-rotate hasher for [`LeafKey`]s (addresses of static tables and small positions):
@@ -215,17 +215,58 @@ fn field_plan(policy: &Policy, seg_rules: &[u16], n: u32, obx5: bool, rules: &mu
     rules.extend(seg_rules.iter().copied().filter(|&i| policy.hl7v2[usize::from(i)].matches_field(n, obx5)));
 }
 
+/// The plans and typed leaves of the last redactor on this thread, kept for the next one: they
+/// are derived from the policy's rules and the versions' tables only (no value), and building
+/// them again for every input cost most of a small message's redaction when each message is an
+/// input of its own (`--input-format json-lines`: five times the instructions of the same
+/// messages as one stream). Plans are reused only for the same policy (its address, its file's
+/// SHA-256 and its rule count); typed leaves depend on the tables alone.
+type Plans = (Vec<SegmentPlan>, BTreeMap<([u8; 3], Version), usize>);
+type Leaves = std::collections::HashMap<LeafKey, keep::Leaf, std::hash::BuildHasherDefault<LeafHasher>>;
+
+struct Kept {
+    policy: (usize, String, usize),
+    plans: Plans,
+    leaves: Leaves,
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+}
+
+fn policy_identity(policy: &Policy) -> (usize, String, usize) {
+    (std::ptr::from_ref(policy) as usize, policy.digest.clone(), policy.hl7v2.len())
+}
+
+impl Drop for Redactor<'_> {
+    fn drop(&mut self) {
+        let kept = Kept {
+            policy: policy_identity(self.policy),
+            plans: (std::mem::take(&mut self.plans), std::mem::take(&mut self.plan_index)),
+            leaves: std::mem::take(&mut self.leaves),
+        };
+        // A thread being torn down has no cache to keep: nothing is lost but the reuse.
+        let _ = KEPT.try_with(|k| *k.borrow_mut() = Some(kept));
+    }
+}
+
 impl<'p> Redactor<'p> {
-    /// A redactor.
+    /// A redactor (with the plans of the previous one on this thread, for the same policy).
     pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
+        let kept = KEPT.try_with(|k| k.borrow_mut().take()).ok().flatten();
+        let (plans, leaves) = match kept {
+            Some(k) if k.policy == policy_identity(policy) => (k.plans, k.leaves),
+            Some(k) => ((Vec::new(), BTreeMap::new()), k.leaves),
+            None => ((Vec::new(), BTreeMap::new()), Leaves::default()),
+        };
         Redactor {
             policy,
             key,
             counts: Counts::new(policy),
-            plans: Vec::new(),
-            plan_index: BTreeMap::new(),
+            plans: plans.0,
+            plan_index: plans.1,
             field_rules: Vec::new(),
-            leaves: std::collections::HashMap::default(),
+            leaves,
             scratch: Vec::new(),
             scratch2: Vec::new(),
         }
