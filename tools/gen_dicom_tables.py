@@ -276,6 +276,9 @@ def main() -> int:
     p += ["", "Written by the generator, not read from the package (the package does not ship them):",
           "the file meta elements (PS3.10 Table 7.1-1), the transfer syntaxes (PS3.5 Section 10,",
           "PS3.6 Table A-1) and the SOP classes named with their IODs (PS3.4 Table B.5-1).", "",
+          "Corrected in the generator: the SR Document Content Module's type 1 and 2 rows that come from",
+          "the content item macros of PS3.3 C.18 (included by Value Type, a condition the package's",
+          "flattened rows drop) are written 1C and 2C (`SR_CONTENT_ITEM_MACROS`).", "",
           f"Counts: {len(exact)} dictionary elements, {len(repeating)} repeating-group elements, "
           f"{len(TRANSFER_SYNTAXES)} transfer syntaxes, {len(SOP_CLASSES)} SOP classes, {len(ciods)} IODs, "
           f"{len(used_modules)} modules, {sum(len(v) for v in attrs_of.values())} module attributes, "
