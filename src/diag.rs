@@ -213,6 +213,7 @@ codes! {
     CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
     REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
     BUNDLE_ENTRY_ID_MISSING => Error, "a resource of a searchset Bundle's entry has no id";
+    BUNDLE_LINK_DUPLICATE => Error, "a Bundle has two links of the same relation";
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
     ATTACHMENT_SIZE_MISMATCH => Error, "an Attachment's size is not the decoded length of its data";
     IDENTIFIER_URI_INVALID => Error, "an Identifier whose system is urn:ietf:rfc:3986 has a value that is not an absolute URI";

@@ -48,6 +48,18 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         if !node.is_resource() || node.ty != Some(bundle_ty) {
             continue;
         }
+        // Each link relation names one URL of the Bundle: a second one is an error (the
+        // reference validator's rule). Relations are codes, compared as bytes.
+        let mut relations: Vec<&[u8]> = Vec::new();
+        for l in doc.named(b, "link") {
+            let Some(r) = doc.named(l, "relation").find(|&r| doc.node(r).has_value()) else { continue };
+            let rel = doc.value(r);
+            if relations.contains(&rel) {
+                f.push(Code::BUNDLE_LINK_DUPLICATE, Location::Fhir(doc.path(l)));
+            } else {
+                relations.push(rel);
+            }
+        }
         let bundle_type = doc.named(b, "type").next().map(|t| doc.value(t));
         let self_contained = matches!(bundle_type, Some(b"document" | b"message"));
         // Resources gathered from elsewhere: a `urn:uuid:` reference that leaves the Bundle is
