@@ -94,3 +94,10 @@ pub fn stderr_clean_or_records_failed(stderr: &[u8]) -> bool {
     let lines: Vec<&str> = err.lines().collect();
     lines.is_empty() || (lines.len() == 1 && lines[0].starts_with("phiward: CLI_RECORDS_FAILED: "))
 }
+
+/// Standard base64 (padded), for records that are not UTF-8.
+#[allow(dead_code, reason = "used by some of the test modules")]
+pub fn base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}

@@ -30,7 +30,7 @@ use phiward::mcp::{self, Config, Tool};
 use serde_json::{Value, json};
 
 #[cfg(feature = "mcp")]
-use crate::common::{files_under, fixture, run_stdin};
+use crate::common::{base64, files_under, fixture, run_stdin};
 #[cfg(feature = "mcp")]
 use crate::no_leak::{has_marker, variants};
 
@@ -263,24 +263,6 @@ fn data_and_exit_equal_the_cli_json_for_every_fixture() {
         }
     }
     assert!(compared > 150);
-}
-
-#[cfg(feature = "mcp")]
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(A[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 #[cfg(feature = "mcp")]

@@ -5,22 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{files_under, fixture, run_stdin, run_with};
+use crate::common::{base64, files_under, fixture, run_stdin, run_with};
 use crate::no_leak::{has_marker, variants};
-
-/// Standard base64 (padded), for records that are not UTF-8.
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            out.push(if i <= chunk.len() { char::from(A[((n >> (18 - 6 * i)) & 63) as usize]) } else { '=' });
-        }
-    }
-    out
-}
 
 fn unbase64(text: &str) -> Vec<u8> {
     let mut out = Vec::new();
