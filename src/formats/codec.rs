@@ -173,6 +173,11 @@ pub struct Settings {
     /// FHIR: the loaded conformance resources and profiles to validate against (`--ig`,
     /// `--profile`); `None`: the core only.
     pub structures: Option<std::sync::Arc<crate::structure::Context>>,
+    /// The command writes the bytes of bulk values back out (`fmt`, `redact`, `convert`,
+    /// `ack`). False for `parse`, `validate` and `inspect`, which read structure and write a
+    /// bulk value as a value-free descriptor: a codec may then leave bulk values out of its
+    /// records (DICOM keeps only their lengths, see `dicom::source`).
+    pub bulk_values: bool,
 }
 
 /// Which findings a caller wants.

@@ -56,6 +56,7 @@ pub(super) fn settings(request: &Request) -> Settings {
         framing: request.framing,
         model: request.model,
         structures: request.structures.clone(),
+        bulk_values: !matches!(request.command, Command::Parse | Command::Validate | Command::Inspect { .. }),
     }
 }
 
@@ -956,5 +957,83 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             records,
             detected: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::BufRead;
+
+    use crate::formats::codec::{Check, Codec, Kind, ModelShape, Piece, Settings};
+    use crate::formats::dicom::Dicom;
+    use crate::phi::Disclosure;
+
+    fn settings(bulk_values: bool) -> Settings {
+        Settings {
+            limits: crate::limits::Limits::default(),
+            strict: false,
+            ndjson: false,
+            to: None,
+            framing: None,
+            model: ModelShape::Positional,
+            structures: None,
+            bulk_values,
+        }
+    }
+
+    /// What `parse`, `validate` and `inspect` write of one DICOM input, and the record's size.
+    #[expect(clippy::disallowed_methods, reason = "ops: grants the disclosure `parse` has")]
+    fn outputs(bytes: &[u8], bulk_values: bool) -> (Vec<u8>, usize) {
+        let settings = settings(bulk_values);
+        let input: Box<dyn BufRead> = Box::new(std::io::Cursor::new(bytes.to_vec()));
+        let (_, mut pieces) = Dicom::split(input, None, &settings);
+        let Some(Ok(Piece::Record { bytes: Some(record), .. })) = pieces.next() else {
+            return (b"no record".to_vec(), 0);
+        };
+        let size = record.len();
+        let mut out = Vec::new();
+        match Dicom::read(record, 0, Kind::Message, &(), &settings, false) {
+            Err(fatal) => out.extend_from_slice(format!("{:?}", fatal.cause).as_bytes()),
+            Ok(doc) => {
+                for check in [Check::Syntax, Check::Full] {
+                    let findings = Dicom::findings(&doc, Kind::Message, check, &settings);
+                    out.extend_from_slice(format!("{findings:?}\n").as_bytes());
+                    Dicom::inventory(&doc, &findings, true, &mut out).expect("inventory");
+                }
+                Dicom::model_json(&doc, &Disclosure::grant(), &mut out);
+            }
+        }
+        (out, size)
+    }
+
+    /// Every DICOM fixture gives the same findings (codes, tag paths, offsets), inspect summary
+    /// and parse model whether the record keeps its bulk values (`fmt`, `redact`) or leaves them
+    /// all out (`parse`, `validate`, `inspect`); a file with pixel data makes a smaller record.
+    #[test]
+    fn structure_only_records_leave_bulk_values_out_with_the_same_output() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dicom");
+        let mut files = Vec::new();
+        for dir in ["valid", "invalid", "markers"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("fixture folder") {
+                files.push(entry.expect("entry").path());
+            }
+        }
+        files.sort();
+        assert!(files.len() > 30, "the fixtures are there");
+        let mut smaller = 0;
+        for file in &files {
+            let bytes = std::fs::read(file).expect("fixture");
+            let (full, full_size) = outputs(&bytes, true);
+            let (bare, bare_size) = outputs(&bytes, false);
+            assert!(full == bare, "outputs differ: {}", file.display());
+            assert!(bare_size <= full_size, "record grew: {}", file.display());
+            smaller += usize::from(bare_size < full_size);
+            // Cut short anywhere (in a bulk value too): the same fatal finding at the same place.
+            for cut in (1..8).map(|k| bytes.len() * k / 8).chain([bytes.len().saturating_sub(1)]) {
+                let part = &bytes[..cut];
+                assert!(outputs(part, true).0 == outputs(part, false).0, "cut {cut} differs: {}", file.display());
+            }
+        }
+        assert!(smaller > 5, "bulk values left out of {smaller} records");
     }
 }

@@ -60,7 +60,7 @@ impl Codec for Dicom {
         _first: Option<u8>,
         settings: &Settings,
     ) -> (bool, Pieces<'a, Envelope>) {
-        let bytes = source::split(input, &settings.limits);
+        let bytes = source::split(input, &settings.limits, settings.bulk_values);
         let piece = Piece::Record { kind: Kind::Message, offset: 0, bytes };
         (false, Box::new(std::iter::once(Ok(piece))))
     }

@@ -27,6 +27,19 @@ const SEQ_END: u32 = 0xFFFE_E0DD;
 /// Pixel Data, Float Pixel Data, Double Float Pixel Data.
 pub const PIXEL_DATA: u32 = 0x7FE0_0010;
 
+/// True for the tags whose value is bulk whatever its VR and length: Pixel Data, Float Pixel
+/// Data, Double Float Pixel Data.
+pub fn is_pixel_tag(tag: u32) -> bool {
+    matches!(tag, PIXEL_DATA | 0x7FE0_0008 | 0x7FE0_0009)
+}
+
+/// True when a value is bulk: of a bulk VR and [`BULK_MIN`] bytes or more, or of a pixel data
+/// tag. Bulk values may be left out of a record (see `source`); `write` writes each as a
+/// descriptor and `validate` checks none, so whether one was left out changes no output.
+pub fn is_bulk(tag: u32, vr: Vr, length: u32) -> bool {
+    (vr.is_bulk() && length >= BULK_MIN) || is_pixel_tag(tag)
+}
+
 /// What an element is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -477,7 +490,7 @@ impl<S: Source> Lexer<'_, S> {
             self.stack.push(Frame { elem: i, end: Some(end), kind: FrameKind::Sequence, syntax: inner });
             return Ok(());
         }
-        let bulk = (vr.is_bulk() && length >= BULK_MIN) || matches!(tag, PIXEL_DATA | 0x7FE0_0008 | 0x7FE0_0009);
+        let bulk = is_bulk(tag, vr, length);
         if !bulk && length > self.limits.max_field_bytes {
             return Err(self.fatal(Code::CLI_INPUT_TOO_LARGE, Some(tag), at));
         }

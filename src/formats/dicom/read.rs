@@ -70,7 +70,7 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Fatal> {
         bytes
     } else {
         let mut raw = bytes;
-        let cut = source::split(Box::new(std::io::Cursor::new(&raw[..])), limits);
+        let cut = source::split(Box::new(std::io::Cursor::new(&raw[..])), limits, true);
         crate::phi::wipe(&mut raw);
         match cut {
             Some(b) => b,

@@ -8,6 +8,11 @@
 //! runs the same lexer over the record ([`Slice`]) and knows which values are absent by the same
 //! rule, so offsets in findings are offsets in the input. Memory is then bounded by the header
 //! elements and [`BULK_KEPT`], not by the file (a 2 GB multi-frame file is read in a few MB).
+//! A command that reads structure only (`parse`, `validate`, `inspect`: `Settings::bulk_values`
+//! false) keeps no bulk value: the budget counts as passed at the first one, and every bulk
+//! value from there on is skipped as it streams by (a CT slice's pixel data is never copied).
+//! Nothing they write depends on it: `write` makes a descriptor of every bulk value and
+//! `validate` checks none (see `lex::is_bulk`).
 //!
 //! A deflated dataset (Deflated Explicit VR Little Endian, PS3.5 Section A.5): when the lexer
 //! reaches the end of the file meta and the transfer syntax is deflated, it asks the source to
@@ -223,6 +228,8 @@ pub struct Stream<'a> {
     kept_bulk: u64,
     /// Bulk values at or after this input offset are left out.
     pub elide_from: u64,
+    /// Bulk values are kept up to [`BULK_KEPT`] (false: none is, see [`split`]).
+    keep_bulk: bool,
     cap: u64,
     too_large: bool,
 }
@@ -295,7 +302,7 @@ impl Source for Stream<'_> {
     }
 
     fn value(&mut self, at: u64, len: u32, bulk: bool) -> Result<Val, Short> {
-        if bulk && self.elide_from == u64::MAX && self.kept_bulk + u64::from(len) > BULK_KEPT {
+        if bulk && self.elide_from == u64::MAX && (!self.keep_bulk || self.kept_bulk + u64::from(len) > BULK_KEPT) {
             self.elide_from = at;
         }
         if bulk && at >= self.elide_from {
@@ -428,8 +435,11 @@ impl Source for Slice<'_> {
     }
 }
 
-/// The result of splitting: the record, or `None` when it grew past `max_input_bytes`.
-pub fn split(input: Box<dyn BufRead + '_>, limits: &Limits) -> Option<Vec<u8>> {
+/// The result of splitting: the record, or `None` when it grew past `max_input_bytes`. With
+/// `keep_bulk` false (a command that reads structure only: `parse`, `validate`, `inspect`) no
+/// bulk value is kept: the budget is taken as passed at the first one, so the record leaves out
+/// every bulk value from there on, by the rule the reader already follows.
+pub fn split(input: Box<dyn BufRead + '_>, limits: &Limits, keep_bulk: bool) -> Option<Vec<u8>> {
     let mut s = Stream {
         input: Input::Raw(input),
         ahead: Vec::new(),
@@ -438,6 +448,7 @@ pub fn split(input: Box<dyn BufRead + '_>, limits: &Limits) -> Option<Vec<u8>> {
         offset: 0,
         kept_bulk: 0,
         elide_from: u64::MAX,
+        keep_bulk,
         cap: limits.max_input_bytes.saturating_add(HEADER as u64),
         too_large: false,
     };

@@ -23,9 +23,8 @@ use base64::Engine as _;
 use serde::Serialize;
 
 use super::dict::{self, Vr};
-use super::lex::{Element, Kind, PIXEL_DATA, Syntax, UNDEFINED};
+use super::lex::{self, Element, Kind, PIXEL_DATA, Syntax, UNDEFINED};
 use super::read::Document;
-use super::source::BULK_MIN;
 use crate::diag::{Diagnostic, Severity};
 use crate::phi::Disclosure;
 
@@ -271,11 +270,12 @@ fn write_element(
         }
         Kind::Item | Kind::Fragment => {}
         Kind::Value => {
-            let bulk = e.vr.is_bulk() || e.tag == PIXEL_DATA;
-            if bulk {
-                if e.length >= BULK_MIN || doc.elided(i) || e.tag == PIXEL_DATA {
-                    out.extend_from_slice(format!(",\"BulkDataLength\":{}", e.length).as_bytes());
-                } else if e.length > 0 {
+            // A bulk value (the lexer's rule, whether or not the record kept it) is a
+            // descriptor; a short one of a bulk VR is inline.
+            if lex::is_bulk(e.tag, e.vr, e.length) || doc.elided(i) {
+                out.extend_from_slice(format!(",\"BulkDataLength\":{}", e.length).as_bytes());
+            } else if e.vr.is_bulk() {
+                if e.length > 0 {
                     let v = doc.value(i).expose_value(disclosure);
                     out.extend_from_slice(b",\"InlineBinary\":\"");
                     out.extend_from_slice(base64::engine::general_purpose::STANDARD.encode(v).as_bytes());
