@@ -228,12 +228,7 @@ impl Reply {
     pub fn into_value(self) -> Value {
         let mut obj = Map::new();
         obj.insert("ok".to_owned(), Value::Bool(self.status == Status::Success));
-        let status = match self.status {
-            Status::Success => "success",
-            Status::Verdict => "verdict",
-            Status::Failed => "failed",
-        };
-        obj.insert("status".to_owned(), Value::from(status));
+        obj.insert("status".to_owned(), Value::from(status_name(self.status)));
         obj.insert("exit".to_owned(), Value::from(self.exit));
         if let Some(code) = self.code {
             obj.insert("code".to_owned(), Value::from(code.as_str()));
@@ -272,6 +267,114 @@ impl Reply {
             obj.insert("data".to_owned(), data);
         }
         Value::Object(obj)
+    }
+}
+
+impl Reply {
+    /// Writes the object of [`Reply::into_value`] with a json-lines record's `id` (null when
+    /// none) and, when given, its `line` beside the other keys: the bytes `serde_json` writes
+    /// for that tree (compact, keys in sorted order: its `Map` without `preserve_order`), written
+    /// without building the tree. Fails only when a `data` value cannot be written as JSON.
+    pub fn write_record(self, id: Option<&Value>, line: Option<u64>, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        // The keys in sorted order: argument, code, cursor, data, detected, exit, finding_totals,
+        // id, line, message, ok, page, redacted, status, support, supported, truncated.
+        let mut obj = Keys { out, first: true };
+        if let Some(argument) = self.detail.argument {
+            obj.key("argument")?;
+            serde_json::to_writer(&mut *obj.out, argument)?;
+        }
+        if let Some(code) = self.code {
+            obj.key("code")?;
+            serde_json::to_writer(&mut *obj.out, code.as_str())?;
+        }
+        let page = self.detail.shaped.page.as_ref();
+        if let Some(cursor) = page.and_then(|p| p.cursor.as_ref()) {
+            obj.key("cursor")?;
+            serde_json::to_writer(&mut *obj.out, cursor)?;
+        }
+        if let Some(data) = &self.data {
+            obj.key("data")?;
+            serde_json::to_writer(&mut *obj.out, data)?;
+        }
+        if let Some((format, _)) = self.detail.unsupported {
+            obj.key("detected")?;
+            serde_json::to_writer(&mut *obj.out, format.as_str())?;
+        }
+        obj.key("exit")?;
+        serde_json::to_writer(&mut *obj.out, &self.exit)?;
+        if let Some(totals) = &self.detail.shaped.findings {
+            obj.key("finding_totals")?;
+            serde_json::to_writer(&mut *obj.out, &totals.to_value())?;
+        }
+        obj.key("id")?;
+        serde_json::to_writer(&mut *obj.out, id.unwrap_or(&Value::Null))?;
+        if let Some(line) = line {
+            obj.key("line")?;
+            serde_json::to_writer(&mut *obj.out, &line)?;
+        }
+        if let Some(code) = self.code {
+            obj.key("message")?;
+            serde_json::to_writer(&mut *obj.out, code.meaning())?;
+        }
+        obj.key("ok")?;
+        serde_json::to_writer(&mut *obj.out, &(self.status == Status::Success))?;
+        if let Some(page) = page {
+            obj.key("page")?;
+            serde_json::to_writer(&mut *obj.out, &page.to_value())?;
+        }
+        if let Some((policy, sha256)) = &self.detail.redacted {
+            obj.key("redacted")?;
+            obj.out.extend_from_slice(b"{\"policy\":");
+            serde_json::to_writer(&mut *obj.out, policy)?;
+            obj.out.extend_from_slice(b",\"sha256\":");
+            serde_json::to_writer(&mut *obj.out, sha256)?;
+            obj.out.push(b'}');
+        }
+        obj.key("status")?;
+        serde_json::to_writer(&mut *obj.out, status_name(self.status))?;
+        if let Some((format, operation)) = self.detail.unsupported {
+            let support = if !format.is_built() { "planned" } else { "not_offered" };
+            obj.key("support")?;
+            serde_json::to_writer(&mut *obj.out, support)?;
+            let supported: Vec<&str> =
+                Format::ALL.iter().filter(|f| f.supports(operation)).map(|f| f.as_str()).collect();
+            obj.key("supported")?;
+            serde_json::to_writer(&mut *obj.out, &supported)?;
+        }
+        if let Some(page) = page {
+            obj.key("truncated")?;
+            serde_json::to_writer(&mut *obj.out, &page.cursor.is_some())?;
+        }
+        obj.out.push(b'}');
+        if let Some(data) = self.data {
+            scrub_value(Some(data));
+        }
+        Ok(())
+    }
+}
+
+/// A status as the result object names it.
+fn status_name(status: Status) -> &'static str {
+    match status {
+        Status::Success => "success",
+        Status::Verdict => "verdict",
+        Status::Failed => "failed",
+    }
+}
+
+/// The writer of an object's keys, in the order given.
+struct Keys<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl Keys<'_> {
+    fn key(&mut self, key: &'static str) -> serde_json::Result<()> {
+        self.out.push(if self.first { b'{' } else { b',' });
+        self.first = false;
+        serde_json::to_writer(&mut *self.out, key)?;
+        self.out.push(b':');
+        Ok(())
     }
 }
 
@@ -628,6 +731,11 @@ impl Sink for Collect {
         self.watch.as_ref().is_some_and(Watch::is_cancelled)
     }
 
+    /// A reply carries no manifest.
+    fn reads_manifest(&self) -> bool {
+        false
+    }
+
     fn item(&mut self, item: Item<'_>) -> io::Result<()> {
         if let Some(w) = &self.watch {
             if w.is_cancelled() {
@@ -736,6 +844,74 @@ mod tests {
             for (i, p) in policies.iter().enumerate() {
                 assert_eq!(redact(p, &key, &message), fresh[i], "policy {i}, round {round}");
             }
+        }
+    }
+
+    /// `write_record` writes the bytes `serde_json` writes for `into_value` with `id` and `line`
+    /// inserted (what the json-lines stage wrote before it stopped building the tree), for
+    /// every tool, data and failure, the redaction marker and the shaping fields.
+    #[test]
+    fn a_record_written_directly_is_the_bytes_of_its_value_tree() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let read = |p: &str| std::fs::read(root.join("fixtures").join(p)).expect("fixture");
+        let text = |p: &str| Value::from(String::from_utf8(read(p)).expect("UTF-8 fixture"));
+        let policy = Arc::new(crate::policy::load_file(&root.join("fixtures/scale_out/keyed.toml")).expect("policy"));
+        let key = Arc::new(crate::keys::Key::from_file(&root.join("fixtures/redact/golden/test.key")).expect("key"));
+        let keyed = Config { policy: Some(policy), key: Some(key), every_tool: true, ..Config::default() };
+        let plain = Config::default();
+        let hl7 = text("hl7v2/valid/charset_ascii_v2.5.hl7");
+        let invalid = text("hl7v2/invalid/bad_version_value.hl7");
+        let fhir = text("fhir/valid/bundle_document.json");
+        let x12 = text("x12/valid/835.x12");
+        let binary = Value::from(encode_base64(&[0x4d, 0x53, 0x48, 0x7c, 0xff, 0x0d]));
+        type Case<'a> = (Tool, &'a Config, Vec<(&'static str, Value)>);
+        let cases: Vec<Case<'_>> = vec![
+            (Tool::Redact, &keyed, vec![("content", hl7.clone())]),
+            (Tool::Redact, &plain, vec![("content", hl7.clone())]),
+            (Tool::Redact, &plain, vec![("content", fhir.clone())]),
+            (Tool::Redact, &plain, vec![("content_base64", binary)]),
+            (Tool::Validate, &plain, vec![("content", hl7.clone())]),
+            (Tool::Validate, &plain, vec![("content", invalid.clone())]),
+            (Tool::Validate, &plain, vec![("content", invalid.clone()), ("max_findings", Value::from(1))]),
+            (Tool::Validate, &plain, vec![("content", x12.clone())]),
+            (Tool::Inspect, &plain, vec![("content", fhir.clone())]),
+            (Tool::Parse, &plain, vec![("content", hl7.clone()), ("max_bytes", Value::from(600))]),
+            (Tool::Parse, &keyed, vec![("content", hl7.clone())]),
+            (Tool::Convert, &plain, vec![("content", hl7.clone())]),
+            (Tool::Convert, &plain, vec![("content", x12)]),
+            (Tool::Validate, &plain, vec![("content", Value::from("not a message"))]),
+            (Tool::Validate, &plain, vec![("content", hl7), ("format", Value::from("no such format"))]),
+            (Tool::Validate, &plain, vec![]),
+        ];
+        let ids = [None, Some(Value::from("r1")), Some(Value::from(7))];
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, (tool, config, args)) in cases.iter().enumerate() {
+            let call = || {
+                let args: Map<String, Value> = args.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+                run(*tool, Some(args), config, &Watch::default())
+            };
+            let id = ids[i % ids.len()].clone();
+            let line = (i % 2 == 0).then_some(i as u64 + 1);
+            let mut tree = call().into_value();
+            if let Value::Object(obj) = &mut tree {
+                obj.insert("id".to_owned(), id.clone().unwrap_or(Value::Null));
+                if let Some(n) = line {
+                    obj.insert("line".to_owned(), Value::from(n));
+                }
+            }
+            seen.extend(tree.as_object().into_iter().flat_map(|o| o.keys().cloned()));
+            let want = serde_json::to_vec(&tree).expect("a tree of our own writes");
+            let mut got = Vec::new();
+            call().write_record(id.as_ref(), line, &mut got).expect("written");
+            assert!(
+                got == want,
+                "case {i} ({tool:?}): {} != {}",
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want)
+            );
+        }
+        for key in ["argument", "code", "cursor", "data", "detected", "finding_totals", "line", "page", "redacted"] {
+            assert!(seen.contains(key), "no case writes `{key}`");
         }
     }
 

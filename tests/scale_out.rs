@@ -55,7 +55,13 @@ fn stream(args: &[&str], lines: &[String], env: &[(&str, &str)]) -> (i32, Vec<Va
     let o = run_with(&all, Some(input.as_bytes()), env);
     let answers: Vec<Value> = String::from_utf8_lossy(&o.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).expect("every output line is a JSON object"))
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("every output line is a JSON object");
+            // The bytes `serde_json` writes for the result object (compact, keys sorted): the
+            // line is written without building that tree, and must not differ from it by a byte.
+            assert_eq!(serde_json::to_string(&v).expect("a value writes"), l, "an output line as serde_json writes it");
+            v
+        })
         .collect();
     (o.status.code().unwrap_or(-1), answers, String::from_utf8_lossy(&o.stderr).into_owned())
 }

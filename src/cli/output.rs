@@ -61,6 +61,10 @@ impl<S: Sink> Sink for Shaping<'_, S> {
     fn cancelled(&self) -> bool {
         self.inner.cancelled()
     }
+
+    fn reads_manifest(&self) -> bool {
+        self.inner.reads_manifest()
+    }
 }
 
 /// How stdout renders items.

@@ -26,7 +26,7 @@ use zeroize::Zeroize;
 use crate::call::{self, Config, Reply, Tool, Watch};
 use crate::diag::Code;
 use crate::error::exit;
-use crate::ops::Records;
+use crate::ops::{Records, Status};
 
 use super::output;
 
@@ -90,16 +90,17 @@ pub(super) fn run(tool: Tool, input: &Path, config: &Config, base: &Map<String, 
                 return crate::error::exit_code_for(code);
             }
         };
-        let value = match read {
+        let answer = match read {
             Line::End => break,
             Line::TooLong => bad_line(None, counts.lines + 1, Reply::failed(Code::CLI_INPUT_TOO_LARGE)),
             Line::Read => answer(tool, &mut line, counts.lines + 1, config, base),
         };
         scrub(&mut line);
-        counts.note(&value, &mut records);
+        counts.note(&answer.reply, &mut records);
         json.clear();
-        let written = serde_json::to_writer(&mut json, &value).is_ok();
-        drop_value(value);
+        let Answer { reply, id, line: number } = answer;
+        let written = reply.write_record(id.as_ref(), number, &mut json).is_ok();
+        drop_value(id.unwrap_or(Value::Null));
         json.push(b'\n');
         let ok = written && io::Write::write_all(&mut out, &json).is_ok();
         scrub(&mut json);
@@ -122,16 +123,15 @@ fn output_failed() -> u8 {
 }
 
 impl Counts {
-    fn note(&mut self, value: &Value, records: &mut Records) {
+    fn note(&mut self, reply: &Reply, records: &mut Records) {
         self.lines += 1;
         records.seen += 1;
-        match value.get("status").and_then(Value::as_str) {
-            Some("success") => self.success += 1,
-            Some("verdict") => self.verdict += 1,
-            _ => {
+        match reply.status {
+            Status::Success => self.success += 1,
+            Status::Verdict => self.verdict += 1,
+            Status::Failed => {
                 self.failed += 1;
-                let code = value.get("code").and_then(Value::as_str).and_then(Code::from_name);
-                let code = code.unwrap_or(Code::CLI_INTERNAL);
+                let code = reply.code.unwrap_or(Code::CLI_INTERNAL);
                 records.fail(code);
                 if let Err(i) = self.codes.binary_search_by(|c| c.as_str().cmp(code.as_str())) {
                     self.codes.insert(i, code);
@@ -197,8 +197,16 @@ fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, cap: u64) -> io::Resu
     Ok(Line::Read)
 }
 
+/// The answer to a line: the reply, the record's `id` as given (null when none could be read),
+/// and the line number when the line itself is at fault.
+struct Answer {
+    reply: Reply,
+    id: Option<Value>,
+    line: Option<u64>,
+}
+
 /// The answer to one line: the tool's reply for its record, or the line's own failure.
-fn answer(tool: Tool, line: &mut [u8], number: u64, config: &Config, base: &Map<String, Value>) -> Value {
+fn answer(tool: Tool, line: &mut [u8], number: u64, config: &Config, base: &Map<String, Value>) -> Answer {
     let parsed = serde_json::from_slice::<Value>(line);
     let Ok(Value::Object(mut fields)) = parsed else {
         // Not JSON, or JSON that is not an object: serde's error quotes text, so only the
@@ -232,26 +240,14 @@ fn answer(tool: Tool, line: &mut [u8], number: u64, config: &Config, base: &Map<
     let reply = std::panic::catch_unwind(run).unwrap_or_else(|_| Reply::failed(Code::CLI_INTERNAL));
     // A failure of the line's own fields (content, format...) says where; a record that was
     // read and could not be processed is the record's failure, as over MCP.
-    let line_fault = reply.detail.argument.is_some();
-    let mut value = reply.into_value();
-    if let Value::Object(obj) = &mut value {
-        obj.insert("id".to_owned(), id.unwrap_or(Value::Null));
-        if line_fault {
-            obj.insert("line".to_owned(), Value::from(number));
-        }
-    }
-    value
+    let line = reply.detail.argument.is_some().then_some(number);
+    Answer { reply, id, line }
 }
 
 /// The answer to a line that could not be read as a record: the reply, its `id` (null when
 /// none could be read) and the line number.
-fn bad_line(id: Option<Value>, number: u64, reply: Reply) -> Value {
-    let mut value = reply.into_value();
-    if let Value::Object(obj) = &mut value {
-        obj.insert("id".to_owned(), id.unwrap_or(Value::Null));
-        obj.insert("line".to_owned(), Value::from(number));
-    }
-    value
+fn bad_line(id: Option<Value>, number: u64, reply: Reply) -> Answer {
+    Answer { reply, id, line: Some(number) }
 }
 
 /// Zeroizes the bytes a buffer held and empties it, keeping its allocation for the next line

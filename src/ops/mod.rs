@@ -34,6 +34,9 @@ use crate::error::Error;
 use crate::formats::Format;
 use crate::phi::{Disclosure, Phi};
 
+/// The read buffer of an input.
+const INPUT_BUFFER: usize = 64 * 1024;
+
 /// Runs a request.
 #[expect(
     clippy::disallowed_methods,
@@ -87,7 +90,14 @@ pub fn run(mut request: Request, sink: &mut dyn Sink) -> Outcome {
             return Err(Failure::unsupported(format));
         }
         let whole = batchable_source(&request.source);
-        let input = BufReader::with_capacity(64 * 1024, io::Cursor::new(prefix).chain(reader));
+        // A buffer no larger than an in-memory input (a record of a json-lines stream is a few
+        // hundred bytes): each read returns the same bytes as with the full buffer, without a
+        // 64 KiB allocation per record.
+        let capacity = match &request.source {
+            Source::Bytes(b) => b.span().raw().len().clamp(1, INPUT_BUFFER),
+            _ => INPUT_BUFFER,
+        };
+        let input = BufReader::with_capacity(capacity, io::Cursor::new(prefix).chain(reader));
         let input: Box<dyn io::BufRead + '_> = Box::new(input);
         dispatch(format, &request, sink, disclosure.as_ref(), input, first, whole)
     })();

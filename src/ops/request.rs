@@ -248,4 +248,10 @@ pub trait Sink {
     fn cancelled(&self) -> bool {
         false
     }
+
+    /// False when nothing reads the outcome's `manifest` (`redact`'s value-free summary): the
+    /// run then does not build it. The default builds it.
+    fn reads_manifest(&self) -> bool {
+        true
+    }
 }

@@ -935,7 +935,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             (exit::OK, Status::Success)
         };
         let manifest = match (self.request.command, self.request.policy.as_deref()) {
-            (Command::Redact, Some(p)) => {
+            (Command::Redact, Some(p)) if self.sink.reads_manifest() => {
                 let mut counts = policy::manifest::Counts::new(p);
                 if let Some(r) = self.redactor.as_mut() {
                     counts.add(C::counts(r));
