@@ -224,7 +224,8 @@ impl Reply {
     }
 
     /// The structured object: `{ok, status, exit, code?, message?, argument?, detected?,
-    /// supported?, support?, redacted?, truncated?, cursor?, page?, finding_totals?, data?}`.
+    /// supported?, support?, redacted?, truncated?, cursor?, page?, finding_totals?, resource?,
+    /// data?}`.
     pub fn into_value(self) -> Value {
         let mut obj = Map::new();
         obj.insert("ok".to_owned(), Value::Bool(self.status == Status::Success));
@@ -262,6 +263,13 @@ impl Reply {
         }
         if let Some(totals) = &self.detail.shaped.findings {
             obj.insert("finding_totals".to_owned(), totals.to_value());
+        }
+        if let Some((uri, bytes)) = &self.detail.shaped.resource {
+            let mut r = Map::new();
+            r.insert("uri".to_owned(), Value::from(uri.as_str()));
+            r.insert("mime_type".to_owned(), Value::from(crate::ops::shape::RESOURCE_MIME));
+            r.insert("bytes".to_owned(), Value::from(*bytes));
+            obj.insert("resource".to_owned(), Value::Object(r));
         }
         if let Some(data) = self.data {
             obj.insert("data".to_owned(), data);

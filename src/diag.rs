@@ -99,6 +99,7 @@ codes! {
     CLI_INPUT_TOO_LARGE => Fatal, "the input exceeds a configured limit";
     CLI_PARSER_UNAVAILABLE => Fatal, "the component is not built into this binary";
     CLI_INTERNAL => Fatal, "an internal error occurred; no detail is shown";
+    CLI_RESULT_TOO_LARGE => Fatal, "the result is larger than the MCP server keeps for `deliver: resource` or `link`";
     CLI_OUTPUT_FAILED => Fatal, "the output could not be written";
     CLI_KEY_INVALID => Fatal, "the key file holds fewer than 16 or more than 4096 bytes";
     CLI_RECORDS_FAILED => Error, "records of a stream could not be processed; the others were";

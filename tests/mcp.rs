@@ -853,6 +853,117 @@ fn default_replies_fit_a_context_window_and_cursors_walk_the_whole() {
     assert!(paged >= 4, "only {paged} tools had data over the default");
 }
 
+/// A `tools/call` through the server (`Server::call`, as the transport runs it): the result's
+/// structured content and its content blocks.
+#[cfg(feature = "mcp")]
+fn server_call(server: &mcp::Server, tool: &str, args: Value) -> (Value, Vec<Value>) {
+    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    let params = rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(map);
+    let result = server.call(params);
+    let structured = result.structured_content.clone().expect("structured content");
+    let blocks = result.content.iter().map(|b| serde_json::to_value(b).expect("a block is JSON")).collect();
+    (structured, blocks)
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn large_results_come_as_an_embedded_resource_or_a_link() {
+    let server = mcp::Server::new(Config::default());
+    let batch = adt_batch(150);
+    for tool in ["parse", "validate", "inspect", "convert", "redact"] {
+        let (whole, _) = server_call(&server, tool, json!({ "content": batch, "max_bytes": 0 }));
+        let data = whole["data"].to_string();
+        // A link: the reply carries where the data is, not the data; reading it gives the whole.
+        let (linked, blocks) = server_call(&server, tool, json!({ "content": batch, "deliver": "link" }));
+        assert!(linked.get("data").is_none(), "{tool}: {linked}");
+        assert_eq!((&linked["status"], &linked["exit"]), (&whole["status"], &whole["exit"]), "{tool}");
+        assert!(linked.get("truncated").is_none() && linked.get("cursor").is_none(), "{tool}: not paged");
+        let uri = linked["resource"]["uri"].as_str().expect("a uri").to_owned();
+        assert!(uri.starts_with("phiward://result/"), "{uri}");
+        assert_eq!(linked["resource"]["bytes"], data.len(), "{tool}");
+        assert_eq!(linked["resource"]["mime_type"], "application/json");
+        assert_eq!(blocks.len(), 2, "{tool}: the text and the link");
+        assert_eq!(blocks[0]["type"], "text");
+        let envelope: Value = serde_json::from_str(blocks[0]["text"].as_str().expect("text")).expect("JSON");
+        assert_eq!(envelope, linked, "{tool}: the text block is the structured content");
+        assert_eq!(blocks[1]["type"], "resource_link", "{tool}: {}", blocks[1]);
+        assert_eq!(blocks[1]["uri"], uri.as_str());
+        assert_eq!(blocks[1]["size"], data.len());
+        let (read, mime) = server.read(&uri).expect("the link reads");
+        assert_eq!(mime, "application/json");
+        assert_eq!(read, data, "{tool}: the resource is the whole data");
+        // Embedded: the same text inside the result.
+        let (embedded, blocks) = server_call(&server, tool, json!({ "content": batch, "deliver": "resource" }));
+        assert!(embedded.get("data").is_none(), "{tool}");
+        assert_eq!(blocks.len(), 2, "{tool}");
+        assert_eq!(blocks[1]["type"], "resource", "{tool}: {}", blocks[1]);
+        assert_eq!(blocks[1]["resource"]["text"], data.as_str(), "{tool}");
+        assert_eq!(blocks[1]["resource"]["uri"], embedded["resource"]["uri"], "{tool}");
+        assert_eq!(blocks[1]["resource"]["mimeType"], "application/json");
+        // Inline stays as it was: the structured content and one text block.
+        let (inline, blocks) =
+            server_call(&server, tool, json!({ "content": batch, "deliver": "inline", "max_bytes": 0 }));
+        assert_eq!(inline, whole, "{tool}");
+        assert_eq!(blocks.len(), 1);
+    }
+    // Selection and findings filters apply to what the resource holds.
+    let (selected, _) = server_call(&server, "parse", json!({ "content": batch, "segments": ["PID"], "max_bytes": 0 }));
+    let (linked, _) =
+        server_call(&server, "parse", json!({ "content": batch, "segments": ["PID"], "deliver": "link" }));
+    let (read, _) = server.read(linked["resource"]["uri"].as_str().expect("uri")).expect("reads");
+    assert_eq!(read, selected["data"].to_string());
+    // Paging does not apply to a resource; unknown ways and URIs are refused, naming nothing.
+    for (args, argument) in [
+        (json!({ "content": batch, "deliver": "link", "max_bytes": 100 }), "max_bytes"),
+        (json!({ "content": batch, "deliver": "resource", "cursor": "records:2" }), "cursor"),
+        (json!({ "content": batch, "deliver": "attachment" }), "deliver"),
+        (json!({ "content": batch, "deliver": 1 }), "deliver"),
+    ] {
+        let (reply, _) = server_call(&server, "parse", args);
+        assert_eq!(reply, usage(argument));
+    }
+    for uri in ["phiward://result/0", "phiward://result/999999", "phiward://result/1/..", "phiward://other/1"] {
+        assert!(server.read(uri).is_none(), "{uri}");
+    }
+    // A failed call has no data and no resource.
+    let (failed, blocks) = server_call(&server, "parse", json!({ "content": "not a message", "deliver": "link" }));
+    assert_eq!(failed["status"], "failed");
+    assert!(failed.get("resource").is_none() && blocks.len() == 1, "{failed}");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn a_linked_result_holds_no_more_than_the_policy_lets_out() {
+    // Under a redacting policy, the resource is the redacted data the inline reply carries.
+    let agent = std::fs::read(crate::common::root().join("policy/agent.toml")).expect("policy");
+    let policy = phiward::policy::load(&agent).expect("loads");
+    let server = mcp::Server::new(Config { policy: Some(std::sync::Arc::new(policy)), ..Config::default() });
+    let mut linked_calls = 0;
+    for file in files_under(&fixture("hl7v2/markers")) {
+        let original = std::fs::read(&file).expect("fixture");
+        for (what, input) in variants(&original).into_iter().take(4) {
+            let content = String::from_utf8_lossy(&input).into_owned();
+            for tool in ["parse", "convert", "redact"] {
+                let ctx = format!("{} / {what} / {tool}", file.display());
+                let (inline, _) = server_call(&server, tool, json!({ "content": content, "max_bytes": 0 }));
+                let (linked, blocks) = server_call(&server, tool, json!({ "content": content, "deliver": "link" }));
+                assert_eq!(linked.get("redacted"), inline.get("redacted"), "{ctx}");
+                assert_eq!(linked["status"], inline["status"], "{ctx}");
+                // Nothing but the resource holds the data: no marker in the reply or its blocks.
+                assert!(!has_marker(linked.to_string().as_bytes()), "{ctx}: a marker beside the data");
+                for block in &blocks {
+                    assert!(!has_marker(block.to_string().as_bytes()), "{ctx}: a marker in a block");
+                }
+                let Some(uri) = linked["resource"]["uri"].as_str() else { continue };
+                let (read, _) = server.read(uri).expect("reads");
+                assert_eq!(read, inline["data"].to_string(), "{ctx}: the resource is the redacted data");
+                linked_calls += 1;
+            }
+        }
+    }
+    assert!(linked_calls >= 20, "{linked_calls}");
+}
+
 #[cfg(feature = "mcp")]
 #[test]
 fn selection_returns_exactly_what_was_asked() {

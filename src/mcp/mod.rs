@@ -17,10 +17,12 @@
 //! JSON-RPC errors carry fixed texts; there is no `--unsafe-show-values` over MCP.
 //!
 //! What it does not do: open files or the network (the message comes in the arguments), keep
-//! state between calls, or read command lines (the CLI does; `mcp` knows nothing of `cli`).
+//! state between calls (but the data of replies asked for as resources, in memory, see
+//! [`results`]), or read command lines (the CLI does; `mcp` knows nothing of `cli`).
 
 pub mod dispatch;
 pub mod prompts;
+pub mod results;
 pub mod server;
 pub use crate::ops::shape;
 pub mod terminology;

@@ -47,8 +47,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::diag::Code;
+use crate::ops::shape::Deliver;
 
 use super::dispatch::{Config, Reply, Watch, dispatch_watched};
+use super::results::{self, Results};
 use super::transport::{InFlight, LineTransport, Rejected, line_limit};
 use super::{prompts, terminology, tools};
 
@@ -66,6 +68,8 @@ pub const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 pub struct Server {
     config: Arc<Config>,
     tools: Arc<Vec<McpTool>>,
+    /// The data of replies delivered as resources ([`results`]).
+    results: Results,
 }
 
 impl Server {
@@ -74,7 +78,7 @@ impl Server {
         // A policy's `tools` list also decides what `tools/list` shows.
         let allowed = |t: &McpTool| config.policy.as_ref().is_none_or(|p| p.allows_tool(&t.name));
         let defs = tools::definitions().into_iter().filter(allowed).collect();
-        Server { config: Arc::new(config), tools: Arc::new(defs) }
+        Server { config: Arc::new(config), tools: Arc::new(defs), results: Results::default() }
     }
 
     /// The names `tools/list` shows (the policy's `tools` filter applied).
@@ -111,6 +115,15 @@ impl Server {
         text
     }
 
+    /// The text and MIME type of the resource at `uri` (the body of `resources/read`): a
+    /// result delivered as a resource, or a terminology resource.
+    pub fn read(&self, uri: &str) -> Option<(String, &'static str)> {
+        if let Some(text) = self.results.get(uri) {
+            return Some((text.as_str().to_owned(), results::MIME));
+        }
+        terminology::read_resource(uri, &self.config.catalog)
+    }
+
     /// True when the policy lets `tool` be called (and `tools/list` shows it).
     fn allows(&self, tool: &str) -> bool {
         self.tools.iter().any(|t| t.name == tool)
@@ -137,7 +150,35 @@ impl Server {
                 return result(Reply::failed(code));
             }
         }
-        result(reply)
+        self.deliver(reply)
+    }
+
+    /// The `tools/call` result for a reply, its data moved to a resource of the store when the
+    /// call asked for one (`deliver`): the structured content then says where (`resource`) in
+    /// place of `data`, and a content block embeds the text or links to it.
+    fn deliver(&self, mut reply: Reply) -> CallToolResult {
+        let how = reply.detail.shaped.deliver;
+        if how == Deliver::Inline {
+            return result(reply);
+        }
+        let Some(data) = reply.data.take() else { return result(reply) };
+        let Ok(text) = serde_json::to_string(&data) else { return result(Reply::failed(Code::CLI_INTERNAL)) };
+        drop(data);
+        let bytes = text.len();
+        let embedded = (how == Deliver::Resource).then(|| text.clone());
+        let Some(uri) = self.results.put(text) else { return result(Reply::failed(Code::CLI_RESULT_TOO_LARGE)) };
+        reply.detail.shaped.resource = Some((uri.clone(), bytes));
+        let mut out = result(reply);
+        out.content.push(match embedded {
+            Some(text) => ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(results::MIME)),
+            None => ContentBlock::resource_link(
+                Resource::new(uri, "result")
+                    .with_title("The reply's data")
+                    .with_mime_type(results::MIME)
+                    .with_size(bytes as u64),
+            ),
+        });
+        out
     }
 }
 
@@ -209,7 +250,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let Some((text, mime)) = terminology::read_resource(&request.uri, &self.config.catalog) else {
+        let Some((text, mime)) = self.read(&request.uri) else {
             // The URI is not echoed.
             return Err(ErrorData::resource_not_found("unknown resource", None));
         };

@@ -68,7 +68,7 @@ impl Tool {
         let formats = if formats.is_empty() { "none yet".to_owned() } else { formats.join(", ") };
         format!(
             "{what} Give `content` (or `content_base64`) and `format` if known. Formats this build \
-             supports for {}: {formats}. Local and read-only; large data is paged (`cursor`).",
+             supports for {}: {formats}. Local and read-only; large data is paged (`cursor`) or a resource (`deliver`).",
             self.as_str()
         )
     }
@@ -207,7 +207,7 @@ impl Tool {
                     "required": ["policy"],
                     "oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}]
                 });
-                return envelope(data, STATUS, Map::new());
+                return with_resource(envelope(data, STATUS, Map::new()));
             }
         };
         let mut properties = properties;
@@ -231,7 +231,7 @@ impl Tool {
             shared.insert("findings".to_owned(), findings_schema());
         }
         shared.insert("failed_record".to_owned(), failed_record_schema());
-        envelope(with_records(), STATUS, shared)
+        with_resource(envelope(with_records(), STATUS, shared))
     }
 
     /// The tool as `tools/list` shows it.
@@ -252,8 +252,21 @@ pub fn definitions() -> Vec<McpTool> {
     tools
 }
 
+/// A message tool's envelope with `resource`: where the data went under `deliver`.
+fn with_resource(mut schema: Value) -> Value {
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        let resource = json!({
+            "type": "object",
+            "required": ["uri", "mime_type", "bytes"],
+            "description": "deliver resource/link: in place of data."
+        });
+        props.insert("resource".to_owned(), resource);
+    }
+    schema
+}
+
 /// What `status` means for the message tools.
-const STATUS: &str = "success: exit 0; verdict: data with a negative result; failed: no data.";
+const STATUS: &str = "verdict: data, a negative result; failed: no data.";
 
 /// The reply envelope of every tool around its `data` schema ([`super::dispatch::Reply`]), with
 /// the definitions `data` refers to (`defs`) and the format names.
@@ -276,20 +289,14 @@ pub(super) fn envelope(data: Value, status_description: &str, mut defs: Map<Stri
             "support": {"type": "string", "enum": ["planned", "not_offered"]},
             "redacted": {
                 "type": "object",
-                "properties": {"policy": {"type": "string"}, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
                 "required": ["policy", "sha256"],
                 "description": "The data was redacted under this policy."
             },
             "truncated": {"type": "boolean"},
             "cursor": {"type": "string"},
-            "page": {
-                "type": "object",
-                "additionalProperties": {"type": ["string", "integer"]},
-                "required": ["items", "start", "returned", "total"]
-            },
+            "page": {"type": "object", "required": ["items", "start", "returned", "total"]},
             "finding_totals": {
                 "type": "object",
-                "additionalProperties": {"type": "integer"},
                 "required": ["total", "returned"],
                 "description": "Findings: total, per severity, returned."
             },
@@ -404,7 +411,11 @@ fn shape_properties() -> Value {
             "default": super::shape::DEFAULT_MAX_BYTES,
             "description": "Most bytes of data per reply (0: no limit); the rest is paged."
         },
-        "cursor": {"type": "string", "description": "A reply's `cursor` (same other arguments): the next page."},
+        "cursor": {"type": "string", "description": "A reply's cursor (same arguments): the next page."},
+        "deliver": {
+            "enum": super::shape::Deliver::NAMES,
+            "description": "resource/link: the data whole as a resource (embedded/linked)."
+        },
         "min_severity": {"type": "string", "enum": ["information", "warning", "error", "fatal"]},
         "max_findings": {"type": "integer", "minimum": 0, "description": "Per record, most severe first."},
         "segments": {

@@ -23,6 +23,13 @@
 //!    `model.entry`, `bundle.entry`, `findings`...); `redact`'s `content` is cut at a line end.
 //!    A record too large for a page alone is paged inside, and the cursor says where
 //!    (`records:4/model.segments:120`).
+//! 4. **Delivery**: `deliver` (`inline`, the default; `resource`; `link`) says where an MCP
+//!    reply puts its data: in the reply, paged as above, or whole (selection and findings
+//!    filters applied, no paging) in a resource of the server's result store, embedded in the
+//!    result or linked from it (`resource_link`) to be read with `resources/read`
+//!    (`mcp::results`). `max_bytes` and `cursor` do not apply to a resource: giving one with it
+//!    is a usage error naming it. Outside an MCP server (the CLI's json-lines) only `inline` is
+//!    accepted.
 //!
 //! Everything here reads and moves our own JSON: no text of it reaches a log or an error.
 
@@ -38,9 +45,40 @@ const MAX_BYTES_CEILING: u64 = 64 * 1024 * 1024;
 /// How deep a cursor may go (records, then a list inside a record, then one more).
 const MAX_CURSOR_LEVELS: usize = 3;
 
+/// The MIME type of the data delivered as a resource (the reply's `data`, as JSON).
+pub const RESOURCE_MIME: &str = "application/json";
+
+/// Where a reply's data goes (`deliver`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Deliver {
+    /// In the reply's `data`, paged by `max_bytes`.
+    #[default]
+    Inline,
+    /// Whole, in a resource embedded in the result.
+    Resource,
+    /// Whole, in a resource the result links to.
+    Link,
+}
+
+impl Deliver {
+    /// The argument's values, as the input schemas list them.
+    pub const NAMES: [&'static str; 3] = ["inline", "resource", "link"];
+
+    fn from_name(name: &str) -> Option<Deliver> {
+        match name {
+            "inline" => Some(Deliver::Inline),
+            "resource" => Some(Deliver::Resource),
+            "link" => Some(Deliver::Link),
+            _ => None,
+        }
+    }
+}
+
 /// The shape arguments of one call.
 #[derive(Debug, Default, Clone)]
 pub struct Controls {
+    /// Where the data goes.
+    pub deliver: Deliver,
     /// 0: no limit.
     pub max_bytes: usize,
     /// Where to continue: `(list path, index)` per level.
@@ -62,6 +100,12 @@ pub struct Shaped {
     pub page: Option<Page>,
     /// Findings counts, when a findings control was given.
     pub findings: Option<FindingTotals>,
+    /// Where the data goes (`deliver`, an MCP argument: a json-lines record cannot carry it):
+    /// the MCP server moves the data of `resource` and `link` replies to a resource.
+    pub deliver: Deliver,
+    /// Set by the MCP server once it delivered the data as a resource: its URI and length in
+    /// bytes.
+    pub resource: Option<(String, usize)>,
 }
 
 /// One page of a list.
@@ -106,16 +150,29 @@ fn segment_id(s: &str) -> bool {
 
 impl Controls {
     /// The names of the arguments this module reads, as the input schemas declare them.
-    pub const ARGUMENTS: [&'static str; 8] =
-        ["max_bytes", "cursor", "min_severity", "max_findings", "segments", "fields", "resource_types", "paths"];
+    pub const ARGUMENTS: [&'static str; 9] = [
+        "max_bytes",
+        "cursor",
+        "min_severity",
+        "max_findings",
+        "segments",
+        "fields",
+        "resource_types",
+        "paths",
+        "deliver",
+    ];
 
     /// Reads (and removes) the shape arguments; `Err` names the argument at fault.
     pub fn read(args: &mut Map<String, Value>) -> Result<Controls, &'static str> {
         let mut c = Controls { max_bytes: DEFAULT_MAX_BYTES, ..Controls::default() };
+        let mut explicit_max_bytes = false;
         match args.remove("max_bytes") {
             None | Some(Value::Null) => {}
             Some(v) => match v.as_u64() {
-                Some(n) if n <= MAX_BYTES_CEILING => c.max_bytes = n as usize,
+                Some(n) if n <= MAX_BYTES_CEILING => {
+                    c.max_bytes = n as usize;
+                    explicit_max_bytes = true;
+                }
                 _ => return Err("max_bytes"),
             },
         }
@@ -160,6 +217,21 @@ impl Controls {
         if let Some(list) = string_list(args.remove("paths"), "paths")? {
             c.paths = Some(super::fhir_paths::parse(&list).ok_or("paths")?);
         }
+        match args.remove("deliver") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => c.deliver = Deliver::from_name(&s).ok_or("deliver")?,
+            Some(_) => return Err("deliver"),
+        }
+        if c.deliver != Deliver::Inline {
+            // The resource holds the whole: nothing to page.
+            if explicit_max_bytes {
+                return Err("max_bytes");
+            }
+            if !c.cursor.is_empty() {
+                return Err("cursor");
+            }
+            c.max_bytes = 0;
+        }
         Ok(c)
     }
 
@@ -170,7 +242,7 @@ impl Controls {
 
     /// Shapes `data` in place; `Err` names the argument that does not apply to it.
     pub fn apply(&self, data: &mut Value) -> Result<Shaped, &'static str> {
-        let mut shaped = Shaped::default();
+        let mut shaped = Shaped { deliver: self.deliver, ..Shaped::default() };
         if self.selects() {
             self.select(data)?;
         }

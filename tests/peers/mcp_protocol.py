@@ -24,7 +24,11 @@ What it checks:
   serving;
 - resource templates, completions and prompts: the two templates are listed and read,
   completions come from the catalog, a prompt names its tool and an unknown format is refused
-  without being echoed.
+  without being echoed;
+- large results as resources: `parse` of an input whose data is over the default page with
+  `deliver: link` returns a `resource_link` block and no data; `resources/read` of its URI gives
+  exactly the data `max_bytes: 0` returns inline; `deliver: resource` embeds the same text; an
+  unknown result URI is refused without being echoed; no marker outside the resource.
 
 Ends with the line `N passed, N failed`; exit status 1 when anything failed. Python 3.11.
 """
@@ -261,6 +265,33 @@ async def templates_and_prompts(s: ClientSession, tap: Tap, audit_log: Path) -> 
         check(MARKER not in str(e), "prompts: an unknown format is refused without being echoed")
 
 
+async def result_resources(s: ClientSession, tap: Tap, audit_log: Path) -> None:
+    content = patients(300)
+    whole = await s.call_tool("parse", {"content": content, "max_bytes": 0})
+    data = json.dumps(whole.structured_content["data"], separators=(",", ":"), sort_keys=True)
+    check(len(data) > 14_000, f"resources: the input's data is over the default page ({len(data)} bytes)")
+    linked = await s.call_tool("parse", {"content": content, "deliver": "link"})
+    sc = linked.structured_content
+    check("data" not in sc and sc.get("status") == "success", "resources: a linked reply carries no data")
+    links = [b for b in linked.content if isinstance(b, types.ResourceLink)]
+    check(len(links) == 1 and str(links[0].uri) == sc["resource"]["uri"], "resources: one resource_link block")
+    check(links[0].mimeType == "application/json" and links[0].size == len(data), "resources: its type and size")
+    read = await s.read_resource(links[0].uri)
+    text = read.contents[0].text
+    check(json.loads(text) == whole.structured_content["data"], "resources: the link reads as the whole data")
+    check(len(text) == len(data), "resources: compact JSON, as inline")
+    embedded = await s.call_tool("parse", {"content": content, "deliver": "resource"})
+    blocks = [b for b in embedded.content if isinstance(b, types.EmbeddedResource)]
+    check(len(blocks) == 1 and blocks[0].resource.text == text, "resources: an embedded resource holds the same text")
+    outside = json.dumps(sc) + "".join(json.dumps(b.model_dump(mode="json")) for b in linked.content)
+    check(MARKER not in outside, "resources: no marker beside the resource")
+    try:
+        await s.read_resource("phiward://result/MKR00001X")
+        check(False, "resources: an unknown result is refused")
+    except Exception as e:  # the SDK raises on a JSON-RPC error
+        check(MARKER not in str(e), "resources: an unknown result is refused without being echoed")
+
+
 def main() -> int:
     binary = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "release" / "phiward"
     if not binary.exists():
@@ -272,6 +303,7 @@ def main() -> int:
             ("progress", progress_and_concurrency),
             ("cancel", cancellation),
             ("templates", templates_and_prompts),
+            ("resources", result_resources),
         ]:
             started = time.monotonic()
             try:
