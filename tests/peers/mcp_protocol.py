@@ -267,20 +267,20 @@ async def templates_and_prompts(s: ClientSession, tap: Tap, audit_log: Path) -> 
 
 async def result_resources(s: ClientSession, tap: Tap, audit_log: Path) -> None:
     content = patients(300)
-    whole = await s.call_tool("parse", {"content": content, "max_bytes": 0})
+    whole = await s.call_tool("parse", {"content": content, "ndjson": True, "max_bytes": 0})
     data = json.dumps(whole.structured_content["data"], separators=(",", ":"), sort_keys=True)
     check(len(data) > 14_000, f"resources: the input's data is over the default page ({len(data)} bytes)")
-    linked = await s.call_tool("parse", {"content": content, "deliver": "link"})
+    linked = await s.call_tool("parse", {"content": content, "ndjson": True, "deliver": "link"})
     sc = linked.structured_content
     check("data" not in sc and sc.get("status") == "success", "resources: a linked reply carries no data")
     links = [b for b in linked.content if isinstance(b, types.ResourceLink)]
     check(len(links) == 1 and str(links[0].uri) == sc["resource"]["uri"], "resources: one resource_link block")
-    check(links[0].mimeType == "application/json" and links[0].size == len(data), "resources: its type and size")
+    check(links[0].mime_type == "application/json" and links[0].size == len(data), "resources: its type and size")
     read = await s.read_resource(links[0].uri)
     text = read.contents[0].text
     check(json.loads(text) == whole.structured_content["data"], "resources: the link reads as the whole data")
     check(len(text) == len(data), "resources: compact JSON, as inline")
-    embedded = await s.call_tool("parse", {"content": content, "deliver": "resource"})
+    embedded = await s.call_tool("parse", {"content": content, "ndjson": True, "deliver": "resource"})
     blocks = [b for b in embedded.content if isinstance(b, types.EmbeddedResource)]
     check(len(blocks) == 1 and blocks[0].resource.text == text, "resources: an embedded resource holds the same text")
     outside = json.dumps(sc) + "".join(json.dumps(b.model_dump(mode="json")) for b in linked.content)
