@@ -736,16 +736,26 @@ fn marker_tokens(bytes: &[u8]) -> std::collections::BTreeSet<Vec<u8>> {
 #[cfg(feature = "mcp")]
 #[test]
 fn no_tool_is_a_side_door_around_the_policy() {
-    let mut files = files_under(&fixture("hl7v2/markers"));
-    files.extend(files_under(&fixture("redact/markers")));
+    let mut files = Vec::new();
+    for dir in ["hl7v2/markers", "redact/markers", "dicom/markers", "ccda/markers", "ncpdp-script/markers"] {
+        files.extend(files_under(&fixture(dir)));
+    }
     files.extend(
         files_under(&fixture("redact/red_team"))
             .into_iter()
             .filter(|f| f.extension().is_some_and(|e| e == "hl7" || e == "json")),
     );
-    assert!(files.len() >= 10, "marker fixtures missing");
+    assert!(files.len() >= 15, "marker fixtures missing");
+    // Every shipped policy: a new one is covered without editing this test.
+    let mut policies: Vec<String> = std::fs::read_dir(crate::common::root().join("policy"))
+        .expect("policy folder")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".toml").map(str::to_owned))
+        .collect();
+    policies.sort();
+    assert!(policies.len() >= 4 && policies.iter().any(|p| p == "dicom-basic"), "{policies:?}");
     let mut checked = 0;
-    for name in ["safe-harbor", "limited-data-set", "agent"] {
+    for name in &policies {
+        let name = name.as_str();
         let text =
             std::fs::read_to_string(crate::common::root().join("policy").join(format!("{name}.toml"))).expect("policy");
         let open: String =
