@@ -72,7 +72,7 @@ pub(super) fn run<C: Pipeline>(
     let settings = settings(request);
     let (multi, pieces) = C::split(input, first, &settings);
     let mut runner = Runner::<C>::new(request, settings, sink, disclosure, multi);
-    runner.parallel(whole);
+    runner.whole = whole;
     let result = runner.pieces(pieces);
     // What was read before the end (or a failure) is written; a failure among those records
     // comes first.
@@ -190,6 +190,8 @@ struct Runner<'r, C: Pipeline> {
     records: u64,
     /// Several records (known before the first is processed, by reading one piece ahead).
     multi: bool,
+    /// The input is read whole (a file, not a pipe): its records may be spread over cores.
+    whole: bool,
     stream: C::Stream,
     any_failed_record: bool,
     /// The failed records and their codes.
@@ -229,6 +231,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             disclosure,
             records: 0,
             multi,
+            whole: false,
             stream: C::Stream::default(),
             any_failed_record: false,
             failed: super::Records::default(),
@@ -247,10 +250,10 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     }
 
     /// Lets records be processed several at a time on all cores when the input is read whole
-    /// (`whole`): `convert` (see [`Runner::flush_converts`]), and `parse`, `validate` and
-    /// `inspect` without a redacting policy (see [`par`]).
-    fn parallel(&mut self, whole: bool) {
-        if !whole {
+    /// (`whole`) and holds several records: `convert` (see [`Runner::flush_converts`]), and
+    /// `parse`, `validate` and `inspect` without a redacting policy (see [`par`]).
+    fn parallel(&mut self) {
+        if !self.whole {
             return;
         }
         // Asked once per process: the answer reads several files under /proc and /sys, which
@@ -308,6 +311,11 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 first = false;
                 let envelope = matches!(piece, Piece::Record { kind: Kind::Envelope(_), .. });
                 self.multi = self.multi || envelope || pieces.peek().is_some();
+                // Only several records can be spread over cores: a single record (a 1 KB
+                // message) never pays for asking how many there are.
+                if self.multi {
+                    self.parallel();
+                }
             }
             match piece {
                 Piece::Fail(code) => return Err(Failure::code(code)),
