@@ -267,6 +267,8 @@ codes! {
     PROFILE_MAX_VALUE => Error, "a value is above its profile's maxValue";
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
+    PROFILE_NARRATIVE_LANGUAGE => Error, "the narrative's language sections are not what its profile requires (narrative-language-control)";
+    PROFILE_NARRATIVE_SOURCE => Warning, "the narrative holds content without a source class where its profile asks for one (narrative-source-control)";
     PROFILE_BINDING => Error, "a code is not in the value set its profile binds (error for required, warning for extensible)";
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
     PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";

@@ -208,6 +208,13 @@ pub struct Element {
     pub max_length: Option<u64>,
     /// The `minLength` extension of the element definition.
     pub min_length: Option<u64>,
+    /// The `narrative-language-control` extension (on a Narrative): `_yes` (language sections
+    /// required), `_no` (prohibited), `_resource` (a section in the resource's language), or a
+    /// language whose section is required.
+    pub narrative_language: Option<String>,
+    /// The `narrative-source-control` extension (on a Narrative): the severity (`error`,
+    /// `warning`, `information`) of content without a source class.
+    pub narrative_source: Option<String>,
 }
 
 impl Element {
@@ -842,8 +849,29 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
     if min_length.is_some() {
         out.min_length = min_length;
     }
+    let code_of = |url: &str| {
+        e.get("extension").and_then(Value::as_array).and_then(|exts| {
+            exts.iter()
+                .find(|x| x.get("url").and_then(Value::as_str) == Some(url))
+                .and_then(|x| x.get("valueCode"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+    };
+    if let Some(c) = code_of(NARRATIVE_LANGUAGE_EXTENSION) {
+        out.narrative_language = Some(c);
+    }
+    if let Some(c) = code_of(NARRATIVE_SOURCE_EXTENSION) {
+        out.narrative_source = Some(c);
+    }
     out
 }
+
+/// The extension of a Narrative's element definition that controls its language sections.
+const NARRATIVE_LANGUAGE_EXTENSION: &str = "http://hl7.org/fhir/StructureDefinition/narrative-language-control";
+
+/// The extension of a Narrative's element definition that asks for source classes.
+const NARRATIVE_SOURCE_EXTENSION: &str = "http://hl7.org/fhir/StructureDefinition/narrative-source-control";
 
 /// The extension giving an element definition's minimum length.
 const MIN_LENGTH_EXTENSION: &str = "http://hl7.org/fhir/StructureDefinition/minLength";

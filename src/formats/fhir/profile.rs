@@ -48,6 +48,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 use crate::diag::{Code, Diagnostic, Location, ProfileId, Severity};
+use crate::formats::xml::{NsId, XML_NAMESPACE};
 use crate::structure::conformance::{self, ContextKind, DiscriminatorKind, Element, Slicing, Snapshot, Strength};
 use crate::structure::{Conformance, Context};
 
@@ -143,6 +144,15 @@ struct BundleIndex<'d> {
 )]
 fn value(doc: &Document, i: u32) -> &[u8] {
     doc.value(i)
+}
+
+/// A decoded value of a narrative's XHTML (an attribute), compared with a profile's codes.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a validator: it compares a narrative's language and class attributes with a profile's codes; what it returns is value-free"
+)]
+fn xml_value(tree: &crate::formats::xml::Tree, span: crate::formats::xml::Span) -> &[u8] {
+    tree.value(span).raw()
 }
 
 fn text(doc: &Document, i: u32) -> Option<&str> {
@@ -759,6 +769,9 @@ impl<'d> Checker<'d> {
                 }
             }
         }
+        if (el.narrative_language.is_some() || el.narrative_source.is_some()) && type_of(doc, n) == "Narrative" {
+            self.narrative(n, el, pid);
+        }
         for c in &el.constraints {
             if core_constraints().get(c.key.as_str()).is_some_and(|exprs| exprs.contains(&c.expression.as_str())) {
                 continue;
@@ -793,6 +806,79 @@ impl<'d> Checker<'d> {
                 if !fits {
                     self.type_profile(n, &many[0].0, many[0].1.as_deref(), depth);
                 }
+            }
+        }
+    }
+
+    /// The narrative controls of a profile on a Narrative `n`, read from its XHTML `div`:
+    /// language sections (the `div`'s child elements with `lang` or `xml:lang`) required,
+    /// prohibited, or required for the resource's language or a given one
+    /// (`narrative-language-control`), and content attributed to a source by its `class`
+    /// (`narrative-source-control`: every child element of the `div`, or of each language
+    /// section, classed `boilerplate`, `generated`, `original`, `extensions` or `additional`,
+    /// and no bare text), at the severity the extension gives. One finding per rule, at the
+    /// `div`; languages and texts are compared, never reported.
+    fn narrative(&mut self, n: u32, el: &Element, pid: Option<ProfileId>) {
+        let doc = self.doc;
+        let Some(div) = doc.children(n).find(|&c| doc.node(c).name == "div" && doc.node(c).has_value()) else {
+            return;
+        };
+        let xhtml = value(doc, div);
+        let limits =
+            crate::limits::Limits { max_input_bytes: xhtml.len() as u64 + 1, ..crate::limits::Limits::default() };
+        // A div that is not well-formed is the base validation's finding.
+        let Ok(tree) = crate::formats::xml::parse(xhtml, &limits) else { return };
+        let attr = |e: u32, name: &[u8], xml_ns: bool| {
+            tree.attrs_of(e)
+                .iter()
+                .find(|a| {
+                    let ns_ok = if xml_ns { tree.namespace_is(a.ns, XML_NAMESPACE) } else { a.ns == NsId::NONE };
+                    ns_ok && a.local.of(xhtml) == name
+                })
+                .map(|a| xml_value(&tree, a.value))
+        };
+        let lang = |e: u32| attr(e, b"lang", true).or_else(|| attr(e, b"lang", false));
+        let sections: Vec<(u32, &[u8])> = tree.children(0).filter_map(|c| Some((c, lang(c)?))).collect();
+        let at = || Location::Fhir(doc.path(div));
+        if let Some(control) = el.narrative_language.as_deref() {
+            let wanted: Option<&[u8]> = match control {
+                "_yes" | "_no" => None,
+                "_resource" => {
+                    let r = doc.resource_of(n);
+                    doc.children(r)
+                        .find(|&c| doc.node(c).name == "language" && doc.node(c).has_value())
+                        .map(|c| value(doc, c))
+                }
+                other => Some(other.as_bytes()),
+            };
+            let bad = match control {
+                "_yes" => sections.is_empty(),
+                "_no" => !sections.is_empty(),
+                _ => wanted.is_some_and(|w| !sections.iter().any(|(_, l)| l.eq_ignore_ascii_case(w))),
+            };
+            if bad {
+                self.push(Code::PROFILE_NARRATIVE_LANGUAGE, Severity::Error, at(), pid);
+            }
+        }
+        if let Some(level) = el.narrative_source.as_deref() {
+            let severity = match level {
+                "error" | "fatal" => Severity::Error,
+                "information" => Severity::Information,
+                _ => Severity::Warning,
+            };
+            let containers: Vec<u32> =
+                if sections.is_empty() { vec![0] } else { sections.iter().map(|&(c, _)| c).collect() };
+            let sourced = |e: u32| {
+                attr(e, b"class", false).is_some_and(|class| {
+                    class.split(u8::is_ascii_whitespace).any(|t| {
+                        [&b"boilerplate"[..], b"generated", b"original", b"extensions", b"additional"].contains(&t)
+                    })
+                })
+            };
+            let unsourced =
+                containers.iter().any(|&c| tree.texts_of(c).next().is_some() || tree.children(c).any(|e| !sourced(e)));
+            if unsourced {
+                self.push(Code::PROFILE_NARRATIVE_SOURCE, severity, at(), pid);
             }
         }
     }
@@ -1320,6 +1406,64 @@ mod tests {
             "",
         );
         assert!(findings(&ctx, &good).is_empty(), "{:?}", findings(&ctx, &good));
+    }
+
+    #[test]
+    fn narrative_language_sections_and_source_classes() {
+        let profile = |id: &str, url: &str, code: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.org/{id}","type":"Patient",
+                "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+                "differential":{{"element":[{{"id":"Patient.text","path":"Patient.text",
+                  "extension":[{{"url":"http://hl7.org/fhir/StructureDefinition/{url}","valueCode":"{code}"}}]}}]}}}}"#
+            )
+        };
+        let patient = |lang: &str, div: &str| {
+            let language = if lang.is_empty() { String::new() } else { format!(r#""language":"{lang}","#) };
+            format!(
+                r#"{{"resourceType":"Patient",{language}"text":{{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">{div}</div>"}}}}"#
+            )
+        };
+        let none = r#"<p>x</p>"#;
+        let de_pt = r#"<div lang=\"de\" xml:lang=\"de\">x</div><div lang=\"pt\">y</div>"#;
+        let de_en = r#"<div xml:lang=\"de\">x</div><div xml:lang=\"en\">y</div>"#;
+        let run = |id: &str, url: &str, code: &str, input: &str| {
+            let ctx = context(&[&profile(id, url, code)], &[&format!("http://example.org/{id}")]);
+            findings(&ctx, input)
+        };
+        let lang = "narrative-language-control";
+        let at = |code: &str, sev: &str, id: &str| format!("{code} {sev} Patient.text.div http://example.org/{id}");
+        assert!(run("no", lang, "_no", &patient("", none)).is_empty());
+        assert_eq!(run("no", lang, "_no", &patient("", de_pt)), [at("PROFILE_NARRATIVE_LANGUAGE", "error", "no")]);
+        assert!(run("yes", lang, "_yes", &patient("", de_pt)).is_empty());
+        assert_eq!(run("yes", lang, "_yes", &patient("", none)), [at("PROFILE_NARRATIVE_LANGUAGE", "error", "yes")]);
+        assert!(run("rl", lang, "_resource", &patient("en", de_en)).is_empty());
+        assert_eq!(
+            run("rl", lang, "_resource", &patient("en", de_pt)),
+            [at("PROFILE_NARRATIVE_LANGUAGE", "error", "rl")]
+        );
+        assert!(run("pt", lang, "pt", &patient("", de_pt)).is_empty());
+        assert_eq!(run("en", lang, "en", &patient("", de_pt)), [at("PROFILE_NARRATIVE_LANGUAGE", "error", "en")]);
+        let src = "narrative-source-control";
+        let sourced = r#"<h1 class=\"boilerplate\">a</h1><p class=\"x generated\">b</p>"#;
+        assert!(run("src", src, "error", &patient("", sourced)).is_empty());
+        for (div, what) in [
+            (r#"bare text<p class=\"generated\">b</p>"#, "bare text"),
+            (r#"<p class=\"original\">a</p><p>b</p>"#, "an element without a class"),
+        ] {
+            assert_eq!(
+                run("src", src, "error", &patient("", div)),
+                [at("PROFILE_NARRATIVE_SOURCE", "error", "src")],
+                "{what}"
+            );
+            assert_eq!(
+                run("srcw", src, "warning", &patient("", div)),
+                [at("PROFILE_NARRATIVE_SOURCE", "warning", "srcw")]
+            );
+        }
+        // Inside language sections, their children are what must be attributed.
+        let sections = r#"<div lang=\"de\"><p class=\"generated\">x</p></div><div lang=\"en\"><p>y</p></div>"#;
+        assert_eq!(run("src", src, "error", &patient("", sections)), [at("PROFILE_NARRATIVE_SOURCE", "error", "src")]);
     }
 
     #[test]
