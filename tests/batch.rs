@@ -459,6 +459,35 @@ fn redact_out_dir_writes_each_file_as_its_own_redaction() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// `redact --out-dir` over files there already (a run again into the same folder): a longer
+/// one and a shorter one each end up exactly the redaction (written over in place, then cut).
+#[test]
+fn redact_out_dir_writes_over_longer_and_shorter_files() {
+    let base = std::env::temp_dir().join(format!("phiward-batch-rewrite-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (input, out) = (base.join("in"), base.join("out"));
+    std::fs::create_dir_all(&input).expect("mkdir");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    let names = ["ct_explicit_le.dcm", "ct_implicit_le.dcm"];
+    for name in names {
+        std::fs::copy(fixture("dicom/valid").join(name), input.join(name)).expect("copy");
+    }
+    std::fs::write(out.join(names[0]), vec![0xAA; 1 << 20]).expect("write");
+    std::fs::write(out.join(names[1]), b"abc").expect("write");
+    let policy = crate::common::root().join("policy/dicom-basic.toml");
+    let key = base.join("k");
+    std::fs::write(&key, b"0123456789abcdef0123456789abcdef").expect("write");
+    let args = ["redact", "--policy", s(&policy), "--key-file", s(&key)];
+    let o = run(&[&args[..], &[s(&input), "--out-dir", s(&out)]].concat());
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    for name in names {
+        let single = run(&[&args[..], &[s(&input.join(name))]].concat());
+        assert_eq!(code(&single), 0, "{name}");
+        assert!(std::fs::read(out.join(name)).expect("written") == single.stdout, "{name}: not the redaction");
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 /// A `*.ndjson` file in a walk is read as NDJSON (one record per line), as `--ndjson` reads one
 /// input; the same lines in a `.json` file are not one JSON document.
 #[test]

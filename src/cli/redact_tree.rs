@@ -11,9 +11,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-use zeroize::Zeroize;
 
 use super::args::InputArgs;
 use super::batch::{Entry, shown_path, walk_one};
@@ -62,6 +61,43 @@ impl Sink for Bytes {
             self.0.extend_from_slice(b);
         }
         Ok(())
+    }
+
+    /// A file's manifest is not written under `--out-dir` (`--manifest` is for one input).
+    fn reads_manifest(&self) -> bool {
+        false
+    }
+}
+
+/// Writes `bytes` as the file `out`, creating its folder (once per folder: `made` lists those
+/// made or found already). A file there already is written over in place and then cut to the
+/// new length, not truncated first: on ext4, a file truncated to zero and written again is
+/// flushed to disk when it is closed (`auto_da_alloc`), and its freed blocks discarded, which
+/// made rewriting an output folder several times slower than writing it. The file holds the
+/// new bytes, and only those, once this returns `Ok` (and is emptied when writing fails).
+fn write_out(out: &Path, bytes: &[u8], made: &Mutex<BTreeSet<PathBuf>>) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(parent) = out.parent() {
+        let known = made.lock().map(|m| m.contains(parent)).unwrap_or(false);
+        if !known {
+            std::fs::create_dir_all(parent)?;
+            if let Ok(mut m) = made.lock() {
+                m.insert(parent.to_path_buf());
+            }
+        }
+    }
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(out)?;
+    let before = file.metadata()?.len();
+    let len = bytes.len() as u64;
+    match file.write_all(bytes) {
+        // Cut only when the file was longer: ext4 truncates (and flushes) even to the same size.
+        Ok(()) if before > len => file.set_len(len),
+        Ok(()) => Ok(()),
+        // Not part new, part old: emptied (the run reports the file not written).
+        Err(e) => {
+            let _ = file.set_len(0);
+            Err(e)
+        }
     }
 }
 
@@ -171,6 +207,7 @@ pub fn run(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
         .clamp(1, jobs.len().max(1));
     let next = AtomicUsize::new(0);
+    let made = Mutex::new(BTreeSet::new());
     let bar = super::batch::progress(jobs.len(), a.quiet);
     let one = |job: &Job| -> Result<(), Code> {
         if let Some(code) = job.refused {
@@ -205,11 +242,10 @@ pub fn run(
             (None, n) if n > 0 => Err(Code::CLI_RECORDS_FAILED),
             (None, _) => {
                 let out = job.out.as_deref().ok_or(Code::CLI_OUTPUT_FAILED)?;
-                let made = out.parent().map_or(Ok(()), std::fs::create_dir_all);
-                made.and_then(|()| std::fs::write(out, &bytes.0)).map_err(|_| Code::CLI_OUTPUT_FAILED)
+                write_out(out, &bytes.0, &made).map_err(|_| Code::CLI_OUTPUT_FAILED)
             }
         };
-        bytes.0.zeroize();
+        crate::phi::wipe(&mut bytes.0);
         result
     };
     let mut results: Vec<(usize, Result<(), Code>)> = std::thread::scope(|s| {

@@ -21,6 +21,10 @@ use crate::limits::Limits;
 use crate::phi::{Disclosure, Phi};
 
 use super::Operation;
+use super::file_input::FileInput;
+
+/// The read buffer of an input.
+pub const INPUT_BUFFER: usize = 64 * 1024;
 
 /// What a record is in its stream: a message, or an envelope record of the format's batch
 /// protocol (`E`: the format's envelope kinds).
@@ -278,6 +282,12 @@ pub trait Codec: 'static {
         first: Option<u8>,
         settings: &Settings,
     ) -> (bool, Pieces<'a, Self::Envelope>);
+
+    /// [`Codec::split`] of a regular file, an input that can skip bytes without reading them.
+    /// The default reads it as any stream (through a buffer of [`INPUT_BUFFER`] bytes).
+    fn split_file<'a>(input: FileInput, first: Option<u8>, settings: &Settings) -> (bool, Pieces<'a, Self::Envelope>) {
+        Self::split(input.into_stream(INPUT_BUFFER), first, settings)
+    }
 
     /// Reads one record. `keep` asks for the bytes back on failure. `stream` is read for what
     /// envelope records inherit.

@@ -13,6 +13,7 @@ pub mod ccda;
 pub mod codec;
 pub mod dicom;
 pub mod fhir;
+pub mod file_input;
 pub mod hl7v2;
 pub mod lines;
 pub mod mllp;

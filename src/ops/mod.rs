@@ -34,8 +34,8 @@ use crate::error::Error;
 use crate::formats::Format;
 use crate::phi::{Disclosure, Phi};
 
-/// The read buffer of an input.
-const INPUT_BUFFER: usize = 64 * 1024;
+use crate::formats::codec::INPUT_BUFFER;
+use crate::formats::file_input::FileInput;
 
 /// Runs a request.
 #[expect(
@@ -62,7 +62,10 @@ pub fn run(mut request: Request, sink: &mut dyn Sink) -> Outcome {
             Source::Bytes(b) => b.span().raw().len().min(detect::PREFIX_LEN),
             _ => detect::PREFIX_LEN,
         };
-        let prefix = fill_prefix(&mut reader, prefix_len)?;
+        let prefix = match &mut reader {
+            Opened::File(file, _) => fill_prefix(file, prefix_len)?,
+            Opened::Stream(r) => fill_prefix(r, prefix_len)?,
+        };
         if prefix.is_empty() {
             return Err(Failure::code(Code::CLI_EMPTY_INPUT));
         }
@@ -97,8 +100,12 @@ pub fn run(mut request: Request, sink: &mut dyn Sink) -> Outcome {
             Source::Bytes(b) => b.span().raw().len().clamp(1, INPUT_BUFFER),
             _ => INPUT_BUFFER,
         };
-        let input = BufReader::with_capacity(capacity, io::Cursor::new(prefix).chain(reader));
-        let input: Box<dyn io::BufRead + '_> = Box::new(input);
+        let input = match reader {
+            Opened::File(file, len) => runner::Input::File(FileInput::new(prefix, file, len)),
+            Opened::Stream(r) => {
+                runner::Input::Stream(Box::new(BufReader::with_capacity(capacity, io::Cursor::new(prefix).chain(r))))
+            }
+        };
         dispatch(format, &request, sink, disclosure.as_ref(), input, first, whole)
     })();
     match result {
@@ -125,7 +132,7 @@ macro_rules! define_dispatch {
             request: &Request,
             sink: &mut dyn Sink,
             disclosure: Option<&Disclosure>,
-            input: Box<dyn io::BufRead + '_>,
+            input: runner::Input<'_>,
             first: Option<u8>,
             whole: bool,
         ) -> Result<Outcome, Failure> {
@@ -219,19 +226,27 @@ fn excerpt_of(show: bool, bytes: &[u8], offset: usize) -> Option<Phi<Vec<u8>>> {
     clippy::disallowed_methods,
     reason = "ops: grants the disclosure, reads in-memory input, passes records through on the data channel"
 )]
-fn open(source: &Source) -> Result<Box<dyn Read + '_>, Failure> {
+fn open(source: &Source) -> Result<Opened<'_>, Failure> {
     match source {
         Source::Path(p) => {
             let file = std::fs::File::open(p).map_err(|e| Failure::from(crate::error::from_read_io(&e)))?;
             match file.metadata() {
                 Ok(m) if m.is_dir() => Err(Failure::code(Code::CLI_NO_INPUT)),
-                Ok(_) => Ok(Box::new(file)),
+                Ok(m) if m.is_file() => Ok(Opened::File(file, m.len())),
+                Ok(_) => Ok(Opened::Stream(Box::new(file))),
                 Err(e) => Err(Failure::from(crate::error::from_read_io(&e))),
             }
         }
-        Source::Stdin => Ok(Box::new(io::stdin().lock())),
-        Source::Bytes(b) => Ok(Box::new(b.span().raw())),
+        Source::Stdin => Ok(Opened::Stream(Box::new(io::stdin().lock()))),
+        Source::Bytes(b) => Ok(Opened::Stream(Box::new(b.span().raw()))),
     }
+}
+
+/// An input opened: a regular file (and its length), which a codec may skip through by
+/// seeking, or any other stream.
+enum Opened<'s> {
+    File(std::fs::File, u64),
+    Stream(Box<dyn Read + 's>),
 }
 
 /// Reads up to [`detect::PREFIX_LEN`] bytes (less at end of input).

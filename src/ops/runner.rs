@@ -60,17 +60,28 @@ pub(super) fn settings(request: &Request) -> Settings {
     }
 }
 
+/// An input as the pipeline hands it to a codec.
+pub(super) enum Input<'a> {
+    /// A regular file (a codec may skip bytes of it by seeking).
+    File(crate::formats::file_input::FileInput),
+    /// Any other input, read through a buffer.
+    Stream(Box<dyn BufRead + 'a>),
+}
+
 /// Runs every piece of an input through the pipeline of format `C`.
 pub(super) fn run<C: Pipeline>(
     request: &Request,
     sink: &mut dyn super::Sink,
     disclosure: Option<&Disclosure>,
-    input: Box<dyn BufRead + '_>,
+    input: Input<'_>,
     first: Option<u8>,
     whole: bool,
 ) -> Result<Outcome, Failure> {
     let settings = settings(request);
-    let (multi, pieces) = C::split(input, first, &settings);
+    let (multi, pieces) = match input {
+        Input::Stream(input) => C::split(input, first, &settings),
+        Input::File(file) => C::split_file(file, first, &settings),
+    };
     let mut runner = Runner::<C>::new(request, settings, sink, disclosure, multi);
     runner.whole = whole;
     let result = runner.pieces(pieces);
@@ -352,8 +363,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 Piece::Record { kind, offset, bytes } => {
                     // A record of a frame writes into the frame's output; another into its own.
                     let mut frame = self.frame.take();
-                    let mut own = Zeroizing::new(Vec::new());
-                    let out = match frame.as_mut() {
+                    let mut own = crate::phi::Scratch::default();
+                    let out: &mut Vec<u8> = match frame.as_mut() {
                         Some(f) => &mut f.out,
                         None => &mut own,
                     };
@@ -974,6 +985,7 @@ mod tests {
 
     use crate::formats::codec::{Check, Codec, Kind, ModelShape, Piece, Settings};
     use crate::formats::dicom::Dicom;
+    use crate::formats::file_input::FileInput;
     use crate::phi::Disclosure;
 
     fn settings(bulk_values: bool) -> Settings {
@@ -989,16 +1001,37 @@ mod tests {
         }
     }
 
-    /// What `parse`, `validate` and `inspect` write of one DICOM input, and the record's size.
+    /// How an input reaches the splitter.
+    #[derive(Copy, Clone, Debug)]
+    enum Via {
+        /// A stream read through.
+        Stream,
+        /// A regular file whose first bytes (this many) were read ahead, as `ops` reads the
+        /// detection prefix: skipped bytes are sought past.
+        File(usize),
+    }
+
+    /// What `parse`, `validate` and `inspect` write of one DICOM input, and the record.
     #[expect(clippy::disallowed_methods, reason = "ops: grants the disclosure `parse` has")]
-    fn outputs(bytes: &[u8], bulk_values: bool) -> (Vec<u8>, usize) {
+    fn outputs(bytes: &[u8], bulk_values: bool, via: Via) -> (Vec<u8>, Vec<u8>) {
         let settings = settings(bulk_values);
-        let input: Box<dyn BufRead> = Box::new(std::io::Cursor::new(bytes.to_vec()));
-        let (_, mut pieces) = Dicom::split(input, None, &settings);
-        let Some(Ok(Piece::Record { bytes: Some(record), .. })) = pieces.next() else {
-            return (b"no record".to_vec(), 0);
+        let (_, mut pieces) = match via {
+            Via::Stream => {
+                let input: Box<dyn BufRead> = Box::new(std::io::Cursor::new(bytes.to_vec()));
+                Dicom::split(input, None, &settings)
+            }
+            Via::File(ahead) => {
+                let ahead = ahead.min(bytes.len());
+                let mut file = std::io::Cursor::new(bytes.to_vec());
+                file.set_position(ahead as u64);
+                let input = FileInput::new(bytes[..ahead].to_vec(), file, bytes.len() as u64);
+                Dicom::split_file(input, None, &settings)
+            }
         };
-        let size = record.len();
+        let Some(Ok(Piece::Record { bytes: Some(record), .. })) = pieces.next() else {
+            return (b"no record".to_vec(), Vec::new());
+        };
+        let kept = record.clone();
         let mut out = Vec::new();
         match Dicom::read(record, 0, Kind::Message, &(), &settings, false) {
             Err(fatal) => out.extend_from_slice(format!("{:?}", fatal.cause).as_bytes()),
@@ -1011,12 +1044,14 @@ mod tests {
                 Dicom::model_json(&doc, &Disclosure::grant(), &mut out);
             }
         }
-        (out, size)
+        (out, kept)
     }
 
     /// Every DICOM fixture gives the same findings (codes, tag paths, offsets), inspect summary
     /// and parse model whether the record keeps its bulk values (`fmt`, `redact`) or leaves them
     /// all out (`parse`, `validate`, `inspect`); a file with pixel data makes a smaller record.
+    /// A regular file, whose skipped bulk values are sought past, makes the same record as the
+    /// stream, wherever the read-ahead ends and wherever the file is cut short.
     #[test]
     fn structure_only_records_leave_bulk_values_out_with_the_same_output() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dicom");
@@ -1028,18 +1063,35 @@ mod tests {
         }
         files.sort();
         assert!(files.len() > 30, "the fixtures are there");
+        let aheads = [0, 1, 131, 132, 133, 300, 1000, 4096, crate::detect::PREFIX_LEN];
         let mut smaller = 0;
         for file in &files {
             let bytes = std::fs::read(file).expect("fixture");
-            let (full, full_size) = outputs(&bytes, true);
-            let (bare, bare_size) = outputs(&bytes, false);
+            let (full, full_record) = outputs(&bytes, true, Via::Stream);
+            let (bare, bare_record) = outputs(&bytes, false, Via::Stream);
             assert!(full == bare, "outputs differ: {}", file.display());
-            assert!(bare_size <= full_size, "record grew: {}", file.display());
-            smaller += usize::from(bare_size < full_size);
+            assert!(bare_record.len() <= full_record.len(), "record grew: {}", file.display());
+            smaller += usize::from(bare_record.len() < full_record.len());
+            for ahead in aheads {
+                for bulk in [false, true] {
+                    let (out, record) = outputs(&bytes, bulk, Via::File(ahead));
+                    let same = &record == if bulk { &full_record } else { &bare_record };
+                    assert!(out == full && same, "file read ahead {ahead} differs: {}", file.display());
+                }
+            }
             // Cut short anywhere (in a bulk value too): the same fatal finding at the same place.
             for cut in (1..8).map(|k| bytes.len() * k / 8).chain([bytes.len().saturating_sub(1)]) {
                 let part = &bytes[..cut];
-                assert!(outputs(part, true).0 == outputs(part, false).0, "cut {cut} differs: {}", file.display());
+                let (stream, stream_record) = outputs(part, false, Via::Stream);
+                assert!(outputs(part, true, Via::Stream).0 == stream, "cut {cut} differs: {}", file.display());
+                for ahead in aheads {
+                    let (out, record) = outputs(part, false, Via::File(ahead));
+                    assert!(
+                        out == stream && record == stream_record,
+                        "cut {cut} read ahead {ahead} differs: {}",
+                        file.display()
+                    );
+                }
             }
         }
         assert!(smaller > 5, "bulk values left out of {smaller} records");

@@ -200,16 +200,32 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (u32, u32) {
 /// Where keys and values are, for errors.
 pub(crate) struct Ctx<'t> {
     text: &'t str,
+    /// The byte offset of each line's start: a rule's line and column are found without
+    /// counting from the start of the file (a policy of hundreds of rules loaded in one pass).
+    starts: Vec<usize>,
 }
 
-impl Ctx<'_> {
+impl<'t> Ctx<'t> {
+    fn new(text: &'t str) -> Self {
+        let starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Ctx { text, starts }
+    }
+
     pub(crate) fn err(&self, code: Code, span: Range<usize>) -> LoadError {
-        let (line, column) = line_col(self.text, span.start);
+        let (line, column) = self.at(span);
         LoadError { code, line, column }
     }
 
+    /// [`line_col`] of the span's start.
     pub(crate) fn at(&self, span: Range<usize>) -> (u32, u32) {
-        line_col(self.text, span.start)
+        let offset = span.start.min(self.text.len());
+        if !self.text.is_char_boundary(offset) {
+            return line_col(self.text, offset);
+        }
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts.get(line.wrapping_sub(1)).copied().unwrap_or(0);
+        let column = self.text.get(start..offset).map_or(0, |s| s.chars().count()) as u32 + 1;
+        (line as u32, column)
     }
 }
 
@@ -237,7 +253,7 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
             return Err(LoadError { code: Code::POLICY_SYNTAX, line, column });
         }
     };
-    let ctx = Ctx { text };
+    let ctx = Ctx::new(text);
     let root = DeTable::parse(text).map_err(|e| ctx.err(Code::POLICY_SYNTAX, e.span().unwrap_or(0..0)))?;
     let root = root.get_ref();
     let mut policy = Policy {
@@ -510,6 +526,17 @@ pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line-start index gives what counting from the start gives, at every offset (past
+    /// the end and inside a multi-byte character too).
+    #[test]
+    fn ctx_positions_are_line_col() {
+        let text = "a = 1\n\n[[rule]]\nsel = \"é(0010,0010)\"\r\n  x\n\u{1F600}y\n";
+        let ctx = Ctx::new(text);
+        for offset in 0..text.len() + 3 {
+            assert_eq!(ctx.at(offset..offset), line_col(text, offset), "offset {offset}");
+        }
+    }
 
     fn err(text: &str) -> (Code, u32, u32) {
         match load(text.as_bytes()) {

@@ -11,6 +11,7 @@ use super::{source, validate, write};
 use crate::diag::{Code, Diagnostic};
 use crate::formats::Operation;
 use crate::formats::codec::{Check, Codec, Fatal, Kind, Piece, Pieces, Settings};
+use crate::formats::file_input::FileInput;
 use crate::phi::Disclosure;
 
 /// DICOM Part 10 files.
@@ -61,6 +62,13 @@ impl Codec for Dicom {
         settings: &Settings,
     ) -> (bool, Pieces<'a, Envelope>) {
         let bytes = source::split(input, &settings.limits, settings.bulk_values);
+        let piece = Piece::Record { kind: Kind::Message, offset: 0, bytes };
+        (false, Box::new(std::iter::once(Ok(piece))))
+    }
+
+    /// The bulk values the record leaves out are sought past, not read.
+    fn split_file<'a>(input: FileInput, _first: Option<u8>, settings: &Settings) -> (bool, Pieces<'a, Envelope>) {
+        let bytes = source::split_file(input, &settings.limits, settings.bulk_values);
         let piece = Piece::Record { kind: Kind::Message, offset: 0, bytes };
         (false, Box::new(std::iter::once(Ok(piece))))
     }

@@ -57,6 +57,13 @@ impl Document {
         self.buf.span().raw().get(source::HEADER..) == Some(bytes)
     }
 
+    /// The size of the record (the input's bytes from the meta on, bulk values left out
+    /// excepted): what a writer reserves for the file it writes from it.
+    #[expect(clippy::disallowed_methods, reason = "a buffer size for the writer, not a value's length")]
+    pub fn record_len(&self) -> usize {
+        self.buf.span().raw().len()
+    }
+
     /// True when element `i`'s value was left out of the record (a bulk value past the
     /// budget, see `source`).
     pub fn elided(&self, i: usize) -> bool {

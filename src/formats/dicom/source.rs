@@ -12,7 +12,11 @@
 //! false) keeps no bulk value: the budget counts as passed at the first one, and every bulk
 //! value from there on is skipped as it streams by (a CT slice's pixel data is never copied).
 //! Nothing they write depends on it: `write` makes a descriptor of every bulk value and
-//! `validate` checks none (see `lex::is_bulk`).
+//! `validate` checks none (see `lex::is_bulk`). From a regular file ([`split_file`]) a skipped
+//! value is sought past instead of read: the header read of a CT slice reads its header (within
+//! the 64 KiB detection prefix), not its pixel data. The lexer goes on after the value as it
+//! does for a stream (elements after the pixel data, trailing padding), and a value cut short
+//! by the file's end is the same finding at the same offset: the record is the same bytes.
 //!
 //! A deflated dataset (Deflated Explicit VR Little Endian, PS3.5 Section A.5): when the lexer
 //! reaches the end of the file meta and the transfer syntax is deflated, it asks the source to
@@ -39,6 +43,7 @@ use flate2::{Decompress, FlushDecompress, Status};
 
 use super::lex::{self, Lexed};
 use crate::diag::Code;
+use crate::formats::file_input::FileInput;
 use crate::limits::Limits;
 
 /// The record's first bytes.
@@ -190,9 +195,11 @@ impl<'a> Inflater<'a> {
     }
 }
 
-/// Where a [`Stream`] reads from: the input, or the input inflated.
+/// Where a [`Stream`] reads from: the input, a regular file (skipped bytes are sought past, not
+/// read), or the input inflated.
 enum Input<'a> {
     Raw(Box<dyn BufRead + 'a>),
+    File(FileInput),
     Deflated(Inflater<'a>),
 }
 
@@ -203,6 +210,10 @@ impl Input<'_> {
                 Ok(b) if !b.is_empty() => Some(b),
                 _ => None,
             },
+            Input::File(f) => match f.fill_buf() {
+                Ok(b) if !b.is_empty() => Some(b),
+                _ => None,
+            },
             Input::Deflated(d) => d.fill(),
         }
     }
@@ -210,6 +221,7 @@ impl Input<'_> {
     fn consume(&mut self, n: usize) {
         match self {
             Input::Raw(r) => r.consume(n),
+            Input::File(f) => f.consume(n),
             Input::Deflated(d) => d.consume(n),
         }
     }
@@ -264,6 +276,15 @@ impl<'a> Stream<'a> {
     /// there is copied).
     fn pass(&mut self, mut n: u64, keep: bool) -> bool {
         while n > 0 {
+            // Skipped bytes of a regular file are sought past: the same bytes, not read.
+            if !keep
+                && self.ahead_pos >= self.ahead.len()
+                && let Input::File(f) = &mut self.input
+            {
+                let skipped = f.skip(n);
+                self.offset += skipped;
+                return skipped == n;
+            }
             let chunk: &[u8] = if self.ahead_pos < self.ahead.len() {
                 &self.ahead[self.ahead_pos..]
             } else {
@@ -287,7 +308,7 @@ impl<'a> Stream<'a> {
     }
 }
 
-impl Source for Stream<'_> {
+impl<'a> Source for Stream<'a> {
     fn offset(&self) -> u64 {
         self.offset
     }
@@ -333,7 +354,9 @@ impl Source for Stream<'_> {
 
     fn inflate(&mut self, back: usize) {
         // The lexer asks once, at the end of the file meta.
-        let Input::Raw(_) = self.input else { return };
+        if let Input::Deflated(_) = self.input {
+            return;
+        }
         let back = back.min(self.out.len().saturating_sub(HEADER));
         // The given-back bytes, then what is left of the read-ahead, then the rest of the input.
         let mut head = self.out.split_off(self.out.len() - back);
@@ -341,9 +364,12 @@ impl Source for Stream<'_> {
         crate::phi::wipe(&mut self.ahead);
         self.ahead_pos = 0;
         self.offset -= back as u64;
-        let Input::Raw(rest) = std::mem::replace(&mut self.input, Input::Raw(Box::new(std::io::empty()))) else {
-            return;
-        };
+        let rest: Box<dyn BufRead + 'a> =
+            match std::mem::replace(&mut self.input, Input::Raw(Box::new(std::io::empty()))) {
+                Input::Raw(rest) => rest,
+                Input::File(file) => Box::new(file),
+                Input::Deflated(_) => return,
+            };
         let raw = Box::new(std::io::Cursor::new(head).chain(rest));
         // The inflated dataset with the meta before it stays within `max_input_bytes`.
         let limit = self.cap.saturating_sub(HEADER as u64).saturating_sub(self.offset);
@@ -440,11 +466,28 @@ impl Source for Slice<'_> {
 /// bulk value is kept: the budget is taken as passed at the first one, so the record leaves out
 /// every bulk value from there on, by the rule the reader already follows.
 pub fn split(input: Box<dyn BufRead + '_>, limits: &Limits, keep_bulk: bool) -> Option<Vec<u8>> {
+    split_input(Input::Raw(input), limits, keep_bulk, 64 * 1024)
+}
+
+/// [`split`] of a regular file: the bulk values it skips are sought past, not read (the same
+/// record).
+/// The record is sized from the file's length: the whole file when it keeps bulk values and the
+/// file is small enough to be kept whole (no copy as the record grows), its header when not.
+pub fn split_file(input: FileInput, limits: &Limits, keep_bulk: bool) -> Option<Vec<u8>> {
+    let whole = usize::try_from(input.file_len()).unwrap_or(usize::MAX).saturating_add(HEADER);
+    let reserve = if keep_bulk && whole <= RESERVE_WHOLE { whole } else { whole.min(16 * 1024) };
+    split_input(Input::File(input), limits, keep_bulk, reserve)
+}
+
+/// The largest record [`split_file`] reserves at once.
+const RESERVE_WHOLE: usize = 8 * 1024 * 1024;
+
+fn split_input(input: Input<'_>, limits: &Limits, keep_bulk: bool, reserve: usize) -> Option<Vec<u8>> {
     let mut s = Stream {
-        input: Input::Raw(input),
+        input,
         ahead: Vec::new(),
         ahead_pos: 0,
-        out: Vec::with_capacity(64 * 1024),
+        out: Vec::with_capacity(reserve.max(HEADER)),
         offset: 0,
         kept_bulk: 0,
         elide_from: u64::MAX,

@@ -660,7 +660,8 @@ fn part10_bytes(
     };
     let els = doc.elements();
     let start = out.len();
-    let mut body = Vec::new();
+    // Sized once: the redacted file is about the record's size (no copy as it grows).
+    let mut body = Vec::with_capacity(doc.record_len());
     let mut meta = Vec::new();
     // Close markers: (index past the subtree, delimiter tag, syntax).
     let mut open: Vec<(usize, u32, Syntax)> = Vec::new();
@@ -762,6 +763,7 @@ fn part10_bytes(
     for (tag, vr, v) in pending {
         put(&mut body, *tag, *vr, v);
     }
+    out.reserve(132 + 12 + meta.len() + body.len());
     out.extend_from_slice(&[0u8; 128]);
     out.extend_from_slice(b"DICM");
     if !meta.is_empty() {
