@@ -139,34 +139,47 @@ impl Server {
         let started = std::time::Instant::now();
         let listed = self.tools_list_names().into_iter().find(|n| *n == params.name);
         let reply = dispatch_watched(&params.name, params.arguments, &self.config, watch);
+        // The audit record is of the reply as sent (a result the store refused is a failure).
+        let (exit, code, out) = match self.deliver(reply) {
+            Ok(delivered) => delivered,
+            Err(code) => {
+                let failed = Reply::failed(code);
+                (failed.exit, failed.code, result(failed))
+            }
+        };
         if let Some(hook) = &self.config.on_call {
             let record = super::dispatch::CallRecord {
                 tool: listed.as_deref().unwrap_or("unknown"),
-                exit: reply.exit,
-                code: reply.code,
+                exit,
+                code,
                 millis: started.elapsed().as_millis() as u64,
             };
             if let Err(code) = (hook.0)(&record) {
                 return result(Reply::failed(code));
             }
         }
-        self.deliver(reply)
+        out
     }
 
-    /// The `tools/call` result for a reply, its data moved to a resource of the store when the
-    /// call asked for one (`deliver`): the structured content then says where (`resource`) in
-    /// place of `data`, and a content block embeds the text or links to it.
-    fn deliver(&self, mut reply: Reply) -> CallToolResult {
+    /// The `tools/call` result for a reply (with its exit code and code), its data moved to a
+    /// resource of the store when the call asked for one (`deliver`): the structured content
+    /// then says where (`resource`) in place of `data`, and a content block embeds the text or
+    /// links to it. `Err`: the data could not be kept (`CLI_RESULT_TOO_LARGE`).
+    fn deliver(&self, mut reply: Reply) -> Result<(u8, Option<Code>, CallToolResult), Code> {
+        let (exit, code) = (reply.exit, reply.code);
         let how = reply.detail.shaped.deliver;
-        if how == Deliver::Inline {
-            return result(reply);
-        }
-        let Some(data) = reply.data.take() else { return result(reply) };
-        let Ok(text) = serde_json::to_string(&data) else { return result(Reply::failed(Code::CLI_INTERNAL)) };
+        let data = match reply.data.take() {
+            Some(data) if how != Deliver::Inline => data,
+            data => {
+                reply.data = data;
+                return Ok((exit, code, result(reply)));
+            }
+        };
+        let text = serde_json::to_string(&data).map_err(|_| Code::CLI_INTERNAL)?;
         drop(data);
         let bytes = text.len();
         let embedded = (how == Deliver::Resource).then(|| text.clone());
-        let Some(uri) = self.results.put(text) else { return result(Reply::failed(Code::CLI_RESULT_TOO_LARGE)) };
+        let uri = self.results.put(text).ok_or(Code::CLI_RESULT_TOO_LARGE)?;
         reply.detail.shaped.resource = Some((uri.clone(), bytes));
         let mut out = result(reply);
         out.content.push(match embedded {
@@ -178,7 +191,7 @@ impl Server {
                     .with_size(bytes as u64),
             ),
         });
-        out
+        Ok((exit, code, out))
     }
 }
 
