@@ -278,7 +278,19 @@ pub fn codes(start: u32, len: u32) -> &'static [&'static str] {
 
 /// True when `code` is in the sorted list.
 pub fn has_code(list: &[&str], code: &[u8]) -> bool {
-    list.binary_search_by(|p| p.as_bytes().cmp(code)).is_ok()
+    // Codes are a few bytes long: compared in place, without a call to `memcmp`.
+    list.binary_search_by(|p| compare(p.as_bytes(), code)).is_ok()
+}
+
+/// Byte-wise order of two short strings (that of `<[u8]>::cmp`).
+#[inline]
+fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 #[cfg(test)]
