@@ -456,4 +456,34 @@ mod tests {
         assert_eq!(i.len, short.len());
         assert!(isa(b"ISA*00*").is_none());
     }
+
+    #[test]
+    fn element_spans_from_the_one_pass() {
+        let mut bytes = ISA.to_vec();
+        bytes.extend_from_slice(b"\nST*837*0001~\nCLM*A*1:2*X^Y**~\nLX~\nSE*4*0001~\n");
+        let doc = read(bytes, 0, RecordKind::Set, Inherited::default(), &Limits::default())
+            .unwrap_or_else(|_| panic!("reads"));
+        let ids: Vec<_> = doc.segs.iter().map(|s| s.id).collect();
+        assert_eq!(ids, [Some("ISA"), Some("ST"), Some("CLM"), Some("LX"), Some("SE")]);
+        // The ISA: 16 elements split at its separators, ISA16 the last.
+        let isa = &doc.segs[0];
+        assert_eq!(isa.element_count(), 16);
+        assert_eq!(doc.span(isa, 15), (104, 105));
+        // CLM*A*1:2*X^Y**: five elements, the last two empty; a component and a repetition.
+        let clm = &doc.segs[2];
+        let at = clm.start;
+        assert_eq!(clm.id_end, at + 3);
+        assert_eq!(clm.element_count(), 5);
+        let spans: Vec<_> = (0..5).map(|i| doc.span(clm, i)).collect();
+        assert_eq!(spans, [(at + 4, at + 5), (at + 6, at + 9), (at + 10, at + 13), (at + 14, at + 14), (at + 15, at + 15)]);
+        assert_eq!(clm.flags, HAS_COMPONENT | HAS_REPETITION);
+        let mut out = Vec::new();
+        doc.elements(clm, &mut out);
+        assert_eq!(out, spans);
+        // A segment without elements, and one without separators of either kind.
+        let lx = &doc.segs[3];
+        assert_eq!((lx.element_count(), lx.id_end, lx.flags), (0, lx.end, 0));
+        assert_eq!(doc.segs[1].flags, 0);
+        assert!(doc.element(lx, 1).is_empty());
+    }
 }

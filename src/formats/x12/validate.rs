@@ -487,6 +487,8 @@ struct Walk<'v, 'a> {
     counts: Vec<u32>,
     /// The element spans of the segment being placed.
     values: Vec<(usize, usize)>,
+    /// Its id, packed (`guide::pack`).
+    key: u32,
 }
 
 impl<'v, 'a> Walk<'v, 'a> {
@@ -500,6 +502,7 @@ impl<'v, 'a> Walk<'v, 'a> {
             stack: Vec::with_capacity(8),
             counts: Vec::with_capacity(128),
             values: Vec::with_capacity(32),
+            key: u32::MAX,
         }
     }
 
@@ -556,7 +559,7 @@ impl<'v, 'a> Walk<'v, 'a> {
 
     /// Does the segment match a definition (id and keys)?
     fn matches(&self, def: &Segment, s: &Seg) -> bool {
-        if s.id.is_none_or(|id| guide::pack(id.as_bytes()) != guide::pack(def.id.as_bytes())) {
+        if s.id.is_none() || self.key != guide::pack(def.id.as_bytes()) {
             return false;
         }
         def.keys.iter().all(|&Key(el, comp, start, len)| {
@@ -772,6 +775,7 @@ impl<'v, 'a> Walk<'v, 'a> {
     /// The element spans of a segment into `values`.
     fn load(&mut self, s: &Seg) {
         let doc = self.view.doc;
+        self.key = s.id.map_or(u32::MAX, |id| guide::pack(id.as_bytes()));
         self.values.clear();
         self.values.extend((0..s.element_count()).map(|i| {
             let (a, b) = doc.span(s, i);
@@ -876,7 +880,14 @@ impl<'v, 'a> Walk<'v, 'a> {
     }
 
     fn rule(&self, rule: &guide::Rule, at: X12Position, out: &mut Out) {
-        let els: Vec<u8> = rule.elements.iter().copied().filter(|&n| n > 0).collect();
+        // The rule's elements (0: none), on the stack.
+        let mut buf = [0u8; 6];
+        let mut len = 0;
+        for &n in rule.elements.iter().filter(|&&n| n > 0) {
+            buf[len] = n;
+            len += 1;
+        }
+        let els = &buf[..len];
         let Some(&first) = els.first() else { return };
         let any = els.iter().any(|&n| self.present(n));
         let bad = match rule.kind {
