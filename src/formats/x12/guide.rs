@@ -85,6 +85,17 @@ pub enum Node {
     L(u16),
 }
 
+/// What the walk looks at first in a child of a loop: the packed id (`pack`) of the segment it
+/// places (a loop's trigger's; `u32::MAX`: none), so that a segment is compared in full only
+/// with the children of its id, and whether the child is required.
+#[derive(Copy, Clone, Debug)]
+pub struct NodeInfo {
+    /// The packed segment id.
+    pub key: u32,
+    /// Usage R.
+    pub required: bool,
+}
+
 /// A key that tells a segment from another with the same id: element, component (0: none)
 /// and a code list (start, length).
 #[derive(Copy, Clone, Debug)]
@@ -179,6 +190,24 @@ impl Loop {
     /// The children.
     pub fn nodes(&self) -> &'static [Node] {
         run(&NODES, (self.start, self.len))
+    }
+
+    /// What the walk looks at first in each child, in the children's order (see [`NodeInfo`]).
+    pub fn node_info(&self) -> &'static [NodeInfo] {
+        static INFO: std::sync::OnceLock<Box<[NodeInfo]>> = std::sync::OnceLock::new();
+        let info = INFO.get_or_init(|| {
+            NODES
+                .iter()
+                .map(|node| {
+                    let (def, usage) = match *node {
+                        Node::S(d) => (Some(segment_at(d)), segment_at(d).usage),
+                        Node::L(l) => (loop_at(l).trigger(), loop_at(l).usage),
+                    };
+                    NodeInfo { key: def.map_or(u32::MAX, |d| pack(d.id.as_bytes())), required: usage == Usage::R }
+                })
+                .collect()
+        });
+        run(info, (self.start, self.len))
     }
 
     /// The first segment (what opens the loop).

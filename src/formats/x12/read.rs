@@ -11,6 +11,11 @@
 //! then the record's own segments. A record without the header (what a redaction wrote) takes its
 //! separators from the stream.
 //!
+//! One pass over a record's bytes finds its segments and, in the same pass, the positions of
+//! every element separator (a flat list the segments index into) and whether a segment holds a
+//! component or repetition separator: the validator and the writers take a segment's elements
+//! from there without searching its bytes again.
+//!
 //! What it does not do: check anything but syntax (see `validate`).
 
 use crate::diag::{Code, Diagnostic, Location, X12Position, X12Scope};

@@ -222,7 +222,7 @@ impl<'a> Splitter<'a> {
         let mut fits = true;
         loop {
             let hay = &self.buf[self.pos..self.len];
-            let (take, done) = match terminator(t, hay) {
+            let (take, done) = match memchr::memchr(t, hay) {
                 Some(i) => (i + 1, true),
                 None => (hay.len(), false),
             };
@@ -430,17 +430,6 @@ impl<'a> Splitter<'a> {
                 }
             }
         }
-    }
-}
-
-/// The first `t` in `hay`: segments are short, so their first bytes are looked at one by one
-/// (a `memchr` call costs more than a short segment), the rest with `memchr`.
-fn terminator(t: u8, hay: &[u8]) -> Option<usize> {
-    const SHORT: usize = 64;
-    match hay.iter().take(SHORT).position(|&c| c == t) {
-        Some(i) => Some(i),
-        None if hay.len() > SHORT => memchr::memchr(t, &hay[SHORT..]).map(|i| i + SHORT),
-        None => None,
     }
 }
 

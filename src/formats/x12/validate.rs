@@ -519,8 +519,10 @@ impl<'v, 'a> Walk<'v, 'a> {
     fn missing(&mut self, frame: usize, from: usize, to: usize, out: &mut Out) {
         let f = &self.stack[frame];
         let nodes = f.lp.nodes();
+        let info = f.lp.node_info();
         for (i, node) in nodes.iter().enumerate().take(to).skip(from) {
-            if self.counts[f.base + i] > 0 {
+            // Only a required child that never occurred is reported.
+            if self.counts[f.base + i] > 0 || info.get(i).is_some_and(|n| !n.required) {
                 continue;
             }
             match *node {
@@ -591,8 +593,13 @@ impl<'v, 'a> Walk<'v, 'a> {
             let nodes = f.lp.nodes();
             // The first child is the loop's trigger: matching it again opens a new instance,
             // found in the frame around.
+            let info = f.lp.node_info();
             let from = f.cursor.max(1);
             for (i, node) in nodes.iter().enumerate().skip(from) {
+                // A child of another id cannot match (`matches` compares the ids first).
+                if info.get(i).is_some_and(|n| n.key != self.key) {
+                    continue;
+                }
                 let hit = match *node {
                     Node::S(d) => self.matches(guide::segment_at(d), s),
                     Node::L(l) => self.trigger_matches(guide::loop_at(l), s),
