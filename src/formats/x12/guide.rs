@@ -256,14 +256,42 @@ pub fn pack(id: &[u8]) -> u32 {
 
 /// The static name of a segment id the tables know.
 pub fn segment_id(id: &[u8]) -> Option<&'static str> {
-    static PACKED: std::sync::OnceLock<Vec<(u32, &'static str)>> = std::sync::OnceLock::new();
-    let table = PACKED.get_or_init(|| {
-        let mut t: Vec<(u32, &'static str)> = SEGMENT_IDS.iter().map(|s| (pack(s.as_bytes()), *s)).collect();
-        t.sort_unstable();
-        t
+    // An open-addressing table of the packed ids (every segment of every record is looked up:
+    // one or two probes rather than a binary search's chain of dependent loads). Slots hold
+    // the packed id and its index in `SEGMENT_IDS` plus one (0: empty); the table is at most
+    // a quarter full, so a probe sequence always ends at an empty slot.
+    const SLOTS: usize = 512;
+    fn slot(key: u32) -> usize {
+        (key.wrapping_mul(0x9E37_79B1) >> 23) as usize % SLOTS
+    }
+    static TABLE: std::sync::OnceLock<Box<[(u32, u16)]>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = vec![(0u32, 0u16); SLOTS.max(SEGMENT_IDS.len() * 4)];
+        for (i, s) in SEGMENT_IDS.iter().enumerate() {
+            let key = pack(s.as_bytes());
+            let mut h = slot(key);
+            while t[h].1 != 0 {
+                h = (h + 1) % t.len();
+            }
+            t[h] = (key, u16::try_from(i + 1).unwrap_or(u16::MAX));
+        }
+        t.into_boxed_slice()
     });
     let key = pack(id);
-    table.binary_search_by(|(k, _)| k.cmp(&key)).ok().map(|i| table[i].1)
+    if key == u32::MAX {
+        return None;
+    }
+    let mut h = slot(key);
+    loop {
+        let &(k, i) = table.get(h)?;
+        if i == 0 {
+            return None;
+        }
+        if k == key {
+            return SEGMENT_IDS.get(usize::from(i) - 1).copied();
+        }
+        h = (h + 1) % table.len();
+    }
 }
 
 /// True when some guide has a loop with this id.
@@ -340,5 +368,8 @@ mod tests {
         assert!(guide(b"837", b"005010X222A1").is_some());
         assert_eq!(segment_id(b"NM1"), Some("NM1"));
         assert_eq!(segment_id(b"QQQ"), None);
+        assert!(SEGMENT_IDS.iter().all(|id| segment_id(id.as_bytes()) == Some(*id)));
+        assert_eq!(segment_id(b""), None);
+        assert_eq!(segment_id(b"NM1X"), None);
     }
 }

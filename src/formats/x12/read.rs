@@ -295,7 +295,15 @@ pub fn read(
         let id_end = seps.get(sep).map_or(end, |&i| i as usize);
         let id = super::guide::segment_id(&bytes[pos..id_end]);
         let n = (seps.len() - sep) as u32;
-        segs.push(Seg { start: pos as u32, end: end as u32, id_end: id_end as u32, sep: sep as u32, seps: n, flags, id });
+        segs.push(Seg {
+            start: pos as u32,
+            end: end as u32,
+            id_end: id_end as u32,
+            sep: sep as u32,
+            seps: n,
+            flags,
+            id,
+        });
         pos = end + 1;
     }
     if own == usize::MAX {
@@ -313,7 +321,19 @@ pub fn read(
     if bytes.len() > u32::MAX as usize {
         return Err(fail(Code::CLI_INPUT_TOO_LARGE, offset, bytes, own_start));
     }
-    Ok(Document { buf: Phi::new(bytes), delimiters, segs, seps, own, kind, group, set, isa_fixed: fixed, offset, syntax })
+    Ok(Document {
+        buf: Phi::new(bytes),
+        delimiters,
+        segs,
+        seps,
+        own,
+        kind,
+        group,
+        set,
+        isa_fixed: fixed,
+        offset,
+        syntax,
+    })
 }
 
 /// A byte's class in [`scan`].
@@ -342,13 +362,21 @@ fn classes(d: &Delimiters) -> [u8; 256] {
 /// short, a byte's class is one look-up.
 fn scan(b: &[u8], from: usize, class: &[u8; 256], terminated: bool, seps: &mut Vec<u32>, flags: &mut u8) -> usize {
     for (i, &c) in b.get(from..).unwrap_or_default().iter().enumerate() {
-        match class[usize::from(c)] {
-            PLAIN => {}
-            ELEMENT => seps.push((from + i) as u32),
-            TERMINATOR if terminated => return from + i,
-            COMPONENT => *flags |= HAS_COMPONENT,
-            REPETITION => *flags |= HAS_REPETITION,
-            _ => {}
+        // Most bytes are plain: one test, no jump table.
+        let k = class[usize::from(c)];
+        if k == PLAIN {
+            continue;
+        }
+        if k == ELEMENT {
+            seps.push((from + i) as u32);
+        } else if k == TERMINATOR {
+            if terminated {
+                return from + i;
+            }
+        } else if k == COMPONENT {
+            *flags |= HAS_COMPONENT;
+        } else {
+            *flags |= HAS_REPETITION;
         }
     }
     b.len()
@@ -480,7 +508,10 @@ mod tests {
         assert_eq!(clm.id_end, at + 3);
         assert_eq!(clm.element_count(), 5);
         let spans: Vec<_> = (0..5).map(|i| doc.span(clm, i)).collect();
-        assert_eq!(spans, [(at + 4, at + 5), (at + 6, at + 9), (at + 10, at + 13), (at + 14, at + 14), (at + 15, at + 15)]);
+        assert_eq!(
+            spans,
+            [(at + 4, at + 5), (at + 6, at + 9), (at + 10, at + 13), (at + 14, at + 14), (at + 15, at + 15)]
+        );
         assert_eq!(clm.flags, HAS_COMPONENT | HAS_REPETITION);
         let mut out = Vec::new();
         doc.elements(clm, &mut out);
