@@ -355,9 +355,26 @@ impl<C: Codec> Batcher<C> {
 
     /// Every record pushed, finished, in order.
     pub(super) fn drain(&mut self) -> Vec<Finished> {
-        // A short input (no pool yet) is not worth a thread.
-        if !self.batch.is_empty() && (self.pool.is_none() || !self.send()) {
-            return self.inline();
+        if !self.batch.is_empty() {
+            // A short input (no pool yet) is not worth a thread.
+            if self.pool.is_none() {
+                return self.inline();
+            }
+            // The last records go out in one part per worker, so that the workers finish
+            // together rather than one of them working through the whole rest alone.
+            let per = self.batch.len().div_ceil(self.workers.max(1));
+            let mut rest = std::mem::take(&mut self.batch);
+            while !rest.is_empty() {
+                let tail = rest.split_off(per.min(rest.len()));
+                self.batch_bytes = rest.iter().map(Job::size).sum();
+                self.batch = rest;
+                if !self.send() {
+                    self.batch.extend(tail);
+                    self.batch_bytes = self.batch.iter().map(Job::size).sum();
+                    return self.inline();
+                }
+                rest = tail;
+            }
         }
         self.drain_sent()
     }

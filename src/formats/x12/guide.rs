@@ -85,6 +85,17 @@ pub enum Node {
     L(u16),
 }
 
+/// What the walk looks at first in a child of a loop: the packed id (`pack`) of the segment it
+/// places (a loop's trigger's; `u32::MAX`: none), so that a segment is compared in full only
+/// with the children of its id, and whether the child is required.
+#[derive(Copy, Clone, Debug)]
+pub struct NodeInfo {
+    /// The packed segment id.
+    pub key: u32,
+    /// Usage R.
+    pub required: bool,
+}
+
 /// A key that tells a segment from another with the same id: element, component (0: none)
 /// and a code list (start, length).
 #[derive(Copy, Clone, Debug)]
@@ -181,6 +192,24 @@ impl Loop {
         run(&NODES, (self.start, self.len))
     }
 
+    /// What the walk looks at first in each child, in the children's order (see [`NodeInfo`]).
+    pub fn node_info(&self) -> &'static [NodeInfo] {
+        static INFO: std::sync::OnceLock<Box<[NodeInfo]>> = std::sync::OnceLock::new();
+        let info = INFO.get_or_init(|| {
+            NODES
+                .iter()
+                .map(|node| {
+                    let (def, usage) = match *node {
+                        Node::S(d) => (Some(segment_at(d)), segment_at(d).usage),
+                        Node::L(l) => (loop_at(l).trigger(), loop_at(l).usage),
+                    };
+                    NodeInfo { key: def.map_or(u32::MAX, |d| pack(d.id.as_bytes())), required: usage == Usage::R }
+                })
+                .collect()
+        });
+        run(info, (self.start, self.len))
+    }
+
     /// The first segment (what opens the loop).
     pub fn trigger(&self) -> Option<&'static Segment> {
         match self.nodes().first() {
@@ -227,14 +256,42 @@ pub fn pack(id: &[u8]) -> u32 {
 
 /// The static name of a segment id the tables know.
 pub fn segment_id(id: &[u8]) -> Option<&'static str> {
-    static PACKED: std::sync::OnceLock<Vec<(u32, &'static str)>> = std::sync::OnceLock::new();
-    let table = PACKED.get_or_init(|| {
-        let mut t: Vec<(u32, &'static str)> = SEGMENT_IDS.iter().map(|s| (pack(s.as_bytes()), *s)).collect();
-        t.sort_unstable();
-        t
+    // An open-addressing table of the packed ids (every segment of every record is looked up:
+    // one or two probes rather than a binary search's chain of dependent loads). Slots hold
+    // the packed id and its index in `SEGMENT_IDS` plus one (0: empty); the table is at most
+    // a quarter full, so a probe sequence always ends at an empty slot.
+    const SLOTS: usize = 512;
+    fn slot(key: u32) -> usize {
+        (key.wrapping_mul(0x9E37_79B1) >> 23) as usize % SLOTS
+    }
+    static TABLE: std::sync::OnceLock<Box<[(u32, u16)]>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = vec![(0u32, 0u16); SLOTS.max(SEGMENT_IDS.len() * 4)];
+        for (i, s) in SEGMENT_IDS.iter().enumerate() {
+            let key = pack(s.as_bytes());
+            let mut h = slot(key);
+            while t[h].1 != 0 {
+                h = (h + 1) % t.len();
+            }
+            t[h] = (key, u16::try_from(i + 1).unwrap_or(u16::MAX));
+        }
+        t.into_boxed_slice()
     });
     let key = pack(id);
-    table.binary_search_by(|(k, _)| k.cmp(&key)).ok().map(|i| table[i].1)
+    if key == u32::MAX {
+        return None;
+    }
+    let mut h = slot(key);
+    loop {
+        let &(k, i) = table.get(h)?;
+        if i == 0 {
+            return None;
+        }
+        if k == key {
+            return SEGMENT_IDS.get(usize::from(i) - 1).copied();
+        }
+        h = (h + 1) % table.len();
+    }
 }
 
 /// True when some guide has a loop with this id.
@@ -278,7 +335,19 @@ pub fn codes(start: u32, len: u32) -> &'static [&'static str] {
 
 /// True when `code` is in the sorted list.
 pub fn has_code(list: &[&str], code: &[u8]) -> bool {
-    list.binary_search_by(|p| p.as_bytes().cmp(code)).is_ok()
+    // Codes are a few bytes long: compared in place, without a call to `memcmp`.
+    list.binary_search_by(|p| compare(p.as_bytes(), code)).is_ok()
+}
+
+/// Byte-wise order of two short strings (that of `<[u8]>::cmp`).
+#[inline]
+fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 #[cfg(test)]
@@ -299,5 +368,8 @@ mod tests {
         assert!(guide(b"837", b"005010X222A1").is_some());
         assert_eq!(segment_id(b"NM1"), Some("NM1"));
         assert_eq!(segment_id(b"QQQ"), None);
+        assert!(SEGMENT_IDS.iter().all(|id| segment_id(id.as_bytes()) == Some(*id)));
+        assert_eq!(segment_id(b""), None);
+        assert_eq!(segment_id(b"NM1X"), None);
     }
 }

@@ -11,6 +11,11 @@
 //! then the record's own segments. A record without the header (what a redaction wrote) takes its
 //! separators from the stream.
 //!
+//! One pass over a record's bytes finds its segments and, in the same pass, the positions of
+//! every element separator (a flat list the segments index into) and whether a segment holds a
+//! component or repetition separator: the validator and the writers take a segment's elements
+//! from there without searching its bytes again.
+//!
 //! What it does not do: check anything but syntax (see `validate`).
 
 use crate::diag::{Code, Diagnostic, Location, X12Position, X12Scope};
@@ -127,7 +132,8 @@ pub enum RecordKind {
     Set,
 }
 
-/// A segment: its bytes in the buffer (without the terminator) and its id.
+/// A segment: its bytes in the buffer (without the terminator), its id, and where its element
+/// separators are in the document's list of them.
 #[derive(Copy, Clone, Debug)]
 pub struct Seg {
     /// First byte.
@@ -136,8 +142,26 @@ pub struct Seg {
     pub end: u32,
     /// End of the id (the first element separator, or `end`).
     pub id_end: u32,
+    /// Index of the segment's first element separator in `Document::seps`.
+    sep: u32,
+    /// Its number of element separators (= of elements: the first is at `id_end`).
+    seps: u32,
+    /// [`HAS_COMPONENT`] and [`HAS_REPETITION`]: which separators occur in its elements.
+    pub flags: u8,
     /// The id as known to the tables; `None` for an id that is not one.
     pub id: Option<&'static str>,
+}
+
+/// [`Seg::flags`]: a component separator occurs in the segment.
+pub const HAS_COMPONENT: u8 = 1;
+/// [`Seg::flags`]: the repetition separator occurs in the segment.
+pub const HAS_REPETITION: u8 = 2;
+
+impl Seg {
+    /// Its number of elements.
+    pub fn element_count(&self) -> usize {
+        self.seps as usize
+    }
 }
 
 /// A record read.
@@ -147,6 +171,10 @@ pub struct Document {
     pub delimiters: Delimiters,
     /// Every segment: the context (ISA, GS) first, then the record's own.
     pub segs: Vec<Seg>,
+    /// The positions of the element separators of every segment, in order (a segment's run
+    /// starts at its `sep`): element `i` of a segment runs from its separator `i` to the next
+    /// one, or to the segment's end.
+    seps: Vec<u32>,
     /// Index in `segs` of the first of the record's own segments.
     pub own: usize,
     /// What the record is.
@@ -221,7 +249,11 @@ pub fn read(
             None => return Err(fail(Code::X12_ISA_INVALID, offset, bytes, own_start)),
         }
     };
-    let mut segs = Vec::with_capacity(16);
+    // Room for a typical set's segments and separators (about one segment in 25 bytes, one
+    // separator in 6), within bounds for a large one (the vectors grow from there).
+    let mut segs = Vec::with_capacity((bytes.len() / 24).clamp(16, 4096));
+    let mut seps = Vec::with_capacity((bytes.len() / 5).clamp(64, 16384));
+    let class = classes(&delimiters);
     let mut syntax = Vec::new();
     let mut own = usize::MAX;
     let mut pos = ctx_start;
@@ -241,13 +273,15 @@ pub fn read(
             own = segs.len();
         }
         // The ISA is read by position: its terminator follows ISA16.
+        let sep = seps.len();
+        let mut flags = 0;
         let end = if bytes[pos..].starts_with(b"ISA") && bytes.get(pos + 3) == Some(&delimiters.element) {
             match isa(&bytes[pos..]) {
-                Some(i) => pos + i.len - 1,
+                Some(i) => scan(&bytes[..pos + i.len - 1], pos, &class, false, &mut seps, &mut flags),
                 None => return Err(fail(Code::X12_ISA_INVALID, rel(offset, pos, own_start), bytes, own_start)),
             }
         } else {
-            memchr::memchr(delimiters.segment, &bytes[pos..]).map_or(bytes.len(), |i| pos + i)
+            scan(&bytes, pos, &class, true, &mut seps, &mut flags)
         };
         if end == pos {
             // An empty segment (two terminators).
@@ -258,9 +292,18 @@ pub fn read(
         if segs.len() >= max_segments || (end - pos) as u64 > u64::from(limits.max_field_bytes) {
             return Err(fail(Code::CLI_INPUT_TOO_LARGE, rel(offset, pos, own_start), bytes, own_start));
         }
-        let id_end = memchr::memchr(delimiters.element, &bytes[pos..end]).map_or(end, |i| pos + i);
+        let id_end = seps.get(sep).map_or(end, |&i| i as usize);
         let id = super::guide::segment_id(&bytes[pos..id_end]);
-        segs.push(Seg { start: pos as u32, end: end as u32, id_end: id_end as u32, id });
+        let n = (seps.len() - sep) as u32;
+        segs.push(Seg {
+            start: pos as u32,
+            end: end as u32,
+            id_end: id_end as u32,
+            sep: sep as u32,
+            seps: n,
+            flags,
+            id,
+        });
         pos = end + 1;
     }
     if own == usize::MAX {
@@ -278,7 +321,65 @@ pub fn read(
     if bytes.len() > u32::MAX as usize {
         return Err(fail(Code::CLI_INPUT_TOO_LARGE, offset, bytes, own_start));
     }
-    Ok(Document { buf: Phi::new(bytes), delimiters, segs, own, kind, group, set, isa_fixed: fixed, offset, syntax })
+    Ok(Document {
+        buf: Phi::new(bytes),
+        delimiters,
+        segs,
+        seps,
+        own,
+        kind,
+        group,
+        set,
+        isa_fixed: fixed,
+        offset,
+        syntax,
+    })
+}
+
+/// A byte's class in [`scan`].
+const PLAIN: u8 = 0;
+const ELEMENT: u8 = 1;
+const TERMINATOR: u8 = 2;
+const COMPONENT: u8 = 3;
+const REPETITION: u8 = 4;
+
+/// The class of every byte under the interchange's separators.
+fn classes(d: &Delimiters) -> [u8; 256] {
+    let mut class = [PLAIN; 256];
+    if let Some(r) = d.repetition {
+        class[usize::from(r)] = REPETITION;
+    }
+    class[usize::from(d.component)] = COMPONENT;
+    class[usize::from(d.segment)] = TERMINATOR;
+    class[usize::from(d.element)] = ELEMENT;
+    class
+}
+
+/// Reads a segment from `from`: pushes the positions of its element separators onto `seps`,
+/// sets the flags of the component and repetition separators it holds, and returns its end
+/// (the terminator's position when `terminated`, else the end of `b`; the ISA is read by
+/// position, a terminator byte inside it is not one). One pass over the bytes: segments are
+/// short, a byte's class is one look-up.
+fn scan(b: &[u8], from: usize, class: &[u8; 256], terminated: bool, seps: &mut Vec<u32>, flags: &mut u8) -> usize {
+    for (i, &c) in b.get(from..).unwrap_or_default().iter().enumerate() {
+        // Most bytes are plain: one test, no jump table.
+        let k = class[usize::from(c)];
+        if k == PLAIN {
+            continue;
+        }
+        if k == ELEMENT {
+            seps.push((from + i) as u32);
+        } else if k == TERMINATOR {
+            if terminated {
+                return from + i;
+            }
+        } else if k == COMPONENT {
+            *flags |= HAS_COMPONENT;
+        } else {
+            *flags |= HAS_REPETITION;
+        }
+    }
+    b.len()
 }
 
 /// The input offset of a byte of the record.
@@ -313,33 +414,24 @@ impl Document {
     }
 
     /// The elements of a segment (element 1 first), as spans of the buffer.
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
-    )]
     pub fn elements(&self, s: &Seg, out: &mut Vec<(u32, u32)>) {
         out.clear();
-        if s.id_end >= s.end {
-            return;
-        }
-        let raw = self.bytes().raw();
-        let mut start = s.id_end as usize + 1;
-        let end = s.end as usize;
-        // The ISA's elements are fixed-width: a separator inside one (ISA11 is the repetition
-        // separator itself) is not one.
-        for i in memchr::memchr_iter(self.delimiters.element, &raw[start..end]) {
-            out.push((start as u32, (s.id_end as usize + 1 + i) as u32));
-            start = s.id_end as usize + 1 + i + 1;
-        }
-        out.push((start as u32, end as u32));
+        out.extend((0..s.element_count()).map(|i| self.span(s, i)));
+    }
+
+    /// The span of element `i` (0-based, below `s.element_count()`) of a segment.
+    pub fn span(&self, s: &Seg, i: usize) -> (u32, u32) {
+        let seps = &self.seps[s.sep as usize..][..s.seps as usize];
+        (seps[i] + 1, seps.get(i + 1).copied().unwrap_or(s.end))
     }
 
     /// The n-th element (1-based) of a segment, empty when absent.
     pub fn element(&self, s: &Seg, n: usize) -> PhiBytes<'_> {
-        let mut spans = Vec::new();
-        self.elements(s, &mut spans);
-        match spans.get(n.wrapping_sub(1)) {
-            Some(&(a, b)) => self.bytes().slice(a as usize, b as usize),
+        match n.checked_sub(1).filter(|&i| i < s.element_count()) {
+            Some(i) => {
+                let (a, b) = self.span(s, i);
+                self.bytes().slice(a as usize, b as usize)
+            }
             None => self.bytes().slice(0, 0),
         }
     }
@@ -396,5 +488,38 @@ mod tests {
         assert_eq!(i.delimiters.repetition, None);
         assert_eq!(i.len, short.len());
         assert!(isa(b"ISA*00*").is_none());
+    }
+
+    #[test]
+    fn element_spans_from_the_one_pass() {
+        let mut bytes = ISA.to_vec();
+        bytes.extend_from_slice(b"\nST*837*0001~\nCLM*A*1:2*X^Y**~\nLX~\nSE*4*0001~\n");
+        let doc = read(bytes, 0, RecordKind::Set, Inherited::default(), &Limits::default())
+            .unwrap_or_else(|_| panic!("reads"));
+        let ids: Vec<_> = doc.segs.iter().map(|s| s.id).collect();
+        assert_eq!(ids, [Some("ISA"), Some("ST"), Some("CLM"), Some("LX"), Some("SE")]);
+        // The ISA: 16 elements split at its separators, ISA16 the last.
+        let isa = &doc.segs[0];
+        assert_eq!(isa.element_count(), 16);
+        assert_eq!(doc.span(isa, 15), (104, 105));
+        // CLM*A*1:2*X^Y**: five elements, the last two empty; a component and a repetition.
+        let clm = &doc.segs[2];
+        let at = clm.start;
+        assert_eq!(clm.id_end, at + 3);
+        assert_eq!(clm.element_count(), 5);
+        let spans: Vec<_> = (0..5).map(|i| doc.span(clm, i)).collect();
+        assert_eq!(
+            spans,
+            [(at + 4, at + 5), (at + 6, at + 9), (at + 10, at + 13), (at + 14, at + 14), (at + 15, at + 15)]
+        );
+        assert_eq!(clm.flags, HAS_COMPONENT | HAS_REPETITION);
+        let mut out = Vec::new();
+        doc.elements(clm, &mut out);
+        assert_eq!(out, spans);
+        // A segment without elements, and one without separators of either kind.
+        let lx = &doc.segs[3];
+        assert_eq!((lx.element_count(), lx.id_end, lx.flags), (0, lx.end, 0));
+        assert_eq!(doc.segs[1].flags, 0);
+        assert!(doc.element(lx, 1).is_empty());
     }
 }

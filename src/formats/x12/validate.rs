@@ -15,7 +15,7 @@
 //! id the same way.
 
 use super::guide::{self, Element, Key, Loop, Node, Segment, Type, Usage};
-use super::read::{Document, ISA_WIDTHS, RecordKind, Seg};
+use super::read::{Document, HAS_COMPONENT, HAS_REPETITION, ISA_WIDTHS, RecordKind, Seg};
 use crate::diag::{Code, Diagnostic, Location, X12Position, X12Scope};
 
 /// Most findings kept for one record.
@@ -348,25 +348,20 @@ impl<'a> View<'a> {
         let scope = X12Scope::Set(self.doc.set);
         let st_at = X12Position::envelope(scope, "ST");
         let se_at = X12Position::envelope(scope, "SE");
-        let mut spans = Vec::new();
         out.at = 1;
         let Some(st) = segs.first().filter(|s| s.id == Some("ST")) else {
             out.push(Code::X12_HEADER_MISSING, st_at);
             return;
         };
-        let st_e = elements(self.raw, self.doc, st, &mut spans);
-        let st01 = st_e.first().copied().unwrap_or_default();
-        let st02 = st_e.get(1).copied().unwrap_or_default();
-        let st03 = st_e.get(2).copied().unwrap_or_default();
+        let (st01, st02, st03) = (self.nth(st, 0), self.nth(st, 1), self.nth(st, 2));
         if st01.len() != 3 || !digits(st01) {
             out.push(Code::X12_ENVELOPE_VALUE_INVALID, st_at.element(1, 0));
         }
         if !(4..=9).contains(&st02.len()) || typed_len(Type::AN, st02).is_none() {
             out.push(Code::X12_ENVELOPE_VALUE_INVALID, st_at.element(2, 0));
         }
-        let mut spans2 = Vec::new();
         let gs08: &[u8] = match self.doc.context("GS") {
-            Some(gs) => elements(self.raw, self.doc, gs, &mut spans2).get(7).copied().unwrap_or_default(),
+            Some(gs) => self.nth(gs, 7),
             None => b"",
         };
         if !st03.is_empty() && !gs08.is_empty() && st03 != gs08 {
@@ -376,10 +371,7 @@ impl<'a> View<'a> {
         match segs.last().filter(|s| s.id == Some("SE") && segs.len() > 1) {
             None => out.push(Code::X12_TRAILER_MISSING, se_at),
             Some(se) => {
-                let mut spans3 = Vec::new();
-                let se_e = elements(self.raw, self.doc, se, &mut spans3);
-                let se01 = se_e.first().copied().unwrap_or_default();
-                let se02 = se_e.get(1).copied().unwrap_or_default();
+                let (se01, se02) = (self.nth(se, 0), self.nth(se, 1));
                 match num(se01) {
                     None => out.push(Code::X12_ENVELOPE_VALUE_INVALID, se_at.element(1, 0)),
                     Some(n) if n as usize != segs.len() => out.push(Code::X12_COUNT_MISMATCH, se_at.element(1, 0)),
@@ -437,20 +429,24 @@ pub fn guide_of(doc: &Document) -> Option<&'static guide::Guide> {
     View { doc, raw }.guide()
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
     fn guide(&self) -> Option<&'static guide::Guide> {
         let st = self.doc.own_segs().first().filter(|s| s.id == Some("ST"))?;
-        let mut spans = Vec::new();
-        let e = elements(self.raw, self.doc, st, &mut spans);
-        let st01 = e.first().copied().unwrap_or_default();
-        let st03 = e.get(2).copied().unwrap_or_default();
+        let (st01, st03) = (self.nth(st, 0), self.nth(st, 2));
         if !st03.is_empty() {
             return guide::guide(st01, st03);
         }
         let gs = self.doc.context("GS")?;
-        let mut spans2 = Vec::new();
-        let ge = elements(self.raw, self.doc, gs, &mut spans2);
-        guide::guide(st01, ge.get(7).copied().unwrap_or_default())
+        guide::guide(st01, self.nth(gs, 7))
+    }
+
+    /// Element `i` (0-based) of a segment, empty when absent.
+    fn nth(&self, s: &Seg, i: usize) -> &'a [u8] {
+        if i >= s.element_count() {
+            return b"";
+        }
+        let (a, b) = self.doc.span(s, i);
+        &self.raw[a as usize..b as usize]
     }
 }
 
@@ -489,8 +485,10 @@ struct Walk<'v, 'a> {
     placed: Option<&'static Segment>,
     stack: Vec<Frame>,
     counts: Vec<u32>,
-    spans: Vec<(u32, u32)>,
+    /// The element spans of the segment being placed.
     values: Vec<(usize, usize)>,
+    /// Its id, packed (`guide::pack`).
+    key: u32,
 }
 
 impl<'v, 'a> Walk<'v, 'a> {
@@ -501,10 +499,10 @@ impl<'v, 'a> Walk<'v, 'a> {
             steps: None,
             opened_again: false,
             placed: None,
-            stack: Vec::new(),
-            counts: Vec::new(),
-            spans: Vec::new(),
-            values: Vec::new(),
+            stack: Vec::with_capacity(8),
+            counts: Vec::with_capacity(128),
+            values: Vec::with_capacity(32),
+            key: u32::MAX,
         }
     }
 
@@ -521,8 +519,10 @@ impl<'v, 'a> Walk<'v, 'a> {
     fn missing(&mut self, frame: usize, from: usize, to: usize, out: &mut Out) {
         let f = &self.stack[frame];
         let nodes = f.lp.nodes();
+        let info = f.lp.node_info();
         for (i, node) in nodes.iter().enumerate().take(to).skip(from) {
-            if self.counts[f.base + i] > 0 {
+            // Only a required child that never occurred is reported.
+            if self.counts[f.base + i] > 0 || info.get(i).is_some_and(|n| !n.required) {
                 continue;
             }
             match *node {
@@ -561,7 +561,7 @@ impl<'v, 'a> Walk<'v, 'a> {
 
     /// Does the segment match a definition (id and keys)?
     fn matches(&self, def: &Segment, s: &Seg) -> bool {
-        if s.id.is_none_or(|id| guide::pack(id.as_bytes()) != guide::pack(def.id.as_bytes())) {
+        if s.id.is_none() || self.key != guide::pack(def.id.as_bytes()) {
             return false;
         }
         def.keys.iter().all(|&Key(el, comp, start, len)| {
@@ -593,8 +593,13 @@ impl<'v, 'a> Walk<'v, 'a> {
             let nodes = f.lp.nodes();
             // The first child is the loop's trigger: matching it again opens a new instance,
             // found in the frame around.
+            let info = f.lp.node_info();
             let from = f.cursor.max(1);
             for (i, node) in nodes.iter().enumerate().skip(from) {
+                // A child of another id cannot match (`matches` compares the ids first).
+                if info.get(i).is_some_and(|n| n.key != self.key) {
+                    continue;
+                }
                 let hit = match *node {
                     Node::S(d) => self.matches(guide::segment_at(d), s),
                     Node::L(l) => self.trigger_matches(guide::loop_at(l), s),
@@ -776,14 +781,21 @@ impl<'v, 'a> Walk<'v, 'a> {
 
     /// The element spans of a segment into `values`.
     fn load(&mut self, s: &Seg) {
-        self.view.doc.elements(s, &mut self.spans);
+        let doc = self.view.doc;
+        self.key = s.id.map_or(u32::MAX, |id| guide::pack(id.as_bytes()));
         self.values.clear();
-        self.values.extend(self.spans.iter().map(|&(a, b)| (a as usize, b as usize)));
+        self.values.extend((0..s.element_count()).map(|i| {
+            let (a, b) = doc.span(s, i);
+            (a as usize, b as usize)
+        }));
     }
 
     /// The elements of a placed segment against its definition.
-    fn elements(&self, def: &Segment, _s: &Seg, at: X12Position, out: &mut Out) {
+    fn elements(&self, def: &Segment, s: &Seg, at: X12Position, out: &mut Out) {
         let defs = def.elements();
+        // Which separators the segment holds: most hold none, and their values are not searched.
+        let components = s.flags & HAS_COMPONENT != 0;
+        let repetitions = s.flags & HAS_REPETITION != 0;
         let raw = self.view.raw;
         let d = self.view.doc.delimiters;
         let values = &self.values;
@@ -811,7 +823,7 @@ impl<'v, 'a> Walk<'v, 'a> {
                 if e.ty == Type::C {
                     self.composite(e, rep, p, out);
                 } else if !rep.is_empty() {
-                    if memchr::memchr(d.component, rep).is_some() && e.ty != Type::AN {
+                    if components && e.ty != Type::AN && rep.contains(&d.component) {
                         out.push(Code::X12_ELEMENT_TYPE_INVALID, p);
                         return;
                     }
@@ -819,7 +831,7 @@ impl<'v, 'a> Walk<'v, 'a> {
                 }
             };
             match d.repetition {
-                Some(r) if memchr::memchr(r, v).is_some() => {
+                Some(r) if repetitions && v.contains(&r) => {
                     if e.repeat <= 1 {
                         out.push(Code::X12_REPETITION_INVALID, p);
                     }
@@ -875,7 +887,14 @@ impl<'v, 'a> Walk<'v, 'a> {
     }
 
     fn rule(&self, rule: &guide::Rule, at: X12Position, out: &mut Out) {
-        let els: Vec<u8> = rule.elements.iter().copied().filter(|&n| n > 0).collect();
+        // The rule's elements (0: none), on the stack.
+        let mut buf = [0u8; 6];
+        let mut len = 0;
+        for &n in rule.elements.iter().filter(|&&n| n > 0) {
+            buf[len] = n;
+            len += 1;
+        }
+        let els = &buf[..len];
         let Some(&first) = els.first() else { return };
         let any = els.iter().any(|&n| self.present(n));
         let bad = match rule.kind {

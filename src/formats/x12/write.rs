@@ -13,12 +13,21 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::read::{Document, RecordKind, Seg};
+use super::read::{Document, HAS_COMPONENT, HAS_REPETITION, RecordKind, Seg};
 use super::validate;
 use crate::diag::{Diagnostic, Severity};
 use crate::phi::Disclosure;
 
 fn bytes_json(out: &mut Vec<u8>, b: &[u8]) {
+    // Most values are printable ASCII with nothing to escape: written as they are (the same
+    // bytes `json::string` writes for them).
+    if b.iter().all(|&c| (0x20..0x7F).contains(&c) && c != b'"' && c != b'\\') {
+        out.reserve(b.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(b);
+        out.push(b'"');
+        return;
+    }
     match std::str::from_utf8(b) {
         Ok(s) => crate::json::string(out, s),
         Err(_) => crate::json::string(out, &String::from_utf8_lossy(b)),
@@ -36,12 +45,14 @@ fn record_name(kind: RecordKind) -> &'static str {
     }
 }
 
-/// Writes one element (string, components, repetitions).
-fn element(doc: &Document, v: &[u8], out: &mut Vec<u8>) {
+/// Writes one element (string, components, repetitions); `flags`: the separators its segment
+/// holds (a value is searched for one only when its segment holds it).
+fn element(doc: &Document, v: &[u8], flags: u8, out: &mut Vec<u8>) {
     let d = doc.delimiters;
-    let reps = d.repetition.filter(|r| memchr::memchr(*r, v).is_some());
+    let reps = d.repetition.filter(|r| flags & HAS_REPETITION != 0 && v.contains(r));
+    let components = flags & HAS_COMPONENT != 0;
     let one = |v: &[u8], out: &mut Vec<u8>| {
-        if memchr::memchr(d.component, v).is_some() {
+        if components && v.contains(&d.component) {
             out.push(b'[');
             for (i, c) in v.split(|&x| x == d.component).enumerate() {
                 if i > 0 {
@@ -85,7 +96,7 @@ fn segment(doc: &Document, raw: &[u8], s: &Seg, spans: &mut Vec<(u32, u32)>, out
         if is_isa {
             bytes_json(out, v);
         } else {
-            element(doc, v, out);
+            element(doc, v, s.flags, out);
         }
     }
     out.extend_from_slice(b"]}");
