@@ -310,6 +310,7 @@ codes! {
     X12_ELEMENT_TOO_LONG => Error, "an element is longer than its maximum length";
     X12_ELEMENT_TOO_SHORT => Error, "an element is shorter than its minimum length";
     X12_ELEMENT_TYPE_INVALID => Error, "an element does not match its data type (N0-N9 numbers, R decimals, AN/ID characters)";
+    X12_ELEMENT_TRAILING_SPACES => Warning, "an AN element ends with spaces, which X12.6 says a sender suppresses";
     X12_DATE_INVALID => Error, "a DT element is not a valid date CCYYMMDD (or YYMMDD)";
     X12_TIME_INVALID => Error, "a TM element is not a valid time HHMM[SS[D..]]";
     X12_CODE_INVALID => Error, "an ID element holds a code that is not in the guide's list for it";

@@ -212,6 +212,10 @@ fn check_value(def: &Element, v: &[u8], p: X12Position, out: &mut Out) {
     if !codes.is_empty() && !guide::has_code(codes, v) {
         out.push(Code::X12_CODE_INVALID, p);
     }
+    // X12.6: trailing spaces of a string element are suppressed by its sender.
+    if def.ty == Type::AN && v.last() == Some(&b' ') {
+        out.push(Code::X12_ELEMENT_TRAILING_SPACES, p);
+    }
 }
 
 impl<'a> View<'a> {
