@@ -26,7 +26,8 @@ Exit 0 when every check passes, 1 when one fails; SKIPPED (exit 0, said on stdou
 or pyspark cannot be had: the CI step (scripts/ci-extra) installs pyspark into a venv first.
 
 --measure N: N synthetic HL7 v2 messages redacted (keyed policy) by the single-process CLI (the
-native stream, and json-lines) and by Spark local[2] through RDD.pipe; prints records per
+native stream, and json-lines) and by Spark local[2] through RDD.pipe (a line per element, and
+64 files of json-lines read whole, an element per file); prints records per
 second per core of each, the pipe overhead, and checks that Spark's results equal the
 single-process run's (counts, and an order-free digest of every result line).
 """
@@ -46,6 +47,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 POLICY = os.path.join(ROOT, "fixtures", "scale_out", "keyed.toml")
 KEY = os.path.join(ROOT, "fixtures", "redact", "golden", "test.key")
 MARKER = re.compile(rb"MKR[0-9]")
+# --measure: the json-lines records are also split into this many files, each read whole.
+FILES = 64
 
 
 def hl7_message(i, patients):
@@ -247,6 +250,17 @@ def measure_driver(args):
         os.path.join(args.workdir, "out-pyspark")
     )
     timings["pyspark"] = time.time() - started
+    files = args.folder + "-files"
+    started = time.time()
+    sc._jsc.wholeTextFiles(files, args.partitions).values().pipe("cat").saveAsTextFile(
+        os.path.join(args.workdir, "out-cat-files")
+    )
+    timings["cat-files"] = time.time() - started
+    started = time.time()
+    sc._jsc.wholeTextFiles(files, args.partitions).values().pipe(" ".join(command)).saveAsTextFile(
+        os.path.join(args.workdir, "out-jvm-files")
+    )
+    timings["jvm-files"] = time.time() - started
     with open(os.path.join(args.workdir, "measure.json"), "w") as f:
         json.dump(timings, f)
     sc.stop()
@@ -402,6 +416,20 @@ def measure(args, python):
             f.write(json.dumps({"id": f"r{i}", "content": msg.decode()}) + "\n")
             s.write(msg)
     print(f"{n} records, {os.path.getsize(jl) / 1e6:.0f} MB of json-lines, {os.path.getsize(stream) / 1e6:.0f} MB of HL7 v2", flush=True)
+    # The same records as FILES files of json-lines, each read whole as one Spark element
+    # (`wholeTextFiles`): Spark's per-element work is per file, phiward still answers per line.
+    # The last line of a file has no line end: `RDD.pipe` writes one after each element.
+    files = args.folder + "-files"
+    os.makedirs(files)
+    with open(jl, "rb") as f:
+        lines = f.read().split(b"\n")[:-1]
+    per = -(-len(lines) // FILES)
+    for k in range(FILES):
+        chunk = lines[k * per:(k + 1) * per]
+        if chunk:
+            with open(os.path.join(files, f"part-{k:03}.jsonl"), "wb") as out:
+                out.write(b"\n".join(chunk))
+    del lines
 
     def timed(cmd, stdin_path, out_path):
         with open(stdin_path, "rb") as fin, open(out_path, "wb") as fout:
@@ -432,9 +460,22 @@ def measure(args, python):
     ok = jcount == n
     cores = 2
     cat = timings.pop("cat")
+    cat_files = timings.pop("cat-files")
     print(f"Spark local[{cores}], the same records through `cat` (the pipe and text I/O alone): {cat:.1f} s wall, "
-          f"{n / cat:,.0f} records/s", flush=True)
+          f"{n / cat:,.0f} records/s; {FILES} files read whole: {cat_files:.1f} s", flush=True)
     for name, seconds in timings.items():
+        if name.endswith("-files"):
+            count, digest, failed = digest_dir(os.path.join(args.workdir, f"out-{name}"))
+            per_core = n / seconds / cores
+            print(f"Spark local[{cores}], {name}: {FILES} files of json-lines read whole (`wholeTextFiles`), one element "
+                  f"per file, JVM RDD.pipe, text out: {seconds:.1f} s wall, {n / seconds:,.0f} records/s, "
+                  f"{per_core:,.0f} per core = {per_core / (n / jwall):.0%} of the single-process json-lines run, "
+                  f"{per_core / (n / wall):.0%} of the native stream; Spark alone (`cat`) {cat_files:.1f} s", flush=True)
+            same = count == jcount and digest == jdigest and failed == jfailed
+            print(f"  results: {count} lines ({failed} failed) against {jcount} ({jfailed} failed) single-process; "
+                  f"{'equal' if same else 'DIFFERENT'} (order-free digest of every line)", flush=True)
+            ok = ok and same
+            continue
         count, digest, failed = digest_dir(os.path.join(args.workdir, f"out-{name}"))
         per_core = n / seconds / cores
         print(f"Spark local[{cores}], {name} RDD.pipe, {args.partitions}+ partitions, text out: {seconds:.1f} s wall, "
