@@ -20,9 +20,6 @@ use zeroize::Zeroizing;
 /// The scheme and path of every stored result's URI.
 pub const URI_PREFIX: &str = "phiward://result/";
 
-/// The MIME type of a stored result (the reply's `data`, as JSON).
-pub const MIME: &str = crate::ops::shape::RESOURCE_MIME;
-
 /// Most results kept at once.
 pub const MAX_RESULTS: usize = 32;
 

@@ -47,10 +47,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::diag::Code;
-use crate::ops::shape::Deliver;
+use crate::ops::shape::{Deliver, RESOURCE_MIME};
 
 use super::dispatch::{Config, Reply, Watch, dispatch_watched};
-use super::results::{self, Results};
+use super::results::Results;
 use super::transport::{InFlight, LineTransport, Rejected, line_limit};
 use super::{prompts, terminology, tools};
 
@@ -119,7 +119,7 @@ impl Server {
     /// result delivered as a resource, or a terminology resource.
     pub fn read(&self, uri: &str) -> Option<(String, &'static str)> {
         if let Some(text) = self.results.get(uri) {
-            return Some((text.as_str().to_owned(), results::MIME));
+            return Some((text.as_str().to_owned(), RESOURCE_MIME));
         }
         terminology::read_resource(uri, &self.config.catalog)
     }
@@ -183,11 +183,11 @@ impl Server {
         reply.detail.shaped.resource = Some((uri.clone(), bytes));
         let mut out = result(reply);
         out.content.push(match embedded {
-            Some(text) => ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(results::MIME)),
+            Some(text) => ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(RESOURCE_MIME)),
             None => ContentBlock::resource_link(
                 Resource::new(uri, "result")
                     .with_title("The reply's data")
-                    .with_mime_type(results::MIME)
+                    .with_mime_type(RESOURCE_MIME)
                     .with_size(bytes as u64),
             ),
         });

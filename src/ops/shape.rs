@@ -28,8 +28,8 @@
 //!    filters applied, no paging) in a resource of the server's result store, embedded in the
 //!    result or linked from it (`resource_link`) to be read with `resources/read`
 //!    (`mcp::results`). `max_bytes` and `cursor` do not apply to a resource: giving one with it
-//!    is a usage error naming it. Outside an MCP server (the CLI's json-lines) only `inline` is
-//!    accepted.
+//!    is a usage error naming it. Only the MCP server reads it: a json-lines record carries its
+//!    content and format only, and the CLI has no flag for it.
 //!
 //! Everything here reads and moves our own JSON: no text of it reaches a log or an error.
 
