@@ -49,6 +49,19 @@ KEY = os.path.join(ROOT, "fixtures", "redact", "golden", "test.key")
 MARKER = re.compile(rb"MKR[0-9]")
 # --measure: the json-lines records are also split into this many files, each read whole.
 FILES = 64
+# Spark settings for a pipe stage on small executors (docs/scale-out.md, "Settings"): the serial
+# collector does its work on the thread that allocates, so no collector threads take turns with
+# the phiward processes on the executor's cores, and a young generation large enough for a task's
+# strings. PHIWARD_SPARK_CONF="k=v;k=v" adds or overrides settings (an empty value removes one).
+SPARK_PIPE_CONF = {
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -Xmn768m",
+    "spark.driver.memory": "2g",
+}
+for _kv in os.environ.get("PHIWARD_SPARK_CONF", "").split(";"):
+    if _kv:
+        _key, _value = _kv.split("=", 1)
+        SPARK_PIPE_CONF[_key] = _value
+SPARK_PIPE_CONF = {k: v for k, v in SPARK_PIPE_CONF.items() if v}
 
 
 def hl7_message(i, patients):
@@ -223,44 +236,50 @@ def driver(args):
 def measure_driver(args):
     """Spark local[2]: the json-lines records through `phiward redact`, written as text files, by
     the JVM's pipe (Scala/Java `RDD.pipe`, reached through py4j: no Python in the data path) and
-    by PySpark's `RDD.pipe` (each line through a Python worker)."""
+    by PySpark's `RDD.pipe` (each line through a Python worker).
+
+    The machine's speed drifts by up to a third between minutes (a shared virtual machine), so
+    the single-process run is timed in every round, right before the Spark runs it is compared
+    with, from this driver while the JVM idles; the figures are the per-round ratios' median."""
     from pyspark import SparkConf, SparkContext
     import shlex
 
     conf = SparkConf().setMaster("local[2]").setAppName("phiward-measure").set("spark.ui.enabled", "false")
+    for key, value in SPARK_PIPE_CONF.items():
+        conf = conf.set(key, value)
     sc = SparkContext(conf=conf)
     sc.setLogLevel("WARN")
     command = [args.phiward] + REDACT
-    timings = {}
+    jl = os.path.join(args.folder, "records.jsonl")
+    files = args.folder + "-files"
+    timings = {"single": [], "cat": [], "jvm": [], "cat-files": [], "jvm-files": [], "pyspark": []}
+
+    def single():
+        with open(jl, "rb") as fin, open(os.path.join(args.workdir, "single-round.jsonl"), "wb") as fout:
+            t = time.time()
+            subprocess.run(command, stdin=fin, stdout=fout, stderr=subprocess.DEVNULL, check=True)
+            return time.time() - t
+
+    def timed(name, job):
+        out = os.path.join(args.workdir, f"out-{name}")
+        shutil.rmtree(out, ignore_errors=True)
+        started = time.time()
+        job().saveAsTextFile(out)
+        timings[name].append(time.time() - started)
+
     # Warm-up: the JVM's first job pays class loading and JIT (text input, pipe, text output);
     # measured runs follow.
-    warm = sc._jsc.textFile(args.folder, args.partitions).sample(False, 0.001, 7).pipe(" ".join(command))
+    warm = sc._jsc.textFile(jl, args.partitions).sample(False, 0.001, 7).pipe(" ".join(command))
     warm.saveAsTextFile(os.path.join(args.workdir, "out-warm-up"))
-    # The stage's own cost apart: the same records through `cat`, an identity pipe stage.
-    started = time.time()
-    sc._jsc.textFile(args.folder, args.partitions).pipe("cat").saveAsTextFile(os.path.join(args.workdir, "out-cat"))
-    timings["cat"] = time.time() - started
-    started = time.time()
-    sc._jsc.textFile(args.folder, args.partitions).pipe(" ".join(command)).saveAsTextFile(
-        os.path.join(args.workdir, "out-jvm")
-    )
-    timings["jvm"] = time.time() - started
-    started = time.time()
-    sc.textFile(args.folder, minPartitions=args.partitions).pipe(shlex.join(command), checkCode=True).saveAsTextFile(
-        os.path.join(args.workdir, "out-pyspark")
-    )
-    timings["pyspark"] = time.time() - started
-    files = args.folder + "-files"
-    started = time.time()
-    sc._jsc.wholeTextFiles(files, args.partitions).values().pipe("cat").saveAsTextFile(
-        os.path.join(args.workdir, "out-cat-files")
-    )
-    timings["cat-files"] = time.time() - started
-    started = time.time()
-    sc._jsc.wholeTextFiles(files, args.partitions).values().pipe(" ".join(command)).saveAsTextFile(
-        os.path.join(args.workdir, "out-jvm-files")
-    )
-    timings["jvm-files"] = time.time() - started
+    for _ in range(args.rounds):
+        timings["single"].append(single())
+        # The stage's own cost apart: the same records through `cat`, an identity pipe stage.
+        timed("cat", lambda: sc._jsc.textFile(jl, args.partitions).pipe("cat"))
+        timed("jvm", lambda: sc._jsc.textFile(jl, args.partitions).pipe(" ".join(command)))
+        timed("cat-files", lambda: sc._jsc.wholeTextFiles(files, args.partitions).values().pipe("cat"))
+        timed("jvm-files", lambda: sc._jsc.wholeTextFiles(files, args.partitions).values().pipe(" ".join(command)))
+    timed("pyspark", lambda: sc.textFile(jl, minPartitions=args.partitions).pipe(shlex.join(command), checkCode=True))
+    timings["single-pyspark"] = [single()]
     with open(os.path.join(args.workdir, "measure.json"), "w") as f:
         json.dump(timings, f)
     sc.stop()
@@ -303,7 +322,7 @@ def run_driver(python, args, mode, log_name):
     log = os.path.join(args.workdir, log_name)
     cmd = [python, os.path.abspath(__file__), args.phiward, mode, "--workdir", args.workdir, "--folder", args.folder]
     if mode == "--measure-driver":
-        cmd += ["--partitions", str(args.partitions)]
+        cmd += ["--partitions", str(args.partitions), "--rounds", str(args.rounds)]
     with open(log, "wb") as f:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": python})
     return proc.returncode, log
@@ -459,34 +478,37 @@ def measure(args, python):
         timings = json.load(f)
     ok = jcount == n
     cores = 2
-    cat = timings.pop("cat")
-    cat_files = timings.pop("cat-files")
-    print(f"Spark local[{cores}], the same records through `cat` (the pipe and text I/O alone): {cat:.1f} s wall, "
-          f"{n / cat:,.0f} records/s; {FILES} files read whole: {cat_files:.1f} s", flush=True)
-    for name, seconds in timings.items():
-        if name.endswith("-files"):
-            count, digest, failed = digest_dir(os.path.join(args.workdir, f"out-{name}"))
-            per_core = n / seconds / cores
-            print(f"Spark local[{cores}], {name}: {FILES} files of json-lines read whole (`wholeTextFiles`), one element "
-                  f"per file, JVM RDD.pipe, text out: {seconds:.1f} s wall, {n / seconds:,.0f} records/s, "
-                  f"{per_core:,.0f} per core = {per_core / (n / jwall):.0%} of the single-process json-lines run, "
-                  f"{per_core / (n / wall):.0%} of the native stream; Spark alone (`cat`) {cat_files:.1f} s", flush=True)
-            same = count == jcount and digest == jdigest and failed == jfailed
-            print(f"  results: {count} lines ({failed} failed) against {jcount} ({jfailed} failed) single-process; "
-                  f"{'equal' if same else 'DIFFERENT'} (order-free digest of every line)", flush=True)
-            ok = ok and same
-            continue
+
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+    singles = timings["single"]
+    print(f"{args.rounds} rounds, each: the single-process json-lines run, then Spark local[{cores}] on the same records; "
+          f"the single process took {', '.join(f'{t:.1f}' for t in singles)} s", flush=True)
+    for name, cat_name, what in (
+        ("jvm", "cat", f"one element per line, JVM RDD.pipe, {args.partitions}+ partitions, text out"),
+        ("jvm-files", "cat-files", f"{FILES} files of json-lines read whole (`wholeTextFiles`), one element per file, "
+                                   "JVM RDD.pipe, text out"),
+    ):
+        runs, cats = timings[name], timings[cat_name]
+        ratios = [single / (cores * spark) for single, spark in zip(singles, runs)]
+        print(f"Spark local[{cores}], {name}: {what}: {', '.join(f'{t:.1f}' for t in runs)} s wall; per core "
+              f"{', '.join(f'{r:.0%}' for r in ratios)} of the same round's single-process run: median "
+              f"{median(ratios):.0%}; the same records through `cat` (Spark's text I/O and pipe alone): "
+              f"{', '.join(f'{t:.1f}' for t in cats)} s", flush=True)
         count, digest, failed = digest_dir(os.path.join(args.workdir, f"out-{name}"))
-        per_core = n / seconds / cores
-        print(f"Spark local[{cores}], {name} RDD.pipe, {args.partitions}+ partitions, text out: {seconds:.1f} s wall, "
-              f"{n / seconds:,.0f} records/s, {per_core:,.0f} per core = {per_core / (n / jwall):.0%} of the "
-              f"single-process json-lines run, {per_core / (n / wall):.0%} of the native stream", flush=True)
-        print(f"  {name}: phiward's share {seconds - cat:.1f} s of {seconds:.1f} s; Spark's pipe and text I/O {cat:.1f} s "
-              f"({cat / seconds:.0%} of the wall time)", flush=True)
         same = count == jcount and digest == jdigest and failed == jfailed
         print(f"  results: {count} lines ({failed} failed) against {jcount} ({jfailed} failed) single-process; "
               f"{'equal' if same else 'DIFFERENT'} (order-free digest of every line)", flush=True)
         ok = ok and same
+    py, py_single = timings["pyspark"][0], timings["single-pyspark"][0]
+    print(f"Spark local[{cores}], PySpark RDD.pipe (each line through a Python worker), text out: {py:.1f} s wall, "
+          f"per core {py_single / (cores * py):.0%} of the single-process run timed after it ({py_single:.1f} s)", flush=True)
+    count, digest, failed = digest_dir(os.path.join(args.workdir, "out-pyspark"))
+    same = count == jcount and digest == jdigest and failed == jfailed
+    print(f"  results: {count} lines ({failed} failed); {'equal' if same else 'DIFFERENT'}", flush=True)
+    ok = ok and same
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     with open(log, "rb") as f:
         if MARKER.search(f.read()):
@@ -501,6 +523,7 @@ def main():
     ap.add_argument("--records", type=int, default=3000)
     ap.add_argument("--measure", type=int)
     ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workdir")
     ap.add_argument("--folder")
     ap.add_argument("--driver", action="store_true")
