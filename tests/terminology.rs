@@ -409,3 +409,73 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// `terminology import` writes the compact form beside the text; a search loads it, and falls
+/// back to the text when the form is missing, damaged or another text's.
+#[test]
+fn imported_indexes_load_their_compact_form_and_fall_back_on_a_stale_one() {
+    use phiward::terminology::index::Index;
+    let dir = data_dir("compact");
+    let f = fixture("terminology/desc_sample.xml");
+    let o =
+        run(&["terminology", "import", "mesh", f.to_str().expect("path"), "--data-dir", dir.to_str().expect("path")]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(dir.join("mesh/index.tsv")).expect("index.tsv");
+    let blob = std::fs::read(dir.join("mesh/index.bin")).expect("index.bin written by the import");
+    assert!(Index::matches(&text, &blob), "the compact form is the one of the text");
+    let expected = find_equivalent(&query("NIDDM"), &Catalog::new(Some(dir.clone()))).0;
+    assert_eq!(expected["results"]["mesh"]["items"][0]["code"], "D003924");
+    // Damaged (one byte changed, cut short), missing, or built from another text: the same results.
+    let mut flipped = blob.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0x55;
+    let other = Index::build("X1\ta\tsomething else\n".to_owned()).expect("index");
+    for damaged in [Some(flipped), Some(blob[..blob.len() / 2].to_vec()), Some(other.compact().to_vec()), None] {
+        match &damaged {
+            Some(bytes) => {
+                assert!(!Index::matches(&text, bytes));
+                std::fs::write(dir.join("mesh/index.bin"), bytes).expect("write");
+            }
+            None => std::fs::remove_file(dir.join("mesh/index.bin")).expect("remove"),
+        }
+        let got = find_equivalent(&query("NIDDM"), &Catalog::new(Some(dir.clone()))).0;
+        assert_eq!(got, expected);
+    }
+}
+
+/// A compact form with any byte changed never panics the reader: it is refused or it answers.
+#[test]
+fn damaged_compact_forms_never_panic() {
+    use phiward::terminology::index::Index;
+    let text = "E11\ta\tType 2 diabetes mellitus\tdiabetes NOS\nE10\td\tType 1 diabetes mellitus\n\
+                I10\ta\tEssential (primary) hypertension\thypertension (arterial)\n";
+    let blob = Index::build(text.to_owned()).expect("index").compact().to_vec();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut refused, mut answered) = (0, 0);
+    for _ in 0..5000 {
+        let mut b = blob.clone();
+        for _ in 0..1 + next() % 3 {
+            let at = (next() % b.len() as u64) as usize;
+            b[at] = next() as u8;
+        }
+        match Index::from_parts(text.into(), b.into()) {
+            None => refused += 1,
+            Some(index) => {
+                answered += 1;
+                for q in ["diabetes", "type 2 diabetes mellitus", "hypertension arterial", "zzz"] {
+                    for h in index.search(q, true) {
+                        let _ = (index.code(h.concept), index.label(h.concept, h.label), index.deprecated(h.concept));
+                    }
+                }
+                let _ = index.find_code("I10");
+            }
+        }
+    }
+    assert!(refused > 0 && answered > 0, "both paths are exercised: {refused} refused, {answered} answered");
+}

@@ -77,7 +77,14 @@ pub fn import(system: System, file: &Path, dir: &Path, vintage: Option<&str>) ->
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(_) => return Err(Code::TERMINOLOGY_DATA_DIR_UNAVAILABLE),
     }
+    let _ = std::fs::remove_file(target.join("index.bin"));
     write_index(&target.join("index.tsv"), system, &rows).map_err(|_| Code::TERMINOLOGY_DATA_DIR_UNAVAILABLE)?;
+    // The compact form, built once here so that every later search loads it without
+    // tokenizing (`index.bin`; a search falls back to the text when it is missing or stale).
+    let text =
+        read_bounded(&target.join("index.tsv"), super::index::MAX_INDEX_BYTES).ok_or(Code::CLI_INPUT_TOO_LARGE)?;
+    let index = super::index::Index::build(text)?;
+    std::fs::write(target.join("index.bin"), index.compact()).map_err(|_| Code::TERMINOLOGY_DATA_DIR_UNAVAILABLE)?;
     let (title, source_url, license, citation) = texts(system);
     let mut manifest = json!({
         "dataset": system.as_str(),

@@ -9,64 +9,40 @@
 //! What it does not do: rank across code systems (see [`super::find`]) or read files (callers
 //! hand it text).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::borrow::Cow;
 
-use super::score::{from_counts, normalize, normalize_into, token_set};
-
-/// A small multiply-rotate hasher (the FxHash scheme) for the token table: the keys are our own
-/// index's tokens, iteration order never reaches output, and SipHash's cost dominated loading.
-#[derive(Default)]
-struct TokenHasher(u64);
-
-impl Hasher for TokenHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type TokenMap = HashMap<String, u32, BuildHasherDefault<TokenHasher>>;
+use super::compact::{self, HEADER_WORDS, MAGIC};
+use super::score::{from_counts, normalize, token_set};
 
 /// The largest index text accepted (an imported file is converted first; this bounds memory).
 pub const MAX_INDEX_BYTES: usize = 512 * 1024 * 1024;
 
 const TOO_LARGE: crate::diag::Code = crate::diag::Code::CLI_INPUT_TOO_LARGE;
 
-/// One concept.
-#[derive(Debug)]
-struct Concept {
-    code: (u32, u32),
-    /// Its labels are `first_label..first_label + labels`; the first is the title.
-    first_label: u32,
-    labels: u32,
-    deprecated: bool,
-}
-
-/// One label: a title or a synonym.
-#[derive(Debug)]
-struct Label {
-    text: (u32, u32),
-    concept: u32,
-    /// The number of distinct tokens of its normalized form.
-    tokens: u32,
-}
-
-/// An index over the text it was built from.
-#[derive(Debug)]
+/// An index: its text and the compact form built from it ([`compact`]), either compiled into
+/// the binary or owned. Every read of the compact form is bounds-checked: a damaged form gives
+/// wrong or no results, never a panic.
 pub struct Index {
-    text: String,
-    concepts: Vec<Concept>,
-    labels: Vec<Label>,
-    tokens: TokenMap,
-    postings: Vec<Vec<u32>>,
+    text: Cow<'static, str>,
+    blob: Cow<'static, [u8]>,
+    concepts: usize,
+    labels: usize,
+    tokens: usize,
+    concepts_at: usize,
+    labels_at: usize,
+    tokens_at: usize,
+    postings_at: usize,
+    bytes_at: usize,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("concepts", &self.concepts)
+            .field("labels", &self.labels)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A concept's best match for a query.
@@ -80,6 +56,30 @@ pub struct Hit {
     pub label: u32,
 }
 
+/// The counts and the parts' offsets of a compact form: concepts, labels, tokens, then where the
+/// concepts, labels, tokens, postings and token bytes start. `None` when the header's counts do not
+/// add up to the form's length or its text length is not `text_len`.
+fn layout(text_len: usize, blob: &[u8]) -> Option<[usize; 8]> {
+    if blob.get(..MAGIC.len())? != MAGIC {
+        return None;
+    }
+    let header = |i: usize| word_at(blob, MAGIC.len() + 4 * i) as usize;
+    let (concepts, labels, tokens, postings, token_bytes) = (header(0), header(1), header(2), header(3), header(4));
+    let concepts_at = MAGIC.len() + 4 * HEADER_WORDS;
+    let labels_at = concepts_at.checked_add(concepts.checked_mul(16)?)?;
+    let tokens_at = labels_at.checked_add(labels.checked_mul(16)?)?;
+    let postings_at = tokens_at.checked_add(tokens.checked_mul(16)?)?;
+    let bytes_at = postings_at.checked_add(postings.checked_mul(4)?)?;
+    if bytes_at.checked_add(token_bytes)? != blob.len() || header(5) != text_len {
+        return None;
+    }
+    Some([concepts, labels, tokens, concepts_at, labels_at, tokens_at, postings_at, bytes_at])
+}
+
+fn word_at(blob: &[u8], at: usize) -> u32 {
+    blob.get(at..at.wrapping_add(4)).and_then(|b| <[u8; 4]>::try_from(b).ok()).map_or(0, u32::from_le_bytes)
+}
+
 impl Index {
     /// Builds an index from text in the line format. Fails with `CLI_INPUT_TOO_LARGE` when the text is
     /// larger than [`MAX_INDEX_BYTES`] or the counts overflow.
@@ -87,100 +87,105 @@ impl Index {
         if text.len() > MAX_INDEX_BYTES {
             return Err(TOO_LARGE);
         }
-        let mut index = Index {
-            text: String::new(),
-            concepts: Vec::new(),
-            labels: Vec::new(),
-            tokens: TokenMap::default(),
-            postings: Vec::new(),
+        let blob = compact::build(&text).ok_or(TOO_LARGE)?;
+        Index::from_parts(Cow::Owned(text), Cow::Owned(blob)).ok_or(TOO_LARGE)
+    }
+
+    /// An index over a text and its compact form. `None` when the form's header does not match
+    /// its length or the text's length: the form was built from another text, or is damaged
+    /// (see [`Index::matches`] for a check of the text's hash too).
+    pub fn from_parts(text: Cow<'static, str>, blob: Cow<'static, [u8]>) -> Option<Index> {
+        let [concepts, labels, tokens, concepts_at, labels_at, tokens_at, postings_at, bytes_at] =
+            layout(text.len(), &blob)?;
+        Some(Index { text, blob, concepts, labels, tokens, concepts_at, labels_at, tokens_at, postings_at, bytes_at })
+    }
+
+    /// True when `blob` is a whole compact form of exactly this text: its layout, the text's
+    /// length and hash, and the hash of its parts (a read of the whole form: for files, not for
+    /// the forms compiled into the binary).
+    pub fn matches(text: &str, blob: &[u8]) -> bool {
+        let hash = |i: usize| {
+            u64::from(word_at(blob, MAGIC.len() + 4 * i)) | (u64::from(word_at(blob, MAGIC.len() + 4 * i + 4)) << 32)
         };
-        let mut norm = String::new();
-        let mut offset = 0usize;
-        for line in text.split_inclusive('\n') {
-            let start = offset;
-            offset += line.len();
-            let body = line.trim_end_matches(['\n', '\r']);
-            if body.is_empty() || body.starts_with('#') {
-                continue;
-            }
-            let mut fields = Vec::new();
-            let mut pos = start;
-            for f in body.split('\t') {
-                fields.push((pos, pos + f.len()));
-                pos += f.len() + 1;
-            }
-            if fields.len() < 3 {
-                continue;
-            }
-            let code = fields[0];
-            if code.0 == code.1 {
-                continue;
-            }
-            let deprecated = &text[fields[1].0..fields[1].1] == "d";
-            let concept = u32::try_from(index.concepts.len()).map_err(|_| TOO_LARGE)?;
-            let first_label = u32::try_from(index.labels.len()).map_err(|_| TOO_LARGE)?;
-            let mut labels = 0u32;
-            for &(s, e) in &fields[2..] {
-                if s == e {
-                    continue;
-                }
-                normalize_into(&text[s..e], &mut norm);
-                let set = token_set(&norm);
-                let label = u32::try_from(index.labels.len()).map_err(|_| TOO_LARGE)?;
-                for t in &set {
-                    let id = match index.tokens.get(*t) {
-                        Some(&id) => id,
-                        None => {
-                            let id = u32::try_from(index.postings.len()).map_err(|_| TOO_LARGE)?;
-                            index.tokens.insert((*t).to_owned(), id);
-                            index.postings.push(Vec::new());
-                            id
-                        }
-                    };
-                    index.postings[id as usize].push(label);
-                }
-                index.labels.push(Label {
-                    text: (u32::try_from(s).map_err(|_| TOO_LARGE)?, u32::try_from(e).map_err(|_| TOO_LARGE)?),
-                    concept,
-                    tokens: u32::try_from(set.len()).map_err(|_| TOO_LARGE)?,
-                });
-                labels += 1;
-            }
-            if labels == 0 {
-                continue;
-            }
-            index.concepts.push(Concept {
-                code: (u32::try_from(code.0).map_err(|_| TOO_LARGE)?, u32::try_from(code.1).map_err(|_| TOO_LARGE)?),
-                first_label,
-                labels,
-                deprecated,
-            });
+        let body = MAGIC.len() + 4 * HEADER_WORDS;
+        layout(text.len(), blob).is_some()
+            && hash(6) == compact::fnv(text.as_bytes())
+            && blob.get(body..).is_some_and(|rest| hash(8) == compact::fnv(rest))
+    }
+
+    /// The compact form (what `terminology import` writes as `index.bin`).
+    pub fn compact(&self) -> &[u8] {
+        &self.blob
+    }
+
+    fn word(&self, at: usize) -> u32 {
+        word_at(&self.blob, at)
+    }
+
+    fn concept_word(&self, concept: u32, i: usize) -> u32 {
+        if concept as usize >= self.concepts {
+            return 0;
         }
-        index.text = text;
-        Ok(index)
+        self.word(self.concepts_at + 16 * concept as usize + 4 * i)
+    }
+
+    fn label_word(&self, label: u32, i: usize) -> u32 {
+        if label as usize >= self.labels {
+            return 0;
+        }
+        self.word(self.labels_at + 16 * label as usize + 4 * i)
+    }
+
+    fn text_of(&self, start: u32, end: u32) -> &str {
+        self.text.get(start as usize..end as usize).unwrap_or("")
+    }
+
+    fn token(&self, i: usize) -> &[u8] {
+        let at = self.tokens_at + 16 * i;
+        let (start, len) = (self.word(at) as usize, self.word(at + 4) as usize);
+        let from = self.bytes_at.saturating_add(start);
+        self.blob.get(from..from.saturating_add(len)).unwrap_or(&[])
+    }
+
+    /// The postings of a query token: its labels' numbers as little-endian words.
+    fn postings(&self, token: &str) -> &[u8] {
+        let (mut lo, mut hi) = (0usize, self.tokens);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.token(mid).cmp(token.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    let at = self.tokens_at + 16 * mid;
+                    let (start, len) = (self.word(at + 8) as usize, self.word(at + 12) as usize);
+                    let from = self.postings_at.saturating_add(start.saturating_mul(4));
+                    return self.blob.get(from..from.saturating_add(len.saturating_mul(4))).unwrap_or(&[]);
+                }
+            }
+        }
+        &[]
     }
 
     /// The number of concepts.
     pub fn len(&self) -> usize {
-        self.concepts.len()
+        self.concepts
     }
 
     /// True when the index holds no concept.
     pub fn is_empty(&self) -> bool {
-        self.concepts.is_empty()
+        self.concepts == 0
     }
 
     /// The code of a concept.
     pub fn code(&self, concept: u32) -> &str {
-        let c = &self.concepts[concept as usize];
-        &self.text[c.code.0 as usize..c.code.1 as usize]
+        self.text_of(self.concept_word(concept, 0), self.concept_word(concept, 1))
     }
 
     /// A label of a concept (0: the title).
     pub fn label(&self, concept: u32, label: u32) -> &str {
-        let c = &self.concepts[concept as usize];
-        let l = &self.labels[(c.first_label + label.min(c.labels - 1)) as usize];
-        &self.text[l.text.0 as usize..l.text.1 as usize]
+        let count = self.concept_word(concept, 3) & !(1 << 31);
+        let l = self.concept_word(concept, 2).saturating_add(label.min(count.saturating_sub(1)));
+        self.text_of(self.label_word(l, 0), self.label_word(l, 1))
     }
 
     /// The title of a concept.
@@ -190,12 +195,12 @@ impl Index {
 
     /// True when the concept is deprecated.
     pub fn deprecated(&self, concept: u32) -> bool {
-        self.concepts[concept as usize].deprecated
+        self.concept_word(concept, 3) & (1 << 31) != 0
     }
 
     /// The concept with this code (exact match), by a linear scan.
     pub fn find_code(&self, code: &str) -> Option<u32> {
-        (0..self.concepts.len() as u32).find(|&c| self.code(c) == code)
+        (0..self.concepts as u32).find(|&c| self.code(c) == code)
     }
 
     /// Scores every label against a query and returns, per concept with a positive score, its
@@ -206,42 +211,41 @@ impl Index {
         if query.is_empty() {
             return Vec::new();
         }
-        let mut overlap = vec![0u32; self.labels.len()];
+        let mut overlap = vec![0u32; self.labels];
         let mut touched: Vec<u32> = Vec::new();
         for t in &query {
-            if let Some(&id) = self.tokens.get(*t) {
-                for &l in &self.postings[id as usize] {
-                    if overlap[l as usize] == 0 {
-                        touched.push(l);
-                    }
-                    overlap[l as usize] += 1;
+            for w in self.postings(t).chunks_exact(4) {
+                let l = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                let Some(o) = overlap.get_mut(l as usize) else { continue };
+                if *o == 0 {
+                    touched.push(l);
                 }
+                *o += 1;
             }
         }
         touched.sort_unstable();
         let mut hits: Vec<Hit> = Vec::new();
         for l in touched {
-            let label = &self.labels[l as usize];
-            let concept = &self.concepts[label.concept as usize];
-            if concept.deprecated && !include_deprecated {
+            let concept = self.label_word(l, 2);
+            if self.deprecated(concept) && !include_deprecated {
                 continue;
             }
             let o = overlap[l as usize] as usize;
-            let (a, b) = (query.len(), label.tokens as usize);
+            let (a, b) = (query.len(), self.label_word(l, 3) as usize);
             // Equal normalized texts have equal token sets; only then is the text compared.
             let equal = o == a
                 && o == b
-                && normalize(&self.text[label.text.0 as usize..label.text.1 as usize]) == query_normalized;
+                && normalize(self.text_of(self.label_word(l, 0), self.label_word(l, 1))) == query_normalized;
             let score = from_counts(a, b, o, equal);
-            let index_in_concept = l - concept.first_label;
+            let index_in_concept = l.saturating_sub(self.concept_word(concept, 2));
             match hits.last_mut() {
-                Some(h) if h.concept == label.concept => {
+                Some(h) if h.concept == concept => {
                     if score > h.score {
                         h.score = score;
                         h.label = index_in_concept;
                     }
                 }
-                _ => hits.push(Hit { concept: label.concept, score, label: index_in_concept }),
+                _ => hits.push(Hit { concept, score, label: index_in_concept }),
             }
         }
         hits

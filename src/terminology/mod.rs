@@ -10,6 +10,7 @@
 //! What it does not do: any network access (nothing here opens a socket), log a query term, or
 //! ship SNOMED CT content.
 
+pub mod compact;
 pub mod conceptmap;
 pub mod find;
 pub mod import;
@@ -96,6 +97,8 @@ pub struct Bundled {
     pub system: Option<System>,
     /// The index or map text.
     pub data: &'static str,
+    /// The compact form of an index text, built by `build.rs` ([`compact`]).
+    pub compact: Option<&'static [u8]>,
     /// The manifest (JSON).
     pub manifest: &'static str,
 }
@@ -106,30 +109,35 @@ pub static BUNDLED: [Bundled; 5] = [
         name: "icd10cm",
         system: Some(System::Icd10cm),
         data: include_str!("data/icd10cm.tsv"),
+        compact: Some(include_bytes!(concat!(env!("OUT_DIR"), "/icd10cm.idx"))),
         manifest: include_str!("data/icd10cm.manifest.json"),
     },
     Bundled {
         name: "loinc",
         system: Some(System::Loinc),
         data: include_str!("data/loinc.tsv"),
+        compact: Some(include_bytes!(concat!(env!("OUT_DIR"), "/loinc.idx"))),
         manifest: include_str!("data/loinc.manifest.json"),
     },
     Bundled {
         name: "mesh",
         system: Some(System::Mesh),
         data: include_str!("data/mesh.tsv"),
+        compact: Some(include_bytes!(concat!(env!("OUT_DIR"), "/mesh.idx"))),
         manifest: include_str!("data/mesh.manifest.json"),
     },
     Bundled {
         name: "conceptmaps",
         system: None,
         data: include_str!("data/conceptmaps.tsv"),
+        compact: None,
         manifest: include_str!("data/conceptmaps.manifest.json"),
     },
     Bundled {
         name: "ucum",
         system: None,
         data: include_str!("data/ucum.tsv"),
+        compact: None,
         manifest: include_str!("data/ucum.manifest.json"),
     },
 ];
@@ -205,7 +213,13 @@ impl Catalog {
         let dir = self.data_dir.as_ref()?.join(system.as_str());
         let manifest = import::read_manifest(&dir)?;
         let text = import::read_bounded(&dir.join("index.tsv"), index::MAX_INDEX_BYTES)?;
-        let index = Index::build(text).ok()?;
+        // The compact form `terminology import` wrote, when it is the one of this text; else
+        // (an older import, a damaged or replaced file) the index is built from the text.
+        let compact = import::read_bounded_bytes(&dir.join("index.bin"), index::MAX_INDEX_BYTES.saturating_mul(4)).ok();
+        let index = match compact {
+            Some(blob) if Index::matches(&text, &blob) => Index::from_parts(text.into(), blob.into())?,
+            _ => Index::build(text).ok()?,
+        };
         Some(Arc::new(Loaded { index, manifest, origin: Origin::Imported }))
     }
 
@@ -220,7 +234,7 @@ fn bundled_index(slot: usize, system: System) -> Option<Arc<Loaded>> {
     BUNDLED_INDEXES[slot]
         .get_or_init(|| {
             let b = system.bundled()?;
-            let index = Index::build(b.data.to_owned()).ok()?;
+            let index = Index::from_parts(b.data.into(), b.compact?.into())?;
             let manifest = serde_json::from_str(b.manifest).ok()?;
             Some(Arc::new(Loaded { index, manifest, origin: Origin::Bundled }))
         })
@@ -304,4 +318,24 @@ pub fn licenses_text(catalog: &Catalog) -> String {
     }
     out.push_str("\nSNOMED CT content is never bundled.\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compact forms `build.rs` embedded are what the crate's builder makes of the same
+    /// texts now: the build script and a search tokenize with the same code.
+    #[test]
+    fn bundled_compact_forms_are_the_builders() {
+        for b in BUNDLED.iter().filter(|b| b.system.is_some()) {
+            let embedded = b.compact.expect("a searched dataset has a compact form");
+            let built = Index::build(b.data.to_owned()).expect("index");
+            assert!(built.compact() == embedded, "{}: the embedded compact form is stale", b.name);
+            assert!(Index::matches(b.data, embedded));
+            let system = b.system.expect("system");
+            let slot = System::ALL.iter().position(|s| *s == system).expect("slot");
+            assert_eq!(bundled_index(slot, system).map(|l| l.index.len()), Some(built.len()));
+        }
+    }
 }
