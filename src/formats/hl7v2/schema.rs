@@ -424,12 +424,38 @@ impl Node {
     }
 }
 
-/// A message structure (abstract message syntax), e.g. `ADT_A01`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A message structure (abstract message syntax), e.g. `ADT_A01`. Its tree is decoded on first
+/// use ([`StructureDef::children`]): a message needs one structure of the version's hundreds.
+#[derive(Clone, Debug)]
 pub struct StructureDef {
     pub id: &'static str,
-    pub children: Box<[Node]>,
+    /// Where the structure's node list starts in its version's data (checked when the version
+    /// was decoded: every node was walked then).
+    nodes_at: usize,
+    data: &'static [u8],
+    file: &'static str,
+    strings: &'static [&'static str],
+    children: OnceLock<Box<[Node]>>,
 }
+
+impl StructureDef {
+    /// The structure's segments and groups, in order.
+    pub fn children(&self) -> &[Node] {
+        self.children.get_or_init(|| {
+            let mut r = Reader { buf: self.data, pos: self.nodes_at, file: self.file, strings: self.strings };
+            // The version's decode walked these bytes with the same checks: this cannot fail.
+            r.nodes(self.id, 0).unwrap_or_default()
+        })
+    }
+}
+
+impl PartialEq for StructureDef {
+    fn eq(&self, other: &StructureDef) -> bool {
+        self.id == other.id && self.children() == other.children()
+    }
+}
+
+impl Eq for StructureDef {}
 
 /// One row of the trigger event -> structure map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -761,6 +787,28 @@ impl Reader {
         Ok(out.into_boxed_slice())
     }
 
+    /// Walks a node list as [`Reader::nodes`] reads it, with the same checks, without building
+    /// it (a version's structures are decoded on first use).
+    fn skip_nodes(&mut self, depth: usize) -> Result<(), DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("groups nested too deep"));
+        }
+        let n = usize::from(self.u16()?);
+        for _ in 0..n {
+            let kind = self.u8()?;
+            if kind > NODE_ANY {
+                return Err(self.err("bad node kind"));
+            }
+            self.str()?;
+            self.u8()?;
+            self.u16()?;
+            if kind == NODE_GROUP || kind == NODE_CHOICE {
+                self.skip_nodes(depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
     fn nodes(&mut self, structure: &str, depth: usize) -> Result<Box<[Node]>, DecodeError> {
         if depth > MAX_DEPTH {
             return Err(self.err("groups nested too deep"));
@@ -853,8 +901,16 @@ fn decode(version: Version, data: &'static [u8]) -> Result<Schema, DecodeError> 
     let mut structures = Vec::with_capacity(n);
     for _ in 0..n {
         let id = r.str()?;
-        let children = r.nodes(id, 0)?;
-        structures.push(StructureDef { id, children });
+        let nodes_at = r.pos;
+        r.skip_nodes(0)?;
+        structures.push(StructureDef {
+            id,
+            nodes_at,
+            data,
+            file: r.file,
+            strings: r.strings,
+            children: OnceLock::new(),
+        });
     }
 
     let n = usize::from(r.u16()?);
@@ -972,12 +1028,12 @@ mod tests {
     fn structure_tree() {
         let s = schema(Version::V2_5_1);
         let adt = s.structure("ADT_A01").expect("ADT_A01 in 2.5.1");
-        let first = &adt.children[0];
+        let first = &adt.children()[0];
         assert_eq!(first.name, "MSH");
         assert_eq!(first.kind, NodeKind::Segment);
         assert!(first.required);
         assert_eq!(first.repeat, Repeat::Once);
-        let proc_group = adt.children.iter().find(|n| n.short_name == "PROCEDURE").expect("PROCEDURE group");
+        let proc_group = adt.children().iter().find(|n| n.short_name == "PROCEDURE").expect("PROCEDURE group");
         assert_eq!(proc_group.name, "ADT_A01_PROCEDURE");
         assert!(proc_group.is_group());
         assert!(!proc_group.required);
@@ -985,7 +1041,7 @@ mod tests {
         assert_eq!(proc_group.children[0].name, "PR1");
         assert!(proc_group.children[0].required);
         for st in s.structures() {
-            assert!(!st.children.is_empty(), "{} empty", st.id);
+            assert!(!st.children().is_empty(), "{} empty", st.id);
         }
     }
 

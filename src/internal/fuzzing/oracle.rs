@@ -595,7 +595,7 @@ fn schema_names() -> &'static HashSet<&'static str> {
             let Ok(s) = schema::try_schema(v) else { continue };
             for st in s.structures() {
                 out.insert(st.id);
-                nodes(&mut out, &st.children);
+                nodes(&mut out, st.children());
             }
         }
         out.extend(schema::known_segment_ids());

@@ -181,7 +181,7 @@ fn structure_of(msh: SegmentRef<'_>, plan: &'static Plan, report: &mut Report) -
 fn same_tree(plan: &Plan, a: u16, b: u16) -> bool {
     let all = plan.schema.structures();
     match (all.get(usize::from(a)), all.get(usize::from(b))) {
-        (Some(x), Some(y)) => same_nodes(&x.children, &y.children),
+        (Some(x), Some(y)) => same_nodes(x.children(), y.children()),
         _ => false,
     }
 }

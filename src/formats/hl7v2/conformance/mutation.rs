@@ -411,11 +411,11 @@ fn firsts<'a>(nodes: &'a [Node], out: &mut Vec<&'a str>) -> bool {
 
 /// Structure mutations: required segments removed, non-repeating segments repeated.
 fn structure_mutations(msg: &Msg, def: &StructureDef, out: &mut Vec<Mutation>) {
-    if has_any(&def.children) {
+    if has_any(def.children()) {
         return;
     }
     let mut nodes = Vec::new();
-    collect(&def.children, &mut Vec::new(), false, &mut nodes);
+    collect(def.children(), &mut Vec::new(), false, &mut nodes);
     let in_tree = |id: &str| nodes.iter().filter(|n| n.node.name == id).count();
     let in_msg = |id: &str| (0..msg.segments.len()).filter(|s| msg.id(*s) == id).count();
     let (mut removed, mut repeated) = (0, 0);

@@ -171,7 +171,7 @@ impl StructurePlan {
             state: 0,
             req: 0,
         });
-        p.add_children(0, &def.children, path, 0)?;
+        p.add_children(0, def.children(), path, 0)?;
         p.segment_ids.sort_unstable();
         p.segment_ids.dedup();
         p.code_names.sort_unstable_by_key(|name| segment_key(name));
@@ -1107,11 +1107,11 @@ mod tests {
             for (i, def) in p.schema.structures().iter().enumerate() {
                 let Some(sp) = u16::try_from(i).ok().and_then(|i| p.structure(i)) else { continue };
                 let mut names: Vec<&'static str> = Vec::new();
-                collect_names(&def.children, &mut names);
+                collect_names(def.children(), &mut names);
                 names.extend_from_slice(others);
                 for round in 0..6 {
                     let mut segs = Vec::new();
-                    generate(&def.children, &names, &mut rng, &mut segs);
+                    generate(def.children(), &names, &mut rng, &mut segs);
                     match round {
                         0 => {}
                         1..=3 => {
