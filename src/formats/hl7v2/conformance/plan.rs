@@ -13,7 +13,9 @@
 
 use std::sync::OnceLock;
 
-use crate::formats::hl7v2::schema::{self, ElementDef, Schema, TableDef, TableKind, Usage, Version};
+use crate::formats::hl7v2::schema::{
+    self, DataTypeDef, ElementDef, Schema, SegmentDef, TableDef, TableKind, Usage, Version,
+};
 
 use super::structure::StructurePlan;
 
@@ -76,8 +78,9 @@ pub(crate) struct Elem {
     pub max_reps: u32,
     /// Maximum length in characters; 0 when the sources give none.
     pub max_len: u32,
-    /// The HL7-defined table the value must come from, as an index into the plan's code sets
-    /// (only for `ID`, only when the table is HL7-defined and its values are known).
+    /// The HL7-defined table the value must come from, as its position in the schema's tables
+    /// ([`Plan::codes`]; only for `ID`, only when the table is HL7-defined and its values are
+    /// known).
     pub table: Option<u16>,
     pub ty: Ty,
 }
@@ -93,7 +96,6 @@ pub(crate) struct TypePlan {
 /// A segment.
 #[derive(Debug)]
 pub(crate) struct SegmentPlan {
-    pub id: &'static str,
     /// MSH (its MSH-9 to MSH-12 and table values are the syntax layer's).
     pub is_msh: bool,
     /// OBX (OBX-5 is typed by OBX-2).
@@ -227,11 +229,18 @@ pub(crate) fn pack(v: &[u8]) -> Option<u64> {
 pub(crate) struct Plan {
     pub schema: &'static Schema,
     pub era: Era,
-    codes: Box<[CodeSet]>,
+    /// The version whose tables these are (its neighbours decide `required_alone`).
+    version: Version,
+    /// Per table of the schema (by position): its code set when it is HL7-defined with a known
+    /// list of values. Each part of a plan is built on first use: a message needs a few
+    /// segments, types and tables of the version's hundreds.
+    codes: Box<[OnceLock<Option<CodeSet>>]>,
     /// The data types with ids of up to 7 bytes, by packed id (OBX-2 lookups).
     type_keys: Box<[(u64, Ty)]>,
-    types: Box<[TypePlan]>,
-    segments: Box<[SegmentPlan]>,
+    /// Per data type of the schema (by position).
+    types: Box<[OnceLock<TypePlan>]>,
+    /// Per segment of the schema (by position).
+    segments: Box<[OnceLock<SegmentPlan>]>,
     /// The segment ids as packed keys, sorted, with their index in `segments`.
     segment_keys: Box<[(u64, u16)]>,
     structures: Box<[OnceLock<Option<StructurePlan>>]>,
@@ -258,17 +267,25 @@ impl Plan {
         // Segment ids are three bytes: an integer search, no string comparison.
         let key = pack(id.as_bytes())?;
         let i = self.segment_keys.binary_search_by_key(&key, |(k, _)| *k).ok()?;
-        self.segments.get(usize::from(self.segment_keys.get(i)?.1))
+        let at = usize::from(self.segment_keys.get(i)?.1);
+        let def = self.schema.segments().get(at)?;
+        Some(self.segments.get(at)?.get_or_init(|| segment_plan(self.schema, self.version, def)))
     }
 
-    /// A code set by index.
+    /// A code set by index (the table's position in the schema).
     pub fn codes(&self, index: u16) -> Option<&CodeSet> {
-        self.codes.get(usize::from(index))
+        let at = usize::from(index);
+        self.codes
+            .get(at)?
+            .get_or_init(|| self.schema.tables().get(at).filter(|t| has_code_set(t)).map(CodeSet::new))
+            .as_ref()
     }
 
     /// A composite type by index.
     pub fn composite(&self, index: u16) -> Option<&TypePlan> {
-        self.types.get(usize::from(index))
+        let at = usize::from(index);
+        let def = self.schema.datatypes().get(at)?;
+        Some(self.types.get(at)?.get_or_init(|| type_plan(self.schema, def)))
     }
 
     /// The type named `id` in this version (for OBX-5, typed by OBX-2).
@@ -297,7 +314,15 @@ impl Plan {
     /// 0301 from 2.7 on, in a 2.5.1 message). Slow (every version's table); for the rare
     /// unlisted value.
     pub fn code_listed_elsewhere(&self, number: u16, v: &[u8]) -> bool {
-        every_plan().any(|p| p.codes.iter().any(|set| set.number == number && set.contains(v)))
+        every_plan().any(|p| {
+            p.schema
+                .tables()
+                .binary_search_by_key(&number, |t| t.number)
+                .ok()
+                .and_then(|i| u16::try_from(i).ok())
+                .and_then(|i| p.codes(i))
+                .is_some_and(|set| set.contains(v))
+        })
     }
 
     /// Whether field `n` of segment `id` may repeat at least `reps` times in some version (ORC-10
@@ -331,102 +356,80 @@ fn era_of(v: Version) -> Era {
     }
 }
 
-/// Code sets, built as elements refer to tables.
-struct Tables {
-    schema: &'static Schema,
-    sets: Vec<CodeSet>,
-    index: std::collections::BTreeMap<u16, Option<u16>>,
+/// Whether a table gets a code set: HL7-defined, with a list of values the source does not
+/// abbreviate.
+fn has_code_set(t: &TableDef) -> bool {
+    t.kind == TableKind::Hl7 && !t.values.is_empty() && !t.values.iter().any(|v| is_elision(v))
 }
 
-impl Tables {
-    /// The code set of table `n`, when it is HL7-defined with a known list of values.
-    fn set(&mut self, n: u16) -> Option<u16> {
-        if let Some(i) = self.index.get(&n) {
-            return *i;
-        }
-        let table = self
-            .schema
-            .table(n)
-            .filter(|t| t.kind == TableKind::Hl7 && !t.values.is_empty() && !t.values.iter().any(|v| is_elision(v)));
-        let i = table.and_then(|t| {
-            let i = u16::try_from(self.sets.len()).ok()?;
-            self.sets.push(CodeSet::new(t));
-            Some(i)
-        });
-        self.index.insert(n, i);
-        i
-    }
+fn type_plan(schema: &'static Schema, d: &DataTypeDef) -> TypePlan {
+    let is_ts = d.id == "TS";
+    let components = d
+        .components
+        .iter()
+        .map(|c| {
+            let mut e = elem(schema, c);
+            if is_ts && c.position == 1 {
+                e.ty = Ty::Primitive(Check::DateTime);
+            }
+            if is_ts && c.position == 2 {
+                e.required = false;
+            }
+            e
+        })
+        .collect::<Box<[Elem]>>();
+    let required_end = components.iter().rposition(|c| c.required).map_or(0, |i| i + 1);
+    TypePlan { components, required_end }
+}
+
+fn segment_plan(schema: &'static Schema, v: Version, s: &SegmentDef) -> SegmentPlan {
+    let neighbours = neighbours(v);
+    let fields = s
+        .fields
+        .iter()
+        .map(|f| {
+            let mut e = elem(schema, f);
+            e.required_alone = e.required && required_alone(&neighbours, s.id, f.position);
+            if s.id == "QPD" && f.position == 3 {
+                // QPD-3 holds the query's parameters "in successive fields", as the
+                // query profile (its conformance statement, chapter 5) defines them,
+                // repetitions included: the base definition does not limit them.
+                e.max_reps = 0;
+            }
+            e
+        })
+        .collect::<Box<[Elem]>>();
+    let required_end = fields.iter().rposition(|f| f.required).map_or(0, |i| i as u32 + 1);
+    SegmentPlan { is_msh: s.id == "MSH", is_obx: s.id == "OBX", fields, required_end }
+}
+
+/// `n` cells, each filled on first use.
+fn lazy<T>(n: usize) -> Box<[OnceLock<T>]> {
+    (0..n).map(|_| OnceLock::new()).collect()
 }
 
 fn build(v: Version) -> Option<Plan> {
     let schema = schema::try_schema(v).ok()?;
-    let mut tables = Tables { schema, sets: Vec::new(), index: std::collections::BTreeMap::new() };
-    let types = schema
-        .datatypes()
-        .iter()
-        .map(|d| {
-            let is_ts = d.id == "TS";
-            let components = d
-                .components
-                .iter()
-                .map(|c| {
-                    let mut e = elem(schema, c, &mut tables);
-                    if is_ts && c.position == 1 {
-                        e.ty = Ty::Primitive(Check::DateTime);
-                    }
-                    if is_ts && c.position == 2 {
-                        e.required = false;
-                    }
-                    e
-                })
-                .collect::<Box<[Elem]>>();
-            let required_end = components.iter().rposition(|c| c.required).map_or(0, |i| i + 1);
-            TypePlan { components, required_end }
-        })
-        .collect();
-    let neighbours = neighbours(v);
-    let segments = schema
+    let mut segment_keys: Vec<(u64, u16)> = schema
         .segments()
-        .iter()
-        .map(|s| {
-            let fields = s
-                .fields
-                .iter()
-                .map(|f| {
-                    let mut e = elem(schema, f, &mut tables);
-                    e.required_alone = e.required && required_alone(&neighbours, s.id, f.position);
-                    if s.id == "QPD" && f.position == 3 {
-                        // QPD-3 holds the query's parameters "in successive fields", as the
-                        // query profile (its conformance statement, chapter 5) defines them,
-                        // repetitions included: the base definition does not limit them.
-                        e.max_reps = 0;
-                    }
-                    e
-                })
-                .collect::<Box<[Elem]>>();
-            let required_end = fields.iter().rposition(|f| f.required).map_or(0, |i| i as u32 + 1);
-            SegmentPlan { id: s.id, is_msh: s.id == "MSH", is_obx: s.id == "OBX", fields, required_end }
-        })
-        .collect::<Box<[SegmentPlan]>>();
-    let mut segment_keys: Vec<(u64, u16)> = segments
         .iter()
         .enumerate()
         .filter_map(|(i, s)| Some((pack(s.id.as_bytes())?, u16::try_from(i).ok()?)))
         .collect();
     segment_keys.sort_unstable_by_key(|(k, _)| *k);
-    let structures = schema.structures().iter().map(|_| OnceLock::new()).collect();
     let mut type_keys: Vec<(u64, Ty)> =
         schema.datatypes().iter().filter_map(|d| Some((pack(d.id.as_bytes())?, resolve(schema, d.id)))).collect();
     type_keys.sort_unstable_by_key(|(k, _)| *k);
     Some(Plan {
         schema,
         era: era_of(v),
-        codes: tables.sets.into(),
+        version: v,
+        codes: lazy(schema.tables().len()),
         type_keys: type_keys.into(),
-        types,
-        segments,
+        types: lazy(schema.datatypes().len()),
+        segments: lazy(schema.segments().len()),
         segment_keys: segment_keys.into(),
-        structures,
+        structures: lazy(schema.structures().len()),
     })
 }
 
@@ -458,10 +461,14 @@ fn required_alone(neighbours: &[&'static Schema], id: &str, position: u16) -> bo
     seen
 }
 
-fn elem(schema: &'static Schema, def: &ElementDef, tables: &mut Tables) -> Elem {
+fn elem(schema: &'static Schema, def: &ElementDef) -> Elem {
     let ty = resolve(schema, def.data_type);
     let table = match ty {
-        Ty::Primitive(Check::Hl7Coded) => def.table.and_then(|n| tables.set(n)),
+        Ty::Primitive(Check::Hl7Coded) => def.table.and_then(|n| {
+            let i = schema.tables().binary_search_by_key(&n, |t| t.number).ok()?;
+            schema.tables().get(i).filter(|t| has_code_set(t))?;
+            u16::try_from(i).ok()
+        }),
         _ => None,
     };
     Elem {
