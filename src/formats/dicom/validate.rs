@@ -49,6 +49,9 @@ fn tag_only(tag: u32) -> DicomPosition {
 /// The findings on a document.
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     let mut out = Out { findings: doc.lexed.findings.clone() };
+    // A document read in part: the break (fatal), then what the elements before it show (the
+    // attributes after the break are missing to the IOD check, as for dciodvfy).
+    out.findings.extend(doc.broken());
     if !doc.preamble {
         out.push(Code::DICOM_PREAMBLE_MISSING, DicomPosition::new(0));
     }
