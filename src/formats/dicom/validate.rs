@@ -358,6 +358,7 @@ fn iod(doc: &Document, out: &mut Out) {
             Usage::User => {}
             Usage::Mandatory => {
                 for &(tag, ty) in attrs {
+                    let ty = dict::iod_override(iod, tag).unwrap_or(ty);
                     match ty {
                         AttrType::T1C | AttrType::T2C => conditions = true,
                         AttrType::T3 => {}
