@@ -329,6 +329,10 @@ fn vm_ok(vm: &str, n: usize) -> bool {
     if vm.is_empty() {
         return true;
     }
+    // Most of the dictionary: one value (what the general case below gives for "1").
+    if vm == "1" {
+        return n == 1;
+    }
     vm.split('|').any(|alt| {
         let alt = alt.trim();
         let (lo, hi) = alt.split_once('-').unwrap_or((alt, alt));
