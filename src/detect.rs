@@ -21,6 +21,29 @@ use crate::formats::Format;
 /// How many leading bytes detection looks at.
 pub const PREFIX_LEN: usize = 64 * 1024;
 
+/// The first bytes read of a regular file: when they decide every signature ([`decided`]), the
+/// rest of [`PREFIX_LEN`] is not read (a DICOM file's header is a few hundred bytes; its pixel
+/// data is sought past, see `dicom::source`).
+pub const FIRST_LEN: usize = 4 * 1024;
+
+/// True when [`detect`] (and the first byte after a BOM and white space) gives on `prefix` the
+/// answer it gives on any longer prefix of the same input, so that no more bytes need be read.
+/// That is the case when the bytes hold DICOM's signature window (the preamble and `DICM`, 132
+/// bytes) and the first byte after a BOM and white space is one no text signature starts
+/// with: every text format's signature needs an ASCII graphic first byte (`MSH`, `{`, `<`,
+/// `ISA`, an NCPDP header, ASTM's `H|`) or one of its framing bytes (MLLP's 0x0B, ASTM's STX,
+/// ENQ, ACK, NAK, EOT), so a binary start (a DICOM preamble of zeros) decides them all as no
+/// match. Otherwise the caller reads on to [`PREFIX_LEN`].
+pub fn decided(prefix: &[u8]) -> bool {
+    if prefix.len() < 132 {
+        return false;
+    }
+    match skip_bom_and_space(prefix).first() {
+        Some(&b) => !(b.is_ascii_graphic() || matches!(b, 0x02 | 0x04 | 0x05 | 0x06 | 0x0B | 0x15)),
+        None => false,
+    }
+}
+
 /// Detects the format of an input from its first bytes ([`PREFIX_LEN`] are enough): every
 /// registered format's signature is tried.
 pub fn detect(prefix: &[u8]) -> Result<Format, Code> {
@@ -82,5 +105,44 @@ mod tests {
         assert_eq!(detect(b"  \n "), Err(Code::CLI_EMPTY_INPUT));
         assert_eq!(detect(b"hello"), Err(Code::CLI_FORMAT_UNDETECTED));
         assert_eq!(detect(b"MSH"), Err(Code::CLI_FORMAT_UNDETECTED));
+    }
+
+    /// A prefix `decided` says is enough gives the same detection as the same prefix followed
+    /// by any text signature: no text format matches after a start it calls decided.
+    #[test]
+    fn decided_prefixes_give_the_answer_of_longer_ones() {
+        let tails: [&[u8]; 8] = [
+            b"MSH|^~\\&|A",
+            b"{\"resourceType\":\"Patient\"}",
+            b"<Patient xmlns=\"http://hl7.org/fhir\"/>",
+            b"ISA*00*",
+            b"H|\\^&|||",
+            b"\x021H|\\^&|||",
+            b"\x0bMSH|^~\\&",
+            b"610014D0B1PCN1234567101123456789012345202403150VENDOR001\x1e",
+        ];
+        let mut decided_starts = 0;
+        for b in 0..=255u8 {
+            let mut dicom = vec![b; 132];
+            dicom[128..].copy_from_slice(b"DICM");
+            let mut bare = vec![b; 200];
+            bare[..8].copy_from_slice(&[0x08, 0x00, 0x05, 0x00, b'C', b'S', 0x0A, 0x00]);
+            for prefix in [dicom, bare, vec![b; 300]] {
+                if !decided(&prefix) {
+                    continue;
+                }
+                decided_starts += 1;
+                let short = detect(&prefix);
+                let first = skip_bom_and_space(&prefix).first().copied();
+                for tail in tails {
+                    let mut longer = prefix.clone();
+                    longer.extend_from_slice(tail);
+                    assert_eq!(detect(&longer), short, "start byte {b:#04x}");
+                    assert_eq!(skip_bom_and_space(&longer).first().copied(), first);
+                }
+            }
+        }
+        assert!(decided_starts > 100, "{decided_starts}");
+        assert!(!decided(&[0u8; 131]) && !decided(b"  \n  ") && !decided(&[b' '; 300]));
     }
 }

@@ -79,6 +79,13 @@ fn fixtures_against_the_manifest() {
         match e["expect"].as_str().expect("expect") {
             "valid" => assert_eq!(code(&o), 0, "{file}: {got:?}"),
             "invalid" => assert_eq!(code(&o), 1, "{file}: {got:?}"),
+            // Broken mid-way: read up to the break, whose fatal finding is listed (exit 1).
+            "broken" => {
+                assert_eq!(code(&o), 1, "{file}: {got:?}");
+                let v: Value = serde_json::from_slice(&o.stdout).expect("validate JSON");
+                let fatal = v["findings"].as_array().into_iter().flatten().filter(|f| f["severity"] == "fatal").count();
+                assert_eq!(fatal, 1, "{file}: {got:?}");
+            }
             _ => assert_eq!(code(&o), 65, "{file}: {got:?}"),
         }
         for (c, _) in &got {
@@ -96,7 +103,7 @@ fn codes_at_their_tag_paths() {
         ("invalid/delimiter_unexpected.dcm", "DICOM_DELIMITER_UNEXPECTED", "(FFFE,E00D)/offset:"),
         ("invalid/vr_invalid.dcm", "DICOM_VR_INVALID", "(0020,4000)/offset:"),
         ("invalid/deflate_invalid.dcm", "DICOM_DEFLATE_INVALID", "offset:"),
-        ("invalid/deflate_truncated.dcm", "DICOM_DEFLATE_INVALID", "(0008,1155)/offset:"),
+        ("invalid/deflate_truncated.dcm", "DICOM_DEFLATE_INVALID", "(0008,1140)[2].(0008,1155)/offset:"),
         ("invalid/date_invalid.dcm", "DICOM_VALUE_INVALID", "(0008,0020)/offset:"),
         ("invalid/time_invalid.dcm", "DICOM_VALUE_INVALID", "(0008,0030)/offset:"),
         ("invalid/uid_invalid.dcm", "DICOM_VALUE_INVALID", "(0020,000E)/offset:"),
@@ -264,10 +271,20 @@ fn markers_stay_in(file: &str, bytes: &[u8]) {
     let o = crate::common::run_with(&["parse", "--json", file.as_str()], None, &[("RUST_LOG", "trace")]);
     assert!(o.stdout.windows(3).filter(|w| w == b"MKR").count() > 10, "{file}");
     assert!(!o.stderr.windows(3).any(|w| w == b"MKR"));
-    // A truncated marker file fails with a code and no marker.
-    let o = run_stdin(&["validate", "--json", "-"], &bytes[..bytes.len() - 40]);
+    // A truncated marker file is read up to the break: a code, and no marker (validate,
+    // inspect) or only the markers of the elements before the break (parse, on stdout).
+    for args in [["validate", "--json", "-"], ["inspect", "--json", "-"]] {
+        let o = run_stdin(&args, &bytes[..bytes.len() - 40]);
+        assert_eq!(code(&o), 1, "{file}");
+        assert!(!o.stderr.windows(3).any(|w| w == b"MKR") && !o.stdout.windows(3).any(|w| w == b"MKR"));
+    }
+    let o = run_stdin(&["parse", "--json", "-"], &bytes[..bytes.len() - 40]);
+    assert_eq!(code(&o), 1, "{file}");
+    assert!(!o.stderr.windows(3).any(|w| w == b"MKR"));
+    // fmt and redact write no part of it.
+    let o = run_stdin(&["fmt", "-"], &bytes[..bytes.len() - 40]);
     assert_eq!(code(&o), 65, "{file}");
-    assert!(!o.stderr.windows(3).any(|w| w == b"MKR") && !o.stdout.windows(3).any(|w| w == b"MKR"));
+    assert!(o.stdout.is_empty() && !o.stderr.windows(3).any(|w| w == b"MKR"));
 }
 
 /// The bytes after the file meta of a Part 10 file (group 0002 explicit VR LE, read by its
@@ -366,9 +383,10 @@ fn deflate_bomb_is_refused_at_the_input_limit() {
     let start = whole.len() - after_meta(&whole).len();
     for cut in (start + 1..whole.len() - 2).step_by(37) {
         let o = run_stdin(&["validate", "--json", "-"], &whole[..cut]);
-        assert_eq!(code(&o), 65, "cut at {cut}");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("DICOM_DEFLATE_INVALID") || err.contains("DICOM_TRUNCATED"), "cut at {cut}: {err}");
+        assert_eq!(code(&o), 1, "cut at {cut}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("DICOM_DEFLATE_INVALID") || out.contains("DICOM_TRUNCATED"), "cut at {cut}: {out}");
+        assert!(run_stdin(&["fmt", "-"], &whole[..cut]).stdout.is_empty(), "cut at {cut}: fmt wrote a part");
     }
 }
 
@@ -459,4 +477,37 @@ fn redact_keeps_the_meta_instance_uid_of_a_file_without_sop_instance_uid() {
     let uid = m["model"]["00020003"]["Value"][0].as_str().expect("(0002,0003) written");
     assert!(uid.starts_with("2.25.") && uid != "2.25.1001", "not the keyed hash");
     assert!(m["model"].get("00080018").is_none());
+}
+
+/// A file broken mid-way is read up to the break (as dcmdump reads it): `parse` writes the
+/// elements read completely before it and the fatal finding, `inspect` counts them, the result
+/// is negative (exit 1); `fmt` and `redact` write nothing (a part is never written as a whole
+/// file) and fail with the cause.
+#[test]
+fn broken_file_is_read_up_to_the_break() {
+    let file = path("invalid/truncated.dcm");
+    let o = run(&["parse", "--json", &file]);
+    assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("parse JSON");
+    let mut all = Vec::new();
+    tags(&v["model"], "", &mut all);
+    assert!(all.len() > 40, "{}", all.len());
+    assert!(v["model"].get("7FE00010").is_none(), "the element cut by the break is not in the model");
+    let warnings = v["warnings"].as_array().expect("warnings");
+    let fatal: Vec<&Value> = warnings.iter().filter(|f| f["severity"] == "fatal").collect();
+    assert_eq!(fatal.len(), 1, "{warnings:?}");
+    assert_eq!(fatal[0]["code"], "DICOM_TRUNCATED");
+    assert!(fatal[0]["location"].as_str().expect("location").starts_with("(7FE0,0010)/offset:"));
+    let i = run(&["inspect", "--json", &file]);
+    assert_eq!(code(&i), 1);
+    let s: Value = serde_json::from_slice(&i.stdout).expect("inspect JSON");
+    assert_eq!(s["elements"].as_u64(), Some(all.len() as u64), "{s}");
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    for args in [vec!["fmt", file.as_str()], vec!["redact", "--policy", &basic, "--key-file", &key, file.as_str()]] {
+        let o = run(&args);
+        assert_eq!(code(&o), 65, "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?} wrote a part");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("DICOM_TRUNCATED"), "{args:?}");
+    }
 }

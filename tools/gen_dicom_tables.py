@@ -6,7 +6,8 @@ licence, Innolitics; generated from the standard's HTML, 2020 edition) as data f
 wheel: ``attributes.json`` (PS3.6 data dictionary: tag, VR, VM, keyword), ``ciod_to_modules.json``
 (PS3.3 Annex A: each IOD's modules and their usage), ``module_to_attributes.json`` (PS3.3 Annex
 C: each module's attributes and their type) and ``confidentiality_profile_attributes.json``
-(PS3.15 Table E.1-1: the Basic Profile's action per attribute and the options' actions), and
+(PS3.15 Table E.1-1: the Basic Profile's action per attribute and the options' actions),
+``sops.json`` and ``ciods.json`` (PS3.4 Table B.5-1: each SOP class and its IOD), and
 writes ``src/formats/dicom/tables.rs`` (static, sorted Rust tables) and
 ``src/formats/dicom/PROVENANCE.md`` (the package version, the wheel's sha256 and the sha256 of
 every data file read).
@@ -21,8 +22,8 @@ The wheel is downloaded into target/gen-dl and installed under target/ (never sy
 The data files are read from the wheel itself (its sha256 checked first). What the package does
 not ship is written here, each with the part of the standard it comes from: the file meta
 elements (PS3.10 Table 7.1-1, group 0002), the item and delimitation elements (PS3.5 Section
-7.5, group FFFE), the transfer syntaxes (PS3.5 Section 10, PS3.6 Table A-1) and the SOP classes
-phiward names (PS3.4 Table B.5-1, with the IOD each one uses). Python 3.11, standard library only.
+7.5, group FFFE) and the transfer syntaxes (PS3.5 Section 10, PS3.6 Table A-1). Python 3.11,
+standard library only.
 Deterministic: the same package gives the same bytes.
 """
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -48,7 +50,9 @@ DATA = "dicom_standard-0.1.0.data/data/standard/"
 SR_CONTENT_ITEM_MACROS = {"(0008,1199)", "(0040,A050)", "(0040,A130)", "(0040,A168)", "(0040,A300)",
                           "(0070,0022)", "(0070,0023)", "(3006,0024)"}
 FILES = ["attributes.json", "ciod_to_modules.json", "module_to_attributes.json",
-         "confidentiality_profile_attributes.json"]
+         "confidentiality_profile_attributes.json", "sops.json", "ciods.json", "modules.json"]
+# PS3.3's wording where a module's attribute type overrides another module's (see `overrides`).
+OVERRIDE = re.compile(r"[Tt]ype definition shall override the definition in the ([A-Za-z0-9 ]+?) Module")
 
 # PS3.10 Table 7.1-1 (File Meta Information) and PS3.5 Section 7.5 (items and delimiters).
 EXTRA_ELEMENTS = [
@@ -95,38 +99,6 @@ TRANSFER_SYNTAXES = [
     ("1.2.840.10008.1.2.4.102", "MPEG-4 AVC/H.264 High Profile / Level 4.1", True, True, False, True),
     ("1.2.840.10008.1.2.4.201", "High-Throughput JPEG 2000 Image Compression (Lossless Only)", True, True, False, True),
     ("1.2.840.10008.1.2.5", "RLE Lossless", True, True, False, True),
-]
-
-# PS3.4 Table B.5-1: (SOP Class UID, name, the IOD's id in ciods.json).
-SOP_CLASSES = [
-    ("1.2.840.10008.5.1.4.1.1.1", "Computed Radiography Image Storage", "cr-image"),
-    ("1.2.840.10008.5.1.4.1.1.1.1", "Digital X-Ray Image Storage - For Presentation", "digital-x-ray-image"),
-    ("1.2.840.10008.5.1.4.1.1.1.2", "Digital Mammography X-Ray Image Storage - For Presentation", "digital-mammography-x-ray-image"),
-    ("1.2.840.10008.5.1.4.1.1.2", "CT Image Storage", "ct-image"),
-    ("1.2.840.10008.5.1.4.1.1.2.1", "Enhanced CT Image Storage", "enhanced-ct-image"),
-    ("1.2.840.10008.5.1.4.1.1.3.1", "Ultrasound Multi-frame Image Storage", "us-multi-frame-image"),
-    ("1.2.840.10008.5.1.4.1.1.4", "MR Image Storage", "mr-image"),
-    ("1.2.840.10008.5.1.4.1.1.4.1", "Enhanced MR Image Storage", "enhanced-mr-image"),
-    ("1.2.840.10008.5.1.4.1.1.6.1", "Ultrasound Image Storage", "us-image"),
-    ("1.2.840.10008.5.1.4.1.1.7", "Secondary Capture Image Storage", "secondary-capture-image"),
-    ("1.2.840.10008.5.1.4.1.1.7.1", "Multi-frame Single Bit Secondary Capture Image Storage", "multi-frame-single-bit-sc-image"),
-    ("1.2.840.10008.5.1.4.1.1.7.2", "Multi-frame Grayscale Byte Secondary Capture Image Storage", "multi-frame-grayscale-byte-sc-image"),
-    ("1.2.840.10008.5.1.4.1.1.7.3", "Multi-frame Grayscale Word Secondary Capture Image Storage", "multi-frame-grayscale-word-sc-image"),
-    ("1.2.840.10008.5.1.4.1.1.7.4", "Multi-frame True Color Secondary Capture Image Storage", "multi-frame-true-color-sc-image"),
-    ("1.2.840.10008.5.1.4.1.1.12.1", "X-Ray Angiographic Image Storage", "x-ray-angiographic-image"),
-    ("1.2.840.10008.5.1.4.1.1.12.2", "X-Ray Radiofluoroscopic Image Storage", "x-ray-radiofluoroscopic-image"),
-    ("1.2.840.10008.5.1.4.1.1.20", "Nuclear Medicine Image Storage", "nm-image"),
-    ("1.2.840.10008.5.1.4.1.1.77.1.1", "VL Endoscopic Image Storage", "vl-endoscopic-image"),
-    ("1.2.840.10008.5.1.4.1.1.77.1.4", "VL Photographic Image Storage", "vl-photographic-image"),
-    ("1.2.840.10008.5.1.4.1.1.88.11", "Basic Text SR Storage", "basic-text-sr"),
-    ("1.2.840.10008.5.1.4.1.1.88.22", "Enhanced SR Storage", "enhanced-sr"),
-    ("1.2.840.10008.5.1.4.1.1.88.33", "Comprehensive SR Storage", "comprehensive-sr"),
-    ("1.2.840.10008.5.1.4.1.1.104.1", "Encapsulated PDF Storage", "encapsulated-pdf"),
-    ("1.2.840.10008.5.1.4.1.1.128", "Positron Emission Tomography Image Storage", "pet-image"),
-    ("1.2.840.10008.5.1.4.1.1.481.1", "RT Image Storage", "rt-image"),
-    ("1.2.840.10008.5.1.4.1.1.481.2", "RT Dose Storage", "rt-dose"),
-    ("1.2.840.10008.5.1.4.1.1.481.3", "RT Structure Set Storage", "rt-structure-set"),
-    ("1.2.840.10008.5.1.4.1.1.481.5", "RT Plan Storage", "rt-plan"),
 ]
 
 # Attribute types of PS3.3 kept for the IOD check (the others need no presence check).
@@ -178,9 +150,14 @@ def main() -> int:
     for tag, vr, vm, kw in EXTRA_ELEMENTS:
         exact[tag] = (vr, vm, kw)
 
-    # IODs of the SOP classes named: modules (usage, whether a condition is stated) and the
-    # modules' top-level attributes by type.
-    ciods = sorted({c for _, _, c in SOP_CLASSES})
+    # SOP classes (PS3.4 Table B.5-1, the package's sops.json): UID, name and the IOD it uses,
+    # by the IOD's name in ciods.json.
+    ciod_id = {c["name"]: c["id"] for c in data["ciods.json"]}
+    sop_classes = sorted((s["id"], s["name"], ciod_id[s["ciod"]]) for s in data["sops.json"])
+
+    # IODs of the SOP classes: modules (usage, whether a condition is stated) and the modules'
+    # top-level attributes by type.
+    ciods = sorted({c for _, _, c in sop_classes})
     modules_of: dict[str, list[tuple[str, str, bool]]] = {c: [] for c in ciods}
     for m in data["ciod_to_modules.json"]:
         if m["ciodId"] in modules_of:
@@ -196,6 +173,24 @@ def main() -> int:
                 kind += "C"
             if mask == 0xFFFFFFFF:
                 attrs_of[a["moduleId"]].append((value, TYPES[kind]))
+
+    # Types one module overrides in another (PS3.3: "This type definition shall override the
+    # definition in the <X> Module", e.g. C.8.6.1 SC Equipment's Modality, type 3 over General
+    # Series' type 1): for each IOD that has both modules, (IOD, tag, the overriding type).
+    module_id = {m["name"]: m["id"] for m in data["modules.json"]}
+    overrides: list[tuple[int, int, str]] = []
+    for a in data["module_to_attributes.json"]:
+        text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", a.get("description", "")))
+        m = OVERRIDE.search(text)
+        if not m or len(a["path"].split(":")) != 2 or a["type"] not in TYPES:
+            continue
+        over = module_id[m.group(1)]
+        mask, value = parse_tag(a["tag"])
+        for n, c in enumerate(ciods):
+            mods = {mid for mid, _, _ in modules_of[c]}
+            if a["moduleId"] in mods and over in mods:
+                overrides.append((n, value, TYPES[a["type"]]))
+    overrides.sort()
 
     # Confidentiality profile (basic action and the options' actions, in the order of
     # `OPTIONS`).
@@ -239,7 +234,7 @@ def main() -> int:
     o.append("")
     o.append("/// SOP classes: (UID, name, index of its IOD in `IODS`), sorted by UID.")
     o.append("pub static SOP_CLASSES: &[(&str, &str, u16)] = &[")
-    for uid, name, ciod in sorted(SOP_CLASSES):
+    for uid, name, ciod in sop_classes:
         o.append(f"    ({rust_str(uid)}, {rust_str(name)}, {ciods.index(ciod)}),")
     o.append("];")
     o.append("")
@@ -249,6 +244,13 @@ def main() -> int:
         mods = ", ".join(f"({used_modules.index(m)}, super::dict::Usage::{USAGES[u]}, {str(cond).lower()})"
                          for m, u, cond in modules_of[c])
         o.append(f"    ({rust_str(c)}, &[{mods}]),")
+    o.append("];")
+    o.append("")
+    o.append("/// Types a module of an IOD overrides in another of its modules (PS3.3: \"This type definition")
+    o.append("/// shall override the definition in the ... Module\"): (IOD index, tag, type), sorted.")
+    o.append("pub static IOD_OVERRIDES: &[(u16, u32, super::dict::AttrType)] = &[")
+    for n, tag, ty in overrides:
+        o.append(f"    ({n}, 0x{tag:08X}, super::dict::AttrType::{ty}),")
     o.append("];")
     o.append("")
     o.append("/// Modules: (id, its top-level attributes as (tag, type)).")
@@ -274,14 +276,19 @@ def main() -> int:
     for f in FILES:
         p.append(f"- `{DATA}{f}`: sha256 `{hashlib.sha256(raw[f]).hexdigest()}`")
     p += ["", "Written by the generator, not read from the package (the package does not ship them):",
-          "the file meta elements (PS3.10 Table 7.1-1), the transfer syntaxes (PS3.5 Section 10,",
-          "PS3.6 Table A-1) and the SOP classes named with their IODs (PS3.4 Table B.5-1).", "",
+          "the file meta elements (PS3.10 Table 7.1-1) and the transfer syntaxes (PS3.5 Section 10,",
+          "PS3.6 Table A-1). The SOP classes and their IODs are the package's `sops.json` (PS3.4",
+          "Table B.5-1), each IOD found by its name in `ciods.json`.", "",
           "Corrected in the generator: the SR Document Content Module's type 1 and 2 rows that come from",
           "the content item macros of PS3.3 C.18 (included by Value Type, a condition the package's",
-          "flattened rows drop) are written 1C and 2C (`SR_CONTENT_ITEM_MACROS`).", "",
+          "flattened rows drop) are written 1C and 2C (`SR_CONTENT_ITEM_MACROS`). A module attribute whose",
+          "description says its \"type definition shall override the definition in the <X> Module\" (PS3.3",
+          "C.8.6.1 SC Equipment's Modality, A.45 Encapsulated Document Series' Modality) gives its type",
+          "to that attribute in every IOD that has both modules (`IOD_OVERRIDES`).", "",
           f"Counts: {len(exact)} dictionary elements, {len(repeating)} repeating-group elements, "
-          f"{len(TRANSFER_SYNTAXES)} transfer syntaxes, {len(SOP_CLASSES)} SOP classes, {len(ciods)} IODs, "
+          f"{len(TRANSFER_SYNTAXES)} transfer syntaxes, {len(sop_classes)} SOP classes, {len(ciods)} IODs, "
           f"{len(used_modules)} modules, {sum(len(v) for v in attrs_of.values())} module attributes, "
+          f"{len(overrides)} type overrides, "
           f"{len(profile)} profile rows.", ""]
     PROVENANCE.write_text("\n".join(p))
     write_policies(exact, profile)

@@ -304,6 +304,15 @@ pub trait Codec: 'static {
     fn findings(doc: &Self::Document, kind: Kind<Self::Envelope>, check: Check, settings: &Settings)
     -> Vec<Diagnostic>;
 
+    /// True when the record was read in part: the input broke before its end and the document
+    /// holds what was read completely before the break, its findings the break (a fatal
+    /// finding). `parse` and `inspect` then write what was read and end with a negative result
+    /// (exit 1), as `validate` does. The default: never (a format that cannot read a record
+    /// whole refuses it).
+    fn partial(_doc: &Self::Document) -> bool {
+        false
+    }
+
     /// Writes the JSON model of a record (data channel).
     fn model_json(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>);
 

@@ -63,7 +63,22 @@ pub fn run(mut request: Request, sink: &mut dyn Sink) -> Outcome {
             _ => detect::PREFIX_LEN,
         };
         let prefix = match &mut reader {
-            Opened::File(file, _) => fill_prefix(file, prefix_len)?,
+            // A regular file: its first bytes, and the rest of the prefix only when they do not
+            // decide the detection (see `detect::decided`); the codec reads on from the file.
+            Opened::File(file, _) => {
+                let mut first = fill_prefix(file, prefix_len.min(detect::FIRST_LEN))?;
+                if first.len() < detect::FIRST_LEN || detect::decided(&first) {
+                    first
+                } else {
+                    // Sized once (no copy left behind by a growing buffer), the first bytes
+                    // moved in and wiped.
+                    let mut prefix = vec![0u8; prefix_len];
+                    prefix[..first.len()].copy_from_slice(&first);
+                    crate::phi::wipe(&mut first);
+                    fill_from(file, &mut prefix, detect::FIRST_LEN)?;
+                    prefix
+                }
+            }
             Opened::Stream(r) => fill_prefix(r, prefix_len)?,
         };
         if prefix.is_empty() {
@@ -252,7 +267,13 @@ enum Opened<'s> {
 /// Reads up to [`detect::PREFIX_LEN`] bytes (less at end of input).
 fn fill_prefix(reader: &mut dyn Read, len: usize) -> Result<Vec<u8>, Failure> {
     let mut prefix = vec![0u8; len];
-    let mut filled = 0;
+    fill_from(reader, &mut prefix, 0)?;
+    Ok(prefix)
+}
+
+/// Reads into `prefix` from `filled` to its length, and cuts it to what was read (less at end
+/// of input).
+fn fill_from(reader: &mut dyn Read, prefix: &mut Vec<u8>, mut filled: usize) -> Result<(), Failure> {
     while filled < prefix.len() {
         match reader.read(&mut prefix[filled..]) {
             Ok(0) => break,
@@ -262,7 +283,7 @@ fn fill_prefix(reader: &mut dyn Read, len: usize) -> Result<Vec<u8>, Failure> {
         }
     }
     prefix.truncate(filled);
-    Ok(prefix)
+    Ok(())
 }
 
 /// True when the input is read whole, not a live stream: a file, bytes in memory, or standard

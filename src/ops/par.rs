@@ -208,6 +208,8 @@ fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
         }
     };
     let findings = C::findings(&doc, Kind::Message, check_for(work.command), &work.settings);
+    // A record read in part is a negative result (see `Codec::partial`).
+    let partial = C::partial(&doc);
     let start = lines.len();
     match render::<C>(work.command, &doc, findings, Some(record), Some(offset), disclosure, work.settings.model, lines)
     {
@@ -217,7 +219,7 @@ fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
             findings: r.findings,
             valid: r.valid,
             error: None,
-            invalid: r.valid == Some(false),
+            invalid: r.valid == Some(false) || partial,
             failed: false,
         },
         Err(code) => Out::Internal(code),

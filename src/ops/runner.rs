@@ -488,6 +488,8 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         match command {
             Command::Parse | Command::Validate | Command::Inspect { .. } => {
                 let record = self.multi.then_some(self.records);
+                // A record read in part (a DICOM file broken mid-way) is a negative result.
+                let partial = C::partial(&doc);
                 let mut json = Zeroizing::new(Vec::with_capacity(256));
                 let rendered = render::<C>(
                     command,
@@ -509,7 +511,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                     };
                     return self.queue(job);
                 }
-                if rendered.valid == Some(false) {
+                if rendered.valid == Some(false) || partial {
                     self.any_invalid = true;
                 }
                 self.emit(&json, &rendered.findings, rendered.valid, None);
@@ -1033,7 +1035,9 @@ mod tests {
         };
         let kept = record.clone();
         let mut out = Vec::new();
-        match Dicom::read(record, 0, Kind::Message, &(), &settings, false) {
+        // Read in part when broken, both ways (`fmt` and `redact` refuse a broken file; the
+        // elements before the break must be the same whichever bulk values the record kept).
+        match crate::formats::dicom::read::read_partial(record, &settings.limits, true) {
             Err(fatal) => out.extend_from_slice(format!("{:?}", fatal.cause).as_bytes()),
             Ok(doc) => {
                 for check in [Check::Syntax, Check::Full] {
@@ -1079,7 +1083,8 @@ mod tests {
                     assert!(out == full && same, "file read ahead {ahead} differs: {}", file.display());
                 }
             }
-            // Cut short anywhere (in a bulk value too): the same fatal finding at the same place.
+            // Cut short anywhere (in a bulk value too): the same fatal finding at the same place,
+            // and the same elements read before it.
             for cut in (1..8).map(|k| bytes.len() * k / 8).chain([bytes.len().saturating_sub(1)]) {
                 let part = &bytes[..cut];
                 let (stream, stream_record) = outputs(part, false, Via::Stream);

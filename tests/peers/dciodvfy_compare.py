@@ -10,7 +10,8 @@ errors both tools claim to check:
 
 - `missing`: an attribute of type 1 or 2 of a mandatory module is absent (dciodvfy "Missing
   attribute Type 1|2 Required Element=<Keyword>", or Type 1C|2C when phiward reports the same
-  attribute; phiward DICOM_ATTRIBUTE_MISSING);
+  attribute, or "MediaStorageSOPClassUID but missing SOPClassUID" and its SOPInstanceUID twin
+  for (0008,0016) and (0008,0018); phiward DICOM_ATTRIBUTE_MISSING);
 - `empty`: a type 1 attribute is present without a value (dciodvfy "Empty attribute (no value)
   Type 1 Required", phiward DICOM_ATTRIBUTE_EMPTY);
 - `vr`: a value does not match its VR's syntax or length (dciodvfy "Value invalid for this VR",
@@ -21,9 +22,16 @@ conditions, enumerated values and the IOD-specific rules (dciodvfy's other messa
 compared: phiward does not check them (docs/dicom.md "Not covered").
 
 An error only one tool reports is explained where the reason is structural:
-- `refused`: phiward stops reading the file (a fatal finding: truncated, lying length, stray
-  delimiter, bad VR) and reports no attribute; dciodvfy reads what it can and reports the rest
-  missing;
+- `refused`: phiward refuses the file (no verdict: exit 65, a limit); a file broken mid-way
+  (truncated, lying length, stray delimiter, bad VR) is validated up to the break, as dciodvfy
+  does, and compared like the others;
+- `peer-failed`: dciodvfy did not read the whole file (it stops at an assertion on some RT
+  Dose files, cannot read a deflated dataset or a lying length: "Dicom dataset read failed",
+  and stops at "Tags out of order"); its errors are
+  of what it read, if any. Left out of the second agreement figure, as pydicom's comparison
+  leaves out the files pydicom cannot read;
+- `break`: phiward read the file up to a break (a lying length) that dciodvfy reads past, and
+  reports the attributes after it missing;
 - `iod`: phiward has no IOD for the SOP class (DICOM_SOP_CLASS_UNKNOWN), or dciodvfy has none
   ("Information Object Not found");
 - `nested`: dciodvfy's missing attribute is present at the top level of the file, so dciodvfy
@@ -35,8 +43,8 @@ An error only one tool reports is explained where the reason is structural:
 
 Output: a Markdown table (file, SOP class, counts per kind for each tool, matched, and the
 unmatched by reason) and the totals: agreement = matched / (matched + unmatched), over all
-compared errors and over the errors in phiward's scope (SOP classes of its tables, top-level
-attributes). No value is printed: dciodvfy's own messages quote values, this script keeps only
+compared errors, over the errors of the files dciodvfy reads, and over the errors in phiward's
+scope (files both read, SOP classes with an IOD in both, top-level attributes). No value is printed: dciodvfy's own messages quote values, this script keeps only
 their kind and tag.
 """
 
@@ -55,6 +63,7 @@ MISSING = re.compile(r"^Error - Missing attribute Type (1|2) Required Element=<(
 MISSING_C = re.compile(r"^Error - Missing attribute Type (1C|2C) Conditional Element=<(\w+)> Module=<(\w+)>")
 EMPTY = re.compile(r"^Error - Empty attribute \(no value\) Type 1 Required Element=<(\w+)> Module=<(\w+)>")
 VR = re.compile(r"^Error - (Value invalid for this VR|Value exceeds maximum length)[^(]*\(0x([0-9a-f]{4}),0x([0-9a-f]{4})\)")
+SOP_MISSING = re.compile(r"^Error - MediaStorageSOP(?:Class|Instance)UID but missing (SOPClassUID|SOPInstanceUID)")
 LOC_TAG = re.compile(r"\(([0-9A-F]{4}),([0-9A-F]{4})\)(?:/offset:\d+)?$")
 PW_KIND = {
     "DICOM_ATTRIBUTE_MISSING": "missing",
@@ -65,8 +74,9 @@ PW_KIND = {
 }
 
 
-def dciodvfy(exe: str, path: Path) -> tuple[set[tuple[str, int]], set[tuple[str, int]], bool]:
-    """(errors, conditional missing ones, IOD known)."""
+def dciodvfy(exe: str, path: Path) -> tuple[set[tuple[str, int]], set[tuple[str, int]], bool, bool]:
+    """(errors, conditional missing ones, IOD known, read: dciodvfy read the whole dataset
+    without failing)."""
     from pydicom.datadict import tag_for_keyword  # noqa: PLC0415
 
     o = subprocess.run([exe, str(path)], capture_output=True, check=False, timeout=60)
@@ -88,19 +98,29 @@ def dciodvfy(exe: str, path: Path) -> tuple[set[tuple[str, int]], set[tuple[str,
                 out.add(("empty", tag))
         elif m := VR.match(line):
             out.add(("vr", int(m.group(2) + m.group(3), 16)))
-    return out, conditional, "Information Object Not found" not in text
+        elif m := SOP_MISSING.match(line):
+            # The SOP Class or Instance UID (0008,0016/0018) absent from the dataset (the meta
+            # names one): dciodvfy's own wording of a missing type 1 attribute of SOP Common.
+            out.add(("missing", 0x00080016 if m.group(1) == "SOPClassUID" else 0x00080018))
+    # An assertion (a signal), a dataset it could not read (a deflated one, a lying length) or
+    # tags out of order (it stops there): its errors are of the part it read, if any.
+    read = o.returncode >= 0 and not any(m in text for m in ("Dicom dataset read failed", "Assertion", "Tags out of order"))
+    return out, conditional, "Information Object Not found" not in text, read
 
 
-def phiward(exe: str, path: Path) -> tuple[set[tuple[str, int]], bool, set[int], bool]:
-    """(errors, IOD known, top-level tags of the file, refused: a fatal finding)."""
+def phiward(exe: str, path: Path) -> tuple[set[tuple[str, int]], bool, set[int], bool, bool]:
+    """(errors, IOD known, top-level tags of the file, refused (no verdict), broken: read up to a
+    break, a fatal finding)."""
     o = subprocess.run([exe, "validate", "--json", str(path)], capture_output=True, check=False)
     out: set[tuple[str, int]] = set()
     iod = True
     refused = o.returncode not in (0, 1)
+    broken = False
     for line in o.stdout.splitlines():
         if not line.strip():
             continue
         for f in json.loads(line).get("findings", []):
+            broken |= f["severity"] == "fatal"
             if f["code"] == "DICOM_SOP_CLASS_UNKNOWN":
                 iod = False
             kind = PW_KIND.get(f["code"])
@@ -109,10 +129,11 @@ def phiward(exe: str, path: Path) -> tuple[set[tuple[str, int]], bool, set[int],
                 out.add((kind, int(m.group(1) + m.group(2), 16)))
     p = subprocess.run([exe, "parse", "--json", str(path)], capture_output=True, check=False)
     top: set[int] = set()
-    if p.returncode == 0:
+    # A file broken mid-way is parsed up to the break (exit 1, the break a fatal finding).
+    if p.returncode in (0, 1) and p.stdout:
         model = json.loads(p.stdout.splitlines()[0])["model"]
         top = {int(t, 16) for t, e in model.items() if e.get("Value") or e.get("InlineBinary") or "BulkDataLength" in e}
-    return out, iod, top, refused
+    return out, iod, top, refused, broken
 
 
 def main() -> int:
@@ -126,7 +147,8 @@ def main() -> int:
 
     warnings.simplefilter("ignore")
     rows = []
-    totals = {"matched": 0, "refused": 0, "iod": 0, "nested": 0, "module": 0, "other": 0}
+    totals = {"matched": 0, "refused": 0, "peer-failed": 0, "break": 0, "iod": 0, "nested": 0, "module": 0, "other": 0}
+    peer_failed_matched = 0
     scope = {"matched": 0, "unmatched": 0}
     others: list[str] = []
     quiet = 0
@@ -140,18 +162,22 @@ def main() -> int:
                 sop = uid.name if uid.name != str(uid) else "-"
             except Exception:  # noqa: BLE001 - not DICOM for pydicom: not compared
                 continue
-            dv, conditional, dv_iod = dciodvfy(exe, path)
-            pw, pw_iod, top, refused = phiward(args.phiward, path)
+            dv, conditional, dv_iod, dv_read = dciodvfy(exe, path)
+            pw, pw_iod, top, refused, broken = phiward(args.phiward, path)
             # An attribute phiward's tables make type 1 or 2 that dciodvfy's make 1C or 2C (a
             # later edition, or a module specialised by the IOD): both report it missing.
             dv |= pw & conditional
             matched = dv & pw
-            reasons = {"refused": 0, "iod": 0, "nested": 0, "module": 0, "other": 0}
+            reasons = {"refused": 0, "peer-failed": 0, "break": 0, "iod": 0, "nested": 0, "module": 0, "other": 0}
             for e in sorted(dv ^ pw):
                 side = "dciodvfy" if e in dv else "phiward"
                 where = f"{path.relative_to(root).as_posix()}: {side} only {e[0]} ({e[1] >> 16:04X},{e[1] & 0xFFFF:04X})"
                 if refused:
                     r = "refused"
+                elif not dv_read:
+                    r = "peer-failed"
+                elif broken and e in pw and e[0] == "missing":
+                    r = "break"
                 elif not pw_iod or not dv_iod:
                     r = "iod"
                 elif e in dv and e[0] == "missing" and e[1] in top:
@@ -164,9 +190,11 @@ def main() -> int:
                     others.append(f"{where} [other]")
                 reasons[r] += 1
             totals["matched"] += len(matched)
+            if not dv_read:
+                peer_failed_matched += len(matched)
             for k, v in reasons.items():
                 totals[k] += v
-            if pw_iod and dv_iod and not refused:
+            if pw_iod and dv_iod and not refused and dv_read:
                 scope["matched"] += len(matched)
                 scope["unmatched"] += reasons["other"] + reasons["module"]
             count = lambda s, k: sum(1 for e in s if e[0] == k)  # noqa: E731
@@ -182,7 +210,12 @@ def main() -> int:
                 + ", ".join(f"{k} {v}" for k, v in reasons.items() if v)
                 + " |"
             )
-    allc = totals["matched"] + sum(totals[k] for k in ("refused", "iod", "nested", "module", "other"))
+    unmatched = ("refused", "peer-failed", "break", "iod", "nested", "module", "other")
+    allc = totals["matched"] + sum(totals[k] for k in unmatched)
+    # Where dciodvfy read the file (it fails on some: an assertion, a deflated dataset), as the
+    # pydicom comparison counts the files pydicom reads.
+    readc = allc - totals["peer-failed"] - peer_failed_matched
+    read_matched = totals["matched"] - peer_failed_matched
     inscope = scope["matched"] + scope["unmatched"]
     head = [
         "| file | SOP class | dciodvfy missing / empty / vr | phiward missing / empty / vr | both | one tool only, by reason |",
@@ -191,8 +224,10 @@ def main() -> int:
     lines = head + rows
     summary = (
         f"{len(rows) + quiet} files ({quiet} where neither tool reports an error of these kinds, not in the table); errors compared: {allc}, both tools {totals['matched']} "
-        f"({100.0 * totals['matched'] / allc if allc else 0:.1f}%); one tool only: refused {totals['refused']}, iod {totals['iod']}, "
-        f"nested {totals['nested']}, module {totals['module']}, other {totals['other']}; "
+        f"({100.0 * totals['matched'] / allc if allc else 0:.1f}%); where dciodvfy reads the file: {read_matched} of {readc} "
+        f"({100.0 * read_matched / readc if readc else 0:.1f}%); one tool only: "
+        + ", ".join(f"{k} {totals[k]}" for k in unmatched)
+        + "; "
         f"in phiward's scope (read, IOD in both, top level): {scope['matched']} of {inscope} "
         f"({100.0 * scope['matched'] / inscope if inscope else 0:.1f}%)"
     )

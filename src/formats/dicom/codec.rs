@@ -81,11 +81,18 @@ impl Codec for Dicom {
         settings: &Settings,
         _keep: bool,
     ) -> Result<Document, Fatal> {
-        read::read(bytes, &settings.limits)
+        // The commands that write the record's bytes back (`fmt`, `redact`: `bulk_values`)
+        // refuse a file broken mid-way (a part is not written as if it were whole); `parse`,
+        // `validate` and `inspect` read the elements before the break and report it.
+        read::read_partial(bytes, &settings.limits, !settings.bulk_values)
     }
 
     fn findings(doc: &Document, _kind: Kind<Envelope>, check: Check, settings: &Settings) -> Vec<Diagnostic> {
         validate::validate(doc, validate::Options { syntax_only: check == Check::Syntax, strict: settings.strict })
+    }
+
+    fn partial(doc: &Document) -> bool {
+        doc.broken().is_some()
     }
 
     fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {

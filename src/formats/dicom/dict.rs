@@ -229,7 +229,16 @@ pub fn transfer_syntax(uid: &[u8]) -> Option<TransferSyntax> {
 /// A SOP class: its index in the table, UID, name, and IOD index.
 pub fn sop_class(uid: &[u8]) -> Option<(usize, &'static str, &'static str, u16)> {
     let uid = trim_uid(uid);
-    tables::SOP_CLASSES.iter().enumerate().find(|(_, s)| s.0.as_bytes() == uid).map(|(i, &(u, n, iod))| (i, u, n, iod))
+    // Sorted by UID (the generator sorts the strings by code point, which is byte order here).
+    let i = tables::SOP_CLASSES.binary_search_by(|s| s.0.as_bytes().cmp(uid)).ok()?;
+    tables::SOP_CLASSES.get(i).map(|&(u, n, iod)| (i, u, n, iod))
+}
+
+/// The type another module of the IOD gives `tag` over the type of the module that lists it
+/// (PS3.3: "This type definition shall override the definition in the ... Module").
+pub fn iod_override(iod: u16, tag: u32) -> Option<AttrType> {
+    let i = tables::IOD_OVERRIDES.binary_search_by(|&(n, t, _)| (n, t).cmp(&(iod, tag))).ok()?;
+    tables::IOD_OVERRIDES.get(i).map(|o| o.2)
 }
 
 /// An IOD's modules: (module's attributes, usage, a condition is stated).

@@ -151,7 +151,11 @@ impl Lexed {
         }
         if let Some(e) = self.elements.get(i) {
             match e.kind {
-                Kind::Item => {}
+                // An item is its sequence's step with the item's number.
+                Kind::Item => {
+                    let seq = self.elements.get(e.parent as usize).map_or(0, |s| s.tag);
+                    p.push(seq, e.number);
+                }
                 _ => p.push(e.tag, 0),
             }
         }

@@ -64,6 +64,13 @@ impl Document {
         self.buf.span().raw().len()
     }
 
+    /// Why the reader stopped before the input's end (a truncated file, a lying length, a stray
+    /// delimiter, a bad VR), when it was read in part ([`read_partial`]): the elements are
+    /// those read completely before the break.
+    pub fn broken(&self) -> Option<Diagnostic> {
+        self.lexed.fatal
+    }
+
     /// True when element `i`'s value was left out of the record (a bulk value past the
     /// budget, see `source`).
     pub fn elided(&self, i: usize) -> bool {
@@ -71,8 +78,19 @@ impl Document {
     }
 }
 
-/// Reads a record (or raw Part 10 bytes, cut first).
+/// Reads a record (or raw Part 10 bytes, cut first). An input that breaks before its end is
+/// refused (see [`read_partial`]).
 pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Fatal> {
+    read_partial(bytes, limits, false)
+}
+
+/// [`read`]; with `partial`, an input that breaks before its end (`DICOM_TRUNCATED`,
+/// `DICOM_LENGTH_INVALID`, `DICOM_DELIMITER_UNEXPECTED`, `DICOM_VR_INVALID`,
+/// `DICOM_DEFLATE_INVALID`) is a document of the elements read completely before the break,
+/// with the break as [`Document::broken`] (what `parse`, `validate` and `inspect` report, as
+/// dcmdump does). A limit (`CLI_INPUT_TOO_LARGE`) is always refused. A writer of Part 10 bytes
+/// writes nothing for a broken document: a part is never written as if it were whole.
+pub fn read_partial(bytes: Vec<u8>, limits: &Limits, partial: bool) -> Result<Document, Fatal> {
     let bytes = if Slice::new(&bytes).is_some() {
         bytes
     } else {
@@ -94,7 +112,9 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Fatal> {
     };
     let buf = Phi::new(bytes);
     if let Some(cause) = lexed.fatal {
-        return Err(Fatal { cause, bytes: Some(buf) });
+        if !partial || cause.code == Code::CLI_INPUT_TOO_LARGE {
+            return Err(Fatal { cause, bytes: Some(buf) });
+        }
     }
     Ok(Document { buf, lexed, preamble })
 }

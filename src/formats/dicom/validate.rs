@@ -49,6 +49,9 @@ fn tag_only(tag: u32) -> DicomPosition {
 /// The findings on a document.
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     let mut out = Out { findings: doc.lexed.findings.clone() };
+    // A document read in part: the break (fatal), then what the elements before it show (the
+    // attributes after the break are missing to the IOD check, as for dciodvfy).
+    out.findings.extend(doc.broken());
     if !doc.preamble {
         out.push(Code::DICOM_PREAMBLE_MISSING, DicomPosition::new(0));
     }
@@ -326,6 +329,10 @@ fn vm_ok(vm: &str, n: usize) -> bool {
     if vm.is_empty() {
         return true;
     }
+    // Most of the dictionary: one value (what the general case below gives for "1").
+    if vm == "1" {
+        return n == 1;
+    }
     vm.split('|').any(|alt| {
         let alt = alt.trim();
         let (lo, hi) = alt.split_once('-').unwrap_or((alt, alt));
@@ -355,6 +362,7 @@ fn iod(doc: &Document, out: &mut Out) {
             Usage::User => {}
             Usage::Mandatory => {
                 for &(tag, ty) in attrs {
+                    let ty = dict::iod_override(iod, tag).unwrap_or(ty);
                     match ty {
                         AttrType::T1C | AttrType::T2C => conditions = true,
                         AttrType::T3 => {}

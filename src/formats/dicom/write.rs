@@ -603,8 +603,9 @@ fn header(out: &mut Vec<u8>, s: Syntax, tag: u32, vr: Vr, len: u32) {
 }
 
 /// Writes a Part 10 file of the document, each element as `keep` decides (data channel).
-/// Returns false, with nothing written, when a kept bulk value was left out of the record or a
-/// replacement does not fit its VR's 16-bit length.
+/// Returns false, with nothing written, when the document was read in part (a file broken
+/// mid-way: its part is never written as a whole file), a kept bulk value was left out of the
+/// record or a replacement does not fit its VR's 16-bit length.
 pub fn part10(
     doc: &Document,
     disclosure: &Disclosure,
@@ -648,6 +649,9 @@ fn part10_bytes(
     plain: bool,
     out: &mut Vec<u8>,
 ) -> bool {
+    if doc.broken().is_some() {
+        return false;
+    }
     let dataset = doc.lexed.encoding.unwrap_or(Syntax::META);
     let mut pending = inserts.iter().peekable();
     let put = |buf: &mut Vec<u8>, tag: u32, vr: Vr, v: &[u8]| {
