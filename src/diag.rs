@@ -336,6 +336,7 @@ codes! {
     E1381_FRAME_TRAILER_INVALID => Error, "a frame's ETB or ETX is not followed by two hexadecimal checksum characters, CR and LF";
     E1381_FRAME_TOO_LONG => Warning, "a frame carries more than 240 characters of text";
     E1381_DATA_OUTSIDE_FRAME => Error, "bytes other than white space and ENQ, ACK, NAK, EOT occur between frames";
+    E1381_RECORD_END_MISSING => Warning, "an ETX frame's text does not end with the record's CR: the record is ended at ETX";
     // ---- DICOM (Part 10) -------------------------------------------------------------------
     // Location: `(0008,1140)[2].(0008,1155)/offset:N` (see [`DicomPosition`]). Rows in
     // DIAGNOSTICS.md.
