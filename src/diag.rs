@@ -328,6 +328,7 @@ codes! {
     ASTM_RECORD_OUT_OF_ORDER => Error, "a record breaks the hierarchy (P after H, O under P, R under O, Q after H, C after a record, nothing after L)";
     ASTM_SEQUENCE_INVALID => Error, "a sequence number is empty, not a number, or not the next one at its level (1 under each new parent)";
     ASTM_FIELD_TOO_MANY => Error, "a record has more fields than the standard defines for its type";
+    ASTM_FIELD_EMPTY_EXTRA => Warning, "a record has empty fields after the last one the standard defines for its type (a trailing delimiter)";
     ASTM_DATE_INVALID => Error, "a date or date and time field is not YYYYMMDD[HHMM[SS]] with a valid date and time";
     ASTM_TERMINATION_CODE_INVALID => Error, "the L record's termination code (L-3) is not one of N, T, R, E, Q, I, F";
     E1381_CHECKSUM_MISMATCH => Error, "a frame's checksum is not the modulo-256 sum of its bytes from the frame number through ETB or ETX";

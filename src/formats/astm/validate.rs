@@ -223,8 +223,14 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
             run = (None, 0);
         }
         if let Some(max) = field_count(kind) {
-            if fields.len() > max {
-                out.push(Code::ASTM_FIELD_TOO_MANY, at.part(u16::try_from(max + 1).unwrap_or(u16::MAX), 0, 0));
+            // Fields past the last one the standard defines: an error when one holds data, a
+            // warning when all are empty (a trailing delimiter, as several instruments send).
+            let extra = fields.get(max..).unwrap_or_default();
+            let field_at = |k: usize| at.part(u16::try_from(max + 1 + k).unwrap_or(u16::MAX), 0, 0);
+            if let Some(k) = extra.iter().position(|&(a, b)| b > a) {
+                out.push(Code::ASTM_FIELD_TOO_MANY, field_at(k));
+            } else if !extra.is_empty() {
+                out.push(Code::ASTM_FIELD_EMPTY_EXTRA, field_at(0));
             }
         }
         for &n in date_fields(kind) {
@@ -292,6 +298,10 @@ mod tests {
         assert_eq!(codes(b"P|1\rL|1\r"), ["ASTM_HEADER_MISSING P[1]"]);
         assert_eq!(codes(b"H|\\^&\rZ|1\rL|1\r"), ["ASTM_RECORD_TYPE_UNKNOWN record[2]"]);
         assert_eq!(codes(b"H|\\^&\rP|1||||||2024x\rL|1\r"), ["ASTM_DATE_INVALID P[1]-8"]);
-        assert_eq!(codes(b"H|\\^&\rL|1|N|\r"), ["ASTM_FIELD_TOO_MANY L[1]-4"]);
+        assert_eq!(codes(b"H|\\^&\rL|1|N|X\r"), ["ASTM_FIELD_TOO_MANY L[1]-4"]);
+        assert_eq!(codes(b"H|\\^&\rL|1|N||X\r"), ["ASTM_FIELD_TOO_MANY L[1]-5"]);
+        // Regression (public Cepheid GeneXpert and FRT Manager traces): a trailing delimiter
+        // after the last defined field is a warning, not an error.
+        assert_eq!(codes(b"H|\\^&\rL|1|N||\r"), ["ASTM_FIELD_EMPTY_EXTRA L[1]-4"]);
     }
 }
