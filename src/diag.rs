@@ -328,6 +328,7 @@ codes! {
     ASTM_RECORD_OUT_OF_ORDER => Error, "a record breaks the hierarchy (P after H, O under P, R under O, Q after H, C after a record, nothing after L)";
     ASTM_SEQUENCE_INVALID => Error, "a sequence number is empty, not a number, or not the next one at its level (1 under each new parent)";
     ASTM_FIELD_TOO_MANY => Error, "a record has more fields than the standard defines for its type";
+    ASTM_FIELD_EMPTY_EXTRA => Warning, "a record has empty fields after the last one the standard defines for its type (a trailing delimiter)";
     ASTM_DATE_INVALID => Error, "a date or date and time field is not YYYYMMDD[HHMM[SS]] with a valid date and time";
     ASTM_TERMINATION_CODE_INVALID => Error, "the L record's termination code (L-3) is not one of N, T, R, E, Q, I, F";
     E1381_CHECKSUM_MISMATCH => Error, "a frame's checksum is not the modulo-256 sum of its bytes from the frame number through ETB or ETX";
@@ -336,6 +337,7 @@ codes! {
     E1381_FRAME_TRAILER_INVALID => Error, "a frame's ETB or ETX is not followed by two hexadecimal checksum characters, CR and LF";
     E1381_FRAME_TOO_LONG => Warning, "a frame carries more than 240 characters of text";
     E1381_DATA_OUTSIDE_FRAME => Error, "bytes other than white space and ENQ, ACK, NAK, EOT occur between frames";
+    E1381_RECORD_END_MISSING => Warning, "an ETX frame's text does not end with the record's CR: the record is ended at ETX";
     // ---- DICOM (Part 10) -------------------------------------------------------------------
     // Location: `(0008,1140)[2].(0008,1155)/offset:N` (see [`DicomPosition`]). Rows in
     // DIAGNOSTICS.md.

@@ -26,13 +26,14 @@ pub const FLAG_FRAMED: u8 = 1;
 pub const FLAG_NONCANONICAL: u8 = 2;
 
 /// The codes a frame finding may carry, by index.
-pub const FRAME_CODES: [Code; 6] = [
+pub const FRAME_CODES: [Code; 7] = [
     Code::E1381_CHECKSUM_MISMATCH,
     Code::E1381_FRAME_NUMBER_INVALID,
     Code::E1381_FRAME_END_MISSING,
     Code::E1381_FRAME_TRAILER_INVALID,
     Code::E1381_FRAME_TOO_LONG,
     Code::E1381_DATA_OUTSIDE_FRAME,
+    Code::E1381_RECORD_END_MISSING,
 ];
 
 /// The record types of E1394 (and LIS2-A2), in hierarchy order.

@@ -474,6 +474,14 @@ impl<'a> Splitter<'a> {
         self.frames = self.frames.saturating_add(1);
         if !over {
             self.push_text(&frame[text_start..text_end], start, false);
+            if end == Some(ETX) && self.rec_len > 0 {
+                // ETX ends the last frame of a record (LIS1-A 6.3.1): some instruments leave out
+                // the record's CR before it. The record ends here, reported, not glued to the
+                // next frame's.
+                self.finding(Code::E1381_RECORD_END_MISSING, n, start);
+                self.noncanonical = true;
+                self.end_record();
+            }
         }
         if end.is_some() && number.is_some() {
             // This frame is the one a retransmission repeats; the buffers swap (no copy).
@@ -582,6 +590,21 @@ mod tests {
                 _ => (None, Vec::new()),
             })
             .collect()
+    }
+
+    /// Regression: instruments that leave out the CR before ETX (seen in public Sysmex CS-series
+    /// client code) had all of a session's records glued into one.
+    #[test]
+    fn record_end_at_etx_without_cr() {
+        let mut s = vec![ENQ];
+        s.extend(frame(1, b"H|\\^&", ETX));
+        s.extend(frame(2, b"P|1|AB", ETB));
+        s.extend(frame(3, b"C", ETX));
+        s.extend(frame(4, b"O|1\r", ETX));
+        s.extend(frame(5, b"L|1|N", ETX));
+        s.push(EOT);
+        let missing = Code::E1381_RECORD_END_MISSING;
+        assert_eq!(pieces(&s, true), vec![(Some(4), vec![missing, missing, missing])]);
     }
 
     #[test]

@@ -141,6 +141,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     // The run of C, M or S records: its type and count.
     let mut run: (Option<Type>, u32) = (None, 0);
     let mut after_l = false;
+    let mut resume: Option<(u8, u32)> = None;
     for (i, rec) in doc.records.iter().enumerate() {
         let at = rec.position();
         let Some(kind) = rec.kind else {
@@ -158,12 +159,17 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         if after_l {
             out.push(Code::ASTM_RECORD_OUT_OF_ORDER, at);
         }
-        let sequence = |expected: &mut u32, out: &mut Out| {
+        // `which` names the counter; `resume` is the count a wrong number interrupted, so that a
+        // single wrong number between two right ones is one finding, not two.
+        let sequence = |expected: &mut u32, which: u8, resume: &mut Option<(u8, u32)>, out: &mut Out| {
             *expected = expected.saturating_add(1);
+            let back = resume.take().filter(|&(id, _)| id == which).map(|(_, e)| e.saturating_add(1));
             match number(value(2)) {
                 Some(n) if n == *expected => {}
+                Some(n) if Some(n) == back => *expected = n,
                 Some(n) => {
                     out.push(Code::ASTM_SEQUENCE_INVALID, at.part(2, 0, 0));
+                    *resume = Some((which, *expected));
                     *expected = n;
                 }
                 None => out.push(Code::ASTM_SEQUENCE_INVALID, at.part(2, 0, 0)),
@@ -186,31 +192,31 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
             Type::H => level = Level::H,
             Type::P => {
                 level = Level::P;
-                sequence(&mut p, &mut out);
+                sequence(&mut p, 0, &mut resume, &mut out);
                 o = 0;
             }
             Type::O => {
                 level = Level::O;
-                sequence(&mut o, &mut out);
+                sequence(&mut o, 1, &mut resume, &mut out);
                 r = 0;
             }
             Type::R => {
                 level = Level::R;
-                sequence(&mut r, &mut out);
+                sequence(&mut r, 2, &mut resume, &mut out);
             }
             Type::Q => {
                 level = Level::Q;
-                sequence(&mut q, &mut out);
+                sequence(&mut q, 3, &mut resume, &mut out);
             }
             Type::C | Type::M | Type::S => {
                 if run.0 != Some(kind) {
                     run = (Some(kind), 0);
                 }
-                sequence(&mut run.1, &mut out);
+                sequence(&mut run.1, 4, &mut resume, &mut out);
             }
             Type::L => {
                 let mut one = 0;
-                sequence(&mut one, &mut out);
+                sequence(&mut one, 5, &mut resume, &mut out);
                 level = Level::L;
                 after_l = true;
                 let code = value(3);
@@ -223,8 +229,14 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
             run = (None, 0);
         }
         if let Some(max) = field_count(kind) {
-            if fields.len() > max {
-                out.push(Code::ASTM_FIELD_TOO_MANY, at.part(u16::try_from(max + 1).unwrap_or(u16::MAX), 0, 0));
+            // Fields past the last one the standard defines: an error when one holds data, a
+            // warning when all are empty (a trailing delimiter, as several instruments send).
+            let extra = fields.get(max..).unwrap_or_default();
+            let field_at = |k: usize| at.part(u16::try_from(max + 1 + k).unwrap_or(u16::MAX), 0, 0);
+            if let Some(k) = extra.iter().position(|&(a, b)| b > a) {
+                out.push(Code::ASTM_FIELD_TOO_MANY, field_at(k));
+            } else if !extra.is_empty() {
+                out.push(Code::ASTM_FIELD_EMPTY_EXTRA, field_at(0));
             }
         }
         for &n in date_fields(kind) {
@@ -287,11 +299,21 @@ mod tests {
         assert!(codes(ok).is_empty(), "{:?}", codes(ok));
         assert_eq!(codes(b"H|\\^&\rP|1\rR|1\rL|1|N\r"), ["ASTM_RECORD_OUT_OF_ORDER R[1]"]);
         assert_eq!(codes(b"H|\\^&\rP|1\rO|2\rL|1|N\r"), ["ASTM_SEQUENCE_INVALID O[1]-2"]);
+        // Regression (a public Cepheid GeneXpert trace with `R|647` between R 63 and R 65): one
+        // wrong number between two right ones is one finding; a jump still counts on from it.
+        let slip = b"H|\\^&\rP|1\rO|1\rR|1\rR|27\rR|3\rR|4\rL|1|N\r";
+        assert_eq!(codes(slip), ["ASTM_SEQUENCE_INVALID R[2]-2"]);
+        let jump = b"H|\\^&\rP|1\rO|1\rR|1\rR|5\rR|6\rL|1|N\r";
+        assert_eq!(codes(jump), ["ASTM_SEQUENCE_INVALID R[2]-2"]);
         assert_eq!(codes(b"H|\\^&\rP|1\rL|1|X\r"), ["ASTM_TERMINATION_CODE_INVALID L[1]-3"]);
         assert_eq!(codes(b"H|\\^&\rP|1\r"), ["ASTM_TERMINATOR_MISSING P[1]"]);
         assert_eq!(codes(b"P|1\rL|1\r"), ["ASTM_HEADER_MISSING P[1]"]);
         assert_eq!(codes(b"H|\\^&\rZ|1\rL|1\r"), ["ASTM_RECORD_TYPE_UNKNOWN record[2]"]);
         assert_eq!(codes(b"H|\\^&\rP|1||||||2024x\rL|1\r"), ["ASTM_DATE_INVALID P[1]-8"]);
-        assert_eq!(codes(b"H|\\^&\rL|1|N|\r"), ["ASTM_FIELD_TOO_MANY L[1]-4"]);
+        assert_eq!(codes(b"H|\\^&\rL|1|N|X\r"), ["ASTM_FIELD_TOO_MANY L[1]-4"]);
+        assert_eq!(codes(b"H|\\^&\rL|1|N||X\r"), ["ASTM_FIELD_TOO_MANY L[1]-5"]);
+        // Regression (public Cepheid GeneXpert and FRT Manager traces): a trailing delimiter
+        // after the last defined field is a warning, not an error.
+        assert_eq!(codes(b"H|\\^&\rL|1|N||\r"), ["ASTM_FIELD_EMPTY_EXTRA L[1]-4"]);
     }
 }
