@@ -222,6 +222,12 @@ codes! {
     CODING_SYSTEM_UNKNOWN => Warning, "a Coding's system is in the namespaces STU3 used for HL7 v2 tables and v3 code systems (http://hl7.org/fhir/v2/..., /v3/...), where R4 defines none";
     UCUM_CODE_INVALID => Error, "a code of the UCUM code system (a Coding's, or a Quantity's with system http://unitsofmeasure.org) is not a valid UCUM expression";
     CANONICAL_URL_RELATIVE => Error, "the url of a canonical resource (not contained) is not an absolute URI";
+    CODESYSTEM_PROPERTY_DUPLICATE => Error, "a CodeSystem defines two properties with the same code or the same uri";
+    CODESYSTEM_PROPERTY_TYPE => Error, "a CodeSystem property whose uri is a concept property R4 defines has another type than that definition's";
+    CODESYSTEM_CONCEPT_PROPERTY_TYPE => Error, "a concept's property value has another type than the CodeSystem's property of that code";
+    CODESYSTEM_PROPERTY_UNDEFINED => Warning, "a concept's property names a code the CodeSystem defines no property for";
+    CODESYSTEM_SUPPLEMENT_CONTENT => Error, "a CodeSystem that supplements another has a content other than supplement";
+    SEARCHPARAMETER_COMPOSITE_COMPONENTS => Error, "a composite SearchParameter has fewer than two components";
     URI_NOT_ABSOLUTE => Error, "an element the specification defines as an absolute URI (Bundle.entry.fullUrl, ValueSet.compose.include.system) holds a relative or local one";
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
     EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";

@@ -17,6 +17,7 @@
 
 pub mod bundle;
 mod codec;
+mod conformance;
 pub mod definitions;
 pub mod direct;
 pub mod extensions;

@@ -140,6 +140,7 @@ pub fn validate_with(
         }
     }
     bundle::check(doc, &mut f);
+    super::conformance::check(doc, &mut f);
     questionnaire::check(doc, resolve, &mut f);
     fhirpath::check_invariants(doc, &mut f);
     if let Some(ctx) = structures {
