@@ -213,6 +213,7 @@ codes! {
     CODE_INVALID => Error, "a code is not in the value set of a required binding";
     CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
     REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
+    REFERENCE_AMBIGUOUS => Error, "a reference inside a Bundle matches several entries (entries that share a fullUrl or a type and id, the reference naming no version that tells them apart)";
     BUNDLE_ENTRY_ID_MISSING => Error, "a resource of a searchset Bundle's entry has no id";
     BUNDLE_LINK_DUPLICATE => Error, "a Bundle has two links of the same relation";
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
