@@ -236,6 +236,10 @@ codes! {
     EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
+    // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
+    MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
+    MEASUREREPORT_GROUP_UNMATCHED => Error, "a MeasureReport group matches no group of its Measure (by code, or as the only group of both)";
+    MEASUREREPORT_POPULATION_UNMATCHED => Error, "a MeasureReport population's code is not a population of the matching group of its Measure";
     // QuestionnaireResponse against its Questionnaire (formats/fhir/questionnaire.rs).
     QR_QUESTIONNAIRE_UNKNOWN => Warning, "the Questionnaire of a QuestionnaireResponse cannot be found, so its answers are not checked against it";
     QR_QUESTIONNAIRE_WRONG_TYPE => Error, "a QuestionnaireResponse's questionnaire names a resource that is not a Questionnaire";

@@ -26,6 +26,7 @@ pub mod fmt;
 pub mod inspect;
 pub mod json;
 mod locate;
+mod measure;
 pub mod model;
 pub mod primitive;
 pub mod profile;
