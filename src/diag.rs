@@ -236,6 +236,9 @@ codes! {
     EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
+    // Codings against the loaded CodeSystems (formats/fhir/codings.rs).
+    CODING_SYSTEM_SUPPLEMENT => Error, "a Coding's system is the url of a loaded CodeSystem that is a supplement (it defines no codes of its own)";
+    CODE_UNKNOWN_IN_CODESYSTEM => Error, "a Coding's code is not a concept of its loaded CodeSystem whose content is complete";
     // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
     MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
     MEASUREREPORT_GROUP_UNMATCHED => Error, "a MeasureReport group matches no group of its Measure (by code, or as the only group of both)";

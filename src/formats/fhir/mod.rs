@@ -17,6 +17,7 @@
 
 pub mod bundle;
 mod codec;
+mod codings;
 mod conformance;
 pub mod definitions;
 pub mod direct;
