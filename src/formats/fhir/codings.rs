@@ -3,8 +3,8 @@
 //!
 //! - a supplement "can't be used as a value in Coding.system": a supplement adds designations
 //!   and properties to another code system and defines no codes of its own (CodeSystem.content
-//!   `supplement`), so a Coding whose `system` is a supplement's `url` is
-//!   `CODING_SYSTEM_SUPPLEMENT` (on `system`);
+//!   `supplement`, or any code system with `supplements`), so a Coding whose `system` is a
+//!   supplement's `url` is `CODING_SYSTEM_SUPPLEMENT` (on `system`);
 //! - a code SHALL be a code of its code system: when the code system is loaded with `content`
 //!   `complete` ("all the concepts defined by the code system are included"), a `code` that is
 //!   none of its concepts (nested ones included; compared without case when the code system
@@ -31,7 +31,11 @@ enum System {
     Unchecked,
     Supplement,
     /// Content `complete`: its codes, sorted (lowercased when not case sensitive), and its version.
-    Complete { codes: Vec<Vec<u8>>, case_sensitive: bool, version: Option<String> },
+    Complete {
+        codes: Vec<Vec<u8>>,
+        case_sensitive: bool,
+        version: Option<String>,
+    },
 }
 
 impl System {
@@ -39,6 +43,11 @@ impl System {
         let Some(v) = value.filter(|v| v.get("resourceType").and_then(|t| t.as_str()) == Some("CodeSystem")) else {
             return System::Unchecked;
         };
+        // A code system that `supplements` another is a supplement, whatever its `content`
+        // says (a content other than `supplement` is its own error there).
+        if v.get("supplements").is_some_and(|s| s.is_string()) {
+            return System::Supplement;
+        }
         match v.get("content").and_then(|c| c.as_str()) {
             Some("supplement") => System::Supplement,
             Some("complete") => {
