@@ -85,8 +85,8 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         }));
         // Sorted, for membership by binary search; each with the resource's `meta.versionId`
         // (entries may share a fullUrl when their versions differ: bdl-7).
-        let mut full_urls: Vec<(&[u8], Option<&[u8]>)> = Vec::with_capacity(entries.len());
-        let mut type_ids: Vec<(&str, &[u8], Option<&[u8]>)> = Vec::with_capacity(entries.len());
+        let mut full_urls: Vec<FullUrl<'_>> = Vec::with_capacity(entries.len());
+        let mut type_ids: Vec<TypeId<'_>> = Vec::with_capacity(entries.len());
         for &(_, full, res) in &entries {
             let version = res.and_then(|r| version_id(doc, r));
             if let Some(u) = full {
@@ -234,6 +234,12 @@ fn restful_base(url: &[u8]) -> Option<&[u8]> {
     url.len().checked_sub(ty.len() + id.len() + 1).map(|end| &url[..end])
 }
 
+/// An entry's `fullUrl` and its resource's `meta.versionId`.
+type FullUrl<'d> = (&'d [u8], Option<&'d [u8]>);
+
+/// An entry's resource type, id and `meta.versionId`.
+type TypeId<'d> = (&'static str, &'d [u8], Option<&'d [u8]>);
+
 /// How many entries a reference matches.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Matches {
@@ -284,8 +290,8 @@ fn history_version(v: &[u8]) -> Option<&[u8]> {
 fn resolve_relative(
     v: &[u8],
     base: Option<&[u8]>,
-    full_urls: &[(&[u8], Option<&[u8]>)],
-    type_ids: Option<&[(&str, &[u8], Option<&[u8]>)]>,
+    full_urls: &[FullUrl<'_>],
+    type_ids: Option<&[TypeId<'_>]>,
 ) -> Matches {
     let version = history_version(v);
     let v = without_history(v);

@@ -74,7 +74,7 @@ fn find_measure(doc: &Document, r: u32, canonical: &[u8], resolve: Resolve<'_>) 
 }
 
 /// The (system, code) pairs of the Codings of CodeableConcept `cc` (a child `code` of `i`).
-fn codings<'d>(doc: &'d Document, i: u32) -> Vec<(Option<&'d [u8]>, &'d [u8])> {
+fn codings(doc: &Document, i: u32) -> Vec<(Option<&[u8]>, &[u8])> {
     doc.named(i, "code")
         .flat_map(|cc| doc.named(cc, "coding"))
         .filter_map(|c| {
