@@ -242,6 +242,7 @@ codes! {
     // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
     MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
     MEASUREREPORT_GROUP_UNMATCHED => Error, "a MeasureReport group matches no group of its Measure (by code, or as the only group of both)";
+    MEASUREREPORT_SCORE_UNEXPECTED => Error, "a MeasureReport group has a measureScore and its Measure's scoring is cohort (no score)";
     MEASUREREPORT_POPULATION_UNMATCHED => Error, "a MeasureReport population's code is not a population of the matching group of its Measure";
     // QuestionnaireResponse against its Questionnaire (formats/fhir/questionnaire.rs).
     QR_QUESTIONNAIRE_UNKNOWN => Warning, "the Questionnaire of a QuestionnaireResponse cannot be found, so its answers are not checked against it";

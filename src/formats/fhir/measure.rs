@@ -13,10 +13,13 @@
 //!   one; otherwise `MEASUREREPORT_GROUP_UNMATCHED` (on the group). Each population of a matched
 //!   group is "the type of the population" of that Measure group: a population whose `code`
 //!   shares no Coding with a population of the Measure group is
-//!   `MEASUREREPORT_POPULATION_UNMATCHED` (on the population).
+//!   `MEASUREREPORT_POPULATION_UNMATCHED` (on the population);
+//! - a Measure whose `scoring` is `cohort` (measure-scoring: "the measure is a cohort
+//!   definition", whose result is the population, with no score) has reports without a
+//!   `measureScore`: one is `MEASUREREPORT_SCORE_UNEXPECTED` (on it).
 //!
 //! What it does not do: evaluate the Measure's criteria (CQL, FHIRPath), compare counts with
-//! the subject lists (a List resolved elsewhere), scoring and `measureScore`, or stratifiers.
+//! the subject lists (a List resolved elsewhere), scores of other scorings, or stratifiers.
 
 use crate::diag::{Code, Location};
 
@@ -88,10 +91,23 @@ fn share(a: &[(Option<&[u8]>, &[u8])], b: &[(Option<&[u8]>, &[u8])]) -> bool {
     a.iter().any(|x| b.contains(x))
 }
 
+/// The code system of `Measure.scoring`.
+const MEASURE_SCORING: &[u8] = b"http://terminology.hl7.org/CodeSystem/measure-scoring";
+
 /// Matches the report's groups with the Measure's (`m` in `md`) and their populations.
 fn groups(doc: &Document, r: u32, md: &Document, m: u32, f: &mut Findings) {
     let measure_groups: Vec<u32> = md.named(m, "group").collect();
     let report_groups: Vec<u32> = doc.named(r, "group").collect();
+    // A cohort measure selects a population and scores nothing.
+    let cohort = md.named(m, "scoring").flat_map(|s| md.named(s, "coding")).any(|c| {
+        questionnaire::child_text(md, c, "system") == Some(MEASURE_SCORING)
+            && questionnaire::child_text(md, c, "code") == Some(b"cohort".as_slice())
+    });
+    if cohort {
+        for s in report_groups.iter().flat_map(|&g| doc.named(g, "measureScore")) {
+            f.push(Code::MEASUREREPORT_SCORE_UNEXPECTED, Location::Fhir(doc.path(s)));
+        }
+    }
     for &g in &report_groups {
         let code = codings(doc, g);
         let has_code = doc.named(g, "code").next().is_some();
