@@ -213,6 +213,7 @@ codes! {
     CODE_INVALID => Error, "a code is not in the value set of a required binding";
     CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
     REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
+    REFERENCE_AMBIGUOUS => Error, "a reference inside a Bundle matches several entries (entries that share a fullUrl or a type and id, the reference naming no version that tells them apart)";
     BUNDLE_ENTRY_ID_MISSING => Error, "a resource of a searchset Bundle's entry has no id";
     BUNDLE_LINK_DUPLICATE => Error, "a Bundle has two links of the same relation";
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
@@ -222,6 +223,12 @@ codes! {
     CODING_SYSTEM_UNKNOWN => Warning, "a Coding's system is in the namespaces STU3 used for HL7 v2 tables and v3 code systems (http://hl7.org/fhir/v2/..., /v3/...), where R4 defines none";
     UCUM_CODE_INVALID => Error, "a code of the UCUM code system (a Coding's, or a Quantity's with system http://unitsofmeasure.org) is not a valid UCUM expression";
     CANONICAL_URL_RELATIVE => Error, "the url of a canonical resource (not contained) is not an absolute URI";
+    CODESYSTEM_PROPERTY_DUPLICATE => Error, "a CodeSystem defines two properties with the same code or the same uri";
+    CODESYSTEM_PROPERTY_TYPE => Error, "a CodeSystem property whose uri is a concept property R4 defines has another type than that definition's";
+    CODESYSTEM_CONCEPT_PROPERTY_TYPE => Error, "a concept's property value has another type than the CodeSystem's property of that code";
+    CODESYSTEM_PROPERTY_UNDEFINED => Warning, "a concept's property names a code the CodeSystem defines no property for";
+    CODESYSTEM_SUPPLEMENT_CONTENT => Error, "a CodeSystem that supplements another has a content other than supplement";
+    SEARCHPARAMETER_COMPOSITE_COMPONENTS => Error, "a composite SearchParameter has fewer than two components";
     URI_NOT_ABSOLUTE => Error, "an element the specification defines as an absolute URI (Bundle.entry.fullUrl, ValueSet.compose.include.system) holds a relative or local one";
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
     EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
@@ -229,6 +236,14 @@ codes! {
     EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
+    // Codings against the loaded CodeSystems (formats/fhir/codings.rs).
+    CODING_SYSTEM_SUPPLEMENT => Error, "a Coding's system is the url of a loaded CodeSystem that is a supplement (it defines no codes of its own)";
+    CODE_UNKNOWN_IN_CODESYSTEM => Error, "a Coding's code is not a concept of its loaded CodeSystem whose content is complete";
+    // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
+    MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
+    MEASUREREPORT_GROUP_UNMATCHED => Error, "a MeasureReport group matches no group of its Measure (by code, or as the only group of both)";
+    MEASUREREPORT_SCORE_UNEXPECTED => Error, "a MeasureReport group has a measureScore and its Measure's scoring is cohort (no score)";
+    MEASUREREPORT_POPULATION_UNMATCHED => Error, "a MeasureReport population's code is not a population of the matching group of its Measure";
     // QuestionnaireResponse against its Questionnaire (formats/fhir/questionnaire.rs).
     QR_QUESTIONNAIRE_UNKNOWN => Warning, "the Questionnaire of a QuestionnaireResponse cannot be found, so its answers are not checked against it";
     QR_QUESTIONNAIRE_WRONG_TYPE => Error, "a QuestionnaireResponse's questionnaire names a resource that is not a Questionnaire";

@@ -141,3 +141,21 @@ fn a_package_that_cannot_be_read_fails_naming_the_argument_by_place() {
     assert_failure_line(&o, "CLI_IG_UNREADABLE");
     assert!(String::from_utf8_lossy(&o.stderr).contains("occurrence 2"));
 }
+
+#[test]
+fn a_code_that_a_loaded_complete_code_system_lacks_is_found_without_its_value() {
+    let file = instance("observation-unknown-code.json");
+    let o = run(&["validate", "--json", "--ig", &ig(), &file]);
+    assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stdout));
+    let found = findings(&o.stdout);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.0 == "CODE_UNKNOWN_IN_CODESYSTEM" && f.1 == "error" && f.2 == "Observation.code.coding[0].code"),
+        "{found:?}"
+    );
+    assert_no_marker(&o);
+    // Without the package the code system is unknown and the code is not judged.
+    let alone = run(&["validate", "--json", &file]);
+    assert!(!findings(&alone.stdout).iter().any(|f| f.0 == "CODE_UNKNOWN_IN_CODESYSTEM"));
+}

@@ -16,7 +16,15 @@
 //!   entry whose `fullUrl` is a `urn:uuid:` a relative reference resolves to nothing) and an
 //!   unresolved one is an error; in a `message` it is a warning; elsewhere the server may hold
 //!   it and nothing is reported;
-//! - absolute URLs and local references (`#id`, checked by invariant `ref-1`) are not reported.
+//! - absolute URLs and local references (`#id`, checked by invariant `ref-1`) are not reported;
+//! - entries may share a `fullUrl` when their `meta.versionId`s differ (`bdl-7`): a version
+//!   specific reference (`/_history/v`) matches only the entry of that version ("remove the
+//!   version from the URL before matching fullUrl, and then match the version based on
+//!   Resource.meta.versionId"; an entry without a versionId matches any version), and a
+//!   reference that still matches several entries names none of them: `REFERENCE_AMBIGUOUS`,
+//!   except in a `history` Bundle, which holds the versions of one resource by design; a
+//!   warning when no `fullUrl` matches and only the match by type and id (outside documents)
+//!   finds several entries, as the reference validator reports it.
 //!
 //! `fullUrl` that is a RESTful URL (`http(s)://.../Type/id`, optionally with `/_history/v`)
 //! must end with the resource's type and id: otherwise `FULLURL_MISMATCH`.
@@ -75,16 +83,18 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
             let res = doc.named(e, "resource").find(|&r| doc.node(r).ty.is_some());
             (e, full, res)
         }));
-        // Sorted, for membership by binary search.
-        let mut full_urls: Vec<&[u8]> = Vec::with_capacity(entries.len());
-        let mut type_ids: Vec<(&str, &[u8])> = Vec::with_capacity(entries.len());
+        // Sorted, for membership by binary search; each with the resource's `meta.versionId`
+        // (entries may share a fullUrl when their versions differ: bdl-7).
+        let mut full_urls: Vec<FullUrl<'_>> = Vec::with_capacity(entries.len());
+        let mut type_ids: Vec<TypeId<'_>> = Vec::with_capacity(entries.len());
         for &(_, full, res) in &entries {
+            let version = res.and_then(|r| version_id(doc, r));
             if let Some(u) = full {
-                full_urls.push(doc.value(u));
+                full_urls.push((doc.value(u), version));
             }
             if let Some(r) = res {
                 if let (Some(ty), Some(id)) = (doc.node(r).ty, resource_id(doc, r)) {
-                    type_ids.push((defs::type_name(ty), id));
+                    type_ids.push((defs::type_name(ty), id, version));
                 }
             }
         }
@@ -131,12 +141,28 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 }
                 let Some(refn) = doc.named(n, "reference").find(|&x| doc.node(x).has_value()) else { continue };
                 let v = doc.value(refn);
-                let resolved = if v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:") {
-                    full_urls.binary_search(&v).is_ok()
+                let matches = if v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:") {
+                    Matches::of(&full_urls, |&(u, _)| u.cmp(v), |&(_, ver)| ver, None)
                 } else if v.starts_with(b"#") || v.contains(&b'?') || is_absolute(v) {
-                    true
+                    Matches::One
                 } else {
                     resolve_relative(v, base, &full_urls, (!document).then_some(type_ids.as_slice()))
+                };
+                let resolved = match matches {
+                    Matches::None => false,
+                    Matches::One => true,
+                    // A history holds the versions of one resource; elsewhere a reference that
+                    // matches several entries names none of them: an error by the rule, a
+                    // warning when only the type-and-id fallback finds them.
+                    Matches::Several | Matches::SeveralByTypeAndId if bundle_type == Some(b"history") => true,
+                    Matches::Several => {
+                        f.push(Code::REFERENCE_AMBIGUOUS, Location::Fhir(doc.path(refn)));
+                        true
+                    }
+                    Matches::SeveralByTypeAndId => {
+                        f.push_with(Code::REFERENCE_AMBIGUOUS, Severity::Warning, Location::Fhir(doc.path(refn)));
+                        true
+                    }
                 };
                 if resolved {
                     continue;
@@ -161,6 +187,18 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
 )]
 fn resource_id(doc: &Document, r: u32) -> Option<&[u8]> {
     doc.named(r, "id").find(|&i| doc.node(i).has_value()).map(|i| doc.value(i))
+}
+
+/// The resource's `meta.versionId`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
+fn version_id(doc: &Document, r: u32) -> Option<&[u8]> {
+    doc.named(r, "meta")
+        .flat_map(|m| doc.named(m, "versionId"))
+        .find(|&i| doc.node(i).has_value())
+        .map(|i| doc.value(i))
 }
 
 fn is_absolute(v: &[u8]) -> bool {
@@ -196,26 +234,85 @@ fn restful_base(url: &[u8]) -> Option<&[u8]> {
     url.len().checked_sub(ty.len() + id.len() + 1).map(|end| &url[..end])
 }
 
-/// Whether relative reference `v` resolves: `base` (the referencing entry's RESTful base) joined
-/// to it is an entry's `fullUrl`, or, when `type_ids` is given, an entry's resource has its type
-/// and id.
-fn resolve_relative(v: &[u8], base: Option<&[u8]>, full_urls: &[&[u8]], type_ids: Option<&[(&str, &[u8])]>) -> bool {
+/// An entry's `fullUrl` and its resource's `meta.versionId`.
+type FullUrl<'d> = (&'d [u8], Option<&'d [u8]>);
+
+/// An entry's resource type, id and `meta.versionId`.
+type TypeId<'d> = (&'static str, &'d [u8], Option<&'d [u8]>);
+
+/// How many entries a reference matches.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Matches {
+    None,
+    One,
+    /// Several, by the specification's rule (their `fullUrl`).
+    Several,
+    /// None by `fullUrl` and several by type and id (a fallback beyond the rule).
+    SeveralByTypeAndId,
+}
+
+impl Matches {
+    /// The entries of sorted `list` whose key compares equal (`cmp` orders the list's keys
+    /// against the target), keeping only those of version `version` when the reference names
+    /// one (an entry without `meta.versionId` matches any version).
+    fn of<T>(
+        list: &[T],
+        cmp: impl Fn(&T) -> std::cmp::Ordering,
+        entry_version: impl Fn(&T) -> Option<&[u8]>,
+        version: Option<&[u8]>,
+    ) -> Matches {
+        let start = list.partition_point(|x| cmp(x) == std::cmp::Ordering::Less);
+        let n = list[start..]
+            .iter()
+            .take_while(|x| cmp(x) == std::cmp::Ordering::Equal)
+            .filter(|x| match (version, entry_version(x)) {
+                (Some(want), Some(have)) => want == have,
+                _ => true,
+            })
+            .take(2)
+            .count();
+        match n {
+            0 => Matches::None,
+            1 => Matches::One,
+            _ => Matches::Several,
+        }
+    }
+}
+
+/// The version of `/_history/v` in a URL.
+fn history_version(v: &[u8]) -> Option<&[u8]> {
+    memchr::memmem::rfind(v, b"/_history/").map(|p| &v[p + b"/_history/".len()..]).filter(|ver| !ver.is_empty())
+}
+
+/// Which entries relative reference `v` matches: those whose `fullUrl` is `base` (the
+/// referencing entry's RESTful base) joined to it, or, when `type_ids` is given and none is,
+/// those whose resource has its type and id; with `/_history/v`, only that version.
+fn resolve_relative(
+    v: &[u8],
+    base: Option<&[u8]>,
+    full_urls: &[FullUrl<'_>],
+    type_ids: Option<&[TypeId<'_>]>,
+) -> Matches {
+    let version = history_version(v);
     let v = without_history(v);
     let mut parts = v.splitn(2, |b| *b == b'/');
-    let (Some(ty), Some(id)) = (parts.next(), parts.next()) else { return false };
+    let (Some(ty), Some(id)) = (parts.next(), parts.next()) else { return Matches::None };
     if let Some(base) = base {
         let mut url = Vec::with_capacity(base.len() + v.len());
         url.extend_from_slice(base);
         url.extend_from_slice(v);
-        let hit = full_urls.binary_search(&url.as_slice()).is_ok();
+        let hit = Matches::of(full_urls, |&(u, _)| u.cmp(url.as_slice()), |&(_, ver)| ver, version);
         zeroize::Zeroize::zeroize(&mut url);
-        if hit {
-            return true;
+        if hit != Matches::None {
+            return hit;
         }
     }
-    let Some(type_ids) = type_ids else { return false };
-    let Ok(ty) = std::str::from_utf8(ty) else { return false };
-    type_ids.binary_search(&(ty, id)).is_ok()
+    let Some(type_ids) = type_ids else { return Matches::None };
+    let Ok(ty) = std::str::from_utf8(ty) else { return Matches::None };
+    match Matches::of(type_ids, |&(t, i, _)| (t, i).cmp(&(ty, id)), |&(_, _, ver)| ver, version) {
+        Matches::Several => Matches::SeveralByTypeAndId,
+        m => m,
+    }
 }
 
 #[cfg(test)]

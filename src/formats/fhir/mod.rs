@@ -17,6 +17,8 @@
 
 pub mod bundle;
 mod codec;
+mod codings;
+mod conformance;
 pub mod definitions;
 pub mod direct;
 pub mod extensions;
@@ -25,6 +27,7 @@ pub mod fmt;
 pub mod inspect;
 pub mod json;
 mod locate;
+mod measure;
 pub mod model;
 pub mod primitive;
 pub mod profile;

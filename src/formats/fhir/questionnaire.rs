@@ -78,7 +78,7 @@ fn text(doc: &Document, i: u32) -> &[u8] {
 }
 
 /// The value of the first child `name` of `i` that has one.
-fn child_text<'d>(doc: &'d Document, i: u32, name: &'static str) -> Option<&'d [u8]> {
+pub(super) fn child_text<'d>(doc: &'d Document, i: u32, name: &'static str) -> Option<&'d [u8]> {
     doc.named(i, name).find(|&c| doc.node(c).has_value()).map(|c| text(doc, c))
 }
 
@@ -244,18 +244,18 @@ enum Found {
 }
 
 /// A FHIR JSON resource from the hook, read as a document (`None` when it does not read).
-fn document_of(value: &serde_json::Value) -> Option<Document> {
+pub(super) fn document_of(value: &serde_json::Value) -> Option<Document> {
     let bytes = serde_json::to_vec(value).ok()?;
     super::read_json::read(bytes, &Limits::default()).ok()
 }
 
 /// True when resource node `r` has `url` (and `version`, when given).
-fn has_canonical(doc: &Document, r: u32, url: &[u8], version: Option<&[u8]>) -> bool {
+pub(super) fn has_canonical(doc: &Document, r: u32, url: &[u8], version: Option<&[u8]>) -> bool {
     child_text(doc, r, "url") == Some(url) && version.is_none_or(|v| child_text(doc, r, "version") == Some(v))
 }
 
 /// The resource nodes of type `ty` in the document.
-fn resources_of<'d>(doc: &'d Document, ty: &'static str) -> impl Iterator<Item = u32> + 'd {
+pub(super) fn resources_of<'d>(doc: &'d Document, ty: &'static str) -> impl Iterator<Item = u32> + 'd {
     (0..doc.nodes().len() as u32).filter(move |&i| {
         let n = doc.node(i);
         n.is_resource() && n.ty.is_some_and(|t| defs::type_name(t) == ty)
@@ -263,11 +263,11 @@ fn resources_of<'d>(doc: &'d Document, ty: &'static str) -> impl Iterator<Item =
 }
 
 /// The contained resource of `r` with `id`.
-fn contained(doc: &Document, r: u32, id: &[u8]) -> Option<u32> {
+pub(super) fn contained(doc: &Document, r: u32, id: &[u8]) -> Option<u32> {
     doc.named(r, "contained").find(|&c| child_text(doc, c, "id") == Some(id))
 }
 
-fn split_canonical(canonical: &[u8]) -> (&[u8], Option<&[u8]>) {
+pub(super) fn split_canonical(canonical: &[u8]) -> (&[u8], Option<&[u8]>) {
     match canonical.iter().position(|&b| b == b'|') {
         Some(p) => (&canonical[..p], canonical.get(p + 1..).filter(|v| !v.is_empty())),
         None => (canonical, None),

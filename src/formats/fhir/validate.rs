@@ -140,7 +140,10 @@ pub fn validate_with(
         }
     }
     bundle::check(doc, &mut f);
+    super::conformance::check(doc, &mut f);
     questionnaire::check(doc, resolve, &mut f);
+    super::measure::check(doc, resolve, &mut f);
+    super::codings::check(doc, resolve, &mut f);
     fhirpath::check_invariants(doc, &mut f);
     if let Some(ctx) = structures {
         super::profile::check_into(doc, ctx, options, &mut f);

@@ -1,0 +1,133 @@
+//! Rules on conformance resources themselves that the FHIR R4 specification states in prose
+//! (each one checked by the reference validator too), on every CodeSystem and SearchParameter
+//! of a document (contained and Bundle entries included):
+//!
+//! - `CodeSystem.property.code` is what a concept's `property.code` refers to ("a code that is
+//!   used to identify the property"), so two properties SHALL NOT share a code, nor the `uri`
+//!   that says what the property means: `CODESYSTEM_PROPERTY_DUPLICATE` (on the second);
+//! - a property whose `uri` is one of the concept properties R4 defines
+//!   (`http://hl7.org/fhir/concept-properties#inactive`, `#deprecated`, `#notSelectable`,
+//!   `#parent`, `#child`) has the type that code system gives it (boolean, dateTime, boolean,
+//!   code, code): otherwise `CODESYSTEM_PROPERTY_TYPE` (on the property);
+//! - a concept's `property` is "a property value for this concept": its `value[x]` has the type
+//!   of the property it names (`code`, `Coding`, `string`, `integer`, `boolean`, `dateTime`,
+//!   `decimal`; the first definition of that code counts): otherwise
+//!   `CODESYSTEM_CONCEPT_PROPERTY_TYPE`; a code the code system defines no property for is
+//!   `CODESYSTEM_PROPERTY_UNDEFINED`, a warning (tools cannot tell what it means);
+//! - a code system with `supplements` is a supplement, and `content` `supplement` is how it says
+//!   so (CodeSystem.content, "this code system is a supplement"): any other content is
+//!   `CODESYSTEM_SUPPLEMENT_CONTENT` (on `content`);
+//! - a `composite` SearchParameter is built from its `component`s, "the parts of a composite
+//!   search parameter": fewer than two is `SEARCHPARAMETER_COMPOSITE_COMPONENTS` (on the
+//!   resource).
+//!
+//! What it does not do: rules that need another resource (a supplement's base code system, the
+//! code system a ValueSet filter's property is defined in, the core search parameters a
+//! SearchParameter derives from).
+
+use crate::diag::{Code, Location};
+
+use super::definitions as defs;
+use super::model::Document;
+use super::validate::Findings;
+
+/// The concept properties R4 defines (`http://hl7.org/fhir/concept-properties`) and their types.
+const CONCEPT_PROPERTIES: [(&[u8], &[u8]); 5] = [
+    (b"http://hl7.org/fhir/concept-properties#inactive", b"boolean"),
+    (b"http://hl7.org/fhir/concept-properties#deprecated", b"dateTime"),
+    (b"http://hl7.org/fhir/concept-properties#notSelectable", b"boolean"),
+    (b"http://hl7.org/fhir/concept-properties#parent", b"code"),
+    (b"http://hl7.org/fhir/concept-properties#child", b"code"),
+];
+
+/// The property types of R4 (`property-type`), each the name of the `value[x]` type it asks for.
+const PROPERTY_TYPES: [&str; 7] = ["code", "Coding", "string", "integer", "boolean", "dateTime", "decimal"];
+
+/// Runs the rules over every CodeSystem and SearchParameter of the document.
+pub(super) fn check(doc: &Document, f: &mut Findings) {
+    let (Some(code_system), Some(search_parameter)) = (defs::type_id(b"CodeSystem"), defs::type_id(b"SearchParameter"))
+    else {
+        return;
+    };
+    for r in 0..doc.nodes().len() as u32 {
+        let node = doc.node(r);
+        if !node.is_resource() || node.is_unknown() {
+            continue;
+        }
+        if node.ty == Some(code_system) {
+            check_code_system(doc, r, f);
+        } else if node.ty == Some(search_parameter) {
+            check_search_parameter(doc, r, f);
+        }
+    }
+}
+
+/// The value of the first child `name` of node `i` that has one.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
+fn value_of<'a>(doc: &'a Document, i: u32, name: &'a str) -> Option<(u32, &'a [u8])> {
+    doc.named(i, name).find(|&c| doc.node(c).has_value() && !doc.node(c).is_unknown()).map(|c| (c, doc.value(c)))
+}
+
+fn check_code_system(doc: &Document, r: u32, f: &mut Findings) {
+    // (code, type) of each property, in order; the first definition of a code counts.
+    let mut defined: Vec<(&[u8], Option<&[u8]>)> = Vec::new();
+    let mut uris: Vec<&[u8]> = Vec::new();
+    for p in doc.named(r, "property") {
+        let code = value_of(doc, p, "code").map(|(_, v)| v);
+        let ty = value_of(doc, p, "type").map(|(_, v)| v);
+        let uri = value_of(doc, p, "uri").map(|(_, v)| v);
+        let duplicate_code = code.is_some_and(|c| defined.iter().any(|&(d, _)| d == c));
+        let duplicate_uri = uri.is_some_and(|u| uris.contains(&u));
+        if duplicate_code || duplicate_uri {
+            f.push(Code::CODESYSTEM_PROPERTY_DUPLICATE, Location::Fhir(doc.path(p)));
+        }
+        if let (Some(uri), Some(ty)) = (uri, ty) {
+            if CONCEPT_PROPERTIES.iter().any(|&(u, t)| u == uri && t != ty) {
+                f.push(Code::CODESYSTEM_PROPERTY_TYPE, Location::Fhir(doc.path(p)));
+            }
+        }
+        if let Some(code) = code.filter(|_| !duplicate_code) {
+            defined.push((code, ty));
+        }
+        if let Some(uri) = uri {
+            uris.push(uri);
+        }
+    }
+    // Concepts nest (`concept.concept`): every concept of the resource, not of a contained one.
+    for c in r + 1..doc.node(r).end {
+        let node = doc.node(c);
+        if node.name != "concept" || node.is_unknown() || doc.resource_of(c) != r {
+            continue;
+        }
+        for p in doc.named(c, "property") {
+            let Some((_, code)) = value_of(doc, p, "code") else { continue };
+            let Some(&(_, ty)) = defined.iter().find(|&&(d, _)| d == code) else {
+                f.push(Code::CODESYSTEM_PROPERTY_UNDEFINED, Location::Fhir(doc.path(p)));
+                continue;
+            };
+            // A type outside the code list is CODE_INVALID already.
+            let Some(expected) = ty.and_then(|t| PROPERTY_TYPES.iter().find(|n| n.as_bytes() == t)) else { continue };
+            let Some(value) = doc.named(p, "value").find(|&v| !doc.node(v).is_unknown()) else { continue };
+            if doc.node(value).ty.is_some_and(|t| defs::type_name(t) != *expected) {
+                f.push(Code::CODESYSTEM_CONCEPT_PROPERTY_TYPE, Location::Fhir(doc.path(p)));
+            }
+        }
+    }
+    if doc.named(r, "supplements").any(|s| doc.node(s).has_value()) {
+        if let Some((content, v)) = value_of(doc, r, "content") {
+            if v != b"supplement" {
+                f.push(Code::CODESYSTEM_SUPPLEMENT_CONTENT, Location::Fhir(doc.path(content)));
+            }
+        }
+    }
+}
+
+fn check_search_parameter(doc: &Document, r: u32, f: &mut Findings) {
+    let composite = value_of(doc, r, "type").is_some_and(|(_, v)| v == b"composite");
+    if composite && doc.named(r, "component").count() < 2 {
+        f.push(Code::SEARCHPARAMETER_COMPOSITE_COMPONENTS, Location::Fhir(doc.path(r)));
+    }
+}
