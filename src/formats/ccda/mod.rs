@@ -18,6 +18,7 @@
 
 pub mod base;
 mod codec;
+pub mod r21_tables;
 pub mod read;
 pub mod tables;
 pub mod validate;
