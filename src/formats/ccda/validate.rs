@@ -65,16 +65,18 @@ struct V<'d> {
     /// declares one. Its templates are R1.1's, whatever their templateIds (R1.1 and 5.0 share
     /// some without extension: an age observation's code differs).
     r11: bool,
-    /// A C-CDA R2.1 document: its US Realm Header templateId has R2.1's extension
-    /// (`2015-08-01`). Its templates are R2.1's, those the 5.0 package publishes again too.
+    /// A C-CDA R2.1 document: a document templateId of R2.1's extension (`2015-08-01`: the US
+    /// Realm Header, the CCD...). Its templates are R2.1's, those the 5.0 package publishes
+    /// again too.
     r21: bool,
 }
 
 /// The US Realm Header's templateId root.
 const US_REALM_HEADER: &[u8] = b"2.16.840.1.113883.10.20.22.1.1";
 
-/// The US Realm Header's extension in C-CDA R2.1.
-const R21_HEADER_EXTENSION: &[u8] = b"2015-08-01";
+/// The extension of every document template of C-CDA R2.1 (the US Realm Header, CCD,
+/// Discharge Summary...): a document declaring one is an R2.1 document.
+const R21_DOCUMENT_EXTENSION: &[u8] = b"2015-08-01";
 
 /// A class of [`CLASSES`] named by an `xsi:type` (an index of a static table: value-free).
 #[derive(Copy, Clone, Debug)]
@@ -365,12 +367,16 @@ impl V<'_> {
                 AssertKind::Value => Code::CCDA_TEMPLATE_VALUE_MISMATCH,
                 AssertKind::Datatype => Code::CCDA_DATATYPE_INVALID,
             };
+            // A finding already made here with this code by a 5.0 rule, or by the same CONF
+            // (an assertion inherited by two templates the element declares).
+            let conf = |k: &str| k.split_once("/CONF:").map(|(_, c)| c.to_owned());
             let seen = self.out.get(start..).unwrap_or_default().iter().any(|d| {
                 d.code == code
                     && match d.location {
                         Location::Ccda(mut q) => {
+                            let other = q.rule.and_then(|r| conf(r));
                             q.rule = None;
-                            q == p
+                            q == p && (other.is_none() || other == conf(a.key))
                         }
                         _ => false,
                     }
@@ -443,14 +449,25 @@ impl V<'_> {
                 let mut at = e;
                 for (i, step) in path.iter().enumerate() {
                     let templated = step.name == "templateId"
-                        || step.preds.iter().any(|p| matches!(p, X::Count { path: [s, ..], .. } if s.name == "templateId"));
+                        || step
+                            .preds
+                            .iter()
+                            .any(|p| matches!(p, X::Count { path: [s, ..], .. } if s.name == "templateId"));
                     if templated {
                         return (at, None, None);
                     }
                     let ns = if step.sdtc { Ns::Sdtc } else { Ns::V3 };
-                    let mut named = self.doc.tree().children(at).filter(|&c| self.doc.ns(c) == ns && self.doc.local(c) == step.name.as_bytes());
+                    let mut named = self
+                        .doc
+                        .tree()
+                        .children(at)
+                        .filter(|&c| self.doc.ns(c) == ns && self.doc.local(c) == step.name.as_bytes());
                     let (Some(one), None) = (named.next(), named.next()) else {
-                        let none = self.doc.tree().children(at).all(|c| self.doc.ns(c) != ns || self.doc.local(c) != step.name.as_bytes());
+                        let none = self
+                            .doc
+                            .tree()
+                            .children(at)
+                            .all(|c| self.doc.ns(c) != ns || self.doc.local(c) != step.name.as_bytes());
                         let missing = none && i + 1 == path.len() && step.preds.is_empty();
                         return (at, None, missing.then_some(step.name));
                     };
@@ -629,10 +646,8 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
     let r11 = doc.local(0) == b"ClinicalDocument" && header(false) && !header(true);
     let r21 = doc.local(0) == b"ClinicalDocument"
         && doc.children_named(0, b"templateId").any(|t| {
-            let is = |n: &[u8], want: &[u8]| {
-                doc.attr(t, Ns::None, n).is_some_and(|a| doc.tree().value(a.value).classify(|v| v == want))
-            };
-            is(b"root", US_REALM_HEADER) && is(b"extension", R21_HEADER_EXTENSION)
+            doc.attr(t, Ns::None, b"extension")
+                .is_some_and(|a| doc.tree().value(a.value).classify(|v| v == R21_DOCUMENT_EXTENSION))
         });
     let mut v = V { doc, out: Vec::new(), r11, r21 };
     if let Some(c) = root_class(doc.local(0)) {
