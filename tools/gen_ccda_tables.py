@@ -9,7 +9,10 @@ first, then its own; an element's nested constraints as an anonymous class), wit
 its XML name and namespace, cardinality, types (several: chosen by ``xsi:type``), and per
 attribute its primitive kind and fixed value; the sorted list of element names (the names a
 finding's path can hold); and ``src/formats/ccda/PROVENANCE.md`` (the commit and the sha256 of
-every file read).
+every file read); ``src/formats/ccda/r21_tables.rs``: the error phase of HL7's C-CDA R2.1
+schematron (each template's SHALL assertions, with those of the rules they extend), translated
+into phiward's XPath subset where their XPath has that form, and, in docs/ccda.md between its
+``r21-unchecked`` markers, the assertions not translated, by CONF number.
 
     python3 tools/gen_ccda_tables.py ../shared/cda/logical-models PACKAGE_DIR [SCHEMATRON_DIR]
 
@@ -367,7 +370,7 @@ def r21_templates(sch):
                 el, troot, text, ctx = parse_context(rule.get("context") or "")
             except Untranslatable:
                 for a in asserts:
-                    skipped[a.get("id") or "?"] = (conf_of(a) or a.get("id") or "?", "context")
+                    skipped[a.get("id") or "(no id)"] = (conf_of(a) or a.get("id") or "an assertion without id", "context")
                 continue
             for a in asserts:
                 test = " ".join((a.get("test") or "").split())
@@ -377,7 +380,7 @@ def r21_templates(sch):
                         raise Untranslatable("no CONF")
                     x = parse_xpath(test)
                 except Untranslatable as e:
-                    skipped[a.get("id") or "?"] = (conf or a.get("id") or "?", str(e))
+                    skipped[a.get("id") or "(no id)"] = (conf or a.get("id") or "an assertion without id", str(e))
                     continue
                 key = (el, troot, text)
                 entry = (ctx, conf, kind_of(test, x), x)

@@ -26,6 +26,16 @@
 //! (`CCDA_TEMPLATE_VERSION_OTHER`); so is every template of an R1.1 document (its US Realm
 //! Header's templateId without extension).
 //!
+//! The R2.1 templates ([`super::r21_tables::R21_TEMPLATES`], from HL7's C-CDA R2.1
+//! schematron's error phase): each assertion whose XPath the generator could translate, an
+//! [`X`] evaluated here with XPath 1.0's meaning, where an element declares the R2.1 templateId
+//! (root, that version's extension) under the element name of the rule's context: in an R2.1
+//! document (a document templateId of extension `2015-08-01`) every one, elsewhere those the
+//! 5.0 package does not publish with the same extension, never in an R1.1 document. A failed
+//! assertion is a finding located where its path leads, with `/template:root:ext/CONF:n-n`;
+//! one already made at that place with that code (by 5.0, or by the same CONF through another
+//! template) is not repeated.
+//!
 //! The root is a `ClinicalDocument` or a fragment (a section, an entry...: see
 //! [`root_class`]). Without `xsi:type` an element is of its declared type where the element's
 //! other types specialize it (effectiveTime: SXCM_TS); the type must be named only where they
