@@ -416,6 +416,23 @@ impl V<'_> {
         set
     }
 
+    /// How many elements `path` selects under `e`, without collecting them (each element has
+    /// one parent: the node set of child steps holds no element twice).
+    fn count(&self, e: u32, path: &'static [Step]) -> usize {
+        let [step, rest @ ..] = path else { return 1 };
+        let ns = if step.sdtc { Ns::Sdtc } else { Ns::V3 };
+        self.doc
+            .tree()
+            .children(e)
+            .filter(|&c| {
+                self.doc.ns(c) == ns
+                    && self.doc.local(c) == step.name.as_bytes()
+                    && step.preds.iter().all(|p| self.eval(c, p))
+            })
+            .map(|c| self.count(c, rest))
+            .sum()
+    }
+
     /// An assertion's test on element `e`, with XPath 1.0's meaning.
     fn eval(&self, e: u32, x: &'static X) -> bool {
         match x {
@@ -423,7 +440,7 @@ impl V<'_> {
             X::And(xs) => xs.iter().all(|y| self.eval(e, y)),
             X::Not(y) => !self.eval(e, y),
             X::Count { path, op, n } => {
-                let c = u32::try_from(self.select(e, path).len()).unwrap_or(u32::MAX);
+                let c = u32::try_from(self.count(e, path)).unwrap_or(u32::MAX);
                 match op {
                     Op::Eq => c == *n,
                     Op::Ne => c != *n,
