@@ -9,7 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use phiward::formats::ccda::base::Rule;
+use phiward::formats::ccda::base::{Assert, AssertKind, Op, R21Template, Rule, Step, X};
+use phiward::formats::ccda::r21_tables::R21_TEMPLATES;
 use phiward::formats::ccda::tables::TEMPLATES;
 use phiward::formats::xml;
 use phiward::limits::Limits;
@@ -318,6 +319,7 @@ fn mutations_are_detected_at_their_location() {
             let _ = (e, end);
         }
     }
+    r21_mutations(&mut tried, &mut misses);
     for kind in [
         "required section removed",
         "templateId removed",
@@ -325,10 +327,136 @@ fn mutations_are_detected_at_their_location() {
         "wrong moodCode",
         "required element missing",
         "bad TS",
+        "R2.1 required section removed",
+        "R2.1 fixed code changed",
+        "R2.1 fixed attribute changed",
+        "R2.1 required element removed",
     ] {
         let (n, hit) = tried.get(kind).copied().unwrap_or_default();
         assert!(n >= 5, "{kind}: only {n} mutations");
         assert!(hit * 100 >= n * 99, "{kind}: {hit} of {n} detected: {misses:?}");
+    }
+}
+
+/// The R2.1 templates' assertions on the R2.1 CCD, where each applies: a section its document
+/// template requires removed; a fixed `code/@code` changed; a fixed classCode or moodCode
+/// changed; a required child (`count(cda:x)=1`, `count(cda:x) > 0`) removed. Each detected at
+/// its location with the template (5.0's finding where both define the constraint at the same
+/// place, R2.1's with its CONF number otherwise).
+fn r21_mutations(tried: &mut std::collections::BTreeMap<&'static str, (usize, usize)>, misses: &mut Vec<String>) {
+    let file = "valid/ccd_r21.xml";
+    let input = std::fs::read_to_string(fixture(&format!("ccda/{file}"))).expect("fixture");
+    let (tree, path, parent) = paths(&input);
+    let mut check = |kind: &'static str, mutated: String, want_prefix: String| {
+        let got = validate_text(&mutated);
+        let hit = got.iter().any(|f| f.split_once(' ').is_some_and(|(_, loc)| loc.starts_with(&want_prefix)));
+        let slot = tried.entry(kind).or_default();
+        slot.0 += 1;
+        if hit {
+            slot.1 += 1;
+        } else {
+            misses.push(format!("{file} {kind} {want_prefix}: {got:?}"));
+        }
+    };
+    let span = |i: u32| {
+        let e = tree.elements()[i as usize];
+        (e.offset as usize, e.end_offset as usize)
+    };
+    let local = |i: u32| {
+        path[i as usize].rsplit('/').next().unwrap_or_default().split('[').next().unwrap_or_default().to_owned()
+    };
+    let r21 = |i: u32| -> Vec<&'static R21Template> {
+        let name = local(i);
+        declared(&input, &tree, i)
+            .into_iter()
+            .flat_map(|(r, x)| {
+                let name = name.clone();
+                R21_TEMPLATES.iter().filter(move |t| t.root == r && t.extension == x && t.element == name)
+            })
+            .collect()
+    };
+    let doc_asserts: Vec<&'static Assert> = r21(0).iter().flat_map(|t| t.asserts.iter()).collect();
+    for i in 0..tree.elements().len() as u32 {
+        let (start, end) = span(i);
+        let start_tag = &input[start..start + input[start..].find('>').unwrap_or(0)];
+        // A section the document's R2.1 template requires, removed with its component.
+        if local(i) == "section"
+            && let Some((root, ext)) = declared(&input, &tree, i).first()
+            && doc_asserts.iter().any(|a| {
+                a.kind == AssertKind::Content
+                    && format!("{:?}", a.test).contains(&format!("{root:?}"))
+                    && !ext.is_empty()
+            })
+        {
+            let (cs, ce) = span(parent[i as usize]);
+            check(
+                "R2.1 required section removed",
+                format!("{}{}", &input[..cs], &input[ce..]),
+                "ClinicalDocument/component/structuredBody/template:".to_owned(),
+            );
+        }
+        for t in r21(i) {
+            for a in t.asserts.iter().filter(|a| a.context.is_empty()) {
+                match &a.test {
+                    // A fixed code: `cda:code[@code='X']`.
+                    X::Count {
+                        path: [Step { name: "code", preds: [X::Attr { name: "code", value: Some(v), .. }], .. }],
+                        ..
+                    } => {
+                        if let Some(c) = tree.children(i).find(|&c| local(c) == "code") {
+                            let (s, ce) = span(c);
+                            let old = format!("code=\"{v}\"");
+                            if let Some(p) = input[s..ce].find(&old) {
+                                let at = s + p;
+                                let mutated = format!("{}code=\"{v}9\"{}", &input[..at], &input[at + old.len()..]);
+                                check(
+                                    "R2.1 fixed code changed",
+                                    mutated,
+                                    format!("{}/@code/template:", path[c as usize]),
+                                );
+                            }
+                        }
+                    }
+                    // A fixed classCode or moodCode of the template's element.
+                    X::Attr { name: name @ ("classCode" | "moodCode"), value: Some(v), .. } => {
+                        let old = format!(" {name}=\"{v}\"");
+                        if let Some(p) = start_tag.find(&old) {
+                            let at = start + p;
+                            let mutated = format!("{} {name}=\"{v}X\"{}", &input[..at], &input[at + old.len()..]);
+                            check(
+                                "R2.1 fixed attribute changed",
+                                mutated,
+                                format!("{}/@{name}/template:", path[i as usize]),
+                            );
+                        }
+                    }
+                    // A required child: every occurrence removed.
+                    X::Count { path: [Step { name, preds: [], sdtc: false }], op: Op::Eq | Op::Gt, n: 0 | 1 }
+                        if a.kind == AssertKind::Element =>
+                    {
+                        let kids: Vec<u32> = tree.children(i).filter(|&c| local(c) == *name).collect();
+                        if kids.is_empty() {
+                            continue;
+                        }
+                        let mut mutated = String::new();
+                        let mut at = 0;
+                        for c in kids {
+                            let (s, ce) = span(c);
+                            mutated.push_str(&input[at..s]);
+                            at = ce;
+                        }
+                        mutated.push_str(&input[at..]);
+                        check(
+                            "R2.1 required element removed",
+                            mutated,
+                            format!("{}/{name}/template:", path[i as usize]),
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let _ = end;
     }
 }
 

@@ -9,7 +9,10 @@ first, then its own; an element's nested constraints as an anonymous class), wit
 its XML name and namespace, cardinality, types (several: chosen by ``xsi:type``), and per
 attribute its primitive kind and fixed value; the sorted list of element names (the names a
 finding's path can hold); and ``src/formats/ccda/PROVENANCE.md`` (the commit and the sha256 of
-every file read).
+every file read); ``src/formats/ccda/r21_tables.rs``: the error phase of HL7's C-CDA R2.1
+schematron (each template's SHALL assertions, with those of the rules they extend), translated
+into phiward's XPath subset where their XPath has that form, and, in docs/ccda.md between its
+``r21-unchecked`` markers, the assertions not translated, by CONF number.
 
     python3 tools/gen_ccda_tables.py ../shared/cda/logical-models PACKAGE_DIR [SCHEMATRON_DIR]
 
@@ -135,6 +138,349 @@ def r21_values(sch: Path):
             if x and (x.group(1) is None) == (not t.startswith("cda:")):
                 out.setdefault((troot, x.group(1) or "", x.group(2)), set()).add(x.group(3))
     return out
+
+
+SCHNS = "{http://purl.oclc.org/dsdl/schematron}"
+
+
+class Untranslatable(Exception):
+    pass
+
+
+def tokenize(s):
+    """XPath 1.0 tokens of the subset translated (anything else: Untranslatable)."""
+    import re
+
+    toks = []
+    i = 0
+    pat = re.compile(
+        r"\s+|(?P<str>'[^']*')|(?P<num>\d+)|(?P<op>!=|>=|<=|=|>|<)|(?P<punct>\[|\]|\(|\)|//|/|\||\.\.|\.)"
+        r"|(?P<attr>@(?:(?:cda|sdtc|xsi):)?[A-Za-z_][\w.-]*)|(?P<name>(?:[A-Za-z_][\w.-]*:)?[A-Za-z_][\w.-]*)"
+    )
+    while i < len(s):
+        m = pat.match(s, i)
+        if not m or m.end() == i:
+            raise Untranslatable("token")
+        i = m.end()
+        if m.lastgroup is None:
+            continue
+        toks.append((m.lastgroup, m.group(m.lastgroup)))
+    return toks
+
+
+class P:
+    """A recursive-descent parser of the XPath subset: `or`, `and`, `not(...)`, `count(PATH) OP N`,
+    `PATH` (exists), `@a`, `@a='v'`; a PATH is child steps `cda:x` or `sdtc:x` with predicates.
+    The result is a tree of tuples: ('or', [x]), ('and', [x]), ('not', x),
+    ('count', steps, op, n), ('attr', ns, name, value|None); a step is (ns, name, [pred])."""
+
+    def __init__(self, s):
+        self.t = tokenize(s)
+        self.i = 0
+
+    def peek(self, k=0):
+        return self.t[self.i + k] if self.i + k < len(self.t) else (None, None)
+
+    def take(self, kind=None, val=None):
+        k, v = self.peek()
+        if k is None or (kind and k != kind) or (val and v != val):
+            raise Untranslatable("expected")
+        self.i += 1
+        return v
+
+    def done(self):
+        if self.i != len(self.t):
+            raise Untranslatable("trailing")
+
+    def expr(self):
+        xs = [self.and_()]
+        while self.peek() == ("name", "or"):
+            self.i += 1
+            xs.append(self.and_())
+        return xs[0] if len(xs) == 1 else ("or", xs)
+
+    def and_(self):
+        xs = [self.cmp()]
+        while self.peek() == ("name", "and"):
+            self.i += 1
+            xs.append(self.cmp())
+        return xs[0] if len(xs) == 1 else ("and", xs)
+
+    def cmp(self):
+        k, v = self.peek()
+        if (k, v) == ("name", "not") and self.peek(1) == ("punct", "("):
+            self.i += 2
+            x = self.expr()
+            self.take("punct", ")")
+            return ("not", x)
+        if (k, v) == ("name", "count") and self.peek(1) == ("punct", "("):
+            self.i += 2
+            if self.peek() == ("punct", "."):
+                self.i += 1
+                self.take("punct", "/")
+            if self.peek()[0] == "attr":
+                a = self.attr()
+                self.take("punct", ")")
+                op = self.take("op")
+                n = int(self.take("num"))
+                # count(@a)=1: the attribute present; count(@a)=0: absent.
+                if (op, n) in (("=", 1), (">", 0), (">=", 1)):
+                    return a
+                if (op, n) == ("=", 0):
+                    return ("not", a)
+                raise Untranslatable("count of attribute")
+            steps = self.path()
+            self.take("punct", ")")
+            op = self.take("op")
+            n = int(self.take("num"))
+            return ("count", steps, op, n)
+        if k == "punct" and v == "(":
+            self.i += 1
+            x = self.expr()
+            self.take("punct", ")")
+            return x
+        if k == "attr":
+            a = self.attr()
+            if self.peek() == ("op", "="):
+                self.i += 1
+                s = self.take("str")[1:-1]
+                return (a[0], a[1], a[2], s)
+            return a
+        if k == "name":
+            steps = self.path()
+            return ("count", steps, ">", 0)
+        raise Untranslatable("primary")
+
+    def attr(self):
+        v = self.take("attr")[1:]
+        ns, _, name = v.rpartition(":")
+        if ns == "cda":
+            raise Untranslatable("attribute prefix")
+        return ("attr", ns, name, None)
+
+    def path(self):
+        steps = [self.step()]
+        while self.peek() == ("punct", "/"):
+            self.i += 1
+            steps.append(self.step())
+        return steps
+
+    def step(self):
+        v = self.take("name")
+        ns, _, name = v.partition(":")
+        if not name or ns not in ("cda", "sdtc") or v in ("or", "and"):
+            raise Untranslatable("step")
+        preds = []
+        while self.peek() == ("punct", "["):
+            self.i += 1
+            if self.peek()[0] == "num":
+                raise Untranslatable("positional predicate")
+            preds.append(self.expr())
+            self.take("punct", "]")
+        return (ns, name, preds)
+
+
+def parse_xpath(s):
+    p = P(s)
+    x = p.expr()
+    p.done()
+    return x
+
+
+def parse_context(ctx):
+    """`cda:E[cda:templateId[@root='R' (and @extension='E')?]](/PATH)?` -> (E, R, E or '', steps)."""
+    import re
+
+    m = re.fullmatch(
+        r"cda:(\w+)\[cda:templateId\[@root='([\d.]+)'(?: and @extension='([^']+)')?\]\](?:/(.*))?", ctx.strip()
+    )
+    if not m:
+        raise Untranslatable("context")
+    steps = []
+    if m.group(4):
+        p = P(m.group(4))
+        steps = p.path()
+        p.done()
+    return m.group(1), m.group(2), m.group(3) or "", steps
+
+
+def has_templated(x):
+    return "templateId" in repr(x)
+
+
+def kind_of(test, x):
+    """The finding's code, by the assertion's form: `Datatype` (an xsi:type), `Content` (a
+    templated child), `Value` (an attribute: fixed or required), `Element` (the rest: an
+    element's count, a co-constraint)."""
+    import re
+
+    if "xsi:type" in test:
+        return "Datatype"
+    if re.match(r"^count\((\./)?cda:templateId\[", test):
+        return "Element"
+    if "templateId[" in test:
+        return "Content"
+    if x[0] == "attr":
+        return "Value"
+    if x[0] == "count" and x[2:] == (">", 0) and len(x[1]) == 1 and x[1][0][2]:
+        if all(p[0] == "attr" for p in x[1][0][2]) or (
+            len(x[1][0][2]) == 1 and x[1][0][2][0][0] == "and" and all(q[0] == "attr" for q in x[1][0][2][0][1])
+        ):
+            return "Value"
+    return "Element"
+
+
+def conf_of(a):
+    """The CONF number of an assertion (its id `a-1198-7477[-c]`): numbers only."""
+    import re
+
+    m = re.fullmatch(r"a-(\d+-\d+)(?:-branch-\d+)?(?:-c|-CL)?", a.get("id") or "")
+    return m.group(1) if m else None
+
+
+def r21_templates(sch):
+    """The error-phase rules of HL7's C-CDA R2.1 schematron, translated: [(element, root, ext,
+    [(context steps, conf, kind, tree)])], and the assertions not translated: [(conf or id, why)]."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(sch).getroot()
+    phase = {a.get("pattern") for p in root.iter(SCHNS + "phase") if p.get("id") == "errors" for a in p.iter(SCHNS + "active")}
+    rules = {r.get("id"): r for r in root.iter(SCHNS + "rule")}
+    out = {}
+    skipped = {}
+    done = {}
+
+    def asserts_of(rule, seen):
+        own = [a for a in rule.findall(SCHNS + "assert")]
+        for ext in rule.findall(SCHNS + "extends"):
+            base = rules.get(ext.get("rule"))
+            if base is not None and base.get("id") not in seen:
+                seen.add(base.get("id"))
+                own += asserts_of(base, seen)
+        return own
+
+    for pat in root.iter(SCHNS + "pattern"):
+        if pat.get("id") not in phase:
+            continue
+        for rule in pat.findall(SCHNS + "rule"):
+            if rule.get("abstract") == "true":
+                continue
+            asserts = asserts_of(rule, set())
+            try:
+                el, troot, text, ctx = parse_context(rule.get("context") or "")
+            except Untranslatable:
+                for a in asserts:
+                    skipped[a.get("id") or "(no id)"] = (conf_of(a) or a.get("id") or "an assertion without id", "context")
+                continue
+            for a in asserts:
+                test = " ".join((a.get("test") or "").split())
+                conf = conf_of(a)
+                try:
+                    if conf is None:
+                        raise Untranslatable("no CONF")
+                    x = parse_xpath(test)
+                except Untranslatable as e:
+                    skipped[a.get("id") or "(no id)"] = (conf or a.get("id") or "an assertion without id", str(e))
+                    continue
+                key = (el, troot, text)
+                entry = (ctx, conf, kind_of(test, x), x)
+                lst = out.setdefault(key, [])
+                if entry not in lst:
+                    lst.append(entry)
+                done[a.get("id")] = conf
+    # An assertion translated somewhere is not listed as skipped.
+    for k in list(skipped):
+        if k in done:
+            del skipped[k]
+    return [(el, r, e, out[(el, r, e)]) for (el, r, e) in sorted(out, key=lambda k: (k[1], k[2], k[0]))], sorted(
+        set(skipped.values())
+    ), len(done)
+
+
+OPS = {"=": "Eq", "!=": "Ne", ">": "Gt", ">=": "Ge", "<": "Lt", "<=": "Le"}
+ATTR_NS = {"": "None", "sdtc": "Sdtc", "xsi": "Xsi"}
+
+
+def rust_x(x):
+    """A translated test as a Rust `X` constant expression."""
+    if x[0] in ("or", "and"):
+        return f"X::{x[0].capitalize()}(&[" + ", ".join(rust_x(y) for y in x[1]) + "])"
+    if x[0] == "not":
+        return f"X::Not(&{rust_x(x[1])})"
+    if x[0] == "count":
+        return f"X::Count {{ path: {rust_steps(x[1])}, op: Op::{OPS[x[2]]}, n: {x[3]} }}"
+    value = "None" if x[3] is None else f"Some({rust_str(x[3])})"
+    return f"X::Attr {{ ns: AttrNs::{ATTR_NS[x[1]]}, name: {rust_str(x[2])}, value: {value} }}"
+
+
+def rust_steps(steps):
+    return "&[" + ", ".join(
+        f"Step {{ sdtc: {str(ns == 'sdtc').lower()}, name: {rust_str(n)}, preds: &[" + ", ".join(rust_x(p) for p in preds) + "] }"
+        for ns, n, preds in steps
+    ) + "]"
+
+
+def write_r21(sch, out_path, docs_path):
+    """Writes the R2.1 template rules (`r21_tables.rs`) and the list of assertions not translated
+    into docs/ccda.md (between its markers)."""
+    import hashlib
+
+    tpls, skipped, translated = r21_templates(sch)
+    w = []
+    w.append("//! The C-CDA R2.1 templates' error-level (SHALL) assertions, @generated by tools/gen_ccda_tables.py")
+    w.append("//! from HL7's C-CDA R2.1 schematron (HL7/CDA-ccda-2.1, `validation/`): do not edit.")
+    w.append(f"//! {translated} assertions translated; the {len(skipped)} others are listed in docs/ccda.md.")
+    w.append("//! Provenance: PROVENANCE.md.")
+    w.append("")
+    w.append("use super::base::{Assert, AssertKind, AttrNs, Op, R21Template, Step, X};")
+    w.append("")
+    w.append("/// The R2.1 templates, by templateId root, then extension, then element name.")
+    w.append("pub static R21_TEMPLATES: &[R21Template] = &[")
+    for el, root, ext, asserts in tpls:
+        w.append("    R21Template {")
+        w.append(f"        root: {rust_str(root)},")
+        w.append(f"        extension: {rust_str(ext)},")
+        w.append(f"        element: {rust_str(el)},")
+        w.append("        asserts: &[")
+        for ctx, conf, kind, x in asserts:
+            w.append("            Assert {")
+            w.append(f"                key: {rust_str(root + ':' + ext + '/CONF:' + conf)},")
+            w.append(f"                context: {rust_steps(ctx)},")
+            w.append(f"                kind: AssertKind::{kind},")
+            w.append(f"                test: {rust_x(x)},")
+            w.append("            },")
+        w.append("        ],")
+        w.append("    },")
+    w.append("];")
+    out_path.write_text("\n".join(w) + "\n")
+    import subprocess
+    try:
+        subprocess.run(["rustfmt", "--edition", "2024", str(out_path)], check=False, capture_output=True, timeout=300)
+    except OSError:
+        pass
+    by_why = {}
+    for conf, why in skipped:
+        by_why.setdefault(why, []).append(conf)
+    whys = {
+        "no CONF": "no CONF number of their own (closed-template and compatibility checks, value-set branch rules)",
+        "context": "a rule context the engine does not select (a union of paths `a | b`, a document-wide `//`)",
+        "expected": "value set bindings (`document('voc.xml')`), `starts-with`, `..`, `//`, string functions",
+        "step": "an unprefixed step (`not(tested)`: placeholders), `text()`, `*`",
+        "primary": "a number or function the subset has not (`string-length`, `contains`, `normalize-space`...)",
+        "token": "an expression the subset does not tokenize (`|` unions inside a test, `$` variables...)",
+        "trailing": "an expression with a part after a complete one (a union, an arithmetic operator)",
+    }
+    lines = [f"{translated} assertions are checked; {len(skipped)} are not (by CONF number, or by the assertion's id where it has none):", ""]
+    for why in sorted(by_why):
+        confs = sorted(by_why[why], key=lambda c: [int(p) if p.isdigit() else 0 for p in c.replace("a-", "").split("-")[:2]] + [c])
+        lines.append(f"- {whys.get(why, why)} ({len(confs)}): " + ", ".join(confs) + ".")
+    text = docs_path.read_text()
+    begin, end = "<!-- r21-unchecked:begin -->", "<!-- r21-unchecked:end -->"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        docs_path.write_text(head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
+    return hashlib.sha256(sch.read_bytes()).hexdigest()
 
 
 def templates(pkg: Path, base_min, r21=None, base_fixed=None):
@@ -434,6 +780,13 @@ def main() -> None:
             "`validation/`; read for its fixed values only, sha256):",
             "",
             f"- `{schs[0].name}` `{hashlib.sha256(schs[0].read_bytes()).hexdigest()}`",
+        ]
+    if schs:
+        write_r21(schs[0], REPO / "src/formats/ccda/r21_tables.rs", REPO / "docs/ccda.md")
+        prov += [
+            "",
+            "`r21_tables.rs`: the error phase's assertions of the same schematron, translated where their",
+            "XPath is of the subset phiward evaluates (the others are listed in docs/ccda.md).",
         ]
     (REPO / "src/formats/ccda/PROVENANCE.md").write_text("\n".join(prov) + "\n")
 

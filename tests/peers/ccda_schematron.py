@@ -93,7 +93,13 @@ def kind_of_test(test: str) -> str:
     return "other schematron constraint"
 
 
-def kind_of_finding(code: str, location: str) -> str:
+def kind_of_finding(code: str, location: str, conf_kinds: dict[str, str] | None = None) -> str:
+    """A phiward finding's kind: an R2.1 template's finding (`/CONF:n-n` in its location) has
+    its assertion's kind; others by code and attribute."""
+    if "/CONF:" in location and conf_kinds:
+        k = conf_kinds.get(location.rsplit("/CONF:", 1)[1])
+        if k:
+            return k
     attr = location.split("/@")[-1].split("/")[0] if "/@" in location else ""
     if code == "CCDA_TEMPLATE_VALUE_MISMATCH":
         return "fixed attribute (classCode, moodCode...)" if attr in FIXED_ATTRS else "fixed code (code, statusCode)"
@@ -116,6 +122,22 @@ def norm_path(location: str) -> list[str]:
             break
         steps.append(s if s.endswith("]") else f"{s}[1]")
     return steps
+
+
+def conf_of(assertion_id: str) -> str | None:
+    """The CONF number of an assertion id (`a-1198-7477[-branch-n][-c]`)."""
+    m = re.fullmatch(r"a-(\d+-\d+)(?:-branch-\d+)?(?:-c|-CL)?", assertion_id)
+    return m.group(1) if m else None
+
+
+def conf_kinds(kinds: dict[str, str]) -> dict[str, str]:
+    """The assertions' kinds by CONF number (an assertion id `a-1198-7477[-branch-n][-c]`)."""
+    out = {}
+    for a, k in kinds.items():
+        m = re.fullmatch(r"a-(\d+-\d+)(?:-branch-\d+)?(?:-c|-CL)?", a)
+        if m:
+            out.setdefault(m.group(1), k)
+    return out
 
 
 def assertion_kinds(sch: Path) -> dict[str, str]:
@@ -163,6 +185,7 @@ def main() -> int:
         return 0
     sch = schs[0]
     kinds = assertion_kinds(sch)
+    by_conf = conf_kinds(kinds)
     public = sorted(p for p in docs.rglob("*.xml") if p.is_file())
     if args.limit:
         public = public[: args.limit]
@@ -203,6 +226,7 @@ def main() -> int:
     verdicts = collections.Counter()
     per_kind = {k: collections.Counter() for k in KINDS}
     differing = collections.Counter()
+    r21_only = []  # phiward's R2.1 findings the schematron has not: (file, code, location)
     sch_ms = []
     for f in files:
         s = sch_results.get(str(f.resolve()))
@@ -211,23 +235,30 @@ def main() -> int:
             verdicts["schematron crashed"] += 1
             continue
         sch_ms.append(s["ms"])
-        s_err = [(kinds.get(a, "other schematron constraint"), norm_path(p or "")) for _pat, _rule, a, p in s["errors"]]
-        p_err = [(kind_of_finding(x.get("code", ""), x.get("location", "")), norm_path(x.get("location", "")),
-                  x.get("code", "")) for x in findings if x.get("severity") in ("error", "fatal")]
+        s_err = [(kinds.get(a, "other schematron constraint"), norm_path(p or ""), conf_of(a or ""))
+                 for _pat, _rule, a, p in s["errors"]]
+        p_err = [(kind_of_finding(x.get("code", ""), x.get("location", ""), by_conf), norm_path(x.get("location", "")),
+                  x.get("code", ""), x.get("location", "")) for x in findings if x.get("severity") in ("error", "fatal")]
         s_bad, p_bad = bool(s_err), bool(p_err) or bool(fatal)
         verdicts[{(False, False): "both valid", (True, True): "both invalid",
                   (True, False): "schematron only invalid", (False, True): "phiward only invalid"}[(s_bad, p_bad)]] += 1
         left = list(p_err)
-        for kind, path in sorted(s_err, key=lambda x: -len(x[1])):
-            hit = next((i for i, (k, pp, _c) in enumerate(left) if k == kind and pp[: len(path)] == path), None)
+        for kind, path, conf in sorted(s_err, key=lambda x: -len(x[1])):
+            # The finding of the same assertion (its CONF number) first, then any of its kind.
+            hit = next((i for i, (k, pp, _c, loc) in enumerate(left)
+                        if conf and loc.endswith(f"/CONF:{conf}") and pp[: len(path)] == path), None)
+            if hit is None:
+                hit = next((i for i, (k, pp, _c, _l) in enumerate(left) if k == kind and pp[: len(path)] == path), None)
             if hit is None:
                 per_kind[kind]["schematron only"] += 1
             else:
                 per_kind[kind]["both"] += 1
                 left.pop(hit)
-        for kind, _path, code in left:
+        for kind, _path, code, loc in left:
             per_kind[kind]["phiward only"] += 1
             differing[(kind, code)] += 1
+            if "/CONF:" in loc:
+                r21_only.append((f.name, code, loc))
 
     n = len(files)
     sch_per = statistics.median(sch_ms) if sch_ms else 0.0
@@ -253,7 +284,7 @@ def main() -> int:
           f"phiward {ph_total:.2f} s in {n} processes (median {ph_per:.1f} ms a file, whole process)")
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "verdicts": verdicts, "kinds": per_kind,
+            "verdicts": verdicts, "kinds": per_kind, "r21_phiward_only": r21_only,
             "speed": {"schematron_s": sch_total, "phiward_s": ph_total, "files": n,
                       "schematron_median_ms": sch_per, "phiward_median_ms": ph_per}}, indent=1, sort_keys=True) + "\n")
     agree = verdicts["both valid"] + verdicts["both invalid"]

@@ -140,3 +140,114 @@ pub struct Template {
     /// Its constraints.
     pub rules: &'static [Rule],
 }
+
+/// A C-CDA R2.1 template: the error-level (SHALL) assertions of HL7's R2.1 schematron for one
+/// templateId (root and that version's extension, `""` for a templateId without one) on one
+/// element name, translated into [`X`] where their XPath is of the subset evaluated here.
+#[derive(Debug)]
+pub struct R21Template {
+    /// templateId root.
+    pub root: &'static str,
+    /// templateId extension (`""`: none).
+    pub extension: &'static str,
+    /// The element that declares it (`act`, `section`, `ClinicalDocument`...).
+    pub element: &'static str,
+    /// Its assertions.
+    pub asserts: &'static [Assert],
+}
+
+/// One schematron assertion of an R2.1 template.
+#[derive(Debug)]
+pub struct Assert {
+    /// `root:extension/CONF:NNNN-NNNN`: the template and the CONF number a finding names.
+    pub key: &'static str,
+    /// The elements it is evaluated on, from the template's element (`[]`: that element; a
+    /// branch rule's `participant[@typeCode='IND']`...).
+    pub context: &'static [Step],
+    /// The finding's code.
+    pub kind: AssertKind,
+    /// The test: true when the constraint holds.
+    pub test: X,
+}
+
+/// The finding an assertion gives when its test is false.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AssertKind {
+    /// An element's count, a co-constraint: `CCDA_TEMPLATE_ELEMENT_MISSING`.
+    Element,
+    /// A templated child (a section, an entry): `CCDA_TEMPLATE_CONTENT_MISSING`.
+    Content,
+    /// An attribute fixed or required: `CCDA_TEMPLATE_VALUE_MISMATCH`.
+    Value,
+    /// An `xsi:type`: `CCDA_DATATYPE_INVALID`.
+    Datatype,
+}
+
+/// A comparison of a count with a number.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `=`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+}
+
+/// An attribute's namespace in a test.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AttrNs {
+    /// No namespace (`@code`).
+    None,
+    /// `@sdtc:...`.
+    Sdtc,
+    /// `@xsi:type`.
+    Xsi,
+}
+
+/// A child step of a path: an element of the CDA (or SDTC) namespace by its local name, kept
+/// when every predicate holds on it.
+#[derive(Debug)]
+pub struct Step {
+    /// In the SDTC namespace.
+    pub sdtc: bool,
+    /// Local name.
+    pub name: &'static str,
+    /// Predicates.
+    pub preds: &'static [X],
+}
+
+/// The XPath 1.0 subset a translated assertion is made of, with XPath's meaning.
+#[derive(Debug)]
+pub enum X {
+    /// `a or b or ...`.
+    Or(&'static [X]),
+    /// `a and b and ...`.
+    And(&'static [X]),
+    /// `not(a)`.
+    Not(&'static X),
+    /// `count(path) op n` (a path alone: `count(path) > 0`).
+    Count {
+        /// Child steps.
+        path: &'static [Step],
+        /// The comparison.
+        op: Op,
+        /// The number.
+        n: u32,
+    },
+    /// `@name` (present) or `@name='value'`.
+    Attr {
+        /// The attribute's namespace.
+        ns: AttrNs,
+        /// Its local name.
+        name: &'static str,
+        /// The value it equals (`None`: present).
+        value: Option<&'static str>,
+    },
+}

@@ -7,8 +7,9 @@
 //!   where their templateId is declared;
 //! - [`write`]: the JSON model, the canonical XML, the value-free summary (document type,
 //!   templates, sections and their entries);
-//! - `base` and `tables`: the generated definitions (`tools/gen_ccda_tables.py`, provenance in
-//!   PROVENANCE.md);
+//! - `base`, `tables` and `r21_tables`: the generated definitions (`tools/gen_ccda_tables.py`,
+//!   provenance in PROVENANCE.md): the CDA classes, the 5.0 templates, the R2.1 templates'
+//!   schematron assertions;
 //! - `codec`: [`Ccda`], the registered format.
 //!
 //! Redaction is `crate::policy::ccda` (over the canonical writer's helpers).
@@ -18,6 +19,7 @@
 
 pub mod base;
 mod codec;
+pub mod r21_tables;
 pub mod read;
 pub mod tables;
 pub mod validate;

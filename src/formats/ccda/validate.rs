@@ -26,6 +26,16 @@
 //! (`CCDA_TEMPLATE_VERSION_OTHER`); so is every template of an R1.1 document (its US Realm
 //! Header's templateId without extension).
 //!
+//! The R2.1 templates ([`super::r21_tables::R21_TEMPLATES`], from HL7's C-CDA R2.1
+//! schematron's error phase): each assertion whose XPath the generator could translate, an
+//! [`X`] evaluated here with XPath 1.0's meaning, where an element declares the R2.1 templateId
+//! (root, that version's extension) under the element name of the rule's context: in an R2.1
+//! document (a document templateId of extension `2015-08-01`) every one, elsewhere those the
+//! 5.0 package does not publish with the same extension, never in an R1.1 document. A failed
+//! assertion is a finding located where its path leads, with `/template:root:ext/CONF:n-n`;
+//! one already made at that place with that code (by 5.0, or by the same CONF through another
+//! template) is not repeated.
+//!
 //! The root is a `ClinicalDocument` or a fragment (a section, an entry...: see
 //! [`root_class`]). Without `xsi:type` an element is of its declared type where the element's
 //! other types specialize it (effectiveTime: SXCM_TS); the type must be named only where they
@@ -40,7 +50,8 @@
 use crate::diag::{CcdaPosition, Code, Diagnostic, Location, Severity};
 use crate::formats::xml::Attr as XAttr;
 
-use super::base::{Class, Prim, Rule, Template};
+use super::base::{Assert, AssertKind, AttrNs, Class, Op, Prim, R21Template, Rule, Step, Template, X};
+use super::r21_tables::R21_TEMPLATES;
 use super::read::{Document, Ns, name_id};
 use super::tables::{CLASSES, NULL_FLAVORS};
 use super::write::template_of;
@@ -64,10 +75,18 @@ struct V<'d> {
     /// declares one. Its templates are R1.1's, whatever their templateIds (R1.1 and 5.0 share
     /// some without extension: an age observation's code differs).
     r11: bool,
+    /// A C-CDA R2.1 document: a document templateId of R2.1's extension (`2015-08-01`: the US
+    /// Realm Header, the CCD...). Its templates are R2.1's, those the 5.0 package publishes
+    /// again too.
+    r21: bool,
 }
 
 /// The US Realm Header's templateId root.
 const US_REALM_HEADER: &[u8] = b"2.16.840.1.113883.10.20.22.1.1";
+
+/// The extension of every document template of C-CDA R2.1 (the US Realm Header, CCD,
+/// Discharge Summary...): a document declaring one is an R2.1 document.
+const R21_DOCUMENT_EXTENSION: &[u8] = b"2015-08-01";
 
 /// A class of [`CLASSES`] named by an `xsi:type` (an index of a static table: value-free).
 #[derive(Copy, Clone, Debug)]
@@ -301,19 +320,195 @@ impl V<'_> {
     fn templates(&mut self, e: u32) {
         let doc = self.doc;
         let ids: Vec<u32> = doc.children_named(e, b"templateId").collect();
-        for t in ids {
+        let start = self.out.len();
+        // The templateIds the 5.0 package publishes with the same extension.
+        let mut published = Vec::new();
+        for &t in &ids {
             let Some(tpl) = template_of(doc, t) else { continue };
             let exact = !self.r11
                 && match doc.attr(t, Ns::None, b"extension") {
                     Some(x) => self.value_is(x, |v| v == tpl.extension.as_bytes()),
                     None => tpl.extension.is_empty(),
                 };
+            if exact {
+                published.push(t);
+            }
             if !exact {
                 let mut p = self.at(t);
                 p.rule = Some(&tpl.key);
                 self.push(Code::CCDA_TEMPLATE_VERSION_OTHER, p);
             }
             self.apply(e, tpl, exact);
+        }
+        // The R2.1 templates this element declares: in an R2.1 document every one; elsewhere
+        // those the 5.0 package does not publish with the same extension (a 5.0 document's
+        // `2015-08-01` section is 5.0's definition of it, which holds 5.0's entries); none in
+        // an R1.1 document, whose templates without extension are R1.1's.
+        if !self.r11 {
+            let r21 = self.r21;
+            for &t in ids.iter().filter(|t| r21 || !published.contains(t)) {
+                for tpl in r21_of(doc, e, t) {
+                    for a in tpl.asserts {
+                        self.assert(e, a, start);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Evaluates assertion `a` of an R2.1 template on element `e` (or the elements its context
+    /// selects under `e`); a finding that repeats one made at the same place with the same code
+    /// since `start` (5.0's rule, another template's inherited assertion) is not repeated.
+    fn assert(&mut self, e: u32, a: &'static Assert, start: usize) {
+        for x in self.select(e, a.context) {
+            if self.eval(x, &a.test) {
+                continue;
+            }
+            let (at, attr, missing) = self.locate(x, &a.test);
+            let mut p = self.at(at);
+            if let Some(m) = missing {
+                p.push(name_id(m.as_bytes()), 0);
+                p.child = true;
+            }
+            p.attr = attr;
+            let code = match a.kind {
+                AssertKind::Element => Code::CCDA_TEMPLATE_ELEMENT_MISSING,
+                AssertKind::Content => Code::CCDA_TEMPLATE_CONTENT_MISSING,
+                AssertKind::Value => Code::CCDA_TEMPLATE_VALUE_MISMATCH,
+                AssertKind::Datatype => Code::CCDA_DATATYPE_INVALID,
+            };
+            // A finding already made here with this code by a 5.0 rule, or by the same CONF
+            // (an assertion inherited by two templates the element declares).
+            let conf = |k: &str| k.split_once("/CONF:").map(|(_, c)| c.to_owned());
+            let seen = self.out.get(start..).unwrap_or_default().iter().any(|d| {
+                d.code == code
+                    && match d.location {
+                        Location::Ccda(mut q) => {
+                            let other = q.rule.and_then(|r| conf(r));
+                            q.rule = None;
+                            q == p && (other.is_none() || other == conf(a.key))
+                        }
+                        _ => false,
+                    }
+            });
+            if !seen {
+                p.rule = Some(&a.key);
+                self.push(code, p);
+            }
+        }
+    }
+
+    /// The elements `path` selects under `e` (XPath child steps with predicates).
+    fn select(&self, e: u32, path: &'static [Step]) -> Vec<u32> {
+        let mut set = vec![e];
+        for step in path {
+            let ns = if step.sdtc { Ns::Sdtc } else { Ns::V3 };
+            set = set
+                .iter()
+                .flat_map(|&x| self.doc.tree().children(x))
+                .filter(|&c| {
+                    self.doc.ns(c) == ns
+                        && self.doc.local(c) == step.name.as_bytes()
+                        && step.preds.iter().all(|p| self.eval(c, p))
+                })
+                .collect();
+        }
+        set
+    }
+
+    /// How many elements `path` selects under `e`, without collecting them (each element has
+    /// one parent: the node set of child steps holds no element twice).
+    fn count(&self, e: u32, path: &'static [Step]) -> usize {
+        let [step, rest @ ..] = path else { return 1 };
+        let ns = if step.sdtc { Ns::Sdtc } else { Ns::V3 };
+        self.doc
+            .tree()
+            .children(e)
+            .filter(|&c| {
+                self.doc.ns(c) == ns
+                    && self.doc.local(c) == step.name.as_bytes()
+                    && step.preds.iter().all(|p| self.eval(c, p))
+            })
+            .map(|c| self.count(c, rest))
+            .sum()
+    }
+
+    /// An assertion's test on element `e`, with XPath 1.0's meaning.
+    fn eval(&self, e: u32, x: &'static X) -> bool {
+        match x {
+            X::Or(xs) => xs.iter().any(|y| self.eval(e, y)),
+            X::And(xs) => xs.iter().all(|y| self.eval(e, y)),
+            X::Not(y) => !self.eval(e, y),
+            X::Count { path, op, n } => {
+                let c = u32::try_from(self.count(e, path)).unwrap_or(u32::MAX);
+                match op {
+                    Op::Eq => c == *n,
+                    Op::Ne => c != *n,
+                    Op::Gt => c > *n,
+                    Op::Ge => c >= *n,
+                    Op::Lt => c < *n,
+                    Op::Le => c <= *n,
+                }
+            }
+            X::Attr { ns, name, value } => {
+                let ns = match ns {
+                    AttrNs::None => Ns::None,
+                    AttrNs::Sdtc => Ns::Sdtc,
+                    AttrNs::Xsi => Ns::Xsi,
+                };
+                match self.doc.attr(e, ns, name.as_bytes()) {
+                    None => false,
+                    Some(a) => value.is_none_or(|v| self.value_is(a, |x| x == v.as_bytes())),
+                }
+            }
+        }
+    }
+
+    /// Where a failed test is reported: the deepest element its path reaches by unique names
+    /// (short of a templated child: the element that should hold it), with the attribute a
+    /// fixed value names, or the child an element count misses.
+    fn locate(&self, e: u32, x: &'static X) -> (u32, Option<&'static &'static str>, Option<&'static str>) {
+        match x {
+            X::Attr { ns: AttrNs::None, name, .. } => (e, Some(name), None),
+            // `not(a) or a[...]`: where `a` is.
+            X::Or([X::Not(_), y]) => self.locate(e, y),
+            X::Count { path, .. } => {
+                let mut at = e;
+                for (i, step) in path.iter().enumerate() {
+                    let templated = step.name == "templateId"
+                        || step
+                            .preds
+                            .iter()
+                            .any(|p| matches!(p, X::Count { path: [s, ..], .. } if s.name == "templateId"));
+                    if templated {
+                        return (at, None, None);
+                    }
+                    let ns = if step.sdtc { Ns::Sdtc } else { Ns::V3 };
+                    let mut named = self
+                        .doc
+                        .tree()
+                        .children(at)
+                        .filter(|&c| self.doc.ns(c) == ns && self.doc.local(c) == step.name.as_bytes());
+                    let (Some(one), None) = (named.next(), named.next()) else {
+                        let none = self
+                            .doc
+                            .tree()
+                            .children(at)
+                            .all(|c| self.doc.ns(c) != ns || self.doc.local(c) != step.name.as_bytes());
+                        let missing = none && i + 1 == path.len() && step.preds.is_empty();
+                        return (at, None, missing.then_some(step.name));
+                    };
+                    at = one;
+                    if i + 1 == path.len() {
+                        return match step.preds {
+                            [p] => self.locate(at, p),
+                            _ => (at, None, None),
+                        };
+                    }
+                }
+                (at, None, None)
+            }
+            _ => (e, None, None),
         }
     }
 
@@ -404,6 +599,27 @@ impl V<'_> {
     }
 }
 
+/// The R2.1 templates templateId `t` of element `e` declares: its root, its extension (none:
+/// `""`) and the element's name.
+fn r21_of(doc: &Document, e: u32, t: u32) -> impl Iterator<Item = &'static R21Template> + '_ {
+    let tree = doc.tree();
+    let root = doc.attr(t, Ns::None, b"root");
+    let ext = doc.attr(t, Ns::None, b"extension");
+    let start = root.map_or(R21_TEMPLATES.len(), |r| {
+        R21_TEMPLATES.partition_point(|x| tree.value(r.value).classify(|v| x.root.as_bytes() < v))
+    });
+    R21_TEMPLATES[start..]
+        .iter()
+        .take_while(move |x| root.is_some_and(|r| tree.value(r.value).classify(|v| x.root.as_bytes() == v)))
+        .filter(move |x| {
+            let same_ext = match ext {
+                Some(a) => tree.value(a.value).classify(|v| v == x.extension.as_bytes()),
+                None => x.extension.is_empty(),
+            };
+            same_ext && doc.local(e) == x.element.as_bytes()
+        })
+}
+
 /// True when class `t` is `declared` or derives from it by name (IVL_TS from SXCM_TS...): the
 /// logical models flatten bases, so this compares the attribute and element lists' prefixes.
 fn is_specialization(t: usize, declared: Option<usize>) -> bool {
@@ -455,7 +671,12 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         })
     };
     let r11 = doc.local(0) == b"ClinicalDocument" && header(false) && !header(true);
-    let mut v = V { doc, out: Vec::new(), r11 };
+    let r21 = doc.local(0) == b"ClinicalDocument"
+        && doc.children_named(0, b"templateId").any(|t| {
+            doc.attr(t, Ns::None, b"extension")
+                .is_some_and(|a| doc.tree().value(a.value).classify(|v| v == R21_DOCUMENT_EXTENSION))
+        });
+    let mut v = V { doc, out: Vec::new(), r11, r21 };
     if let Some(c) = root_class(doc.local(0)) {
         v.element(0, c);
     }

@@ -430,6 +430,7 @@ fn script_word(word: &str) -> bool {
 fn ccda_word(word: &str) -> bool {
     use crate::formats::ccda::tables::{CLASSES, NAMES};
     word == "template"
+        || word == "CONF"
         || word == "ccda"
         || NAMES.contains(&word)
         || CLASSES.iter().any(|c| c.attrs.iter().any(|a| a.name == word))
@@ -873,7 +874,12 @@ fn ccda_location_ok(s: &str) -> bool {
         Some((p, t)) => (p, Some(t)),
         None => (s, None),
     };
-    if template.is_some_and(|t| !TEMPLATES.iter().any(|x| x.key == t || x.root == t)) {
+    // A 5.0 template's key or root, or an R2.1 template's assertion (`root:extension/CONF:n-n`).
+    let known = |t: &str| {
+        TEMPLATES.iter().any(|x| x.key == t || x.root == t)
+            || crate::formats::ccda::r21_tables::R21_TEMPLATES.iter().any(|x| x.asserts.iter().any(|a| a.key == t))
+    };
+    if template.is_some_and(|t| !known(t)) {
         return false;
     }
     let (path, attr) = match path.split_once("/@") {
