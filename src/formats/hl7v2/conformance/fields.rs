@@ -279,7 +279,7 @@ impl<'l> Walker<'_, 'l> {
             last_empty = span.end <= span.start;
             if last_empty {
                 if def.is_some_and(|d| d.required) {
-                    self.field_empty(def, n, is_msh);
+                    self.field_empty(segment, n);
                 }
                 continue;
             }
@@ -313,19 +313,19 @@ impl<'l> Walker<'_, 'l> {
     fn missing_from(&mut self, from: u32, segment: &SegmentPlan) {
         // Only required fields can be reported: none after the last one.
         for m in from..=segment.required_end {
-            self.field_empty(segment.fields.get(m as usize - 1), m, segment.is_msh);
+            self.field_empty(segment, m);
         }
     }
 
     /// An empty or absent field.
-    fn field_empty(&mut self, def: Option<&Elem>, n: u32, is_msh: bool) {
+    fn field_empty(&mut self, segment: &SegmentPlan, n: u32) {
         // MSH-9 to MSH-12 are reported by the syntax layer (MSH_FIELD_MISSING).
-        if let Some(def) = def
+        if let Some(def) = segment.fields.get((n as usize).wrapping_sub(1))
             && def.required
-            && !(is_msh && (9..=12).contains(&n))
+            && !(segment.is_msh && (9..=12).contains(&n))
         {
             // Required in this version alone: the sources likely err (a warning).
-            let severity = if def.required_alone { Severity::Warning } else { Severity::Error };
+            let severity = if segment.required_alone(n) { Severity::Warning } else { Severity::Error };
             self.push_with(Code::FIELD_REQUIRED_MISSING, severity, Pos::field(n, 0));
         }
     }

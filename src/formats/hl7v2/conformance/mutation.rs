@@ -250,7 +250,7 @@ fn field_mutations(msg: &Msg, plan: &Plan, out: &mut Vec<Mutation>) {
             if value.is_empty() || value == b"\"\"" {
                 continue;
             }
-            if e.required && !e.required_alone && !e.withdrawn {
+            if e.required && !seg.required_alone(n as u32) && !e.withdrawn {
                 push(
                     out,
                     Mutation {

@@ -69,9 +69,6 @@ pub(crate) enum Ty {
 pub(crate) struct Elem {
     /// Usage `R`.
     pub required: bool,
-    /// Required here but in neither neighbouring version (fields only): a missing value is a
-    /// warning by default.
-    pub required_alone: bool,
     /// Usage `X`: withdrawn or not supported.
     pub withdrawn: bool,
     /// Maximum number of occurrences; 0 for unbounded.
@@ -96,6 +93,12 @@ pub(crate) struct TypePlan {
 /// A segment.
 #[derive(Debug)]
 pub(crate) struct SegmentPlan {
+    id: &'static str,
+    /// The version whose tables these are (its neighbours decide [`SegmentPlan::required_alone`]).
+    version: Version,
+    /// Per field: required here but in neither neighbouring version. Built when a required
+    /// field is first found missing (it decodes the neighbouring versions' tables).
+    alone: OnceLock<Box<[bool]>>,
     /// MSH (its MSH-9 to MSH-12 and table values are the syntax layer's).
     pub is_msh: bool,
     /// OBX (OBX-5 is typed by OBX-2).
@@ -103,6 +106,18 @@ pub(crate) struct SegmentPlan {
     pub fields: Box<[Elem]>,
     /// The number of the last required field (0 when none is).
     pub required_end: u32,
+}
+
+impl SegmentPlan {
+    /// Whether field `position` (1-based) is required in this version but in neither
+    /// neighbouring version: the sources likely err, and a missing value is a warning by default.
+    pub fn required_alone(&self, position: u32) -> bool {
+        let alone = self.alone.get_or_init(|| {
+            let neighbours = neighbours(self.version);
+            self.fields.iter().zip(1u16..).map(|(f, n)| f.required && required_alone(&neighbours, self.id, n)).collect()
+        });
+        position.checked_sub(1).and_then(|i| alone.get(i as usize)).copied().unwrap_or(false)
+    }
 }
 
 /// The values of an HL7-defined table, packed for lookup without string comparison: codes of
@@ -229,7 +244,7 @@ pub(crate) fn pack(v: &[u8]) -> Option<u64> {
 pub(crate) struct Plan {
     pub schema: &'static Schema,
     pub era: Era,
-    /// The version whose tables these are (its neighbours decide `required_alone`).
+    /// The version whose tables these are.
     version: Version,
     /// Per table of the schema (by position): its code set when it is HL7-defined with a known
     /// list of values. Each part of a plan is built on first use: a message needs a few
@@ -383,13 +398,11 @@ fn type_plan(schema: &'static Schema, d: &DataTypeDef) -> TypePlan {
 }
 
 fn segment_plan(schema: &'static Schema, v: Version, s: &SegmentDef) -> SegmentPlan {
-    let neighbours = neighbours(v);
     let fields = s
         .fields
         .iter()
         .map(|f| {
             let mut e = elem(schema, f);
-            e.required_alone = e.required && required_alone(&neighbours, s.id, f.position);
             if s.id == "QPD" && f.position == 3 {
                 // QPD-3 holds the query's parameters "in successive fields", as the
                 // query profile (its conformance statement, chapter 5) defines them,
@@ -400,7 +413,15 @@ fn segment_plan(schema: &'static Schema, v: Version, s: &SegmentDef) -> SegmentP
         })
         .collect::<Box<[Elem]>>();
     let required_end = fields.iter().rposition(|f| f.required).map_or(0, |i| i as u32 + 1);
-    SegmentPlan { is_msh: s.id == "MSH", is_obx: s.id == "OBX", fields, required_end }
+    SegmentPlan {
+        id: s.id,
+        version: v,
+        alone: OnceLock::new(),
+        is_msh: s.id == "MSH",
+        is_obx: s.id == "OBX",
+        fields,
+        required_end,
+    }
 }
 
 /// `n` cells, each filled on first use.
@@ -473,7 +494,6 @@ fn elem(schema: &'static Schema, def: &ElementDef) -> Elem {
     };
     Elem {
         required: def.usage == Usage::Required,
-        required_alone: false,
         withdrawn: def.usage == Usage::Withdrawn,
         max_reps: def.repeat.max().map_or(0, u32::from),
         max_len: def.max_len.unwrap_or(0),
