@@ -195,6 +195,26 @@ fn validate_text(text: &str) -> BTreeSet<String> {
     findings(&o.stdout, &o.stderr)
 }
 
+/// Validates a mutated document and counts, per kind, whether a finding lies at `want_prefix`.
+fn tally(
+    tried: &mut std::collections::BTreeMap<&'static str, (usize, usize)>,
+    misses: &mut Vec<String>,
+    file: &str,
+    kind: &'static str,
+    mutated: &str,
+    want_prefix: &str,
+) {
+    let got = validate_text(mutated);
+    let hit = got.iter().any(|f| f.split_once(' ').is_some_and(|(_, loc)| loc.starts_with(want_prefix)));
+    let slot = tried.entry(kind).or_default();
+    slot.0 += 1;
+    if hit {
+        slot.1 += 1;
+    } else {
+        misses.push(format!("{file} {kind} {want_prefix}: {got:?}"));
+    }
+}
+
 /// Mutations of the valid documents, each where it applies, each detected at its location.
 #[test]
 fn mutations_are_detected_at_their_location() {
@@ -204,15 +224,7 @@ fn mutations_are_detected_at_their_location() {
         let input = std::fs::read_to_string(fixture(&format!("ccda/{file}"))).expect("fixture");
         let (tree, path, parent) = paths(&input);
         let mut check = |kind: &'static str, mutated: String, want_prefix: String| {
-            let got = validate_text(&mutated);
-            let hit = got.iter().any(|f| f.split_once(' ').is_some_and(|(_, loc)| loc.starts_with(&want_prefix)));
-            let slot = tried.entry(kind).or_default();
-            slot.0 += 1;
-            if hit {
-                slot.1 += 1;
-            } else {
-                misses.push(format!("{file} {kind} {want_prefix}: {got:?}"));
-            }
+            tally(&mut tried, &mut misses, file, kind, &mutated, &want_prefix);
         };
         let span = |i: u32| {
             let e = tree.elements()[i as usize];
@@ -348,15 +360,7 @@ fn r21_mutations(tried: &mut std::collections::BTreeMap<&'static str, (usize, us
     let input = std::fs::read_to_string(fixture(&format!("ccda/{file}"))).expect("fixture");
     let (tree, path, parent) = paths(&input);
     let mut check = |kind: &'static str, mutated: String, want_prefix: String| {
-        let got = validate_text(&mutated);
-        let hit = got.iter().any(|f| f.split_once(' ').is_some_and(|(_, loc)| loc.starts_with(&want_prefix)));
-        let slot = tried.entry(kind).or_default();
-        slot.0 += 1;
-        if hit {
-            slot.1 += 1;
-        } else {
-            misses.push(format!("{file} {kind} {want_prefix}: {got:?}"));
-        }
+        tally(tried, misses, file, kind, &mutated, &want_prefix);
     };
     let span = |i: u32| {
         let e = tree.elements()[i as usize];

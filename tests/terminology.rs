@@ -381,17 +381,21 @@ fn markers_never_reach_stderr_or_findings() {
     }
 }
 
-/// Garbage never panics the index builder, the search or the importers.
-#[test]
-fn garbage_never_panics() {
-    use phiward::terminology::index::Index;
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
+/// A deterministic generator (xorshift), so the garbage tests need no dependency.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+/// Garbage never panics the index builder, the search or the importers.
+#[test]
+fn garbage_never_panics() {
+    use phiward::terminology::index::Index;
+    let mut next = xorshift(0x2545_F491_4F6C_DD1D);
     let alphabet: Vec<char> = "ab\t\n\r#d é|,\"<>=DescriptorUI*NEWRECORD UI = MH = ".chars().collect();
     let dir = data_dir("garbage");
     for i in 0..300 {
@@ -450,13 +454,7 @@ fn damaged_compact_forms_never_panic() {
     let text = "E11\ta\tType 2 diabetes mellitus\tdiabetes NOS\nE10\td\tType 1 diabetes mellitus\n\
                 I10\ta\tEssential (primary) hypertension\thypertension (arterial)\n";
     let blob = Index::build(text.to_owned()).expect("index").compact().to_vec();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
     let (mut refused, mut answered) = (0, 0);
     for _ in 0..5000 {
         let mut b = blob.clone();
