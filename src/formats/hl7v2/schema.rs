@@ -27,8 +27,9 @@
 //!
 //! Each version is decoded once, on first use, into a `static`
 //! [`std::sync::OnceLock`]; every name handed out is `&'static str`,
-//! borrowed from the embedded bytes (nothing is leaked).  Decoding one
-//! version takes well under 2 ms in a release build.
+//! borrowed from the embedded bytes (nothing is leaked).  A version's
+//! message structures are only walked then (with the same checks) and each
+//! is built on first use ([`StructureDef::children`]): a message needs one.
 //!
 //! # What it does not do
 //!
