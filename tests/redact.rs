@@ -94,7 +94,13 @@ fn every_valid_fixture_redacts_parses_and_is_idempotent() {
         assert_eq!(o.stdout, out, "{f:?}: redact is not idempotent");
         if fhir {
             let o = run_stdin(&["validate", "--format", "fhir", "-"], &out);
-            assert_eq!(code(&o), 0, "{f:?}: redacted FHIR is not valid: {}", String::from_utf8_lossy(&o.stdout));
+            // One known break, documented in policy/README.md: an Expression's text is free text
+            // (removed), and an Expression needs a text or a reference (exp-1), so a measure's
+            // population criteria are left invalid. Any other error fails.
+            let text = String::from_utf8_lossy(&o.stdout);
+            let only_exp1 =
+                text.lines().filter(|l| l.trim_start().starts_with("error")).all(|l| l.contains("/invariant:exp-1"));
+            assert!(code(&o) == 0 || only_exp1, "{f:?}: redacted FHIR is not valid: {text}");
         } else {
             let o = run_stdin(&["parse", "--format", format, "-"], &out);
             assert_eq!(code(&o), 0, "{f:?}: redacted HL7 v2 does not parse");

@@ -5,7 +5,7 @@
 //! - `code`: a `Coding.code` (and a Quantity's `code`) is valid for the `system` beside it; the
 //!   value of a data-absent-reason extension is in its value set; any other code is in the value
 //!   set of its element's binding (when the definitions can expand it), a MIME type
-//!   (`contentType`) or a language tag (`language`).
+//!   (`contentType`, an Expression's `language`) or a language tag (any other `language`).
 //! - `uri`: a Coding's or Quantity's `system` is a code system `proof` knows; `meta.profile` a
 //!   core StructureDefinition; `Reference.type` a resource type.
 //! - `string`: a Quantity's `unit` in UCUM, an Address's `state` (US or Canadian abbreviation),
@@ -121,6 +121,11 @@ pub(super) fn prove<'v>(doc: &Document, i: u32, v: &[u8], value: &dyn Fn(u32) ->
                 };
             }
             if name == "contentType" {
+                return check(proof::mime(v));
+            }
+            if name == "language" && parent_ty == "Expression" {
+                // An Expression's language is a MIME type (text/cql, text/fhirpath...), not a
+                // language tag.
                 return check(proof::mime(v));
             }
             if name == "language" {
