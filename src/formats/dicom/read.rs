@@ -88,7 +88,8 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Fatal> {
 /// `DICOM_LENGTH_INVALID`, `DICOM_DELIMITER_UNEXPECTED`, `DICOM_VR_INVALID`,
 /// `DICOM_DEFLATE_INVALID`) is a document of the elements read completely before the break,
 /// with the break as [`Document::broken`] (what `parse`, `validate` and `inspect` report, as
-/// dcmdump does). A limit (`CLI_INPUT_TOO_LARGE`) is always refused. A writer of Part 10 bytes
+/// dcmdump does). A limit (`CLI_INPUT_TOO_LARGE`) is always refused, and so is an input broken
+/// before its first element was read whole. A writer of Part 10 bytes
 /// writes nothing for a broken document: a part is never written as if it were whole.
 pub fn read_partial(bytes: Vec<u8>, limits: &Limits, partial: bool) -> Result<Document, Fatal> {
     let bytes = if Slice::new(&bytes).is_some() {
@@ -112,7 +113,9 @@ pub fn read_partial(bytes: Vec<u8>, limits: &Limits, partial: bool) -> Result<Do
     };
     let buf = Phi::new(bytes);
     if let Some(cause) = lexed.fatal {
-        if !partial || cause.code == Code::CLI_INPUT_TOO_LARGE {
+        // Broken before a single element was read whole: nothing to report but the break, so
+        // the input is refused as unreadable (exit 65), as it was before partial reads.
+        if !partial || cause.code == Code::CLI_INPUT_TOO_LARGE || lexed.elements.is_empty() {
             return Err(Fatal { cause, bytes: Some(buf) });
         }
     }
