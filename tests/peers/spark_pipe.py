@@ -62,6 +62,9 @@ for _kv in os.environ.get("PHIWARD_SPARK_CONF", "").split(";"):
         _key, _value = _kv.split("=", 1)
         SPARK_PIPE_CONF[_key] = _value
 SPARK_PIPE_CONF = {k: v for k, v in SPARK_PIPE_CONF.items() if v}
+# The buffer between a Spark task and the pipe stage's standard input, for the `jvm-buffer` run of
+# --measure (Scala's `RDD.pipe(command, env, separateWorkingDir, bufferSize)`).
+PIPE_BUFFER = int(os.environ.get("PHIWARD_PIPE_BUFFER", str(1 << 20)))
 
 
 def hl7_message(i, patients):
@@ -252,7 +255,7 @@ def measure_driver(args):
     command = [args.phiward] + REDACT
     jl = os.path.join(args.folder, "records.jsonl")
     files = args.folder + "-files"
-    timings = {"single": [], "cat": [], "jvm": [], "cat-files": [], "jvm-files": [], "pyspark": []}
+    timings = {"single": [], "cat": [], "jvm": [], "jvm-buffer": [], "cat-files": [], "jvm-files": [], "pyspark": []}
 
     def single():
         # Every timed run starts with no dirty pages: the previous run's output is written back
@@ -280,6 +283,10 @@ def measure_driver(args):
         # The stage's own cost apart: the same records through `cat`, an identity pipe stage.
         timed("cat", lambda: sc._jsc.textFile(jl, args.partitions).pipe("cat"))
         timed("jvm", lambda: sc._jsc.textFile(jl, args.partitions).pipe(" ".join(command)))
+        # The same with a larger buffer between the task and phiward's standard input (the Scala
+        # `RDD.pipe`'s bufferSize, 8 KiB by default): fewer hand-overs between the two processes.
+        timed("jvm-buffer", lambda: sc._jsc.textFile(jl, args.partitions).pipe(
+            command, {}, False, PIPE_BUFFER))
         timed("cat-files", lambda: sc._jsc.wholeTextFiles(files, args.partitions).values().pipe("cat"))
         timed("jvm-files", lambda: sc._jsc.wholeTextFiles(files, args.partitions).values().pipe(" ".join(command)))
     timed("pyspark", lambda: sc.textFile(jl, minPartitions=args.partitions).pipe(shlex.join(command), checkCode=True))
@@ -492,6 +499,7 @@ def measure(args, python):
           f"the single process took {', '.join(f'{t:.1f}' for t in singles)} s", flush=True)
     for name, cat_name, what in (
         ("jvm", "cat", f"one element per line, JVM RDD.pipe, {args.partitions}+ partitions, text out"),
+        ("jvm-buffer", "cat", f"the same with RDD.pipe's bufferSize at {PIPE_BUFFER // 1024} KiB (8 KiB by default)"),
         ("jvm-files", "cat-files", f"{FILES} files of json-lines read whole (`wholeTextFiles`), one element per file, "
                                    "JVM RDD.pipe, text out"),
     ):
