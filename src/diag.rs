@@ -399,6 +399,8 @@ codes! {
     CCDA_TEMPLATE_VALUE_MISMATCH => Error, "an attribute a declared C-CDA template fixes (classCode, moodCode, a code) is absent or differs";
     CCDA_TEMPLATE_ELEMENT_MISSING => Error, "an element a declared C-CDA template requires is absent";
     CCDA_TEMPLATE_CONTENT_MISSING => Error, "a section or entry a declared C-CDA template requires (by its templateId) is absent";
+    CCDA_FRAGMENT_NAMESPACES_IMPLIED => Warning, "a C-CDA fragment (not a ClinicalDocument) uses the CDA namespace, xsi: or sdtc: without declaring them: read with those namespaces (reported once)";
+    CCDA_EXTENSION_ELEMENT => Warning, "an element in a namespace other than CDA's, SDTC's or XML Schema instance's, in a CDA class (CDA R2 extensibility): accepted, its content not checked";
     CCDA_TEMPLATE_VERSION_OTHER => Information, "a templateId's root is a known C-CDA template but its extension is another version: only its fixed values are checked";
 
     // ---- NCPDP Telecommunication Standard D.0 (pharmacy claims) ----------------------------

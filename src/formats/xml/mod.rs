@@ -29,7 +29,7 @@ pub mod read;
 mod tree;
 
 pub use error::{Error, Kind};
-pub use read::parse;
+pub use read::{Fragment, parse, parse_fragment};
 pub use tree::{Attr, Element, NsId, Span, Text, Tree, XML_NAMESPACE};
 
 /// The line (1-based, counting `\n`) and column (1-based, in characters) of byte `offset` of
