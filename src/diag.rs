@@ -380,8 +380,8 @@ codes! {
     DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD is present without a value";
     DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
     DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose; they are not evaluated (reported once per file)";
-    CCDA_NAMESPACE_INVALID => Fatal, "the ClinicalDocument root is not in the CDA namespace urn:hl7-org:v3";
-    CCDA_ELEMENT_UNKNOWN => Error, "an element is not one its parent's CDA class defines (or is in another namespace)";
+    CCDA_NAMESPACE_INVALID => Fatal, "the root is not a ClinicalDocument or a CDA element in the CDA namespace urn:hl7-org:v3";
+    CCDA_ELEMENT_UNKNOWN => Error, "an element is not one its parent's CDA class defines (in the CDA or SDTC namespace, in none, or in another inside a data type)";
     CCDA_ELEMENT_OUT_OF_ORDER => Error, "an element comes before an element its CDA class orders ahead of it";
     CCDA_ELEMENT_MISSING => Error, "an element the CDA class requires is absent (the parent has no nullFlavor)";
     CCDA_ELEMENT_TOO_MANY => Error, "an element occurs more times than its CDA class allows";

@@ -88,6 +88,11 @@ impl Document {
         &self.roots
     }
 
+    /// True when element `e` is a top-level element.
+    pub fn is_root(&self, e: u32) -> bool {
+        self.nodes.get(e as usize).is_some_and(|n| n.parent == u32::MAX)
+    }
+
     /// True when a fragment was read with namespaces it did not declare
     /// ([`FRAGMENT_NAMESPACES`]).
     pub fn implied_namespaces(&self) -> bool {
@@ -232,7 +237,8 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Failure> {
     // A whole document is read as a document: one root, its namespaces declared. Read again
     // strictly, it fails where a document reader fails (an undeclared prefix, a second root),
     // or its root is outside the CDA namespace.
-    let whole = roots.iter().any(|&r| tree.elements().get(r as usize).is_some_and(|e| e.local.of(raw) == b"ClinicalDocument"));
+    let whole =
+        roots.iter().any(|&r| tree.elements().get(r as usize).is_some_and(|e| e.local.of(raw) == b"ClinicalDocument"));
     if whole && (tree.implied() || roots.len() > 1) {
         let code_at = match xml::parse(raw, limits) {
             Err(e) => (e.code(), e.offset()),

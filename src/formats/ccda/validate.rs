@@ -96,14 +96,15 @@ fn post_r21(doc: &Document) -> bool {
     let tree = doc.tree();
     let later = |t: u32| {
         doc.attr(t, Ns::None, b"extension").is_some_and(|a| {
-            tree.value(a.value).classify(|v| v.len() == 10 && v >= POST_R21_EXTENSION && v.iter().all(|c| c.is_ascii_digit() || *c == b'-'))
+            tree.value(a.value).classify(|v| {
+                v.len() == 10 && v >= POST_R21_EXTENSION && v.iter().all(|c| c.is_ascii_digit() || *c == b'-')
+            })
         })
     };
     if doc.local(0) == b"ClinicalDocument" {
         return doc.children_named(0, b"templateId").any(later);
     }
-    (0..tree.elements().len() as u32)
-        .any(|e| doc.ns(e) == Ns::V3 && doc.local(e) == b"templateId" && later(e))
+    (0..tree.elements().len() as u32).any(|e| doc.ns(e) == Ns::V3 && doc.local(e) == b"templateId" && later(e))
 }
 
 /// The US Realm Header's templateId root.
