@@ -850,29 +850,35 @@ fn component_root_is_resolved_by_its_child() {
 
 /// Regression (HL7 C-CDA-Examples, cause C): an unversioned templateId (Progress Toward Goal
 /// Observation) got 5.0's effectiveTime minimum in documents that are not of C-CDA 3.0 or
-/// later; R2.1's template, which has none, applies there, 5.0's in a 5.0 document.
+/// later; R2.1's template, which has none, applies there, 5.0's in a 5.0 document. A fragment
+/// follows its own templateIds: R2.1's where one is of an R2.1 version 5.0 replaced, 5.0's
+/// where one is of C-CDA 3.0 or later or none tells.
 #[test]
 fn unversioned_template_follows_the_document_version() {
-    let obs = std::fs::read_to_string(fixture("ccda/valid/fragment_progress_toward_goal.xml")).expect("fixture");
-    assert_eq!(all_of(&obs), (0, BTreeSet::new()), "an R2.1 fragment");
-    let start = obs.find("\n").expect("first line") + 1;
-    let end = obs.rfind("</observation>").expect("end");
-    let inner = format!(r#"<observation classCode="OBS" moodCode="EVN">{}</observation>"#, &obs[start..end]);
-    let entry = format!(r#"<entryRelationship typeCode="REFR">{inner}</entryRelationship>"#);
+    let text = std::fs::read_to_string(fixture("ccda/valid/fragment_progress_toward_goal.xml")).expect("fixture");
+    assert_eq!(all_of(&text), (0, BTreeSet::new()), "an R2.1 fragment");
+    let start = text[1..].find("<observation").expect("the inner observation") + 1;
+    let end = text.find("</observation>").expect("its end") + "</observation>".len();
+    let inner = &text[start..end];
     let missing = "observation/effectiveTime/template:2.16.840.1.113883.10.20.22.4.110:";
+    let has_missing = |got: &BTreeSet<String>| {
+        got.iter().any(|f| f.starts_with("CCDA_TEMPLATE_ELEMENT_MISSING error") && f.ends_with(missing))
+    };
+    let entry = format!(r#"<entryRelationship typeCode="REFR">{inner}</entryRelationship>"#);
     for (file, v50) in [("ccd.xml", true), ("ccd_r21.xml", false)] {
         let doc = std::fs::read_to_string(fixture(&format!("ccda/valid/{file}"))).expect("fixture");
         let at = doc.find("<entryRelationship").expect("an entryRelationship");
         let (exit, got) = all_of(&format!("{}{entry}{}", &doc[..at], &doc[at..]));
-        let found = got.iter().any(|f| f.starts_with("CCDA_TEMPLATE_ELEMENT_MISSING error") && f.ends_with(missing));
-        assert_eq!((found, exit == 1), (v50, v50), "{file}: {got:?}");
+        assert_eq!((has_missing(&got), exit == 1), (v50, v50), "{file}: {got:?}");
     }
-    // A fragment with a templateId of C-CDA 3.0 or later is checked as 5.0.
-    let later =
-        obs.replacen("<id ", r#"<templateId root="2.16.840.1.113883.10.20.22.4.110" extension="2024-05-01"/><id "#, 1);
+    // The observation alone: nothing tells its version; the package's (5.0) applies.
+    let alone = inner.replacen("<observation ", &format!("<observation {V3} "), 1);
+    let (exit, got) = all_of(&alone);
+    assert_eq!((exit, has_missing(&got)), (1, true), "{got:?}");
+    // With a templateId of C-CDA 3.0 or later: 5.0's.
+    let later = text.replacen(r#"extension="2015-08-01""#, r#"extension="2024-05-01""#, 1);
     let (exit, got) = all_of(&later);
-    assert_eq!(exit, 1);
-    assert!(got.iter().any(|f| f.ends_with(&format!("error {missing}"))), "{got:?}");
+    assert_eq!((exit, has_missing(&got)), (1, true), "{got:?}");
 }
 
 /// Regression (HL7 C-CDA-Examples, cause D): IHE Pharm elements (`urn:ihe:pharm:medication`)

@@ -79,10 +79,9 @@ struct V<'d> {
     /// Realm Header, the CCD...). Its templates are R2.1's, those the 5.0 package publishes
     /// again too.
     r21: bool,
-    /// A document of C-CDA 3.0 or later (the 5.0 package's version of the templates): its
-    /// document templateIds (a fragment: any of its templateIds) carry an extension of C-CDA
-    /// 3.0 or later ([`POST_R21_EXTENSION`]). Elsewhere a templateId without extension that
-    /// R2.1 defines is R2.1's template, not 5.0's.
+    /// A document of C-CDA 3.0 or later (the 5.0 package's version of the templates), by
+    /// [`post_r21`]. Elsewhere a templateId without extension that R2.1 defines is R2.1's
+    /// template, not 5.0's.
     v50: bool,
 }
 
@@ -90,12 +89,17 @@ struct V<'d> {
 /// are versioned from it on (R2.1's and its companion guides' extensions are earlier).
 const POST_R21_EXTENSION: &[u8] = b"2022-06-01";
 
-/// True when the document is of C-CDA 3.0 or later: a templateId of the ClinicalDocument (of
-/// a fragment: any templateId in it) with an extension of [`POST_R21_EXTENSION`] or later.
+/// True when the document is of C-CDA 3.0 or later: a templateId of the ClinicalDocument with
+/// an extension of [`POST_R21_EXTENSION`] or later. A fragment has no document templateId: the
+/// evidence is in its templateIds, any of them: one of C-CDA 3.0 or later makes it 5.0's; else
+/// one of an R2.1 version that 5.0 has replaced (an R2.1 template the package publishes with
+/// another extension only: Problem Observation `2015-08-01`) makes it R2.1's; else (no version
+/// of either alone) it is checked as the package's, 5.0.
 fn post_r21(doc: &Document) -> bool {
     let tree = doc.tree();
+    let ext_of = |t: u32| doc.attr(t, Ns::None, b"extension");
     let later = |t: u32| {
-        doc.attr(t, Ns::None, b"extension").is_some_and(|a| {
+        ext_of(t).is_some_and(|a| {
             tree.value(a.value).classify(|v| {
                 v.len() == 10 && v >= POST_R21_EXTENSION && v.iter().all(|c| c.is_ascii_digit() || *c == b'-')
             })
@@ -104,7 +108,22 @@ fn post_r21(doc: &Document) -> bool {
     if doc.local(0) == b"ClinicalDocument" {
         return doc.children_named(0, b"templateId").any(later);
     }
-    (0..tree.elements().len() as u32).any(|e| doc.ns(e) == Ns::V3 && doc.local(e) == b"templateId" && later(e))
+    let ids: Vec<u32> =
+        (0..tree.elements().len() as u32).filter(|&e| doc.ns(e) == Ns::V3 && doc.local(e) == b"templateId").collect();
+    if ids.iter().any(|&t| later(t)) {
+        return true;
+    }
+    let replaced_r21 = |t: u32| {
+        let (Some(root), Some(ext)) = (doc.attr(t, Ns::None, b"root"), ext_of(t)) else { return false };
+        let known_other =
+            template_of(doc, t).is_some_and(|x| !tree.value(ext.value).classify(|v| v == x.extension.as_bytes()));
+        known_other
+            && R21_TEMPLATES.iter().any(|x| {
+                tree.value(root.value).classify(|v| v == x.root.as_bytes())
+                    && tree.value(ext.value).classify(|v| v == x.extension.as_bytes())
+            })
+    };
+    !ids.iter().any(|&t| replaced_r21(t))
 }
 
 /// The US Realm Header's templateId root.
