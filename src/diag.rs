@@ -380,8 +380,8 @@ codes! {
     DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD is present without a value";
     DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
     DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose; they are not evaluated (reported once per file)";
-    CCDA_NAMESPACE_INVALID => Fatal, "the ClinicalDocument root is not in the CDA namespace urn:hl7-org:v3";
-    CCDA_ELEMENT_UNKNOWN => Error, "an element is not one its parent's CDA class defines (or is in another namespace)";
+    CCDA_NAMESPACE_INVALID => Fatal, "the root is not a ClinicalDocument or a CDA element in the CDA namespace urn:hl7-org:v3";
+    CCDA_ELEMENT_UNKNOWN => Error, "an element is not one its parent's CDA class defines (in the CDA or SDTC namespace, in none, or in another inside a data type)";
     CCDA_ELEMENT_OUT_OF_ORDER => Error, "an element comes before an element its CDA class orders ahead of it";
     CCDA_ELEMENT_MISSING => Error, "an element the CDA class requires is absent (the parent has no nullFlavor)";
     CCDA_ELEMENT_TOO_MANY => Error, "an element occurs more times than its CDA class allows";
@@ -399,6 +399,8 @@ codes! {
     CCDA_TEMPLATE_VALUE_MISMATCH => Error, "an attribute a declared C-CDA template fixes (classCode, moodCode, a code) is absent or differs";
     CCDA_TEMPLATE_ELEMENT_MISSING => Error, "an element a declared C-CDA template requires is absent";
     CCDA_TEMPLATE_CONTENT_MISSING => Error, "a section or entry a declared C-CDA template requires (by its templateId) is absent";
+    CCDA_FRAGMENT_NAMESPACES_IMPLIED => Warning, "a C-CDA fragment (not a ClinicalDocument) uses the CDA namespace, xsi: or sdtc: without declaring them: read with those namespaces (reported once)";
+    CCDA_EXTENSION_ELEMENT => Warning, "an element in a namespace other than CDA's, SDTC's or XML Schema instance's, in a CDA class (CDA R2 extensibility): accepted, its content not checked";
     CCDA_TEMPLATE_VERSION_OTHER => Information, "a templateId's root is a known C-CDA template but its extension is another version: only its fixed values are checked";
 
     // ---- NCPDP Telecommunication Standard D.0 (pharmacy claims) ----------------------------

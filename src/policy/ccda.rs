@@ -247,7 +247,9 @@ impl<'p> Redactor<'p> {
         p.other.clear();
         let mut w = Walk { doc, p, disclosure, ctx };
         out.extend_from_slice(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        self.element(&mut w, 0, 0, false, out);
+        for &r in doc.roots() {
+            self.element(&mut w, r, 0, false, out);
+        }
         crate::phi::wipe(&mut w.ctx.patient);
     }
 
@@ -348,7 +350,7 @@ impl<'p> Redactor<'p> {
             && doc.local(e) == b"text"
             && node.is_some_and(|n| doc.nodes().get(n.parent as usize).is_some() && doc.local(n.parent) == b"section");
         // The element itself: removed, or emptied.
-        let own = if e == 0 { None } else { self.rule_for(w, e, Target::Element) };
+        let own = if doc.is_root(e) { None } else { self.rule_for(w, e, Target::Element) };
         let whole = own.map(|ri| &self.policy.ccda[ri].action).filter(|a| matches!(a, Action::Remove | Action::Empty));
         if let Some(a) = whole {
             let empty = *a == Action::Empty;
@@ -364,7 +366,7 @@ impl<'p> Redactor<'p> {
         }
         out.push(b'<');
         out.extend_from_slice(&name);
-        if e == 0 {
+        if doc.is_root(e) {
             out.extend_from_slice(b" xmlns=\"");
             out.extend_from_slice(V3_NS);
             out.push(b'"');

@@ -19,9 +19,14 @@ use crate::phi::Disclosure;
 pub struct Ccda;
 
 /// The signature: a `ClinicalDocument` root (its namespace is checked by the reader, and a
-/// `ClinicalDocument` in the FHIR namespace matches FHIR too: ambiguous).
+/// `ClinicalDocument` in the FHIR namespace matches FHIR too: ambiguous), or a fragment's root:
+/// an element name of the CDA classes (`section`, `component`, `observation`...) in the CDA
+/// namespace or in none (HL7 publishes its examples' fragments without declarations).
 pub fn is_ccda(body: &[u8], _raw: &[u8]) -> bool {
-    xml_root(body).is_some_and(|r| r.local == b"ClinicalDocument")
+    xml_root(body).is_some_and(|r| {
+        r.local == b"ClinicalDocument"
+            || (r.namespace.is_none_or(|ns| ns == read::V3_NS) && validate::root_class(r.local).is_some())
+    })
 }
 
 impl Codec for Ccda {

@@ -8,7 +8,11 @@
 //! `CHARSET_INVALID_BYTES`, `CLI_INPUT_TOO_LARGE`, at their offset), and a root outside the
 //! CDA namespace or not named like a CDA element (`CCDA_NAMESPACE_INVALID`). The root is a
 //! `ClinicalDocument`, or a fragment: an element of a CDA class given alone (a `section`, an
-//! `act`, an `author`...), validated against that class.
+//! `act`, an `author`...), validated against that class, or several (an external parsed
+//! entity's content: two sections' `component`s). A fragment may leave the CDA namespace, `xsi:`
+//! and `sdtc:` undeclared, as HL7 publishes its examples ([`FRAGMENT_NAMESPACES`]: reported by
+//! `validate`); a `ClinicalDocument` may not (`MALFORMED_XML` at the undeclared prefix,
+//! `CCDA_NAMESPACE_INVALID` at a root in no namespace, as a document reader would).
 //!
 //! What it does not do: check the document against the definitions (see `validate`).
 
@@ -46,6 +50,10 @@ pub enum Ns {
 impl crate::phi::sealed::Sealed for Ns {}
 impl crate::phi::ValueFree for Ns {}
 
+/// The namespaces a fragment published without declarations is read with: the CDA namespace as
+/// the default, `xsi:` and `sdtc:` (HL7 publishes its C-CDA examples' sections and entries so).
+pub const FRAGMENT_NAMESPACES: &[(&[u8], &[u8])] = &[(b"", V3_NS), (b"xsi", XSI_NS), (b"sdtc", SDTC_NS)];
+
 /// What the reader adds to an element of the tree.
 #[derive(Copy, Clone, Debug)]
 pub struct Node {
@@ -70,9 +78,27 @@ pub struct Document {
     tree: Tree,
     nodes: Vec<Node>,
     attr_ns: Vec<Ns>,
+    roots: Vec<u32>,
 }
 
 impl Document {
+    /// The top-level elements: the `ClinicalDocument`, or a fragment's elements (a section, an
+    /// entry...), each validated as a root.
+    pub fn roots(&self) -> &[u32] {
+        &self.roots
+    }
+
+    /// True when element `e` is a top-level element.
+    pub fn is_root(&self, e: u32) -> bool {
+        self.nodes.get(e as usize).is_some_and(|n| n.parent == u32::MAX)
+    }
+
+    /// True when a fragment was read with namespaces it did not declare
+    /// ([`FRAGMENT_NAMESPACES`]).
+    pub fn implied_namespaces(&self) -> bool {
+        self.tree.implied()
+    }
+
     /// The XML tree.
     pub fn tree(&self) -> &Tree {
         &self.tree
@@ -201,10 +227,25 @@ type Siblings<'a> = std::collections::HashMap<(Ns, &'a [u8]), (u16, Vec<u32>)>;
 )]
 pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Failure> {
     let input = Phi::new(bytes);
-    let tree = match xml::parse(input.span().raw(), limits) {
+    let fragment = xml::Fragment { implied: FRAGMENT_NAMESPACES, several_roots: true };
+    let tree = match xml::parse_fragment(input.span().raw(), limits, &fragment) {
         Ok(t) => t,
         Err(e) => return Err(Box::new((fatal(e.code(), e.offset()), input))),
     };
+    let raw = input.span().raw();
+    let roots: Vec<u32> = tree.roots().collect();
+    // A whole document is read as a document: one root, its namespaces declared. Read again
+    // strictly, it fails where a document reader fails (an undeclared prefix, a second root),
+    // or its root is outside the CDA namespace.
+    let whole =
+        roots.iter().any(|&r| tree.elements().get(r as usize).is_some_and(|e| e.local.of(raw) == b"ClinicalDocument"));
+    if whole && (tree.implied() || roots.len() > 1) {
+        let code_at = match xml::parse(raw, limits) {
+            Err(e) => (e.code(), e.offset()),
+            Ok(t) => (Code::CCDA_NAMESPACE_INVALID, u64::from(t.root().offset)),
+        };
+        return Err(Box::new((fatal(code_at.0, code_at.1), input)));
+    }
     let ns_table: Vec<Ns> = tree
         .namespace_ids()
         .map(|id| match id {
@@ -219,11 +260,12 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Failure> {
         })
         .collect();
     let ns_of = |id: NsId| ns_table.get(id.index()).copied().unwrap_or(Ns::Other);
-    let raw = input.span().raw();
-    let root = tree.root();
-    if ns_of(root.ns) != Ns::V3 || super::validate::root_class(root.local.of(raw)).is_none() {
-        let offset = u64::from(root.offset);
-        return Err(Box::new((fatal(Code::CCDA_NAMESPACE_INVALID, offset), input)));
+    for &r in &roots {
+        let root = tree.elements()[r as usize];
+        if ns_of(root.ns) != Ns::V3 || super::validate::root_class(root.local.of(raw)).is_none() {
+            let offset = u64::from(root.offset);
+            return Err(Box::new((fatal(Code::CCDA_NAMESPACE_INVALID, offset), input)));
+        }
     }
     let elements = tree.elements();
     let mut nodes: Vec<Node> = Vec::with_capacity(elements.len());
@@ -233,8 +275,22 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Failure> {
         nodes.push(Node { parent: u32::MAX, name, ns, index: 1, repeats: false, narrative: false });
         let _ = i;
     }
-    // Parents, indexes among same-named siblings, the narrative blocks.
+    // Parents, indexes among same-named siblings (the top-level elements among themselves),
+    // the narrative blocks.
     let mut counts: Siblings<'_> = Siblings::new();
+    for &r in &roots {
+        let entry = counts.entry((nodes[r as usize].ns, elements[r as usize].local.of(raw))).or_insert((0, Vec::new()));
+        entry.0 = entry.0.saturating_add(1);
+        entry.1.push(r);
+        nodes[r as usize].index = entry.0;
+    }
+    for (count, members) in counts.values() {
+        if *count > 1 {
+            for &c in members {
+                nodes[c as usize].repeats = true;
+            }
+        }
+    }
     for p in 0..elements.len() as u32 {
         counts.clear();
         let parent_narrative = nodes[p as usize].narrative;
@@ -264,5 +320,5 @@ pub fn read(bytes: Vec<u8>, limits: &Limits) -> Result<Document, Failure> {
         }
     }
     let attr_ns = tree.attributes().iter().map(|a| ns_of(a.ns)).collect();
-    Ok(Document { input, tree, nodes, attr_ns })
+    Ok(Document { input, tree, nodes, attr_ns, roots })
 }

@@ -79,6 +79,51 @@ struct V<'d> {
     /// Realm Header, the CCD...). Its templates are R2.1's, those the 5.0 package publishes
     /// again too.
     r21: bool,
+    /// A document of C-CDA 3.0 or later (the 5.0 package's version of the templates), by
+    /// [`post_r21`]. Elsewhere a templateId without extension that R2.1 defines is R2.1's
+    /// template, not 5.0's.
+    v50: bool,
+}
+
+/// The first templateId extension of C-CDA 3.0 (`2022-06-01`): every later version's templates
+/// are versioned from it on (R2.1's and its companion guides' extensions are earlier).
+const POST_R21_EXTENSION: &[u8] = b"2022-06-01";
+
+/// True when the document is of C-CDA 3.0 or later: a templateId of the ClinicalDocument with
+/// an extension of [`POST_R21_EXTENSION`] or later. A fragment has no document templateId: the
+/// evidence is in its templateIds, any of them: one of C-CDA 3.0 or later makes it 5.0's; else
+/// one of an R2.1 version that 5.0 has replaced (an R2.1 template the package publishes with
+/// another extension only: Problem Observation `2015-08-01`) makes it R2.1's; else (no version
+/// of either alone) it is checked as the package's, 5.0.
+fn post_r21(doc: &Document) -> bool {
+    let tree = doc.tree();
+    let ext_of = |t: u32| doc.attr(t, Ns::None, b"extension");
+    let later = |t: u32| {
+        ext_of(t).is_some_and(|a| {
+            tree.value(a.value).classify(|v| {
+                v.len() == 10 && v >= POST_R21_EXTENSION && v.iter().all(|c| c.is_ascii_digit() || *c == b'-')
+            })
+        })
+    };
+    if doc.local(0) == b"ClinicalDocument" {
+        return doc.children_named(0, b"templateId").any(later);
+    }
+    let ids: Vec<u32> =
+        (0..tree.elements().len() as u32).filter(|&e| doc.ns(e) == Ns::V3 && doc.local(e) == b"templateId").collect();
+    if ids.iter().any(|&t| later(t)) {
+        return true;
+    }
+    let replaced_r21 = |t: u32| {
+        let (Some(root), Some(ext)) = (doc.attr(t, Ns::None, b"root"), ext_of(t)) else { return false };
+        let known_other =
+            template_of(doc, t).is_some_and(|x| !tree.value(ext.value).classify(|v| v == x.extension.as_bytes()));
+        known_other
+            && R21_TEMPLATES.iter().any(|x| {
+                tree.value(root.value).classify(|v| v == x.root.as_bytes())
+                    && tree.value(ext.value).classify(|v| v == x.extension.as_bytes())
+            })
+    };
+    !ids.iter().any(|&t| replaced_r21(t))
 }
 
 /// The US Realm Header's templateId root.
@@ -94,6 +139,13 @@ struct ClassRef(Option<u32>);
 
 impl crate::phi::sealed::Sealed for ClassRef {}
 impl crate::phi::ValueFree for ClassRef {}
+
+/// True when `class` is a class of the CDA's RIM model (`Observation`, `Section`,
+/// `Section.component`), not a data type (`CD`, `IVL_TS`, `AD.item.city`): the first part of
+/// its name has a lower-case letter.
+fn is_rim_class(class: &Class) -> bool {
+    class.name.split('.').next().is_some_and(|n| n.bytes().any(|c| c.is_ascii_lowercase()))
+}
 
 /// The class of a name.
 fn class_named(name: &[u8]) -> Option<usize> {
@@ -189,12 +241,19 @@ impl V<'_> {
             self.push(Code::CCDA_TEXT_UNEXPECTED, self.at(e));
         }
         // Children.
+        let extensible = is_rim_class(class);
         let mut counts = vec![0u32; class.elems.len()];
         let mut cursor = 0;
         for child in tree.children(e) {
             let sdtc = match doc.ns(child) {
                 Ns::V3 => false,
                 Ns::Sdtc => true,
+                // CDA R2 §1.4 (extensibility): locally defined markup in a namespace of its own
+                // in a CDA class (not in a data type's content): not checked, reported.
+                Ns::Other if extensible => {
+                    self.push(Code::CCDA_EXTENSION_ELEMENT, self.at(child));
+                    continue;
+                }
                 _ => {
                     self.push(Code::CCDA_ELEMENT_UNKNOWN, self.at(child));
                     continue;
@@ -330,7 +389,11 @@ impl V<'_> {
                     Some(x) => self.value_is(x, |v| v == tpl.extension.as_bytes()),
                     None => tpl.extension.is_empty(),
                 };
-            if exact {
+            // A templateId without extension that R2.1 defines too, in a document before C-CDA
+            // 3.0: R2.1's template (its assertions, below); 5.0's tightens some (Progress
+            // Toward Goal Observation's effectiveTime), so only its classCode and moodCode.
+            let r21_own = exact && tpl.extension.is_empty() && !self.v50 && r21_of(doc, e, t).next().is_some();
+            if exact && !r21_own {
                 published.push(t);
             }
             if !exact {
@@ -338,7 +401,7 @@ impl V<'_> {
                 p.rule = Some(&tpl.key);
                 self.push(Code::CCDA_TEMPLATE_VERSION_OTHER, p);
             }
-            self.apply(e, tpl, exact);
+            self.apply(e, tpl, exact && !r21_own);
         }
         // The R2.1 templates this element declares: in an R2.1 document every one; elsewhere
         // those the 5.0 package does not publish with the same extension (a 5.0 document's
@@ -659,10 +722,54 @@ pub fn root_class(local: &[u8]) -> Option<usize> {
     first
 }
 
+/// The class of a top-level element: [`root_class`], unless the element's children are not
+/// all of that class while another class of an element of that name holds them: a `component`
+/// whose child is a `section` is a structured body's (CDA's Component3), one holding an entry
+/// (an `observation`, an `act`...) an organizer's (Component4), one holding a `structuredBody`
+/// the document's (Component2). Candidates in table order.
+pub fn fragment_class(doc: &Document, e: u32) -> Option<usize> {
+    let local = doc.local(e);
+    let named = root_class(local)?;
+    let fits = |t: usize| {
+        CLASSES.get(t).is_some_and(|c| {
+            doc.tree().children(e).all(|ch| {
+                let sdtc = match doc.ns(ch) {
+                    Ns::V3 => false,
+                    Ns::Sdtc => true,
+                    _ => return true,
+                };
+                c.elems.iter().any(|d| d.sdtc == sdtc && d.name.as_bytes() == doc.local(ch))
+            })
+        })
+    };
+    if fits(named) {
+        return Some(named);
+    }
+    let candidates = CLASSES
+        .iter()
+        .flat_map(|class| class.elems.iter().filter(|d| !d.sdtc && d.name.as_bytes() == local))
+        .flat_map(|d| d.types.iter().map(|&t| usize::from(t)));
+    let mut best = None;
+    for t in candidates {
+        if fits(t) {
+            best = Some(t);
+            break;
+        }
+    }
+    Some(best.unwrap_or(named))
+}
+
 /// Validates a document.
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
+    // What reading found: a fragment read with namespaces it does not declare.
+    let mut read = Vec::new();
+    if doc.implied_namespaces()
+        && let Some(&r) = doc.roots().first()
+    {
+        read.push(Diagnostic::new(Code::CCDA_FRAGMENT_NAMESPACES_IMPLIED, Location::Ccda(doc.position(r))));
+    }
     if options.syntax_only {
-        return Vec::new();
+        return read;
     }
     let header = |with_extension: bool| {
         doc.children_named(0, b"templateId").any(|t| {
@@ -676,11 +783,15 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
             doc.attr(t, Ns::None, b"extension")
                 .is_some_and(|a| doc.tree().value(a.value).classify(|v| v == R21_DOCUMENT_EXTENSION))
         });
-    let mut v = V { doc, out: Vec::new(), r11, r21 };
-    if let Some(c) = root_class(doc.local(0)) {
-        v.element(0, c);
+    let v50 = post_r21(doc);
+    let mut v = V { doc, out: Vec::new(), r11, r21, v50 };
+    for &r in doc.roots() {
+        if let Some(c) = fragment_class(doc, r) {
+            v.element(r, c);
+        }
     }
-    let mut out = v.out;
+    let mut out = read;
+    out.append(&mut v.out);
     if options.strict {
         for d in &mut out {
             if d.severity == Severity::Warning {

@@ -10,7 +10,11 @@
 //! empty elements as `<x/>`; text escaped (`&`, `<`, `>`), attribute values too (`&`, `<`,
 //! `"`, tab, line feed, carriage return). Comments and processing instructions are not kept.
 //!
-//! The JSON model: `{"format":"ccda","document":NODE}`, a node being
+//! Several top-level elements (a fragment's) are written one after the other, each with the
+//! declarations.
+//!
+//! The JSON model: `{"format":"ccda","document":NODE}` (a fragment of several top-level
+//! elements: `{"format":"ccda","fragments":[NODE...]}`), a node being
 //! `{"name","namespace"?,"attributes"?,"children"?,"text"?,"content"?,"narrative"?}`: names as
 //! written, attributes by name (`sdtc:valueSet`, `xsi:type`, `{uri}name` for another
 //! namespace), children in order, an element's own text as `text` (or, mixed with elements,
@@ -198,7 +202,7 @@ impl Writer<'_> {
         out.push(b'<');
         out.extend_from_slice(&name);
         let mut default_here = default_v3;
-        if e == 0 {
+        if doc.is_root(e) {
             out.extend_from_slice(b" xmlns=\"");
             out.extend_from_slice(V3_NS);
             out.push(b'"');
@@ -272,7 +276,9 @@ impl Writer<'_> {
 pub fn canonical(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let w = Writer { doc, p: prefixes(doc, disclosure), disclosure };
     out.extend_from_slice(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    w.element(0, 0, false, true, out);
+    for &r in doc.roots() {
+        w.element(r, 0, false, true, out);
+    }
 }
 
 /// True when `canonical` is the record as it came.
@@ -399,8 +405,22 @@ fn is_section_text(doc: &Document, e: u32) -> bool {
 /// The JSON model of a document (data channel).
 pub fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
     let w = Writer { doc, p: prefixes(doc, disclosure), disclosure };
-    out.extend_from_slice(b"{\"format\":\"ccda\",\"document\":");
-    w.node_json(0, out);
+    match doc.roots() {
+        [root] => {
+            out.extend_from_slice(b"{\"format\":\"ccda\",\"document\":");
+            w.node_json(*root, out);
+        }
+        roots => {
+            out.extend_from_slice(b"{\"format\":\"ccda\",\"fragments\":[");
+            for (i, &r) in roots.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                w.node_json(r, out);
+            }
+            out.push(b']');
+        }
+    }
     out.push(b'}');
 }
 

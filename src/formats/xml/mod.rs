@@ -29,7 +29,7 @@ pub mod read;
 mod tree;
 
 pub use error::{Error, Kind};
-pub use read::parse;
+pub use read::{Fragment, parse, parse_fragment};
 pub use tree::{Attr, Element, NsId, Span, Text, Tree, XML_NAMESPACE};
 
 /// The line (1-based, counting `\n`) and column (1-based, in characters) of byte `offset` of
@@ -88,6 +88,32 @@ mod tests {
         assert!(t.namespace_is(e[5].ns, b"urn:hl7-org:v3"), "a prefix rebound in scope");
         assert!(t.namespace_is(e[6].ns, b"urn:hl7-org:v3"), "scope ends with the element");
         assert_eq!(t.children(0).collect::<Vec<_>>(), vec![1, 2, 4, 6]);
+    }
+
+    #[test]
+    fn a_fragment_is_read_with_implied_namespaces_and_several_roots() {
+        let implied: &[(&[u8], &[u8])] = &[(b"", b"urn:d"), (b"p", b"urn:p")];
+        let fragment = Fragment { implied, several_roots: true };
+        let input = "<!-- c --><a p:x='1'><p:b/><c xmlns='urn:e'/><d xmlns=''/></a>\n<a/>";
+        let t = parse_fragment(input.as_bytes(), &Limits::default(), &fragment).expect("a fragment");
+        assert!(t.implied());
+        let e = t.elements();
+        assert!(t.namespace_is(e[0].ns, b"urn:d"));
+        assert!(t.namespace_is(t.attrs_of(0)[0].ns, b"urn:p"));
+        assert!(t.namespace_is(e[1].ns, b"urn:p"));
+        assert!(t.namespace_is(e[2].ns, b"urn:e"), "a declaration wins");
+        assert_eq!(e[3].ns, NsId::NONE, "xmlns=\"\" undeclares the implied default");
+        assert_eq!(t.roots().collect::<Vec<_>>(), vec![0, 4]);
+        // Declared: nothing implied. Other prefixes, text between roots: still errors.
+        let t = parse_fragment(b"<a xmlns='urn:d'/>", &Limits::default(), &fragment).expect("declared");
+        assert!(!t.implied());
+        let kind = |s: &str| parse_fragment(s.as_bytes(), &Limits::default(), &fragment).err().map(|e| e.kind());
+        assert_eq!(kind("<a q:x='1'/>"), Some(Kind::UndeclaredPrefix));
+        assert_eq!(kind("<a/>x<a/>"), Some(Kind::TextOutsideRoot));
+        // Without the options: a document.
+        assert_eq!(p("<a/><a/>").err().map(|e| e.kind()), Some(Kind::SecondRoot));
+        assert_eq!(p("<a p:x='1'/>").err().map(|e| e.kind()), Some(Kind::UndeclaredPrefix));
+        assert_eq!(p("<a/>").map(|t| (t.implied(), t.roots().count())).ok(), Some((false, 1)));
     }
 
     #[test]

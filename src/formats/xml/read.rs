@@ -46,10 +46,29 @@ type Fail = (Kind, usize);
 /// The input must be UTF-8 (a byte order mark is skipped); an encoding declaration other than
 /// UTF-8 is an error, except US-ASCII for a document whose bytes are all ASCII. Errors hold a kind and a position, never input.
 pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
-    read(input, limits).map_err(|(kind, at)| Error::at(kind, at, input))
+    read(input, limits, &Fragment::default()).map_err(|(kind, at)| Error::at(kind, at, input))
 }
 
-fn read(input: &[u8], limits: &Limits) -> Result<Tree, Fail> {
+/// How a fragment is read where a document would be refused: the content of an external
+/// parsed entity (XML 1.0 §4.3.2: several top-level elements) published without the namespace
+/// declarations of the document it comes from.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Fragment<'a> {
+    /// Namespaces for prefixes the input uses without declaring them in scope: `(prefix, uri)`,
+    /// the empty prefix for the default namespace (which then applies where no `xmlns`
+    /// declaration is in scope). [`Tree::implied`] tells whether one was used.
+    pub implied: &'a [(&'static [u8], &'static [u8])],
+    /// Several top-level elements are accepted ([`Tree::roots`]); text between them is not.
+    pub several_roots: bool,
+}
+
+/// Reads a fragment: [`parse`], with the namespace bindings and top-level elements `fragment`
+/// allows. With `Fragment::default()` it is [`parse`].
+pub fn parse_fragment(input: &[u8], limits: &Limits, fragment: &Fragment<'_>) -> Result<Tree, Error> {
+    read(input, limits, fragment).map_err(|(kind, at)| Error::at(kind, at, input))
+}
+
+fn read(input: &[u8], limits: &Limits, fragment: &Fragment<'_>) -> Result<Tree, Fail> {
     if input.len() >= u32::MAX as usize || input.len() as u64 > limits.max_input_bytes {
         return Err((Kind::TooLarge, 0));
     }
@@ -59,8 +78,22 @@ fn read(input: &[u8], limits: &Limits) -> Result<Tree, Fail> {
     // Decoded values are disjoint parts of the input and decoding never lengthens them, so this
     // capacity is never outgrown: the buffer is never moved, and no copy of a value is left
     // behind in freed memory without being zeroized.
-    let mut values = Zeroizing::new(Vec::with_capacity(XML_NAMESPACE.len() + input.len()));
+    let implied_len: usize = fragment.implied.iter().map(|(_, uri)| uri.len()).sum();
+    let mut values = Zeroizing::new(Vec::with_capacity(XML_NAMESPACE.len() + implied_len + input.len()));
     values.extend_from_slice(XML_NAMESPACE);
+    let mut namespaces = vec![Span::default(), Span { start: 0, end: XML_NAMESPACE.len() as u32 }];
+    let mut implied = Vec::with_capacity(fragment.implied.len());
+    let mut default_ns = NsId::NONE;
+    for &(prefix, uri) in fragment.implied {
+        let start = values.len();
+        values.extend_from_slice(uri);
+        namespaces.push(span(start, values.len()));
+        let id = NsId(namespaces.len() as u32 - 1);
+        if prefix.is_empty() {
+            default_ns = id;
+        }
+        implied.push((prefix, id));
+    }
     let capacity = values.capacity();
     let mut b = Builder {
         input,
@@ -68,10 +101,14 @@ fn read(input: &[u8], limits: &Limits) -> Result<Tree, Fail> {
         elements: Vec::new(),
         attrs: Vec::new(),
         texts: Vec::new(),
-        namespaces: vec![Span::default(), Span { start: 0, end: XML_NAMESPACE.len() as u32 }],
+        namespaces,
         values,
         bindings: Vec::new(),
-        default_ns: NsId::NONE,
+        default_ns,
+        implied_default: default_ns,
+        implied,
+        implied_used: false,
+        several_roots: fragment.several_roots,
         stack: Vec::new(),
         prefixed: Vec::new(),
         run: None,
@@ -81,7 +118,14 @@ fn read(input: &[u8], limits: &Limits) -> Result<Tree, Fail> {
     b.run()?;
     debug_assert_eq!(b.values.capacity(), capacity, "the value buffer outgrew its capacity");
     let values = Phi::new(std::mem::take(&mut *b.values));
-    Ok(Tree { elements: b.elements, attrs: b.attrs, texts: b.texts, namespaces: b.namespaces, values })
+    Ok(Tree {
+        elements: b.elements,
+        attrs: b.attrs,
+        texts: b.texts,
+        namespaces: b.namespaces,
+        values,
+        implied: b.implied_used,
+    })
 }
 
 /// An open element.
@@ -126,6 +170,14 @@ struct Builder<'a> {
     values: Zeroizing<Vec<u8>>,
     bindings: Vec<Binding>,
     default_ns: NsId,
+    /// The implied default namespace ([`Fragment::implied`]; [`NsId::NONE`]: none).
+    implied_default: NsId,
+    /// The implied prefixed namespaces.
+    implied: Vec<(&'static [u8], NsId)>,
+    /// An implied namespace resolved a name.
+    implied_used: bool,
+    /// Several top-level elements are accepted.
+    several_roots: bool,
     stack: Vec<Frame>,
     prefixed: Vec<Prefixed>,
     run: Option<Run>,
@@ -347,7 +399,7 @@ impl Builder<'_> {
 
     /// A start tag (`empty`: an empty-element tag) at `at..end` whose name is `name_len` bytes.
     fn open(&mut self, at: usize, end: usize, name_len: usize, empty: bool) -> Result<(), Fail> {
-        if self.root_done {
+        if self.root_done && !self.several_roots {
             return Err((Kind::SecondRoot, at));
         }
         let depth = self.stack.len();
@@ -556,9 +608,12 @@ impl Builder<'_> {
 
     /// The namespace of `prefix` (a span of the input; empty: the default namespace). An
     /// undeclared prefix is an error at `at`.
-    fn resolve(&self, prefix: Span, at: usize) -> Result<NsId, Fail> {
+    fn resolve(&mut self, prefix: Span, at: usize) -> Result<NsId, Fail> {
         let p = prefix.of(self.input);
         if p.is_empty() {
+            if self.default_ns != NsId::NONE && self.default_ns == self.implied_default {
+                self.implied_used = true;
+            }
             return Ok(self.default_ns);
         }
         if p == b"xml" {
@@ -566,7 +621,14 @@ impl Builder<'_> {
         }
         match self.bindings.iter().rev().find(|b| !b.prefix.is_empty() && b.prefix.of(self.input) == p) {
             Some(b) if b.ns != NsId::NONE => Ok(b.ns),
-            _ => Err((Kind::UndeclaredPrefix, at)),
+            Some(_) => Err((Kind::UndeclaredPrefix, at)),
+            None => match self.implied.iter().find(|(q, _)| *q == p) {
+                Some(&(_, ns)) => {
+                    self.implied_used = true;
+                    Ok(ns)
+                }
+                None => Err((Kind::UndeclaredPrefix, at)),
+            },
         }
     }
 

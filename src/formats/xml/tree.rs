@@ -131,6 +131,8 @@ pub struct Tree {
     pub(super) texts: Vec<Text>,
     pub(super) namespaces: Vec<Span>,
     pub(super) values: Phi<Vec<u8>>,
+    /// A namespace of [`super::read::Fragment::implied`] resolved a name.
+    pub(super) implied: bool,
 }
 
 impl Tree {
@@ -143,6 +145,24 @@ impl Tree {
     pub fn root(&self) -> Element {
         // Invariant: `read::parse` returns a tree only when it has read a root element.
         self.elements[0]
+    }
+
+    /// The top-level elements, in order: the root alone, unless the tree was read as a fragment
+    /// with several ([`super::read::Fragment::several_roots`]).
+    pub fn roots(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut next = 0u32;
+        std::iter::from_fn(move || {
+            let e = self.elements.get(next as usize)?;
+            let c = next;
+            next = e.end.max(c + 1);
+            Some(c)
+        })
+    }
+
+    /// True when a name was resolved by a namespace the reader implied (a fragment's undeclared
+    /// default namespace or prefix, [`super::read::Fragment::implied`]).
+    pub fn implied(&self) -> bool {
+        self.implied
     }
 
     /// All attributes, element by element.

@@ -865,7 +865,8 @@ fn script_inspect_ok(map: &serde_json::Map<String, Value>) {
     }
 }
 
-/// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode/template:R:E`:
+/// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode/template:R:E`
+/// (a fragment: from its top-level element, `component[2]/section/...`):
 /// names of the CDA tables (or `*`, `...`) with indexes, then an attribute name of the tables,
 /// then a template key or root of the tables.
 fn ccda_location_ok(s: &str) -> bool {
@@ -889,17 +890,21 @@ fn ccda_location_ok(s: &str) -> bool {
     if attr.is_some_and(|a| !CLASSES.iter().any(|c| c.attrs.iter().any(|x| x.name == a))) {
         return false;
     }
+    // The root: `ClinicalDocument`, or a fragment's top-level element (`section`,
+    // `component[2]`), a name of the definitions.
     let mut steps = path.split('/');
-    if steps.next() != Some("ClinicalDocument") {
-        return false;
-    }
-    steps.all(|step| {
-        let (name, index) = match step.split_once('[') {
-            Some((n, i)) => (n, i.strip_suffix(']').and_then(number).filter(|&i| i >= 1)),
-            None => (step, Some(1)),
-        };
-        index.is_some() && (name == "*" || name == "..." || NAMES.contains(&name))
-    })
+    let root_ok = steps.next().is_some_and(|root| {
+        let name = root.split_once('[').map_or(root, |(n, _)| n);
+        name != "*" && name != "..." && NAMES.contains(&name)
+    });
+    root_ok
+        && path.split('/').all(|step| {
+            let (name, index) = match step.split_once('[') {
+                Some((n, i)) => (n, i.strip_suffix(']').and_then(number).filter(|&i| i >= 1)),
+                None => (step, Some(1)),
+            };
+            index.is_some() && (name == "*" || name == "..." || NAMES.contains(&name))
+        })
 }
 
 /// Checks a C-CDA inspect summary: fixed keys; titles, template keys and section codes of the
