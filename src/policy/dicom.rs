@@ -30,6 +30,7 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::action::Action;
+use super::dicom_keep;
 use super::manifest::Counts;
 use super::{Ctx, LoadError, Policy};
 use crate::diag::Code;
@@ -49,6 +50,9 @@ pub enum Select {
     Private,
     /// Every element of a VR.
     Vr(Vr),
+    /// Tags matching a pattern with `x` digits, `(60xx,xxxx)`: (mask, value) for
+    /// `tag & mask == value` (a repeating group).
+    Masked(u32, u32),
 }
 
 impl Select {
@@ -67,6 +71,21 @@ impl Select {
         }
         if let Some(t) = s.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
             let (g, e) = t.split_once(',').ok_or(bad)?;
+            if t.contains(['x', 'X']) {
+                if g.len() != 4 || e.len() != 4 {
+                    return Err(bad);
+                }
+                let (mut mask, mut value) = (0u32, 0u32);
+                for c in g.chars().chain(e.chars()) {
+                    mask <<= 4;
+                    value <<= 4;
+                    if !matches!(c, 'x' | 'X') {
+                        mask |= 0xF;
+                        value |= c.to_digit(16).ok_or(bad)?;
+                    }
+                }
+                return Ok(Select::Masked(mask, value));
+            }
             let hex = |h: &str| (h.len() == 4).then(|| u16::from_str_radix(h, 16).ok()).flatten();
             return match (hex(g), hex(e)) {
                 (Some(g), Some(e)) => Ok(Select::Tag((u32::from(g) << 16) | u32::from(e))),
@@ -81,6 +100,7 @@ impl Select {
             Select::Tag(t) => *t == e.tag,
             Select::Private => dict::is_private(e.tag),
             Select::Vr(v) => *v == e.vr,
+            Select::Masked(mask, value) => e.tag & mask == *value,
         }
     }
 }
@@ -98,11 +118,14 @@ pub struct Rule {
     pub documented: bool,
     /// Line and column of the selector.
     pub at: (u32, u32),
+    /// `otherwise`: what a `keep` writes for a value it cannot prove (a dummy), instead of
+    /// removing it.
+    pub otherwise: Option<String>,
 }
 
 impl Rule {
     pub(super) fn build(ctx: &Ctx<'_>, t: &DeTable<'_>, span: Range<usize>) -> Result<Rule, LoadError> {
-        let parts = super::rule_parts(ctx, t, span)?;
+        let parts = super::rule_parts_in(ctx, t, span, true)?;
         let select = Select::parse(parts.select).map_err(|c| ctx.err(c, parts.select_span.clone()))?;
         let allowed = matches!(
             parts.action,
@@ -117,6 +140,7 @@ impl Rule {
             free_text: parts.free_text,
             documented: parts.documented,
             at: ctx.at(parts.select_span),
+            otherwise: parts.otherwise,
         })
     }
 
@@ -266,19 +290,32 @@ impl<'p> Redactor<'p> {
                 if e.kind != Kind::Value {
                     return Keep::As;
                 }
+                let otherwise = rule.otherwise.as_ref().map(|d| d.as_bytes().to_vec());
+                if dicom_keep::is_code_attribute(e.tag) && !doc.elided(i) {
+                    let els = doc.elements();
+                    let item = dicom_keep::Item::of(els, i, &|j| doc.value(j).expose_value(disclosure));
+                    match item.prove(e.tag, value()) {
+                        dicom_keep::Verdict::Proven => return Keep::As,
+                        dicom_keep::Verdict::Standard(m) => return push(m.as_bytes().to_vec()),
+                        dicom_keep::Verdict::Unproven => {
+                            self.counts.unproven += 1;
+                            return otherwise.map_or(Keep::Drop, push);
+                        }
+                    }
+                }
                 if is_free_text(e.vr) {
                     if rule.free_text {
                         return Keep::As;
                     }
                     self.counts.free_text_removed += 1;
-                    return Keep::Drop;
+                    return otherwise.map_or(Keep::Drop, push);
                 }
                 let v = value();
                 if proven(e.vr, v) {
                     Keep::As
                 } else {
                     self.counts.unproven += 1;
-                    Keep::Drop
+                    otherwise.map_or(Keep::Drop, push)
                 }
             }
             _ => Keep::Drop,
