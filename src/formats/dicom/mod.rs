@@ -23,6 +23,8 @@ pub mod source;
 #[rustfmt::skip]
 #[allow(clippy::all)]
 pub mod codes;
+#[rustfmt::skip]
+#[allow(clippy::all)]
 mod tables;
 pub mod validate;
 pub mod write;
