@@ -336,3 +336,23 @@ fn proven(vr: Vr, v: &[u8]) -> bool {
         _ => !vr.is_text(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(60xx,xxxx)`: a repeating group, every element of it (an overlay's whole group).
+    #[test]
+    fn masked_selectors_match_a_repeating_group() {
+        assert_eq!(Select::parse("(60xx,xxxx)"), Ok(Select::Masked(0xFF00_0000, 0x6000_0000)));
+        assert_eq!(Select::parse("(60XX,3000)"), Ok(Select::Masked(0xFF00_FFFF, 0x6000_3000)));
+        assert_eq!(Select::parse("(60xx,30)"), Err(Code::POLICY_UNKNOWN_SELECTOR));
+        assert_eq!(Select::parse("(60xg,xxxx)"), Err(Code::POLICY_UNKNOWN_SELECTOR));
+        let Select::Masked(mask, value) = Select::parse("(60xx,xxxx)").expect("parses") else {
+            panic!("a masked selector")
+        };
+        for (tag, hit) in [(0x6000_3000u32, true), (0x6002_0010, true), (0x601E_0102, true), (0x5000_3000, false)] {
+            assert_eq!(tag & mask == value, hit, "{tag:08X}");
+        }
+    }
+}

@@ -579,6 +579,27 @@ mod tests {
         }
     }
 
+    /// `otherwise` (the dummy of a `keep` that cannot prove) is DICOM's, on `keep` only, one
+    /// printable line without a value separator.
+    #[test]
+    fn otherwise_is_a_dicom_keep_key() {
+        let head = "[policy]\nname = \"t\"\n";
+        let ok = format!("{head}[[dicom]]\nselect = \"(0008,0100)\"\naction = \"keep\"\notherwise = \"REDACTED\"\n");
+        assert!(load(ok.as_bytes()).is_ok());
+        assert_eq!(
+            err(&format!("{head}[[dicom]]\nselect = \"(0008,0100)\"\naction = \"remove\"\notherwise = \"X\"\n")).0,
+            Code::POLICY_INVALID_VALUE
+        );
+        assert_eq!(
+            err(&format!("{head}[[dicom]]\nselect = \"(0008,0100)\"\naction = \"keep\"\notherwise = \"a\\\\b\"\n")).0,
+            Code::POLICY_INVALID_VALUE
+        );
+        assert_eq!(
+            err(&format!("{head}[[hl7v2]]\nselect = \"PID-5\"\naction = \"keep\"\notherwise = \"X\"\n")).0,
+            Code::POLICY_UNKNOWN_KEY
+        );
+    }
+
     #[test]
     fn errors_have_line_and_column() {
         let head = "[policy]\nname = \"t\"\n";
