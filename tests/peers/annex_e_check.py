@@ -81,7 +81,7 @@ def error_kinds(path_or_bytes: Path) -> Counter:
         k = re.sub(r"'[^']*'", "''", k)
         k = re.sub(r"\b\d+ dec\b", "N dec", k)
         # A UID a message names at its end (the Referenced SOP Instance UID of a content item).
-        k = re.sub(r"\bUID [0-9.]+", "UID <>", k)
+        k = re.sub(r"UID [0-9.]+", "UID <>", k)
         kinds[k.split(" - Character")[0].split(" - Trailing")[0]] += 1
     return kinds
 
