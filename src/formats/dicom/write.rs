@@ -12,7 +12,9 @@
 //! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed,
 //! then the dataset in its own transfer syntax, every sequence and item of undefined length
 //! (delimited); a deflated dataset (Deflated Explicit VR Little Endian) deflated again, raw
-//! deflate at level 6, padded to an even length. Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
+//! deflate at level 6, padded to an even length. A DICOMDIR's record offsets (PS3.3 F.3.2.1:
+//! (0004,1200), (0004,1202), (0004,1400), (0004,1420)) are rewritten to the positions of the
+//! same records in the file written. Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
 //! the ISO 8859 parts and the single-byte sets through `encoding_rs`; ISO 2022 code extensions
 //! are not switched (their escapes decode as replacement characters).
 //!
