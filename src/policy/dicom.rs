@@ -146,7 +146,12 @@ impl Rule {
 
     /// True when this rule selects everything `other` selects.
     pub(super) fn covers(&self, other: &Rule) -> bool {
-        self.select == other.select
+        match (&self.select, &other.select) {
+            (Select::Masked(mask, value), Select::Tag(t)) => t & mask == *value,
+            // Every tag the other pattern matches: its fixed digits include ours, equal there.
+            (Select::Masked(m1, v1), Select::Masked(m2, v2)) => m1 & m2 == *m1 && v2 & m1 == *v1,
+            (a, b) => a == b,
+        }
     }
 }
 
@@ -354,5 +359,18 @@ mod tests {
         for (tag, hit) in [(0x6000_3000u32, true), (0x6002_0010, true), (0x601E_0102, true), (0x5000_3000, false)] {
             assert_eq!(tag & mask == value, hit, "{tag:08X}");
         }
+        // A masked rule shadows the tags and narrower patterns it matches (policy lint).
+        let rule = |s: &str| Rule {
+            select: Select::parse(s).expect("selector"),
+            action: Action::Remove,
+            free_text: false,
+            documented: false,
+            at: (1, 1),
+            otherwise: None,
+        };
+        assert!(rule("(60xx,xxxx)").covers(&rule("(6002,3000)")));
+        assert!(rule("(60xx,xxxx)").covers(&rule("(60xx,3000)")));
+        assert!(!rule("(60xx,3000)").covers(&rule("(60xx,xxxx)")));
+        assert!(!rule("(60xx,xxxx)").covers(&rule("(5000,3000)")));
     }
 }
