@@ -162,6 +162,8 @@ pub struct Redactor<'p> {
     key: Option<&'p Key>,
     /// Counts for the manifest.
     pub counts: Counts,
+    /// The coded entries of the document being redacted.
+    code_items: dicom_keep::Index,
 }
 
 /// The VRs of free text.
@@ -172,7 +174,7 @@ fn is_free_text(vr: Vr) -> bool {
 impl<'p> Redactor<'p> {
     /// An engine for `policy`.
     pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
-        Redactor { policy, key, counts: Counts::new(policy) }
+        Redactor { policy, key, counts: Counts::new(policy), code_items: dicom_keep::Index::default() }
     }
 
     fn offset(&self) -> usize {
@@ -183,6 +185,7 @@ impl<'p> Redactor<'p> {
     pub fn redact(&mut self, doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
         self.counts.records += 1;
         let els = doc.elements();
+        self.code_items = dicom_keep::Index::build(els);
         let mut decisions = vec![Keep::Drop; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
         let instance = doc.top(0x0008_0018);
@@ -297,8 +300,7 @@ impl<'p> Redactor<'p> {
                 }
                 let otherwise = rule.otherwise.as_ref().map(|d| d.as_bytes().to_vec());
                 if dicom_keep::is_code_attribute(e.tag) && !doc.elided(i) {
-                    let els = doc.elements();
-                    let item = dicom_keep::Item::of(els, i, &|j| doc.value(j).expose_value(disclosure));
+                    let item = self.code_items.item(&e, &|j| doc.value(j).expose_value(disclosure));
                     match item.prove(e.tag, value()) {
                         dicom_keep::Verdict::Proven => return Keep::As,
                         dicom_keep::Verdict::Standard(m) => return push(m.as_bytes().to_vec()),

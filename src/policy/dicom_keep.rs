@@ -15,6 +15,8 @@
 //! What it does not do: check that a code belongs to the context group the attribute names, or
 //! read values itself (the engine hands them over).
 
+use std::collections::BTreeMap;
+
 use crate::formats::dicom::codes;
 use crate::formats::dicom::lex::Element;
 
@@ -91,31 +93,41 @@ pub(super) struct Item<'v> {
     pub code: Option<&'v [u8]>,
 }
 
-impl<'v> Item<'v> {
-    /// The coded entry of the dataset (item) element `i` sits in: its siblings in `els`, their
-    /// values from `value`.
-    pub(super) fn of(els: &[Element], i: usize, value: &dyn Fn(usize) -> &'v [u8]) -> Item<'v> {
-        let mut item = Item { designator: None, code: None };
-        let Some(e) = els.get(i) else { return item };
-        let (start, end) = match usize::try_from(e.parent).ok().and_then(|p| els.get(p).map(|pe| (p, pe))) {
-            Some((p, pe)) => (p + 1, (pe.end as usize).min(els.len())),
-            None => (0, els.len()),
-        };
-        for (j, s) in els.iter().enumerate().take(end).skip(start) {
-            if s.parent != e.parent {
-                continue;
-            }
-            match s.tag {
-                DESIGNATOR => item.designator = Some(trimmed(value(j))),
-                CODE_VALUE | LONG_CODE_VALUE | URN_CODE_VALUE if item.code.is_none() => {
-                    item.code = Some(trimmed(value(j)));
+/// Where the coded entry of each dataset (item) is: by the item's index (`u32::MAX` the
+/// top-level dataset), the first Coding Scheme Designator and the first code value (Code
+/// Value, Long Code Value or URN Code Value) in it. Built in one pass over the elements, so
+/// proving every attribute of every item is linear in the input.
+#[derive(Debug, Default)]
+pub(super) struct Index {
+    items: BTreeMap<u32, (Option<usize>, Option<usize>)>,
+}
+
+impl Index {
+    /// The index of `els`.
+    pub(super) fn build(els: &[Element]) -> Index {
+        let mut items: BTreeMap<u32, (Option<usize>, Option<usize>)> = BTreeMap::new();
+        for (i, e) in els.iter().enumerate() {
+            match e.tag {
+                DESIGNATOR => {
+                    items.entry(e.parent).or_default().0.get_or_insert(i);
+                }
+                CODE_VALUE | LONG_CODE_VALUE | URN_CODE_VALUE => {
+                    items.entry(e.parent).or_default().1.get_or_insert(i);
                 }
                 _ => {}
             }
         }
-        item
+        Index { items }
     }
 
+    /// The coded entry of the dataset (item) element `e` sits in, its values from `value`.
+    pub(super) fn item<'v>(&self, e: &Element, value: &dyn Fn(usize) -> &'v [u8]) -> Item<'v> {
+        let (d, c) = self.items.get(&e.parent).copied().unwrap_or_default();
+        Item { designator: d.map(|j| trimmed(value(j))), code: c.map(|j| trimmed(value(j))) }
+    }
+}
+
+impl<'v> Item<'v> {
     /// True when the item's code is proven (a registered designator, a code valid for it).
     fn code_proven(&self) -> bool {
         matches!((self.designator, self.code), (Some(d), Some(c)) if code_valid(d, c))
