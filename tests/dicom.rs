@@ -511,3 +511,146 @@ fn broken_file_is_read_up_to_the_break() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("DICOM_TRUNCATED"), "{args:?}");
     }
 }
+
+/// An explicit VR little endian element (value padded to an even length).
+fn le(tag: u32, vr: &[u8; 2], value: &[u8]) -> Vec<u8> {
+    let mut v = value.to_vec();
+    if v.len() % 2 == 1 {
+        v.push(if vr == b"UI" { 0 } else { b' ' });
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(vr);
+    if matches!(vr, b"SQ" | b"OB" | b"UT" | b"UC" | b"UR") {
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    } else {
+        out.extend_from_slice(&(v.len() as u16).to_le_bytes());
+    }
+    out.extend_from_slice(&v);
+    out
+}
+
+/// An item of defined length.
+fn le_item(body: &[u8]) -> Vec<u8> {
+    let mut out = vec![0xFE, 0xFF, 0x00, 0xE0];
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// A Part 10 file (explicit VR little endian) of `sop` with `dataset`.
+fn le_file(sop: &[u8], inst: &[u8], dataset: &[u8]) -> Vec<u8> {
+    let mut meta = le(0x0002_0001, b"OB", b"\x00\x01");
+    meta.extend(le(0x0002_0002, b"UI", sop));
+    meta.extend(le(0x0002_0003, b"UI", inst));
+    meta.extend(le(0x0002_0010, b"UI", b"1.2.840.10008.1.2.1"));
+    let mut out = vec![0u8; 128];
+    out.extend_from_slice(b"DICM");
+    out.extend(le(0x0002_0000, b"UL", &(meta.len() as u32).to_le_bytes()));
+    out.extend(meta);
+    out.extend_from_slice(dataset);
+    out
+}
+
+/// The code items of a code sequence: a code of a registered scheme that PS3.16 lists keeps its
+/// value and designator and gets PS3.16's meaning; a SNOMED CT code with its check digit is kept;
+/// a code of a local scheme, or one its scheme does not prove, becomes a dummy item of a local
+/// scheme. No marker (free text) is left.
+#[test]
+fn basic_profile_keeps_code_items_only_when_proven() {
+    let code_item = |value: &[u8], scheme: &[u8], meaning: &[u8]| {
+        let mut b = le(0x0008_0100, b"SH", value);
+        b.extend(le(0x0008_0102, b"SH", scheme));
+        b.extend(le(0x0008_0104, b"LO", meaning));
+        le_item(&b)
+    };
+    let mut items = code_item(b"121001", b"DCM", b"MKR quoted meaning");
+    items.extend(code_item(b"41549009", b"SCT", b"MKR sct meaning"));
+    items.extend(code_item(b"MKRLOCAL", b"99LOCAL", b"MKR local meaning"));
+    items.extend(code_item(b"MKR1", b"DCM", b"MKR not a DCM code"));
+    let mut ds = le(0x0008_0016, b"UI", b"1.2.840.10008.5.1.4.1.1.7");
+    ds.extend(le(0x0008_0018, b"UI", b"2.25.77"));
+    ds.extend(le(0x0008_1032, b"SQ", &items));
+    let file = le_file(b"1.2.840.10008.5.1.4.1.1.7", b"2.25.77", &ds);
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &file);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "a marker left in the output");
+    let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+    let items = v["model"]["00081032"]["Value"].as_array().expect("the code sequence kept");
+    let at = |n: usize, tag: &str| items[n][tag]["Value"][0].as_str().expect("valued").to_owned();
+    assert_eq!((at(0, "00080100"), at(0, "00080102")), ("121001".into(), "DCM".into()));
+    assert!(!at(0, "00080104").is_empty(), "PS3.16's meaning");
+    assert_eq!(
+        (at(1, "00080100"), at(1, "00080102"), at(1, "00080104")),
+        ("41549009".into(), "SCT".into(), "REDACTED".into())
+    );
+    for n in [2, 3] {
+        assert_eq!(
+            (at(n, "00080100"), at(n, "00080102"), at(n, "00080104")),
+            ("REDACTED".into(), "99PHIWARD".into(), "REDACTED".into()),
+            "item {n}"
+        );
+    }
+}
+
+/// A DICOMDIR (Basic Directory, PS3.3 F.3) is redacted consistently: its directory records'
+/// keys are replaced by the profile's rules (type 1 keys by dummies) and the record offsets of
+/// (0004,1200), (0004,1202), (0004,1400) and (0004,1420) point at the same records in the file
+/// written (whose items have other lengths and positions than the input's).
+#[test]
+fn redacted_dicomdir_offsets_point_at_the_same_records() {
+    let record = |next: u32, kind: &[u8], keys: &[Vec<u8>]| {
+        let mut b = le(0x0004_1400, b"UL", &next.to_le_bytes());
+        b.extend(le(0x0004_1410, b"US", &0xFFFFu16.to_le_bytes()));
+        b.extend(le(0x0004_1420, b"UL", &0u32.to_le_bytes()));
+        b.extend(le(0x0004_1430, b"CS", kind));
+        for k in keys {
+            b.extend_from_slice(k);
+        }
+        le_item(&b)
+    };
+    let sop = b"1.2.840.10008.1.3.10";
+    // Offsets are from the file's first byte: lay the file out once to learn where the
+    // records start, then write it again with those offsets (same lengths).
+    let build = |first: u32, second: u32| {
+        let r1 = record(second, b"PATIENT", &[le(0x0010_0010, b"PN", b"MKR^ONE"), le(0x0010_0020, b"LO", b"MKR-ID-1")]);
+        let r2 = record(0, b"PATIENT", &[le(0x0010_0010, b"PN", b"MKR^TWO"), le(0x0010_0020, b"LO", b"MKR-ID-2")]);
+        let mut ds = le(0x0004_1130, b"CS", b"FILESET");
+        ds.extend(le(0x0004_1200, b"UL", &first.to_le_bytes()));
+        ds.extend(le(0x0004_1202, b"UL", &second.to_le_bytes()));
+        ds.extend(le(0x0004_1212, b"US", &0u16.to_le_bytes()));
+        let mut records = r1.clone();
+        records.extend(r2);
+        ds.extend(le(0x0004_1220, b"SQ", &records));
+        let file = le_file(sop, b"2.25.88", &ds);
+        let first_at = file.len() - records.len();
+        (file, first_at as u32, (first_at + r1.len()) as u32)
+    };
+    let (_, first, second) = build(0, 0);
+    let (file, f2, s2) = build(first, second);
+    assert_eq!((f2, s2), (first, second));
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &file);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let out = &o.stdout;
+    assert!(!out.windows(3).any(|w| w == b"MKR"), "a directory record key left in the output");
+    // The records in the output: the item tags after the Directory Record Sequence's header.
+    let seq = out.windows(4).position(|w| w == [0x04, 0x00, 0x20, 0x12]).expect("(0004,1220) written");
+    let items: Vec<u32> =
+        (seq..out.len() - 8).filter(|&i| out[i..i + 4] == [0xFE, 0xFF, 0x00, 0xE0]).map(|i| i as u32).collect();
+    assert_eq!(items.len(), 2, "two records");
+    assert_ne!(items[0], first, "the records moved (so the offsets had to be rewritten)");
+    let ul = |tag: [u8; 4], from: usize| {
+        let at = from + out[from..].windows(4).position(|w| w == tag).expect("offset written");
+        u32::from_le_bytes([out[at + 8], out[at + 9], out[at + 10], out[at + 11]])
+    };
+    assert_eq!(ul([0x04, 0x00, 0x00, 0x12], 132), items[0], "root's first record");
+    assert_eq!(ul([0x04, 0x00, 0x02, 0x12], 132), items[1], "root's last record");
+    assert_eq!(ul([0x04, 0x00, 0x00, 0x14], items[0] as usize), items[1], "next record of the first");
+    assert_eq!(ul([0x04, 0x00, 0x00, 0x14], items[1] as usize), 0, "no next record of the last");
+}

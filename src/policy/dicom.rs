@@ -30,6 +30,7 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::action::Action;
+use super::dicom_keep;
 use super::manifest::Counts;
 use super::{Ctx, LoadError, Policy};
 use crate::diag::Code;
@@ -49,6 +50,9 @@ pub enum Select {
     Private,
     /// Every element of a VR.
     Vr(Vr),
+    /// Tags matching a pattern with `x` digits, `(60xx,xxxx)`: (mask, value) for
+    /// `tag & mask == value` (a repeating group).
+    Masked(u32, u32),
 }
 
 impl Select {
@@ -67,6 +71,21 @@ impl Select {
         }
         if let Some(t) = s.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
             let (g, e) = t.split_once(',').ok_or(bad)?;
+            if t.contains(['x', 'X']) {
+                if g.len() != 4 || e.len() != 4 {
+                    return Err(bad);
+                }
+                let (mut mask, mut value) = (0u32, 0u32);
+                for c in g.chars().chain(e.chars()) {
+                    mask <<= 4;
+                    value <<= 4;
+                    if !matches!(c, 'x' | 'X') {
+                        mask |= 0xF;
+                        value |= c.to_digit(16).ok_or(bad)?;
+                    }
+                }
+                return Ok(Select::Masked(mask, value));
+            }
             let hex = |h: &str| (h.len() == 4).then(|| u16::from_str_radix(h, 16).ok()).flatten();
             return match (hex(g), hex(e)) {
                 (Some(g), Some(e)) => Ok(Select::Tag((u32::from(g) << 16) | u32::from(e))),
@@ -81,6 +100,7 @@ impl Select {
             Select::Tag(t) => *t == e.tag,
             Select::Private => dict::is_private(e.tag),
             Select::Vr(v) => *v == e.vr,
+            Select::Masked(mask, value) => e.tag & mask == *value,
         }
     }
 }
@@ -98,11 +118,14 @@ pub struct Rule {
     pub documented: bool,
     /// Line and column of the selector.
     pub at: (u32, u32),
+    /// `otherwise`: what a `keep` writes for a value it cannot prove (a dummy), instead of
+    /// removing it.
+    pub otherwise: Option<String>,
 }
 
 impl Rule {
     pub(super) fn build(ctx: &Ctx<'_>, t: &DeTable<'_>, span: Range<usize>) -> Result<Rule, LoadError> {
-        let parts = super::rule_parts(ctx, t, span)?;
+        let parts = super::rule_parts_in(ctx, t, span, true)?;
         let select = Select::parse(parts.select).map_err(|c| ctx.err(c, parts.select_span.clone()))?;
         let allowed = matches!(
             parts.action,
@@ -117,12 +140,18 @@ impl Rule {
             free_text: parts.free_text,
             documented: parts.documented,
             at: ctx.at(parts.select_span),
+            otherwise: parts.otherwise,
         })
     }
 
     /// True when this rule selects everything `other` selects.
     pub(super) fn covers(&self, other: &Rule) -> bool {
-        self.select == other.select
+        match (&self.select, &other.select) {
+            (Select::Masked(mask, value), Select::Tag(t)) => t & mask == *value,
+            // Every tag the other pattern matches: its fixed digits include ours, equal there.
+            (Select::Masked(m1, v1), Select::Masked(m2, v2)) => m1 & m2 == *m1 && v2 & m1 == *v1,
+            (a, b) => a == b,
+        }
     }
 }
 
@@ -133,6 +162,8 @@ pub struct Redactor<'p> {
     key: Option<&'p Key>,
     /// Counts for the manifest.
     pub counts: Counts,
+    /// The coded entries of the document being redacted.
+    code_items: dicom_keep::Index,
 }
 
 /// The VRs of free text.
@@ -143,7 +174,7 @@ fn is_free_text(vr: Vr) -> bool {
 impl<'p> Redactor<'p> {
     /// An engine for `policy`.
     pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
-        Redactor { policy, key, counts: Counts::new(policy) }
+        Redactor { policy, key, counts: Counts::new(policy), code_items: dicom_keep::Index::default() }
     }
 
     fn offset(&self) -> usize {
@@ -154,6 +185,7 @@ impl<'p> Redactor<'p> {
     pub fn redact(&mut self, doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
         self.counts.records += 1;
         let els = doc.elements();
+        self.code_items = dicom_keep::Index::build(els);
         let mut decisions = vec![Keep::Drop; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
         let instance = doc.top(0x0008_0018);
@@ -266,19 +298,31 @@ impl<'p> Redactor<'p> {
                 if e.kind != Kind::Value {
                     return Keep::As;
                 }
+                let otherwise = rule.otherwise.as_ref().map(|d| d.as_bytes().to_vec());
+                if dicom_keep::is_code_attribute(e.tag) && !doc.elided(i) {
+                    let item = self.code_items.item(&e, &|j| doc.value(j).expose_value(disclosure));
+                    match item.prove(e.tag, value()) {
+                        dicom_keep::Verdict::Proven => return Keep::As,
+                        dicom_keep::Verdict::Standard(m) => return push(m.as_bytes().to_vec()),
+                        dicom_keep::Verdict::Unproven => {
+                            self.counts.unproven += 1;
+                            return otherwise.map_or(Keep::Drop, push);
+                        }
+                    }
+                }
                 if is_free_text(e.vr) {
                     if rule.free_text {
                         return Keep::As;
                     }
                     self.counts.free_text_removed += 1;
-                    return Keep::Drop;
+                    return otherwise.map_or(Keep::Drop, push);
                 }
                 let v = value();
                 if proven(e.vr, v) {
                     Keep::As
                 } else {
                     self.counts.unproven += 1;
-                    Keep::Drop
+                    otherwise.map_or(Keep::Drop, push)
                 }
             }
             _ => Keep::Drop,
@@ -297,5 +341,38 @@ fn proven(vr: Vr, v: &[u8]) -> bool {
         b"DA" | b"TM" | b"DT" | b"AS" => t.iter().all(|&b| b.is_ascii_digit() || b" +-.\\DWMY".contains(&b)),
         b"UI" => t.split(|&b| b == b'\\').all(|u| u.is_empty() || u.starts_with(b"1.2.840.10008.")),
         _ => !vr.is_text(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(60xx,xxxx)`: a repeating group, every element of it (an overlay's whole group).
+    #[test]
+    fn masked_selectors_match_a_repeating_group() {
+        assert_eq!(Select::parse("(60xx,xxxx)"), Ok(Select::Masked(0xFF00_0000, 0x6000_0000)));
+        assert_eq!(Select::parse("(60XX,3000)"), Ok(Select::Masked(0xFF00_FFFF, 0x6000_3000)));
+        assert_eq!(Select::parse("(60xx,30)"), Err(Code::POLICY_UNKNOWN_SELECTOR));
+        assert_eq!(Select::parse("(60xg,xxxx)"), Err(Code::POLICY_UNKNOWN_SELECTOR));
+        let Select::Masked(mask, value) = Select::parse("(60xx,xxxx)").expect("parses") else {
+            panic!("a masked selector")
+        };
+        for (tag, hit) in [(0x6000_3000u32, true), (0x6002_0010, true), (0x601E_0102, true), (0x5000_3000, false)] {
+            assert_eq!(tag & mask == value, hit, "{tag:08X}");
+        }
+        // A masked rule shadows the tags and narrower patterns it matches (policy lint).
+        let rule = |s: &str| Rule {
+            select: Select::parse(s).expect("selector"),
+            action: Action::Remove,
+            free_text: false,
+            documented: false,
+            at: (1, 1),
+            otherwise: None,
+        };
+        assert!(rule("(60xx,xxxx)").covers(&rule("(6002,3000)")));
+        assert!(rule("(60xx,xxxx)").covers(&rule("(60xx,3000)")));
+        assert!(!rule("(60xx,3000)").covers(&rule("(60xx,xxxx)")));
+        assert!(!rule("(60xx,xxxx)").covers(&rule("(5000,3000)")));
     }
 }

@@ -17,6 +17,7 @@ pub mod astm;
 pub mod audit;
 pub mod ccda;
 pub mod dicom;
+mod dicom_keep;
 mod engine;
 pub mod fhir;
 mod fhir_keep;
@@ -447,6 +448,8 @@ pub(crate) struct RuleParts<'a> {
     pub types: Vec<(&'a str, Range<usize>)>,
     /// `reason` was given: the policy documents what this `keep` keeps as safe.
     pub documented: bool,
+    /// `otherwise`: the dummy a `keep` writes for what it cannot prove (DICOM only).
+    pub otherwise: Option<String>,
 }
 
 impl RuleParts<'_> {
@@ -471,7 +474,20 @@ impl RuleParts<'_> {
 }
 
 pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>) -> Result<RuleParts<'a>, LoadError> {
+    rule_parts_in(ctx, t, at, false)
+}
+
+/// [`rule_parts`]; with `otherwise`, a `keep` may name the dummy it writes when it cannot
+/// prove (`otherwise = "..."`, DICOM: a type 1 attribute stays valued); elsewhere that key is
+/// unknown.
+pub(crate) fn rule_parts_in<'a>(
+    ctx: &Ctx<'_>,
+    t: &'a DeTable<'_>,
+    at: Range<usize>,
+    otherwise_allowed: bool,
+) -> Result<RuleParts<'a>, LoadError> {
     let mut select = None;
+    let mut otherwise = None;
     let mut action_name = None;
     let mut params = action::Params::default();
     let mut free_text = false;
@@ -488,6 +504,14 @@ pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>
                     return Err(ctx.err(Code::POLICY_INVALID_VALUE, value.span()));
                 }
                 params.value = Some(s.to_owned());
+            }
+            "otherwise" if otherwise_allowed => {
+                let s = string(ctx, value)?;
+                if s.is_empty() || s.len() > 64 || s.bytes().any(|b| !(b.is_ascii_graphic() || b == b' ') || b == b'\\')
+                {
+                    return Err(ctx.err(Code::POLICY_INVALID_VALUE, value.span()));
+                }
+                otherwise = Some(s.to_owned());
             }
             "keep_last" => params.keep_last = Some(integer(ctx, value, 8)? as u8),
             "days" => params.days = Some(integer(ctx, value, 3650)? as u32),
@@ -517,10 +541,10 @@ pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>
     let (select, select_span) = select.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let (name, action_span) = action_name.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let action = Action::build(name, &params).map_err(|code| ctx.err(code, action_span.clone()))?;
-    if (free_text || documented || !types.is_empty()) && action != Action::Keep {
+    if (free_text || documented || !types.is_empty() || otherwise.is_some()) && action != Action::Keep {
         return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
     }
-    Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented })
+    Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented, otherwise })
 }
 
 #[cfg(test)]
@@ -553,6 +577,27 @@ mod tests {
                 Err(e) => panic!("shipped policy fails: {} at {}:{}", e.code.as_str(), e.line, e.column),
             }
         }
+    }
+
+    /// `otherwise` (the dummy of a `keep` that cannot prove) is DICOM's, on `keep` only, one
+    /// printable line without a value separator.
+    #[test]
+    fn otherwise_is_a_dicom_keep_key() {
+        let head = "[policy]\nname = \"t\"\n";
+        let ok = format!("{head}[[dicom]]\nselect = \"(0008,0100)\"\naction = \"keep\"\notherwise = \"REDACTED\"\n");
+        assert!(load(ok.as_bytes()).is_ok());
+        assert_eq!(
+            err(&format!("{head}[[dicom]]\nselect = \"(0008,0100)\"\naction = \"remove\"\notherwise = \"X\"\n")).0,
+            Code::POLICY_INVALID_VALUE
+        );
+        assert_eq!(
+            err(&format!("{head}[[dicom]]\nselect = \"(0008,0100)\"\naction = \"keep\"\notherwise = \"a\\\\b\"\n")).0,
+            Code::POLICY_INVALID_VALUE
+        );
+        assert_eq!(
+            err(&format!("{head}[[hl7v2]]\nselect = \"PID-5\"\naction = \"keep\"\notherwise = \"X\"\n")).0,
+            Code::POLICY_UNKNOWN_KEY
+        );
     }
 
     #[test]

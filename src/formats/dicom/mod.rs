@@ -5,6 +5,7 @@
 //!   left out), and the reader's view of that record;
 //! - [`lex`]: the lexer (meta group, transfer syntax, sequences, items, fragments, limits);
 //! - [`read`]: a record into a [`read::Document`] (values in `Phi`);
+//! - [`codes`]: PS3.16 coding scheme designators and concepts (generated, see PROVENANCE.md);
 //! - [`dict`]: the data dictionary and the standard's tables (generated into `tables.rs` by
 //!   `tools/gen_dicom_tables.py`, see PROVENANCE.md);
 //! - [`validate`]: file meta, encoding, VR syntax and length, VM, the IOD's modules;
@@ -19,6 +20,9 @@ pub mod dict;
 pub mod lex;
 pub mod read;
 pub mod source;
+#[rustfmt::skip]
+#[allow(clippy::all)]
+pub mod codes;
 #[rustfmt::skip]
 #[allow(clippy::all)]
 mod tables;

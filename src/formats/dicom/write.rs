@@ -12,7 +12,9 @@
 //! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed,
 //! then the dataset in its own transfer syntax, every sequence and item of undefined length
 //! (delimited); a deflated dataset (Deflated Explicit VR Little Endian) deflated again, raw
-//! deflate at level 6, padded to an even length. Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
+//! deflate at level 6, padded to an even length. A DICOMDIR's record offsets (PS3.3 F.3.2.1:
+//! (0004,1200), (0004,1202), (0004,1400), (0004,1420)) are rewritten to the positions of the
+//! same records in the file written. Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
 //! the ISO 8859 parts and the single-byte sets through `encoding_rs`; ISO 2022 code extensions
 //! are not switched (their escapes decode as replacement characters).
 //!
@@ -669,6 +671,11 @@ fn part10_bytes(
     let mut meta = Vec::new();
     // Close markers: (index past the subtree, delimiter tag, syntax).
     let mut open: Vec<(usize, u32, Syntax)> = Vec::new();
+    // A DICOMDIR's record offsets (PS3.3 F.3.2.1: byte offsets of directory record items from
+    // the file's first byte): where each item was read and written, and where each offset
+    // value sits in the body, so the offsets point at the same records in the file written.
+    let mut items: Vec<(u64, usize)> = Vec::new();
+    let mut offsets: Vec<(usize, u32, Syntax)> = Vec::new();
     let mut i = 0;
     while i < els.len() {
         while let Some(&(end, delim, s)) = open.last() {
@@ -722,6 +729,9 @@ fn part10_bytes(
                 open.push((subtree_end, 0xFFFE_E0DD, s));
             }
             (Kind::Item, _) => {
+                if !is_meta {
+                    items.push((e.offset, buf.len()));
+                }
                 header(buf, s, e.tag, Vr::NONE, UNDEFINED);
                 open.push((subtree_end, 0xFFFE_E00D, s));
             }
@@ -753,6 +763,12 @@ fn part10_bytes(
                     return false;
                 }
                 header(buf, s, e.tag, e.vr, len as u32);
+                if !is_meta && e.vr == Vr::UL && is_record_offset(e.tag) {
+                    if let Ok(b) = <[u8; 4]>::try_from(v) {
+                        let n = if s.big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) };
+                        offsets.push((buf.len(), n, s));
+                    }
+                }
                 buf.extend_from_slice(v);
                 if pad {
                     buf.push(if e.vr == Vr::UI || e.vr.is_bulk() { 0 } else { b' ' });
@@ -766,6 +782,21 @@ fn part10_bytes(
     }
     for (tag, vr, v) in pending {
         put(&mut body, *tag, *vr, v);
+    }
+    if !offsets.is_empty() {
+        let body_at = 132 + if meta.is_empty() { 0 } else { 12 + meta.len() };
+        items.sort_unstable();
+        for (at, was, s) in offsets {
+            // An offset to a record not written (or to none: 0) becomes 0, "no such record".
+            let now = match items.binary_search_by_key(&u64::from(was), |&(o, _)| o) {
+                Ok(k) if was != 0 => items.get(k).and_then(|&(_, p)| u32::try_from(body_at + p).ok()).unwrap_or(0),
+                _ => 0,
+            };
+            let bytes = if s.big { now.to_be_bytes() } else { now.to_le_bytes() };
+            if let Some(slot) = body.get_mut(at..at + 4) {
+                slot.copy_from_slice(&bytes);
+            }
+        }
     }
     out.reserve(132 + 12 + meta.len() + body.len());
     out.extend_from_slice(&[0u8; 128]);
@@ -786,6 +817,13 @@ fn part10_bytes(
     crate::phi::wipe(&mut meta);
     crate::phi::wipe(&mut body);
     true
+}
+
+/// The attributes of a Basic Directory that hold a directory record's byte offset (PS3.3
+/// F.3.2.1, F.3.2.2): the root directory's first and last records, a record's next and its
+/// lower-level directory's first.
+fn is_record_offset(tag: u32) -> bool {
+    matches!(tag, 0x0004_1200 | 0x0004_1202 | 0x0004_1400 | 0x0004_1420)
 }
 
 /// `dataset` as raw deflate (RFC 1951, no zlib header) at level 6, padded to an even length
