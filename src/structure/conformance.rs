@@ -906,7 +906,12 @@ fn core_elements(ty: defs::TypeId, path_prefix: &str, id_prefix: &str) -> Vec<El
             } else {
                 (format!("{path_prefix}.{}", e.path), format!("{id_prefix}.{}", e.path))
             };
-            core_element(e, path, id)
+            let mut el = core_element(e, path, id);
+            // `#Parameters.parameter`: the element whose children this one reuses.
+            el.content_reference = e.content_ref.and_then(|k| def.elements.get(usize::from(k))).map(|t| {
+                if t.path.is_empty() { format!("#{path_prefix}") } else { format!("#{path_prefix}.{}", t.path) }
+            });
+            el
         })
         .collect()
 }
@@ -1040,11 +1045,26 @@ fn merge(base: &Snapshot, diff: &[Value], type_name: &str) -> (Vec<Element>, boo
             }
             None => {
                 let parent = elements.iter().find(|e| e.id == parent_id);
-                parent.and_then(|p| {
-                    let name = last;
-                    p.types.iter().find_map(|t| {
-                        let code = if t.code == "BackboneElement" || t.code.is_empty() { "Element" } else { &t.code };
-                        core_element_in(code, name).map(|def| core_element(def, String::new(), String::new()))
+                // Inside an element that reuses another's children (`Parameters.parameter.part`,
+                // `#Parameters.parameter`): that element's child of the same name, as the base
+                // defines it (the differential's constraints on it apply at its own level only).
+                let referenced = parent
+                    .and_then(|p| p.content_reference.as_deref())
+                    .and_then(|c| c.rsplit_once('#'))
+                    .map(|(_, target)| format!("{target}.{last}"))
+                    .and_then(|child| base.elements.iter().chain(elements.iter()).find(|e| e.id == child).cloned())
+                    .map(|mut e| {
+                        e.slicing = None;
+                        e
+                    });
+                referenced.or_else(|| {
+                    parent.and_then(|p| {
+                        let name = last;
+                        p.types.iter().find_map(|t| {
+                            let code =
+                                if t.code == "BackboneElement" || t.code.is_empty() { "Element" } else { &t.code };
+                            core_element_in(code, name).map(|def| core_element(def, String::new(), String::new()))
+                        })
                     })
                 })
             }

@@ -247,6 +247,22 @@ impl<'d> Checker<'d> {
 
     /// Checks node `n` against element `e` of `snap`.
     fn node(&mut self, n: u32, snap: &Arc<Snapshot>, e: usize, pid: Option<ProfileId>, depth: u32) {
+        self.node_with(n, snap, e, pid, depth, true);
+    }
+
+    /// [`Self::node`]; `follow_reference`: an element without children of its own in the
+    /// snapshot takes those of the element its `contentReference` names. A sliced element's
+    /// items that match a slice are checked against the slice instead (which carries the
+    /// reference too), as the reference validator matches each item to one definition.
+    fn node_with(
+        &mut self,
+        n: u32,
+        snap: &Arc<Snapshot>,
+        e: usize,
+        pid: Option<ProfileId>,
+        depth: u32,
+        follow_reference: bool,
+    ) {
         self.visits += 1;
         if self.visits > MAX_VISITS || depth > conformance::MAX_DEPTH {
             return;
@@ -254,7 +270,7 @@ impl<'d> Checker<'d> {
         let Some(el) = snap.elements.get(e) else { return };
         self.element(n, snap, el, pid, depth);
         let mut groups_at = e;
-        if snap.groups_of(e).is_empty() {
+        if follow_reference && snap.groups_of(e).is_empty() {
             if let Some(target) = el.content_reference.as_deref().and_then(|c| c.rsplit_once('#')).map(|(_, p)| p) {
                 if let Some(k) = snap.elements.iter().position(|x| x.id == target) {
                     groups_at = k;
@@ -264,11 +280,22 @@ impl<'d> Checker<'d> {
         let groups = snap.groups_of(groups_at).to_vec();
         for g in &groups {
             let instances: Vec<u32> = self.doc.named(n, &g.name).collect();
+            let slicing =
+                g.base.and_then(|b| snap.elements[b].slicing.clone()).unwrap_or_else(|| default_slicing(&g.name));
+            // The slice each item matches (none when the group has no slices).
+            let assigned: Vec<Option<usize>> = if g.slices.is_empty() {
+                Vec::new()
+            } else {
+                instances
+                    .iter()
+                    .map(|&c| (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth)))
+                    .collect()
+            };
             if let Some(b) = g.base {
-                self.group_base(n, snap, b, &instances, pid, depth);
+                self.group_base(n, snap, b, &instances, &assigned, pid, depth);
             }
             if !g.slices.is_empty() {
-                self.slices(n, snap, g, &instances, pid, depth);
+                self.slices(n, snap, g, &instances, &assigned, &slicing, pid, depth);
             }
         }
     }
@@ -297,6 +324,7 @@ impl<'d> Checker<'d> {
         snap: &Arc<Snapshot>,
         b: usize,
         instances: &[u32],
+        assigned: &[Option<usize>],
         pid: Option<ProfileId>,
         depth: u32,
     ) {
@@ -324,8 +352,9 @@ impl<'d> Checker<'d> {
                 }
             }
         }
-        for &c in instances {
-            self.node(c, snap, b, pid, depth + 1);
+        for (k, &c) in instances.iter().enumerate() {
+            let in_slice = assigned.get(k).is_some_and(Option::is_some);
+            self.node_with(c, snap, b, pid, depth + 1, !in_slice);
         }
     }
 
@@ -335,17 +364,17 @@ impl<'d> Checker<'d> {
         snap: &Arc<Snapshot>,
         g: &conformance::Group,
         instances: &[u32],
+        assigned: &[Option<usize>],
+        slicing: &Slicing,
         pid: Option<ProfileId>,
         depth: u32,
     ) {
-        let slicing = g.base.and_then(|b| snap.elements[b].slicing.clone()).unwrap_or_else(|| default_slicing(&g.name));
         let mut counts = vec![0u32; g.slices.len()];
         let mut extra: Vec<Option<u32>> = vec![None; g.slices.len()];
         let mut last = 0usize;
         let mut unmatched_seen = false;
         let mut unmatched: Vec<u32> = Vec::new();
-        for &c in instances {
-            let m = (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth));
+        for (&c, &m) in instances.iter().zip(assigned) {
             match m {
                 Some(k) => {
                     counts[k] += 1;
@@ -376,7 +405,7 @@ impl<'d> Checker<'d> {
                 let loc = self.missing_location(n, &g.name);
                 self.push(Code::SLICE_CARDINALITY_MIN, Severity::Error, loc, pid);
                 for &c in &unmatched {
-                    self.explain(c, snap, s, &slicing, depth);
+                    self.explain(c, snap, s, slicing, depth);
                 }
             }
             if let Some(at) = extra[k] {
@@ -1671,6 +1700,50 @@ mod tests {
         assert_eq!(
             findings(&ctx, r#"{"resourceType":"Patient"}"#),
             ["PROFILE_MUST_SUPPORT information Patient.birthDate http://example.org/ms"]
+        );
+    }
+
+    /// `Parameters.parameter.part` reuses `Parameters.parameter`'s children (`contentReference`):
+    /// a profile that slices `part` and constrains each slice's `name` has those children from
+    /// the base definition, and an item matched to a slice is checked against the slice, not
+    /// against the profile's rules for the top-level parameter.
+    #[test]
+    fn slices_of_a_content_referenced_element_have_the_referenced_children() {
+        const PARAMS: &str = r#"{"resourceType":"StructureDefinition","url":"http://example.org/params","type":"Parameters",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Parameters","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Parameters.parameter.name","path":"Parameters.parameter.name","patternString":"outer"},
+              {"id":"Parameters.parameter.part","path":"Parameters.parameter.part","min":2,
+               "slicing":{"discriminator":[{"type":"value","path":"$this.name"}],"rules":"closed"}},
+              {"id":"Parameters.parameter.part:a","path":"Parameters.parameter.part","sliceName":"a","min":1,"max":"1"},
+              {"id":"Parameters.parameter.part:a.name","path":"Parameters.parameter.part.name","fixedString":"a"},
+              {"id":"Parameters.parameter.part:a.value[x]","path":"Parameters.parameter.part.value[x]","min":1,"type":[{"code":"boolean"}]},
+              {"id":"Parameters.parameter.part:a.part","path":"Parameters.parameter.part.part","max":"0"},
+              {"id":"Parameters.parameter.part:b","path":"Parameters.parameter.part","sliceName":"b","min":1,"max":"1"},
+              {"id":"Parameters.parameter.part:b.name","path":"Parameters.parameter.part.name","fixedString":"b"}
+            ]}}"#;
+        let ctx = context(&[PARAMS], &["http://example.org/params"]);
+        let p = "http://example.org/params";
+        let good = r#"{"resourceType":"Parameters","parameter":[{"name":"outer","part":[
+            {"name":"a","valueBoolean":true},{"name":"b","valueString":"x"}]}]}"#;
+        assert!(findings(&ctx, good).is_empty(), "{:?}", findings(&ctx, good));
+        let bad =
+            r#"{"resourceType":"Parameters","parameter":[{"name":"outer","part":[{"name":"a","valueString":"x"}]}]}"#;
+        assert_eq!(
+            findings(&ctx, bad),
+            [
+                format!("PROFILE_CARDINALITY_MIN error Parameters.parameter[0].part {p}"),
+                format!("PROFILE_TYPE error Parameters.parameter[0].part[0].valueString {p}"),
+                format!("SLICE_CARDINALITY_MIN error Parameters.parameter[0].part {p}"),
+            ]
+        );
+        let nested = r#"{"resourceType":"Parameters","parameter":[{"name":"outer","part":[
+            {"name":"a","valueBoolean":true,"part":[{"name":"a","valueBoolean":true}]},{"name":"b"}]}]}"#;
+        assert!(
+            findings(&ctx, nested)
+                .contains(&format!("PROFILE_CARDINALITY_MAX error Parameters.parameter[0].part[0].part[0] {p}")),
+            "{:?}",
+            findings(&ctx, nested)
         );
     }
 }
