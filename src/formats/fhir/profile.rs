@@ -20,7 +20,7 @@
 //!   their own locations, of each item that matched every discriminator but the profile;
 //! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
-//!   its contexts (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
+//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
 //!   neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference
 //!   validator reports it, except a warning in HL7's shared namespaces (the extensions pack, the
 //!   tools, cross-version extensions) whose packages may not be loaded;
@@ -1007,6 +1007,14 @@ impl<'d> Checker<'d> {
         }
     }
 
+    /// False when `contextInvariant` `c` of an extension's definition, evaluated on node
+    /// `parent` (the element the extension is on), is false. An empty result, or an expression
+    /// the engine cannot evaluate, does not show the rule broken.
+    fn context_invariant_holds(&mut self, parent: u32, c: &str) -> bool {
+        let expr = self.compiled.entry(c.to_owned()).or_insert_with(|| parse::compile(c).ok().map(Arc::new)).clone();
+        !matches!(expr.map(|e| fhirpath::env_for(self.doc, parent, self.nav).run(&e)), Some(Ok(Some(false))))
+    }
+
     /// True when an extension whose parent is node `parent` is used where context `c` allows.
     fn in_context(&mut self, parent: u32, kind: ContextKind, c: &str) -> bool {
         let doc = self.doc;
@@ -1068,6 +1076,9 @@ impl<'d> Checker<'d> {
             if parent != NONE
                 && !snap.contexts.is_empty()
                 && !snap.contexts.iter().any(|(kind, c)| self.in_context(parent, *kind, c))
+            {
+                self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
+            } else if parent != NONE && !snap.context_invariants.iter().all(|c| self.context_invariant_holds(parent, c))
             {
                 self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
             }
@@ -1594,6 +1605,31 @@ mod tests {
                 on(&bad)
             );
         }
+    }
+
+    /// `contextInvariant` (R4 StructureDefinition): every rule, evaluated on the element the
+    /// extension is on, must hold; an empty result does not show it broken.
+    #[test]
+    fn extension_context_invariants_hold_on_the_element_the_extension_is_on() {
+        let def = r#"{"resourceType":"StructureDefinition","url":"http://example.org/ci","type":"Extension",
+            "context":[{"type":"element","expression":"Patient"}],"contextInvariant":["Patient.active.not()","gender.exists()"],
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+            "differential":{"element":[{"id":"Extension.url","path":"Extension.url","fixedUri":"http://example.org/ci"}]}}"#;
+        let ctx = context(&[def], &[]);
+        let patient = |rest: &str| {
+            format!(
+                r#"{{"resourceType":"Patient","extension":[{{"url":"http://example.org/ci","valueBoolean":true}}]{rest}}}"#
+            )
+        };
+        let context_findings = |json: &str| -> Vec<String> {
+            findings(&ctx, json).into_iter().filter(|f| f.starts_with("PROFILE_EXTENSION_CONTEXT")).collect()
+        };
+        assert!(context_findings(&patient(r#","active":false,"gender":"other""#)).is_empty());
+        // `active` absent: the first rule is empty, not false.
+        assert!(context_findings(&patient(r#","gender":"other""#)).is_empty());
+        let broken = ["PROFILE_EXTENSION_CONTEXT error Patient.extension[0] http://example.org/ci".to_owned()];
+        assert_eq!(context_findings(&patient(r#","active":true,"gender":"other""#)), broken);
+        assert_eq!(context_findings(&patient(r#","active":false"#)), broken);
     }
 
     #[test]
