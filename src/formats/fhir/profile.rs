@@ -20,10 +20,11 @@
 //!   their own locations, of each item that matched every discriminator but the profile;
 //! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
-//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
-//!   neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference
-//!   validator reports it, except a warning in HL7's shared namespaces (the extensions pack, the
-//!   tools, cross-version extensions) whose packages may not be loaded;
+//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), value types, nested
+//!   parts; an extension that is neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`:
+//!   an error, as the reference validator reports it, except a warning in HL7's shared
+//!   namespaces (the extensions pack, the tools, cross-version extensions) whose packages may
+//!   not be loaded;
 //! - invariants of the profile (those not of the core) through the FHIRPath engine
 //!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
