@@ -112,6 +112,15 @@ pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &m
     *f = c.f;
 }
 
+/// The items of one child group of an element: the nodes, the slice each matched (by index
+/// into the group's slices; empty when the group has no slices) and the slicing they were
+/// matched under.
+struct Items<'a> {
+    nodes: &'a [u32],
+    slice_of: &'a [Option<usize>],
+    slicing: &'a Slicing,
+}
+
 struct Checker<'d> {
     doc: &'d Document,
     conf: &'d Conformance,
@@ -292,11 +301,12 @@ impl<'d> Checker<'d> {
                     .map(|&c| (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth)))
                     .collect()
             };
+            let items = Items { nodes: &instances, slice_of: &assigned, slicing: &slicing };
             if let Some(b) = g.base {
-                self.group_base(n, snap, b, &instances, &assigned, pid, depth);
+                self.group_base(n, snap, b, &items, pid, depth);
             }
             if !g.slices.is_empty() {
-                self.slices(n, snap, g, &instances, &assigned, &slicing, pid, depth);
+                self.slices(n, snap, g, &items, pid, depth);
             }
         }
     }
@@ -324,11 +334,11 @@ impl<'d> Checker<'d> {
         n: u32,
         snap: &Arc<Snapshot>,
         b: usize,
-        instances: &[u32],
-        assigned: &[Option<usize>],
+        items: &Items<'_>,
         pid: Option<ProfileId>,
         depth: u32,
     ) {
+        let (instances, assigned) = (items.nodes, items.slice_of);
         let el = &snap.elements[b];
         let count = instances.len() as u32;
         let name = el.name().to_owned();
@@ -364,12 +374,11 @@ impl<'d> Checker<'d> {
         n: u32,
         snap: &Arc<Snapshot>,
         g: &conformance::Group,
-        instances: &[u32],
-        assigned: &[Option<usize>],
-        slicing: &Slicing,
+        items: &Items<'_>,
         pid: Option<ProfileId>,
         depth: u32,
     ) {
+        let (instances, assigned, slicing) = (items.nodes, items.slice_of, items.slicing);
         let mut counts = vec![0u32; g.slices.len()];
         let mut extra: Vec<Option<u32>> = vec![None; g.slices.len()];
         let mut last = 0usize;
@@ -1074,12 +1083,11 @@ impl<'d> Checker<'d> {
             };
             let pid = crate::structure::profile_id(&snap.url);
             let parent = node.parent;
+            // Outside every context, or where a context invariant is false.
             if parent != NONE
-                && !snap.contexts.is_empty()
-                && !snap.contexts.iter().any(|(kind, c)| self.in_context(parent, *kind, c))
-            {
-                self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
-            } else if parent != NONE && !snap.context_invariants.iter().all(|c| self.context_invariant_holds(parent, c))
+                && ((!snap.contexts.is_empty()
+                    && !snap.contexts.iter().any(|(kind, c)| self.in_context(parent, *kind, c)))
+                    || !snap.context_invariants.iter().all(|c| self.context_invariant_holds(parent, c)))
             {
                 self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
             }
