@@ -266,6 +266,9 @@ pub struct Snapshot {
     /// For an extension definition: its contexts (`Patient`, `Observation.code`, `Element`, an
     /// extension's URL, a FHIRPath expression).
     pub contexts: Vec<(ContextKind, String)>,
+    /// For an extension definition: its `contextInvariant`s, FHIRPath expressions evaluated
+    /// on the element the extension is on, all of which must hold.
+    pub context_invariants: Vec<String>,
     /// False when the snapshot was generated and a differential element found no base.
     pub complete: bool,
 }
@@ -302,7 +305,7 @@ impl Snapshot {
                 list[k].base = Some(i);
             }
         }
-        Snapshot { url, type_name, elements, groups, contexts, complete }
+        Snapshot { url, type_name, elements, groups, contexts, context_invariants: Vec::new(), complete }
     }
 
     /// The index of the element with id `id`.
@@ -552,17 +555,27 @@ impl Conformance {
                     .collect()
             })
             .unwrap_or_default();
-        if let Some(elems) = sd.pointer("/snapshot/element").and_then(Value::as_array) {
-            let elements: Vec<Element> = elems.iter().map(|e| parse_element(e, None)).collect();
-            if !elements.is_empty() {
-                return Some(Snapshot::build(url, type_name, elements, contexts, true));
+        let context_invariants: Vec<String> = sd
+            .get("contextInvariant")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        let mut snap = match sd.pointer("/snapshot/element").and_then(Value::as_array) {
+            Some(elems) if !elems.is_empty() => {
+                let elements: Vec<Element> = elems.iter().map(|e| parse_element(e, None)).collect();
+                Snapshot::build(url, type_name, elements, contexts, true)
             }
-        }
-        let base_url = sd.get("baseDefinition").and_then(Value::as_str)?;
-        let base = self.snapshot_at(base_url, depth + 1)?;
-        let diff = sd.pointer("/differential/element").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice());
-        let (elements, complete) = merge(&base, diff, &type_name);
-        Some(Snapshot::build(url, type_name, elements, contexts, complete))
+            _ => {
+                let base_url = sd.get("baseDefinition").and_then(Value::as_str)?;
+                let base = self.snapshot_at(base_url, depth + 1)?;
+                let diff =
+                    sd.pointer("/differential/element").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice());
+                let (elements, complete) = merge(&base, diff, &type_name);
+                Snapshot::build(url, type_name, elements, contexts, complete)
+            }
+        };
+        snap.context_invariants = context_invariants;
+        Some(snap)
     }
 
     /// The expansion of value set `canonical` (cached); `None` when it cannot be expanded
@@ -906,7 +919,12 @@ fn core_elements(ty: defs::TypeId, path_prefix: &str, id_prefix: &str) -> Vec<El
             } else {
                 (format!("{path_prefix}.{}", e.path), format!("{id_prefix}.{}", e.path))
             };
-            core_element(e, path, id)
+            let mut el = core_element(e, path, id);
+            // `#Parameters.parameter`: the element whose children this one reuses.
+            el.content_reference = e.content_ref.and_then(|k| def.elements.get(usize::from(k))).map(|t| {
+                if t.path.is_empty() { format!("#{path_prefix}") } else { format!("#{path_prefix}.{}", t.path) }
+            });
+            el
         })
         .collect()
 }
@@ -1040,11 +1058,26 @@ fn merge(base: &Snapshot, diff: &[Value], type_name: &str) -> (Vec<Element>, boo
             }
             None => {
                 let parent = elements.iter().find(|e| e.id == parent_id);
-                parent.and_then(|p| {
-                    let name = last;
-                    p.types.iter().find_map(|t| {
-                        let code = if t.code == "BackboneElement" || t.code.is_empty() { "Element" } else { &t.code };
-                        core_element_in(code, name).map(|def| core_element(def, String::new(), String::new()))
+                // Inside an element that reuses another's children (`Parameters.parameter.part`,
+                // `#Parameters.parameter`): that element's child of the same name, as the base
+                // defines it (the differential's constraints on it apply at its own level only).
+                let referenced = parent
+                    .and_then(|p| p.content_reference.as_deref())
+                    .and_then(|c| c.rsplit_once('#'))
+                    .map(|(_, target)| format!("{target}.{last}"))
+                    .and_then(|child| base.elements.iter().chain(elements.iter()).find(|e| e.id == child).cloned())
+                    .map(|mut e| {
+                        e.slicing = None;
+                        e
+                    });
+                referenced.or_else(|| {
+                    parent.and_then(|p| {
+                        let name = last;
+                        p.types.iter().find_map(|t| {
+                            let code =
+                                if t.code == "BackboneElement" || t.code.is_empty() { "Element" } else { &t.code };
+                            core_element_in(code, name).map(|def| core_element(def, String::new(), String::new()))
+                        })
                     })
                 })
             }

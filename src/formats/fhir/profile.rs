@@ -20,10 +20,11 @@
 //!   their own locations, of each item that matched every discriminator but the profile;
 //! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
-//!   its contexts (`PROFILE_EXTENSION_CONTEXT`), value types, nested parts; an extension that is
-//!   neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference
-//!   validator reports it, except a warning in HL7's shared namespaces (the extensions pack, the
-//!   tools, cross-version extensions) whose packages may not be loaded;
+//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), value types, nested
+//!   parts; an extension that is neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`:
+//!   an error, as the reference validator reports it, except a warning in HL7's shared
+//!   namespaces (the extensions pack, the tools, cross-version extensions) whose packages may
+//!   not be loaded;
 //! - invariants of the profile (those not of the core) through the FHIRPath engine
 //!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
@@ -109,6 +110,15 @@ pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &m
     }
     c.extensions();
     *f = c.f;
+}
+
+/// The items of one child group of an element: the nodes, the slice each matched (by index
+/// into the group's slices; empty when the group has no slices) and the slicing they were
+/// matched under.
+struct Items<'a> {
+    nodes: &'a [u32],
+    slice_of: &'a [Option<usize>],
+    slicing: &'a Slicing,
 }
 
 struct Checker<'d> {
@@ -247,6 +257,22 @@ impl<'d> Checker<'d> {
 
     /// Checks node `n` against element `e` of `snap`.
     fn node(&mut self, n: u32, snap: &Arc<Snapshot>, e: usize, pid: Option<ProfileId>, depth: u32) {
+        self.node_with(n, snap, e, pid, depth, true);
+    }
+
+    /// [`Self::node`]; `follow_reference`: an element without children of its own in the
+    /// snapshot takes those of the element its `contentReference` names. A sliced element's
+    /// items that match a slice are checked against the slice instead (which carries the
+    /// reference too), as the reference validator matches each item to one definition.
+    fn node_with(
+        &mut self,
+        n: u32,
+        snap: &Arc<Snapshot>,
+        e: usize,
+        pid: Option<ProfileId>,
+        depth: u32,
+        follow_reference: bool,
+    ) {
         self.visits += 1;
         if self.visits > MAX_VISITS || depth > conformance::MAX_DEPTH {
             return;
@@ -254,7 +280,7 @@ impl<'d> Checker<'d> {
         let Some(el) = snap.elements.get(e) else { return };
         self.element(n, snap, el, pid, depth);
         let mut groups_at = e;
-        if snap.groups_of(e).is_empty() {
+        if follow_reference && snap.groups_of(e).is_empty() {
             if let Some(target) = el.content_reference.as_deref().and_then(|c| c.rsplit_once('#')).map(|(_, p)| p) {
                 if let Some(k) = snap.elements.iter().position(|x| x.id == target) {
                     groups_at = k;
@@ -264,11 +290,23 @@ impl<'d> Checker<'d> {
         let groups = snap.groups_of(groups_at).to_vec();
         for g in &groups {
             let instances: Vec<u32> = self.doc.named(n, &g.name).collect();
+            let slicing =
+                g.base.and_then(|b| snap.elements[b].slicing.clone()).unwrap_or_else(|| default_slicing(&g.name));
+            // The slice each item matches (none when the group has no slices).
+            let assigned: Vec<Option<usize>> = if g.slices.is_empty() {
+                Vec::new()
+            } else {
+                instances
+                    .iter()
+                    .map(|&c| (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth)))
+                    .collect()
+            };
+            let items = Items { nodes: &instances, slice_of: &assigned, slicing: &slicing };
             if let Some(b) = g.base {
-                self.group_base(n, snap, b, &instances, pid, depth);
+                self.group_base(n, snap, b, &items, pid, depth);
             }
             if !g.slices.is_empty() {
-                self.slices(n, snap, g, &instances, pid, depth);
+                self.slices(n, snap, g, &items, pid, depth);
             }
         }
     }
@@ -296,10 +334,11 @@ impl<'d> Checker<'d> {
         n: u32,
         snap: &Arc<Snapshot>,
         b: usize,
-        instances: &[u32],
+        items: &Items<'_>,
         pid: Option<ProfileId>,
         depth: u32,
     ) {
+        let (instances, assigned) = (items.nodes, items.slice_of);
         let el = &snap.elements[b];
         let count = instances.len() as u32;
         let name = el.name().to_owned();
@@ -324,8 +363,9 @@ impl<'d> Checker<'d> {
                 }
             }
         }
-        for &c in instances {
-            self.node(c, snap, b, pid, depth + 1);
+        for (k, &c) in instances.iter().enumerate() {
+            let in_slice = assigned.get(k).is_some_and(Option::is_some);
+            self.node_with(c, snap, b, pid, depth + 1, !in_slice);
         }
     }
 
@@ -334,18 +374,17 @@ impl<'d> Checker<'d> {
         n: u32,
         snap: &Arc<Snapshot>,
         g: &conformance::Group,
-        instances: &[u32],
+        items: &Items<'_>,
         pid: Option<ProfileId>,
         depth: u32,
     ) {
-        let slicing = g.base.and_then(|b| snap.elements[b].slicing.clone()).unwrap_or_else(|| default_slicing(&g.name));
+        let (instances, assigned, slicing) = (items.nodes, items.slice_of, items.slicing);
         let mut counts = vec![0u32; g.slices.len()];
         let mut extra: Vec<Option<u32>> = vec![None; g.slices.len()];
         let mut last = 0usize;
         let mut unmatched_seen = false;
         let mut unmatched: Vec<u32> = Vec::new();
-        for &c in instances {
-            let m = (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth));
+        for (&c, &m) in instances.iter().zip(assigned) {
             match m {
                 Some(k) => {
                     counts[k] += 1;
@@ -376,7 +415,7 @@ impl<'d> Checker<'d> {
                 let loc = self.missing_location(n, &g.name);
                 self.push(Code::SLICE_CARDINALITY_MIN, Severity::Error, loc, pid);
                 for &c in &unmatched {
-                    self.explain(c, snap, s, &slicing, depth);
+                    self.explain(c, snap, s, slicing, depth);
                 }
             }
             if let Some(at) = extra[k] {
@@ -978,6 +1017,14 @@ impl<'d> Checker<'d> {
         }
     }
 
+    /// False when `contextInvariant` `c` of an extension's definition, evaluated on node
+    /// `parent` (the element the extension is on), is false. An empty result, or an expression
+    /// the engine cannot evaluate, does not show the rule broken.
+    fn context_invariant_holds(&mut self, parent: u32, c: &str) -> bool {
+        let expr = self.compiled.entry(c.to_owned()).or_insert_with(|| parse::compile(c).ok().map(Arc::new)).clone();
+        !matches!(expr.map(|e| fhirpath::env_for(self.doc, parent, self.nav).run(&e)), Some(Ok(Some(false))))
+    }
+
     /// True when an extension whose parent is node `parent` is used where context `c` allows.
     fn in_context(&mut self, parent: u32, kind: ContextKind, c: &str) -> bool {
         let doc = self.doc;
@@ -1036,9 +1083,11 @@ impl<'d> Checker<'d> {
             };
             let pid = crate::structure::profile_id(&snap.url);
             let parent = node.parent;
+            // Outside every context, or where a context invariant is false.
             if parent != NONE
-                && !snap.contexts.is_empty()
-                && !snap.contexts.iter().any(|(kind, c)| self.in_context(parent, *kind, c))
+                && ((!snap.contexts.is_empty()
+                    && !snap.contexts.iter().any(|(kind, c)| self.in_context(parent, *kind, c)))
+                    || !snap.context_invariants.iter().all(|c| self.context_invariant_holds(parent, c)))
             {
                 self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
             }
@@ -1567,6 +1616,31 @@ mod tests {
         }
     }
 
+    /// `contextInvariant` (R4 StructureDefinition): every rule, evaluated on the element the
+    /// extension is on, must hold; an empty result does not show it broken.
+    #[test]
+    fn extension_context_invariants_hold_on_the_element_the_extension_is_on() {
+        let def = r#"{"resourceType":"StructureDefinition","url":"http://example.org/ci","type":"Extension",
+            "context":[{"type":"element","expression":"Patient"}],"contextInvariant":["Patient.active.not()","gender.exists()"],
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+            "differential":{"element":[{"id":"Extension.url","path":"Extension.url","fixedUri":"http://example.org/ci"}]}}"#;
+        let ctx = context(&[def], &[]);
+        let patient = |rest: &str| {
+            format!(
+                r#"{{"resourceType":"Patient","extension":[{{"url":"http://example.org/ci","valueBoolean":true}}]{rest}}}"#
+            )
+        };
+        let context_findings = |json: &str| -> Vec<String> {
+            findings(&ctx, json).into_iter().filter(|f| f.starts_with("PROFILE_EXTENSION_CONTEXT")).collect()
+        };
+        assert!(context_findings(&patient(r#","active":false,"gender":"other""#)).is_empty());
+        // `active` absent: the first rule is empty, not false.
+        assert!(context_findings(&patient(r#","gender":"other""#)).is_empty());
+        let broken = ["PROFILE_EXTENSION_CONTEXT error Patient.extension[0] http://example.org/ci".to_owned()];
+        assert_eq!(context_findings(&patient(r#","active":true,"gender":"other""#)), broken);
+        assert_eq!(context_findings(&patient(r#","active":false"#)), broken);
+    }
+
     #[test]
     fn a_type_profile_may_name_one_element_of_a_library_profile() {
         // A library of section definitions, and a document profile whose sections each take one
@@ -1671,6 +1745,50 @@ mod tests {
         assert_eq!(
             findings(&ctx, r#"{"resourceType":"Patient"}"#),
             ["PROFILE_MUST_SUPPORT information Patient.birthDate http://example.org/ms"]
+        );
+    }
+
+    /// `Parameters.parameter.part` reuses `Parameters.parameter`'s children (`contentReference`):
+    /// a profile that slices `part` and constrains each slice's `name` has those children from
+    /// the base definition, and an item matched to a slice is checked against the slice, not
+    /// against the profile's rules for the top-level parameter.
+    #[test]
+    fn slices_of_a_content_referenced_element_have_the_referenced_children() {
+        const PARAMS: &str = r#"{"resourceType":"StructureDefinition","url":"http://example.org/params","type":"Parameters",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Parameters","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Parameters.parameter.name","path":"Parameters.parameter.name","patternString":"outer"},
+              {"id":"Parameters.parameter.part","path":"Parameters.parameter.part","min":2,
+               "slicing":{"discriminator":[{"type":"value","path":"$this.name"}],"rules":"closed"}},
+              {"id":"Parameters.parameter.part:a","path":"Parameters.parameter.part","sliceName":"a","min":1,"max":"1"},
+              {"id":"Parameters.parameter.part:a.name","path":"Parameters.parameter.part.name","fixedString":"a"},
+              {"id":"Parameters.parameter.part:a.value[x]","path":"Parameters.parameter.part.value[x]","min":1,"type":[{"code":"boolean"}]},
+              {"id":"Parameters.parameter.part:a.part","path":"Parameters.parameter.part.part","max":"0"},
+              {"id":"Parameters.parameter.part:b","path":"Parameters.parameter.part","sliceName":"b","min":1,"max":"1"},
+              {"id":"Parameters.parameter.part:b.name","path":"Parameters.parameter.part.name","fixedString":"b"}
+            ]}}"#;
+        let ctx = context(&[PARAMS], &["http://example.org/params"]);
+        let p = "http://example.org/params";
+        let good = r#"{"resourceType":"Parameters","parameter":[{"name":"outer","part":[
+            {"name":"a","valueBoolean":true},{"name":"b","valueString":"x"}]}]}"#;
+        assert!(findings(&ctx, good).is_empty(), "{:?}", findings(&ctx, good));
+        let bad =
+            r#"{"resourceType":"Parameters","parameter":[{"name":"outer","part":[{"name":"a","valueString":"x"}]}]}"#;
+        assert_eq!(
+            findings(&ctx, bad),
+            [
+                format!("PROFILE_CARDINALITY_MIN error Parameters.parameter[0].part {p}"),
+                format!("PROFILE_TYPE error Parameters.parameter[0].part[0].valueString {p}"),
+                format!("SLICE_CARDINALITY_MIN error Parameters.parameter[0].part {p}"),
+            ]
+        );
+        let nested = r#"{"resourceType":"Parameters","parameter":[{"name":"outer","part":[
+            {"name":"a","valueBoolean":true,"part":[{"name":"a","valueBoolean":true}]},{"name":"b"}]}]}"#;
+        assert!(
+            findings(&ctx, nested)
+                .contains(&format!("PROFILE_CARDINALITY_MAX error Parameters.parameter[0].part[0].part[0] {p}")),
+            "{:?}",
+            findings(&ctx, nested)
         );
     }
 }
