@@ -48,6 +48,13 @@ pub struct Scratch(Vec<u8>);
 
 crate::debug_placeholder!(Scratch);
 
+impl Scratch {
+    /// An empty buffer with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Scratch {
+        Scratch(Vec::with_capacity(capacity))
+    }
+}
+
 impl std::ops::Deref for Scratch {
     type Target = Vec<u8>;
     fn deref(&self) -> &Vec<u8> {

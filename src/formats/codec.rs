@@ -316,6 +316,20 @@ pub trait Codec: 'static {
     /// Writes the JSON model of a record (data channel).
     fn model_json(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>);
 
+    /// [`Codec::model_json`] of a large record, handed on in parts as it is written: `spill`
+    /// takes the bytes in `out` from time to time (at points where nothing written will be
+    /// taken back), after which `out` is emptied and wiped. The bytes are those of
+    /// `model_json`. The default writes the model whole.
+    fn model_json_spilled(
+        doc: &Self::Document,
+        disclosure: &Disclosure,
+        out: &mut Vec<u8>,
+        spill: &mut dyn FnMut(&[u8]),
+    ) {
+        let _ = spill;
+        Self::model_json(doc, disclosure, out);
+    }
+
     /// Writes the named model of a record (data channel): keyed by the names of the format's
     /// definitions. A format with one model (all but HL7 v2) writes that model.
     fn named_model_json(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>) {

@@ -104,6 +104,10 @@ impl Codec for Hl7 {
         write::model_json(msg, disclosure, out);
     }
 
+    fn model_json_spilled(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, spill: &mut dyn FnMut(&[u8])) {
+        write::model_json_spilled(msg, disclosure, out, spill);
+    }
+
     fn named_model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         write::named_model_json(msg, disclosure, out);
     }
