@@ -24,7 +24,7 @@ use super::{Failure, excerpt_of};
 use crate::convert::Converts;
 use crate::diag::{Code, Diagnostic, Location};
 use crate::error::exit;
-use crate::formats::codec::{Acknowledge, Check, Codec, Detail, Framing, Kind, ModelShape, Piece, Settings};
+use crate::formats::codec::{Acknowledge, Check, Codec, Detail, Framing, Kind, ModelShape, Piece, Settings, Spill};
 use crate::phi::{Disclosure, Phi};
 use crate::policy::{self, Redacts};
 
@@ -117,7 +117,7 @@ pub(super) fn render<C: Codec>(
     disclosure: Option<&Disclosure>,
     model: ModelShape,
     out: &mut Vec<u8>,
-    spill: Option<&mut dyn FnMut(&[u8])>,
+    spill: Option<Spill<'_>>,
 ) -> Result<Rendered, Code> {
     // Positions and whole locations come from the record, computed only for what is written.
     let positions = if findings.is_empty() || matches!(command, Command::Inspect { .. }) {

@@ -45,7 +45,8 @@ const PROPERTY_TYPES: [&str; 7] = ["code", "Coding", "string", "integer", "boole
 
 /// Runs the rules over every CodeSystem and SearchParameter of the document.
 pub(super) fn check(doc: &Document, f: &mut Findings) {
-    let (Some(code_system), Some(search_parameter)) = (defs::known_type!(b"CodeSystem"), defs::known_type!(b"SearchParameter"))
+    let (Some(code_system), Some(search_parameter)) =
+        (defs::known_type!(b"CodeSystem"), defs::known_type!(b"SearchParameter"))
     else {
         return;
     };

@@ -249,8 +249,7 @@ fn index() -> &'static Index {
 /// asked it for their types on every resource (2.7% of an NDJSON validation).
 macro_rules! known_type {
     ($name:literal) => {{
-        static ID: std::sync::OnceLock<Option<$crate::formats::fhir::definitions::TypeId>> =
-            std::sync::OnceLock::new();
+        static ID: std::sync::OnceLock<Option<$crate::formats::fhir::definitions::TypeId>> = std::sync::OnceLock::new();
         *ID.get_or_init(|| $crate::formats::fhir::definitions::type_id($name))
     }};
 }

@@ -14,7 +14,9 @@ use super::stream::{self, Envelope};
 use super::{batch, fmt, inspect, validate, write};
 use crate::diag::{Code, Diagnostic};
 use crate::formats::Operation;
-use crate::formats::codec::{Check, Codec, Fatal, Framing, INPUT_BUFFER, Kind, Piece, Pieces, Position, Settings};
+use crate::formats::codec::{
+    Check, Codec, Fatal, Framing, INPUT_BUFFER, Kind, Piece, Pieces, Position, Settings, Spill,
+};
 use crate::formats::file_input::FileInput;
 use crate::formats::mllp::{self, Deframer, Frame};
 use crate::phi::{Disclosure, Phi};
@@ -150,7 +152,7 @@ impl Codec for Hl7 {
         write::model_json(msg, disclosure, out);
     }
 
-    fn model_json_spilled(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, spill: &mut dyn FnMut(&[u8])) {
+    fn model_json_spilled(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, spill: Spill<'_>) {
         write::model_json_spilled(msg, disclosure, out, spill);
     }
 
@@ -259,8 +261,11 @@ mod tests {
         }
     }
 
-    /// `(kind, offset, bytes)` of every piece, or the error kind.
-    fn pieces(pieces: Pieces<'_, Envelope>) -> Vec<Result<(Kind<Envelope>, u64, Option<Vec<u8>>), io::ErrorKind>> {
+    /// A piece as `(kind, offset, bytes)`, or the error kind.
+    type Record = Result<(Kind<Envelope>, u64, Option<Vec<u8>>), io::ErrorKind>;
+
+    /// Every piece.
+    fn pieces(pieces: Pieces<'_, Envelope>) -> Vec<Record> {
         pieces
             .map(|p| match p {
                 Ok(Piece::Record { kind, offset, bytes }) => Ok((kind, offset, bytes)),
@@ -294,7 +299,8 @@ mod tests {
         for (n, f) in files.iter().enumerate() {
             let text = std::fs::read(f).expect("fixture");
             let next = std::fs::read(&files[(n + 1) % files.len()]).expect("fixture");
-            let crlf: Vec<u8> = text.iter().flat_map(|&b| if b == b'\r' { vec![b'\r', b'\n'] } else { vec![b] }).collect();
+            let crlf: Vec<u8> =
+                text.iter().flat_map(|&b| if b == b'\r' { vec![b'\r', b'\n'] } else { vec![b] }).collect();
             let lf: Vec<u8> = text.iter().map(|&b| if b == b'\r' { b'\n' } else { b }).collect();
             let variants = [
                 text.clone(),

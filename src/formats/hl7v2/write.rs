@@ -12,6 +12,7 @@
 //! What it does not do: interpret fields by data type (that is the conformance layer's and the
 //! converter's job).
 
+use crate::formats::codec::Spill;
 use crate::json;
 use crate::phi::Disclosure;
 
@@ -34,7 +35,7 @@ const SPILL_AT: usize = 64 * 1024;
 /// [`model_json`] handed to `spill` in parts of about [`SPILL_AT`] bytes, between segments (a
 /// segment's output is cut back while it is written, never after), `out` wiped after each: the
 /// output of a large message is then never held whole (a 3.4 MB ORU^R01 has a 5.4 MB model).
-pub fn model_json_spilled(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, spill: &mut dyn FnMut(&[u8])) {
+pub fn model_json_spilled(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, spill: Spill<'_>) {
     write_model(msg, disclosure, out, Some(spill));
 }
 
@@ -42,7 +43,7 @@ pub fn model_json_spilled(msg: &Message, disclosure: &Disclosure, out: &mut Vec<
     clippy::disallowed_methods,
     reason = "a data-channel writer: it writes values out under the operation's disclosure"
 )]
-fn write_model(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, mut spill: Option<&mut dyn FnMut(&[u8])>) {
+fn write_model(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, mut spill: Option<Spill<'_>>) {
     let d = msg.delimiters();
     let all = msg.bytes().expose_value(disclosure);
     let mut w = Writer::new(msg, all, disclosure);
