@@ -48,6 +48,19 @@ pub struct Scratch(Vec<u8>);
 
 crate::debug_placeholder!(Scratch);
 
+impl From<Vec<u8>> for Scratch {
+    fn from(bytes: Vec<u8>) -> Scratch {
+        Scratch(bytes)
+    }
+}
+
+impl Scratch {
+    /// An empty buffer with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Scratch {
+        Scratch(Vec::with_capacity(capacity))
+    }
+}
+
 impl std::ops::Deref for Scratch {
     type Target = Vec<u8>;
     fn deref(&self) -> &Vec<u8> {

@@ -184,7 +184,7 @@ pub const WINDOW_PER_JOB: usize = 8;
 /// the file is read as it was before the run, as when every report was written at the end; a
 /// file that does not exist yet cannot be one: the walk is over when reports are created).
 enum Out {
-    Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
+    Stdout(std::io::BufWriter<super::output::RawStdout>),
     File(std::io::BufWriter<std::fs::File>),
     Later(Vec<u8>, PathBuf),
 }

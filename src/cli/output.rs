@@ -80,11 +80,61 @@ pub enum Style {
     Quiet,
 }
 
+/// Standard output without std's line buffering: `io::Stdout` is line-buffered, and every write
+/// through it looks for the last newline of the bytes written (`memrchr` over a 5 MB record
+/// costs about 5% of `parse --json` of the 20,000-OBX ORU^R01). This writes to a duplicate of
+/// descriptor 1 instead, holding the lock of `io::Stdout` so that nothing else writes through
+/// std's buffer meanwhile (it is flushed first). Where the descriptor cannot be duplicated (a
+/// closed standard output, which std treats as a sink that takes everything), it writes through
+/// std's handle as before.
+#[derive(Debug)]
+pub struct RawStdout {
+    lock: io::StdoutLock<'static>,
+    file: Option<std::fs::File>,
+}
+
+impl RawStdout {
+    /// Standard output, locked.
+    fn new() -> RawStdout {
+        let mut lock = io::stdout().lock();
+        // What std buffered before goes out first (nothing, in practice).
+        let _ = lock.flush();
+        #[cfg(unix)]
+        let file = std::os::fd::AsFd::as_fd(&lock).try_clone_to_owned().ok().map(std::fs::File::from);
+        #[cfg(not(unix))]
+        let file = None;
+        RawStdout { lock, file }
+    }
+}
+
+impl Write for RawStdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.file {
+            Some(f) => f.write(buf),
+            None => self.lock.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match &mut self.file {
+            Some(f) => f.write_all(buf),
+            None => self.lock.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.file {
+            Some(f) => f.flush(),
+            None => self.lock.flush(),
+        }
+    }
+}
+
 /// The stdout sink.
 #[derive(Debug)]
 pub struct Stdout {
     style: Style,
-    out: io::BufWriter<io::StdoutLock<'static>>,
+    out: io::BufWriter<RawStdout>,
     /// Records that were shown as valid / invalid (human summary).
     counts: (u64, u64),
     /// The pretty printing of a record whose object comes in parts ([`Sink::part`]).
@@ -104,7 +154,7 @@ impl Stdout {
     pub fn new(style: Style) -> Self {
         Stdout {
             style,
-            out: io::BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
+            out: io::BufWriter::with_capacity(64 * 1024, RawStdout::new()),
             counts: (0, 0),
             words: ("valid", "invalid"),
             lf: false,
@@ -594,8 +644,8 @@ pub fn json_value(value: &serde_json::Value, compact: bool) -> io::Result<()> {
 
 /// Standard output for a report written as it is made (batch mode), buffered: the caller
 /// flushes it.
-pub fn stdout_writer() -> io::BufWriter<io::StdoutLock<'static>> {
-    io::BufWriter::with_capacity(64 * 1024, io::stdout().lock())
+pub fn stdout_writer() -> io::BufWriter<RawStdout> {
+    io::BufWriter::with_capacity(64 * 1024, RawStdout::new())
 }
 
 /// Prints text on stdout as it is (the human rendering of a terminology command).

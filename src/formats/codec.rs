@@ -244,6 +244,9 @@ pub trait Acknowledge<C: Codec> {
 }
 
 /// The pieces of an input (an I/O error ends the operation).
+/// Where a record's output goes in parts as it is written (see [`Codec::model_json_spilled`]).
+pub type Spill<'a> = &'a mut dyn FnMut(&[u8]);
+
 pub type Pieces<'a, E> = Box<dyn Iterator<Item = std::io::Result<Piece<E>>> + 'a>;
 
 /// A format.
@@ -315,6 +318,15 @@ pub trait Codec: 'static {
 
     /// Writes the JSON model of a record (data channel).
     fn model_json(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>);
+
+    /// [`Codec::model_json`] of a large record, handed on in parts as it is written: `spill`
+    /// takes the bytes in `out` from time to time (at points where nothing written will be
+    /// taken back), after which `out` is emptied and wiped. The bytes are those of
+    /// `model_json`. The default writes the model whole.
+    fn model_json_spilled(doc: &Self::Document, disclosure: &Disclosure, out: &mut Vec<u8>, spill: Spill<'_>) {
+        let _ = spill;
+        Self::model_json(doc, disclosure, out);
+    }
 
     /// Writes the named model of a record (data channel): keyed by the names of the format's
     /// definitions. A format with one model (all but HL7 v2) writes that model.

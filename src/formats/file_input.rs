@@ -70,6 +70,18 @@ impl FileInput {
         }
     }
 
+    /// The whole input, read into one buffer of the file's length (the prefix, then the rest of
+    /// the file to its end). Only before anything was read.
+    pub fn read_whole(mut self) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(self.len).unwrap_or(0).max(self.prefix.len());
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&self.prefix);
+        if let Some(file) = &mut self.file {
+            file.read_to_end(&mut out)?;
+        }
+        Ok(out)
+    }
+
     /// Skips up to `n` bytes, seeking past what is not buffered; returns how many were skipped
     /// (fewer than `n` only at the end of the input).
     pub fn skip(&mut self, n: u64) -> u64 {

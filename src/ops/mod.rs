@@ -619,6 +619,61 @@ mod tests {
         }
     }
 
+    /// `parse` of a large message gives the sink its record in parts of bounded size when the
+    /// sink takes parts (the model is never held whole), and the parts and the rest are exactly
+    /// the record a sink taking whole records gets, in both models (the named model is written
+    /// whole); a message under the threshold is written whole either way.
+    #[test]
+    fn a_large_parse_model_reaches_the_sink_in_bounded_parts() {
+        use super::{Command, Request, Source};
+        use crate::formats::codec::ModelShape;
+        let large = large_oru(super::runner::STREAM_CONVERT_AT + 1);
+        let small = large_oru(super::runner::STREAM_CONVERT_AT / 8);
+        let run = |message: &[u8], parts: bool, model: ModelShape| {
+            let request = Request {
+                command: Command::Parse,
+                source: Source::Bytes(crate::phi::Phi::new(message.to_vec())),
+                format: None,
+                framing: None,
+                limits: crate::limits::Limits::default(),
+                strict: false,
+                unsafe_show_values: false,
+                ndjson: false,
+                to: None,
+                convert: crate::convert::Options::default(),
+                policy: None,
+                key: None,
+                model,
+                structures: None,
+            };
+            let mut sink = Keep { parts, ..Keep::default() };
+            let outcome = super::run(request, &mut sink);
+            (outcome.exit, sink)
+        };
+        for (message, spilled) in [(&large, true), (&small, false)] {
+            for model in [ModelShape::Positional, ModelShape::Named] {
+                let (exit_whole, whole) = run(message, false, model);
+                let (exit_parts, parted) = run(message, true, model);
+                assert_eq!(exit_whole, exit_parts);
+                assert!(whole.received.is_empty());
+                assert_eq!(whole.items.len(), 1);
+                assert_eq!(parted.items.len(), 1);
+                let (json, findings) = &whole.items[0];
+                let mut joined: Vec<u8> = parted.received.concat();
+                joined.extend_from_slice(&parted.items[0].0);
+                assert!(joined == *json, "{model:?}: the parts are the record");
+                assert_eq!(&parted.items[0].1, findings);
+                if spilled && model == ModelShape::Positional {
+                    assert!(parted.received.len() > 4, "{}", parted.received.len());
+                    let largest = parted.received.iter().chain([&parted.items[0].0]).map(Vec::len).max();
+                    assert!(largest.unwrap_or(0) < json.len() / 4, "a part holds most of it");
+                } else {
+                    assert!(parted.received.is_empty(), "{model:?}: written whole");
+                }
+            }
+        }
+    }
+
     /// Every HL7 v2 fixture converts to the same bytes and findings when its Observations are
     /// made again as the Bundle is written and the Bundle is spilled, as when it is held (three
     /// Bundle types; the FHIR reader's node limit passed or not).

@@ -29,8 +29,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use zeroize::Zeroizing;
-
 use super::json;
 use super::request::Command;
 use super::runner::{check_for, render};
@@ -71,7 +69,7 @@ pub(super) enum Job {
         /// Its number.
         record: u64,
         /// Its complete JSON object (it starts with `{"record":N,`).
-        json: Zeroizing<Vec<u8>>,
+        json: crate::phi::Scratch,
         findings: Vec<Diagnostic>,
         valid: Option<bool>,
     },
@@ -211,8 +209,17 @@ fn message<C: Codec>(job: Job, work: &Work, disclosure: Option<&Disclosure>, lin
     // A record read in part is a negative result (see `Codec::partial`).
     let partial = C::partial(&doc);
     let start = lines.len();
-    match render::<C>(work.command, &doc, findings, Some(record), Some(offset), disclosure, work.settings.model, lines)
-    {
+    match render::<C>(
+        work.command,
+        &doc,
+        findings,
+        Some(record),
+        Some(offset),
+        disclosure,
+        work.settings.model,
+        lines,
+        None,
+    ) {
         Ok(r) => Out::Json {
             record,
             json: start..lines.len(),

@@ -15,7 +15,7 @@
 
 use std::io::BufRead;
 
-use zeroize::Zeroizing;
+use crate::phi::Scratch;
 
 use super::json::{self, FINDING_ROOM};
 use super::par;
@@ -24,7 +24,7 @@ use super::{Failure, excerpt_of};
 use crate::convert::Converts;
 use crate::diag::{Code, Diagnostic, Location};
 use crate::error::exit;
-use crate::formats::codec::{Acknowledge, Check, Codec, Detail, Framing, Kind, ModelShape, Piece, Settings};
+use crate::formats::codec::{Acknowledge, Check, Codec, Detail, Framing, Kind, ModelShape, Piece, Settings, Spill};
 use crate::phi::{Disclosure, Phi};
 use crate::policy::{self, Redacts};
 
@@ -104,7 +104,9 @@ pub(super) struct Rendered {
 /// Writes the object of a record for `parse`, `validate` or `inspect` into `out` (with
 /// `"record":N` when `record` is given): the one rendering of a record, used by the record path
 /// and by the workers of [`super::par`]. `parse` needs the operation's disclosure; `validate`
-/// and `inspect` have none; `model` is the model `parse` writes.
+/// and `inspect` have none; `model` is the model `parse` writes. With `spill`, `parse` hands the
+/// object's bytes on in parts as it writes the positional model (see
+/// [`Codec::model_json_spilled`]): `out` then holds the rest of the object.
 #[expect(clippy::too_many_arguments, reason = "the one rendering of a record: what it is, where, and how")]
 pub(super) fn render<C: Codec>(
     command: Command,
@@ -115,6 +117,7 @@ pub(super) fn render<C: Codec>(
     disclosure: Option<&Disclosure>,
     model: ModelShape,
     out: &mut Vec<u8>,
+    spill: Option<Spill<'_>>,
 ) -> Result<Rendered, Code> {
     // Positions and whole locations come from the record, computed only for what is written.
     let positions = if findings.is_empty() || matches!(command, Command::Inspect { .. }) {
@@ -135,9 +138,10 @@ pub(super) fn render<C: Codec>(
             out.extend_from_slice(b"\"format\":");
             crate::json::string(out, C::NAME);
             out.extend_from_slice(b",\"model\":");
-            match model {
-                ModelShape::Positional => C::model_json(doc, disclosure, out),
-                ModelShape::Named => C::named_model_json(doc, disclosure, out),
+            match (model, spill) {
+                (ModelShape::Positional, Some(spill)) => C::model_json_spilled(doc, disclosure, out, spill),
+                (ModelShape::Positional, None) => C::model_json(doc, disclosure, out),
+                (ModelShape::Named, _) => C::named_model_json(doc, disclosure, out),
             }
             out.extend_from_slice(b",\"warnings\":");
             json::findings_json_at(&findings, &place, out);
@@ -185,7 +189,7 @@ struct ConvertJob<D> {
 /// The output of the open frame (`fmt` and `redact` write a framed stream framed).
 struct Frame {
     framing: Framing,
-    out: Zeroizing<Vec<u8>>,
+    out: Scratch,
     /// Where its content starts in `out` (after the start bytes, when written).
     content: usize,
 }
@@ -336,7 +340,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                     self.failed_record(code, cause, None, label, Some(offset), &mut Vec::new())?;
                 }
                 Piece::FrameStart(framing) => {
-                    let mut out = Zeroizing::new(Vec::new());
+                    let mut out = Scratch::default();
                     if self.fmt_mode() == Some(false) {
                         out.extend_from_slice(framing.wrap().0);
                     }
@@ -490,7 +494,18 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 let record = self.multi.then_some(self.records);
                 // A record read in part (a DICOM file broken mid-way) is a negative result.
                 let partial = C::partial(&doc);
-                let mut json = Zeroizing::new(Vec::with_capacity(256));
+                let mut json = Scratch::with_capacity(256);
+                // A large record's model goes to the sink in parts as it is written (as a large
+                // message's Bundle does, see `STREAM_CONVERT_AT`), when the sink takes parts and
+                // nothing is queued before it.
+                let spilled = command == Command::Parse
+                    && size >= STREAM_CONVERT_AT
+                    && self.request.redaction().is_none()
+                    && !(self.par.is_some() && self.multi)
+                    && self.sink.takes_parts();
+                let sink = &mut *self.sink;
+                let mut failed = false;
+                let mut spill = |bytes: &[u8]| failed |= sink.part(bytes).is_err();
                 let rendered = render::<C>(
                     command,
                     &doc,
@@ -500,8 +515,10 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                     self.disclosure,
                     self.settings.model,
                     &mut json,
-                )
-                .map_err(Failure::code)?;
+                    if spilled { Some(&mut spill) } else { None },
+                );
+                self.output_failed |= failed;
+                let rendered = rendered.map_err(Failure::code)?;
                 if self.par.is_some() && self.multi {
                     let job = par::Job::Rendered {
                         record: self.records,
@@ -928,7 +945,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         let end = C::finish(&mut self.stream);
         if let Some(mut acker) = self.acker.take() {
             let disclosure = self.granted()?;
-            let mut out = Zeroizing::new(Vec::new());
+            let mut out = Scratch::default();
             acker.finish(&end, disclosure, &mut out);
             self.any_invalid |= !end.is_empty();
             if !out.is_empty() {

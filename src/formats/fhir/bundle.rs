@@ -49,8 +49,8 @@ use super::validate::Findings;
     reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
 )]
 pub(super) fn check(doc: &Document, f: &mut Findings) {
-    let Some(bundle_ty) = defs::type_id(b"Bundle") else { return };
-    let Some(reference_ty) = defs::type_id(b"Reference") else { return };
+    let Some(bundle_ty) = defs::known_type!(b"Bundle") else { return };
+    let Some(reference_ty) = defs::known_type!(b"Reference") else { return };
     for b in 0..doc.nodes().len() as u32 {
         let node = doc.node(b);
         if !node.is_resource() || node.ty != Some(bundle_ty) {
@@ -102,7 +102,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
             // Search results come from a server: they have ids (Resource.id: a resource has no
             // id only while it is submitted to a server to be created). An outcome of the search
             // (`search.mode` `outcome`, or an OperationOutcome with no mode) is no search result.
-            let outcome_ty = defs::type_id(b"OperationOutcome");
+            let outcome_ty = defs::known_type!(b"OperationOutcome");
             for &(e, _, res) in &entries {
                 let mode = doc
                     .named(e, "search")

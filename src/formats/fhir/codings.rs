@@ -79,7 +79,7 @@ fn collect(v: &serde_json::Value, depth: usize, case_sensitive: bool, codes: &mu
 
 /// Checks every Coding of the document whose system the resolver knows.
 pub(super) fn check(doc: &Document, resolve: Resolve<'_>, f: &mut Findings) {
-    let Some(coding_ty) = defs::type_id(b"Coding") else { return };
+    let Some(coding_ty) = defs::known_type!(b"Coding") else { return };
     // One entry per system met, resolved once.
     let mut systems: Vec<(&[u8], System)> = Vec::new();
     for i in 0..doc.nodes().len() as u32 {

@@ -53,8 +53,11 @@ const PROPERTY_TYPES: [&str; 7] = ["code", "Coding", "string", "integer", "boole
 /// Runs the rules over every CodeSystem, SearchParameter and StructureDefinition of the
 /// document.
 pub(super) fn check(doc: &Document, f: &mut Findings) {
-    let (Some(code_system), Some(search_parameter), Some(structure_definition)) =
-        (defs::type_id(b"CodeSystem"), defs::type_id(b"SearchParameter"), defs::type_id(b"StructureDefinition"))
+    let (Some(code_system), Some(search_parameter), Some(structure_definition)) = (
+        defs::known_type!(b"CodeSystem"),
+        defs::known_type!(b"SearchParameter"),
+        defs::known_type!(b"StructureDefinition"),
+    )
     else {
         return;
     };

@@ -150,6 +150,9 @@ pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
         text: Zeroizing::new(Vec::with_capacity(input.len() / 2)),
         dups: Vec::new(),
         limits,
+        // One check of the whole text instead of one per string (107,500 calls for a 3 MB
+        // Bundle, 4% of its validation).
+        utf8: std::str::from_utf8(input).is_ok(),
     };
     p.ws();
     p.value(None, 0)?;
@@ -167,6 +170,8 @@ struct Parser<'a> {
     text: Zeroizing<Vec<u8>>,
     dups: Vec<u32>,
     limits: &'a Limits,
+    /// The whole text is UTF-8: so is every run of a string (a run is cut at ASCII bytes).
+    utf8: bool,
 }
 
 impl Parser<'_> {
@@ -370,7 +375,7 @@ impl Parser<'_> {
                 self.i += 1;
             }
             let run = &self.b[run_start..self.i];
-            if std::str::from_utf8(run).is_err() {
+            if !self.utf8 && std::str::from_utf8(run).is_err() {
                 // Report the first bad byte.
                 let bad = match std::str::from_utf8(run) {
                     Err(e) => run_start + e.valid_up_to(),

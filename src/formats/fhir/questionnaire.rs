@@ -324,7 +324,7 @@ impl Resources {
 
 /// Checks every QuestionnaireResponse and Questionnaire of the document.
 pub(super) fn check(doc: &Document, resolve: Resolve<'_>, f: &mut Findings) {
-    let Some(qr_ty) = defs::type_id(b"QuestionnaireResponse") else { return };
+    let Some(qr_ty) = defs::known_type!(b"QuestionnaireResponse") else { return };
     let responses: Vec<u32> =
         (0..doc.nodes().len() as u32).filter(|&r| doc.node(r).is_resource() && doc.node(r).ty == Some(qr_ty)).collect();
     let here = Resources::of(doc);

@@ -14,7 +14,10 @@ use super::stream::{self, Envelope};
 use super::{batch, fmt, inspect, validate, write};
 use crate::diag::{Code, Diagnostic};
 use crate::formats::Operation;
-use crate::formats::codec::{Check, Codec, Fatal, Framing, Kind, Piece, Pieces, Position, Settings};
+use crate::formats::codec::{
+    Check, Codec, Fatal, Framing, INPUT_BUFFER, Kind, Piece, Pieces, Position, Settings, Spill,
+};
+use crate::formats::file_input::FileInput;
 use crate::formats::mllp::{self, Deframer, Frame};
 use crate::phi::{Disclosure, Phi};
 
@@ -36,6 +39,10 @@ fn kind_of(kind: stream::Kind) -> Kind<Envelope> {
         stream::Kind::Envelope(e) => Kind::Envelope(e),
     }
 }
+
+/// The largest file read whole before it is cut into records (see `Hl7::split_file`); a larger
+/// one is read as a stream, whose memory does not grow with the input.
+const WHOLE_FILE_AT: u64 = 16 * 1024 * 1024;
 
 /// True for `MSH`, `FHS` or `BHS` followed by a field separator.
 fn is_header(body: &[u8]) -> bool {
@@ -74,6 +81,47 @@ impl Codec for Hl7 {
         (false, Box::new(records))
     }
 
+    /// A file of at most [`WHOLE_FILE_AT`] bytes (and `max_input_bytes`), not framed, is read
+    /// into one buffer and cut into records in place ([`stream::split_slice`], the rules of
+    /// [`stream::Splitter`]), instead of line by line through a buffer into a growing record:
+    /// the last record (the only one, for a single message) keeps the file's buffer. Larger
+    /// files and framed ones are read as streams.
+    fn split_file<'a>(input: FileInput, first: Option<u8>, settings: &Settings) -> (bool, Pieces<'a, Envelope>) {
+        let framed = settings.framing == Some(Framing::Mllp) || first == Some(mllp::START);
+        let limit = settings.limits.max_input_bytes.min(WHOLE_FILE_AT);
+        if framed || input.file_len() > limit {
+            return Self::split(input.into_stream(INPUT_BUFFER), first, settings);
+        }
+        let bytes = match input.read_whole() {
+            Ok(b) => b,
+            Err(e) => return (false, Box::new(std::iter::once(Err(e)))),
+        };
+        if bytes.len() as u64 > limit {
+            // It grew since it was opened: read as the stream it now is.
+            return Self::split(Box::new(io::Cursor::new(bytes)), first, settings);
+        }
+        let records = stream::split_slice(&bytes);
+        let count = records.len();
+        let mut bytes = Some(crate::phi::Scratch::from(bytes));
+        let mut records = records.into_iter().enumerate();
+        let pieces = std::iter::from_fn(move || {
+            let (i, (kind, range)) = records.next()?;
+            let all = bytes.as_mut()?;
+            let record = if i + 1 == count {
+                // The last record takes the buffer, cut to its range (what is cut is white
+                // space; the allocation is wiped with the record's).
+                let mut own = std::mem::take(&mut **all);
+                own.truncate(range.end);
+                own.drain(..range.start);
+                own
+            } else {
+                all.get(range.clone()).unwrap_or_default().to_vec()
+            };
+            Some(Ok(Piece::Record { kind: kind_of(kind), offset: range.start as u64, bytes: Some(record) }))
+        });
+        (false, Box::new(pieces))
+    }
+
     fn read(
         bytes: Vec<u8>,
         offset: u64,
@@ -102,6 +150,10 @@ impl Codec for Hl7 {
 
     fn model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
         write::model_json(msg, disclosure, out);
+    }
+
+    fn model_json_spilled(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>, spill: Spill<'_>) {
+        write::model_json_spilled(msg, disclosure, out, spill);
     }
 
     fn named_model_json(msg: &Message, disclosure: &Disclosure, out: &mut Vec<u8>) {
@@ -188,5 +240,92 @@ impl Iterator for Framed<'_> {
             }
         }
         Some(Ok(Piece::FrameStart(Framing::Mllp)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::codec::ModelShape;
+
+    fn settings() -> Settings {
+        Settings {
+            limits: crate::limits::Limits::default(),
+            strict: false,
+            ndjson: false,
+            to: None,
+            framing: None,
+            model: ModelShape::Positional,
+            structures: None,
+            bulk_values: false,
+        }
+    }
+
+    /// A piece as `(kind, offset, bytes)`, or the error kind.
+    type Record = Result<(Kind<Envelope>, u64, Option<Vec<u8>>), io::ErrorKind>;
+
+    /// Every piece.
+    fn pieces(pieces: Pieces<'_, Envelope>) -> Vec<Record> {
+        pieces
+            .map(|p| match p {
+                Ok(Piece::Record { kind, offset, bytes }) => Ok((kind, offset, bytes)),
+                Ok(_) => Err(io::ErrorKind::Other),
+                Err(e) => Err(e.kind()),
+            })
+            .collect()
+    }
+
+    /// A file read whole is cut into the records the stream splitter gives (kinds, offsets,
+    /// bytes): every HL7 v2 fixture as it is, with a BOM, with CR LF and LF line ends, with white
+    /// space around it, and two of them concatenated.
+    #[test]
+    fn a_file_read_whole_gives_the_records_of_the_stream() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/hl7v2");
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(root)];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).expect("fixture folder") {
+                let p = e.expect("entry").path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "hl7") {
+                    files.push(p);
+                }
+            }
+        }
+        assert!(files.len() > 20, "fixtures found: {}", files.len());
+        let s = settings();
+        let mut checked = 0;
+        for (n, f) in files.iter().enumerate() {
+            let text = std::fs::read(f).expect("fixture");
+            let next = std::fs::read(&files[(n + 1) % files.len()]).expect("fixture");
+            let crlf: Vec<u8> =
+                text.iter().flat_map(|&b| if b == b'\r' { vec![b'\r', b'\n'] } else { vec![b] }).collect();
+            let lf: Vec<u8> = text.iter().map(|&b| if b == b'\r' { b'\n' } else { b }).collect();
+            let variants = [
+                text.clone(),
+                [b"\xEF\xBB\xBF".as_slice(), &text].concat(),
+                crlf,
+                lf,
+                [b"\r\n  \n".as_slice(), &text, b"\n\n \r"].concat(),
+                [text.as_slice(), &next].concat(),
+            ];
+            for bytes in variants {
+                let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace() && *b != 0xEF);
+                if first == Some(mllp::START) {
+                    continue;
+                }
+                let prefix = bytes.get(..bytes.len().min(7)).expect("prefix").to_vec();
+                let mut rest = io::Cursor::new(bytes.clone());
+                rest.set_position(prefix.len() as u64);
+                let input = FileInput::new(prefix, rest, bytes.len() as u64);
+                let (multi_whole, whole) = Hl7::split_file(input, first, &s);
+                let (multi_stream, stream) = Hl7::split(Box::new(io::Cursor::new(bytes.clone())), first, &s);
+                assert_eq!(multi_whole, multi_stream);
+                assert!(pieces(whole) == pieces(stream), "{}: records differ", f.display());
+                checked += 1;
+            }
+        }
+        assert!(checked > 100);
     }
 }
