@@ -57,8 +57,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         defs::known_type!(b"CodeSystem"),
         defs::known_type!(b"SearchParameter"),
         defs::known_type!(b"StructureDefinition"),
-    )
-    else {
+    ) else {
         return;
     };
     for r in 0..doc.nodes().len() as u32 {
