@@ -453,7 +453,7 @@ folder up) decodes them.
 FHIR version of the definitions: {', '.join(pkg.get('fhirVersions', []))} (only StructureDefinitions
 whose `fhirVersion` is {FHIR_VERSION} are read). The package is HL7's own: the R4 build's
 conformance resources (one file each) beside its examples. `hl7.fhir.r4.core` itself is
-published on packages.fhir.org only, not on the npm registry; its definitions are the same build's.
+published on packages.fhir.org, not on the npm registry (`npm view hl7.fhir.r4.core` finds nothing).
 
 sha256 of the archive `{ARCHIVE.name}`: `{archive}`
 
@@ -497,6 +497,13 @@ or `scripts/check-generated fhir`, which checks the archive's sha256 against its
   comments and every other documentation field.
 * Of the extension definitions: their invariants, bindings and the parts of parts (a complex
   part of a complex extension is checked as a part, not inside).
+
+## Kept as R4 publishes them
+
+The invariants are R4's text, errata included: `app-4` compares `Appointment.status` with
+`'no-show'` where the code is `noshow` (corrected in R4B), so a `noshow` Appointment with a
+`cancelationReason` breaks it; `tim-9` applies `in` to `when`, which is not a singleton when
+`when` repeats (phiward then reports the invariant as not checked).
 """
     (OUT / "PROVENANCE.md").write_text(text, encoding="utf-8")
 
