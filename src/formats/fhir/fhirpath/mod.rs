@@ -268,7 +268,8 @@ mod tests {
             .filter(|&n| compiled(n).is_some_and(|c| c.is_err()))
             .filter_map(|n| defs::constraint(n).map(|c| c.key))
             .collect();
-        assert!(total >= 240, "{total}");
+        // 239 in R4 (4.0.1): a shrinking count means lost definitions.
+        assert!(total >= 239, "{total}");
         assert!(ok == total, "{ok}/{total}: {failing:?}");
     }
 
