@@ -501,9 +501,9 @@ or `scripts/check-generated fhir`, which checks the archive's sha256 against its
 ## Kept as R4 publishes them
 
 The invariants are R4's text, errata included: `app-4` compares `Appointment.status` with
-`'no-show'` where the code is `noshow` (corrected in R4B), so a `noshow` Appointment with a
-`cancelationReason` breaks it; `tim-9` applies `in` to `when`, which is not a singleton when
-`when` repeats (phiward then reports the invariant as not checked).
+`'no-show'` where the code is `noshow` (phiward evaluates the expression corrected, as its text
+states: `CORRECTED` in `src/formats/fhir/fhirpath/mod.rs`); `tim-9` applies `in` to `when`,
+which is not a singleton when `when` repeats (phiward then reports the invariant as not checked).
 """
     (OUT / "PROVENANCE.md").write_text(text, encoding="utf-8")
 
