@@ -298,6 +298,71 @@ fn findings_of(input: &[u8]) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The built-in definitions are FHIR R4's (4.0.1) exactly: an EvidenceVariable that uses the
+/// characteristic elements R4 has (and R5 dropped) is valid; elements of R5 or of other
+/// packages' variants of the core types are unknown.
+#[test]
+fn core_definitions_are_r4() {
+    let ev = br#"{"resourceType":"EvidenceVariable","status":"active","characteristic":[{
+"definitionCodeableConcept":{"text":"adult"},
+"usageContext":[{"code":{"system":"http://terminology.hl7.org/CodeSystem/usage-context-type","code":"age"},
+"valueRange":{"low":{"value":18,"unit":"a","system":"http://unitsofmeasure.org","code":"a"}}}],
+"participantEffectivePeriod":{"start":"2020-01-01"},
+"timeFromStart":{"value":1,"unit":"d","system":"http://unitsofmeasure.org","code":"d"},
+"groupMeasure":"mean"}]}"#;
+    let got = findings_of(ev);
+    assert!(got.iter().all(|(_, s, _)| s != "error" && s != "fatal"), "{got:?}");
+    // R4's characteristic is 1..*; R5's 0..*.
+    let got = findings_of(br#"{"resourceType":"EvidenceVariable","status":"active"}"#);
+    assert!(got.iter().any(|(c, s, _)| c == "CARDINALITY_MIN" && s == "error"), "{got:?}");
+    for (input, location) in [
+        // R5's EvidenceVariable.
+        (
+            &br#"{"resourceType":"EvidenceVariable","status":"active","characteristic":[{
+"definitionByTypeAndValue":{"type":{"text":"t"},"valueBoolean":true}}]}"#[..],
+            "EvidenceVariable.characteristic[0]/offset:",
+        ),
+        // R5's ResearchStudy.
+        (
+            &br#"{"resourceType":"ResearchStudy","status":"active",
+"label":[{"value":"x"}]}"#[..],
+            "ResearchStudy/offset:",
+        ),
+        // Not FHIR at all (a server's own additions to Meta and Binary).
+        (
+            &br#"{"resourceType":"Patient","meta":{
+"project":{"reference":"Project/1"}}}"#[..],
+            "Patient.meta/offset:",
+        ),
+        (
+            &br#"{"resourceType":"Binary","contentType":"text/plain",
+"url":"http://example.org/b"}"#[..],
+            "Binary/offset:",
+        ),
+    ] {
+        let got = findings_of(input);
+        assert!(
+            got.iter().any(|(c, s, l)| c == "UNKNOWN_ELEMENT" && s == "error" && l.starts_with(location)),
+            "{location}: {got:?}"
+        );
+    }
+    // app-4 as its text states ("cancelled, or no-show": the code is `noshow`), not as R4's
+    // expression spells it (`'no-show'`).
+    let appointment = |status: &str| {
+        format!(
+            "{{\"resourceType\":\"Appointment\",\"status\":\"{status}\",\"cancelationReason\":{{\"text\":\"r\"}},\"participant\":[{{\"status\":\"accepted\",\"actor\":{{\"display\":\"a\"}}}}]}}"
+        )
+    };
+    let app4 = |status: &str| {
+        findings_of(appointment(status).as_bytes())
+            .into_iter()
+            .any(|(c, _, l)| c == "INVARIANT_VIOLATED" && l == "Appointment/invariant:app-4")
+    };
+    assert!(!app4("noshow"));
+    assert!(!app4("cancelled"));
+    assert!(app4("booked"));
+}
+
 /// Rules the R4 cases of the FHIR test-case suite exercise (scripts/fhir-test-cases), each on a
 /// synthetic resource.
 #[test]

