@@ -184,6 +184,24 @@ pub struct Settings {
     pub bulk_values: bool,
 }
 
+#[cfg(test)]
+impl Settings {
+    /// The settings of a plain request (default limits, the positional model, nothing
+    /// declared), for tests; `bulk_values` as a command that writes bulk values back sets it.
+    pub(crate) fn plain(bulk_values: bool) -> Settings {
+        Settings {
+            limits: Limits::default(),
+            strict: false,
+            ndjson: false,
+            to: None,
+            framing: None,
+            model: ModelShape::Positional,
+            structures: None,
+            bulk_values,
+        }
+    }
+}
+
 /// Which findings a caller wants.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Check {

@@ -560,6 +560,24 @@ mod tests {
         }
     }
 
+    /// A record as a sink taking parts got it (its parts, then the rest) against the record a
+    /// sink taking whole records got: the same exit, bytes and findings. Returns the record's
+    /// length, the number of parts and the largest part's (or rest's) length.
+    fn same_record_in_parts(whole: (u8, Keep), parted: (u8, Keep), what: &str) -> (usize, usize, usize) {
+        let ((exit_whole, whole), (exit_parts, parted)) = (whole, parted);
+        assert_eq!(exit_whole, exit_parts, "{what}");
+        assert!(whole.received.is_empty(), "{what}");
+        assert_eq!(whole.items.len(), 1, "{what}");
+        assert_eq!(parted.items.len(), 1, "{what}");
+        let (json, findings) = &whole.items[0];
+        let mut joined: Vec<u8> = parted.received.concat();
+        joined.extend_from_slice(&parted.items[0].0);
+        assert!(joined == *json, "{what}: the parts are the record");
+        assert_eq!(&parted.items[0].1, findings, "{what}");
+        let largest = parted.received.iter().chain([&parted.items[0].0]).map(Vec::len).max().unwrap_or(0);
+        (json.len(), parted.received.len(), largest)
+    }
+
     /// `convert` of a large message gives the sink its record in parts, none larger than a
     /// bounded size (the Bundle is never held whole: memory does not grow with it), and the
     /// parts and the rest are exactly the record that a sink taking whole records gets (the
@@ -592,28 +610,19 @@ mod tests {
         };
         for bundle_type in [BundleType::Message, BundleType::Collection, BundleType::Transaction] {
             for max_segments in [20_000, 100_000, 1_000_000] {
-                let (exit_whole, whole) = run(false, bundle_type, max_segments);
-                let (exit_parts, parted) = run(true, bundle_type, max_segments);
-                assert_eq!(exit_whole, exit_parts);
-                assert!(whole.received.is_empty());
-                assert_eq!(whole.items.len(), 1);
-                assert_eq!(parted.items.len(), 1);
-                let (json, findings) = &whole.items[0];
-                let mut joined: Vec<u8> = parted.received.concat();
-                joined.extend_from_slice(&parted.items[0].0);
-                assert!(joined == *json, "{bundle_type:?} {max_segments}: the parts are the record");
-                assert_eq!(&parted.items[0].1, findings);
+                let what = format!("{bundle_type:?} {max_segments}");
+                let (len, parts, largest) = same_record_in_parts(
+                    run(false, bundle_type, max_segments),
+                    run(true, bundle_type, max_segments),
+                    &what,
+                );
                 if max_segments < 1_000_000 {
                     // The Bundle passes the node limit: it is written in parts.
-                    assert!(parted.received.len() > 4, "{bundle_type:?} {max_segments}: {}", parted.received.len());
-                    let largest = parted.received.iter().chain([&parted.items[0].0]).map(Vec::len).max();
-                    assert!(
-                        largest.unwrap_or(0) < json.len() / 4,
-                        "{bundle_type:?} {max_segments}: a part holds most of it"
-                    );
+                    assert!(parts > 4, "{what}: {parts}");
+                    assert!(largest < len / 4, "{what}: a part holds most of it");
                 } else {
                     // Held (and validated) whole below the limit.
-                    assert!(parted.received.is_empty());
+                    assert_eq!(parts, 0, "{what}");
                 }
             }
         }
@@ -652,23 +661,14 @@ mod tests {
         };
         for (message, spilled) in [(&large, true), (&small, false)] {
             for model in [ModelShape::Positional, ModelShape::Named] {
-                let (exit_whole, whole) = run(message, false, model);
-                let (exit_parts, parted) = run(message, true, model);
-                assert_eq!(exit_whole, exit_parts);
-                assert!(whole.received.is_empty());
-                assert_eq!(whole.items.len(), 1);
-                assert_eq!(parted.items.len(), 1);
-                let (json, findings) = &whole.items[0];
-                let mut joined: Vec<u8> = parted.received.concat();
-                joined.extend_from_slice(&parted.items[0].0);
-                assert!(joined == *json, "{model:?}: the parts are the record");
-                assert_eq!(&parted.items[0].1, findings);
+                let what = format!("{model:?}");
+                let (len, parts, largest) =
+                    same_record_in_parts(run(message, false, model), run(message, true, model), &what);
                 if spilled && model == ModelShape::Positional {
-                    assert!(parted.received.len() > 4, "{}", parted.received.len());
-                    let largest = parted.received.iter().chain([&parted.items[0].0]).map(Vec::len).max();
-                    assert!(largest.unwrap_or(0) < json.len() / 4, "a part holds most of it");
+                    assert!(parts > 4, "{parts}");
+                    assert!(largest < len / 4, "a part holds most of it");
                 } else {
-                    assert!(parted.received.is_empty(), "{model:?}: written whole");
+                    assert_eq!(parts, 0, "{what}: written whole");
                 }
             }
         }

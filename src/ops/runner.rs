@@ -1002,22 +1002,13 @@ impl<'r, C: Pipeline> Runner<'r, C> {
 mod tests {
     use std::io::BufRead;
 
-    use crate::formats::codec::{Check, Codec, Kind, ModelShape, Piece, Settings};
+    use crate::formats::codec::{Check, Codec, Kind, Piece, Settings};
     use crate::formats::dicom::Dicom;
     use crate::formats::file_input::FileInput;
     use crate::phi::Disclosure;
 
     fn settings(bulk_values: bool) -> Settings {
-        Settings {
-            limits: crate::limits::Limits::default(),
-            strict: false,
-            ndjson: false,
-            to: None,
-            framing: None,
-            model: ModelShape::Positional,
-            structures: None,
-            bulk_values,
-        }
+        Settings::plain(bulk_values)
     }
 
     /// How an input reaches the splitter.

@@ -246,19 +246,9 @@ impl Iterator for Framed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::codec::ModelShape;
 
     fn settings() -> Settings {
-        Settings {
-            limits: crate::limits::Limits::default(),
-            strict: false,
-            ndjson: false,
-            to: None,
-            framing: None,
-            model: ModelShape::Positional,
-            structures: None,
-            bulk_values: false,
-        }
+        Settings::plain(false)
     }
 
     /// A piece as `(kind, offset, bytes)`, or the error kind.
