@@ -28,11 +28,17 @@ pub struct Stream {
 }
 
 /// The signature: an H record `H|\^&` (any four delimiters), optionally after E1381 session
-/// bytes and a frame start with its frame number.
+/// bytes and a frame start with its frame number. After session bytes the H record must be in
+/// a frame: such a stream is read framed, and a record outside a frame is not read (it would
+/// make the input ASTM without giving its messages their header).
 pub fn is_astm(body: &[u8]) -> bool {
     let mut b = body;
+    let mut session = false;
     while let [first, rest @ ..] = b {
-        if matches!(*first, split::ENQ | split::ACK | split::NAK | split::EOT | b'\r' | b'\n') {
+        if matches!(*first, split::ENQ | split::ACK | split::NAK | split::EOT) {
+            session = true;
+            b = rest;
+        } else if matches!(*first, b'\r' | b'\n') {
             b = rest;
         } else {
             break;
@@ -40,6 +46,7 @@ pub fn is_astm(body: &[u8]) -> bool {
     }
     let rec = match b {
         [split::STX, d, rest @ ..] if d.is_ascii_digit() => rest,
+        _ if session => return false,
         _ => b,
     };
     rec.first() == Some(&b'H') && read::Delimiters::of_header(rec.get(..rec.len().min(6)).unwrap_or_default()).is_some()
@@ -113,6 +120,7 @@ mod tests {
         assert!(is_astm(b"H|\\^&|||"));
         assert!(is_astm(b"\x021H|\\^&|||"));
         assert!(is_astm(b"\x05\x021H|\\^&"));
+        assert!(!is_astm(b"\x05H|\\^&|||"), "an H record outside a frame after ENQ is not read");
         assert!(is_astm(b"H|\\^&"));
         assert!(!is_astm(b"H|\\^"));
         assert!(!is_astm(b"HELLO"));
