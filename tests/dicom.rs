@@ -654,3 +654,67 @@ fn redacted_dicomdir_offsets_point_at_the_same_records() {
     assert_eq!(ul([0x04, 0x00, 0x00, 0x14], items[0] as usize), items[1], "next record of the first");
     assert_eq!(ul([0x04, 0x00, 0x00, 0x14], items[1] as usize), 0, "no next record of the last");
 }
+
+/// Regression: a UID the profile's table does not name that is not the standard's (an SR image
+/// reference's Referenced SOP Class UID (0008,1150) holding `0`, as pydicom's `reportsi.dcm`
+/// has; a private SOP Class UID) was removed, and a type 1 attribute went missing. It is now
+/// replaced as the table's U replaces a UID: the keyed `2.25.<decimal>` UID, the same for the same
+/// UID and key in every file (so references still match), a standard UID beside it kept, and
+/// the file meta's class UID decided as (0008,0016) is. Without a key (safe-harbor.toml) it is
+/// removed. The input value is in no output.
+#[test]
+fn basic_profile_replaces_a_uid_that_is_not_the_standards_with_the_keyed_uid() {
+    let private_class: &[u8] = b"1.3.6.1.4.1.55555.1.1";
+    let reference = |class: &[u8], instance: &[u8]| {
+        let mut b = le(0x0008_1150, b"UI", class);
+        b.extend(le(0x0008_1155, b"UI", instance));
+        le_item(&b)
+    };
+    let build = |instance: &[u8]| {
+        let mut ds = le(0x0008_0016, b"UI", private_class);
+        ds.extend(le(0x0008_0018, b"UI", instance));
+        let mut refs = reference(b"0", b"0");
+        refs.extend(reference(b"1.2.840.10008.5.1.4.1.1.2", b"2.25.4242"));
+        ds.extend(le(0x0008_1140, b"SQ", &refs));
+        // A multi-valued UI the table does not name: Related General SOP Class UID (0008,001A).
+        ds.extend(le(0x0008_001A, b"UI", b"1.2.840.10008.5.1.4.1.1.88.22\\1.3.6.1.4.1.55555.2"));
+        le_file(private_class, instance, &ds)
+    };
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let redacted = |file: &[u8]| {
+        let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], file);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            !o.stdout.windows(private_class.len()).any(|w| w == private_class),
+            "the private class UID left in the output"
+        );
+        assert!(!o.stdout.windows(15).any(|w| w == b"1.3.6.1.4.1.555"), "a private UID left in the output");
+        let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+        v["model"].clone()
+    };
+    let (a, b) = (redacted(&build(b"2.25.1")), redacted(&build(b"2.25.2")));
+    let uid = |m: &Value, tag: &str| m[tag]["Value"][0].as_str().expect("valued").to_owned();
+    let item = |m: &Value, n: usize, tag: &str| m["00081140"]["Value"][n][tag]["Value"][0].as_str().map(str::to_owned);
+    let zero = item(&a, 0, "00081150").expect("the type 1 Referenced SOP Class UID stays valued");
+    assert!(zero.starts_with("2.25.") && zero.len() > 10 && zero.bytes().all(|c| c.is_ascii_digit() || c == b'.'));
+    assert_eq!(item(&b, 0, "00081150"), Some(zero.clone()), "the same UID for `0` in every file");
+    assert_eq!(item(&a, 0, "00081155"), Some(zero.clone()), "the same UID for `0` whatever attribute holds it");
+    assert_eq!(item(&a, 1, "00081150").as_deref(), Some("1.2.840.10008.5.1.4.1.1.2"), "a standard class UID kept");
+    let class = uid(&a, "00080016");
+    assert!(class.starts_with("2.25."), "{class}");
+    assert_eq!(class, uid(&b, "00080016"));
+    assert_eq!(uid(&a, "00020002"), class, "the file meta's class UID is the dataset's (PS3.10 7.1)");
+    let related: Vec<&str> =
+        a["0008001A"]["Value"].as_array().expect("multi-valued").iter().filter_map(Value::as_str).collect();
+    assert_eq!(related.len(), 2);
+    assert_eq!(related[0], "1.2.840.10008.5.1.4.1.1.88.22", "a standard UID of a multi-valued UI kept");
+    assert!(related[1].starts_with("2.25."));
+    // Keyless: removed (fail closed), never kept.
+    let sh = crate::common::root().join("policy/safe-harbor.toml").to_string_lossy().into_owned();
+    let o = run_stdin(&["redact", "--policy", &sh, "-"], &build(b"2.25.1"));
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.stdout.windows(15).any(|w| w == b"1.3.6.1.4.1.555"), "a private UID left without a key");
+    let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+    assert!(v["model"]["00081140"]["Value"][0].get("00081150").is_none(), "`0` kept without a key");
+}
