@@ -718,3 +718,97 @@ fn basic_profile_replaces_a_uid_that_is_not_the_standards_with_the_keyed_uid() {
     let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
     assert!(v["model"]["00081140"]["Value"][0].get("00081150").is_none(), "`0` kept without a key");
 }
+
+/// An implicit VR little endian element of defined length (value padded to an even length).
+fn implicit(tag: u32, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(&((value.len() + value.len() % 2) as u32).to_le_bytes());
+    out.extend_from_slice(value);
+    if value.len() % 2 == 1 {
+        out.push(b' ');
+    }
+    out
+}
+
+/// An implicit VR sequence of undefined length with undefined-length items (PS3.5 7.5.2).
+fn implicit_sequence(tag: u32, items: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(&[0xFF; 4]);
+    for body in items {
+        out.extend_from_slice(&[0xFE, 0xFF, 0x00, 0xE0, 0xFF, 0xFF, 0xFF, 0xFF]);
+        out.extend_from_slice(body);
+        out.extend_from_slice(&[0xFE, 0xFF, 0x0D, 0xE0, 0, 0, 0, 0]);
+    }
+    out.extend_from_slice(&[0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0]);
+    out
+}
+
+/// Regression (pydicom's nested_priv_SQ.dcm, meta_missing_tsyntax.dcm, as a synthetic file): a
+/// dataset whose first element is a sequence of unknown VR and undefined length in implicit VR
+/// in group 0001 (which PS3.5 7.8.1 forbids; dciodvfy stops reading there), nested, then 2
+/// bytes of pixel data in a file without Rows or Columns. It is read as a sequence (PS3.5 7.5:
+/// implicit VR, undefined length), written back as read when a policy keeps it, and the basic
+/// profile removes it (no rule names it: group 0001 is neither standard nor private, so it is
+/// removed, fail closed) and writes the pixel data as read, so the output holds
+/// exactly the input's dataset without that sequence, plus the profile's two attributes. With
+/// no transfer syntax in the meta, the dataset is read as implicit VR little endian all the same.
+#[test]
+fn private_sequence_of_unknown_vr_in_implicit_vr_is_read_written_and_removed_as_read() {
+    let inner = implicit_sequence(0x0001_0001, &[implicit(0x0001_0001, b"MKR inner")]);
+    let private = implicit_sequence(0x0001_0001, &[[inner, implicit(0x0001_0002, b"MKR outer")].concat()]);
+    let pixels = implicit(0x7FE0_0010, &[0, 0]);
+    let build = |syntax: Option<&[u8]>| {
+        let mut meta = le(0x0002_0001, b"OB", b"\x00\x01");
+        meta.extend(le(0x0002_0002, b"UI", b""));
+        meta.extend(le(0x0002_0003, b"UI", b""));
+        if let Some(s) = syntax {
+            meta.extend(le(0x0002_0010, b"UI", s));
+        }
+        let mut out = vec![0u8; 128];
+        out.extend_from_slice(b"DICM");
+        out.extend(le(0x0002_0000, b"UL", &(meta.len() as u32).to_le_bytes()));
+        out.extend(meta);
+        out.extend_from_slice(&private);
+        out.extend_from_slice(&pixels);
+        out
+    };
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let keeping = std::env::temp_dir().join(format!("phiward-dicom-test-{}-group-1.toml", std::process::id()));
+    std::fs::write(
+        &keeping,
+        "[policy]\nname = \"keep-group-1\"\n[[dicom]]\nselect = \"(0001,xxxx)\"\naction = \"keep\"\nfree_text = true\n\
+         [[dicom]]\nselect = \"(7FE0,0010)\"\naction = \"keep\"\n",
+    )
+    .expect("policy");
+    let keeping = keeping.to_string_lossy().into_owned();
+    for syntax in [Some(&b"1.2.840.10008.1.2"[..]), None] {
+        let file = build(syntax);
+        let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &file).stdout).expect("parse");
+        let m = &v["model"];
+        assert_eq!(m["00010001"]["vr"], "SQ", "{syntax:?}: read as a sequence");
+        assert_eq!(m["00010001"]["Value"][0]["00010001"]["vr"], "SQ", "{syntax:?}: the nested one too");
+        // Kept: written as read (implicit VR, undefined lengths), before the profile's elements.
+        let o = run_stdin(&["redact", "--policy", &keeping, "-"], &file);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.stdout.windows(private.len()).any(|w| w == &private[..]),
+            "{syntax:?}: the private sequence not written as read"
+        );
+        assert!(o.stdout.ends_with(&pixels), "{syntax:?}: pixel data not written as read");
+        // The basic profile: removed; the rest as read.
+        let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &file);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "{syntax:?}: a private value left");
+        assert!(o.stdout.ends_with(&pixels), "{syntax:?}: pixel data not written as read");
+        let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+        let tags: Vec<&String> =
+            v["model"].as_object().expect("model").keys().filter(|t| !t.starts_with("0002")).collect();
+        assert_eq!(tags, ["00120062", "00120063", "7FE00010"], "{syntax:?}");
+    }
+    std::fs::remove_file(&keeping).expect("policy removed");
+}

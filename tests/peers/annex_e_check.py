@@ -20,6 +20,9 @@ it runs `PHIWARD redact --policy policy/dicom-basic.toml --key-file target/annex
    ends), the rest of the input's dataset is unchecked; those elements are cut out of the
    input's bytes where pydicom read them (nothing else changed) and dciodvfy run on that too:
    a kind it finds there is the input's own ("input's error", counted apart), any other new.
+   When the input's meta names no transfer syntax (dciodvfy then guesses one from the first
+   element), the cut input's meta is given the Transfer Syntax UID (0002,0010) of the encoding
+   pydicom read its dataset in (in tag order, the group length updated) before dciodvfy runs.
 
 A file phiward refuses to redact (a code: a fatal finding of the reader, or bulk data over the
 budget, see docs/dicom.md) is counted, not checked. Output: one line per file with its
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import subprocess
 import sys
 import tomllib
@@ -129,6 +133,37 @@ def without_forbidden_groups(path: Path) -> bytes | None:
     return bytes(out + data[pos:])
 
 
+NO_SYNTAX = "Error - Metaheader present but doesn't contain Transfer Syntax UID"
+# (implicit VR, little endian) -> the transfer syntax UID (PS3.5 A.1, A.2, A.3).
+SYNTAX_UID = {(True, True): "1.2.840.10008.1.2", (False, True): "1.2.840.10008.1.2.1",
+              (False, False): "1.2.840.10008.1.2.2"}
+
+
+def naming_transfer_syntax(data: bytes, uid: str) -> bytes | None:
+    """A Part 10 file's bytes with Transfer Syntax UID (0002,0010) `uid` added to a meta that
+    names none (in tag order, the group length updated), or None when the meta names one or does
+    not start with its group length (explicit VR little endian after the preamble)."""
+    if data[128:132] != b"DICM" or data[132:138] != b"\x02\x00\x00\x00UL":
+        return None
+    length = int.from_bytes(data[140:144], "little")
+    end = 144 + length
+    pos, at = 144, end
+    while pos < end:
+        group, element = struct.unpack_from("<HH", data, pos)
+        tag = (group << 16) | element
+        if tag == 0x0002_0010:
+            return None
+        if tag > 0x0002_0010 and at == end:
+            at = pos
+        if data[pos + 4:pos + 6] in (b"OB", b"OW", b"UN", b"SQ", b"UT", b"UC", b"UR"):
+            pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "little")
+        else:
+            pos += 8 + int.from_bytes(data[pos + 6:pos + 8], "little")
+    value = uid.encode() + (b"\0" if len(uid) % 2 else b"")
+    element = struct.pack("<HH", 0x0002, 0x0010) + b"UI" + struct.pack("<H", len(value)) + value
+    return data[:140] + struct.pack("<I", length + len(element)) + data[144:at] + element + data[at:]
+
+
 def main() -> int:
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -188,6 +223,8 @@ def main() -> int:
             own: list[str] = []
             if added and OUT_OF_ORDER in error_kinds_cache(path):
                 cut = without_forbidden_groups(path)
+                if cut is not None and NO_SYNTAX in error_kinds_cache(path):
+                    cut = naming_transfer_syntax(cut, SYNTAX_UID.get(tuple(before.original_encoding), ""))
                 if cut is not None:
                     tmp_in.write_bytes(cut)
                     found = error_kinds(tmp_in)
@@ -200,7 +237,8 @@ def main() -> int:
             verdict = "new-kinds" if added else "input-err" if own else "ok"
             counts[{"ok": "clean", "input-err": "input-error"}.get(verdict, verdict)] += 1
             print(f"{verdict:<10} {name} {len(added)} new dciodvfy error kinds"
-                  + (f", {len(own)} the input's (found once its elements of groups 0001/0003/0005/0007 are cut out)"
+                  + (f", {len(own)} the input's (found once its elements of groups 0001/0003/0005/0007 are cut out"
+                     + (" and its transfer syntax named" if NO_SYNTAX in error_kinds_cache(path) else "") + ")"
                      if own else ""))
     tmp.unlink(missing_ok=True)
     tmp_in.unlink(missing_ok=True)
