@@ -676,8 +676,9 @@ fn basic_profile_replaces_a_uid_that_is_not_the_standards_with_the_keyed_uid() {
         let mut refs = reference(b"0", b"0");
         refs.extend(reference(b"1.2.840.10008.5.1.4.1.1.2", b"2.25.4242"));
         ds.extend(le(0x0008_1140, b"SQ", &refs));
-        // A multi-valued UI the table does not name: Related General SOP Class UID (0008,001A).
-        ds.extend(le(0x0008_001A, b"UI", b"1.2.840.10008.5.1.4.1.1.88.22\\1.3.6.1.4.1.55555.2"));
+        // A multi-valued UI the table does not name: Related General SOP Class UID (0008,001A);
+        // the third value is under the root but no UID (a name after it).
+        ds.extend(le(0x0008_001A, b"UI", b"1.2.840.10008.5.1.4.1.1.88.22\\1.3.6.1.4.1.55555.2\\1.2.840.10008.MKR"));
         le_file(private_class, instance, &ds)
     };
     let key = key_file();
@@ -690,6 +691,7 @@ fn basic_profile_replaces_a_uid_that_is_not_the_standards_with_the_keyed_uid() {
             "the private class UID left in the output"
         );
         assert!(!o.stdout.windows(15).any(|w| w == b"1.3.6.1.4.1.555"), "a private UID left in the output");
+        assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "a name under the root left in the output");
         let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
         v["model"].clone()
     };
@@ -707,14 +709,15 @@ fn basic_profile_replaces_a_uid_that_is_not_the_standards_with_the_keyed_uid() {
     assert_eq!(uid(&a, "00020002"), class, "the file meta's class UID is the dataset's (PS3.10 7.1)");
     let related: Vec<&str> =
         a["0008001A"]["Value"].as_array().expect("multi-valued").iter().filter_map(Value::as_str).collect();
-    assert_eq!(related.len(), 2);
+    assert_eq!(related.len(), 3);
     assert_eq!(related[0], "1.2.840.10008.5.1.4.1.1.88.22", "a standard UID of a multi-valued UI kept");
-    assert!(related[1].starts_with("2.25."));
+    assert!(related[1].starts_with("2.25.") && related[2].starts_with("2.25."), "{related:?}");
     // Keyless: removed (fail closed), never kept.
     let sh = crate::common::root().join("policy/safe-harbor.toml").to_string_lossy().into_owned();
     let o = run_stdin(&["redact", "--policy", &sh, "-"], &build(b"2.25.1"));
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert!(!o.stdout.windows(15).any(|w| w == b"1.3.6.1.4.1.555"), "a private UID left without a key");
+    assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "a name under the root left without a key");
     let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
     assert!(v["model"]["00081140"]["Value"][0].get("00081150").is_none(), "`0` kept without a key");
 }

@@ -11,15 +11,16 @@
 //! `hash` (keyed: a UI value becomes `2.25.` and the decimal of 128 bits of an HMAC of the UID,
 //! the same UID for the same input UID and key, across the files of a study; another VR gets
 //! 16 upper-case hex digits), `generalize_date` (DA `YYYY0101`, DT `YYYY`), and `keep`, which
-//! keeps only what it proves: a CS, DS, IS, DA, TM, DT or AS of valid syntax, a UI under the
+//! keeps only what it proves: a CS, DS, IS, DA, TM, DT or AS of valid syntax, a UID under the
 //! standard's root `1.2.840.10008.` (class and syntax UIDs, not instance UIDs), binary numbers,
 //! OB/OW/OF/OD/OL/OV values and pixel data, and a sequence (whose items' elements are decided
 //! by their own rules); free text (AE, LO, SH, ST, LT, UT, UC, UR, PN) and UN only with
 //! `free_text = true`. What a `keep` cannot prove is removed, or written as its `otherwise`: a
 //! dummy, or `@hash`, the keyed hash (a UI's unproven UIDs, its standard ones kept). The file
 //! meta group is rewritten: its SOP Class and Instance UIDs get the decisions of (0008,0016) and
-//! (0008,0018), its syntax UID and implementation names are kept, the rest removed. Patient Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063)
-//! naming the policy are written. Other actions are not allowed for DICOM
+//! (0008,0018), its syntax UID and implementation names are kept, the rest removed. Patient
+//! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
+//! policy are written. Other actions are not allowed for DICOM
 //! (`POLICY_ACTION_NOT_ALLOWED`).
 //!
 //! What it does not do: clean burned-in text from pixel data, evaluate the profile's options,
@@ -378,7 +379,14 @@ fn proven(vr: Vr, v: &[u8]) -> bool {
         b"CS" => t.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b" _\\".contains(&b)),
         b"DS" | b"IS" => t.iter().all(|&b| b.is_ascii_digit() || b" +-.eE\\".contains(&b)),
         b"DA" | b"TM" | b"DT" | b"AS" => t.iter().all(|&b| b.is_ascii_digit() || b" +-.\\DWMY".contains(&b)),
-        b"UI" => t.split(|&b| b == b'\\').all(|u| u.is_empty() || u.starts_with(b"1.2.840.10008.")),
+        // Under the standard's root, and a UID (PS3.5 9.1: digits and dots, 64 bytes at most):
+        // `1.2.840.10008.` followed by a name is not one.
+        b"UI" => t.split(|&b| b == b'\\').map(dict::trim_uid).all(|u| {
+            u.is_empty()
+                || u.starts_with(b"1.2.840.10008.")
+                    && u.len() <= 64
+                    && u.iter().all(|&b| b.is_ascii_digit() || b == b'.')
+        }),
         _ => !vr.is_text(),
     }
 }
