@@ -654,3 +654,164 @@ fn redacted_dicomdir_offsets_point_at_the_same_records() {
     assert_eq!(ul([0x04, 0x00, 0x00, 0x14], items[0] as usize), items[1], "next record of the first");
     assert_eq!(ul([0x04, 0x00, 0x00, 0x14], items[1] as usize), 0, "no next record of the last");
 }
+
+/// Regression: a UID the profile's table does not name that is not the standard's (an SR image
+/// reference's Referenced SOP Class UID (0008,1150) holding `0`, as pydicom's `reportsi.dcm`
+/// has; a private SOP Class UID) was removed, and a type 1 attribute went missing. It is now
+/// replaced as the table's U replaces a UID: the keyed `2.25.<decimal>` UID, the same for the same
+/// UID and key in every file (so references still match), a standard UID beside it kept, and
+/// the file meta's class UID decided as (0008,0016) is. Without a key (safe-harbor.toml) it is
+/// removed. The input value is in no output.
+#[test]
+fn basic_profile_replaces_a_uid_that_is_not_the_standards_with_the_keyed_uid() {
+    let private_class: &[u8] = b"1.3.6.1.4.1.55555.1.1";
+    let reference = |class: &[u8], instance: &[u8]| {
+        let mut b = le(0x0008_1150, b"UI", class);
+        b.extend(le(0x0008_1155, b"UI", instance));
+        le_item(&b)
+    };
+    let build = |instance: &[u8]| {
+        let mut ds = le(0x0008_0016, b"UI", private_class);
+        ds.extend(le(0x0008_0018, b"UI", instance));
+        let mut refs = reference(b"0", b"0");
+        refs.extend(reference(b"1.2.840.10008.5.1.4.1.1.2", b"2.25.4242"));
+        ds.extend(le(0x0008_1140, b"SQ", &refs));
+        // A multi-valued UI the table does not name: Related General SOP Class UID (0008,001A);
+        // the third value is under the root but no UID (a name after it).
+        ds.extend(le(0x0008_001A, b"UI", b"1.2.840.10008.5.1.4.1.1.88.22\\1.3.6.1.4.1.55555.2\\1.2.840.10008.MKR"));
+        le_file(private_class, instance, &ds)
+    };
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let redacted = |file: &[u8]| {
+        let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], file);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            !o.stdout.windows(private_class.len()).any(|w| w == private_class),
+            "the private class UID left in the output"
+        );
+        assert!(!o.stdout.windows(15).any(|w| w == b"1.3.6.1.4.1.555"), "a private UID left in the output");
+        assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "a name under the root left in the output");
+        let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+        v["model"].clone()
+    };
+    let (a, b) = (redacted(&build(b"2.25.1")), redacted(&build(b"2.25.2")));
+    let uid = |m: &Value, tag: &str| m[tag]["Value"][0].as_str().expect("valued").to_owned();
+    let item = |m: &Value, n: usize, tag: &str| m["00081140"]["Value"][n][tag]["Value"][0].as_str().map(str::to_owned);
+    let zero = item(&a, 0, "00081150").expect("the type 1 Referenced SOP Class UID stays valued");
+    assert!(zero.starts_with("2.25.") && zero.len() > 10 && zero.bytes().all(|c| c.is_ascii_digit() || c == b'.'));
+    assert_eq!(item(&b, 0, "00081150"), Some(zero.clone()), "the same UID for `0` in every file");
+    assert_eq!(item(&a, 0, "00081155"), Some(zero.clone()), "the same UID for `0` whatever attribute holds it");
+    assert_eq!(item(&a, 1, "00081150").as_deref(), Some("1.2.840.10008.5.1.4.1.1.2"), "a standard class UID kept");
+    let class = uid(&a, "00080016");
+    assert!(class.starts_with("2.25."), "{class}");
+    assert_eq!(class, uid(&b, "00080016"));
+    assert_eq!(uid(&a, "00020002"), class, "the file meta's class UID is the dataset's (PS3.10 7.1)");
+    let related: Vec<&str> =
+        a["0008001A"]["Value"].as_array().expect("multi-valued").iter().filter_map(Value::as_str).collect();
+    assert_eq!(related.len(), 3);
+    assert_eq!(related[0], "1.2.840.10008.5.1.4.1.1.88.22", "a standard UID of a multi-valued UI kept");
+    assert!(related[1].starts_with("2.25.") && related[2].starts_with("2.25."), "{related:?}");
+    // Keyless: removed (fail closed), never kept.
+    let sh = crate::common::root().join("policy/safe-harbor.toml").to_string_lossy().into_owned();
+    let o = run_stdin(&["redact", "--policy", &sh, "-"], &build(b"2.25.1"));
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.stdout.windows(15).any(|w| w == b"1.3.6.1.4.1.555"), "a private UID left without a key");
+    assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "a name under the root left without a key");
+    let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+    assert!(v["model"]["00081140"]["Value"][0].get("00081150").is_none(), "`0` kept without a key");
+}
+
+/// An implicit VR little endian element of defined length (value padded to an even length).
+fn implicit(tag: u32, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(&((value.len() + value.len() % 2) as u32).to_le_bytes());
+    out.extend_from_slice(value);
+    if value.len() % 2 == 1 {
+        out.push(b' ');
+    }
+    out
+}
+
+/// An implicit VR sequence of undefined length with undefined-length items (PS3.5 7.5.2).
+fn implicit_sequence(tag: u32, items: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(&[0xFF; 4]);
+    for body in items {
+        out.extend_from_slice(&[0xFE, 0xFF, 0x00, 0xE0, 0xFF, 0xFF, 0xFF, 0xFF]);
+        out.extend_from_slice(body);
+        out.extend_from_slice(&[0xFE, 0xFF, 0x0D, 0xE0, 0, 0, 0, 0]);
+    }
+    out.extend_from_slice(&[0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0]);
+    out
+}
+
+/// Regression (pydicom's nested_priv_SQ.dcm, meta_missing_tsyntax.dcm, as a synthetic file): a
+/// dataset whose first element is a sequence of unknown VR and undefined length in implicit VR
+/// in group 0001 (which PS3.5 7.8.1 forbids; dciodvfy stops reading there), nested, then 2
+/// bytes of pixel data in a file without Rows or Columns. It is read as a sequence (PS3.5 7.5:
+/// implicit VR, undefined length), written back as read when a policy keeps it, and the basic
+/// profile removes it (no rule names it: group 0001 is neither standard nor private, so it is
+/// removed, fail closed) and writes the pixel data as read, so the output holds
+/// exactly the input's dataset without that sequence, plus the profile's two attributes. With
+/// no transfer syntax in the meta, the dataset is read as implicit VR little endian all the same.
+#[test]
+fn private_sequence_of_unknown_vr_in_implicit_vr_is_read_written_and_removed_as_read() {
+    let inner = implicit_sequence(0x0001_0001, &[implicit(0x0001_0001, b"MKR inner")]);
+    let private = implicit_sequence(0x0001_0001, &[[inner, implicit(0x0001_0002, b"MKR outer")].concat()]);
+    let pixels = implicit(0x7FE0_0010, &[0, 0]);
+    let build = |syntax: Option<&[u8]>| {
+        let mut meta = le(0x0002_0001, b"OB", b"\x00\x01");
+        meta.extend(le(0x0002_0002, b"UI", b""));
+        meta.extend(le(0x0002_0003, b"UI", b""));
+        if let Some(s) = syntax {
+            meta.extend(le(0x0002_0010, b"UI", s));
+        }
+        let mut out = vec![0u8; 128];
+        out.extend_from_slice(b"DICM");
+        out.extend(le(0x0002_0000, b"UL", &(meta.len() as u32).to_le_bytes()));
+        out.extend(meta);
+        out.extend_from_slice(&private);
+        out.extend_from_slice(&pixels);
+        out
+    };
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let keeping = std::env::temp_dir().join(format!("phiward-dicom-test-{}-group-1.toml", std::process::id()));
+    std::fs::write(
+        &keeping,
+        "[policy]\nname = \"keep-group-1\"\n[[dicom]]\nselect = \"(0001,xxxx)\"\naction = \"keep\"\nfree_text = true\n\
+         [[dicom]]\nselect = \"(7FE0,0010)\"\naction = \"keep\"\n",
+    )
+    .expect("policy");
+    let keeping = keeping.to_string_lossy().into_owned();
+    for syntax in [Some(&b"1.2.840.10008.1.2"[..]), None] {
+        let file = build(syntax);
+        let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &file).stdout).expect("parse");
+        let m = &v["model"];
+        assert_eq!(m["00010001"]["vr"], "SQ", "{syntax:?}: read as a sequence");
+        assert_eq!(m["00010001"]["Value"][0]["00010001"]["vr"], "SQ", "{syntax:?}: the nested one too");
+        // Kept: written as read (implicit VR, undefined lengths), before the profile's elements.
+        let o = run_stdin(&["redact", "--policy", &keeping, "-"], &file);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.stdout.windows(private.len()).any(|w| w == &private[..]),
+            "{syntax:?}: the private sequence not written as read"
+        );
+        assert!(o.stdout.ends_with(&pixels), "{syntax:?}: pixel data not written as read");
+        // The basic profile: removed; the rest as read.
+        let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &file);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "{syntax:?}: a private value left");
+        assert!(o.stdout.ends_with(&pixels), "{syntax:?}: pixel data not written as read");
+        let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+        let tags: Vec<&String> =
+            v["model"].as_object().expect("model").keys().filter(|t| !t.starts_with("0002")).collect();
+        assert_eq!(tags, ["00120062", "00120063", "7FE00010"], "{syntax:?}");
+    }
+    std::fs::remove_file(&keeping).expect("policy removed");
+}

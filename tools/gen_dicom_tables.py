@@ -553,6 +553,12 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict) -> list[
         out.append("[[dicom]]")
         out.append(f'select = "{sel}"')
         out.append(f'action = "{action}"')
+        # A UID the table does not name that is not the standard's (a private SOP Class UID, a
+        # Referenced SOP Class UID of `0`) is replaced as the table's U replaces one: with the
+        # keyed UID, the same for the same UID; without a key it is removed.
+        if sel == "@UI" and keyed:
+            out.append('otherwise = "@hash"')
+            reason += "; another becomes the keyed UID, as the table's U (a type 1 reference stays valued)"
         if reason:
             out.append(f'reason = "{reason}"')
     return out

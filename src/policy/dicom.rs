@@ -11,14 +11,16 @@
 //! `hash` (keyed: a UI value becomes `2.25.` and the decimal of 128 bits of an HMAC of the UID,
 //! the same UID for the same input UID and key, across the files of a study; another VR gets
 //! 16 upper-case hex digits), `generalize_date` (DA `YYYY0101`, DT `YYYY`), and `keep`, which
-//! keeps only what it proves: a CS, DS, IS, DA, TM, DT or AS of valid syntax, a UI under the
+//! keeps only what it proves: a CS, DS, IS, DA, TM, DT or AS of valid syntax, a UID under the
 //! standard's root `1.2.840.10008.` (class and syntax UIDs, not instance UIDs), binary numbers,
 //! OB/OW/OF/OD/OL/OV values and pixel data, and a sequence (whose items' elements are decided
 //! by their own rules); free text (AE, LO, SH, ST, LT, UT, UC, UR, PN) and UN only with
-//! `free_text = true`. The file meta group is rewritten: its SOP Instance UID gets the decision
-//! of (0008,0018), its class and syntax UIDs and implementation names are kept, the rest
-//! removed. Patient Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063)
-//! naming the policy are written. Other actions are not allowed for DICOM
+//! `free_text = true`. What a `keep` cannot prove is removed, or written as its `otherwise`: a
+//! dummy, or `@hash`, the keyed hash (a UI's unproven UIDs, its standard ones kept). The file
+//! meta group is rewritten: its SOP Class and Instance UIDs get the decisions of (0008,0016) and
+//! (0008,0018), its syntax UID and implementation names are kept, the rest removed. Patient
+//! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
+//! policy are written. Other actions are not allowed for DICOM
 //! (`POLICY_ACTION_NOT_ALLOWED`).
 //!
 //! What it does not do: clean burned-in text from pixel data, evaluate the profile's options,
@@ -118,9 +120,26 @@ pub struct Rule {
     pub documented: bool,
     /// Line and column of the selector.
     pub at: (u32, u32),
-    /// `otherwise`: what a `keep` writes for a value it cannot prove (a dummy), instead of
-    /// removing it.
-    pub otherwise: Option<String>,
+    /// `otherwise`: what a `keep` writes for a value it cannot prove, instead of removing it.
+    pub otherwise: Option<Otherwise>,
+}
+
+/// What a DICOM `keep` writes for a value it cannot prove (`otherwise = "..."`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Otherwise {
+    /// A dummy, written whatever the input holds.
+    Dummy(String),
+    /// `otherwise = "@hash"`: what `hash` writes (keyed; PS3.15 E.1.1's U for a UI: each
+    /// unproven UID becomes `2.25.<decimal>`, the same for the same UID and key, and a UID the
+    /// `keep` proves stays); without a key, removed.
+    Hash,
+}
+
+impl Otherwise {
+    /// `@hash`, or a dummy (the policy loader refuses another `@` name).
+    fn parse(s: String) -> Otherwise {
+        if s == "@hash" { Otherwise::Hash } else { Otherwise::Dummy(s) }
+    }
 }
 
 impl Rule {
@@ -134,13 +153,14 @@ impl Rule {
         if !allowed {
             return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
         }
+        let otherwise = parts.otherwise.map(Otherwise::parse);
         Ok(Rule {
             select,
             action: parts.action,
             free_text: parts.free_text,
             documented: parts.documented,
             at: ctx.at(parts.select_span),
-            otherwise: parts.otherwise,
+            otherwise,
         })
     }
 
@@ -188,14 +208,16 @@ impl<'p> Redactor<'p> {
         self.code_items = dicom_keep::Index::build(els);
         let mut decisions = vec![Keep::Drop; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
-        let instance = doc.top(0x0008_0018);
+        let (class, instance) = (doc.top(0x0008_0016), doc.top(0x0008_0018));
         for (i, e) in els.iter().enumerate() {
             decisions[i] = match e.kind {
                 Kind::Item | Kind::Fragment => Keep::As,
                 _ if e.depth == 0 && e.tag >> 16 == 0x0002 => match e.tag {
-                    0x0002_0001 | 0x0002_0002 | 0x0002_0010 | 0x0002_0012 | 0x0002_0013 => Keep::As,
-                    // The dataset's SOP Instance UID, decided as (0008,0018) is; a file
-                    // without one (a DICOMDIR) has its own decided by its rule.
+                    0x0002_0001 | 0x0002_0010 | 0x0002_0012 | 0x0002_0013 => Keep::As,
+                    // The dataset's SOP Class and Instance UIDs, decided as (0008,0016) and
+                    // (0008,0018) are (PS3.10 7.1: the same values); a file without one (a
+                    // DICOMDIR) has its own decided by its rule.
+                    0x0002_0002 => self.decide(doc, class.unwrap_or(i), disclosure, &mut replacements, false),
                     0x0002_0003 => self.decide(doc, instance.unwrap_or(i), disclosure, &mut replacements, false),
                     _ => Keep::Drop,
                 },
@@ -263,27 +285,7 @@ impl<'p> Redactor<'p> {
                 if e.kind != Kind::Value || doc.elided(i) {
                     return Keep::Drop;
                 }
-                let v = value();
-                if e.vr == Vr::UI {
-                    let mut out = Vec::new();
-                    for (k, uid) in v.split(|&b| b == b'\\').enumerate() {
-                        if k > 0 {
-                            out.push(b'\\');
-                        }
-                        let uid = dict::trim_uid(uid);
-                        if uid.is_empty() {
-                            continue;
-                        }
-                        let mac = key.mac("phiward/redact/dicom-uid/v1", &[uid]);
-                        let mut n = [0u8; 16];
-                        n.copy_from_slice(&mac[..16]);
-                        out.extend_from_slice(format!("2.25.{}", u128::from_be_bytes(n)).as_bytes());
-                    }
-                    push(out)
-                } else {
-                    let mac = key.mac("phiward/redact/dicom/v1", &[v]);
-                    push(crate::keys::hex(&mac[..8]).to_ascii_uppercase().into_bytes())
-                }
+                push(hashed(key, e.vr, value(), false))
             }
             Action::GeneralizeDate => {
                 let v = value();
@@ -298,7 +300,14 @@ impl<'p> Redactor<'p> {
                 if e.kind != Kind::Value {
                     return Keep::As;
                 }
-                let otherwise = rule.otherwise.as_ref().map(|d| d.as_bytes().to_vec());
+                let key = self.key;
+                // What is written for a value the keep cannot prove: the dummy, the keyed hash
+                // (a UID the keep proves stays; without a key, removed), or nothing.
+                let otherwise = || match &rule.otherwise {
+                    Some(Otherwise::Dummy(d)) => Some(d.as_bytes().to_vec()),
+                    Some(Otherwise::Hash) if !doc.elided(i) => key.map(|k| hashed(k, e.vr, value(), true)),
+                    _ => None,
+                };
                 if dicom_keep::is_code_attribute(e.tag) && !doc.elided(i) {
                     let item = self.code_items.item(&e, &|j| doc.value(j).expose_value(disclosure));
                     match item.prove(e.tag, value()) {
@@ -306,7 +315,7 @@ impl<'p> Redactor<'p> {
                         dicom_keep::Verdict::Standard(m) => return push(m.as_bytes().to_vec()),
                         dicom_keep::Verdict::Unproven => {
                             self.counts.unproven += 1;
-                            return otherwise.map_or(Keep::Drop, push);
+                            return otherwise().map_or(Keep::Drop, push);
                         }
                     }
                 }
@@ -315,19 +324,50 @@ impl<'p> Redactor<'p> {
                         return Keep::As;
                     }
                     self.counts.free_text_removed += 1;
-                    return otherwise.map_or(Keep::Drop, push);
+                    return otherwise().map_or(Keep::Drop, push);
                 }
                 let v = value();
                 if proven(e.vr, v) {
                     Keep::As
                 } else {
                     self.counts.unproven += 1;
-                    otherwise.map_or(Keep::Drop, push)
+                    otherwise().map_or(Keep::Drop, push)
                 }
             }
             _ => Keep::Drop,
         }
     }
+}
+
+/// What `hash` writes for `v` under `key`: for a UI, each UID `2.25.` and the decimal of 128
+/// bits of an HMAC of it (the same for the same UID and key: references across the files of a
+/// study still match), or, with `keep_proven`, the UID as it is when it is under the standard's
+/// root (a class or syntax UID, which names no instance); for another VR, 16 upper-case hex
+/// digits.
+fn hashed(key: &Key, vr: Vr, v: &[u8], keep_proven: bool) -> Vec<u8> {
+    if vr != Vr::UI {
+        let mac = key.mac("phiward/redact/dicom/v1", &[v]);
+        return crate::keys::hex(&mac[..8]).to_ascii_uppercase().into_bytes();
+    }
+    let mut out = Vec::new();
+    for (k, uid) in v.split(|&b| b == b'\\').enumerate() {
+        if k > 0 {
+            out.push(b'\\');
+        }
+        let uid = dict::trim_uid(uid);
+        if uid.is_empty() {
+            continue;
+        }
+        if keep_proven && proven(Vr::UI, uid) {
+            out.extend_from_slice(uid);
+            continue;
+        }
+        let mac = key.mac("phiward/redact/dicom-uid/v1", &[uid]);
+        let mut n = [0u8; 16];
+        n.copy_from_slice(&mac[..16]);
+        out.extend_from_slice(format!("2.25.{}", u128::from_be_bytes(n)).as_bytes());
+    }
+    out
 }
 
 /// True when a kept value of `vr` is what it claims (a code, a number, a date, a standard UID)
@@ -339,7 +379,14 @@ fn proven(vr: Vr, v: &[u8]) -> bool {
         b"CS" => t.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b" _\\".contains(&b)),
         b"DS" | b"IS" => t.iter().all(|&b| b.is_ascii_digit() || b" +-.eE\\".contains(&b)),
         b"DA" | b"TM" | b"DT" | b"AS" => t.iter().all(|&b| b.is_ascii_digit() || b" +-.\\DWMY".contains(&b)),
-        b"UI" => t.split(|&b| b == b'\\').all(|u| u.is_empty() || u.starts_with(b"1.2.840.10008.")),
+        // Under the standard's root, and a UID (PS3.5 9.1: digits and dots, 64 bytes at most):
+        // `1.2.840.10008.` followed by a name is not one.
+        b"UI" => t.split(|&b| b == b'\\').map(dict::trim_uid).all(|u| {
+            u.is_empty()
+                || u.starts_with(b"1.2.840.10008.")
+                    && u.len() <= 64
+                    && u.iter().all(|&b| b.is_ascii_digit() || b == b'.')
+        }),
         _ => !vr.is_text(),
     }
 }

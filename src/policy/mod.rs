@@ -478,8 +478,8 @@ pub(crate) fn rule_parts<'a>(ctx: &Ctx<'_>, t: &'a DeTable<'_>, at: Range<usize>
 }
 
 /// [`rule_parts`]; with `otherwise`, a `keep` may name the dummy it writes when it cannot
-/// prove (`otherwise = "..."`, DICOM: a type 1 attribute stays valued); elsewhere that key is
-/// unknown.
+/// prove (`otherwise = "..."`, DICOM: a type 1 attribute stays valued), or `@hash` (the keyed
+/// hash); elsewhere that key is unknown.
 pub(crate) fn rule_parts_in<'a>(
     ctx: &Ctx<'_>,
     t: &'a DeTable<'_>,
@@ -507,7 +507,11 @@ pub(crate) fn rule_parts_in<'a>(
             }
             "otherwise" if otherwise_allowed => {
                 let s = string(ctx, value)?;
-                if s.is_empty() || s.len() > 64 || s.bytes().any(|b| !(b.is_ascii_graphic() || b == b' ') || b == b'\\')
+                // `@hash`: the keyed hash, not a dummy; no other `@` name is one.
+                if s.is_empty()
+                    || s.len() > 64
+                    || s.bytes().any(|b| !(b.is_ascii_graphic() || b == b' ') || b == b'\\')
+                    || s.starts_with('@') && s != "@hash"
                 {
                     return Err(ctx.err(Code::POLICY_INVALID_VALUE, value.span()));
                 }
@@ -598,6 +602,13 @@ mod tests {
             err(&format!("{head}[[hl7v2]]\nselect = \"PID-5\"\naction = \"keep\"\notherwise = \"X\"\n")).0,
             Code::POLICY_UNKNOWN_KEY
         );
+        // `@hash` names the keyed hash; another `@` name is neither it nor a dummy.
+        let hash = format!("{head}[[dicom]]\nselect = \"@UI\"\naction = \"keep\"\notherwise = \"@hash\"\n");
+        let p = load(hash.as_bytes()).expect("@hash loads");
+        assert_eq!(p.dicom[0].otherwise, Some(dicom::Otherwise::Hash));
+        let (code, line, column) =
+            err(&format!("{head}[[dicom]]\nselect = \"@UI\"\naction = \"keep\"\notherwise = \"@hmac\"\n"));
+        assert_eq!((code, line, column), (Code::POLICY_INVALID_VALUE, 6, 13));
     }
 
     #[test]

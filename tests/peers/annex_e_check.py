@@ -14,7 +14,15 @@ it runs `PHIWARD redact --policy policy/dicom-basic.toml --key-file target/annex
    (at any depth) holds none of the input's values of that tag in the output (at any depth),
    the policy's own dummy for the tag excepted (a constant written whatever the input holds);
 3. dciodvfy finds no new error kind: the kinds of dciodvfy's error messages of the output
-   (values and lengths cut out of the message) minus those of the input.
+   (values and lengths cut out of the message) minus those of the input. Where dciodvfy stops
+   reading the input at a top-level element of a group PS3.5 7.8.1 forbids ((0001,xxxx),
+   (0003,xxxx), (0005,xxxx), (0007,xxxx): "Tags out of order", before the meta's group 0002
+   ends), the rest of the input's dataset is unchecked; those elements are cut out of the
+   input's bytes where pydicom read them (nothing else changed) and dciodvfy run on that too:
+   a kind it finds there is the input's own ("input's error", counted apart), any other new.
+   When the input's meta names no transfer syntax (dciodvfy then guesses one from the first
+   element), the cut input's meta is given the Transfer Syntax UID (0002,0010) of the encoding
+   pydicom read its dataset in (in tag order, the group length updated) before dciodvfy runs.
 
 A file phiward refuses to redact (a code: a fatal finding of the reader, or bulk data over the
 budget, see docs/dicom.md) is counted, not checked. Output: one line per file with its
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import subprocess
 import sys
 import tomllib
@@ -86,6 +95,75 @@ def error_kinds(path_or_bytes: Path) -> Counter:
     return kinds
 
 
+# PS3.5 7.8.1: no data element of these groups (they are neither standard nor private).
+FORBIDDEN_GROUPS = {0x0001, 0x0003, 0x0005, 0x0007}
+OUT_OF_ORDER = "Error - Tags out of order - trailing garbage, wrong transfer syntax, or not valid DICOM"
+LONG_HEADER = {"OB", "OD", "OF", "OL", "OV", "OW", "SQ", "SV", "UC", "UN", "UR", "UT", "UV"}
+
+
+def without_forbidden_groups(path: Path) -> bytes | None:
+    """The input's bytes without its top-level elements of the groups PS3.5 7.8.1 forbids, each
+    cut from its first byte to the next top-level element's (as pydicom read the file), or None
+    when it has none."""
+    import pydicom  # noqa: PLC0415
+
+    ds = pydicom.dcmread(str(path))
+    starts: list[tuple[int, int]] = []
+    for tag in ds.keys():
+        raw = ds.get_item(tag)
+        # Where the value starts: a raw element's value_tell, a sequence's file_tell (read
+        # eagerly); the element starts its header's length before.
+        tell = getattr(raw, "value_tell", None)
+        if tell is None:
+            tell = getattr(raw, "file_tell", None)
+        if tell is None:
+            return None
+        head = 8 if ds.is_implicit_VR or raw.VR not in LONG_HEADER else 12
+        starts.append((tell - head, int(tag)))
+    starts.sort()
+    data = path.read_bytes()
+    cut = [(at, starts[k + 1][0] if k + 1 < len(starts) else len(data))
+           for k, (at, tag) in enumerate(starts) if tag >> 16 in FORBIDDEN_GROUPS]
+    if not cut:
+        return None
+    out, pos = bytearray(), 0
+    for a, b in cut:
+        out += data[pos:a]
+        pos = b
+    return bytes(out + data[pos:])
+
+
+NO_SYNTAX = "Error - Metaheader present but doesn't contain Transfer Syntax UID"
+# (implicit VR, little endian) -> the transfer syntax UID (PS3.5 A.1, A.2, A.3).
+SYNTAX_UID = {(True, True): "1.2.840.10008.1.2", (False, True): "1.2.840.10008.1.2.1",
+              (False, False): "1.2.840.10008.1.2.2"}
+
+
+def naming_transfer_syntax(data: bytes, uid: str) -> bytes | None:
+    """A Part 10 file's bytes with Transfer Syntax UID (0002,0010) `uid` added to a meta that
+    names none (in tag order, the group length updated), or None when the meta names one or does
+    not start with its group length (explicit VR little endian after the preamble)."""
+    if data[128:132] != b"DICM" or data[132:138] != b"\x02\x00\x00\x00UL":
+        return None
+    length = int.from_bytes(data[140:144], "little")
+    end = 144 + length
+    pos, at = 144, end
+    while pos < end:
+        group, element = struct.unpack_from("<HH", data, pos)
+        tag = (group << 16) | element
+        if tag == 0x0002_0010:
+            return None
+        if tag > 0x0002_0010 and at == end:
+            at = pos
+        if data[pos + 4:pos + 6] in (b"OB", b"OW", b"UN", b"SQ", b"UT", b"UC", b"UR"):
+            pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "little")
+        else:
+            pos += 8 + int.from_bytes(data[pos + 6:pos + 8], "little")
+    value = uid.encode() + (b"\0" if len(uid) % 2 else b"")
+    element = struct.pack("<HH", 0x0002, 0x0010) + b"UI" + struct.pack("<H", len(value)) + value
+    return data[:140] + struct.pack("<I", length + len(element)) + data[144:at] + element + data[at:]
+
+
 def main() -> int:
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -100,7 +178,9 @@ def main() -> int:
     counts: Counter = Counter()
     new_kinds: Counter = Counter()
     failed = 0
+    input_kinds: Counter = Counter()
     tmp = ROOT / "target" / "annex-e-out.dcm"
+    tmp_in = ROOT / "target" / "annex-e-in.dcm"
     for d in sys.argv[2:]:
         root = Path(d)
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -140,15 +220,36 @@ def main() -> int:
             tmp.write_bytes(o.stdout)
             new = error_kinds(tmp) - error_kinds(path)
             added = sorted(k for k in new if k not in error_kinds_cache(path))
+            own: list[str] = []
+            if added and OUT_OF_ORDER in error_kinds_cache(path):
+                cut = without_forbidden_groups(path)
+                if cut is not None and NO_SYNTAX in error_kinds_cache(path):
+                    cut = naming_transfer_syntax(cut, SYNTAX_UID.get(tuple(before.original_encoding), ""))
+                if cut is not None:
+                    tmp_in.write_bytes(cut)
+                    found = error_kinds(tmp_in)
+                    own = [k for k in added if k in found]
+                    added = [k for k in added if k not in found]
             for k in added:
                 new_kinds[k] += 1
-            counts["clean" if not added else "new-kinds"] += 1
-            print(f"{'ok' if not added else 'new-kinds':<10} {name} {len(added)} new dciodvfy error kinds")
+            for k in own:
+                input_kinds[k] += 1
+            verdict = "new-kinds" if added else "input-err" if own else "ok"
+            counts[{"ok": "clean", "input-err": "input-error"}.get(verdict, verdict)] += 1
+            print(f"{verdict:<10} {name} {len(added)} new dciodvfy error kinds"
+                  + (f", {len(own)} the input's (found once its elements of groups 0001/0003/0005/0007 are cut out"
+                     + (" and its transfer syntax named" if NO_SYNTAX in error_kinds_cache(path) else "") + ")"
+                     if own else ""))
     tmp.unlink(missing_ok=True)
+    tmp_in.unlink(missing_ok=True)
     for k, n in new_kinds.most_common():
         print(f"{n:4} files: {k}")
+    for k, n in input_kinds.most_common():
+        print(f"{n:4} files: the input's own, behind a forbidden group: {k}")
     print(
         f"{sum(counts.values())} files: {counts['clean']} redacted with no new dciodvfy error kind, "
+        f"{counts['input-error']} whose only new kinds are the input's (dciodvfy stops reading the input at a "
+        f"group PS3.5 7.8.1 forbids), "
         f"{counts['new-kinds']} with new kinds, {counts['refused']} refused with a code, "
         f"{counts['unreadable']} unreadable by pydicom, {counts['leak']} with an original value left"
     )
