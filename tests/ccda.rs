@@ -945,3 +945,32 @@ fn unbundled_value_set_is_reported_once_per_document() {
         }
     }
 }
+
+/// A template binding an element to the value set the base binds it to (Result Observation
+/// `2023-05-01`'s interpretationCode, `CDAObservationInterpretation`) gives one finding, the
+/// base's, not two.
+#[test]
+fn binding_of_base_and_template_is_reported_once() {
+    let text = r#"<observation xmlns="urn:hl7-org:v3" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" classCode="OBS" moodCode="EVN">
+  <templateId root="2.16.840.1.113883.10.20.22.4.2" extension="2023-05-01"/>
+  <id root="2.16.840.1.113883.19.5" extension="R1"/>
+  <code code="2345-7" codeSystem="2.16.840.1.113883.6.1"/>
+  <statusCode code="completed"/>
+  <effectiveTime value="20240101"/>
+  <value xsi:type="PQ" value="1" unit="mg/dL"/>
+  <interpretationCode code="LX" codeSystem="2.16.840.1.113883.5.83"/>
+</observation>
+"#;
+    assert!(
+        template("2.16.840.1.113883.10.20.22.4.2", "2023-05-01")
+            .is_some_and(|t| t.rules.iter().any(|r| matches!(r, Rule::Bind { path: "interpretationCode", .. }))),
+        "the template binds interpretationCode"
+    );
+    let got: Vec<String> = validate_text(text).into_iter().filter(|f| f.starts_with("CCDA_BINDING ")).collect();
+    assert_eq!(
+        got,
+        [
+            "CCDA_BINDING observation/interpretationCode/@code/valueSet:http://hl7.org/cda/stds/core/ValueSet/CDAObservationInterpretation"
+        ]
+    );
+}

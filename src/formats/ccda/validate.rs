@@ -41,11 +41,18 @@
 //! other types specialize it (effectiveTime: SXCM_TS); the type must be named only where they
 //! do not (observation/value).
 //!
-//! Locations are element names and indexes (`.../entry[2]/act/@moodCode`), with the template
-//! (`/template:root:extension`) for a template's finding: never a value.
+//! Bindings ([`super::vs_tables`]): the base's (every class's attributes and coded children)
+//! and a template's (at a path under its element, where its other rules apply), required or
+//! extensible, to a value set the generator could expand from the bundled definitions: a code
+//! outside it is `CCDA_BINDING` (error; extensible: warning); a value set not bundled is
+//! `CCDA_BINDING_UNCHECKED` (information), once per document and value set.
 //!
-//! What it does not do: evaluate the templates' invariants (FHIRPath) or value set bindings
-//! other than nullFlavor, check ID/IDREF uniqueness, or the narrative's markup.
+//! Locations are element names and indexes (`.../entry[2]/act/@moodCode`), with the template
+//! (`/template:root:extension`) for a template's finding and the value set
+//! (`/valueSet:url`) for a binding's: never a value.
+//!
+//! What it does not do: evaluate the templates' invariants (FHIRPath), expand a value set
+//! that is not bundled, check ID/IDREF uniqueness, or the narrative's markup.
 
 use crate::diag::{CcdaPosition, Code, Diagnostic, Location, Severity};
 use crate::formats::xml::Attr as XAttr;
@@ -456,7 +463,20 @@ impl V<'_> {
                 coded(e) || doc.children_named(e, b"translation").any(coded)
             }
         };
-        if !ok && self.out.len() < MAX_FINDINGS {
+        // A template binding its element to the value set the base binds it to already (Result
+        // Observation's interpretationCode): the base's finding stands for both.
+        let base_made = rule.is_some()
+            && self.out.iter().rev().any(|d| {
+                d.code == Code::CCDA_BINDING
+                    && match d.location {
+                        Location::Ccda(mut q) => {
+                            q.rule = rule;
+                            q == p
+                        }
+                        _ => false,
+                    }
+            });
+        if !ok && !base_made && self.out.len() < MAX_FINDINGS {
             let severity = match strength {
                 Strength::Required => Severity::Error,
                 Strength::Extensible => Severity::Warning,
