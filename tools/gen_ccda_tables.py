@@ -791,12 +791,12 @@ def write_bindings(classes, tpls, term, out_path: Path):
     base = []
     for i, c in enumerate(classes):
         name, attrs, elems = c[0], c[1], c[2]
-        for a in attrs:
+        for k, a in enumerate(attrs):
             if a.get("binding") and a["name"] != "nullFlavor":
-                base.append((i, a["name"], True, a["sdtc"], *a["binding"]))
-        for x in elems:
+                base.append((i, k, True, a["sdtc"], *a["binding"]))
+        for k, x in enumerate(elems):
             if x.get("binding"):
-                base.append((i, x["name"], False, x["sdtc"], *x["binding"]))
+                base.append((i, k, False, x["sdtc"], *x["binding"]))
     tbind = [(t[0] + ":" + t[1], r[1], r[2], *r[3]) for t in tpls for r in t[5] if r[0] == "Bind"]
     urls = sorted({b[5] for b in base if b[4] in STRENGTHS} | {b[4] for b in tbind if b[3] in STRENGTHS})
     vs_index = {u: i for i, u in enumerate(urls)}
@@ -830,9 +830,9 @@ def write_bindings(classes, tpls, term, out_path: Path):
     w("/// The base's required and extensible bindings (the logical models'; nullFlavor's is")
     w("/// `NULL_FLAVORS`), by class index: an attribute's, or a coded element's.")
     w("pub static BASE_BINDINGS: &[BaseBinding] = &[")
-    for i, name, attr, sdtc, strength, vs in base:
+    for i, k, attr, sdtc, strength, vs in base:
         if strength in STRENGTHS:
-            w(f"    BaseBinding {{ class: {i}, name: {rust_str(name)}, attr: {str(attr).lower()}, sdtc: {str(sdtc).lower()}, strength: Strength::{STRENGTHS[strength]}, value_set: {vs_index[vs]} }},")
+            w(f"    BaseBinding {{ class: {i}, index: {k}, attr: {str(attr).lower()}, strength: Strength::{STRENGTHS[strength]}, value_set: {vs_index[vs]} }},")
     w("];")
     out_path.write_text("\n".join(out) + "\n")
     # The counts for docs/ccda.md: each binding as the definitions state it (a logical model's

@@ -292,12 +292,10 @@ pub struct ValueSet {
 pub struct BaseBinding {
     /// The class (an index of `CLASSES`).
     pub class: u16,
-    /// The attribute's or the element's name.
-    pub name: &'static str,
+    /// The attribute's (of the class's `attrs`) or the element's (of its `elems`) index.
+    pub index: u16,
     /// An attribute (else a coded element).
     pub attr: bool,
-    /// In the SDTC namespace.
-    pub sdtc: bool,
     /// The binding's strength.
     pub strength: Strength,
     /// The value set (an index of `VALUE_SETS`).

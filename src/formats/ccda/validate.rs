@@ -397,18 +397,17 @@ impl V<'_> {
         for b in BASE_BINDINGS[start..].iter().take_while(|b| usize::from(b.class) == c) {
             if b.attr {
                 // An attribute the class fixes (Procedure.classCode `PROC`) is checked against
-                // its fixed value (`CCDA_FIXED_VALUE_MISMATCH`), which lies in the value set.
-                let Some(def) = class.attrs.iter().find(|a| a.name == b.name && a.sdtc == b.sdtc && a.fixed.is_none())
-                else {
+                // its fixed value (`CCDA_FIXED_VALUE_MISMATCH`), which lies in the value set;
+                // an SDTC attribute is not bound.
+                let Some(def) = class.attrs.get(usize::from(b.index)).filter(|a| a.fixed.is_none() && !a.sdtc) else {
                     continue;
                 };
                 self.binding(e, Some(&def.name), b.strength, b.value_set, None);
             } else {
-                let ns = if b.sdtc { Ns::Sdtc } else { Ns::V3 };
+                let Some(def) = class.elems.get(usize::from(b.index)) else { continue };
+                let ns = if def.sdtc { Ns::Sdtc } else { Ns::V3 };
                 let doc = self.doc;
-                let kids: Vec<u32> =
-                    doc.tree().children(e).filter(|&k| doc.ns(k) == ns && doc.local(k) == b.name.as_bytes()).collect();
-                for k in kids {
+                for k in doc.tree().children(e).filter(|&k| doc.ns(k) == ns && doc.local(k) == def.name.as_bytes()) {
                     self.binding(k, None, b.strength, b.value_set, None);
                 }
             }
@@ -435,13 +434,18 @@ impl V<'_> {
             None => doc.attr(e, Ns::None, b"code"),
         };
         let Some(held) = held else { return };
-        let mut p = self.at(e);
-        p.attr = Some(attr.unwrap_or(&CODE));
-        p.rule = rule;
-        p.value_set = Some(&set.url);
+        // The position (a walk to the root) only for a finding.
+        let position = |v: &Self| {
+            let mut p = v.at(e);
+            p.attr = Some(attr.unwrap_or(&CODE));
+            p.rule = rule;
+            p.value_set = Some(&set.url);
+            p
+        };
         if !set.bundled {
             if !self.unchecked.contains(&value_set) {
                 self.unchecked.push(value_set);
+                let p = position(self);
                 self.push(Code::CCDA_BINDING_UNCHECKED, p);
             }
             return;
@@ -463,6 +467,10 @@ impl V<'_> {
                 coded(e) || doc.children_named(e, b"translation").any(coded)
             }
         };
+        if ok || self.out.len() >= MAX_FINDINGS {
+            return;
+        }
+        let p = position(self);
         // A template binding its element to the value set the base binds it to already (Result
         // Observation's interpretationCode): the base's finding stands for both.
         let base_made = rule.is_some()
@@ -476,7 +484,7 @@ impl V<'_> {
                         _ => false,
                     }
             });
-        if !ok && !base_made && self.out.len() < MAX_FINDINGS {
+        if !base_made {
             let severity = match strength {
                 Strength::Required => Severity::Error,
                 Strength::Extensible => Severity::Warning,
@@ -727,7 +735,8 @@ impl V<'_> {
                     }
                 }
                 Rule::Bind { path, attr, strength, value_set } if exact => {
-                    let attr = class_attr(attr);
+                    // The rule is static: its attribute name is a `&'static &'static str`.
+                    let attr = Some(attr).filter(|a| !a.is_empty());
                     for x in self.at_path(e, path) {
                         self.binding(x, attr, *strength, *value_set, Some(&tpl.key));
                     }
@@ -807,15 +816,6 @@ fn in_value_set(codes: &[(&str, &str)], code: &[u8], system: Option<&[u8]>) -> b
         .iter()
         .take_while(|(_, c)| c.as_bytes() == code)
         .any(|(s, _)| s.is_empty() || system.is_none_or(|x| x == s.as_bytes()))
-}
-
-/// Attribute `name` as a static name of the tables for a finding's location; `""` (the
-/// element's code): None.
-fn class_attr(name: &'static str) -> Option<&'static &'static str> {
-    if name.is_empty() {
-        return None;
-    }
-    CLASSES.iter().flat_map(|c| c.attrs.iter()).find(|a| a.name == name).map(|a| &a.name)
 }
 
 /// True when class `t` is `declared` or derives from it by name (IVL_TS from SXCM_TS...): the
