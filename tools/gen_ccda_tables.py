@@ -603,6 +603,7 @@ TERM_PACKAGE = "hl7.terminology.r4"
 TERM_VERSION = "7.0.1"
 TERM_SHA256 = "170c546f761fb51b3355788ca500206f6b772b21c57348c29205de85a6612baa"
 STRENGTHS = {"required": "Required", "extensible": "Extensible"}
+UCUM = "http://unitsofmeasure.org"
 
 
 class Terminology:
@@ -764,6 +765,15 @@ class Terminology:
         self.cache[url] = out
         return out
 
+    def is_ucum(self, url):
+        """The value set is all of UCUM (one include of the whole system: a grammar, which
+        phiward's PQ rule checks)."""
+        self.touched.add(url)
+        comp = self.vs.get(url) or {}
+        inc = comp.get("include", [])
+        return (len(inc) == 1 and inc[0].get("system") == UCUM and not comp.get("exclude")
+                and not any(inc[0].get(k) for k in ("concept", "filter", "valueSet")))
+
     def oid(self, system):
         return self.cs[system][0] if system in self.cs else ""
 
@@ -810,16 +820,19 @@ def write_bindings(classes, tpls, term, out_path: Path):
     w("use super::base::{BaseBinding, Strength, ValueSet};")
     w("")
     w("/// The value sets of the required and extensible bindings, by url; `codes`: the expansion")
-    w("/// (code system OID, code), sorted by code, where the value set is bundled.")
+    w("/// (code system OID, code), sorted by code, where the value set is bundled; `ucum`: all of")
+    w("/// UCUM, a grammar the PQ rule checks.")
     w("pub static VALUE_SETS: &[ValueSet] = &[")
     bundled = {}
     for u in urls:
-        e = term.expand(u)
+        ucum = term.is_ucum(u)
+        e = set() if ucum else term.expand(u)
         bundled[u] = e is not None
         w("    ValueSet {")
         w(f"        url: {rust_str(u)},")
         w(f"        bundled: {str(e is not None).lower()},")
-        if e is None:
+        w(f"        ucum: {str(ucum).lower()},")
+        if e is None or ucum:
             w("        codes: &[],")
         else:
             pairs = sorted({(c, term.oid(sys_)) for sys_, c in e})

@@ -282,6 +282,9 @@ pub struct ValueSet {
     pub url: &'static str,
     /// Expanded from the bundled definitions (else `codes` is empty and nothing is checked).
     pub bundled: bool,
+    /// All of UCUM (`v3-UnitsOfMeasureCaseSensitive`): a grammar, not a list; a unit is checked
+    /// by the PQ rule (`CCDA_PQ_INVALID`), so the binding adds no finding of its own.
+    pub ucum: bool,
     /// The expansion: (code system OID, code), sorted by code (an OID `""`: a system without
     /// one, matched by code alone).
     pub codes: &'static [(&'static str, &'static str)],

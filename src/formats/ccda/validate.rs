@@ -426,7 +426,7 @@ impl V<'_> {
         value_set: u16,
         rule: Option<&'static &'static str>,
     ) {
-        let Some(set) = VALUE_SETS.get(usize::from(value_set)) else { return };
+        let Some(set) = VALUE_SETS.get(usize::from(value_set)).filter(|s| !s.ucum) else { return };
         let doc = self.doc;
         let held = match attr {
             Some(a) => doc.attr(e, Ns::None, a.as_bytes()),
