@@ -402,6 +402,8 @@ codes! {
     CCDA_TEMPLATE_CONTENT_MISSING => Error, "a section or entry a declared C-CDA template requires (by its templateId) is absent";
     CCDA_FRAGMENT_NAMESPACES_IMPLIED => Warning, "a C-CDA fragment (not a ClinicalDocument) uses the CDA namespace, xsi: or sdtc: without declaring them: read with those namespaces (reported once)";
     CCDA_EXTENSION_ELEMENT => Warning, "an element in a namespace other than CDA's, SDTC's or XML Schema instance's, in a CDA class (CDA R2 extensibility): accepted, its content not checked";
+    CCDA_BINDING => Error, "a code is not in the bundled value set its CDA class or C-CDA template binds: error for a required binding, warning for extensible";
+    CCDA_BINDING_UNCHECKED => Information, "a required or extensible binding's value set is not bundled (VSAC's, SNOMED CT's, LOINC's...), so its codes are not checked; reported once per document and value set";
     CCDA_TEMPLATE_VERSION_OTHER => Information, "a templateId's root is a known C-CDA template but its extension is another version: only its fixed values are checked";
 
     // ---- NCPDP Telecommunication Standard D.0 (pharmacy claims) ----------------------------
@@ -631,6 +633,8 @@ pub struct CcdaPosition {
     pub attr: Option<&'static &'static str>,
     /// The template (or the required template) a finding checks.
     pub rule: Option<&'static &'static str>,
+    /// The value set a binding finding names (its canonical url, from the generated tables).
+    pub value_set: Option<&'static &'static str>,
     /// The element's index in its record's document (`u32::MAX`: none).
     pub node: u32,
 }
@@ -649,6 +653,7 @@ impl CcdaPosition {
             child: false,
             attr: None,
             rule: None,
+            value_set: None,
             node: u32::MAX,
         }
     }
@@ -695,6 +700,9 @@ impl CcdaPosition {
         if let Some(r) = self.rule {
             write!(f, "/template:{r}")?;
         }
+        if let Some(v) = self.value_set {
+            write!(f, "/valueSet:{v}")?;
+        }
         Ok(())
     }
 }
@@ -708,7 +716,7 @@ impl Default for CcdaPosition {
 impl fmt::Display for CcdaPosition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let len = usize::from(self.len);
-        if len == 0 && self.attr.is_none() && self.rule.is_none() {
+        if len == 0 && self.attr.is_none() && self.rule.is_none() && self.value_set.is_none() {
             return f.write_str("-");
         }
         for (i, &(name, index)) in self.steps[..len].iter().enumerate() {

@@ -14,11 +14,20 @@ schematron (each template's SHALL assertions, with those of the rules they exten
 into phiward's XPath subset where their XPath has that form, and, in docs/ccda.md between its
 ``r21-unchecked`` markers, the assertions not translated, by CONF number.
 
-    python3 tools/gen_ccda_tables.py ../shared/cda/logical-models PACKAGE_DIR [SCHEMATRON_DIR]
+``src/formats/ccda/vs_tables.rs``: the value sets of the logical models' and the templates'
+required and extensible bindings, expanded where bundled (the logical models' value sets and
+code systems, npm hl7.terminology.r4@7.0.1's v3 code systems and value sets), the base's
+bindings per class (the templates' are rules of ``tables.rs``), and in docs/ccda.md between its
+``ccda-bindings`` markers their counts.
 
-(PACKAGE_DIR: npm hl7.cda.us.ccda 5.0.0-ballot unpacked; SCHEMATRON_DIR: HL7's C-CDA R2.1
-schematron, ``../shared/cda/schematron-r2.1`` by default, whose fixed values are accepted
-beside 5.0's where they differ.)
+    python3 tools/gen_ccda_tables.py [LOGICAL_MODELS [PACKAGE_DIR [SCHEMATRON_DIR [TERMINOLOGY_DIR]]]]
+
+(LOGICAL_MODELS: ``../shared/cda/logical-models``; PACKAGE_DIR: npm hl7.cda.us.ccda@5.0.0-ballot
+unpacked, ``target/gen-npm-ccda/hl7.cda.us.ccda/package`` by default, where
+``scripts/check-generated`` unpacks it; SCHEMATRON_DIR: HL7's C-CDA R2.1 schematron,
+``../shared/cda/schematron-r2.1`` by default, whose fixed values are accepted beside 5.0's where
+they differ; TERMINOLOGY_DIR: npm hl7.terminology.r4@7.0.1 unpacked,
+``target/gen-npm-ccda/hl7.terminology.r4/package`` by default.)
 
 Python 3.11, standard library only. Deterministic: the same files give the same bytes.
 """
@@ -86,6 +95,9 @@ class Def:
                 if c.tag.startswith(F + "fixed"):
                     fixed = c.get("value")
             types = [t.get("value") for x in e.findall(F + "type") for t in x.findall(F + "code")]
+            b = e.find(F + "binding")
+            vs = b.find(F + "valueSet") if b is not None else None
+            binding = (val(b, "strength"), vs.get("value").split("|")[0]) if vs is not None else None
             self.elements.append(
                 {
                     "path": val(e, "path"),
@@ -97,6 +109,7 @@ class Def:
                     "ns": ext(e, "xml-namespace"),
                     "xmlname": ext(e, "xml-name"),
                     "choice": ext(e, "xml-choice-group") == "true",
+                    "binding": binding,
                 }
             )
         self.name = self.elements[0]["path"].split(".")[0] if self.elements else self.id
@@ -549,13 +562,318 @@ def templates(pkg: Path, base_min, r21=None, base_fixed=None):
                             if sl is not None and sl.get("min", 0) >= 1 and "sliceName" in sl:
                                 r, x = sds[prof][1]
                                 rules.append(("Contains", "/".join(parts[:-1]), parts[-1], r))
+        # The template's own bindings (its differential; the base's are the classes'): at a
+        # path under the template's element, of an element (its code) or an attribute. One under
+        # a slice (the slice's members only) or through an SDTC element is left out.
+        snap = {e["id"]: e for e in elems}
+        for e in d.get("differential", {}).get("element", []):
+            b = e.get("binding")
+            if not b or not b.get("valueSet"):
+                continue
+            strength, vs = b["strength"], b["valueSet"].split("|")[0]
+            parts = e["path"].split(".")[1:]
+            if ":" in e["id"] or any(x.startswith("sdtc") for x in parts) or not parts:
+                BINDINGS_LEFT_OUT.append((f"{root}:{ext}", e["id"], strength, vs))
+                continue
+            is_attr = "xmlAttr" in snap.get(e["id"], e).get("representation", [])
+            # The steps that are XML elements: not a choice group (an address's `item`).
+            full = e["path"].split(".")
+            steps = [x for k, x in enumerate(full[1:], start=2) if not any(
+                y.get("url", "").endswith("/xml-choice-group") and y.get("valueBoolean")
+                for y in snap.get(".".join(full[:k]), {}).get("extension", []))]
+            attr = steps.pop() if is_attr else ""
+            if attr == "code":
+                # A coded element's `code` attribute bound: the element's code (with its
+                # codeSystem), as a binding of the element.
+                attr = ""
+            at = "/".join(steps)
+            rules.append(("Bind", at, attr, (strength, vs)))
         out.append((root, ext, d.get("title") or d["name"], cls, code, rules))
     return out
 
 
+BINDINGS_LEFT_OUT = []
+
+
+
+
+# --- Value set bindings -----------------------------------------------------------------------
+
+TERM_PACKAGE = "hl7.terminology.r4"
+TERM_VERSION = "7.0.1"
+TERM_SHA256 = "170c546f761fb51b3355788ca500206f6b772b21c57348c29205de85a6612baa"
+STRENGTHS = {"required": "Required", "extensible": "Extensible"}
+UCUM = "http://unitsofmeasure.org"
+
+
+class Terminology:
+    """The code systems and value sets bundled for the bindings: the CDA logical models' own
+    (``ValueSet/``, ``CodeSystem/``) and npm hl7.terminology.r4's (the HL7 v3 code systems and
+    value sets, and THO's others). A value set is expanded only where every part of its compose
+    is a rule of: a whole code system, listed concepts, ``is-a`` / ``descendent-of`` over a
+    code system's hierarchy (nesting and ``subsumedBy``), other value sets of the same rules;
+    each code system complete (``content = complete``). Anything else (a regex, a filter on
+    another property, a code system not bundled: LOINC, SNOMED CT, VSAC's value sets) leaves
+    the value set not bundled."""
+
+    def __init__(self, lm: Path, term: Path):
+        import json
+
+        self.cs = {}  # url -> (oid, {code: set(parents)}, complete)
+        self.vs = {}  # url -> compose (json-like dict)
+        self.files = []  # (name, sha256) read
+        for p in sorted((lm / "CodeSystem").glob("*.xml")) + sorted((lm / "ValueSet").glob("*.xml")):
+            root = ET.parse(p).getroot()
+            self.files.append((f"{p.parent.name}/{p.name}", hashlib.sha256(p.read_bytes()).hexdigest()))
+            j = self._xml_json(root)
+            (self._add_cs if root.tag == F + "CodeSystem" else self._add_vs)(j)
+        self.origin = {}  # url -> (file name, sha256) of the terminology package's files
+        if term.is_dir():
+            for p in sorted(term.glob("CodeSystem-*.json")) + sorted(term.glob("ValueSet-*.json")):
+                raw = p.read_bytes()
+                j = json.loads(raw.decode("utf-8"))
+                (self._add_cs if j.get("resourceType") == "CodeSystem" else self._add_vs)(j)
+                self.origin.setdefault(j.get("url"), (p.name, hashlib.sha256(raw).hexdigest()))
+        self.cache = {}
+        self.touched = set()
+        self.named = set()
+
+    def used_files(self):
+        """The terminology package's files an expansion read, sorted by name."""
+        return sorted({self.origin[u] for u in self.touched if u in self.origin})
+
+    @staticmethod
+    def _xml_json(root):
+        """The few fields of a FHIR XML CodeSystem or ValueSet read here, as the JSON form."""
+
+        def concepts(e):
+            return [{"code": val(c, "code"), "concept": concepts(c)} for c in e.findall(F + "concept")]
+
+        def part(e):
+            return {
+                "system": val(e, "system"),
+                "concept": [{"code": val(c, "code")} for c in e.findall(F + "concept")],
+                "filter": [{"property": val(f, "property"), "op": val(f, "op"), "value": val(f, "value")} for f in e.findall(F + "filter")],
+                "valueSet": [v.get("value") for v in e.findall(F + "valueSet")],
+            }
+
+        j = {"url": val(root, "url"), "content": val(root, "content"),
+             "identifier": [{"value": val(i, "value")} for i in root.findall(F + "identifier")],
+             "concept": concepts(root)}
+        comp = root.find(F + "compose")
+        if comp is not None:
+            j["compose"] = {"include": [part(x) for x in comp.findall(F + "include")],
+                            "exclude": [part(x) for x in comp.findall(F + "exclude")]}
+        return j
+
+    def _add_cs(self, j):
+        oid = next((i["value"][len("urn:oid:"):] for i in j.get("identifier", []) if i.get("value", "").startswith("urn:oid:")), "")
+        codes = {}
+
+        def walk(cs, parent):
+            for c in cs:
+                ps = codes.setdefault(c["code"], set())
+                if parent is not None:
+                    ps.add(parent)
+                for pr in c.get("property", []):
+                    if pr.get("code") == "subsumedBy" and pr.get("valueCode"):
+                        ps.add(pr["valueCode"])
+                walk(c.get("concept", []), c["code"])
+
+        walk(j.get("concept", []), None)
+        self.cs.setdefault(j["url"], (oid, codes, j.get("content") == "complete"))
+
+    def _add_vs(self, j):
+        if "compose" in j:
+            self.vs.setdefault(j["url"], j["compose"])
+
+    def descendants(self, system, code):
+        _, codes, _ = self.cs[system]
+        kids = {}
+        for c, ps in codes.items():
+            for p in ps:
+                kids.setdefault(p, set()).add(c)
+        out, todo = set(), [code]
+        while todo:
+            for k in kids.get(todo.pop(), ()):
+                if k not in out:
+                    out.add(k)
+                    todo.append(k)
+        return out
+
+    def part(self, inc, stack):
+        """The (system, code) pairs of one include or exclude; None: not expandable here."""
+        sets = []
+        if inc.get("valueSet"):
+            for u in inc["valueSet"]:
+                e = self.expand(u.split("|")[0], stack)
+                if e is None:
+                    return None
+                sets.append(e)
+        system = inc.get("system")
+        if system:
+            self.touched.add(system)
+            listed = {c["code"] for c in inc.get("concept", [])}
+            if listed and not inc.get("filter"):
+                # Listed concepts are the value set's codes, whether or not the code system is
+                # bundled (Languages lists ISO 639 codes of urn:ietf:bcp:47; CDARoleClassRoot
+                # lists a RoleClass code this copy of v3 RoleClass no longer has).
+                sets.append({(system, c) for c in listed})
+                system = None
+        if system:
+            if system not in self.cs or not self.cs[system][2]:
+                return None
+            _, codes, _ = self.cs[system]
+            mine = listed & set(codes) if listed else set(codes)
+            for f in inc.get("filter", []):
+                if f.get("property") != "concept" or f.get("op") not in ("is-a", "descendent-of") or f.get("value") not in codes:
+                    return None
+                d = self.descendants(system, f["value"])
+                mine &= d | {f["value"]} if f["op"] == "is-a" else d
+            sets.append({(system, c) for c in mine})
+        if not sets:
+            return None
+        out = sets[0]
+        for s in sets[1:]:
+            out &= s
+        return out
+
+    def expand(self, url, stack=()):
+        """The value set's (system, code) pairs, or None when it is not bundled."""
+        if url in self.cache:
+            return self.cache[url]
+        comp = self.vs.get(url)
+        self.touched.add(url)
+        if comp is None:
+            self.cache[url] = None
+            return None
+        if url in stack:
+            return None
+        out = set()
+        for inc in comp.get("include", []):
+            p = self.part(inc, stack + (url,))
+            if p is None:
+                self.cache[url] = None
+                return None
+            out |= p
+        for exc in comp.get("exclude", []):
+            p = self.part(exc, stack + (url,))
+            if p is None:
+                self.cache[url] = None
+                return None
+            out -= p
+        self.cache[url] = out
+        return out
+
+    def is_ucum(self, url):
+        """The value set is all of UCUM (one include of the whole system: a grammar, which
+        phiward's PQ rule checks)."""
+        self.touched.add(url)
+        comp = self.vs.get(url) or {}
+        inc = comp.get("include", [])
+        return (len(inc) == 1 and inc[0].get("system") == UCUM and not comp.get("exclude")
+                and not any(inc[0].get(k) for k in ("concept", "filter", "valueSet")))
+
+    def oid(self, system):
+        return self.cs[system][0] if system in self.cs else ""
+
+
+def lm_bindings(src: Path):
+    """The logical models' bindings: {(definition id, element path): (strength, value set)}."""
+    out = {}
+    for p in sorted(src.glob("*.xml")):
+        root = ET.parse(p).getroot()
+        diff = root.find(F + "differential")
+        if diff is None:
+            continue
+        for e in diff.findall(F + "element"):
+            b = e.find(F + "binding")
+            vs = b.find(F + "valueSet") if b is not None else None
+            if vs is not None:
+                out[val(e, "path")] = (val(b, "strength"), vs.get("value").split("|")[0])
+    return out
+
+
+def write_bindings(classes, tpls, term, out_path: Path):
+    """Writes ``vs_tables.rs``: the value sets the required and extensible bindings name
+    (expanded where bundled), and the base's bindings per class. Returns the value sets' indexes
+    by url and the counts for the docs."""
+    base = []
+    for i, c in enumerate(classes):
+        name, attrs, elems = c[0], c[1], c[2]
+        for k, a in enumerate(attrs):
+            if a.get("binding") and a["name"] != "nullFlavor":
+                base.append((i, k, True, a["sdtc"], *a["binding"]))
+        for k, x in enumerate(elems):
+            if x.get("binding"):
+                base.append((i, k, False, x["sdtc"], *x["binding"]))
+    tbind = [(t[0] + ":" + t[1], r[1], r[2], *r[3]) for t in tpls for r in t[5] if r[0] == "Bind"]
+    urls = sorted({b[5] for b in base if b[4] in STRENGTHS} | {b[4] for b in tbind if b[3] in STRENGTHS})
+    vs_index = {u: i for i, u in enumerate(urls)}
+    term.named = set(urls)
+    out = []
+    w = out.append
+    w("//! The value sets of the C-CDA bindings, @generated by tools/gen_ccda_tables.py: do not edit.")
+    w(f"//! From the CDA logical models' value sets and code systems and npm {TERM_PACKAGE} {TERM_VERSION}")
+    w("//! (CC0-1.0). Provenance: PROVENANCE.md.")
+    w("")
+    w("use super::base::{BaseBinding, Strength, ValueSet};")
+    w("")
+    w("/// The value sets of the required and extensible bindings, by url; `codes`: the expansion")
+    w("/// (code system OID, code), sorted by code, where the value set is bundled; `ucum`: all of")
+    w("/// UCUM, a grammar the PQ rule checks.")
+    w("pub static VALUE_SETS: &[ValueSet] = &[")
+    bundled = {}
+    for u in urls:
+        ucum = term.is_ucum(u)
+        e = set() if ucum else term.expand(u)
+        bundled[u] = e is not None
+        w("    ValueSet {")
+        w(f"        url: {rust_str(u)},")
+        w(f"        bundled: {str(e is not None).lower()},")
+        w(f"        ucum: {str(ucum).lower()},")
+        if e is None or ucum:
+            w("        codes: &[],")
+        else:
+            pairs = sorted({(c, term.oid(sys_)) for sys_, c in e})
+            w("        codes: &[" + ", ".join(f"({rust_str(o)}, {rust_str(c)})" for c, o in pairs) + "],")
+        w("    },")
+    w("];")
+    w("")
+    w("/// The base's required and extensible bindings (the logical models'; nullFlavor's is")
+    w("/// `NULL_FLAVORS`), by class index: an attribute's, or a coded element's.")
+    w("pub static BASE_BINDINGS: &[BaseBinding] = &[")
+    for i, k, attr, sdtc, strength, vs in base:
+        if strength in STRENGTHS:
+            w(f"    BaseBinding {{ class: {i}, index: {k}, attr: {str(attr).lower()}, strength: Strength::{STRENGTHS[strength]}, value_set: {vs_index[vs]} }},")
+    w("];")
+    out_path.write_text("\n".join(out) + "\n")
+    # The counts for docs/ccda.md: each binding as the definitions state it (a logical model's
+    # element, a template's differential element), by strength and whether it is checked.
+    counts = {}
+    for path, (strength, vs) in sorted(LM_BINDINGS.items()):
+        if path == "ANY.nullFlavor":
+            k = "checked"
+        elif strength not in STRENGTHS:
+            k = "not checked (" + strength + ")"
+        else:
+            k = "checked" if bundled[vs] else "not bundled"
+        counts[("base", strength, k)] = counts.get(("base", strength, k), 0) + 1
+    for key, path, attr, strength, vs in tbind:
+        k = ("checked" if bundled[vs] else "not bundled") if strength in STRENGTHS else "not checked (" + strength + ")"
+        counts[("templates", strength, k)] = counts.get(("templates", strength, k), 0) + 1
+    for key, eid, strength, vs in BINDINGS_LEFT_OUT:
+        k = "left out (slice or sdtc)" if strength in STRENGTHS else "not checked (" + strength + ")"
+        counts[("templates", strength, k)] = counts.get(("templates", strength, k), 0) + 1
+    return vs_index, counts
+
+
+LM_BINDINGS = {}
+
+
 def main() -> None:
     src = Path(sys.argv[1] if len(sys.argv) > 1 else REPO.parent / "shared/cda/logical-models")
-    pkg = Path(sys.argv[2] if len(sys.argv) > 2 else "/tmp/ccda-npm/package")
+    pkg = Path(sys.argv[2] if len(sys.argv) > 2 else REPO / "target/gen-npm-ccda/hl7.cda.us.ccda/package")
     files = sorted(p for p in src.glob("*.xml"))
     defs = {}
     digests = []
@@ -564,6 +882,9 @@ def main() -> None:
         d = Def(p)
         if d.url and d.url.startswith(CDA) and d.kind == "logical":
             defs[d.id] = d
+            for e in d.elements:
+                if e["binding"] is not None:
+                    LM_BINDINGS[e["path"]] = e["binding"]
 
     classes = []  # (name, attrs, elems, text, unordered, narrative)
     index = {}
@@ -611,6 +932,8 @@ def main() -> None:
                     rec["kind"] = kind
                 if e["fixed"] is not None:
                     rec["fixed"] = e["fixed"]
+                if e["binding"] is not None:
+                    rec["binding"] = e["binding"]
                 if old is None:
                     attrs.append(rec)
                 continue
@@ -635,6 +958,8 @@ def main() -> None:
                 rec["max"] = 0xFFFFFFFF if e["max"] == "*" else int(e["max"])
             if "typeAttr" in e["rep"]:
                 rec["xsi"] = True
+            if e["binding"] is not None:
+                rec["binding"] = e["binding"]
             if "cdaText" in e["rep"]:
                 rec["narrative"] = True
                 rec["types"] = []
@@ -683,7 +1008,7 @@ def main() -> None:
     w("//! The CDA R2.0 base tables, @generated by tools/gen_ccda_tables.py from the CDA logical models")
     w(f"//! (HL7/CDA-core-sd at {COMMIT[:12]}, CC0-1.0): do not edit. Provenance: PROVENANCE.md.")
     w("")
-    w("use super::base::{Attr, Class, Elem, Prim, Rule, Template};")
+    w("use super::base::{Attr, Class, Elem, Prim, Rule, Strength, Template};")
     w("")
     w("/// Every element name of the base and of the narrative block, sorted: the names a path holds.")
     w("pub static NAMES: &[&str] = &[")
@@ -739,6 +1064,9 @@ def main() -> None:
     schs = sorted(sch_dir.glob("*.sch"))
     r21 = r21_values(schs[0]) if schs else {}
     tpls = templates(pkg, base_min, r21, base_fixed)
+    term_dir = Path(sys.argv[4] if len(sys.argv) > 4 else REPO / "target/gen-npm-ccda/hl7.terminology.r4/package")
+    term = Terminology(src, term_dir)
+    vs_index, binding_counts = write_bindings(classes, tpls, term, REPO / "src/formats/ccda/vs_tables.rs")
     w("/// The C-CDA templates of npm hl7.cda.us.ccda, by templateId root then extension.")
     w("pub static TEMPLATES: &[Template] = &[")
     for root, ext, title, cls, (code, system), rules in tpls:
@@ -752,6 +1080,11 @@ def main() -> None:
         w(f'        code_system: "{system}",')
         w("        rules: &[")
         for kind, path, name, value in rules:
+            if kind == "Bind":
+                if value[0] not in STRENGTHS:
+                    continue
+                w(f"            Rule::Bind {{ path: {rust_str(path)}, attr: {rust_str(name)}, strength: Strength::{STRENGTHS[value[0]]}, value_set: {vs_index[value[1]]} }},")
+                continue
             w(f"            Rule::{kind} {{ path: {rust_str(path)}, name: {rust_str(name)}, value: {rust_str(value)} }},")
         w("        ],")
         w("    },")
@@ -788,7 +1121,51 @@ def main() -> None:
             "`r21_tables.rs`: the error phase's assertions of the same schematron, translated where their",
             "XPath is of the subset phiward evaluates (the others are listed in docs/ccda.md).",
         ]
+    seen = {n for n, _ in digests}
+    used = term.used_files()
+    prov += [
+        "",
+        "`vs_tables.rs`: the value sets of the required and extensible bindings of the logical models",
+        "and the templates, expanded from the logical models' value sets and code systems (sha256):",
+        "",
+    ]
+    prov += [f"- `{n}` `{h}`" for n, h in term.files if n not in seen]
+    prov += [
+        "",
+        f"and npm `{TERM_PACKAGE}` `{TERM_VERSION}` (CC0-1.0; HL7 Terminology: the v3 code systems and value",
+        f"sets), archive sha256 `{TERM_SHA256}`; its files read for an expansion (sha256):",
+        "",
+    ]
+    prov += [f"- `{n}` `{h}`" for n, h in used]
     (REPO / "src/formats/ccda/PROVENANCE.md").write_text("\n".join(prov) + "\n")
+    write_binding_docs(binding_counts, term, REPO / "docs/ccda.md")
+
+
+def write_binding_docs(counts, term, docs_path: Path):
+    """The counts of bindings checked and not, and the value sets not bundled, in docs/ccda.md
+    between its ``ccda-bindings`` markers."""
+    lines = ["| bindings | strength | checked | value set not bundled (information) | not checked |", "|---|---|---|---|---|"]
+    for where in ("base", "templates"):
+        for strength in ("required", "extensible", "preferred", "example"):
+            row = {k: n for (w, st, k), n in counts.items() if w == where and st == strength}
+            if not row:
+                continue
+            other = sum(n for k, n in row.items() if k not in ("checked", "not bundled"))
+            why = "slice or SDTC path" if strength in STRENGTHS else "by strength"
+            lines.append(f"| {'the logical models' if where == 'base' else 'the 5.0 templates'} | {strength} | "
+                         f"{row.get('checked', 0)} | {row.get('not bundled', 0)} | {other}{f' ({why})' if other else ''} |")
+    lines += ["", "The value sets of required and extensible bindings that are not bundled (each reported once",
+              "per document where a bound element has a code):", ""]
+    missing = sorted(u for u, e in term.cache.items() if e is None and u in term.named)
+    vsac = [u for u in missing if u.startswith("http://cts.nlm.nih.gov/fhir/ValueSet/")]
+    lines.append(f"- VSAC ({len(vsac)}): " + ", ".join(u.rsplit("/", 1)[1] for u in vsac) + ";")
+    lines.append("- others: " + ", ".join(f"`{u}`" for u in missing if u not in vsac) + ".")
+    text = docs_path.read_text()
+    begin, end = "<!-- ccda-bindings:begin -->", "<!-- ccda-bindings:end -->"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        docs_path.write_text(head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,8 @@ def kind_of_finding(code: str, location: str, conf_kinds: dict[str, str] | None 
         return "required templated content"
     if code == "CCDA_DATATYPE_INVALID":
         return "data type (xsi:type)"
+    if code == "CCDA_BINDING":
+        return "value set"
     return "CDA base (schema)"
 
 

@@ -108,6 +108,19 @@ pub enum Rule {
         /// Unused.
         value: &'static str,
     },
+    /// The coded element(s) at `path` (their `code`, with `codeSystem`), or their attribute
+    /// `attr` (a code or a list of codes), are bound to value set `value_set` (an index of
+    /// [`super::vs_tables::VALUE_SETS`]).
+    Bind {
+        /// Element names joined by `/`.
+        path: &'static str,
+        /// The attribute bound (`""`: the element's code).
+        attr: &'static str,
+        /// The binding's strength.
+        strength: Strength,
+        /// The value set.
+        value_set: u16,
+    },
     /// Among the elements at `path`, one has a child `name` that declares template `value`
     /// (a templateId root): a required section or entry.
     Contains {
@@ -250,4 +263,44 @@ pub enum X {
         /// The value it equals (`None`: present).
         value: Option<&'static str>,
     },
+}
+
+/// A binding's strength: required (a code outside the value set is an error) or extensible (a
+/// warning). Preferred and example bindings are not in the tables: nothing is checked.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Strength {
+    /// `required`.
+    Required,
+    /// `extensible`.
+    Extensible,
+}
+
+/// A value set a binding names.
+#[derive(Debug)]
+pub struct ValueSet {
+    /// Its canonical url.
+    pub url: &'static str,
+    /// Expanded from the bundled definitions (else `codes` is empty and nothing is checked).
+    pub bundled: bool,
+    /// All of UCUM (`v3-UnitsOfMeasureCaseSensitive`): a grammar, not a list; a unit is checked
+    /// by the PQ rule (`CCDA_PQ_INVALID`), so the binding adds no finding of its own.
+    pub ucum: bool,
+    /// The expansion: (code system OID, code), sorted by code (an OID `""`: a system without
+    /// one, matched by code alone).
+    pub codes: &'static [(&'static str, &'static str)],
+}
+
+/// A binding of the CDA base: an attribute or coded element of a class.
+#[derive(Debug)]
+pub struct BaseBinding {
+    /// The class (an index of `CLASSES`).
+    pub class: u16,
+    /// The attribute's (of the class's `attrs`) or the element's (of its `elems`) index.
+    pub index: u16,
+    /// An attribute (else a coded element).
+    pub attr: bool,
+    /// The binding's strength.
+    pub strength: Strength,
+    /// The value set (an index of `VALUE_SETS`).
+    pub value_set: u16,
 }

@@ -41,19 +41,27 @@
 //! other types specialize it (effectiveTime: SXCM_TS); the type must be named only where they
 //! do not (observation/value).
 //!
-//! Locations are element names and indexes (`.../entry[2]/act/@moodCode`), with the template
-//! (`/template:root:extension`) for a template's finding: never a value.
+//! Bindings ([`super::vs_tables`]): the base's (every class's attributes and coded children)
+//! and a template's (at a path under its element, where its other rules apply), required or
+//! extensible, to a value set the generator could expand from the bundled definitions: a code
+//! outside it is `CCDA_BINDING` (error; extensible: warning); a value set not bundled is
+//! `CCDA_BINDING_UNCHECKED` (information), once per document and value set.
 //!
-//! What it does not do: evaluate the templates' invariants (FHIRPath) or value set bindings
-//! other than nullFlavor, check ID/IDREF uniqueness, or the narrative's markup.
+//! Locations are element names and indexes (`.../entry[2]/act/@moodCode`), with the template
+//! (`/template:root:extension`) for a template's finding and the value set
+//! (`/valueSet:url`) for a binding's: never a value.
+//!
+//! What it does not do: evaluate the templates' invariants (FHIRPath), expand a value set
+//! that is not bundled, check ID/IDREF uniqueness, or the narrative's markup.
 
 use crate::diag::{CcdaPosition, Code, Diagnostic, Location, Severity};
 use crate::formats::xml::Attr as XAttr;
 
-use super::base::{Assert, AssertKind, AttrNs, Class, Op, Prim, R21Template, Rule, Step, Template, X};
+use super::base::{Assert, AssertKind, AttrNs, Class, Op, Prim, R21Template, Rule, Step, Strength, Template, X};
 use super::r21_tables::R21_TEMPLATES;
 use super::read::{Document, Ns, name_id};
 use super::tables::{CLASSES, NULL_FLAVORS};
+use super::vs_tables::{BASE_BINDINGS, VALUE_SETS};
 use super::write::template_of;
 
 /// Most findings kept for one document.
@@ -83,7 +91,12 @@ struct V<'d> {
     /// [`post_r21`]. Elsewhere a templateId without extension that R2.1 defines is R2.1's
     /// template, not 5.0's.
     v50: bool,
+    /// The value sets not bundled already reported (`CCDA_BINDING_UNCHECKED`, once each).
+    unchecked: Vec<u16>,
 }
+
+/// The attribute a coded element's binding finding names.
+static CODE: &str = "code";
 
 /// The first templateId extension of C-CDA 3.0 (`2022-06-01`): every later version's templates
 /// are versioned from it on (R2.1's and its companion guides' extensions are earlier).
@@ -237,6 +250,7 @@ impl V<'_> {
             }
         }
         self.datatype_rules(e, class, null);
+        self.base_bindings(e, c, class);
         if !class.text && tree.texts_of(e).next().is_some() {
             self.push(Code::CCDA_TEXT_UNEXPECTED, self.at(e));
         }
@@ -372,6 +386,110 @@ impl V<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The bindings of class `c` (the logical models') on element `e`: its attributes' and its
+    /// coded children's (a child's binding is checked here, where its class is known, for
+    /// the child: `statusCode` of an act).
+    fn base_bindings(&mut self, e: u32, c: usize, class: &'static Class) {
+        let start = BASE_BINDINGS.partition_point(|b| usize::from(b.class) < c);
+        for b in BASE_BINDINGS[start..].iter().take_while(|b| usize::from(b.class) == c) {
+            if b.attr {
+                // An attribute the class fixes (Procedure.classCode `PROC`) is checked against
+                // its fixed value (`CCDA_FIXED_VALUE_MISMATCH`), which lies in the value set;
+                // an SDTC attribute is not bound.
+                let Some(def) = class.attrs.get(usize::from(b.index)).filter(|a| a.fixed.is_none() && !a.sdtc) else {
+                    continue;
+                };
+                self.binding(e, Some(&def.name), b.strength, b.value_set, None);
+            } else {
+                let Some(def) = class.elems.get(usize::from(b.index)) else { continue };
+                let ns = if def.sdtc { Ns::Sdtc } else { Ns::V3 };
+                let doc = self.doc;
+                for k in doc.tree().children(e).filter(|&k| doc.ns(k) == ns && doc.local(k) == def.name.as_bytes()) {
+                    self.binding(k, None, b.strength, b.value_set, None);
+                }
+            }
+        }
+    }
+
+    /// A binding on element `e`: its attribute `attr` (a code, or a list of codes: `use`), or
+    /// (None) its code with its codeSystem, a translation's standing for it. Nothing where the
+    /// element has a nullFlavor or no code (cardinality is the other rules'). A value set not
+    /// bundled is reported once per document (`CCDA_BINDING_UNCHECKED`).
+    fn binding(
+        &mut self,
+        e: u32,
+        attr: Option<&'static &'static str>,
+        strength: Strength,
+        value_set: u16,
+        rule: Option<&'static &'static str>,
+    ) {
+        let Some(set) = VALUE_SETS.get(usize::from(value_set)).filter(|s| !s.ucum) else { return };
+        let doc = self.doc;
+        let held = match attr {
+            Some(a) => doc.attr(e, Ns::None, a.as_bytes()),
+            None if self.has_null_flavor(e) => None,
+            None => doc.attr(e, Ns::None, b"code"),
+        };
+        let Some(held) = held else { return };
+        // The position (a walk to the root) only for a finding.
+        let position = |v: &Self| {
+            let mut p = v.at(e);
+            p.attr = Some(attr.unwrap_or(&CODE));
+            p.rule = rule;
+            p.value_set = Some(&set.url);
+            p
+        };
+        if !set.bundled {
+            if !self.unchecked.contains(&value_set) {
+                self.unchecked.push(value_set);
+                let p = position(self);
+                self.push(Code::CCDA_BINDING_UNCHECKED, p);
+            }
+            return;
+        }
+        let ok = match attr {
+            Some(_) => self.value_is(held, |v| {
+                v.split(u8::is_ascii_whitespace).filter(|t| !t.is_empty()).all(|t| in_value_set(set.codes, t, None))
+            }),
+            None => {
+                let coded = |x: u32| {
+                    let Some(code) = doc.attr(x, Ns::None, b"code") else { return false };
+                    let system = doc.attr(x, Ns::None, b"codeSystem");
+                    let tree = doc.tree();
+                    tree.value(code.value).classify(|c| match system {
+                        Some(s) => tree.value(s.value).classify(|s| in_value_set(set.codes, c, Some(s))),
+                        None => in_value_set(set.codes, c, None),
+                    })
+                };
+                coded(e) || doc.children_named(e, b"translation").any(coded)
+            }
+        };
+        if ok || self.out.len() >= MAX_FINDINGS {
+            return;
+        }
+        let p = position(self);
+        // A template binding its element to the value set the base binds it to already (Result
+        // Observation's interpretationCode): the base's finding stands for both.
+        let base_made = rule.is_some()
+            && self.out.iter().rev().any(|d| {
+                d.code == Code::CCDA_BINDING
+                    && match d.location {
+                        Location::Ccda(mut q) => {
+                            q.rule = rule;
+                            q == p
+                        }
+                        _ => false,
+                    }
+            });
+        if !base_made {
+            let severity = match strength {
+                Strength::Required => Severity::Error,
+                Strength::Extensible => Severity::Warning,
+            };
+            self.out.push(Diagnostic::new(Code::CCDA_BINDING, Location::Ccda(p)).with_severity(severity));
         }
     }
 
@@ -616,6 +734,13 @@ impl V<'_> {
                         }
                     }
                 }
+                Rule::Bind { path, attr, strength, value_set } if exact => {
+                    // The rule is static: its attribute name is a `&'static &'static str`.
+                    let attr = Some(attr).filter(|a| !a.is_empty());
+                    for x in self.at_path(e, path) {
+                        self.binding(x, attr, *strength, *value_set, Some(&tpl.key));
+                    }
+                }
                 Rule::Required { path, .. }
                     if exact && !self.has_null_flavor(e) && doc.children_named(e, path.as_bytes()).next().is_none() =>
                 {
@@ -681,6 +806,16 @@ fn r21_of(doc: &Document, e: u32, t: u32) -> impl Iterator<Item = &'static R21Te
             };
             same_ext && doc.local(e) == x.element.as_bytes()
         })
+}
+
+/// True when `code` (of code system OID `system`, when the element names one) is in the
+/// expansion `codes` (sorted by code); an expansion's system without an OID matches any.
+fn in_value_set(codes: &[(&str, &str)], code: &[u8], system: Option<&[u8]>) -> bool {
+    let start = codes.partition_point(|(_, c)| c.as_bytes() < code);
+    codes[start..]
+        .iter()
+        .take_while(|(_, c)| c.as_bytes() == code)
+        .any(|(s, _)| s.is_empty() || system.is_none_or(|x| x == s.as_bytes()))
 }
 
 /// True when class `t` is `declared` or derives from it by name (IVL_TS from SXCM_TS...): the
@@ -784,7 +919,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
                 .is_some_and(|a| doc.tree().value(a.value).classify(|v| v == R21_DOCUMENT_EXTENSION))
         });
     let v50 = post_r21(doc);
-    let mut v = V { doc, out: Vec::new(), r11, r21, v50 };
+    let mut v = V { doc, out: Vec::new(), r11, r21, v50, unchecked: Vec::new() };
     for &r in doc.roots() {
         if let Some(c) = fragment_class(doc, r) {
             v.element(r, c);
@@ -914,6 +1049,56 @@ pub fn is_ts(v: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The findings of `binding` on the document's first `statusCode` (its root's child) bound
+    /// to v3 ActStatus with `strength`.
+    fn status_binding(xml: &str, strength: Strength) -> Vec<Diagnostic> {
+        let doc = super::super::read::read(xml.as_bytes().to_vec(), &crate::limits::Limits::default())
+            .unwrap_or_else(|_| panic!("test document reads"));
+        let vs = VALUE_SETS.iter().position(|v| v.url.ends_with("/v3-ActStatus")).expect("ActStatus is bundled");
+        let mut v = V { doc: &doc, out: Vec::new(), r11: false, r21: false, v50: true, unchecked: Vec::new() };
+        let status = doc.children_named(0, b"statusCode").next().expect("a statusCode");
+        v.binding(status, None, strength, u16::try_from(vs).expect("index"), None);
+        v.out
+    }
+
+    #[test]
+    fn binding_strength_gives_severity() {
+        let bad = r#"<act xmlns="urn:hl7-org:v3"><statusCode code="ordered"/></act>"#;
+        let req = status_binding(bad, Strength::Required);
+        assert_eq!(req.len(), 1);
+        assert_eq!((req[0].code, req[0].severity), (Code::CCDA_BINDING, Severity::Error));
+        // No extensible binding is in the tables today (the logical models and the 5.0 package
+        // bind required, preferred or example): the strength still decides the severity.
+        let ext = status_binding(bad, Strength::Extensible);
+        assert_eq!((ext[0].code, ext[0].severity), (Code::CCDA_BINDING, Severity::Warning));
+        for ok in [
+            r#"<act xmlns="urn:hl7-org:v3"><statusCode code="active"/></act>"#,
+            r#"<act xmlns="urn:hl7-org:v3"><statusCode nullFlavor="UNK"/></act>"#,
+            r#"<act xmlns="urn:hl7-org:v3"><statusCode/></act>"#,
+        ] {
+            assert!(status_binding(ok, Strength::Required).is_empty(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn binding_matches_system_and_translations() {
+        let codes: &[(&str, &str)] = &[("2.16.840.1.113883.5.14", "active"), ("", "any")];
+        assert!(in_value_set(codes, b"active", Some(b"2.16.840.1.113883.5.14")));
+        assert!(in_value_set(codes, b"active", None));
+        assert!(!in_value_set(codes, b"active", Some(b"2.16.840.1.113883.6.96")));
+        assert!(in_value_set(codes, b"any", Some(b"1.2.3")));
+        assert!(!in_value_set(codes, b"other", None));
+        // A translation in the value set stands for the code.
+        let vs = VALUE_SETS.iter().position(|v| v.url.ends_with("/CDAObservationInterpretation")).expect("bundled");
+        let xml = r#"<observation xmlns="urn:hl7-org:v3"><interpretationCode code="LX" codeSystem="2.16.840.1.113883.5.83"><translation code="L" codeSystem="2.16.840.1.113883.5.83"/></interpretationCode></observation>"#;
+        let doc = super::super::read::read(xml.as_bytes().to_vec(), &crate::limits::Limits::default())
+            .unwrap_or_else(|_| panic!("test document reads"));
+        let mut v = V { doc: &doc, out: Vec::new(), r11: false, r21: false, v50: true, unchecked: Vec::new() };
+        let e = doc.children_named(0, b"interpretationCode").next().expect("element");
+        v.binding(e, None, Strength::Required, u16::try_from(vs).expect("index"), None);
+        assert!(v.out.is_empty());
+    }
 
     #[test]
     fn ts_syntax() {

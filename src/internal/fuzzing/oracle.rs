@@ -425,15 +425,20 @@ fn script_word(word: &str) -> bool {
     matches!(word, "ncpdp" | "script") || NAMES.contains(&word) || ATTRIBUTES.contains(&word)
 }
 
-/// A C-CDA name: an element or attribute name of the CDA tables, or the `template` of a
-/// location's suffix (whose key is checked against the tables by the location grammar).
+/// A C-CDA name: an element or attribute name of the CDA tables, the `template` of a
+/// location's suffix (whose key is checked against the tables by the location grammar), or
+/// `valueSet` and a word of a value set url of the tables (`UnitsOfMeasureCaseSensitive`).
 fn ccda_word(word: &str) -> bool {
     use crate::formats::ccda::tables::{CLASSES, NAMES};
     word == "template"
         || word == "CONF"
         || word == "ccda"
+        || word == "valueSet"
         || NAMES.contains(&word)
         || CLASSES.iter().any(|c| c.attrs.iter().any(|a| a.name == word))
+        || crate::formats::ccda::vs_tables::VALUE_SETS
+            .iter()
+            .any(|v| v.url.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == word))
 }
 
 /// FHIR names: type names, element names, invariant keys (split at `-`), from the definitions.
@@ -868,9 +873,16 @@ fn script_inspect_ok(map: &serde_json::Map<String, Value>) {
 /// `ClinicalDocument/component/structuredBody/component[3]/section/entry[2]/act/@moodCode/template:R:E`
 /// (a fragment: from its top-level element, `component[2]/section/...`):
 /// names of the CDA tables (or `*`, `...`) with indexes, then an attribute name of the tables,
-/// then a template key or root of the tables.
+/// then a template key or root of the tables, then `/valueSet:URL`, a value set of the tables.
 fn ccda_location_ok(s: &str) -> bool {
     use crate::formats::ccda::tables::{CLASSES, NAMES, TEMPLATES};
+    let (s, value_set) = match s.split_once("/valueSet:") {
+        Some((p, v)) => (p, Some(v)),
+        None => (s, None),
+    };
+    if value_set.is_some_and(|v| !crate::formats::ccda::vs_tables::VALUE_SETS.iter().any(|x| x.url == v)) {
+        return false;
+    }
     let (path, template) = match s.split_once("/template:") {
         Some((p, t)) => (p, Some(t)),
         None => (s, None),
