@@ -331,6 +331,37 @@ impl Snapshot {
     }
 }
 
+impl Snapshot {
+    /// The `fixed[x]` or `pattern[x]` values of the elements below `i` at a dotted path of names,
+    /// reached through the element on each step and its required slices (`min` at least 1):
+    /// where a profile fixes a discriminator's value inside a slice of a sliced element (R4's
+    /// `bp` slices `component` by `code.coding.code` and fixes it in
+    /// `component:SystolicBP.code.coding:SBPCode.code`).
+    pub fn values_through_slices(&self, i: usize, path: &str) -> Vec<&Value> {
+        let steps: Vec<&str> = path.split('.').filter(|s| !s.is_empty() && *s != "$this").collect();
+        let mut out = Vec::new();
+        self.collect_values(i, &steps, &mut out, 0);
+        out
+    }
+
+    fn collect_values<'s>(&'s self, cur: usize, steps: &[&str], out: &mut Vec<&'s Value>, depth: u32) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let Some((step, rest)) = steps.split_first() else {
+            if let Some(v) = self.elements.get(cur).and_then(|e| e.fixed.as_ref().or(e.pattern.as_ref())) {
+                out.push(v);
+            }
+            return;
+        };
+        let step = step.strip_suffix("[x]").unwrap_or(step);
+        let Some(g) = self.groups_of(cur).iter().find(|g| g.name == *step) else { return };
+        for &k in g.base.iter().chain(g.slices.iter().filter(|&&s| self.elements[s].min >= 1)) {
+            self.collect_values(k, rest, out, depth + 1);
+        }
+    }
+}
+
 /// `(parent id, last segment)` of an element id, splitting at the last `.` outside a slice name.
 fn split_id(id: &str) -> Option<(&str, &str)> {
     // Slice names may not hold `.` in practice; the last `.` separates the segment.
@@ -472,8 +503,12 @@ impl Conformance {
 
     /// The resource of type `resource_type` (`""`: any) with canonical `canonical`
     /// (`url|version` picks that version; a bare url the first one added).
+    /// A resource not loaded may be one built in (R4's vital signs profiles: see [`built_in`]).
     pub fn resolve(&self, resource_type: &str, canonical: &str) -> Option<&Value> {
-        self.resolve_index(resource_type, canonical).and_then(|k| self.resources[k].value())
+        match self.resolve_index(resource_type, canonical) {
+            Some(k) => self.resources[k].value(),
+            None => built_in(resource_type, canonical),
+        }
     }
 
     fn resolve_index(&self, resource_type: &str, canonical: &str) -> Option<usize> {
@@ -671,6 +706,29 @@ impl Conformance {
         }
         Some(())
     }
+}
+
+/// The conformance resources built into phiward, by canonical: R4's vital signs profiles and the
+/// value sets they bind (the R4 specification holds an Observation with a vital sign code to its
+/// profile: `formats::fhir::vital_signs`), parsed once when first needed. `canonical` may carry
+/// the version they have (4.0.1); a loaded resource of the same canonical comes first.
+fn built_in(resource_type: &str, canonical: &str) -> Option<&'static Value> {
+    static BUILT_IN: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
+    let (url, version) = match canonical.split_once('|') {
+        Some((u, v)) => (u, Some(v)),
+        None => (canonical, None),
+    };
+    let r = BUILT_IN
+        .get_or_init(|| {
+            // Generated JSON (`tools/gen_fhir_tables.py`); a failure to read it leaves it empty and
+            // the `built_in_resources_read` test fails.
+            let list: Vec<Value> = serde_json::from_str(defs::VITAL_SIGNS).unwrap_or_default();
+            list.into_iter().filter_map(|r| Some((r.get("url")?.as_str()?.to_owned(), r))).collect()
+        })
+        .get(url)?;
+    let fits_type = resource_type.is_empty() || r.get("resourceType").and_then(Value::as_str) == Some(resource_type);
+    let fits_version = version.is_none_or(|v| r.get("version").and_then(Value::as_str) == Some(v));
+    (fits_type && fits_version).then_some(r)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1202,6 +1260,24 @@ mod tests {
         assert!(e.contains(None, b"z"));
         assert!(c.expansion("http://example.org/snomed").is_none());
         assert!(c.expansion("http://hl7.org/fhir/ValueSet/administrative-gender").is_some());
+    }
+
+    #[test]
+    fn built_in_resources_read() {
+        let store = Conformance::new();
+        for name in ["vitalsigns", "vitalspanel", "resprate", "heartrate", "oxygensat", "bodytemp", "bodyheight"]
+            .into_iter()
+            .chain(["headcircum", "bodyweight", "bmi", "bp"])
+        {
+            let url = format!("{CORE_SD}{name}");
+            let snap = store.snapshot(&url).expect("a built-in vital signs profile");
+            assert!(snap.complete && snap.elements.len() > 40, "{name}");
+        }
+        assert!(store.structure_definition("http://hl7.org/fhir/StructureDefinition/bodytemp|4.0.1").is_some());
+        assert!(store.structure_definition("http://hl7.org/fhir/StructureDefinition/bodytemp|3.0.2").is_none());
+        let units = store.expansion("http://hl7.org/fhir/ValueSet/ucum-bodytemp|4.0.1").expect("enumerated units");
+        assert!(units.contains(Some(b"http://unitsofmeasure.org"), b"Cel"));
+        assert!(!units.contains(Some(b"http://unitsofmeasure.org"), b"kg"));
     }
 
     #[test]

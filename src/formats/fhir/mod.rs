@@ -37,6 +37,7 @@ pub mod read_xml;
 pub mod rules;
 pub mod ucum;
 pub mod validate;
+pub mod vital_signs;
 pub mod write;
 
 pub use codec::{Fhir, NoEnvelope};
