@@ -169,6 +169,9 @@ pub struct Constraint {
     pub error: bool,
     /// The FHIRPath expression.
     pub expression: String,
+    /// One of the R4 core's invariants (the same key and expression): the core validation
+    /// evaluates it, a profile check need not.
+    pub core: bool,
 }
 
 /// One element of a snapshot.
@@ -215,6 +218,12 @@ pub struct Element {
     /// The `narrative-source-control` extension (on a Narrative): the severity (`error`,
     /// `warning`, `information`) of content without a source class.
     pub narrative_source: Option<String>,
+    /// R5's `mustHaveValue` (in R4 the cross-version extension): a primitive here must have a
+    /// value, not only extensions.
+    pub must_have_value: bool,
+    /// R5's `valueAlternatives` (in R4 the cross-version extension): the extensions that may
+    /// stand in for an absent primitive value; one of them must then be present.
+    pub value_alternatives: Vec<String>,
 }
 
 impl Element {
@@ -866,7 +875,8 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
                 continue;
             }
             let error = c.get("severity").and_then(Value::as_str) != Some("warning");
-            out.constraints.push(Constraint { key: key.to_owned(), error, expression: expression.to_owned() });
+            let core = defs::constraints().iter().any(|c| c.key == key && c.expression == expression);
+            out.constraints.push(Constraint { key: key.to_owned(), error, expression: expression.to_owned(), core });
         }
     }
     if let Some(s) = e.get("slicing") {
@@ -935,8 +945,38 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
     if let Some(c) = code_of(NARRATIVE_SOURCE_EXTENSION) {
         out.narrative_source = Some(c);
     }
+    let extensions = e.get("extension").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice());
+    let with_url =
+        |url: &'static str| extensions.iter().filter(move |x| x.get("url").and_then(Value::as_str) == Some(url));
+    let must_have_value = e
+        .get("mustHaveValue")
+        .and_then(Value::as_bool)
+        .or_else(|| with_url(MUST_HAVE_VALUE_EXTENSION).find_map(|x| x.get("valueBoolean").and_then(Value::as_bool)));
+    if let Some(b) = must_have_value {
+        out.must_have_value = b;
+    }
+    let alternatives: Vec<String> = e
+        .get("valueAlternatives")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_else(|| {
+            with_url(VALUE_ALTERNATIVES_EXTENSION)
+                .filter_map(|x| x.get("valueCanonical").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        });
+    if !alternatives.is_empty() {
+        out.value_alternatives = alternatives;
+    }
     out
 }
+
+/// R5's `ElementDefinition.mustHaveValue`, as R4 carries it (a cross-version extension).
+const MUST_HAVE_VALUE_EXTENSION: &str =
+    "http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.mustHaveValue";
+
+/// R5's `ElementDefinition.valueAlternatives`, as R4 carries it (a cross-version extension).
+const VALUE_ALTERNATIVES_EXTENSION: &str =
+    "http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.valueAlternatives";
 
 /// The extension of a Narrative's element definition that controls its language sections.
 const NARRATIVE_LANGUAGE_EXTENSION: &str = "http://hl7.org/fhir/StructureDefinition/narrative-language-control";

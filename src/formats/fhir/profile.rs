@@ -211,18 +211,6 @@ fn intern_key(key: &str) -> &'static &'static str {
     boxed
 }
 
-/// The core invariants by key, with their expressions.
-fn core_constraints() -> &'static BTreeMap<&'static str, Vec<&'static str>> {
-    static CORE: OnceLock<BTreeMap<&'static str, Vec<&'static str>>> = OnceLock::new();
-    CORE.get_or_init(|| {
-        let mut m: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-        for c in defs::constraints() {
-            m.entry(c.key).or_default().push(c.expression);
-        }
-        m
-    })
-}
-
 /// The JSON name of node `c` (`valueQuantity` for a choice).
 fn json_name_is(doc: &Document, c: u32, name: &str) -> bool {
     let node = doc.node(c);
@@ -861,13 +849,26 @@ impl<'d> Checker<'d> {
                 }
             }
         }
+        if (el.must_have_value || !el.value_alternatives.is_empty())
+            && !doc.node(n).has_value()
+            && doc.node(n).ty.is_some_and(|t| defs::kind(t) == defs::Kind::Primitive)
+        {
+            // A primitive with extensions only: R5's value controls (R4's cross-version
+            // extensions), as the reference validator applies them.
+            let alternative = || {
+                doc.named(n, "extension").any(|x| {
+                    doc.named(x, "url")
+                        .any(|u| text(doc, u).is_some_and(|u| el.value_alternatives.iter().any(|a| a == u)))
+                })
+            };
+            if el.must_have_value || !alternative() {
+                self.push(Code::PROFILE_VALUE_ABSENT, Severity::Error, Location::Fhir(doc.path(n)), pid);
+            }
+        }
         if (el.narrative_language.is_some() || el.narrative_source.is_some()) && type_of(doc, n) == "Narrative" {
             self.narrative(n, el, pid);
         }
-        for c in &el.constraints {
-            if core_constraints().get(c.key.as_str()).is_some_and(|exprs| exprs.contains(&c.expression.as_str())) {
-                continue;
-            }
+        for c in el.constraints.iter().filter(|c| !c.core) {
             self.invariant(n, c, pid);
         }
         // Type profiles (an extension's definition is checked on its own, see `extensions`).
@@ -976,7 +977,16 @@ impl<'d> Checker<'d> {
     }
 
     fn type_profile(&mut self, n: u32, url: &str, element: Option<&str>, depth: u32) {
-        let Some(snap) = self.conf.snapshot(url) else { return };
+        let Some(snap) = self.conf.snapshot(url) else {
+            // A profile the element's type names that is not loaded: the element cannot be
+            // checked against it, an error as the reference validator reports ("Unknown
+            // profile"); a profile of the R4 core that is not built in is the core's check.
+            if !url.starts_with(conformance::CORE_SD) {
+                let pid = crate::structure::profile_id(url.split('|').next().unwrap_or(url));
+                self.push(Code::PROFILE_UNKNOWN, Severity::Error, Location::Fhir(self.doc.path(n)), pid);
+            }
+            return;
+        };
         let e = match element {
             Some(id) => match snap.find(id) {
                 Some(e) => e,
@@ -1802,6 +1812,47 @@ mod tests {
             findings(&ctx, r#"{"resourceType":"Patient"}"#),
             ["PROFILE_MUST_SUPPORT information Patient.birthDate http://example.org/ms"]
         );
+    }
+
+    #[test]
+    fn value_controls_of_r5_on_a_primitive_with_extensions_only() {
+        let profile = |ext: &str, value: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.org/vc","type":"Patient",
+                "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+                "differential":{{"element":[{{"id":"Patient.active","path":"Patient.active","min":1,
+                "extension":[{{"url":"http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.{ext}",{value}}}]}}]}}}}"#
+            )
+        };
+        let dar = r#"{"resourceType":"Patient","_active":{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/data-absent-reason","valueCode":"unknown"}]}}"#;
+        let masked = r#"{"resourceType":"Patient","_active":{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/iso21090-nullFlavor","valueCode":"MSK"}]}}"#;
+        let present = r#"{"resourceType":"Patient","active":true}"#;
+        let must = profile("mustHaveValue", r#""valueBoolean":true"#);
+        let ctx = context(&[&must], &["http://example.org/vc"]);
+        assert_eq!(findings(&ctx, dar), ["PROFILE_VALUE_ABSENT error Patient.active http://example.org/vc"]);
+        assert!(findings(&ctx, present).is_empty());
+        let alternatives = profile(
+            "valueAlternatives",
+            r#""valueCanonical":"http://hl7.org/fhir/StructureDefinition/data-absent-reason""#,
+        );
+        let ctx = context(&[&alternatives], &["http://example.org/vc"]);
+        assert!(findings(&ctx, dar).is_empty());
+        assert!(findings(&ctx, present).is_empty());
+        assert_eq!(findings(&ctx, masked), ["PROFILE_VALUE_ABSENT error Patient.active http://example.org/vc"]);
+    }
+
+    #[test]
+    fn a_type_profile_that_is_not_loaded_is_an_error() {
+        let profile = r#"{"resourceType":"StructureDefinition","url":"http://example.org/tp","type":"Patient",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+            "differential":{"element":[{"id":"Patient.identifier","path":"Patient.identifier",
+            "type":[{"code":"Identifier","profile":["http://example.org/not-loaded"]}]}]}}"#;
+        let ctx = context(&[profile], &["http://example.org/tp"]);
+        assert_eq!(
+            findings(&ctx, r#"{"resourceType":"Patient","identifier":[{"value":"1"}]}"#),
+            ["PROFILE_UNKNOWN error Patient.identifier[0] http://example.org/not-loaded"]
+        );
+        assert!(findings(&ctx, r#"{"resourceType":"Patient"}"#).is_empty());
     }
 
     /// `Parameters.parameter.part` reuses `Parameters.parameter`'s children (`contentReference`):

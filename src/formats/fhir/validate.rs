@@ -10,7 +10,11 @@
 //!
 //! Findings are value-free by construction. At most [`MAX_FINDINGS`] are kept.
 //!
-//! What it does not do: profiles (`meta.profile` is not followed), terminology beyond the
+//! Profiles: with packages loaded, those of [`super::profile`]; with none, only the vital signs
+//! profile an Observation's code implies ([`super::vital_signs`]; not with
+//! [`Options::core_only`]).
+//!
+//! What it does not do: follow `meta.profile` without packages, terminology beyond the
 //! bundled expansions, reference target types, or resolution outside the input.
 
 use std::sync::OnceLock;
