@@ -272,7 +272,7 @@ codes! {
 
     // ---- FHIR profiles (structure, formats/fhir/profile.rs) ---------------------------------
     // Findings against a profile of a loaded IG carry the profile's canonical (`profile`).
-    PROFILE_UNKNOWN => Warning, "a profile the resource claims in meta.profile is not among the loaded packages";
+    PROFILE_UNKNOWN => Warning, "a profile the resource claims in meta.profile is not among the loaded packages (a warning), or one an element's type names (an error)";
     PROFILE_SNAPSHOT_FAILED => Warning, "a profile's snapshot could not be generated (its base is not loaded, or its differential names an element the base lacks)";
     PROFILE_CARDINALITY_MIN => Error, "an element occurs fewer times than its profile requires";
     PROFILE_CARDINALITY_MAX => Error, "an element occurs more times than its profile allows";
@@ -283,6 +283,7 @@ codes! {
     PROFILE_MAX_VALUE => Error, "a value is above its profile's maxValue";
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
+    PROFILE_VALUE_ABSENT => Error, "a primitive element has no value where its profile requires one (mustHaveValue), or none of the extensions its profile allows in place of the value (valueAlternatives)";
     PROFILE_NARRATIVE_LANGUAGE => Error, "the narrative's language sections are not what its profile requires (narrative-language-control)";
     PROFILE_NARRATIVE_SOURCE => Warning, "the narrative holds content without a source class where its profile asks for one (narrative-source-control)";
     PROFILE_BINDING => Error, "a code is not in the value set its profile binds (error for required, warning for extensible)";

@@ -19,6 +19,12 @@ package ``hl7.fhir.r4.core`` is not on the npm registry) and writes, under
 * ``extensions.txt``: the core extension definitions (url, modifier or not,
   contexts, the cardinality and types of the value, and for a complex extension
   each part: its name, cardinality and value types);
+* ``vitalsigns.json``: the R4 vital signs profiles (``vitalsigns`` and the ten
+  profiles derived from it), their snapshots reduced to what the profile checks
+  read, and the value sets they bind that the tables above cannot expand (UCUM
+  units and LOINC codes, enumerated): the R4 specification requires an
+  Observation with a vital sign code to conform to its profile (Observation,
+  section 2.1.3.1.1), so the validator applies them without a package;
 * ``PROVENANCE.md``: package, version, sha256 of its archive and of the files
   read, and what was left out.
 
@@ -54,6 +60,7 @@ INSTALL = (f"npm pack --pack-destination target/gen-npm-fhir-r4 {PACKAGE}@{PACKA
            f"npm install --prefix target/gen-npm-fhir-r4 target/gen-npm-fhir-r4/{PACKAGE}-{PACKAGE_VERSION}.tgz "
            "(or: scripts/check-generated fhir)")
 READ: set[str] = set()  # the file names read, for PROVENANCE.md
+VS_LINES: list[str] = []  # the lines of valuesets.txt, once written
 FHIR_VERSION = "4.0.1"
 STRENGTHS = {"required": "R", "extensible": "E", "preferred": "P"}
 SYSTEM_TYPES = {
@@ -207,11 +214,65 @@ def main() -> int:
     (OUT / "structures.txt").write_text("\n".join(out) + "\n", encoding="utf-8")
 
     vs_lines, vs_stats = value_sets(bindings)
+    VS_LINES.extend(vs_lines)
     (OUT / "valuesets.txt").write_text("\n".join(vs_lines) + "\n", encoding="utf-8")
     ext_lines, ext_stats = extensions()
     (OUT / "extensions.txt").write_text("\n".join(ext_lines) + "\n", encoding="utf-8")
+    (OUT / "vitalsigns.json").write_text(vital_signs(), encoding="utf-8")
     provenance(sds, skipped, constraint_rows, vs_stats, ext_stats)
     return 0
+
+
+# The vital signs profiles of R4 (observation-vitalsigns.html) and what an element definition of
+# their snapshots keeps: what `src/structure/conformance.rs` reads (no documentation field).
+VITAL_SIGNS = ["vitalsigns", "vitalspanel", "resprate", "heartrate", "oxygensat", "bodytemp", "bodyheight",
+               "headcircum", "bodyweight", "bmi", "bp"]
+ELEMENT_KEYS = ("id", "path", "sliceName", "min", "max", "type", "binding", "constraint", "slicing",
+                "mustSupport", "contentReference", "maxLength")
+ELEMENT_PREFIXES = ("fixed", "pattern", "minValue", "maxValue")
+VITALS_UNITS = "http://hl7.org/fhir/ValueSet/ucum-vitals-common|4.0.1"
+
+
+def vital_signs() -> str:
+    """The vital signs profiles (snapshots reduced) and the value sets they bind that
+    valuesets.txt does not expand, as one JSON array (one resource a line)."""
+    out = []
+    bound = set()
+    for name in VITAL_SIGNS:
+        sd = load(f"StructureDefinition-{name}.json")
+        elements = []
+        for e in sd["snapshot"]["element"]:
+            kept = {}
+            for k, v in e.items():
+                if k in ELEMENT_KEYS or k.startswith(ELEMENT_PREFIXES):
+                    kept[k] = v
+            if "binding" in kept:
+                kept["binding"] = {k: v for k, v in kept["binding"].items() if k in ("strength", "valueSet")}
+                if e["path"] == "Observation.component.value[x]" and kept["binding"].get("valueSet") == VITALS_UNITS:
+                    # R4 binds every type of a component's value (CodeableConcept, string, ...)
+                    # to a value set of UCUM units: the reference validator backs the binding
+                    # off to extensible when it loads these profiles (PackageHackerR5), and so
+                    # does phiward.
+                    kept["binding"]["strength"] = "extensible"
+                if kept["binding"].get("strength") in ("required", "extensible") and "valueSet" in kept["binding"]:
+                    bound.add(kept["binding"]["valueSet"].split("|")[0])
+            if "constraint" in kept:
+                kept["constraint"] = [{k: c[k] for k in ("key", "severity", "expression") if k in c}
+                                      for c in kept["constraint"]]
+            if "type" in kept:
+                kept["type"] = [{k: v for k, v in t.items() if k in ("code", "profile", "targetProfile")}
+                                for t in kept["type"]]
+            elements.append(kept)
+        out.append({k: sd[k] for k in ("resourceType", "url", "version", "name", "type", "kind", "abstract",
+                                       "baseDefinition", "derivation", "fhirVersion")}
+                   | {"snapshot": {"element": elements}})
+    for vs in resources("ValueSet"):
+        if vs.get("url") in bound and not any(line.startswith("V\t") and line.split("\t")[2] == vs["url"]
+                                              for line in VS_LINES):
+            compose = {"include": [{"system": inc["system"], "concept": [{"code": c["code"]} for c in inc["concept"]]}
+                                   for inc in vs["compose"]["include"]]}
+            out.append({k: vs[k] for k in ("resourceType", "url", "version")} | {"compose": compose})
+    return "[\n" + ",\n".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in out) + "\n]\n"
 
 
 # ---- value sets --------------------------------------------------------------------------------
@@ -440,7 +501,7 @@ def provenance(sds, skipped, constraint_rows, vs_stats, ext_stats):
     ext_total, ext_complex, ext_parts = ext_stats
     text = f"""# Provenance of the FHIR R4 definition tables
 
-`structures.txt`, `valuesets.txt` and `extensions.txt` in this folder are generated by
+`structures.txt`, `valuesets.txt`, `extensions.txt` and `vitalsigns.json` in this folder are generated by
 `tools/gen_fhir_tables.py`; do not edit them by hand. `definitions.rs` (one
 folder up) decodes them.
 
@@ -488,7 +549,13 @@ or `scripts/check-generated fhir`, which checks the archive's sha256 against its
 * {ext_total} core extension definitions ({ext_complex} of them complex, with {ext_parts} parts
   in all): url, modifier or not, contexts, and the cardinality and types of the value (and of
   each part's value). {len(CONTEXTS_USED)} definitions get the contexts that the specification's own
-  resources use them in beyond the declared ones (`CONTEXTS_USED` in the generator).
+  resources use them in beyond the declared ones (`CONTEXTS_USED` in the generator);
+* the {len(VITAL_SIGNS)} vital signs profiles ({', '.join(f'`{n}`' for n in VITAL_SIGNS)}), their
+  snapshots without documentation fields (the binding of `Observation.component.value[x]` to
+  `ucum-vitals-common`, which R4 applies to every type of the value, backed off to extensible
+  as the reference validator does), and the value sets they bind (required or extensible)
+  that `valuesets.txt` does not expand, each `compose` as published (enumerated codes):
+  `vitalsigns.json`.
 
 ## What was left out
 

@@ -169,6 +169,9 @@ pub struct Constraint {
     pub error: bool,
     /// The FHIRPath expression.
     pub expression: String,
+    /// One of the R4 core's invariants (the same key and expression): the core validation
+    /// evaluates it, a profile check need not.
+    pub core: bool,
 }
 
 /// One element of a snapshot.
@@ -215,6 +218,12 @@ pub struct Element {
     /// The `narrative-source-control` extension (on a Narrative): the severity (`error`,
     /// `warning`, `information`) of content without a source class.
     pub narrative_source: Option<String>,
+    /// R5's `mustHaveValue` (in R4 the cross-version extension): a primitive here must have a
+    /// value, not only extensions.
+    pub must_have_value: bool,
+    /// R5's `valueAlternatives` (in R4 the cross-version extension): the extensions that may
+    /// stand in for an absent primitive value; one of them must then be present.
+    pub value_alternatives: Vec<String>,
 }
 
 impl Element {
@@ -328,6 +337,37 @@ impl Snapshot {
             cur = g.base?;
         }
         Some(cur)
+    }
+}
+
+impl Snapshot {
+    /// The `fixed[x]` or `pattern[x]` values of the elements below `i` at a dotted path of names,
+    /// reached through the element on each step and its required slices (`min` at least 1):
+    /// where a profile fixes a discriminator's value inside a slice of a sliced element (R4's
+    /// `bp` slices `component` by `code.coding.code` and fixes it in
+    /// `component:SystolicBP.code.coding:SBPCode.code`).
+    pub fn values_through_slices(&self, i: usize, path: &str) -> Vec<&Value> {
+        let steps: Vec<&str> = path.split('.').filter(|s| !s.is_empty() && *s != "$this").collect();
+        let mut out = Vec::new();
+        self.collect_values(i, &steps, &mut out, 0);
+        out
+    }
+
+    fn collect_values<'s>(&'s self, cur: usize, steps: &[&str], out: &mut Vec<&'s Value>, depth: u32) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let Some((step, rest)) = steps.split_first() else {
+            if let Some(v) = self.elements.get(cur).and_then(|e| e.fixed.as_ref().or(e.pattern.as_ref())) {
+                out.push(v);
+            }
+            return;
+        };
+        let step = step.strip_suffix("[x]").unwrap_or(step);
+        let Some(g) = self.groups_of(cur).iter().find(|g| g.name == *step) else { return };
+        for &k in g.base.iter().chain(g.slices.iter().filter(|&&s| self.elements[s].min >= 1)) {
+            self.collect_values(k, rest, out, depth + 1);
+        }
     }
 }
 
@@ -472,8 +512,12 @@ impl Conformance {
 
     /// The resource of type `resource_type` (`""`: any) with canonical `canonical`
     /// (`url|version` picks that version; a bare url the first one added).
+    /// A resource not loaded may be one built in (R4's vital signs profiles: see [`built_in`]).
     pub fn resolve(&self, resource_type: &str, canonical: &str) -> Option<&Value> {
-        self.resolve_index(resource_type, canonical).and_then(|k| self.resources[k].value())
+        match self.resolve_index(resource_type, canonical) {
+            Some(k) => self.resources[k].value(),
+            None => built_in(resource_type, canonical),
+        }
     }
 
     fn resolve_index(&self, resource_type: &str, canonical: &str) -> Option<usize> {
@@ -673,6 +717,29 @@ impl Conformance {
     }
 }
 
+/// The conformance resources built into phiward, by canonical: R4's vital signs profiles and the
+/// value sets they bind (the R4 specification holds an Observation with a vital sign code to its
+/// profile: `formats::fhir::vital_signs`), parsed once when first needed. `canonical` may carry
+/// the version they have (4.0.1); a loaded resource of the same canonical comes first.
+fn built_in(resource_type: &str, canonical: &str) -> Option<&'static Value> {
+    static BUILT_IN: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
+    let (url, version) = match canonical.split_once('|') {
+        Some((u, v)) => (u, Some(v)),
+        None => (canonical, None),
+    };
+    let r = BUILT_IN
+        .get_or_init(|| {
+            // Generated JSON (`tools/gen_fhir_tables.py`); a failure to read it leaves it empty and
+            // the `built_in_resources_read` test fails.
+            let list: Vec<Value> = serde_json::from_str(defs::VITAL_SIGNS).unwrap_or_default();
+            list.into_iter().filter_map(|r| Some((r.get("url")?.as_str()?.to_owned(), r))).collect()
+        })
+        .get(url)?;
+    let fits_type = resource_type.is_empty() || r.get("resourceType").and_then(Value::as_str) == Some(resource_type);
+    let fits_version = version.is_none_or(|v| r.get("version").and_then(Value::as_str) == Some(v));
+    (fits_type && fits_version).then_some(r)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic elsewhere cannot leave a cache half-written (inserts are single calls).
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -808,7 +875,8 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
                 continue;
             }
             let error = c.get("severity").and_then(Value::as_str) != Some("warning");
-            out.constraints.push(Constraint { key: key.to_owned(), error, expression: expression.to_owned() });
+            let core = defs::constraints().iter().any(|c| c.key == key && c.expression == expression);
+            out.constraints.push(Constraint { key: key.to_owned(), error, expression: expression.to_owned(), core });
         }
     }
     if let Some(s) = e.get("slicing") {
@@ -877,8 +945,38 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
     if let Some(c) = code_of(NARRATIVE_SOURCE_EXTENSION) {
         out.narrative_source = Some(c);
     }
+    let extensions = e.get("extension").and_then(Value::as_array).map_or(&[][..], |v| v.as_slice());
+    let with_url =
+        |url: &'static str| extensions.iter().filter(move |x| x.get("url").and_then(Value::as_str) == Some(url));
+    let must_have_value = e
+        .get("mustHaveValue")
+        .and_then(Value::as_bool)
+        .or_else(|| with_url(MUST_HAVE_VALUE_EXTENSION).find_map(|x| x.get("valueBoolean").and_then(Value::as_bool)));
+    if let Some(b) = must_have_value {
+        out.must_have_value = b;
+    }
+    let alternatives: Vec<String> = e
+        .get("valueAlternatives")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_else(|| {
+            with_url(VALUE_ALTERNATIVES_EXTENSION)
+                .filter_map(|x| x.get("valueCanonical").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        });
+    if !alternatives.is_empty() {
+        out.value_alternatives = alternatives;
+    }
     out
 }
+
+/// R5's `ElementDefinition.mustHaveValue`, as R4 carries it (a cross-version extension).
+const MUST_HAVE_VALUE_EXTENSION: &str =
+    "http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.mustHaveValue";
+
+/// R5's `ElementDefinition.valueAlternatives`, as R4 carries it (a cross-version extension).
+const VALUE_ALTERNATIVES_EXTENSION: &str =
+    "http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.valueAlternatives";
 
 /// The extension of a Narrative's element definition that controls its language sections.
 const NARRATIVE_LANGUAGE_EXTENSION: &str = "http://hl7.org/fhir/StructureDefinition/narrative-language-control";
@@ -1202,6 +1300,24 @@ mod tests {
         assert!(e.contains(None, b"z"));
         assert!(c.expansion("http://example.org/snomed").is_none());
         assert!(c.expansion("http://hl7.org/fhir/ValueSet/administrative-gender").is_some());
+    }
+
+    #[test]
+    fn built_in_resources_read() {
+        let store = Conformance::new();
+        for name in ["vitalsigns", "vitalspanel", "resprate", "heartrate", "oxygensat", "bodytemp", "bodyheight"]
+            .into_iter()
+            .chain(["headcircum", "bodyweight", "bmi", "bp"])
+        {
+            let url = format!("{CORE_SD}{name}");
+            let snap = store.snapshot(&url).expect("a built-in vital signs profile");
+            assert!(snap.complete && snap.elements.len() > 40, "{name}");
+        }
+        assert!(store.structure_definition("http://hl7.org/fhir/StructureDefinition/bodytemp|4.0.1").is_some());
+        assert!(store.structure_definition("http://hl7.org/fhir/StructureDefinition/bodytemp|3.0.2").is_none());
+        let units = store.expansion("http://hl7.org/fhir/ValueSet/ucum-bodytemp|4.0.1").expect("enumerated units");
+        assert!(units.contains(Some(b"http://unitsofmeasure.org"), b"Cel"));
+        assert!(!units.contains(Some(b"http://unitsofmeasure.org"), b"kg"));
     }
 
     #[test]

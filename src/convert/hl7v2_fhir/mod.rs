@@ -585,7 +585,9 @@ pub fn convert_after(
         fhir::direct::Written::Fatal(d) => Err(d),
     };
     match doc {
-        Ok(doc) => findings.extend(fhir::validate::validate(&doc, fhir::validate::Options { strict: false })),
+        Ok(doc) => {
+            findings.extend(fhir::validate::validate(&doc, fhir::validate::Options { strict: false, core_only: true }))
+        }
         Err(fatal) => findings.push(fatal),
     }
     findings.truncate(fhir::validate::MAX_FINDINGS);

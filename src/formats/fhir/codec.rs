@@ -94,7 +94,12 @@ impl Codec for Fhir {
                 let structures = settings.structures.as_deref();
                 // Questionnaires and value sets the document refers to, from the loaded packages.
                 let resolve = |canonical: &str| structures.and_then(|c| c.conformance.resolve("", canonical));
-                validate::validate_with(doc, validate::Options { strict: settings.strict }, structures, &resolve)
+                validate::validate_with(
+                    doc,
+                    validate::Options { strict: settings.strict, core_only: false },
+                    structures,
+                    &resolve,
+                )
             }
         }
     }

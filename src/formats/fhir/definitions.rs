@@ -30,6 +30,10 @@ use crate::diag::FhirName;
 static STRUCTURES: &str = include_str!("definitions/structures.txt");
 static VALUESETS: &str = include_str!("definitions/valuesets.txt");
 
+/// R4's vital signs profiles (snapshots without documentation) and the value sets they bind that
+/// [`VALUESETS`] does not expand: a JSON array of resources (see `tools/gen_fhir_tables.py`).
+pub static VITAL_SIGNS: &str = include_str!("definitions/vitalsigns.json");
+
 /// A type of the core definitions (index into the sorted type list).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TypeId(pub u16);

@@ -12,7 +12,10 @@
 //!   ([`extensions`]) and UCUM codes ([`ucum`]); [`inspect`]: a value-free summary;
 //! - [`write`] and [`fmt`]: the data-channel writers (FHIR JSON; canonical JSON and XML).
 //!
-//! What it does not do: profiles other than the core, terminology services (value sets that
+//! Profiles: those of loaded packages ([`profile`]), and R4's vital signs profiles, which an
+//! Observation's code implies ([`vital_signs`]).
+//!
+//! What it does not do: terminology services (value sets that
 //! need SNOMED CT, LOINC, ... are not checked), FHIR versions other than R4, RDF/Turtle.
 
 pub mod bundle;
@@ -37,6 +40,7 @@ pub mod read_xml;
 pub mod rules;
 pub mod ucum;
 pub mod validate;
+pub mod vital_signs;
 pub mod write;
 
 pub use codec::{Fhir, NoEnvelope};

@@ -71,6 +71,24 @@ pub fn check(doc: &Document, ctx: &Context) -> Vec<Diagnostic> {
 
 /// [`check`], adding to `f`.
 pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &mut Findings) {
+    run(doc, ctx, true, f);
+}
+
+/// The profiles every validation applies, packages loaded or not: the vital signs profile of each
+/// Observation with a vital sign code ([`super::vital_signs`]; the profiles are built in).
+pub(super) fn check_implied(doc: &Document, f: &mut Findings) {
+    let any = (0..doc.nodes().len() as u32)
+        .any(|r| doc.node(r).is_resource() && super::vital_signs::implied_profile(doc, r).is_some());
+    if any {
+        static NOTHING_LOADED: OnceLock<Context> = OnceLock::new();
+        run(doc, NOTHING_LOADED.get_or_init(Context::default), false, f);
+    }
+}
+
+/// Checks each resource against its profiles: those its `meta.profile` claims and `--profile`
+/// (the root), when `loaded` (packages are loaded: `ctx`), and its implied vital signs profile;
+/// then, when `loaded`, every extension against its definition.
+fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
     let nav = NavCache::default();
     let mut c = Checker {
         doc,
@@ -90,15 +108,23 @@ pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &m
             continue;
         }
         let mut urls: Vec<(String, Option<u32>)> = Vec::new();
-        for meta in doc.named(r, "meta") {
-            for p in doc.named(meta, "profile") {
-                if let Some(v) = text(doc, p) {
-                    urls.push((v.to_owned(), Some(p)));
+        if loaded {
+            for meta in doc.named(r, "meta") {
+                for p in doc.named(meta, "profile") {
+                    if let Some(v) = text(doc, p) {
+                        urls.push((v.to_owned(), Some(p)));
+                    }
                 }
             }
+            if r == 0 {
+                urls.extend(ctx.profiles.iter().map(|u| (u.clone(), None)));
+            }
         }
-        if r == 0 {
-            urls.extend(ctx.profiles.iter().map(|u| (u.clone(), None)));
+        if let Some(implied) = super::vital_signs::implied_profile(doc, r) {
+            // A claimed `bodytemp|4.0.1` is the same profile.
+            if !urls.iter().any(|(u, _)| u.split('|').next() == Some(implied.as_str())) {
+                urls.push((implied, None));
+            }
         }
         let mut seen = BTreeSet::new();
         for (url, at) in urls {
@@ -108,7 +134,9 @@ pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &m
             c.against(r, &url, at);
         }
     }
-    c.extensions();
+    if loaded {
+        c.extensions();
+    }
     *f = c.f;
 }
 
@@ -183,18 +211,6 @@ fn intern_key(key: &str) -> &'static &'static str {
     boxed
 }
 
-/// The core invariants by key, with their expressions.
-fn core_constraints() -> &'static BTreeMap<&'static str, Vec<&'static str>> {
-    static CORE: OnceLock<BTreeMap<&'static str, Vec<&'static str>>> = OnceLock::new();
-    CORE.get_or_init(|| {
-        let mut m: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-        for c in defs::constraints() {
-            m.entry(c.key).or_default().push(c.expression);
-        }
-        m
-    })
-}
-
 /// The JSON name of node `c` (`valueQuantity` for a choice).
 fn json_name_is(doc: &Document, c: u32, name: &str) -> bool {
     let node = doc.node(c);
@@ -217,6 +233,17 @@ fn json_name_is(doc: &Document, c: u32, name: &str) -> bool {
         (Some(a), Some(b)) => a == b.to_ascii_uppercase() && cs.as_str() == tc.as_str(),
         _ => false,
     }
+}
+
+/// The core definition of child `name` of node `n`.
+fn core_child_of(doc: &Document, n: u32, name: &str) -> Option<ElemRef> {
+    let ctx = doc.node(n).ctx?;
+    let def = defs::type_def(ctx.ty);
+    defs::children(ctx)
+        .iter()
+        .copied()
+        .find(|&c| def.elements.get(usize::from(c)).is_some_and(|d| d.name == name))
+        .map(|idx| ElemRef { ty: ctx.ty, idx })
 }
 
 /// The type name of node `i` (`Quantity`, `Patient`).
@@ -287,21 +314,28 @@ impl<'d> Checker<'d> {
                 }
             }
         }
-        let groups = snap.groups_of(groups_at).to_vec();
-        for g in &groups {
+        // The snapshot outlives the walk below (a second handle: `self` is borrowed mutably).
+        let held = Arc::clone(snap);
+        for g in held.groups_of(groups_at) {
             let instances: Vec<u32> = self.doc.named(n, &g.name).collect();
-            let slicing =
-                g.base.and_then(|b| snap.elements[b].slicing.clone()).unwrap_or_else(|| default_slicing(&g.name));
+            let default;
+            let slicing = match g.base.and_then(|b| held.elements[b].slicing.as_ref()) {
+                Some(s) => s,
+                None => {
+                    default = default_slicing(&g.name);
+                    &default
+                }
+            };
             // The slice each item matches (none when the group has no slices).
             let assigned: Vec<Option<usize>> = if g.slices.is_empty() {
                 Vec::new()
             } else {
                 instances
                     .iter()
-                    .map(|&c| (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], &slicing, pid, depth)))
+                    .map(|&c| (0..g.slices.len()).find(|&k| self.matches(c, snap, g.slices[k], slicing, pid, depth)))
                     .collect()
             };
-            let items = Items { nodes: &instances, slice_of: &assigned, slicing: &slicing };
+            let items = Items { nodes: &instances, slice_of: &assigned, slicing };
             if let Some(b) = g.base {
                 self.group_base(n, snap, b, &items, pid, depth);
             }
@@ -313,13 +347,7 @@ impl<'d> Checker<'d> {
 
     /// The core definition of child `name` of node `n`.
     fn core_child(&self, n: u32, name: &str) -> Option<ElemRef> {
-        let ctx = self.doc.node(n).ctx?;
-        let def = defs::type_def(ctx.ty);
-        defs::children(ctx)
-            .iter()
-            .copied()
-            .find(|&c| def.elements.get(usize::from(c)).is_some_and(|d| d.name == name))
-            .map(|idx| ElemRef { ty: ctx.ty, idx })
+        core_child_of(self.doc, n, name)
     }
 
     fn missing_location(&self, n: u32, name: &str) -> Location {
@@ -341,18 +369,20 @@ impl<'d> Checker<'d> {
         let (instances, assigned) = (items.nodes, items.slice_of);
         let el = &snap.elements[b];
         let count = instances.len() as u32;
-        let name = el.name().to_owned();
-        let core = self.core_child(n, &name).and_then(defs::element);
-        if count < el.min && core.is_none_or(|d| d.min < el.min) {
-            let loc = self.missing_location(n, &name);
+        let name = el.name();
+        // The core's own cardinality, looked up only when the count is outside the profile's.
+        let doc = self.doc;
+        let core = || core_child_of(doc, n, name).and_then(defs::element);
+        if count < el.min && core().is_none_or(|d| d.min < el.min) {
+            let loc = self.missing_location(n, name);
             self.push(Code::PROFILE_CARDINALITY_MIN, Severity::Error, loc, pid);
         }
-        if count > el.max && core.is_none_or(|d| d.max > el.max) {
+        if count > el.max && core().is_none_or(|d| d.max > el.max) {
             let at = instances.get(el.max as usize).copied().unwrap_or(n);
             self.push(Code::PROFILE_CARDINALITY_MAX, Severity::Error, Location::Fhir(self.doc.path(at)), pid);
         }
         if count == 0 && self.must_support && el.must_support {
-            let loc = self.missing_location(n, &name);
+            let loc = self.missing_location(n, name);
             self.push(Code::PROFILE_MUST_SUPPORT, Severity::Information, loc, pid);
         }
         if el.is_choice() && !el.types.is_empty() {
@@ -707,6 +737,17 @@ impl<'d> Checker<'d> {
                         let url = slice_el.types.iter().find_map(|t| t.profiles.first())?;
                         Value::String(url.clone())
                     }
+                    None if te.is_some_and(|t| t.binding.is_none()) => {
+                        // Fixed inside required slices on the way (R4's `bp`): each such value
+                        // is in some node at the path.
+                        let values: Vec<Value> = snap.values_through_slices(slice, path).into_iter().cloned().collect();
+                        if values.is_empty() {
+                            return None;
+                        }
+                        return Some(
+                            values.iter().all(|v| nodes.iter().any(|&n| value_matches(self.doc, n, v, false, 0))),
+                        );
+                    }
                     None => {
                         let (strength, vs) = te.and_then(|t| t.binding.clone())?;
                         if strength != Strength::Required {
@@ -808,13 +849,26 @@ impl<'d> Checker<'d> {
                 }
             }
         }
+        if (el.must_have_value || !el.value_alternatives.is_empty())
+            && !doc.node(n).has_value()
+            && doc.node(n).ty.is_some_and(|t| defs::kind(t) == defs::Kind::Primitive)
+        {
+            // A primitive with extensions only: R5's value controls (R4's cross-version
+            // extensions), as the reference validator applies them.
+            let alternative = || {
+                doc.named(n, "extension").any(|x| {
+                    doc.named(x, "url")
+                        .any(|u| text(doc, u).is_some_and(|u| el.value_alternatives.iter().any(|a| a == u)))
+                })
+            };
+            if el.must_have_value || !alternative() {
+                self.push(Code::PROFILE_VALUE_ABSENT, Severity::Error, Location::Fhir(doc.path(n)), pid);
+            }
+        }
         if (el.narrative_language.is_some() || el.narrative_source.is_some()) && type_of(doc, n) == "Narrative" {
             self.narrative(n, el, pid);
         }
-        for c in &el.constraints {
-            if core_constraints().get(c.key.as_str()).is_some_and(|exprs| exprs.contains(&c.expression.as_str())) {
-                continue;
-            }
+        for c in el.constraints.iter().filter(|c| !c.core) {
             self.invariant(n, c, pid);
         }
         // Type profiles (an extension's definition is checked on its own, see `extensions`).
@@ -923,7 +977,16 @@ impl<'d> Checker<'d> {
     }
 
     fn type_profile(&mut self, n: u32, url: &str, element: Option<&str>, depth: u32) {
-        let Some(snap) = self.conf.snapshot(url) else { return };
+        let Some(snap) = self.conf.snapshot(url) else {
+            // A profile the element's type names that is not loaded: the element cannot be
+            // checked against it, an error as the reference validator reports ("Unknown
+            // profile"); a profile of the R4 core that is not built in is the core's check.
+            if !url.starts_with(conformance::CORE_SD) {
+                let pid = crate::structure::profile_id(url.split('|').next().unwrap_or(url));
+                self.push(Code::PROFILE_UNKNOWN, Severity::Error, Location::Fhir(self.doc.path(n)), pid);
+            }
+            return;
+        };
         let e = match element {
             Some(id) => match snap.find(id) {
                 Some(e) => e,
@@ -990,11 +1053,14 @@ impl<'d> Checker<'d> {
 
     fn invariant(&mut self, n: u32, c: &conformance::Constraint, pid: Option<ProfileId>) {
         let doc = self.doc;
-        let expr = self
-            .compiled
-            .entry(c.expression.clone())
-            .or_insert_with(|| parse::compile(&c.expression).ok().map(Arc::new))
-            .clone();
+        let expr = match self.compiled.get(c.expression.as_str()) {
+            Some(e) => e.clone(),
+            None => {
+                let e = parse::compile(&c.expression).ok().map(Arc::new);
+                self.compiled.insert(c.expression.clone(), e.clone());
+                e
+            }
+        };
         let result = match expr {
             Some(e) => fhirpath::env_for(doc, n, self.nav).run(&e).ok(),
             None => None,
@@ -1746,6 +1812,47 @@ mod tests {
             findings(&ctx, r#"{"resourceType":"Patient"}"#),
             ["PROFILE_MUST_SUPPORT information Patient.birthDate http://example.org/ms"]
         );
+    }
+
+    #[test]
+    fn value_controls_of_r5_on_a_primitive_with_extensions_only() {
+        let profile = |ext: &str, value: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.org/vc","type":"Patient",
+                "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+                "differential":{{"element":[{{"id":"Patient.active","path":"Patient.active","min":1,
+                "extension":[{{"url":"http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.{ext}",{value}}}]}}]}}}}"#
+            )
+        };
+        let dar = r#"{"resourceType":"Patient","_active":{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/data-absent-reason","valueCode":"unknown"}]}}"#;
+        let masked = r#"{"resourceType":"Patient","_active":{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/iso21090-nullFlavor","valueCode":"MSK"}]}}"#;
+        let present = r#"{"resourceType":"Patient","active":true}"#;
+        let must = profile("mustHaveValue", r#""valueBoolean":true"#);
+        let ctx = context(&[&must], &["http://example.org/vc"]);
+        assert_eq!(findings(&ctx, dar), ["PROFILE_VALUE_ABSENT error Patient.active http://example.org/vc"]);
+        assert!(findings(&ctx, present).is_empty());
+        let alternatives = profile(
+            "valueAlternatives",
+            r#""valueCanonical":"http://hl7.org/fhir/StructureDefinition/data-absent-reason""#,
+        );
+        let ctx = context(&[&alternatives], &["http://example.org/vc"]);
+        assert!(findings(&ctx, dar).is_empty());
+        assert!(findings(&ctx, present).is_empty());
+        assert_eq!(findings(&ctx, masked), ["PROFILE_VALUE_ABSENT error Patient.active http://example.org/vc"]);
+    }
+
+    #[test]
+    fn a_type_profile_that_is_not_loaded_is_an_error() {
+        let profile = r#"{"resourceType":"StructureDefinition","url":"http://example.org/tp","type":"Patient",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+            "differential":{"element":[{"id":"Patient.identifier","path":"Patient.identifier",
+            "type":[{"code":"Identifier","profile":["http://example.org/not-loaded"]}]}]}}"#;
+        let ctx = context(&[profile], &["http://example.org/tp"]);
+        assert_eq!(
+            findings(&ctx, r#"{"resourceType":"Patient","identifier":[{"value":"1"}]}"#),
+            ["PROFILE_UNKNOWN error Patient.identifier[0] http://example.org/not-loaded"]
+        );
+        assert!(findings(&ctx, r#"{"resourceType":"Patient"}"#).is_empty());
     }
 
     /// `Parameters.parameter.part` reuses `Parameters.parameter`'s children (`contentReference`):

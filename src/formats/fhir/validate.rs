@@ -10,7 +10,11 @@
 //!
 //! Findings are value-free by construction. At most [`MAX_FINDINGS`] are kept.
 //!
-//! What it does not do: profiles (`meta.profile` is not followed), terminology beyond the
+//! Profiles: with packages loaded, those of [`super::profile`]; with none, only the vital signs
+//! profile an Observation's code implies ([`super::vital_signs`]; not with
+//! [`Options::core_only`]).
+//!
+//! What it does not do: follow `meta.profile` without packages, terminology beyond the
 //! bundled expansions, reference target types, or resolution outside the input.
 
 use std::sync::OnceLock;
@@ -34,6 +38,11 @@ const FIRST_CAPACITY: usize = 64;
 pub struct Options {
     /// Warnings are raised to errors.
     pub strict: bool,
+    /// The core definitions alone: not even the vital signs profiles R4 holds an Observation to
+    /// by its code ([`super::vital_signs`]). The converter checks the Bundles it writes so: what
+    /// those profiles require beyond the core (an effective time, UCUM units, the vital-signs
+    /// category) is the source message's content, which `validate` of the Bundle reports.
+    pub core_only: bool,
 }
 
 /// Collects findings, applying `strict` and the cap.
@@ -145,8 +154,10 @@ pub fn validate_with(
     super::measure::check(doc, resolve, &mut f);
     super::codings::check(doc, resolve, &mut f);
     fhirpath::check_invariants(doc, &mut f);
-    if let Some(ctx) = structures {
-        super::profile::check_into(doc, ctx, options, &mut f);
+    match structures {
+        Some(ctx) => super::profile::check_into(doc, ctx, options, &mut f),
+        None if !options.core_only => super::profile::check_implied(doc, &mut f),
+        None => {}
     }
     // The room given at the first finding is not kept when most of it is unused (the findings
     // of a record may wait in the output queue).
@@ -385,6 +396,6 @@ mod tests {
         let doc =
             crate::formats::fhir::read(br#"{"resourceType":"Patient"}"#.to_vec(), &Limits::default()).expect("reads");
         assert!(is_valid(&validate(&doc, Options::default())));
-        assert!(!is_valid(&validate(&doc, Options { strict: true })));
+        assert!(!is_valid(&validate(&doc, Options { strict: true, ..Options::default() })));
     }
 }
