@@ -17,8 +17,10 @@
 //! by their own rules); free text (AE, LO, SH, ST, LT, UT, UC, UR, PN) and UN only with
 //! `free_text = true`. What a `keep` cannot prove is removed, or written as its `otherwise`: a
 //! dummy, or `@hash`, the keyed hash (a UI's unproven UIDs, its standard ones kept). The file
-//! meta group is rewritten: its SOP Class and Instance UIDs get the decisions of (0008,0016) and
-//! (0008,0018), its syntax UID and implementation names are kept, the rest removed. Patient
+//! meta group is rebuilt per PS3.10 Table 7.1-1 (`Redactor::meta`): version `00\01`, the SOP
+//! Class and Instance UIDs as (0008,0016) and (0008,0018) are written, the transfer syntax the
+//! dataset is written in, phiward's implementation class UID and version name; AE titles and
+//! private information only when a rule naming the tag keeps them. Patient
 //! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
 //! policy are written. Other actions are not allowed for DICOM
 //! (`POLICY_ACTION_NOT_ALLOWED`).

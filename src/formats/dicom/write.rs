@@ -9,7 +9,8 @@
 //! `{"vr": "OW", "BulkDataLength": n}` (encapsulated pixel data adds `"Fragments": n`). The
 //! file meta elements (group 0002) come first, in the same object.
 //!
-//! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed,
+//! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed
+//! (and the type 1 elements it lacks added where the file gives them: [`Meta::Canonical`]),
 //! then the dataset in its own transfer syntax, every sequence and item of undefined length
 //! (delimited); a deflated dataset (Deflated Explicit VR Little Endian) deflated again, raw
 //! deflate at level 6, padded to an even length. A DICOMDIR's record offsets (PS3.3 F.3.2.1:
