@@ -235,7 +235,10 @@ fn fmt_is_a_fixed_point_that_validates() {
         let after = findings(&v);
         let codes = |s: &BTreeSet<(String, String)>| s.iter().map(|(c, _)| c.clone()).collect::<BTreeSet<_>>();
         let mut expected = codes(&before);
+        // What the canonical form repairs: the preamble, and a file meta that names an
+        // encoding the dataset is not in (fmt names the one it writes).
         expected.remove("DICOM_PREAMBLE_MISSING");
+        expected.remove("DICOM_ENCODING_MISMATCH");
         assert_eq!(codes(&after), expected, "{file}");
     }
 }
@@ -814,4 +817,209 @@ fn private_sequence_of_unknown_vr_in_implicit_vr_is_read_written_and_removed_as_
         assert_eq!(tags, ["00120062", "00120063", "7FE00010"], "{syntax:?}");
     }
     std::fs::remove_file(&keeping).expect("policy removed");
+}
+
+/// The file meta group of a Part 10 file written by phiward: (tag, value) of each element after
+/// the group length, which must count exactly their bytes (the next element is not group 0002).
+fn meta_elements(file: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    assert_eq!(&file[128..132], b"DICM");
+    assert_eq!(&file[132..140], b"\x02\x00\x00\x00UL\x04\x00", "the group length first");
+    let len = u32::from_le_bytes(file[140..144].try_into().expect("4 bytes")) as usize;
+    let end = 144 + len;
+    let mut at = 144;
+    let mut out = Vec::new();
+    while at < end {
+        let tag = (u32::from(u16::from_le_bytes([file[at], file[at + 1]])) << 16)
+            | u32::from(u16::from_le_bytes([file[at + 2], file[at + 3]]));
+        assert_eq!(tag >> 16, 2, "a meta element");
+        let vr = &file[at + 4..at + 6];
+        let (head, n) = if matches!(vr, b"OB" | b"UN" | b"SQ" | b"UT") {
+            (12, u32::from_le_bytes(file[at + 8..at + 12].try_into().expect("4 bytes")) as usize)
+        } else {
+            (8, usize::from(u16::from_le_bytes([file[at + 6], file[at + 7]])))
+        };
+        out.push((tag, file[at + head..at + head + n].to_vec()));
+        at += head + n;
+    }
+    assert_eq!(at, end, "the group length counts the group's bytes");
+    assert_ne!(&file[end..end + 2], b"\x02\x00", "no group 0002 element past the group length");
+    out
+}
+
+fn meta_value(meta: &[(u32, Vec<u8>)], tag: u32) -> Option<&[u8]> {
+    meta.iter().find(|m| m.0 == tag).map(|m| {
+        let v = &m.1[..];
+        v.strip_suffix(b"\0").or_else(|| v.strip_suffix(b" ")).unwrap_or(v)
+    })
+}
+
+/// phiward's Implementation Class UID (docs/dicom.md).
+const PHIWARD_CLASS_UID: &[u8] = b"2.25.33855971498493271503042817076323841679";
+
+/// A synthetic Part 10 file whose meta lacks the group length, the File Meta Information
+/// Version and the Transfer Syntax UID, and holds the input's implementation names, AE titles
+/// and private information (markers where the VR allows text).
+fn meta_gaps_file(dataset: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; 128];
+    out.extend_from_slice(b"DICM");
+    out.extend(le(0x0002_0002, b"UI", b"1.2.840.10008.5.1.4.1.1.2"));
+    out.extend(le(0x0002_0003, b"UI", b"2.25.1001"));
+    out.extend(le(0x0002_0012, b"UI", b"9.9.9"));
+    out.extend(le(0x0002_0013, b"SH", b"MKRVERSION"));
+    out.extend(le(0x0002_0016, b"AE", b"MKRSOURCE"));
+    out.extend(le(0x0002_0017, b"AE", b"MKRSENDING"));
+    out.extend(le(0x0002_0018, b"AE", b"MKRRECEIVE"));
+    out.extend(le(0x0002_0100, b"UI", b"9.9.9.1"));
+    out.extend(le(0x0002_0102, b"OB", b"MKRPRIVATE"));
+    out.extend_from_slice(dataset);
+    out
+}
+
+fn ct_dataset() -> Vec<u8> {
+    let mut d = le(0x0008_0016, b"UI", b"1.2.840.10008.5.1.4.1.1.2");
+    d.extend(le(0x0008_0018, b"UI", b"2.25.1001"));
+    d.extend(le(0x0010_0010, b"PN", b"MKRNAME"));
+    d
+}
+
+/// Regression (pydicom's meta_missing_tsyntax.dcm and the like): redact wrote the input's file
+/// meta as read, so a meta without Transfer Syntax UID (or File Meta Information Version, or
+/// group length) gave an output without it. The output's meta is now rebuilt per PS3.10 Table
+/// 7.1-1: group length computed, version 00\01, the SOP Class and Instance UIDs as the dataset's
+/// (after de-identification), the transfer syntax the dataset is written in, phiward's
+/// implementation class UID and version name; AE titles and private information removed unless
+/// a rule naming that tag keeps them (the private information only with its creator).
+#[test]
+fn redact_writes_a_valid_file_meta() {
+    let file = meta_gaps_file(&ct_dataset());
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let r = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &file);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(!r.stdout.windows(3).any(|w| w == b"MKR"), "a marker left");
+    let meta = meta_elements(&r.stdout);
+    let tags: Vec<u32> = meta.iter().map(|m| m.0).collect();
+    assert_eq!(tags, [0x0002_0001, 0x0002_0002, 0x0002_0003, 0x0002_0010, 0x0002_0012, 0x0002_0013]);
+    assert_eq!(meta_value(&meta, 0x0002_0001), Some(&b"\x00\x01"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0002), Some(&b"1.2.840.10008.5.1.4.1.1.2"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0010), Some(&b"1.2.840.10008.1.2.1"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0012), Some(PHIWARD_CLASS_UID));
+    assert!(meta_value(&meta, 0x0002_0013).is_some_and(|v| v.starts_with(b"PHIWARD_") && v.len() <= 16));
+    let m: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &r.stdout).stdout).expect("parse");
+    let instance = m["model"]["00080018"]["Value"][0].as_str().expect("(0008,0018) written");
+    assert_ne!(instance, "2.25.1001", "the keyed hash");
+    assert_eq!(meta_value(&meta, 0x0002_0003), Some(instance.as_bytes()), "(0002,0003) as (0008,0018) is written");
+    let v = findings(&run_stdin(&["validate", "--json", "-"], &r.stdout));
+    assert!(!v.iter().any(|(c, _)| c.starts_with("DICOM_META")), "{v:?}");
+
+    // A rule naming the tag keeps an AE title (free text: `free_text`); a VR rule does not; the
+    // private information creator without its information (required with it) is removed.
+    let policy = std::env::temp_dir().join(format!("phiward-dicom-test-{}-meta.toml", std::process::id()));
+    let rules = |extra: &str| {
+        format!(
+            "[policy]\nname = \"meta\"\n\
+             [[dicom]]\nselect = \"(0002,0016)\"\naction = \"keep\"\nfree_text = true\n\
+             [[dicom]]\nselect = \"(0002,0017)\"\naction = \"replace\"\nvalue = \"SENDER\"\n\
+             [[dicom]]\nselect = \"(0002,0100)\"\naction = \"replace\"\nvalue = \"2.25.7\"\n{extra}\
+             [[dicom]]\nselect = \"@AE\"\naction = \"keep\"\nfree_text = true\n\
+             [[dicom]]\nselect = \"@UI\"\naction = \"keep\"\n"
+        )
+    };
+    std::fs::write(&policy, rules("")).expect("policy");
+    let p = policy.to_string_lossy().into_owned();
+    let r = run_stdin(&["redact", "--policy", &p, "-"], &file);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    let meta = meta_elements(&r.stdout);
+    assert_eq!(meta_value(&meta, 0x0002_0016), Some(&b"MKRSOURCE"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0017), Some(&b"SENDER"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0018), None, "only a rule naming the tag keeps it");
+    assert_eq!(meta_value(&meta, 0x0002_0100), None, "the creator without its information");
+    assert_eq!(meta_value(&meta, 0x0002_0102), None);
+    // With the information kept too: both written, in tag order.
+    std::fs::write(&policy, rules("[[dicom]]\nselect = \"(0002,0102)\"\naction = \"keep\"\n")).expect("policy");
+    let r = run_stdin(&["redact", "--policy", &p, "-"], &file);
+    assert_eq!(code(&r), 0, "{}", String::from_utf8_lossy(&r.stderr));
+    let meta = meta_elements(&r.stdout);
+    assert_eq!(meta_value(&meta, 0x0002_0100), Some(&b"2.25.7"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0102), Some(&b"MKRPRIVATE"[..]));
+    assert!(meta.windows(2).all(|w| w[0].0 < w[1].0), "ascending tags");
+    std::fs::remove_file(&policy).expect("policy removed");
+}
+
+/// The transfer syntax written is the one the dataset is in: a meta naming explicit VR over an
+/// implicit VR dataset (written in implicit VR) names implicit VR little endian in redact's and
+/// fmt's output, and a file without meta gets one naming the encoding found.
+#[test]
+fn the_written_transfer_syntax_is_the_datasets() {
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let mismatch = path("invalid/encoding_mismatch.dcm");
+    for args in [vec!["redact", "--policy", &basic, "--key-file", &key, &mismatch], vec!["fmt", &mismatch]] {
+        let o = run(&args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let meta = meta_elements(&o.stdout);
+        assert_eq!(meta_value(&meta, 0x0002_0010), Some(&b"1.2.840.10008.1.2"[..]), "{args:?}");
+        let v = findings(&run_stdin(&["validate", "--json", "-"], &o.stdout));
+        assert!(!v.iter().any(|(c, _)| c == "DICOM_ENCODING_MISMATCH"), "{args:?}: {v:?}");
+    }
+    let no_meta = path("invalid/meta_missing.dcm");
+    let o = run(&["fmt", &no_meta]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let meta = meta_elements(&o.stdout);
+    let tags: Vec<u32> = meta.iter().map(|m| m.0).collect();
+    assert_eq!(tags, [0x0002_0001, 0x0002_0002, 0x0002_0003, 0x0002_0010, 0x0002_0012, 0x0002_0013]);
+    assert_eq!(meta_value(&meta, 0x0002_0012), Some(PHIWARD_CLASS_UID));
+}
+
+/// fmt's canonical form has a valid file meta where the file gives one: the input's meta
+/// elements as read, the group length computed, and the type 1 elements it lacks added (the
+/// version, the transfer syntax the dataset is written in, the SOP UIDs from the dataset,
+/// phiward's implementation class UID when the input names none); a fixed point, and
+/// `fmt --check` says the input was not canonical.
+#[test]
+fn fmt_completes_the_file_meta_and_stays_a_fixed_point() {
+    let file = meta_gaps_file(&ct_dataset());
+    let o = run_stdin(&["fmt", "-"], &file);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let meta = meta_elements(&o.stdout);
+    let tags: Vec<u32> = meta.iter().map(|m| m.0).collect();
+    assert_eq!(
+        tags,
+        [
+            0x0002_0001,
+            0x0002_0002,
+            0x0002_0003,
+            0x0002_0010,
+            0x0002_0012,
+            0x0002_0013,
+            0x0002_0016,
+            0x0002_0017,
+            0x0002_0018,
+            0x0002_0100,
+            0x0002_0102
+        ]
+    );
+    assert_eq!(meta_value(&meta, 0x0002_0001), Some(&b"\x00\x01"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0010), Some(&b"1.2.840.10008.1.2.1"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0012), Some(&b"9.9.9"[..]), "the input's, as read");
+    assert_eq!(meta_value(&meta, 0x0002_0013), Some(&b"MKRVERSION"[..]));
+    assert_eq!(code(&run_stdin(&["fmt", "--check", "-"], &file)), 1);
+    assert_eq!(code(&run_stdin(&["fmt", "--check", "-"], &o.stdout)), 0);
+    assert_eq!(run_stdin(&["fmt", "-"], &o.stdout).stdout, o.stdout, "a fixed point");
+    // Without the implementation class UID and the SOP UIDs in the meta: the dataset's, and
+    // phiward's name.
+    let mut bare = vec![0u8; 128];
+    bare.extend_from_slice(b"DICM");
+    bare.extend(le(0x0002_0010, b"UI", b"1.2.840.10008.1.2.1"));
+    bare.extend(ct_dataset());
+    let o = run_stdin(&["fmt", "-"], &bare);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let meta = meta_elements(&o.stdout);
+    assert_eq!(meta_value(&meta, 0x0002_0002), Some(&b"1.2.840.10008.5.1.4.1.1.2"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0003), Some(&b"2.25.1001"[..]));
+    assert_eq!(meta_value(&meta, 0x0002_0012), Some(PHIWARD_CLASS_UID));
+    assert!(meta_value(&meta, 0x0002_0013).is_some_and(|v| v.starts_with(b"PHIWARD_")));
+    assert_eq!(run_stdin(&["fmt", "-"], &o.stdout).stdout, o.stdout, "a fixed point");
+    let v = findings(&run_stdin(&["validate", "--json", "-"], &o.stdout));
+    assert!(!v.iter().any(|(c, _)| c.starts_with("DICOM_META")), "{v:?}");
 }

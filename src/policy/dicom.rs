@@ -17,8 +17,10 @@
 //! by their own rules); free text (AE, LO, SH, ST, LT, UT, UC, UR, PN) and UN only with
 //! `free_text = true`. What a `keep` cannot prove is removed, or written as its `otherwise`: a
 //! dummy, or `@hash`, the keyed hash (a UI's unproven UIDs, its standard ones kept). The file
-//! meta group is rewritten: its SOP Class and Instance UIDs get the decisions of (0008,0016) and
-//! (0008,0018), its syntax UID and implementation names are kept, the rest removed. Patient
+//! meta group is rebuilt per PS3.10 Table 7.1-1 (`Redactor::meta`): version `00\01`, the SOP
+//! Class and Instance UIDs as (0008,0016) and (0008,0018) are written, the transfer syntax the
+//! dataset is written in, phiward's implementation class UID and version name; AE titles and
+//! private information only when a rule naming the tag keeps them. Patient
 //! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
 //! policy are written. Other actions are not allowed for DICOM
 //! (`POLICY_ACTION_NOT_ALLOWED`).
@@ -208,35 +210,100 @@ impl<'p> Redactor<'p> {
         self.code_items = dicom_keep::Index::build(els);
         let mut decisions = vec![Keep::Drop; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
-        let (class, instance) = (doc.top(0x0008_0016), doc.top(0x0008_0018));
         for (i, e) in els.iter().enumerate() {
             decisions[i] = match e.kind {
                 Kind::Item | Kind::Fragment => Keep::As,
-                _ if e.depth == 0 && e.tag >> 16 == 0x0002 => match e.tag {
-                    0x0002_0001 | 0x0002_0010 | 0x0002_0012 | 0x0002_0013 => Keep::As,
-                    // The dataset's SOP Class and Instance UIDs, decided as (0008,0016) and
-                    // (0008,0018) are (PS3.10 7.1: the same values); a file without one (a
-                    // DICOMDIR) has its own decided by its rule.
-                    0x0002_0002 => self.decide(doc, class.unwrap_or(i), disclosure, &mut replacements, false),
-                    0x0002_0003 => self.decide(doc, instance.unwrap_or(i), disclosure, &mut replacements, false),
-                    _ => Keep::Drop,
-                },
+                // The file meta is rebuilt below (the writer writes none of the input's).
+                _ if e.depth == 0 && e.tag >> 16 == 0x0002 => Keep::Drop,
                 // Written below, with the method.
                 _ if e.depth == 0 && matches!(e.tag, 0x0012_0062 | 0x0012_0063) => Keep::Drop,
                 _ => self.decide(doc, i, disclosure, &mut replacements, true),
             };
         }
+        let Some(mut meta) = self.meta(doc, disclosure, &decisions, &mut replacements) else {
+            // No transfer syntax holds the dataset as written: nothing is written.
+            self.counts.fail_closed += 1;
+            for r in &mut replacements {
+                crate::phi::wipe(r);
+            }
+            return;
+        };
         let method = format!("phiward {}", self.policy.name);
         let mut method = method.into_bytes();
         method.truncate(64);
         let inserts = [(0x0012_0062, Vr(*b"CS"), b"YES".to_vec()), (0x0012_0063, Vr(*b"LO"), method)];
-        let written = write::part10_with(doc, disclosure, &|i, _| decisions[i], &replacements, &inserts, out);
-        for r in &mut replacements {
+        let written = write::part10_with(doc, disclosure, &|i, _| decisions[i], &replacements, &meta, &inserts, out);
+        for r in replacements.iter_mut().chain(meta.iter_mut().map(|m| &mut m.2)) {
             crate::phi::wipe(r);
         }
         if !written {
             self.counts.fail_closed += 1;
         }
+    }
+
+    /// The file meta of the output (PS3.10 7.1, Table 7.1-1), ascending tags: File Meta
+    /// Information Version `00\01`; the Media Storage SOP Class and Instance UIDs as the
+    /// dataset's (0008,0016) and (0008,0018) are written (the same values), or, in a file whose
+    /// dataset has none (a DICOMDIR), the meta's own decided by their rules (left out when
+    /// nothing is written for them); the transfer syntax the dataset is written in
+    /// ([`write::written_syntax`]; None when there is none: the file is refused); phiward's
+    /// Implementation Class UID and Version Name (the input's name the implementation that
+    /// wrote it, not this file's). Source, Sending and Receiving AE Titles (0002,0016-0018)
+    /// and Private Information Creator UID and Private Information (0002,0100), (0002,0102)
+    /// can name a site, a device or a vendor: removed, unless a rule naming that very tag
+    /// decides otherwise (`keep` of an AE title needs `free_text`); the private information is
+    /// written only with its creator (and the creator only with it: PS3.10 makes (0002,0102)
+    /// required when (0002,0100) is present).
+    fn meta(
+        &mut self,
+        doc: &Document,
+        disclosure: &Disclosure,
+        decisions: &[Keep],
+        replacements: &mut Vec<Vec<u8>>,
+    ) -> Option<write::Added> {
+        let syntax = write::written_syntax(doc)?;
+        let mut meta = vec![(0x0002_0001, Vr::OB, vec![0, 1])];
+        for (tag, dataset) in [(0x0002_0002u32, 0x0008_0016u32), (0x0002_0003, 0x0008_0018)] {
+            let uid = match (doc.top(dataset), doc.top(tag)) {
+                (Some(i), _) => written_value(doc, i, decisions[i], replacements, disclosure),
+                (None, Some(i)) => {
+                    let d = self.decide(doc, i, disclosure, replacements, false);
+                    written_value(doc, i, d, replacements, disclosure)
+                }
+                (None, None) => None,
+            };
+            if let Some(uid) = uid.filter(|u| !dict::trim_uid(u).is_empty()) {
+                meta.push((tag, Vr::UI, uid));
+            }
+        }
+        meta.push((0x0002_0010, Vr::UI, syntax.as_bytes().to_vec()));
+        meta.push((0x0002_0012, Vr::UI, write::IMPLEMENTATION_CLASS_UID.as_bytes().to_vec()));
+        meta.push((0x0002_0013, Vr(*b"SH"), write::IMPLEMENTATION_VERSION_NAME.as_bytes().to_vec()));
+        let mut optional = Vec::new();
+        for tag in [0x0002_0016u32, 0x0002_0017, 0x0002_0018, 0x0002_0100, 0x0002_0102] {
+            let Some(i) = doc.top(tag) else { continue };
+            let e = doc.elements()[i];
+            let named =
+                self.policy.dicom.iter().find(|r| r.select.matches(&e)).is_some_and(|r| r.select == Select::Tag(tag));
+            if !named || e.kind != Kind::Value {
+                continue;
+            }
+            let d = self.decide(doc, i, disclosure, replacements, true);
+            if let Some(v) = written_value(doc, i, d, replacements, disclosure) {
+                optional.push((tag, e.vr, v));
+            }
+        }
+        let creator = optional.iter().any(|o| o.0 == 0x0002_0100);
+        let information = optional.iter().any(|o| o.0 == 0x0002_0102);
+        optional.retain_mut(|o| {
+            let keep = !matches!(o.0, 0x0002_0100 | 0x0002_0102) || creator && information;
+            if !keep {
+                crate::phi::wipe(&mut o.2);
+            }
+            keep
+        });
+        meta.extend(optional);
+        Some(meta)
     }
 
     /// The decision for element `i` under the first rule that matches it (`count`: count it).
@@ -336,6 +403,23 @@ impl<'p> Redactor<'p> {
             }
             _ => Keep::Drop,
         }
+    }
+}
+
+/// The value written for element `i` under decision `d` (None: not written).
+#[expect(clippy::disallowed_methods, reason = "a redaction engine: a kept UID copied into the rebuilt file meta")]
+fn written_value(
+    doc: &Document,
+    i: usize,
+    d: Keep,
+    replacements: &[Vec<u8>],
+    disclosure: &Disclosure,
+) -> Option<Vec<u8>> {
+    match d {
+        Keep::As if !doc.elided(i) => Some(doc.value(i).expose_value(disclosure).to_vec()),
+        Keep::Replace(r) => replacements.get(r).cloned(),
+        Keep::Empty => Some(Vec::new()),
+        _ => None,
     }
 }
 

@@ -9,7 +9,8 @@
 //! `{"vr": "OW", "BulkDataLength": n}` (encapsulated pixel data adds `"Fragments": n`). The
 //! file meta elements (group 0002) come first, in the same object.
 //!
-//! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed,
+//! Canonical Part 10: a zero preamble, `DICM`, the meta group with its group length computed
+//! (and the type 1 elements it lacks added where the file gives them: [`Meta::Canonical`]),
 //! then the dataset in its own transfer syntax, every sequence and item of undefined length
 //! (delimited); a deflated dataset (Deflated Explicit VR Little Endian) deflated again, raw
 //! deflate at level 6, padded to an even length. A DICOMDIR's record offsets (PS3.3 F.3.2.1:
@@ -604,6 +605,115 @@ fn header(out: &mut Vec<u8>, s: Syntax, tag: u32, vr: Vr, len: u32) {
     }
 }
 
+/// phiward's Implementation Class UID (0002,0012), written in the file meta of every Part 10
+/// file `redact` writes (and by `fmt` where the input's meta has none): a UUID-derived UID
+/// (PS3.5 B.2, root `2.25`, which needs no registration) of the fixed name
+/// `phiward implementation class UID`: the first 128 bits of its SHA-256 with the version (8)
+/// and variant bits of RFC 9562 set, as a decimal integer. Fixed: the same in every build.
+pub const IMPLEMENTATION_CLASS_UID: &str = "2.25.33855971498493271503042817076323841679";
+
+/// phiward's Implementation Version Name (0002,0013): `PHIWARD_` and the crate's version (SH,
+/// 16 characters at most).
+pub const IMPLEMENTATION_VERSION_NAME: &str = concat!("PHIWARD_", env!("CARGO_PKG_VERSION"));
+
+/// Elements a writer adds: tag, VR, value.
+pub type Added = Vec<(u32, Vr, Vec<u8>)>;
+
+/// The file meta group a Part 10 writer writes.
+#[derive(Copy, Clone, Debug)]
+pub enum Meta<'a> {
+    /// `fmt`'s: the input's meta elements as read, the group length computed, and the type 1
+    /// elements of PS3.10 Table 7.1-1 the input lacks (or holds empty) added where the file
+    /// gives them: File Meta Information Version `00\01`, the SOP Class and Instance UIDs of
+    /// the dataset's (0008,0016) and (0008,0018), the transfer syntax the dataset is written
+    /// in (also over a named one the dataset is not in: explicit VR named, implicit VR read),
+    /// and phiward's implementation class UID and version name. What the file does not give
+    /// (a SOP Instance UID in neither the meta nor the dataset) is not invented.
+    Canonical,
+    /// These elements (ascending tags, explicit VR little endian values), instead of the
+    /// input's meta; the group length computed.
+    Given(&'a [(u32, Vr, Vec<u8>)]),
+}
+
+/// The uncompressed transfer syntax of an encoding (implicit VR big endian has none).
+fn plain_syntax(s: Syntax) -> Option<&'static str> {
+    match (s.explicit, s.big) {
+        (false, false) => Some("1.2.840.10008.1.2"),
+        (true, false) => Some("1.2.840.10008.1.2.1"),
+        (true, true) => Some("1.2.840.10008.1.2.2"),
+        (false, true) => None,
+    }
+}
+
+/// The transfer syntax UID of the dataset as the Part 10 writer writes it: the one the meta
+/// names when the dataset was read in it (a deflated or encapsulated one too), else the
+/// uncompressed syntax of the encoding the dataset was found in (no meta, no or an unknown
+/// transfer syntax named, or explicit VR named over implicit VR). Encapsulated pixel data
+/// needs its compressed syntax: with one named over a dataset not in its encoding (a JPEG
+/// syntax over implicit VR, as pydicom's SC_rgb_jpeg.dcm), the named one (the input's own
+/// mismatch: no transfer syntax is implicit VR with encapsulated pixel data, and the
+/// compression is the one it names); with none known, None (the compression is not known).
+pub fn written_syntax(doc: &Document) -> Option<&'static str> {
+    let enc = doc.lexed.encoding.unwrap_or(Syntax::META);
+    if let Some(t) = doc.lexed.syntax.filter(|t| t.explicit == enc.explicit && t.little != enc.big) {
+        return Some(t.uid);
+    }
+    let encapsulated = doc.top(PIXEL_DATA).is_some_and(|i| doc.elements()[i].kind == Kind::Encapsulated);
+    if encapsulated { doc.lexed.syntax.filter(|t| t.encapsulated).map(|t| t.uid) } else { plain_syntax(enc) }
+}
+
+/// The meta elements `fmt` adds (ascending tags), and the indices of the input's meta elements
+/// they replace (an empty type 1 element, a transfer syntax the dataset is not in).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a data-channel writer: the dataset's SOP Class and Instance UIDs copied into its meta"
+)]
+fn canonical_meta(doc: &Document, disclosure: &Disclosure) -> (Added, Vec<usize>) {
+    let mut add = Vec::new();
+    let mut replaced = Vec::new();
+    let value = |i: usize| trim_text(doc.value(i).expose_value(disclosure));
+    // Added when absent, over the input's when empty (or, `over`, whatever it holds).
+    let mut fill = |tag: u32, vr: Vr, v: Option<Vec<u8>>, over: bool| {
+        let Some(v) = v.filter(|v| !v.is_empty()) else { return };
+        match doc.top(tag) {
+            None => add.push((tag, vr, v)),
+            Some(i) if over || value(i).is_empty() => {
+                replaced.push(i);
+                add.push((tag, vr, v));
+            }
+            Some(_) => {}
+        }
+    };
+    fill(0x0002_0001, Vr::OB, Some(vec![0, 1]), false);
+    fill(0x0002_0002, Vr::UI, doc.top(0x0008_0016).map(|i| value(i).to_vec()), false);
+    fill(0x0002_0003, Vr::UI, doc.top(0x0008_0018).map(|i| value(i).to_vec()), false);
+    // The transfer syntax: as read when the dataset is in it, or when it is one phiward does
+    // not know (the dataset was read as explicit VR little endian under it, and is written so).
+    let named_unknown = doc.top(0x0002_0010).is_some_and(|i| !value(i).is_empty()) && doc.lexed.syntax.is_none();
+    let coherent = doc.lexed.syntax.is_some() && written_syntax(doc) == doc.lexed.syntax.map(|t| t.uid);
+    if !named_unknown && !coherent {
+        fill(0x0002_0010, Vr::UI, written_syntax(doc).map(|u| u.as_bytes().to_vec()), true);
+    }
+    let no_class = doc.top(0x0002_0012).is_none_or(|i| value(i).is_empty());
+    fill(0x0002_0012, Vr::UI, Some(IMPLEMENTATION_CLASS_UID.as_bytes().to_vec()), false);
+    if no_class && doc.top(0x0002_0013).is_none() {
+        fill(0x0002_0013, Vr(*b"SH"), Some(IMPLEMENTATION_VERSION_NAME.as_bytes().to_vec()), false);
+    }
+    add.sort_by_key(|a| a.0);
+    (add, replaced)
+}
+
+/// Writes one value element (its value padded to an even length: NUL for UI and binary, a
+/// space for text).
+fn put_value(buf: &mut Vec<u8>, s: Syntax, tag: u32, vr: Vr, v: &[u8]) {
+    let pad = v.len() % 2 == 1;
+    header(buf, s, tag, vr, (v.len() + usize::from(pad)) as u32);
+    buf.extend_from_slice(v);
+    if pad {
+        buf.push(if vr == Vr::UI || vr.is_bulk() { 0 } else { b' ' });
+    }
+}
+
 /// Writes a Part 10 file of the document, each element as `keep` decides (data channel).
 /// Returns false, with nothing written, when the document was read in part (a file broken
 /// mid-way: its part is never written as a whole file), a kept bulk value was left out of the
@@ -615,10 +725,11 @@ pub fn part10(
     replacements: &[Vec<u8>],
     out: &mut Vec<u8>,
 ) -> bool {
-    part10_with(doc, disclosure, keep, replacements, &[], out)
+    part10_bytes(doc, disclosure, keep, replacements, Meta::Canonical, &[], false, out)
 }
 
-/// [`part10`], with top-level elements `inserts` (tag, VR, value; ascending tags, in the
+/// [`part10`] with the file meta `meta` instead of the input's (the input's group 0002 is not
+/// written), and top-level elements `inserts` (tag, VR, value; ascending tags, in the
 /// dataset's syntax) written in their place among the dataset's top-level elements. A deflated
 /// dataset is written deflated again.
 pub fn part10_with(
@@ -626,27 +737,30 @@ pub fn part10_with(
     disclosure: &Disclosure,
     keep: &dyn Fn(usize, &Element) -> Keep,
     replacements: &[Vec<u8>],
+    meta: &[(u32, Vr, Vec<u8>)],
     inserts: &[(u32, Vr, Vec<u8>)],
     out: &mut Vec<u8>,
 ) -> bool {
-    part10_bytes(doc, disclosure, keep, replacements, inserts, false, out)
+    part10_bytes(doc, disclosure, keep, replacements, Meta::Given(meta), inserts, false, out)
 }
 
 /// The canonical Part 10 form with a deflated dataset written inflated (for comparing with a
 /// record, which holds the dataset inflated).
 pub fn part10_inflated(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) -> bool {
-    part10_bytes(doc, disclosure, &|_, _| Keep::As, &[], &[], true, out)
+    part10_bytes(doc, disclosure, &|_, _| Keep::As, &[], Meta::Canonical, &[], true, out)
 }
 
 #[expect(
     clippy::disallowed_methods,
     reason = "a data-channel writer: Part 10 bytes of fmt and redact, under the disclosure"
 )]
+#[expect(clippy::too_many_arguments, reason = "one writer behind the three entry points above")]
 fn part10_bytes(
     doc: &Document,
     disclosure: &Disclosure,
     keep: &dyn Fn(usize, &Element) -> Keep,
     replacements: &[Vec<u8>],
+    meta_plan: Meta<'_>,
     inserts: &[(u32, Vr, Vec<u8>)],
     plain: bool,
     out: &mut Vec<u8>,
@@ -656,14 +770,16 @@ fn part10_bytes(
     }
     let dataset = doc.lexed.encoding.unwrap_or(Syntax::META);
     let mut pending = inserts.iter().peekable();
-    let put = |buf: &mut Vec<u8>, tag: u32, vr: Vr, v: &[u8]| {
-        let pad = v.len() % 2 == 1;
-        header(buf, dataset, tag, vr, (v.len() + usize::from(pad)) as u32);
-        buf.extend_from_slice(v);
-        if pad {
-            buf.push(if vr == Vr::UI { 0 } else { b' ' });
-        }
+    let put = |buf: &mut Vec<u8>, tag: u32, vr: Vr, v: &[u8]| put_value(buf, dataset, tag, vr, v);
+    let (mut added, replaced) = match meta_plan {
+        Meta::Canonical => canonical_meta(doc, disclosure),
+        Meta::Given(_) => (Vec::new(), Vec::new()),
     };
+    let given = match meta_plan {
+        Meta::Given(m) => Some(m),
+        Meta::Canonical => None,
+    };
+    let mut meta_pending = given.unwrap_or(&added).iter().peekable();
     let els = doc.elements();
     let start = out.len();
     // Sized once: the redacted file is about the record's size (no copy as it grows).
@@ -688,11 +804,16 @@ fn part10_bytes(
             }
         }
         let e = els[i];
-        let decision = keep(i, &e);
         let is_meta = e.tag >> 16 == 0x0002 && e.depth == 0;
         if e.tag == 0x0002_0000 && e.depth == 0 {
             i += 1;
             continue;
+        }
+        let decision = if is_meta && (given.is_some() || replaced.contains(&i)) { Keep::Drop } else { keep(i, &e) };
+        if is_meta && decision != Keep::Drop {
+            while let Some((tag, vr, v)) = meta_pending.next_if(|p| p.0 < e.tag) {
+                put_value(&mut meta, Syntax::META, *tag, *vr, v);
+            }
         }
         if e.depth == 0 && !is_meta {
             while let Some((tag, vr, v)) = pending.next_if(|p| p.0 < e.tag) {
@@ -783,6 +904,12 @@ fn part10_bytes(
     for (tag, vr, v) in pending {
         put(&mut body, *tag, *vr, v);
     }
+    for (tag, vr, v) in meta_pending {
+        put_value(&mut meta, Syntax::META, *tag, *vr, v);
+    }
+    for a in &mut added {
+        crate::phi::wipe(&mut a.2);
+    }
     if !offsets.is_empty() {
         let body_at = 132 + if meta.is_empty() { 0 } else { 12 + meta.len() };
         items.sort_unstable();
@@ -849,4 +976,24 @@ fn deflated(dataset: &[u8]) -> Vec<u8> {
         out.push(0);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The implementation class UID is the one its documentation derives: SHA-256 of the fixed
+    /// name, the first 128 bits with RFC 9562's version 8 and variant bits, under `2.25`.
+    #[test]
+    fn implementation_class_uid_is_derived_from_its_fixed_name() {
+        use sha2::Digest as _;
+        let h = sha2::Sha256::digest(b"phiward implementation class UID");
+        let mut n = [0u8; 16];
+        n.copy_from_slice(&h[..16]);
+        n[6] = (n[6] & 0x0F) | 0x80;
+        n[8] = (n[8] & 0x3F) | 0x80;
+        assert_eq!(IMPLEMENTATION_CLASS_UID, format!("2.25.{}", u128::from_be_bytes(n)));
+        assert!(IMPLEMENTATION_CLASS_UID.len() <= 64);
+        assert!(IMPLEMENTATION_VERSION_NAME.len() <= 16);
+    }
 }
