@@ -1023,3 +1023,35 @@ fn fmt_completes_the_file_meta_and_stays_a_fixed_point() {
     let v = findings(&run_stdin(&["validate", "--json", "-"], &o.stdout));
     assert!(!v.iter().any(|(c, _)| c.starts_with("DICOM_META")), "{v:?}");
 }
+
+/// `parse` decodes text with the Specific Character Set (PS3.5 6.1.2.5): ISO 2022 escapes
+/// switch JIS X 0208 into G0 and KS X 1001 into G1 within a PN, the initial sets come back at
+/// `^`, `=` and `\`; an item's own (0008,0005) holds for that item only; an unknown escape is a
+/// replacement character, and the validator's findings carry no value. Invented names.
+#[test]
+fn iso_2022_text_is_decoded_per_dataset() {
+    let mut item = le(0x0008_0005, b"CS", b"ISO 2022 IR 6\\ISO 2022 IR 149");
+    item.extend(le(0x0010_0010, b"PN", b"Hong^Gildong=\x1b$)C\xc8\xab^\x1b$)C\xb1\xe6\xb5\xbf"));
+    let mut ds = le(0x0008_0005, b"CS", b"\\ISO 2022 IR 87");
+    ds.extend(le(0x0008_0016, b"UI", b"1.2.840.10008.5.1.4.1.1.7"));
+    ds.extend(le(0x0008_0018, b"UI", b"2.25.78"));
+    ds.extend(le(0x0008_1030, b"LO", b"A\x1b$)ZB\\\x1b$B;3\x1b(B"));
+    ds.extend(le(0x0010_0010, b"PN", b"Yamada^Tarou=\x1b$B;3ED\x1b(B^\x1b$BB@O:\x1b(B"));
+    ds.extend(le(0x0040_0275, b"SQ", &le_item(&item)));
+    let file = le_file(b"1.2.840.10008.5.1.4.1.1.7", b"2.25.78", &ds);
+    let o = run_stdin(&["parse", "--json", "-"], &file);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("parse JSON");
+    let m = &v["model"];
+    assert_eq!(m["00100010"]["Value"][0]["Alphabetic"], "Yamada^Tarou");
+    assert_eq!(m["00100010"]["Value"][0]["Ideographic"], "山田^太郎");
+    assert_eq!(m["00081030"]["Value"][0], "A\u{FFFD}B");
+    assert_eq!(m["00081030"]["Value"][1], "山");
+    let pn = &m["00400275"]["Value"][0]["00100010"]["Value"][0];
+    assert_eq!(pn["Alphabetic"], "Hong^Gildong");
+    assert_eq!(pn["Ideographic"], "홍^길동");
+    let o = run_stdin(&["validate", "--json", "-"], &file);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in ["Yamada", "Tarou", "Hong", "Gildong", "山", "홍"] {
+        assert!(!out.contains(needle) && !String::from_utf8_lossy(&o.stderr).contains(needle), "a value in a finding");
+    }
+}

@@ -15,6 +15,7 @@
 //! What it does not do: decode pixel data, or convert. A deflated dataset is inflated by the
 //! splitter (`source`) and deflated again by the Part 10 writer.
 
+pub mod charset;
 mod codec;
 pub mod dict;
 pub mod lex;

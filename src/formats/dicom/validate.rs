@@ -114,7 +114,7 @@ fn same_uid(doc: &Document, a: usize, b: usize) -> bool {
 
 fn elements(doc: &Document, out: &mut Out) {
     let els = doc.elements();
-    let utf8 = write::encoding(doc) == encoding_rs::UTF_8;
+    let utf8 = write::charset(doc).is_utf8();
     // Last tag per dataset (the enclosing item's index), and the private blocks with a creator.
     let mut last: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
     let mut creators: BTreeSet<(u32, u32, u32)> = BTreeSet::new();

@@ -15,9 +15,9 @@
 //! (delimited); a deflated dataset (Deflated Explicit VR Little Endian) deflated again, raw
 //! deflate at level 6, padded to an even length. A DICOMDIR's record offsets (PS3.3 F.3.2.1:
 //! (0004,1200), (0004,1202), (0004,1400), (0004,1420)) are rewritten to the positions of the
-//! same records in the file written. Text is decoded with the Specific Character Set for JSON: ISO_IR 192 (UTF-8),
-//! the ISO 8859 parts and the single-byte sets through `encoding_rs`; ISO 2022 code extensions
-//! are not switched (their escapes decode as replacement characters).
+//! same records in the file written. Text is decoded for JSON with the Specific Character Set of its dataset (an item's own
+//! (0008,0005) applies to it and what it nests): see [`super::charset`], which runs the ISO 2022
+//! code extensions.
 //!
 //! What it does not do: write a file whose bulk values were left out of the record (over
 //! `BULK_KEPT`): [`part10`] then writes nothing and returns false.
@@ -25,42 +25,25 @@
 use base64::Engine as _;
 use serde::Serialize;
 
+use super::charset::Charset;
 use super::dict::{self, Vr};
 use super::lex::{self, Element, Kind, PIXEL_DATA, Syntax, UNDEFINED};
 use super::read::Document;
 use crate::diag::{Diagnostic, Severity};
 use crate::phi::Disclosure;
 
-/// The decoder of the Specific Character Set (0008,0005) of the dataset.
+/// The decoder of the Specific Character Set (0008,0005) of the top-level dataset.
+pub fn charset(doc: &Document) -> Charset {
+    doc.top(0x0008_0005).map_or_else(Charset::default, |i| charset_at(doc, i))
+}
+
+/// The decoder of the Specific Character Set element `i`.
 #[expect(
     clippy::disallowed_methods,
-    reason = "a parser: reads the character set's defined term to pick a decoder; returns a decoder, not the value"
+    reason = "a parser: reads the character set's defined terms to pick a decoder; returns a decoder, not the value"
 )]
-pub fn encoding(doc: &Document) -> &'static encoding_rs::Encoding {
-    let Some(i) = doc.top(0x0008_0005) else { return encoding_rs::WINDOWS_1252 };
-    let v = doc.value(i).raw();
-    // The first value names the default repertoire's replacement; ISO 2022 names use it too.
-    let first = v.split(|&b| b == b'\\').find(|t| !t.iter().all(|&b| b == b' ')).unwrap_or_default();
-    let term = first.trim_ascii();
-    let label: &[u8] = match term {
-        b"ISO_IR 192" => b"utf-8",
-        b"ISO_IR 100" | b"ISO 2022 IR 100" => b"iso-8859-1",
-        b"ISO_IR 101" | b"ISO 2022 IR 101" => b"iso-8859-2",
-        b"ISO_IR 109" | b"ISO 2022 IR 109" => b"iso-8859-3",
-        b"ISO_IR 110" | b"ISO 2022 IR 110" => b"iso-8859-4",
-        b"ISO_IR 144" | b"ISO 2022 IR 144" => b"iso-8859-5",
-        b"ISO_IR 127" | b"ISO 2022 IR 127" => b"iso-8859-6",
-        b"ISO_IR 126" | b"ISO 2022 IR 126" => b"iso-8859-7",
-        b"ISO_IR 138" | b"ISO 2022 IR 138" => b"iso-8859-8",
-        b"ISO_IR 148" | b"ISO 2022 IR 148" => b"iso-8859-9",
-        b"ISO_IR 203" | b"ISO 2022 IR 203" => b"iso-8859-15",
-        b"ISO_IR 166" | b"ISO 2022 IR 166" => b"windows-874",
-        b"ISO_IR 13" | b"ISO 2022 IR 13" => b"shift_jis",
-        b"GB18030" => b"gb18030",
-        b"GBK" => b"gbk",
-        _ => b"iso-8859-1",
-    };
-    encoding_rs::Encoding::for_label(label).unwrap_or(encoding_rs::WINDOWS_1252)
+fn charset_at(doc: &Document, i: usize) -> Charset {
+    Charset::from_value(doc.value(i).raw())
 }
 
 /// The character set's defined term when it is one phiward knows (value-free: a name of the
@@ -200,21 +183,14 @@ fn binary(out: &mut Vec<u8>, vr: Vr, syntax: Syntax, v: &[u8]) {
 
 /// Writes the JSON model of the document (data channel).
 pub fn model_json(doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
-    let enc = encoding(doc);
+    let cs = charset(doc);
     let els = doc.elements();
     let end = els.len();
-    write_dataset(doc, enc, disclosure, 0, end, out);
+    write_dataset(doc, cs, disclosure, 0, end, out);
 }
 
 /// Writes the elements `from..to` that are children of one dataset (depth-first skipping).
-fn write_dataset(
-    doc: &Document,
-    enc: &'static encoding_rs::Encoding,
-    disclosure: &Disclosure,
-    from: usize,
-    to: usize,
-    out: &mut Vec<u8>,
-) {
+fn write_dataset(doc: &Document, cs: Charset, disclosure: &Disclosure, from: usize, to: usize, out: &mut Vec<u8>) {
     let els = doc.elements();
     out.push(b'{');
     let mut i = from;
@@ -226,7 +202,7 @@ fn write_dataset(
         }
         first = false;
         out.extend_from_slice(format!("\"{:08X}\":", e.tag).as_bytes());
-        write_element(doc, enc, disclosure, i, out);
+        write_element(doc, cs, disclosure, i, out);
         i = match e.kind {
             Kind::Sequence | Kind::Encapsulated => (e.end as usize).max(i + 1),
             _ => i + 1,
@@ -239,13 +215,7 @@ fn write_dataset(
     clippy::disallowed_methods,
     reason = "a data-channel writer: the JSON model of parse, under the operation's disclosure"
 )]
-fn write_element(
-    doc: &Document,
-    enc: &'static encoding_rs::Encoding,
-    disclosure: &Disclosure,
-    i: usize,
-    out: &mut Vec<u8>,
-) {
+fn write_element(doc: &Document, cs: Charset, disclosure: &Disclosure, i: usize, out: &mut Vec<u8>) {
     let els = doc.elements();
     let e = els[i];
     out.extend_from_slice(b"{\"vr\":");
@@ -261,7 +231,14 @@ fn write_element(
                     if n > 0 {
                         out.push(b',');
                     }
-                    write_dataset(doc, enc, disclosure, j + 1, (els[j].end as usize).max(j + 1), out);
+                    // An item's own Specific Character Set applies to it and what it nests
+                    // (PS3.5 7.5.3); otherwise the enclosing dataset's holds.
+                    let end = (els[j].end as usize).max(j + 1);
+                    let own = (j + 1..end.min(els.len())).find(|&k| {
+                        els[k].parent == j as u32 && els[k].tag == 0x0008_0005 && els[k].kind == Kind::Value
+                    });
+                    let item_cs = own.map_or(cs, |k| charset_at(doc, k));
+                    write_dataset(doc, item_cs, disclosure, j + 1, end, out);
                 }
                 out.push(b']');
             }
@@ -294,14 +271,13 @@ fn write_element(
             } else if e.vr.is_text() {
                 let v = trim_text(doc.value(i).expose_value(disclosure));
                 if !v.is_empty() {
-                    let enc = if e.vr == Vr::UI
+                    let mut text = if e.vr == Vr::UI
                         || matches!(&e.vr.0, b"AE" | b"AS" | b"CS" | b"DA" | b"DS" | b"DT" | b"IS" | b"TM")
                     {
-                        encoding_rs::WINDOWS_1252
+                        Charset::default().decode(e.vr, v)
                     } else {
-                        enc
+                        cs.decode(e.vr, v)
                     };
-                    let (text, _) = enc.decode_without_bom_handling(v);
                     out.extend_from_slice(b",\"Value\":[");
                     let parts: Vec<&str> =
                         if e.vr.is_single_text() { vec![&text[..]] } else { text.split('\\').collect() };
@@ -312,9 +288,7 @@ fn write_element(
                         text_value(out, e.vr, p);
                     }
                     out.push(b']');
-                    if let std::borrow::Cow::Owned(mut s) = text {
-                        crate::phi::wipe_string(&mut s);
-                    }
+                    crate::phi::wipe_string(&mut text);
                 }
             }
         }
