@@ -316,8 +316,25 @@ impl<'d> Checker<'d> {
         }
         // The snapshot outlives the walk below (a second handle: `self` is borrowed mutably).
         let held = Arc::clone(snap);
-        for g in held.groups_of(groups_at) {
-            let instances: Vec<u32> = self.doc.named(n, &g.name).collect();
+        let groups = held.groups_of(groups_at);
+        if groups.is_empty() {
+            return;
+        }
+        // The node's known children, walked once (a profile has a group for each of its
+        // elements; a node has few children).
+        let doc = self.doc;
+        let children: Vec<(&str, u32)> = doc
+            .children(n)
+            .filter_map(|c| {
+                let node = doc.node(c);
+                (!node.is_unknown()).then_some((node.name, c))
+            })
+            .collect();
+        for g in groups {
+            let instances: Vec<u32> = children.iter().filter(|(name, _)| *name == g.name).map(|&(_, c)| c).collect();
+            if instances.is_empty() && self.inert_when_absent(&held, g) {
+                continue;
+            }
             let default;
             let slicing = match g.base.and_then(|b| held.elements[b].slicing.as_ref()) {
                 Some(s) => s,
@@ -343,6 +360,14 @@ impl<'d> Checker<'d> {
                 self.slices(n, snap, g, &items, pid, depth);
             }
         }
+    }
+
+    /// True when group `g` reports nothing for a node without any of its items: neither the
+    /// element nor a slice asks for one (`min` 0), and none is a must support that is reported.
+    fn inert_when_absent(&self, snap: &Snapshot, g: &conformance::Group) -> bool {
+        let quiet =
+            |e: usize| snap.elements.get(e).is_none_or(|el| el.min == 0 && !(self.must_support && el.must_support));
+        g.base.is_none_or(quiet) && g.slices.iter().all(|&s| quiet(s))
     }
 
     /// The core definition of child `name` of node `n`.
