@@ -393,8 +393,12 @@ fn deflate_bomb_is_refused_at_the_input_limit() {
     }
 }
 
+/// A key file of its own for each call: the tests run in parallel, and a file another test is
+/// rewriting can be read empty (`CLI_KEY_INVALID`).
 fn key_file() -> String {
-    let p = std::env::temp_dir().join(format!("phiward-dicom-test-{}.key", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = std::env::temp_dir().join(format!("phiward-dicom-test-{}-{n}.key", std::process::id()));
     std::fs::write(&p, b"0123456789abcdef0123456789abcdef").expect("key");
     p.to_string_lossy().into_owned()
 }
