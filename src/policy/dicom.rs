@@ -24,7 +24,7 @@
 //! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
 //! policy are written, and the De-identification Method Code Sequence (0012,0064) of the
 //! profile and options the policy declares (`dicom_deidentification_method`). A file whose
-//! pixel data may show burned-in text ([`super::dicom_deid::at_risk`]) is refused
+//! pixel data may show burned-in text ([`dicom_deid::at_risk`]) is refused
 //! (`DICOM_BURNED_IN_ANNOTATION`, nothing written) unless the policy accepts the residual risk.
 //! Other actions are not allowed for DICOM (`POLICY_ACTION_NOT_ALLOWED`).
 //!
@@ -38,7 +38,7 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::action::Action;
-use super::dicom_deid::BurnedIn;
+use super::dicom_deid::{self, BurnedIn};
 use super::dicom_keep;
 use super::manifest::Counts;
 use super::{Ctx, LoadError, Policy};
@@ -214,7 +214,7 @@ impl<'p> Redactor<'p> {
     pub fn redact(&mut self, doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
         self.counts.records += 1;
         self.refused = None;
-        if super::dicom_deid::at_risk(doc, disclosure) {
+        if burned_in_risk(doc, disclosure) {
             match self.policy.dicom_burned_in {
                 BurnedIn::Refuse => {
                     // Nothing is written: the pixel data may show what the rules remove.
@@ -443,6 +443,16 @@ impl<'p> Redactor<'p> {
             _ => Keep::Drop,
         }
     }
+}
+
+/// True when the document's pixel data may show burned-in text ([`dicom_deid::at_risk`] of
+/// its top-level values).
+#[expect(clippy::disallowed_methods, reason = "a redaction engine: reads three coded values to decide a refusal")]
+fn burned_in_risk(doc: &Document, disclosure: &Disclosure) -> bool {
+    let has_pixels = dicom_deid::PIXEL_DATA.iter().any(|t| doc.top(*t).is_some());
+    let value = |tag: u32| doc.top(tag).filter(|i| !doc.elided(*i)).map(|i| doc.value(i).expose_value(disclosure));
+    let [burned_in, modality, sop] = dicom_deid::READ;
+    dicom_deid::at_risk(has_pixels, value(burned_in), value(modality), value(sop))
 }
 
 /// The value written for element `i` under decision `d` (None: not written).

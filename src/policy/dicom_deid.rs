@@ -13,9 +13,6 @@
 //!
 //! What it does not do: look at the pixels, or clean them.
 
-use crate::formats::dicom::read::Document;
-use crate::phi::Disclosure;
-
 /// What a policy does with a file whose pixel data may show burned-in text.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum BurnedIn {
@@ -111,26 +108,27 @@ pub const AT_RISK_SOP_CLASSES: &[&str] = &[
 ];
 
 /// Pixel Data, Float Pixel Data, Double Float Pixel Data.
-const PIXEL_DATA: [u32; 3] = [0x7FE0_0010, 0x7FE0_0008, 0x7FE0_0009];
+pub const PIXEL_DATA: [u32; 3] = [0x7FE0_0010, 0x7FE0_0008, 0x7FE0_0009];
 
-/// True when the file's pixel data may show burned-in text (see the module's doc).
-#[expect(clippy::disallowed_methods, reason = "a redaction engine: reads three coded values to decide a refusal")]
-pub fn at_risk(doc: &Document, disclosure: &Disclosure) -> bool {
-    if !PIXEL_DATA.iter().any(|t| doc.top(*t).is_some()) {
+/// The attributes the decision reads: Burned In Annotation, Modality, SOP Class UID.
+pub const READ: [u32; 3] = [0x0028_0301, 0x0008_0060, 0x0008_0016];
+
+/// True when a file's pixel data may show burned-in text (see the module's doc), from whether
+/// it has pixel data and the values of [`READ`] (None: absent).
+pub fn at_risk(has_pixels: bool, burned_in: Option<&[u8]>, modality: Option<&[u8]>, sop: Option<&[u8]>) -> bool {
+    if !has_pixels {
         return false;
     }
-    let value = |tag: u32| doc.top(tag).filter(|i| !doc.elided(*i)).map(|i| doc.value(i).expose_value(disclosure));
     // CS: leading and trailing spaces are not significant (PS3.5 6.2).
-    match value(0x0028_0301).map(<[u8]>::trim_ascii) {
+    match burned_in.map(<[u8]>::trim_ascii) {
         Some(b"YES") => return true,
         Some(b"NO") => return false,
         _ => {}
     }
-    let modality = value(0x0008_0060).map(<[u8]>::trim_ascii);
-    if modality.is_some_and(|m| AT_RISK_MODALITIES.contains(&m)) {
+    if modality.map(<[u8]>::trim_ascii).is_some_and(|m| AT_RISK_MODALITIES.contains(&m)) {
         return true;
     }
-    let sop = value(0x0008_0016).map(crate::formats::dicom::dict::trim_uid);
+    let sop = sop.map(crate::formats::dicom::dict::trim_uid);
     sop.is_some_and(|s| AT_RISK_SOP_CLASSES.iter().any(|c| c.as_bytes() == s))
 }
 
@@ -151,5 +149,23 @@ mod tests {
         assert_eq!(method("Basic"), None);
         assert_eq!(BurnedIn::parse("refuse"), Some(BurnedIn::Refuse));
         assert_eq!(BurnedIn::parse("accept"), None);
+    }
+
+    /// YES refuses whatever the modality; NO accepts; absent, empty or another value refuses on
+    /// a modality or SOP class that burns text in; no pixel data, no risk.
+    #[test]
+    fn at_risk_by_statement_modality_and_sop_class() {
+        let us = Some(&b"1.2.840.10008.5.1.4.1.1.6.1\0"[..]);
+        let ct = Some(&b"1.2.840.10008.5.1.4.1.1.2"[..]);
+        assert!(at_risk(true, Some(b"YES "), Some(b"CT"), ct));
+        assert!(!at_risk(true, Some(b"NO"), Some(b"US"), us));
+        assert!(at_risk(true, None, Some(b"US"), us));
+        assert!(at_risk(true, Some(b""), Some(b"US"), us));
+        assert!(at_risk(true, Some(b"MAYBE"), Some(b"XA"), ct));
+        assert!(at_risk(true, None, None, us), "by SOP class, Modality absent");
+        assert!(at_risk(true, None, Some(b"CT"), Some(b"1.2.840.10008.5.1.4.1.1.7")), "secondary capture");
+        assert!(!at_risk(true, None, Some(b"CT"), ct));
+        assert!(!at_risk(true, None, None, None));
+        assert!(!at_risk(false, Some(b"YES"), Some(b"US"), us), "no pixel data");
     }
 }
