@@ -219,7 +219,6 @@ impl<'p> Redactor<'p> {
                 BurnedIn::Refuse => {
                     // Nothing is written: the pixel data may show what the rules remove.
                     self.refused = Some(Code::DICOM_BURNED_IN_ANNOTATION);
-                    self.counts.burned_in_refused += 1;
                     return;
                 }
                 BurnedIn::AcceptResidualRisk => self.counts.burned_in_accepted += 1,

@@ -25,8 +25,6 @@ pub struct Counts {
     /// Values a `keep` selected and could not prove safe (a code not valid for its system, a
     /// number that is not one, a variant value of a type the rule does not list): removed.
     pub unproven: u64,
-    /// DICOM files refused: their pixel data may show burned-in text.
-    pub burned_in_refused: u64,
     /// DICOM files written whose pixel data may show burned-in text (the policy accepts the
     /// residual risk).
     pub burned_in_accepted: u64,
@@ -71,7 +69,6 @@ impl Counts {
         self.free_text_removed += other.free_text_removed;
         self.ids_rewritten += other.ids_rewritten;
         self.unproven += other.unproven;
-        self.burned_in_refused += other.burned_in_refused;
         self.burned_in_accepted += other.burned_in_accepted;
     }
 }
@@ -119,12 +116,11 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
     }
     out.extend_from_slice(
         format!(
-            "}},\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"unprovenRemovals\":{},\"idsRewritten\":{},\"burnedInAnnotation\":{{\"refused\":{},\"accepted\":{}}},\"keyed\":{keyed},\"residualRisks\":[",
+            "}},\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"unprovenRemovals\":{},\"idsRewritten\":{},\"burnedInAnnotationAccepted\":{},\"keyed\":{keyed},\"residualRisks\":[",
             counts.fail_closed,
             counts.free_text_removed,
             counts.unproven,
             counts.ids_rewritten,
-            counts.burned_in_refused,
             counts.burned_in_accepted
         )
         .as_bytes(),
