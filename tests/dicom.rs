@@ -648,8 +648,10 @@ fn redacted_dicomdir_offsets_point_at_the_same_records() {
     assert!(!out.windows(3).any(|w| w == b"MKR"), "a directory record key left in the output");
     // The records in the output: the item tags after the Directory Record Sequence's header.
     let seq = out.windows(4).position(|w| w == [0x04, 0x00, 0x20, 0x12]).expect("(0004,1220) written");
+    // Up to the De-identification Method Code Sequence (0012,0064) written after it.
+    let end = out.windows(4).position(|w| w == [0x12, 0x00, 0x64, 0x00]).expect("(0012,0064) written");
     let items: Vec<u32> =
-        (seq..out.len() - 8).filter(|&i| out[i..i + 4] == [0xFE, 0xFF, 0x00, 0xE0]).map(|i| i as u32).collect();
+        (seq..end - 8).filter(|&i| out[i..i + 4] == [0xFE, 0xFF, 0x00, 0xE0]).map(|i| i as u32).collect();
     assert_eq!(items.len(), 2, "two records");
     assert_ne!(items[0], first, "the records moved (so the offsets had to be rewritten)");
     let ul = |tag: [u8; 4], from: usize| {
@@ -818,7 +820,7 @@ fn private_sequence_of_unknown_vr_in_implicit_vr_is_read_written_and_removed_as_
         let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
         let tags: Vec<&String> =
             v["model"].as_object().expect("model").keys().filter(|t| !t.starts_with("0002")).collect();
-        assert_eq!(tags, ["00120062", "00120063", "7FE00010"], "{syntax:?}");
+        assert_eq!(tags, ["00120062", "00120063", "00120064", "7FE00010"], "{syntax:?}");
     }
     std::fs::remove_file(&keeping).expect("policy removed");
 }
@@ -1058,4 +1060,162 @@ fn iso_2022_text_is_decoded_per_dataset() {
     for needle in ["Yamada", "Tarou", "Hong", "Gildong", "山", "홍"] {
         assert!(!out.contains(needle) && !String::from_utf8_lossy(&o.stderr).contains(needle), "a value in a finding");
     }
+}
+
+/// An image dataset of `sop` (explicit VR little endian): Modality and Burned In Annotation
+/// (0028,0301) when given, a marker in Patient Name, a previous De-identification Method Code
+/// Sequence (0012,0064) with a marker, and pixel data.
+fn image_file(sop: &[u8], modality: Option<&[u8]>, burned_in: Option<&[u8]>) -> Vec<u8> {
+    let mut ds = le(0x0008_0016, b"UI", sop);
+    ds.extend(le(0x0008_0018, b"UI", b"2.25.88"));
+    if let Some(m) = modality {
+        ds.extend(le(0x0008_0060, b"CS", m));
+    }
+    ds.extend(le(0x0010_0010, b"PN", b"MKR1X^Burned"));
+    let mut old = le(0x0008_0100, b"SH", b"113100");
+    old.extend(le(0x0008_0102, b"SH", b"DCM"));
+    old.extend(le(0x0008_0104, b"LO", b"MKR2X"));
+    ds.extend(le(0x0012_0064, b"SQ", &le_item(&old)));
+    for (tag, v) in [(0x0028_0002u32, 1u16), (0x0028_0010, 2), (0x0028_0011, 2), (0x0028_0100, 8)] {
+        ds.extend(le(tag, b"US", &v.to_le_bytes()));
+    }
+    if let Some(b) = burned_in {
+        ds.extend(le(0x0028_0301, b"CS", b));
+    }
+    ds.extend(le(0x7FE0_0010, b"OB", &[0, 1, 2, 3]));
+    le_file(sop, b"2.25.88", &ds)
+}
+
+const US_IMAGE: &[u8] = b"1.2.840.10008.5.1.4.1.1.6.1";
+const CT_IMAGE: &[u8] = b"1.2.840.10008.5.1.4.1.1.2";
+const SC_IMAGE: &[u8] = b"1.2.840.10008.5.1.4.1.1.7";
+
+/// Burned-in annotation fails closed (PS3.15 E.3.1: pixel data is not cleaned): (0028,0301)
+/// YES is refused whatever the modality, absent or empty on a modality or SOP class that burns
+/// text in (US, a secondary capture without Modality) is refused, NO is written, and absent on
+/// CT is written. A refusal writes nothing, exits 65 with `DICOM_BURNED_IN_ANNOTATION` and no
+/// value on stderr.
+#[test]
+fn burned_in_annotation_fails_closed() {
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let cases: [(&str, Vec<u8>, bool); 7] = [
+        ("YES on CT", image_file(CT_IMAGE, Some(b"CT"), Some(b"YES")), false),
+        ("absent on US", image_file(US_IMAGE, Some(b"US"), None), false),
+        ("empty on US", image_file(US_IMAGE, Some(b"US"), Some(b"")), false),
+        ("absent on a secondary capture without Modality", image_file(SC_IMAGE, None, None), false),
+        ("absent on XA named by Modality only", image_file(CT_IMAGE, Some(b"XA"), None), false),
+        ("NO on US", image_file(US_IMAGE, Some(b"US"), Some(b"NO")), true),
+        ("absent on CT", image_file(CT_IMAGE, Some(b"CT"), None), true),
+    ];
+    for (what, file, written) in cases {
+        let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &file);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("MKR"), "{what}: a value on stderr");
+        if written {
+            assert_eq!(code(&o), 0, "{what}: {err}");
+            assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "{what}: a marker left in the output");
+        } else {
+            assert_eq!(code(&o), 65, "{what}: {err}");
+            assert!(o.stdout.is_empty(), "{what}: something written");
+            assert!(err.contains("DICOM_BURNED_IN_ANNOTATION"), "{what}: {err}");
+        }
+    }
+}
+
+/// In a directory, a refused file is listed with its code and the others are written.
+#[test]
+fn a_refused_file_never_loses_the_others() {
+    let dir = std::env::temp_dir().join(format!("phiward-dicom-burned-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("in")).expect("input folder");
+    std::fs::write(dir.join("in/a_us.dcm"), image_file(US_IMAGE, Some(b"US"), None)).expect("write");
+    std::fs::write(dir.join("in/b_ct.dcm"), image_file(CT_IMAGE, Some(b"CT"), None)).expect("write");
+    std::fs::write(dir.join("in/c_us.dcm"), image_file(US_IMAGE, Some(b"US"), Some(b"NO"))).expect("write");
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let (input, out) = (dir.join("in").to_string_lossy().into_owned(), dir.join("out").to_string_lossy().into_owned());
+    let o = run(&["redact", "--policy", &basic, "--key-file", &key, "--out-dir", &out, &input]);
+    let lines = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(code(&o), 65, "{lines}");
+    assert!(lines.contains("a_us.dcm: not written: DICOM_BURNED_IN_ANNOTATION"), "{lines}");
+    assert!(!dir.join("out/a_us.dcm").exists(), "the refused file was written");
+    for name in ["b_ct.dcm", "c_us.dcm"] {
+        assert!(lines.contains(&format!("{name}: redacted\n")), "{lines}");
+        assert!(dir.join("out").join(name).is_file(), "{name} not written");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A policy that accepts the residual risk writes the file, pixel data as it is, and the
+/// manifest counts it and names the risk; an unknown value is a policy error.
+#[test]
+fn accepted_burned_in_risk_is_in_the_manifest() {
+    let dir = std::env::temp_dir().join(format!("phiward-dicom-accept-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("folder");
+    let text = std::fs::read_to_string(crate::common::root().join("policy/dicom-basic.toml")).expect("policy");
+    assert!(text.contains("dicom_burned_in_annotation = \"refuse\""), "the shipped policy refuses");
+    let accepting = dir.join("accept.toml");
+    let setting = |v: &str| {
+        text.replace("dicom_burned_in_annotation = \"refuse\"", &format!("dicom_burned_in_annotation = \"{v}\""))
+    };
+    std::fs::write(&accepting, setting("accept-residual-risk")).expect("policy");
+    let (p, m) = (accepting.to_string_lossy().into_owned(), dir.join("m.json").to_string_lossy().into_owned());
+    let key = key_file();
+    let file = dir.join("us.dcm");
+    std::fs::write(&file, image_file(US_IMAGE, Some(b"US"), None)).expect("write");
+    let o = run(&["redact", "--policy", &p, "--key-file", &key, "--manifest", &m, &file.to_string_lossy()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.stdout.windows(3).any(|w| w == b"MKR"), "a marker left in the output");
+    let manifest: Value = serde_json::from_slice(&std::fs::read(&m).expect("manifest")).expect("manifest JSON");
+    assert_eq!(manifest["burnedInAnnotationAccepted"], 1, "{manifest}");
+    let risks = manifest["residualRisks"].to_string();
+    assert!(risks.contains("burned-in text"), "{risks}");
+    // A file not at risk under the same policy: nothing accepted, no such risk named.
+    let ct = dir.join("ct.dcm");
+    std::fs::write(&ct, image_file(CT_IMAGE, Some(b"CT"), None)).expect("write");
+    let o = run(&["redact", "--policy", &p, "--key-file", &key, "--manifest", &m, &ct.to_string_lossy()]);
+    assert_eq!(code(&o), 0);
+    let manifest: Value = serde_json::from_slice(&std::fs::read(&m).expect("manifest")).expect("manifest JSON");
+    assert_eq!(manifest["burnedInAnnotationAccepted"], 0);
+    assert!(!manifest["residualRisks"].to_string().contains("burned-in text"));
+    // An unknown value does not load.
+    std::fs::write(&accepting, setting("accept")).expect("policy");
+    let o = run(&["redact", "--policy", &p, "--key-file", &key, &file.to_string_lossy()]);
+    assert_ne!(code(&o), 0);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("POLICY_INVALID_VALUE"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// (0012,0062) YES, (0012,0063) naming the policy, and (0012,0064) one valid code item (PS3.3
+/// Table 8.8-1a) of PS3.16 CID 7050 for the Basic Profile, which the shipped policy declares
+/// (no option): the input's own method sequence is not kept.
+#[test]
+fn deidentification_method_code_sequence_names_the_profile() {
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let o = run_stdin(
+        &["redact", "--policy", &basic, "--key-file", &key, "-"],
+        &image_file(US_IMAGE, Some(b"US"), Some(b"NO")),
+    );
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&run_stdin(&["parse", "--json", "-"], &o.stdout).stdout).expect("parse");
+    let model = &v["model"];
+    assert_eq!(model["00120062"]["Value"][0], "YES");
+    assert_eq!(model["00120063"]["Value"][0], "phiward dicom-basic");
+    let items = model["00120064"]["Value"].as_array().expect("(0012,0064) written");
+    assert_eq!(items.len(), 1, "{items:?}");
+    let at = |tag: &str| items[0][tag]["Value"][0].as_str().expect("valued").to_owned();
+    assert_eq!(
+        (at("00080100"), at("00080102"), at("00080104")),
+        ("113100".into(), "DCM".into(), "Basic Application Confidentiality Profile".into())
+    );
+    assert_eq!(items[0].as_object().map(|o| o.len()), Some(3), "only the code item's three attributes");
+    let vrs: Vec<&str> =
+        ["00080100", "00080102", "00080104"].iter().map(|t| items[0][t]["vr"].as_str().unwrap_or("")).collect();
+    assert_eq!(vrs, ["SH", "SH", "LO"]);
+    // validate finds nothing new of the sequence (a valid code item).
+    let val = run_stdin(&["validate", "--json", "-"], &o.stdout);
+    assert!(!String::from_utf8_lossy(&val.stdout).contains("(0012,0064)"), "{}", String::from_utf8_lossy(&val.stdout));
 }

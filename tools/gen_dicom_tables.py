@@ -404,7 +404,7 @@ END = "# ---- end of the generated DICOM rules ----"
 
 STRUCTURE = [
     ("@private", "remove", None),
-    ("(7FE0,0010)", "keep", "pixel data: the image (burned-in text is not cleaned: see docs/dicom.md)"),
+    ("(7FE0,0010)", "keep", "pixel data: the image (burned-in text is not cleaned: a file that may show it is refused, see docs/dicom.md)"),
     ("(0028,1201)", "keep", "palette color lookup table data: binary, part of the image"),
     ("(0028,1202)", "keep", "palette color lookup table data: binary, part of the image"),
     ("(0028,1203)", "keep", "palette color lookup table data: binary, part of the image"),
@@ -577,12 +577,17 @@ def write_policies(exact: dict, profile: list, types: dict) -> None:
         "# is kept and its items decided by these rules. Private elements are removed; what the table",
         "# does not name is kept only by the structure rules at the end (pixel data, sequences, standard",
         "# UIDs, codes, numbers), and everything else is removed (fail closed). Patient Identity Removed",
-        "# (0012,0062) YES and De-identification Method (0012,0063) are written. See docs/dicom.md.",
+        "# (0012,0062) YES, De-identification Method (0012,0063) and its Code Sequence (0012,0064) (DCM",
+        "# 113100, the profile: no option is applied) are written. Pixel data is not cleaned: a file whose",
+        "# pixel data may show burned-in text (Burned In Annotation (0028,0301) YES, or unstated on a",
+        "# modality that burns text in) is refused. See docs/dicom.md.",
         "",
         "[policy]",
         'name = "dicom-basic"',
         'disclosure = "redacted"',
         "allow_unsafe_show_values = false",
+        'dicom_deidentification_method = ["basic"]',
+        'dicom_burned_in_annotation = "refuse"',
         "",
     ]
     BASIC_POLICY.write_text("\n".join(head + profile_rules(exact, profile, True, types)) + "\n")

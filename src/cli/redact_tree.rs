@@ -209,7 +209,8 @@ pub fn run(
     let next = AtomicUsize::new(0);
     let made = Mutex::new(BTreeSet::new());
     let bar = super::batch::progress(jobs.len(), a.quiet);
-    let one = |job: &Job| -> Result<(), Code> {
+    // Ok(true): written, a DICOM file whose possible burned-in text the policy accepts.
+    let one = |job: &Job| -> Result<bool, Code> {
         if let Some(code) = job.refused {
             return Err(code);
         }
@@ -242,13 +243,14 @@ pub fn run(
             (None, n) if n > 0 => Err(Code::CLI_RECORDS_FAILED),
             (None, _) => {
                 let out = job.out.as_deref().ok_or(Code::CLI_OUTPUT_FAILED)?;
-                write_out(out, &bytes.0, &made).map_err(|_| Code::CLI_OUTPUT_FAILED)
+                write_out(out, &bytes.0, &made).map_err(|_| Code::CLI_OUTPUT_FAILED)?;
+                Ok(outcome.burned_in_accepted > 0)
             }
         };
         crate::phi::wipe(&mut bytes.0);
         result
     };
-    let mut results: Vec<(usize, Result<(), Code>)> = std::thread::scope(|s| {
+    let mut results: Vec<(usize, Result<bool, Code>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
@@ -277,9 +279,10 @@ pub fn run(
     for (i, result) in &results {
         let shown = shown_path(&jobs[*i].entry_key(), t.redact_paths);
         match result {
-            Ok(()) => {
+            Ok(accepted) => {
                 written += 1;
-                lines.push_str(&format!("{shown}: redacted\n"));
+                let note = if *accepted { " (burned-in annotation: residual risk accepted)" } else { "" };
+                lines.push_str(&format!("{shown}: redacted{note}\n"));
             }
             Err(c) => {
                 failed += 1;

@@ -155,6 +155,9 @@ pub struct Outcome {
     /// `CLI_FORMAT_UNSUPPORTED`: the format detected or named, which the operation does not
     /// take (a format name: never a value).
     pub detected: Option<crate::formats::Format>,
+    /// `redact`: DICOM files written whose pixel data may show burned-in text (the policy
+    /// accepts the residual risk).
+    pub burned_in_accepted: u64,
 }
 
 /// Counts of a stream's records (value-free).
@@ -190,6 +193,7 @@ impl Outcome {
             manifest: None,
             records: Records::default(),
             detected: None,
+            burned_in_accepted: 0,
         }
     }
 }

@@ -450,8 +450,10 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 C::redact(r, &doc, &self.settings, disclosure, out);
                 if out.len() == start && !self.multi {
                     // Nothing written for the one record of the input (a DICOM file whose bulk
-                    // data was not kept): a failure, never an empty success.
-                    return self.unwritten(offset, out);
+                    // data was not kept, or refused for burned-in text): a failure, never an
+                    // empty success.
+                    let code = C::refused(r).unwrap_or(Code::CLI_INPUT_TOO_LARGE);
+                    return self.unwritten(code, offset, out);
                 }
                 return Ok(());
             }
@@ -538,7 +540,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
                 let start = out.len();
                 C::canonical(&doc, &self.settings, disclosure, out);
                 if !check && out.len() == start && !self.multi {
-                    return self.unwritten(offset, out);
+                    return self.unwritten(Code::CLI_INPUT_TOO_LARGE, offset, out);
                 }
                 if check {
                     let canonical = C::is_canonical(&doc, &out[start..], &self.settings, disclosure);
@@ -622,9 +624,9 @@ impl<'r, C: Pipeline> Runner<'r, C> {
     /// The one record of the input was read but its data could not be written (a codec that
     /// did not keep all of a record, such as DICOM bulk data past its budget, writes nothing):
     /// the command fails with `CLI_INPUT_TOO_LARGE` rather than succeed with no data.
-    fn unwritten(&mut self, offset: u64, out: &mut Vec<u8>) -> Result<(), Failure> {
-        let cause = Diagnostic::new(Code::CLI_INPUT_TOO_LARGE, Location::Offset(offset));
-        self.failed_record(Code::CLI_INPUT_TOO_LARGE, cause, None, C::NAME, Some(offset), out)
+    fn unwritten(&mut self, code: Code, offset: u64, out: &mut Vec<u8>) -> Result<(), Failure> {
+        let cause = Diagnostic::new(code, Location::Offset(offset));
+        self.failed_record(code, cause, None, C::NAME, Some(offset), out)
     }
 
     /// Hands a record to the batch, and writes the records finished meanwhile.
@@ -972,6 +974,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
         } else {
             (exit::OK, Status::Success)
         };
+        let burned_in_accepted = self.redactor.as_mut().map_or(0, |r| C::counts(r).burned_in_accepted);
         let manifest = match (self.request.command, self.request.policy.as_deref()) {
             (Command::Redact, Some(p)) if self.sink.reads_manifest() => {
                 let mut counts = policy::manifest::Counts::new(p);
@@ -994,6 +997,7 @@ impl<'r, C: Pipeline> Runner<'r, C> {
             manifest,
             records,
             detected: None,
+            burned_in_accepted,
         })
     }
 }

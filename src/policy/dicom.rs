@@ -22,10 +22,14 @@
 //! dataset is written in, phiward's implementation class UID and version name; AE titles and
 //! private information only when a rule naming the tag keeps them. Patient
 //! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
-//! policy are written. Other actions are not allowed for DICOM
-//! (`POLICY_ACTION_NOT_ALLOWED`).
+//! policy are written, and the De-identification Method Code Sequence (0012,0064) of the
+//! profile and options the policy declares (`dicom_deidentification_method`). A file whose
+//! pixel data may show burned-in text ([`dicom_deid::at_risk`]) is refused
+//! (`DICOM_BURNED_IN_ANNOTATION`, nothing written) unless the policy accepts the residual risk.
+//! Other actions are not allowed for DICOM (`POLICY_ACTION_NOT_ALLOWED`).
 //!
-//! What it does not do: clean burned-in text from pixel data, evaluate the profile's options,
+//! What it does not do: clean burned-in text from pixel data, check that the rules implement
+//! the options a policy declares,
 //! or write a file whose bulk values were left out of the record (over 32 MiB of bulk data):
 //! nothing is written then, and the file counts as a fail-closed removal.
 
@@ -34,6 +38,7 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::action::Action;
+use super::dicom_deid::{self, BurnedIn};
 use super::dicom_keep;
 use super::manifest::Counts;
 use super::{Ctx, LoadError, Policy};
@@ -186,6 +191,8 @@ pub struct Redactor<'p> {
     pub counts: Counts,
     /// The coded entries of the document being redacted.
     code_items: dicom_keep::Index,
+    /// Why the last document was not written, when it was refused (burned-in annotation).
+    pub refused: Option<Code>,
 }
 
 /// The VRs of free text.
@@ -196,7 +203,7 @@ fn is_free_text(vr: Vr) -> bool {
 impl<'p> Redactor<'p> {
     /// An engine for `policy`.
     pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
-        Redactor { policy, key, counts: Counts::new(policy), code_items: dicom_keep::Index::default() }
+        Redactor { policy, key, counts: Counts::new(policy), code_items: dicom_keep::Index::default(), refused: None }
     }
 
     fn offset(&self) -> usize {
@@ -206,6 +213,17 @@ impl<'p> Redactor<'p> {
     /// Writes the redacted file (data channel).
     pub fn redact(&mut self, doc: &Document, disclosure: &Disclosure, out: &mut Vec<u8>) {
         self.counts.records += 1;
+        self.refused = None;
+        if burned_in_risk(doc, disclosure) {
+            match self.policy.dicom_burned_in {
+                BurnedIn::Refuse => {
+                    // Nothing is written: the pixel data may show what the rules remove.
+                    self.refused = Some(Code::DICOM_BURNED_IN_ANNOTATION);
+                    return;
+                }
+                BurnedIn::AcceptResidualRisk => self.counts.burned_in_accepted += 1,
+            }
+        }
         let els = doc.elements();
         self.code_items = dicom_keep::Index::build(els);
         let mut decisions = vec![Keep::Drop; els.len()];
@@ -215,8 +233,9 @@ impl<'p> Redactor<'p> {
                 Kind::Item | Kind::Fragment => Keep::As,
                 // The file meta is rebuilt below (the writer writes none of the input's).
                 _ if e.depth == 0 && e.tag >> 16 == 0x0002 => Keep::Drop,
-                // Written below, with the method.
-                _ if e.depth == 0 && matches!(e.tag, 0x0012_0062 | 0x0012_0063) => Keep::Drop,
+                // Written below, with the method (the input's method code items name what was
+                // done to it before, not what this policy does).
+                _ if e.depth == 0 && matches!(e.tag, 0x0012_0062..=0x0012_0064) => Keep::Drop,
                 _ => self.decide(doc, i, disclosure, &mut replacements, true),
             };
         }
@@ -231,7 +250,26 @@ impl<'p> Redactor<'p> {
         let method = format!("phiward {}", self.policy.name);
         let mut method = method.into_bytes();
         method.truncate(64);
-        let inserts = [(0x0012_0062, Vr(*b"CS"), b"YES".to_vec()), (0x0012_0063, Vr(*b"LO"), method)];
+        let mut inserts = vec![(0x0012_0062, Vr(*b"CS"), b"YES".to_vec()), (0x0012_0063, Vr(*b"LO"), method)];
+        if !self.policy.dicom_methods.is_empty() {
+            // PS3.3 C.12.1: De-identification Method Code Sequence, one code item (Table
+            // 8.8-1a: Code Value, Coding Scheme Designator, Code Meaning) per method the policy
+            // declares, PS3.16 CID 7050.
+            let items: Vec<write::Added> = self
+                .policy
+                .dicom_methods
+                .iter()
+                .filter_map(|&m| super::dicom_deid::METHODS.get(m))
+                .map(|(_, code, meaning)| {
+                    vec![
+                        (0x0008_0100, Vr(*b"SH"), code.as_bytes().to_vec()),
+                        (0x0008_0102, Vr(*b"SH"), b"DCM".to_vec()),
+                        (0x0008_0104, Vr(*b"LO"), meaning.as_bytes().to_vec()),
+                    ]
+                })
+                .collect();
+            inserts.push((0x0012_0064, Vr::SQ, write::sequence_value(doc, &items)));
+        }
         let written = write::part10_with(doc, disclosure, &|i, _| decisions[i], &replacements, &meta, &inserts, out);
         for r in replacements.iter_mut().chain(meta.iter_mut().map(|m| &mut m.2)) {
             crate::phi::wipe(r);
@@ -404,6 +442,16 @@ impl<'p> Redactor<'p> {
             _ => Keep::Drop,
         }
     }
+}
+
+/// True when the document's pixel data may show burned-in text ([`dicom_deid::at_risk`] of
+/// its top-level values).
+#[expect(clippy::disallowed_methods, reason = "a redaction engine: reads three coded values to decide a refusal")]
+fn burned_in_risk(doc: &Document, disclosure: &Disclosure) -> bool {
+    let has_pixels = dicom_deid::PIXEL_DATA.iter().any(|t| doc.top(*t).is_some());
+    let value = |tag: u32| doc.top(tag).filter(|i| !doc.elided(*i)).map(|i| doc.value(i).expose_value(disclosure));
+    let [burned_in, modality, sop] = dicom_deid::READ;
+    dicom_deid::at_risk(has_pixels, value(burned_in), value(modality), value(sop))
 }
 
 /// The value written for element `i` under decision `d` (None: not written).

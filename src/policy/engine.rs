@@ -39,6 +39,12 @@ pub trait Redacts: Codec {
 
     /// The engine's counts (the manifest adds them up).
     fn counts<'a>(redactor: &'a mut Self::Redactor<'_>) -> &'a mut Counts;
+
+    /// Why the last record was not written, when the engine refused it (a DICOM file whose
+    /// pixel data may show burned-in text); None: not refused.
+    fn refused(_redactor: &Self::Redactor<'_>) -> Option<crate::diag::Code> {
+        None
+    }
 }
 
 impl Redacts for Hl7 {
@@ -153,6 +159,10 @@ impl Redacts for Dicom {
 
     fn counts<'a>(redactor: &'a mut Self::Redactor<'_>) -> &'a mut Counts {
         &mut redactor.counts
+    }
+
+    fn refused(redactor: &Self::Redactor<'_>) -> Option<crate::diag::Code> {
+        redactor.refused
     }
 }
 

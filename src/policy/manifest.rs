@@ -25,6 +25,9 @@ pub struct Counts {
     /// Values a `keep` selected and could not prove safe (a code not valid for its system, a
     /// number that is not one, a variant value of a type the rule does not list): removed.
     pub unproven: u64,
+    /// DICOM files written whose pixel data may show burned-in text (the policy accepts the
+    /// residual risk).
+    pub burned_in_accepted: u64,
 }
 
 impl Counts {
@@ -66,6 +69,7 @@ impl Counts {
         self.free_text_removed += other.free_text_removed;
         self.ids_rewritten += other.ids_rewritten;
         self.unproven += other.unproven;
+        self.burned_in_accepted += other.burned_in_accepted;
     }
 }
 
@@ -112,8 +116,12 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
     }
     out.extend_from_slice(
         format!(
-            "}},\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"unprovenRemovals\":{},\"idsRewritten\":{},\"keyed\":{keyed},\"residualRisks\":[",
-            counts.fail_closed, counts.free_text_removed, counts.unproven, counts.ids_rewritten
+            "}},\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"unprovenRemovals\":{},\"idsRewritten\":{},\"burnedInAnnotationAccepted\":{},\"keyed\":{keyed},\"residualRisks\":[",
+            counts.fail_closed,
+            counts.free_text_removed,
+            counts.unproven,
+            counts.ids_rewritten,
+            counts.burned_in_accepted
         )
         .as_bytes(),
     );
@@ -131,6 +139,11 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
             .chain(policy.ncpdp_script.iter().map(|r| &r.action))
     };
     let mut risks: Vec<&str> = Vec::new();
+    if counts.burned_in_accepted > 0 {
+        risks.push(
+            "DICOM pixel data kept as it is where it may show burned-in text (burned-in annotation YES, or unstated on a modality that burns text in): the policy accepts that residual risk",
+        );
+    }
     if policy.keeps_free_text() {
         risks.push("free text kept by a rule (may name people)");
     }

@@ -17,6 +17,7 @@ pub mod astm;
 pub mod audit;
 pub mod ccda;
 pub mod dicom;
+pub mod dicom_deid;
 mod dicom_keep;
 mod engine;
 pub mod fhir;
@@ -87,6 +88,12 @@ pub struct Policy {
     pub astm: Vec<astm::Rule>,
     /// DICOM rules, in order.
     pub dicom: Vec<dicom::Rule>,
+    /// `dicom_burned_in_annotation`: what `redact` does with a DICOM file whose pixel data may
+    /// show burned-in text.
+    pub dicom_burned_in: dicom_deid::BurnedIn,
+    /// `dicom_deidentification_method`: the PS3.15 profile and options the policy declares it
+    /// applies (indexes of [`dicom_deid::METHODS`], ascending), written as (0012,0064).
+    pub dicom_methods: Vec<usize>,
     /// NCPDP Telecommunication D.0 rules, in order.
     pub ncpdp: Vec<ncpdp::Rule>,
     /// C-CDA rules, in order.
@@ -269,6 +276,8 @@ pub fn load(bytes: &[u8]) -> Result<Policy, LoadError> {
         x12: Vec::new(),
         astm: Vec::new(),
         dicom: Vec::new(),
+        dicom_burned_in: dicom_deid::BurnedIn::Refuse,
+        dicom_methods: Vec::new(),
         ncpdp: Vec::new(),
         ccda: Vec::new(),
         ncpdp_script: Vec::new(),
@@ -395,10 +404,37 @@ fn head(ctx: &Ctx<'_>, v: &toml::Spanned<DeValue<'_>>, p: &mut Policy) -> Result
             "description" => {
                 string(ctx, value)?;
             }
+            "dicom_burned_in_annotation" => {
+                p.dicom_burned_in = dicom_deid::BurnedIn::parse(string(ctx, value)?)
+                    .ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, value.span()))?;
+            }
+            "dicom_deidentification_method" => p.dicom_methods = methods(ctx, value)?,
             _ => return Err(ctx.err(Code::POLICY_UNKNOWN_KEY, key.span())),
         }
     }
     Ok(())
+}
+
+/// `dicom_deidentification_method`: names of [`dicom_deid::METHODS`]; an option needs the
+/// profile (`basic`) listed too, and the two longitudinal options exclude each other (PS3.15
+/// E.3.6). A name listed twice counts once.
+fn methods(ctx: &Ctx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Result<Vec<usize>, LoadError> {
+    let bad = || ctx.err(Code::POLICY_INVALID_VALUE, v.span());
+    let arr = v.get_ref().as_array().ok_or_else(bad)?;
+    let mut out = Vec::new();
+    for m in arr.iter() {
+        let i = dicom_deid::method(string(ctx, m)?).ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, m.span()))?;
+        out.push(i);
+    }
+    out.sort_unstable();
+    out.dedup();
+    let full = dicom_deid::method("retain-longitudinal-full-dates");
+    let modified = dicom_deid::method("retain-longitudinal-modified-dates");
+    let both = out.iter().any(|i| Some(*i) == full) && out.iter().any(|i| Some(*i) == modified);
+    if !out.is_empty() && out.first() != Some(&0) || both {
+        return Err(bad());
+    }
+    Ok(out)
 }
 
 /// Tool names a policy may list (today's and the ones being built: `convert`, `redact`).
@@ -632,6 +668,35 @@ mod tests {
             err(&format!("{head}[[fhir]]\nselect = \"Patient.name\"\naction = \"empty\"\n")).0,
             Code::POLICY_ACTION_NOT_ALLOWED
         );
+    }
+
+    /// The DICOM settings of `[policy]`: burned-in annotation (default refuse; unknown values
+    /// are errors) and the declared de-identification methods (names of CID 7050; an option
+    /// needs the profile; the two longitudinal options exclude each other).
+    #[test]
+    fn dicom_settings_load_or_fail_at_their_value() {
+        let head = "[policy]\nname = \"t\"\n";
+        let p = load(head.as_bytes()).expect("loads");
+        assert_eq!(p.dicom_burned_in, dicom_deid::BurnedIn::Refuse);
+        assert!(p.dicom_methods.is_empty());
+        let ok = format!(
+            "{head}dicom_burned_in_annotation = \"accept-residual-risk\"\ndicom_deidentification_method = [\"retain-uids\", \"basic\", \"basic\"]\n"
+        );
+        let p = load(ok.as_bytes()).expect("loads");
+        assert_eq!(p.dicom_burned_in, dicom_deid::BurnedIn::AcceptResidualRisk);
+        assert_eq!(p.dicom_methods, [0, dicom_deid::method("retain-uids").expect("known")]);
+        assert_eq!(err(&format!("{head}dicom_burned_in_annotation = \"yes\"\n")), (Code::POLICY_INVALID_VALUE, 3, 30));
+        assert_eq!(err(&format!("{head}dicom_burned_in_annotation = true\n")).0, Code::POLICY_INVALID_VALUE);
+        assert_eq!(
+            err(&format!("{head}dicom_deidentification_method = [\"basic\", \"bogus\"]\n")),
+            (Code::POLICY_INVALID_VALUE, 3, 43)
+        );
+        assert_eq!(
+            err(&format!("{head}dicom_deidentification_method = [\"retain-uids\"]\n")).0,
+            Code::POLICY_INVALID_VALUE
+        );
+        let both = "[\"basic\", \"retain-longitudinal-full-dates\", \"retain-longitudinal-modified-dates\"]";
+        assert_eq!(err(&format!("{head}dicom_deidentification_method = {both}\n")).0, Code::POLICY_INVALID_VALUE);
     }
 
     #[test]

@@ -24,8 +24,9 @@ it runs `PHIWARD redact --policy policy/dicom-basic.toml --key-file target/annex
    element), the cut input's meta is given the Transfer Syntax UID (0002,0010) of the encoding
    pydicom read its dataset in (in tag order, the group length updated) before dciodvfy runs.
 
-A file phiward refuses to redact (a code: a fatal finding of the reader, or bulk data over the
-budget, see docs/dicom.md) is counted, not checked. Output: one line per file with its
+A file phiward refuses to redact (a code: a fatal finding of the reader, bulk data over the
+budget, or `DICOM_BURNED_IN_ANNOTATION`, pixel data that may show burned-in text; see
+docs/dicom.md) is counted by its code, not checked: a refusal, not a failure. Output: one line per file with its
 verdict, the new dciodvfy error kinds with their counts (schema names only: attribute
 keywords, module names, no value), and a summary line. Exit 1 when an output does not read or
 carries an original value.
@@ -176,6 +177,7 @@ def main() -> int:
     KEY.write_bytes(b"annex-e-check-key-0123456789abcdef")
     tags, dummies = profile_tags()
     counts: Counter = Counter()
+    refused_by: Counter = Counter()
     new_kinds: Counter = Counter()
     failed = 0
     input_kinds: Counter = Counter()
@@ -193,8 +195,11 @@ def main() -> int:
                                capture_output=True, check=False)
             if o.returncode != 0 or not o.stdout:
                 err = o.stderr.decode("utf-8", "replace")
-                cause = err.split("(", 1)[1].split(" ", 1)[0] if "(" in err else err.split(":")[1].strip() if ":" in err else ""
+                # The cause: the code in `(CODE at POSITION)`, else the command's code.
+                found = re.search(r"\(([A-Z][A-Z0-9_]+) at ", err)
+                cause = found.group(1) if found else err.split(":")[1].strip() if ":" in err else ""
                 counts["refused"] += 1
+                refused_by[cause] += 1
                 print(f"refused    {name} exit {o.returncode} {cause}")
                 continue
             try:
@@ -242,6 +247,8 @@ def main() -> int:
                      if own else ""))
     tmp.unlink(missing_ok=True)
     tmp_in.unlink(missing_ok=True)
+    for k, n in sorted(refused_by.items()):
+        print(f"{n:4} files: refused, {k}")
     for k, n in new_kinds.most_common():
         print(f"{n:4} files: {k}")
     for k, n in input_kinds.most_common():

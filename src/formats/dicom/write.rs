@@ -688,6 +688,23 @@ fn put_value(buf: &mut Vec<u8>, s: Syntax, tag: u32, vr: Vr, v: &[u8]) {
     }
 }
 
+/// The value of a sequence of `items` (each its elements: tag, VR, value; ascending tags) in
+/// the syntax `doc`'s dataset is written in: items of defined length, for an insert of
+/// [`part10_with`] with VR SQ (written with a defined length too).
+pub fn sequence_value(doc: &Document, items: &[Added]) -> Vec<u8> {
+    let s = doc.lexed.encoding.unwrap_or(Syntax::META);
+    let mut out = Vec::new();
+    for item in items {
+        let mut body = Vec::new();
+        for (tag, vr, v) in item {
+            put_value(&mut body, s, *tag, *vr, v);
+        }
+        header(&mut out, s, 0xFFFE_E000, Vr::NONE, body.len() as u32);
+        out.extend_from_slice(&body);
+    }
+    out
+}
+
 /// Writes a Part 10 file of the document, each element as `keep` decides (data channel).
 /// Returns false, with nothing written, when the document was read in part (a file broken
 /// mid-way: its part is never written as a whole file), a kept bulk value was left out of the
