@@ -719,25 +719,72 @@ impl Conformance {
 
 /// The conformance resources built into phiward, by canonical: R4's vital signs profiles and the
 /// value sets they bind (the R4 specification holds an Observation with a vital sign code to its
-/// profile: `formats::fhir::vital_signs`), parsed once when first needed. `canonical` may carry
-/// the version they have (4.0.1); a loaded resource of the same canonical comes first.
+/// profile: `formats::fhir::vital_signs`). `canonical` may carry the version they have (4.0.1); a
+/// loaded resource of the same canonical comes first. Each resource is decoded the first time it
+/// is asked for (a validation of one Observation decodes its one profile, not all of them).
 fn built_in(resource_type: &str, canonical: &str) -> Option<&'static Value> {
-    static BUILT_IN: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
     let (url, version) = match canonical.split_once('|') {
         Some((u, v)) => (u, Some(v)),
         None => (canonical, None),
     };
-    let r = BUILT_IN
-        .get_or_init(|| {
-            // Generated JSON (`tools/gen_fhir_tables.py`); a failure to read it leaves it empty and
-            // the `built_in_resources_read` test fails.
-            let list: Vec<Value> = serde_json::from_str(defs::VITAL_SIGNS).unwrap_or_default();
-            list.into_iter().filter_map(|r| Some((r.get("url")?.as_str()?.to_owned(), r))).collect()
-        })
-        .get(url)?;
+    let r = built_in_index().get(url)?.get()?;
     let fits_type = resource_type.is_empty() || r.get("resourceType").and_then(Value::as_str) == Some(resource_type);
     let fits_version = version.is_none_or(|v| r.get("version").and_then(Value::as_str) == Some(v));
     (fits_type && fits_version).then_some(r)
+}
+
+/// One built-in resource: its line of `vitalsigns.json`, decoded on first use.
+struct BuiltIn {
+    text: &'static str,
+    value: OnceLock<Option<Value>>,
+}
+
+impl BuiltIn {
+    fn get(&self) -> Option<&Value> {
+        self.value.get_or_init(|| serde_json::from_str(self.text).ok()).as_ref()
+    }
+}
+
+/// The built-in resources by url. The generated file (`tools/gen_fhir_tables.py`) holds one
+/// resource a line, each opening with its `resourceType` and `url`: the index reads those two
+/// and leaves the rest for [`BuiltIn::get`]; a line written otherwise is decoded whole to find its
+/// url. A file that cannot be read leaves the index short and the `built_in_resources_read` test
+/// fails.
+fn built_in_index() -> &'static BTreeMap<String, BuiltIn> {
+    static INDEX: OnceLock<BTreeMap<String, BuiltIn>> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index = BTreeMap::new();
+        for line in defs::VITAL_SIGNS.lines() {
+            let text = line.trim().trim_end_matches(',');
+            if !text.starts_with('{') {
+                continue;
+            }
+            let entry = BuiltIn { text, value: OnceLock::new() };
+            let url = match leading_url(text) {
+                Some(url) => url.to_owned(),
+                None => match entry.get().and_then(|v| v.get("url")).and_then(Value::as_str) {
+                    Some(url) => url.to_owned(),
+                    None => continue,
+                },
+            };
+            // As a decoded list collected by url: a later resource of the same url wins.
+            index.insert(url, entry);
+        }
+        index
+    })
+}
+
+/// The url of a generated line `{"resourceType":"T","url":"U",...`, when it opens so (a url
+/// with no escapes).
+fn leading_url(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("{\"resourceType\":\"")?;
+    let (rt, rest) = rest.split_once('"')?;
+    if rt.contains('\\') {
+        return None;
+    }
+    let rest = rest.strip_prefix(",\"url\":\"")?;
+    let (url, _) = rest.split_once('"')?;
+    (!url.contains('\\')).then_some(url)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1318,6 +1365,18 @@ mod tests {
         let units = store.expansion("http://hl7.org/fhir/ValueSet/ucum-bodytemp|4.0.1").expect("enumerated units");
         assert!(units.contains(Some(b"http://unitsofmeasure.org"), b"Cel"));
         assert!(!units.contains(Some(b"http://unitsofmeasure.org"), b"kg"));
+        // The index read from each line's opening holds every resource of the file, each decoded
+        // to what decoding the whole file gives.
+        let list: Vec<Value> = serde_json::from_str(defs::VITAL_SIGNS).expect("the generated JSON reads");
+        let index = built_in_index();
+        assert_eq!(index.len(), list.len());
+        for r in &list {
+            let url = r.get("url").and_then(Value::as_str).expect("a url");
+            assert_eq!(index.get(url).and_then(BuiltIn::get), Some(r), "{url}");
+        }
+        assert_eq!(leading_url(r#"{"resourceType":"ValueSet","url":"http://a/b","x":1}"#), Some("http://a/b"));
+        assert_eq!(leading_url(r#"{"url":"http://a/b","resourceType":"ValueSet"}"#), None);
+        assert_eq!(leading_url(r#"{"resourceType":"ValueSet","url":"http://a\"b"}"#), None);
     }
 
     #[test]

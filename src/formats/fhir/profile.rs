@@ -122,8 +122,8 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
         }
         if let Some(implied) = super::vital_signs::implied_profile(doc, r) {
             // A claimed `bodytemp|4.0.1` is the same profile.
-            if !urls.iter().any(|(u, _)| u.split('|').next() == Some(implied.as_str())) {
-                urls.push((implied, None));
+            if !urls.iter().any(|(u, _)| u.split('|').next() == Some(implied)) {
+                urls.push((implied.to_owned(), None));
             }
         }
         let mut seen = BTreeSet::new();
@@ -613,22 +613,24 @@ impl<'d> Checker<'d> {
     /// supported forms.
     fn at_path(&self, c: u32, path: &str) -> Option<Vec<u32>> {
         let mut set = vec![c];
+        // Each step fills `next` from `set`, and the two trade places (one allocation each).
+        let mut next = Vec::new();
         for step in path.split('.') {
             if step.is_empty() || step == "$this" {
                 continue;
             }
-            if step == "resolve()" {
-                set = set.iter().filter_map(|&n| self.resolve(n)).collect();
-                continue;
-            }
-            if step.contains('(') {
+            if step.contains('(') && step != "resolve()" {
                 return None;
             }
-            let mut next = Vec::new();
-            for &n in &set {
-                next.extend(self.doc.children(n).filter(|&k| json_name_is(self.doc, k, step)));
+            next.clear();
+            if step == "resolve()" {
+                next.extend(set.iter().filter_map(|&n| self.resolve(n)));
+            } else {
+                for &n in &set {
+                    next.extend(self.doc.children(n).filter(|&k| json_name_is(self.doc, k, step)));
+                }
             }
-            set = next;
+            std::mem::swap(&mut set, &mut next);
         }
         Some(set)
     }
@@ -755,17 +757,18 @@ impl<'d> Checker<'d> {
         match kind {
             DiscriminatorKind::Value => {
                 let te = target.map(|t| &snap.elements[t]);
-                let v = te.and_then(|t| t.fixed.as_ref().or(t.pattern.as_ref())).cloned();
-                let v = match v {
+                let url_value;
+                let v = match te.and_then(|t| t.fixed.as_ref().or(t.pattern.as_ref())) {
                     Some(v) => v,
                     None if path == "url" => {
                         let url = slice_el.types.iter().find_map(|t| t.profiles.first())?;
-                        Value::String(url.clone())
+                        url_value = Value::String(url.clone());
+                        &url_value
                     }
                     None if te.is_some_and(|t| t.binding.is_none()) => {
                         // Fixed inside required slices on the way (R4's `bp`): each such value
                         // is in some node at the path.
-                        let values: Vec<Value> = snap.values_through_slices(slice, path).into_iter().cloned().collect();
+                        let values = snap.values_through_slices(slice, path);
                         if values.is_empty() {
                             return None;
                         }
@@ -782,7 +785,7 @@ impl<'d> Checker<'d> {
                         return Some(nodes.iter().any(|&n| self.in_expansion(n, &exp) == Some(true)));
                     }
                 };
-                Some(nodes.iter().any(|&n| value_matches(self.doc, n, &v, false, 0)))
+                Some(nodes.iter().any(|&n| value_matches(self.doc, n, v, false, 0)))
             }
             DiscriminatorKind::Exists => {
                 let te = &snap.elements[target?];

@@ -20,20 +20,29 @@ use super::model::Document;
 const LOINC: &[u8] = b"http://loinc.org";
 const SNOMED: &[u8] = b"http://snomed.info/sct";
 
-/// Where each profile's canonical starts.
-const BASE: &str = "http://hl7.org/fhir/StructureDefinition/";
+// The canonicals of the profiles.
+const VITALSPANEL: &str = "http://hl7.org/fhir/StructureDefinition/vitalspanel";
+const RESPRATE: &str = "http://hl7.org/fhir/StructureDefinition/resprate";
+const HEARTRATE: &str = "http://hl7.org/fhir/StructureDefinition/heartrate";
+const OXYGENSAT: &str = "http://hl7.org/fhir/StructureDefinition/oxygensat";
+const BODYTEMP: &str = "http://hl7.org/fhir/StructureDefinition/bodytemp";
+const BODYHEIGHT: &str = "http://hl7.org/fhir/StructureDefinition/bodyheight";
+const HEADCIRCUM: &str = "http://hl7.org/fhir/StructureDefinition/headcircum";
+const BODYWEIGHT: &str = "http://hl7.org/fhir/StructureDefinition/bodyweight";
+const BMI: &str = "http://hl7.org/fhir/StructureDefinition/bmi";
+const BP: &str = "http://hl7.org/fhir/StructureDefinition/bp";
 
-/// `(code system, codes, profile name)`, in the order they are tried.
+/// `(code system, codes, profile canonical)`, in the order they are tried.
 const TABLE: &[(&[u8], &[&str], &str)] = &[
-    (LOINC, &["85353-1"], "vitalspanel"),
-    (LOINC, &["9279-1", "76170-0", "76172-6", "76171-8", "19840-8", "33438-3", "76270-8", "11291-2"], "resprate"),
+    (LOINC, &["85353-1"], VITALSPANEL),
+    (LOINC, &["9279-1", "76170-0", "76172-6", "76171-8", "19840-8", "33438-3", "76270-8", "11291-2"], RESPRATE),
     (
         LOINC,
         &[
             "60978-4", "73795-7", "73799-9", "76476-1", "76477-9", "8867-4", "8889-8", "8890-6", "8891-4", "8892-2",
             "8893-0", "40443-4", "55425-3", "68999-2", "11328-2", "69000-8", "8886-4",
         ],
-        "heartrate",
+        HEARTRATE,
     ),
     (
         LOINC,
@@ -41,7 +50,7 @@ const TABLE: &[(&[u8], &[&str], &str)] = &[
             "2708-6", "19224-5", "20564-1", "2709-4", "2710-2", "2711-0", "2713-6", "51733-4", "59408-5", "59417-6",
             "89276-0", "97549-0",
         ],
-        "oxygensat",
+        OXYGENSAT,
     ),
     (
         LOINC,
@@ -50,19 +59,19 @@ const TABLE: &[(&[u8], &[&str], &str)] = &[
             "76010-8", "76011-6", "76278-1", "8309-7", "8328-7", "8329-5", "8330-3", "8331-1", "8332-9", "8333-7",
             "8334-5", "91371-5", "98657-0", "98663-8",
         ],
-        "bodytemp",
+        BODYTEMP,
     ),
-    (LOINC, &["8302-2", "3137-7", "3138-5", "8306-3", "8308-9"], "bodyheight"),
-    (LOINC, &["9843-4", "8287-5"], "headcircum"),
-    (LOINC, &["29463-7", "3141-9", "3142-7", "75292-3", "79348-9", "8350-1", "8351-9"], "bodyweight"),
-    (LOINC, &["39156-5", "59574-4", "89270-3"], "bmi"),
-    (LOINC, &["85354-9", "35094-2", "8459-0", "76534-7", "55284-4", "8480-6"], "bp"),
-    (SNOMED, &["46680005"], "vitalspanel"),
+    (LOINC, &["8302-2", "3137-7", "3138-5", "8306-3", "8308-9"], BODYHEIGHT),
+    (LOINC, &["9843-4", "8287-5"], HEADCIRCUM),
+    (LOINC, &["29463-7", "3141-9", "3142-7", "75292-3", "79348-9", "8350-1", "8351-9"], BODYWEIGHT),
+    (LOINC, &["39156-5", "59574-4", "89270-3"], BMI),
+    (LOINC, &["85354-9", "35094-2", "8459-0", "76534-7", "55284-4", "8480-6"], BP),
+    (SNOMED, &["46680005"], VITALSPANEL),
     // The reference validator lists respiratory rate's SNOMED CT codes (86290005, 271625008,
     // 271306003) with a profile URL that names nothing, so it checks no profile for them: they
     // are left out, and 271306003 goes to the next row as there.
-    (SNOMED, &["271306003", "249043002", "444981005", "399017001", "251670001", "429525003", "429614003"], "heartrate"),
-    (SNOMED, &["103228002", "442349007", "442476006", "442440005", "431314004", "442734002", "713194001"], "oxygensat"),
+    (SNOMED, &["271306003", "249043002", "444981005", "399017001", "251670001", "429525003", "429614003"], HEARTRATE),
+    (SNOMED, &["103228002", "442349007", "442476006", "442440005", "431314004", "442734002", "713194001"], OXYGENSAT),
     (
         SNOMED,
         &[
@@ -81,18 +90,18 @@ const TABLE: &[(&[u8], &[&str], &str)] = &[
             "415929009",
             "415945006",
         ],
-        "bodytemp",
+        BODYTEMP,
     ),
     (
         SNOMED,
         &["1153637007", "1162419008", "50373000", "1162418000", "1230278008", "1162392001", "1162417005"],
-        "bodyheight",
+        BODYHEIGHT,
     ),
-    (SNOMED, &["363812007", "169876006", "1269262007", "363811000"], "headcircum"),
-    (SNOMED, &["735395000", "425024002", "424927000", "784399000", "1162416001", "1162415002"], "bodyweight"),
+    (SNOMED, &["363812007", "169876006", "1269262007", "363811000"], HEADCIRCUM),
+    (SNOMED, &["735395000", "425024002", "424927000", "784399000", "1162416001", "1162415002"], BODYWEIGHT),
     // Body mass index: the reference validator lists 60621009 under body weight too (first), so
     // it never reaches this row there; phiward holds it to the profile of what it measures.
-    (SNOMED, &["60621009"], "bmi"),
+    (SNOMED, &["60621009"], BMI),
     (
         SNOMED,
         &[
@@ -109,30 +118,25 @@ const TABLE: &[(&[u8], &[&str], &str)] = &[
             "716579001",
             "399304008",
         ],
-        "bp",
+        BP,
     ),
 ];
 
-/// A Coding's `system` and `code`.
-type SystemAndCode<'d> = (Option<&'d [u8]>, Option<&'d [u8]>);
-
 /// The canonical of the vital signs profile Observation node `r` is held to, if any.
-pub fn implied_profile(doc: &Document, r: u32) -> Option<String> {
+pub fn implied_profile(doc: &Document, r: u32) -> Option<&'static str> {
     let node = doc.node(r);
     if !node.is_resource() || node.ty.map(super::definitions::type_name) != Some("Observation") {
         return None;
     }
-    let codings: Vec<SystemAndCode<'_>> = doc
-        .named(r, "code")
+    // The first row any coding matches: the least of each coding's first matching row.
+    doc.named(r, "code")
         .flat_map(|code| doc.named(code, "coding"))
-        .map(|c| (child_value(doc, c, "system"), child_value(doc, c, "code")))
-        .collect();
-    TABLE.iter().find_map(|(system, codes, name)| {
-        codings
-            .iter()
-            .any(|(s, c)| *s == Some(*system) && c.is_some_and(|c| codes.iter().any(|k| k.as_bytes() == c)))
-            .then(|| format!("{BASE}{name}"))
-    })
+        .filter_map(|c| {
+            let (system, code) = (child_value(doc, c, "system")?, child_value(doc, c, "code")?);
+            TABLE.iter().position(|(s, codes, _)| *s == system && codes.iter().any(|k| k.as_bytes() == code))
+        })
+        .min()
+        .map(|row| TABLE[row].2)
 }
 
 /// The value of primitive child `name` of node `n`.
