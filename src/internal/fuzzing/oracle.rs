@@ -455,7 +455,25 @@ fn fhir_names() -> &'static HashSet<&'static str> {
         for c in defs::constraints() {
             out.extend(c.key.split('-'));
         }
+        for key in built_in_invariant_keys() {
+            out.extend(key.split('-'));
+        }
         out
+    })
+}
+
+/// The invariant keys of the built-in profiles (R4's vital signs profiles, which an Observation's
+/// code implies: `vs-1`, `vs-2`...), from the generated `definitions/vitalsigns.json`.
+fn built_in_invariant_keys() -> &'static HashSet<&'static str> {
+    static KEYS: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let text = crate::formats::fhir::definitions::VITAL_SIGNS;
+        text.match_indices("\"key\":\"")
+            .filter_map(|(at, m)| {
+                let rest = &text[at + m.len()..];
+                rest.find('"').map(|end| &rest[..end])
+            })
+            .collect()
     })
 }
 
@@ -1100,7 +1118,8 @@ fn fhir_location_ok(s: &str) -> bool {
                 return false;
             }
         } else if let Some(key) = q.strip_prefix("invariant:") {
-            let known = crate::formats::fhir::definitions::constraints().iter().any(|c| c.key == key);
+            let known = crate::formats::fhir::definitions::constraints().iter().any(|c| c.key == key)
+                || built_in_invariant_keys().contains(key);
             if !known || seen_invariant {
                 return false;
             }
