@@ -458,6 +458,10 @@ fn fhir_names() -> &'static HashSet<&'static str> {
         for key in built_in_invariant_keys() {
             out.extend(key.split('-'));
         }
+        // The words of a built-in profile's canonical, which a finding's `profile` names.
+        for url in built_in_profile_urls() {
+            out.extend(url.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()));
+        }
         out
     })
 }
@@ -472,6 +476,22 @@ fn built_in_invariant_keys() -> &'static HashSet<&'static str> {
             .filter_map(|(at, m)| {
                 let rest = &text[at + m.len()..];
                 rest.find('"').map(|end| &rest[..end])
+            })
+            .collect()
+    })
+}
+
+/// The canonicals of the built-in StructureDefinitions (R4's vital signs profiles), from the
+/// generated `definitions/vitalsigns.json`.
+fn built_in_profile_urls() -> &'static HashSet<&'static str> {
+    static URLS: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    URLS.get_or_init(|| {
+        let text = crate::formats::fhir::definitions::VITAL_SIGNS;
+        let key = "\"url\":\"";
+        text.match_indices("\"url\":\"http://hl7.org/fhir/StructureDefinition/")
+            .filter_map(|(at, _)| {
+                let start = at + key.len();
+                text[start..].find('"').map(|end| &text[start..start + end])
             })
             .collect()
     })
@@ -662,9 +682,15 @@ fn findings_ok(v: &Value) {
                 "code" | "severity" | "location" => true,
                 "line" | "column" => v.as_u64().is_some_and(|n| n >= 1),
                 "fingerprint" => v.as_str().is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())),
+                // The canonical of the profile a finding is against: no package is loaded under
+                // the fuzzer, so only a built-in profile (R4's vital signs) can be named.
+                "profile" => v.as_str().is_some_and(|p| built_in_profile_urls().contains(p)),
                 _ => false,
             };
-            assert!(ok, "a finding has a key {k:?} outside code, severity, location, line, column, fingerprint");
+            assert!(
+                ok,
+                "a finding has a key {k:?} outside code, severity, location, line, column, fingerprint, profile"
+            );
         }
         let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_else(|| panic!("finding without {k}"));
         diagnostic_line_ok(&format!("{} {} {}", s("code"), s("severity"), s("location")));
