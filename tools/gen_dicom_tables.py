@@ -217,6 +217,8 @@ def main() -> int:
                 overrides.append((n, value, TYPES[a["type"]]))
     overrides.sort()
 
+    enums, enum_lists, enum_skipped = enumerations(data["module_to_attributes.json"], used_modules, exact)
+
     # Confidentiality profile (basic action and the options' actions, in the order of
     # `OPTIONS`).
     options = ["rtnSafePrivOpt", "rtnUIDsOpt", "rtnDevIdOpt", "rtnInstIdOpt", "rtnPatCharsOpt",
@@ -285,6 +287,21 @@ def main() -> int:
         o.append(f"    ({rust_str(m)}, &[{attrs}]),")
     o.append("];")
     o.append("")
+    o.append("/// Enumerated value lists of PS3.3 (each list once; numbers in decimal), by index.")
+    o.append("pub static ENUM_LISTS: &[&[&str]] = &[")
+    for vals in enum_lists:
+        o.append(f"    &[{', '.join(rust_str(v) for v in vals)}],")
+    o.append("];")
+    o.append("")
+    o.append("/// Enumerated values of module attributes (PS3.3 \"Enumerated Values:\" lists): (index in")
+    o.append("/// `MODULES`, tag path from the top level (sequences, then the attribute), value position (0:")
+    o.append("/// every value of an attribute of VM 1; n: value n), index in `ENUM_LISTS`), sorted.")
+    o.append("pub static MODULE_ENUMS: &[(u16, &[u32], u8, u16)] = &[")
+    for mod, path, pos, li in enums:
+        tags = ", ".join(f"0x{t:08X}" for t in path)
+        o.append(f"    ({mod}, &[{tags}], {pos}, {li}),")
+    o.append("];")
+    o.append("")
     o.append("/// PS3.15 Table E.1-1: (mask, value, Basic Profile action, options' actions in the order")
     o.append(f"/// {', '.join(options)}), sorted by value.")
     o.append("pub static PROFILE: &[(u32, u32, &str, [&str; 10])] = &[")
@@ -313,7 +330,9 @@ def main() -> int:
           f"Counts: {len(exact)} dictionary elements, {len(repeating)} repeating-group elements, "
           f"{len(TRANSFER_SYNTAXES)} transfer syntaxes, {len(sop_classes)} SOP classes, {len(ciods)} IODs, "
           f"{len(used_modules)} modules, {sum(len(v) for v in attrs_of.values())} module attributes, "
-          f"{len(overrides)} type overrides, "
+          f"{len(overrides)} type overrides, {len(enums)} enumerated value lists of module attributes "
+          f"({len(enum_lists)} distinct; {enum_skipped} attributes with an enumerated list left out as "
+          "ambiguous, see `enumerations`), "
           f"{len(profile)} profile rows.", ""]
     p += write_codes()
     PROVENANCE.write_text("\n".join(p))
@@ -328,6 +347,121 @@ def main() -> int:
         types.setdefault(parse_tag(tag)[1], set()).add(kind)
     write_policies(exact, profile, types)
     return 0
+
+
+# PS3.3 headings of an "Enumerated Values" list in a module attribute's description: for every
+# value (a list that names no value), or for value N of a multi-valued attribute.
+ENUM_ALL = re.compile(r"^Enumerated [Vv]alues?:$")
+ENUM_POS = re.compile(r"^(?:Enumerated Values for Value (\d)|Value (\d) Enumerated Values):$")
+STRONG = re.compile(r"<strong>(.*?)</strong>", re.S)
+DT = re.compile(r"<dt>(.*?)</dt>", re.S)
+# Enumerated values the package's rows do not carry because the standard states them in a
+# section the row points to (PS3.3 C.7.6.1.1.2 Image Type: "Value 1 ... Enumerated Values:
+# ORIGINAL, DERIVED"; "Value 2 ... Enumerated Values: PRIMARY, SECONDARY"): (module, path) ->
+# {position: values}. The General Image Module's row says "See Section C.7.6.1.1.2".
+# The CT Image Module's rows point to C.8.2.1.1.2 to C.8.2.1.1.6: "For CT Images, Samples per
+# Pixel (0028,0002) shall have an Enumerated Value of 1", Photometric Interpretation "one of the
+# following Enumerated Values: MONOCHROME1, MONOCHROME2", Bits Allocated "the Enumerated Value of
+# 16", Bits Stored "the Enumerated Values of 12 to 16", High Bit "only the Enumerated Value of one
+# less than the value sent in Bits Stored" (written as 11 to 15: every High Bit outside them is
+# wrong whatever Bits Stored holds; one inside them that is not Bits Stored - 1 is not caught).
+CT_IMAGE = {
+    "ct-image:00280002": {0: ["1"]},
+    "ct-image:00280004": {0: ["MONOCHROME1", "MONOCHROME2"]},
+    "ct-image:00280100": {0: ["16"]},
+    "ct-image:00280101": {0: ["12", "13", "14", "15", "16"]},
+    "ct-image:00280102": {0: ["11", "12", "13", "14", "15"]},
+}
+SECTION_ENUMS = {("general-image", "general-image:00080008"): {1: ["ORIGINAL", "DERIVED"], 2: ["PRIMARY", "SECONDARY"]},
+                 **{("ct-image", k): v for k, v in CT_IMAGE.items()}}
+# VRs whose enumerated values are checked: text compared after trimming its padding, and
+# integers (binary or IS) compared as numbers.
+ENUM_TEXT_VRS = {"CS", "SH", "LO", "UI", "AE"}
+ENUM_INT_VRS = {"US", "SS", "UL", "SL", "IS"}
+
+
+def enum_value(v: str, vr: str) -> str | None:
+    """A listed value as the table stores it, or None when it is not a value of the VR (a
+    list with one is left out: the text is not a plain list)."""
+    if vr in ENUM_INT_VRS:
+        if re.fullmatch(r"[0-9A-F]{4}H", v):
+            return str(int(v[:-1], 16))
+        if re.fullmatch(r"\d{1,10}", v):
+            return str(int(v))
+        return None
+    if vr == "CS":
+        return v if re.fullmatch(r"[A-Z0-9_ ]{1,16}", v) else None
+    if vr == "UI":
+        return v if re.fullmatch(r"[0-9.]{1,64}", v) else None
+    return v if re.fullmatch(r"[\x20-\x5B\x5D-\x7E]{1,64}", v) else None
+
+
+def enumerations(rows: list, used_modules: list, exact: dict) -> tuple[list, list, int]:
+    """The enumerated value lists of the module attributes (at any depth), read from the
+    descriptions' "Enumerated Values:" lists (not "Defined Terms:", which may be extended).
+
+    Left out as ambiguous (counted): a list under any other heading (a condition: "Enumerated
+    Values if Bits Stored = 8:"), two lists for the same value, a list for every value of an
+    attribute whose VM is not 1 (the text does not say whether it is per value), a listed
+    value that is not a value of the VR, a VR not compared (DS, AT, ...), a path through a
+    repeating group. Returns (rows (module index, path, position, list index), lists,
+    skipped)."""
+    index = {m: n for n, m in enumerate(used_modules)}
+    lists: dict[tuple[str, ...], int] = {}
+    out: set[tuple[int, tuple[int, ...], int, tuple[str, ...]]] = set()
+    skipped = 0
+    for a in rows:
+        if a["moduleId"] not in index:
+            continue
+        d = a.get("description", "") or ""
+        key = (a["moduleId"], a["path"])
+        found: dict[int, list[str]] = {}
+        ambiguous = False
+        heads = list(STRONG.finditer(d))
+        for n, h in enumerate(heads):
+            head = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", h.group(1))).strip()
+            if "numerated" not in head:
+                continue
+            m_all, m_pos = ENUM_ALL.match(head), ENUM_POS.match(head)
+            if not m_all and not m_pos:
+                ambiguous = True
+                continue
+            pos = 0 if m_all else int(m_pos.group(1) or m_pos.group(2))
+            end = heads[n + 1].start() if n + 1 < len(heads) else len(d)
+            body = d[h.end():end]
+            dl = body.find("<dl>")
+            if dl < 0 or pos in found:
+                ambiguous = True
+                continue
+            body = body[dl:body.find("</dl>", dl) if "</dl>" in body[dl:] else len(body)]
+            found[pos] = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", x)).strip() for x in DT.findall(body)]
+        if key in SECTION_ENUMS and not found and not ambiguous:
+            found = dict(SECTION_ENUMS[key])
+        if not found:
+            continue
+        parts = a["path"].split(":")[1:]
+        entry = exact.get(parse_tag(a["tag"])[1]) if parse_tag(a["tag"])[0] == 0xFFFFFFFF else None
+        vr = entry[0] if entry else ""
+        ok = not ambiguous and entry is not None and all(re.fullmatch(r"[0-9a-f]{8}", p) for p in parts)
+        ok = ok and (vr in ENUM_TEXT_VRS or vr in ENUM_INT_VRS)
+        ok = ok and (0 not in found or (entry[1] == "1" and len(found) == 1))
+        vals: dict[int, list[str]] = {}
+        for pos, listed in found.items():
+            conv = [enum_value(v, vr) for v in listed] if ok else [None]
+            if not listed or None in conv:
+                ok = False
+                break
+            vals[pos] = sorted(set(conv))
+        if not ok:
+            skipped += 1
+            continue
+        path = tuple(int(p, 16) for p in parts)
+        for pos, v in vals.items():
+            out.add((index[a["moduleId"]], path, pos, tuple(v)))
+    for *_, v in sorted(out):
+        lists.setdefault(v, len(lists))
+    rows_out = [(m, p, pos, lists[v]) for m, p, pos, v in sorted(out)]
+    return rows_out, [list(v) for v in lists], skipped
 
 
 def write_codes() -> list[str]:

@@ -63,6 +63,7 @@ MISSING = re.compile(r"^Error - Missing attribute Type (1|2) Required Element=<(
 MISSING_C = re.compile(r"^Error - Missing attribute Type (1C|2C) Conditional Element=<(\w+)> Module=<(\w+)>")
 EMPTY = re.compile(r"^Error - Empty attribute \(no value\) Type 1 Required Element=<(\w+)> Module=<(\w+)>")
 VR = re.compile(r"^Error - (Value invalid for this VR|Value exceeds maximum length)[^(]*\(0x([0-9a-f]{4}),0x([0-9a-f]{4})\)")
+ENUM = re.compile(r"^Error - Unrecognized enumerated value .* for value \d+ of attribute <([^>]+)>")
 SOP_MISSING = re.compile(r"^Error - MediaStorageSOP(?:Class|Instance)UID but missing (SOPClassUID|SOPInstanceUID)")
 LOC_TAG = re.compile(r"\(([0-9A-F]{4}),([0-9A-F]{4})\)(?:/offset:\d+)?$")
 PW_KIND = {
@@ -71,13 +72,15 @@ PW_KIND = {
     "DICOM_ATTRIBUTE_EMPTY": "empty",
     "DICOM_VALUE_INVALID": "vr",
     "DICOM_VALUE_TOO_LONG": "vr",
+    "DICOM_ENUMERATED_VALUE": "enum",
 }
+KINDS = ("missing", "empty", "vr", "enum")
 
 
 def dciodvfy(exe: str, path: Path) -> tuple[set[tuple[str, int]], set[tuple[str, int]], bool, bool]:
     """(errors, conditional missing ones, IOD known, read: dciodvfy read the whole dataset
     without failing)."""
-    from pydicom.datadict import tag_for_keyword  # noqa: PLC0415
+    from pydicom.datadict import DicomDictionary, tag_for_keyword  # noqa: PLC0415
 
     o = subprocess.run([exe, str(path)], capture_output=True, check=False, timeout=60)
     text = (o.stdout + o.stderr).decode("latin-1")
@@ -96,6 +99,12 @@ def dciodvfy(exe: str, path: Path) -> tuple[set[tuple[str, int]], set[tuple[str,
             tag = tag_for_keyword(m.group(1))
             if tag is not None:
                 out.add(("empty", tag))
+        elif m := ENUM.match(line):
+            # dciodvfy names the attribute by its name (PS3.6), not its keyword; its message
+            # quotes the value, which is never kept.
+            tags = [t for t, e in DicomDictionary.items() if e[2] == m.group(1)]
+            if len(tags) == 1:
+                out.add(("enum", tags[0]))
         elif m := VR.match(line):
             out.add(("vr", int(m.group(2) + m.group(3), 16)))
         elif m := SOP_MISSING.match(line):
@@ -152,6 +161,10 @@ def main() -> int:
     scope = {"matched": 0, "unmatched": 0}
     others: list[str] = []
     quiet = 0
+    # Enumerated values, apart (the kind added last; the figures above stay those of the three
+    # kinds they were): both tools, dciodvfy only, phiward only, each difference listed.
+    enum = {"matched": 0, "dciodvfy": 0, "phiward": 0}
+    enum_diffs: list[str] = []
     for d in args.dirs:
         root = Path(d)
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -167,6 +180,17 @@ def main() -> int:
             # An attribute phiward's tables make type 1 or 2 that dciodvfy's make 1C or 2C (a
             # later edition, or a module specialised by the IOD): both report it missing.
             dv |= pw & conditional
+            dv_enum = {e for e in dv if e[0] == "enum"}
+            pw_enum = {e for e in pw if e[0] == "enum"}
+            enum["matched"] += len(dv_enum & pw_enum)
+            for e in sorted(dv_enum ^ pw_enum):
+                side = "dciodvfy" if e in dv_enum else "phiward"
+                enum[side] += 1
+                read = "" if dv_read else ", dciodvfy did not read the whole file"
+                enum_diffs.append(f"{path.relative_to(root).as_posix()}: {side} only enum ({e[1] >> 16:04X},{e[1] & 0xFFFF:04X}){read}")
+            rows_dv, rows_pw = dv, pw
+            dv = dv - dv_enum
+            pw = pw - pw_enum
             matched = dv & pw
             reasons = {"refused": 0, "peer-failed": 0, "break": 0, "iod": 0, "nested": 0, "module": 0, "other": 0}
             for e in sorted(dv ^ pw):
@@ -198,15 +222,15 @@ def main() -> int:
                 scope["matched"] += len(matched)
                 scope["unmatched"] += reasons["other"] + reasons["module"]
             count = lambda s, k: sum(1 for e in s if e[0] == k)  # noqa: E731
-            if not dv and not pw:
+            if not rows_dv and not rows_pw:
                 quiet += 1
                 continue
             rows.append(
                 f"| {path.relative_to(root).as_posix()} | {sop} | "
-                + " / ".join(str(count(dv, k)) for k in ("missing", "empty", "vr"))
+                + " / ".join(str(count(rows_dv, k)) for k in KINDS)
                 + " | "
-                + " / ".join(str(count(pw, k)) for k in ("missing", "empty", "vr"))
-                + f" | {len(matched)} | "
+                + " / ".join(str(count(rows_pw, k)) for k in KINDS)
+                + f" | {len(matched) + len(dv_enum & pw_enum)} | "
                 + ", ".join(f"{k} {v}" for k, v in reasons.items() if v)
                 + " |"
             )
@@ -218,7 +242,7 @@ def main() -> int:
     read_matched = totals["matched"] - peer_failed_matched
     inscope = scope["matched"] + scope["unmatched"]
     head = [
-        "| file | SOP class | dciodvfy missing / empty / vr | phiward missing / empty / vr | both | one tool only, by reason |",
+        "| file | SOP class | dciodvfy missing / empty / vr / enum | phiward missing / empty / vr / enum | both | one tool only, by reason |",
         "|---|---|---|---|---|---|",
     ]
     lines = head + rows
@@ -235,8 +259,18 @@ def main() -> int:
         Path(args.table).write_text("\n".join(lines) + "\n\n" + summary + "\n")
     else:
         print("\n".join(lines))
-    for o in others:
+    enum_all = enum["matched"] + enum["dciodvfy"] + enum["phiward"]
+    enum_summary = (
+        f"enumerated values: {enum_all} errors, both tools {enum['matched']} "
+        f"({100.0 * enum['matched'] / enum_all if enum_all else 0:.1f}%), dciodvfy only {enum['dciodvfy']}, "
+        f"phiward only {enum['phiward']}"
+    )
+    if args.table:
+        with Path(args.table).open("a") as t:
+            t.write("\n".join(enum_diffs) + "\n\n" + enum_summary + "\n")
+    for o in others + enum_diffs:
         print(o)
+    print(enum_summary)
     print(summary)
     return 0
 

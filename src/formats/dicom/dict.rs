@@ -247,6 +247,44 @@ pub fn iod_modules(iod: u16) -> impl Iterator<Item = (&'static [(u32, AttrType)]
     mods.iter().filter_map(|&(m, u, c)| tables::MODULES.get(usize::from(m)).map(|m| (m.1, u, c)))
 }
 
+/// An enumerated value list of an attribute of a module (PS3.3 "Enumerated Values:"): the tag
+/// path from the top level (sequences, then the attribute; no item numbers), the value position
+/// (0: every value of a VM 1 attribute; n: value n), the listed values (numbers in decimal).
+#[derive(Copy, Clone, Debug)]
+pub struct Enumeration {
+    /// Tags from the top level to the attribute.
+    pub path: &'static [u32],
+    /// 0: every value; n: value n.
+    pub position: u8,
+    /// The values the standard lists.
+    pub values: &'static [&'static str],
+}
+
+/// The enumerated value lists of an IOD's modules that apply to a dataset of it: every list
+/// of a mandatory module, and of a conditional or user module only when the path's first tag
+/// is in no other module of the IOD (so the attribute's presence is that module's).
+pub fn iod_enumerations(iod: u16) -> Vec<Enumeration> {
+    let mods: &[(u16, Usage, bool)] = tables::IODS.get(usize::from(iod)).map_or(&[], |i| i.1);
+    let mut out = Vec::new();
+    for &(m, usage, _) in mods {
+        let start = tables::MODULE_ENUMS.partition_point(|e| e.0 < m);
+        for &(_, path, position, list) in tables::MODULE_ENUMS[start..].iter().take_while(|e| e.0 == m) {
+            let Some(&first) = path.first() else { continue };
+            if usage != Usage::Mandatory {
+                let elsewhere = mods.iter().any(|&(o, _, _)| {
+                    o != m && tables::MODULES.get(usize::from(o)).is_some_and(|x| x.1.iter().any(|a| a.0 == first))
+                });
+                if elsewhere {
+                    continue;
+                }
+            }
+            let values = tables::ENUM_LISTS.get(usize::from(list)).copied().unwrap_or(&[]);
+            out.push(Enumeration { path, position, values });
+        }
+    }
+    out
+}
+
 /// A UID without its padding (a trailing NUL or space).
 pub fn trim_uid(uid: &[u8]) -> &[u8] {
     let mut u = uid;

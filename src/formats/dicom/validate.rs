@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use super::charset::Charset;
 use super::dict::{self, AttrType, Usage, Vr};
 use super::lex::{self, Kind};
 use super::read::Document;
@@ -114,7 +115,7 @@ fn same_uid(doc: &Document, a: usize, b: usize) -> bool {
 
 fn elements(doc: &Document, out: &mut Out) {
     let els = doc.elements();
-    let utf8 = write::charset(doc).is_utf8();
+    let cs = write::charset(doc);
     // Last tag per dataset (the enclosing item's index), and the private blocks with a creator.
     let mut last: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
     let mut creators: BTreeSet<(u32, u32, u32)> = BTreeSet::new();
@@ -154,7 +155,7 @@ fn elements(doc: &Document, out: &mut Out) {
             continue;
         }
         let vm = entry.map_or("", |en| en.vm);
-        let (syntax, multiplicity) = doc.value(i).classify(|v| check(e.vr, vm, v, utf8));
+        let (syntax, multiplicity) = doc.value(i).classify(|v| check(e.vr, vm, v, &cs));
         for code in [syntax, multiplicity].into_iter().flatten() {
             out.push(code, doc.position(i));
         }
@@ -162,7 +163,7 @@ fn elements(doc: &Document, out: &mut Out) {
 }
 
 /// The value's syntax and length against its VR, and its multiplicity against `vm`.
-fn check(vr: Vr, vm: &str, v: &[u8], utf8: bool) -> (Option<Code>, Option<Code>) {
+fn check(vr: Vr, vm: &str, v: &[u8], cs: &Charset) -> (Option<Code>, Option<Code>) {
     if let Some(size) = vr.binary_size() {
         if v.len() % size != 0 {
             return (Some(Code::DICOM_VALUE_INVALID), None);
@@ -183,14 +184,14 @@ fn check(vr: Vr, vm: &str, v: &[u8], utf8: bool) -> (Option<Code>, Option<Code>)
             b"LT" => 10240,
             _ => usize::MAX,
         };
-        return ((chars(v, utf8) > max).then_some(Code::DICOM_VALUE_TOO_LONG), None);
+        return ((chars(vr, v, max, cs) > max).then_some(Code::DICOM_VALUE_TOO_LONG), None);
     }
     let mut syntax = None;
     let mut n = 0;
     for part in v.split(|&b| b == b'\\') {
         n += 1;
         if syntax.is_none() {
-            syntax = one(vr, part, utf8);
+            syntax = one(vr, part, cs);
         }
     }
     (syntax, (!vm_ok(vm, n)).then_some(Code::DICOM_VM_INVALID))
@@ -208,8 +209,19 @@ fn trim_end(v: &[u8], nul: bool) -> &[u8] {
     v
 }
 
-fn chars(v: &[u8], utf8: bool) -> usize {
-    if utf8 { v.iter().filter(|&&b| b & 0xC0 != 0x80).count() } else { v.len() }
+/// The length of a value of a text VR whose maximum PS3.5 Table 6.2-1 gives in characters (LO,
+/// SH, PN, ST, LT: "chars maximum (see Note in Section 6.2)"), in characters of the dataset's
+/// character set: a character of a multi-byte set (UTF-8, GB18030, GBK, the two-byte ISO 2022
+/// sets JIS X 0208/0212, KS X 1001, GB 2312) counts once and an ISO 2022 escape sequence not at
+/// all. A value of no more bytes than `max` has no more characters: it is not decoded.
+fn chars(vr: Vr, v: &[u8], max: usize, cs: &Charset) -> usize {
+    if v.len() <= max || v.is_ascii() && !v.contains(&0x1B) {
+        return v.len();
+    }
+    let mut text = cs.decode(vr, v);
+    let n = text.chars().count();
+    crate::phi::wipe_string(&mut text);
+    n
 }
 
 fn digits(v: &[u8]) -> bool {
@@ -300,7 +312,7 @@ fn uid_ok(v: &[u8]) -> bool {
 }
 
 /// One value of a multi-valued text VR.
-fn one(vr: Vr, v: &[u8], utf8: bool) -> Option<Code> {
+fn one(vr: Vr, v: &[u8], cs: &Charset) -> Option<Code> {
     let (max, ok) = match &vr.0 {
         b"AE" => (16, v.iter().all(|&b| (0x20..0x7F).contains(&b)) && !v.trim_ascii().is_empty() || v.is_empty()),
         b"AS" => (4, v.is_empty() || v.len() == 4 && digits(&v[..3]) && matches!(v[3], b'D' | b'W' | b'M' | b'Y')),
@@ -319,7 +331,9 @@ fn one(vr: Vr, v: &[u8], utf8: bool) -> Option<Code> {
     if !ok {
         return Some(Code::DICOM_VALUE_INVALID);
     }
-    let n = if matches!(&vr.0, b"LO" | b"SH" | b"PN") { chars(v, utf8) } else { v.len() };
+    // Characters for LO, SH and PN; bytes for the others (AE, AS, CS, DA, DS, DT, IS, TM, UI:
+    // "bytes maximum" or "bytes fixed" in PS3.5 Table 6.2-1).
+    let n = if matches!(&vr.0, b"LO" | b"SH" | b"PN") { chars(vr, v, max, cs) } else { v.len() };
     (n > max).then_some(Code::DICOM_VALUE_TOO_LONG)
 }
 
@@ -389,6 +403,94 @@ fn iod(doc: &Document, out: &mut Out) {
     if conditions {
         out.push(Code::DICOM_CONDITION_UNCHECKED, DicomPosition::new(u64::MAX));
     }
+    enumerated(doc, iod, out);
+}
+
+/// Values outside the enumerated values the IOD's modules list for their attribute (PS3.3
+/// "Enumerated Values:"; "Defined Terms" may be extended and are not checked), at any depth:
+/// `DICOM_ENUMERATED_VALUE` at the element's tag path, once per element.
+fn enumerated(doc: &Document, iod: u16, out: &mut Out) {
+    let lists = dict::iod_enumerations(iod);
+    if lists.is_empty() {
+        return;
+    }
+    let last: BTreeSet<u32> = lists.iter().filter_map(|l| l.path.last().copied()).collect();
+    let els = doc.elements();
+    for (i, e) in els.iter().enumerate() {
+        if i < doc.lexed.dataset || e.kind != Kind::Value || !last.contains(&e.tag) || doc.elided(i) {
+            continue;
+        }
+        let path = tag_path(els, i);
+        let bad = lists.iter().filter(|l| l.path == path.as_slice()).any(|l| {
+            let (vr, big) = (e.vr, e.syntax.big);
+            !doc.value(i).classify(|v| enum_ok(vr, big, v, l.position, l.values))
+        });
+        if bad {
+            out.push(Code::DICOM_ENUMERATED_VALUE, doc.position(i));
+        }
+    }
+}
+
+/// The tags from the top level to element `i` (its sequences, then its own tag).
+fn tag_path(els: &[lex::Element], i: usize) -> Vec<u32> {
+    let mut path = vec![els[i].tag];
+    let mut cur = els[i].parent;
+    while let Some(item) = els.get(cur as usize) {
+        if item.kind == Kind::Sequence {
+            path.push(item.tag);
+        }
+        cur = item.parent;
+        if path.len() > 64 {
+            break;
+        }
+    }
+    path.reverse();
+    path
+}
+
+/// True when the value at `position` (0: every value) is one of `values`, or empty (a type 2
+/// attribute may be; an absent value position is the VM check's). Text is compared without
+/// its padding; integers (binary in the dataset's byte order, or IS) as decimal numbers; a
+/// VR the lists do not hold (the element's VR differs from the dictionary's) passes.
+fn enum_ok(vr: Vr, big: bool, v: &[u8], position: u8, values: &[&str]) -> bool {
+    let pick = |n: usize| position == 0 || n + 1 == usize::from(position);
+    let listed = |s: &[u8]| values.iter().any(|x| x.as_bytes() == s);
+    let number = |n: i64| listed(n.to_string().as_bytes());
+    match &vr.0 {
+        b"US" | b"SS" | b"UL" | b"SL" => {
+            let size = if matches!(&vr.0, b"US" | b"SS") { 2 } else { 4 };
+            v.chunks_exact(size).enumerate().filter(|&(n, _)| pick(n)).all(|(_, c)| {
+                let n = match (&vr.0, c) {
+                    (b"US", &[a, b]) => i64::from(if big { u16::from_be_bytes([a, b]) } else { u16::from_le_bytes([a, b]) }),
+                    (b"SS", &[a, b]) => i64::from(if big { i16::from_be_bytes([a, b]) } else { i16::from_le_bytes([a, b]) }),
+                    (b"UL", &[a, b, c, d]) => {
+                        i64::from(if big { u32::from_be_bytes([a, b, c, d]) } else { u32::from_le_bytes([a, b, c, d]) })
+                    }
+                    (_, &[a, b, c, d]) => {
+                        i64::from(if big { i32::from_be_bytes([a, b, c, d]) } else { i32::from_le_bytes([a, b, c, d]) })
+                    }
+                    _ => return true,
+                };
+                number(n)
+            })
+        }
+        b"CS" | b"SH" | b"LO" | b"UI" | b"AE" | b"IS" => {
+            v.split(|&b| b == b'\\').enumerate().filter(|&(n, _)| pick(n)).all(|(_, part)| {
+                let t = trim_end(part, vr == Vr::UI).trim_ascii_start();
+                if t.is_empty() {
+                    return true;
+                }
+                if vr.0 == *b"IS" {
+                    return std::str::from_utf8(t.trim_ascii())
+                        .ok()
+                        .and_then(|s| s.trim_start_matches('+').parse::<i64>().ok())
+                        .is_none_or(number);
+                }
+                listed(t)
+            })
+        }
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -404,8 +506,93 @@ mod tests {
         assert!(is_ok(b"+12") && !is_ok(b"1.0") && !is_ok(b"99999999999"));
         assert!(uid_ok(b"1.2.840.10008") && !uid_ok(b"1.02.3") && !uid_ok(b"1..2"));
         assert!(vm_ok("1", 1) && !vm_ok("1", 2) && vm_ok("1-n", 5) && vm_ok("2-2n", 4) && !vm_ok("2-2n", 3));
-        assert_eq!(check(Vr(*b"CS"), "1", b"ORIGINAL\\PRIMARY", false).1, Some(Code::DICOM_VM_INVALID));
-        assert_eq!(check(Vr(*b"US"), "1", &[1, 0, 2], false).0, Some(Code::DICOM_VALUE_INVALID));
-        assert_eq!(check(Vr(*b"SH"), "1", &[b'A'; 17], false).0, Some(Code::DICOM_VALUE_TOO_LONG));
+        let plain = Charset::default();
+        assert_eq!(check(Vr(*b"CS"), "1", b"ORIGINAL\\PRIMARY", &plain).1, Some(Code::DICOM_VM_INVALID));
+        assert_eq!(check(Vr(*b"US"), "1", &[1, 0, 2], &plain).0, Some(Code::DICOM_VALUE_INVALID));
+        assert_eq!(check(Vr(*b"SH"), "1", &[b'A'; 17], &plain).0, Some(Code::DICOM_VALUE_TOO_LONG));
+    }
+
+    /// A value of `n` JIS X 0208 characters (ISO 2022 IR 87): `ESC $ B`, two bytes each, `ESC ( B`.
+    fn kanji(n: usize) -> Vec<u8> {
+        let mut v = b"\x1b$B".to_vec();
+        for _ in 0..n {
+            v.extend_from_slice(b"\x3b\x33");
+        }
+        v.extend_from_slice(b"\x1b(B");
+        v
+    }
+
+    #[test]
+    fn iso2022_lengths_count_characters_not_bytes() {
+        let jp = Charset::from_value(b"\\ISO 2022 IR 87");
+        // 40 characters in 86 bytes: an LO of 64 characters at most holds them.
+        assert_eq!(check(Vr(*b"LO"), "1", &kanji(40), &jp).0, None);
+        assert_eq!(check(Vr(*b"LO"), "1", &kanji(65), &jp).0, Some(Code::DICOM_VALUE_TOO_LONG));
+        // PN: a family name of 30 characters and a given name of 30 (128 bytes).
+        let mut pn = kanji(30);
+        pn.push(b'^');
+        pn.extend_from_slice(&kanji(30));
+        assert_eq!(check(Vr(*b"PN"), "1", &pn, &jp).0, None);
+        // SH: 16 characters at most; 10 Korean characters (KS X 1001 in G1) are 24 bytes.
+        let kr = Charset::from_value(b"\\ISO 2022 IR 149");
+        let mut sh = b"\x1b$)C".to_vec();
+        for _ in 0..10 {
+            sh.extend_from_slice(&[0xB1, 0xE8]);
+        }
+        assert_eq!(check(Vr(*b"SH"), "1", &sh, &kr).0, None);
+        sh.extend_from_slice(&[0xB1, 0xE8].repeat(7));
+        assert_eq!(check(Vr(*b"SH"), "1", &sh, &kr).0, Some(Code::DICOM_VALUE_TOO_LONG));
+        // ST: 1024 characters; 600 characters are 1206 bytes.
+        assert_eq!(check(Vr(*b"ST"), "1", &kanji(600), &jp).0, None);
+        assert_eq!(check(Vr(*b"ST"), "1", &kanji(1025), &jp).0, Some(Code::DICOM_VALUE_TOO_LONG));
+        // UTF-8 (ISO_IR 192): 20 three-byte characters in an SH of 16 characters are too many, 16 are not.
+        let utf8 = Charset::from_value(b"ISO_IR 192");
+        assert_eq!(check(Vr(*b"SH"), "1", "\u{5C71}".repeat(16).as_bytes(), &utf8).0, None);
+        assert_eq!(check(Vr(*b"SH"), "1", "\u{5C71}".repeat(20).as_bytes(), &utf8).0, Some(Code::DICOM_VALUE_TOO_LONG));
+        // Bytes where the standard says bytes: a CS or UI counts its bytes whatever the set.
+        assert_eq!(check(Vr(*b"CS"), "1", &[b'A'; 17], &jp).0, Some(Code::DICOM_VALUE_TOO_LONG));
+        let uid = [b"1.".repeat(32).as_slice(), b"1"].concat();
+        assert_eq!(check(Vr(*b"UI"), "1", &uid, &jp).0, Some(Code::DICOM_VALUE_TOO_LONG));
+    }
+
+    #[test]
+    fn enumerated_values_by_position() {
+        let sex: &[&str] = &["F", "M", "O"];
+        assert!(enum_ok(Vr(*b"CS"), false, b"M ", 0, sex));
+        assert!(!enum_ok(Vr(*b"CS"), false, b"X ", 0, sex));
+        // Empty: a type 2 attribute may be; not an enumerated value error.
+        assert!(enum_ok(Vr(*b"CS"), false, b"", 0, sex));
+        // Image Type: value 1 and value 2 each against their own list; value 3 is free.
+        let v1: &[&str] = &["DERIVED", "ORIGINAL"];
+        let v2: &[&str] = &["PRIMARY", "SECONDARY"];
+        let it = b"ORIGINAL\\PRIMARY\\AXIAL ";
+        assert!(enum_ok(Vr(*b"CS"), false, it, 1, v1) && enum_ok(Vr(*b"CS"), false, it, 2, v2));
+        let swapped = b"PRIMARY\\ORIGINAL";
+        assert!(!enum_ok(Vr(*b"CS"), false, swapped, 1, v1) && !enum_ok(Vr(*b"CS"), false, swapped, 2, v2));
+        // A value position the value does not have is the VM check's, not this one's.
+        assert!(enum_ok(Vr(*b"CS"), false, b"ORIGINAL", 2, v2));
+        // Binary integers in the dataset's byte order, and IS, as decimal numbers.
+        let one: &[&str] = &["1"];
+        assert!(enum_ok(Vr(*b"US"), false, &[1, 0], 0, one) && !enum_ok(Vr(*b"US"), false, &[3, 0], 0, one));
+        assert!(enum_ok(Vr(*b"US"), true, &[0, 1], 0, one) && !enum_ok(Vr(*b"US"), true, &[1, 0], 0, one));
+        assert!(enum_ok(Vr(*b"IS"), false, b" +1 ", 0, one) && !enum_ok(Vr(*b"IS"), false, b"2 ", 0, one));
+        // A UI padded with NUL.
+        let uids: &[&str] = &["1.2.840.10008.1.2"];
+        assert!(enum_ok(Vr(*b"UI"), false, b"1.2.840.10008.1.2\0", 0, uids));
+    }
+
+    #[test]
+    fn enumerations_of_the_ct_iod() {
+        let ct = dict::sop_class(b"1.2.840.10008.5.1.4.1.1.2").map_or(u16::MAX, |s| s.3);
+        let lists = dict::iod_enumerations(ct);
+        let of = |path: &[u32], pos: u8| lists.iter().find(|l| l.path == path && l.position == pos).map(|l| l.values);
+        // Patient Module (PS3.3 C.7.1.1): Patient's Sex.
+        assert_eq!(of(&[0x0010_0040], 0), Some(&["F", "M", "O"][..]));
+        // General Image (C.7.6.1.1.2): Image Type values 1 and 2; CT Image (C.8.2.1.1.3).
+        assert_eq!(of(&[0x0008_0008], 1), Some(&["DERIVED", "ORIGINAL"][..]));
+        assert_eq!(of(&[0x0008_0008], 2), Some(&["PRIMARY", "SECONDARY"][..]));
+        assert_eq!(of(&[0x0028_0004], 0), Some(&["MONOCHROME1", "MONOCHROME2"][..]));
+        // A defined term list is not an enumeration: Body Part Examined (General Series).
+        assert_eq!(of(&[0x0018_0015], 0), None);
     }
 }
