@@ -378,12 +378,12 @@ codes! {
     DICOM_VALUE_INVALID => Error, "a value does not match its VR's syntax (DA, TM, DT, AS, CS, DS, IS, UI, PN, AE) or its fixed binary size";
     DICOM_VALUE_TOO_LONG => Error, "a value is longer than its VR allows (AE, AS, CS, DA, DS, IS, LO, LT, PN, SH, ST, TM, UI, DT)";
     DICOM_VM_INVALID => Error, "the number of values differs from the value multiplicity the data dictionary gives the tag";
-    DICOM_ATTRIBUTE_MISSING => Error, "an attribute of type 1 or 2 of a mandatory module of the SOP class's IOD is absent";
-    DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD is present without a value";
+    DICOM_ATTRIBUTE_MISSING => Error, "an attribute of type 1 or 2 of a mandatory module of the SOP class's IOD is absent, or of type 1C or 2C when its condition, read from PS3.3 (another attribute present, absent or holding one of the values named), holds";
+    DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD (or 1C, its condition read and holding) is present without a value";
     DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
     DICOM_BURNED_IN_ANNOTATION => Fatal, "redact refuses the file: its pixel data may show burned-in text (Burned In Annotation (0028,0301) YES, or absent or empty on a modality or SOP class whose images commonly carry it) and the policy does not accept that residual risk (`dicom_burned_in_annotation`); nothing is written (exit 65)";
     DICOM_ENUMERATED_VALUE => Error, "a value is not one of the enumerated values PS3.3 lists for its attribute in a module of the SOP class's IOD (per value position where the standard lists them per value; defined terms are not checked)";
-    DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose; they are not evaluated (reported once per file)";
+    DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose phiward does not read; they are not evaluated (reported once per file)";
     CCDA_NAMESPACE_INVALID => Fatal, "the root is not a ClinicalDocument or a CDA element in the CDA namespace urn:hl7-org:v3";
     CCDA_ELEMENT_UNKNOWN => Error, "an element is not one its parent's CDA class defines (in the CDA or SDTC namespace, in none, or in another inside a data type)";
     CCDA_ELEMENT_OUT_OF_ORDER => Error, "an element comes before an element its CDA class orders ahead of it";

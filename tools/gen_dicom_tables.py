@@ -218,6 +218,21 @@ def main() -> int:
     overrides.sort()
 
     enums, enum_lists, enum_skipped = enumerations(data["module_to_attributes.json"], used_modules, exact)
+    conds = conditions(data["module_to_attributes.json"], used_modules, exact, enum_lists)
+    # The share of the IOD rows that require something (type 1, 1C, 2, 2C, top level, once per
+    # IOD and module) that validate evaluates: the type 1 and 2 rows of the mandatory modules
+    # (after the overrides) and their 1C and 2C rows whose conditions `conditions` reads.
+    cond_keys = {(m, t) for m, t, *_ in conds}
+    share_all = share_eval = 0
+    for n, c in enumerate(ciods):
+        for mid, usage, _ in modules_of[c]:
+            for tag, ty in attrs_of[mid]:
+                over = next((t for i, tg, t in overrides if i == n and tg == tag), ty)
+                if over not in ("T1", "T1C", "T2", "T2C"):
+                    continue
+                share_all += 1
+                if usage == "M" and (over in ("T1", "T2") or (used_modules.index(mid), tag) in cond_keys):
+                    share_eval += 1
 
     # Confidentiality profile (basic action and the options' actions, in the order of
     # `OPTIONS`).
@@ -302,7 +317,17 @@ def main() -> int:
         o.append(f"    ({mod}, &[{tags}], {pos}, {li}),")
     o.append("];")
     o.append("")
-    o.append("/// PS3.15 Table E.1-1: (mask, value, Basic Profile action, options' actions in the order")
+    o.append("/// Conditions of type 1C and 2C module attributes (top level) read from PS3.3's \"Required if")
+    o.append("/// <attribute> (gggg,eeee) is present | is not present | [Value 1] is|equals|has a value of")
+    o.append("/// <values>.\" (see the generator's `conditions`): (index in `MODULES`, tag, the condition's tag,")
+    o.append("/// 0 present | 1 absent | 2 one of the values, value position (0: the value), index in")
+    o.append("/// `ENUM_LISTS`), sorted. Rows of one (module, tag) are alternatives: any one makes it required.")
+    o.append("pub static MODULE_CONDITIONS: &[(u16, u32, u32, u8, u8, u16)] = &[")
+    for m, tag, ctag, op, pos, li in conds:
+        o.append(f"    ({m}, 0x{tag:08X}, 0x{ctag:08X}, {op}, {pos}, {li}),")
+    o.append("];")
+    o.append("")
+
     o.append(f"/// {', '.join(options)}), sorted by value.")
     o.append("pub static PROFILE: &[(u32, u32, &str, [&str; 10])] = &[")
     for mask, value, basic, opts in profile:
@@ -330,7 +355,10 @@ def main() -> int:
           f"Counts: {len(exact)} dictionary elements, {len(repeating)} repeating-group elements, "
           f"{len(TRANSFER_SYNTAXES)} transfer syntaxes, {len(sop_classes)} SOP classes, {len(ciods)} IODs, "
           f"{len(used_modules)} modules, {sum(len(v) for v in attrs_of.values())} module attributes, "
-          f"{len(overrides)} type overrides, {len(enums)} enumerated value lists of module attributes "
+          f"{len(overrides)} type overrides, {len({(m, t) for m, t, *_ in conds})} 1C/2C module attributes whose "
+          f"conditions are read ({len(conds)} conditions; the IOD rows that require something: {share_all}, "
+          f"evaluated {share_eval}, {100.0 * share_eval / share_all:.1f}%), "
+          f"{len(enums)} enumerated value lists of module attributes "
           f"({len(enum_lists)} distinct; {enum_skipped} attributes with an enumerated list left out as "
           "ambiguous, see `enumerations`), "
           f"{len(profile)} profile rows.", ""]
@@ -462,6 +490,71 @@ def enumerations(rows: list, used_modules: list, exact: dict) -> tuple[list, lis
         lists.setdefault(v, len(lists))
     rows_out = [(m, p, pos, lists[v]) for m, p, pos, v in sorted(out)]
     return rows_out, [list(v) for v in lists], skipped
+
+
+# PS3.3's condition sentences of a type 1C or 2C attribute that `conditions` reads.
+REQUIRED = re.compile(r"Required if [^.]*\.")
+# An attribute's name: capitalised words and the small words of PS3.6's names ("Number of
+# Frames"), never "and", "if", "is" or "or" (a condition in prose before the attribute).
+NAME = r"[A-Z0-9][\w'/\-]*(?: (?:[A-Z0-9][\w'/\-]*|of|in|for|to|on|per|by|with|from|the|a))*"
+COND = re.compile(r"^Required if (?:the )?" + NAME + r" \(([0-9A-F]{4}),([0-9A-F]{4})\),? "
+                  r"(is present|is not present|(?:(Value 1) )?(?:is|equals|has a value of) (.+?))\.$")
+COND_VALUE = re.compile(r'"?([A-Z0-9_ ]{1,16})"?')
+
+
+def conditions(rows: list, used_modules: list, exact: dict, lists: list) -> list:
+    """The conditions of the type 1C and 2C top-level module attributes whose every "Required
+    if" sentence is one of: "<attribute> (gggg,eeee) is present", "... is not present", "...
+    [Value 1] is|equals|has a value of <V> [or <V>...]" with code string values (the
+    condition's attribute a top-level one of VM 1, or value 1 named). Any other wording (a
+    condition on an item, on a number, on the SOP class, "and", prose) leaves the attribute's
+    condition unread: it stays `DICOM_CONDITION_UNCHECKED`. Returns (module index, tag, the
+    condition's tag, op, position, list index), the lists added to `lists` (the enumerated
+    value lists' table)."""
+    index = {m: n for n, m in enumerate(used_modules)}
+    known = {tuple(v): n for n, v in enumerate(lists)}
+    out = []
+    for a in rows:
+        if a["moduleId"] not in index or a["type"] not in ("1C", "2C") or len(a["path"].split(":")) != 2:
+            continue
+        mask, tag = parse_tag(a["tag"])
+        if mask != 0xFFFFFFFF:
+            continue
+        text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", a.get("description", "") or "")).replace(" .", ".")
+        sentences = REQUIRED.findall(text)
+        parsed = []
+        for sentence in sentences:
+            m = COND.match(sentence.strip())
+            if not m:
+                break
+            ctag = int(m.group(1) + m.group(2), 16)
+            entry = exact.get(ctag)
+            if entry is None or entry[0] in ("SQ", ""):
+                if m.group(3) not in ("is present", "is not present") or entry is None:
+                    break
+            if m.group(3) == "is present":
+                parsed.append((ctag, 0, 0, 0))
+                continue
+            if m.group(3) == "is not present":
+                parsed.append((ctag, 1, 0, 0))
+                continue
+            pos = 1 if m.group(4) else 0
+            if entry[0] != "CS" or (pos == 0 and entry[1] != "1"):
+                break
+            words = re.split(r", or |, | or ", m.group(5))
+            vals = [COND_VALUE.fullmatch(w.strip()) for w in words]
+            if not all(vals):
+                break
+            v = tuple(sorted({x.group(1) for x in vals}))
+            if v not in known:
+                known[v] = len(lists)
+                lists.append(list(v))
+            parsed.append((ctag, 2, pos, known[v]))
+        else:
+            if sentences:
+                for p in parsed:
+                    out.append((index[a["moduleId"]], tag, *p))
+    return sorted(set(out))
 
 
 def write_codes() -> list[str]:

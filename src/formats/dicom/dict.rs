@@ -285,6 +285,38 @@ pub fn iod_enumerations(iod: u16) -> Vec<Enumeration> {
     out
 }
 
+/// What a type 1C or 2C attribute's condition asks of another attribute (PS3.3 "Required if
+/// ... is present | is not present | is <values>").
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// The attribute is present.
+    Present(u32),
+    /// The attribute is absent.
+    Absent(u32),
+    /// The attribute's value (0) or value `n` is one of the values.
+    OneOf(u32, u8, &'static [&'static str]),
+}
+
+/// An IOD's modules with their index (see [`module_conditions`]): (index, the module's
+/// top-level attributes, usage).
+pub fn iod_modules_indexed(iod: u16) -> impl Iterator<Item = (u16, &'static [(u32, AttrType)], Usage)> {
+    let mods: &[(u16, Usage, bool)] = tables::IODS.get(usize::from(iod)).map_or(&[], |i| i.1);
+    mods.iter().filter_map(|&(m, u, _)| tables::MODULES.get(usize::from(m)).map(|x| (m, x.1, u)))
+}
+
+/// The conditions read for a 1C or 2C attribute of a module (alternatives: any one makes it
+/// required); empty when its condition is prose the generator does not read.
+pub fn module_conditions(module: u16, tag: u32) -> impl Iterator<Item = Condition> {
+    let start = tables::MODULE_CONDITIONS.partition_point(|c| (c.0, c.1) < (module, tag));
+    tables::MODULE_CONDITIONS[start..].iter().take_while(move |c| (c.0, c.1) == (module, tag)).map(|&(_, _, t, op, pos, list)| {
+        match op {
+            0 => Condition::Present(t),
+            1 => Condition::Absent(t),
+            _ => Condition::OneOf(t, pos, tables::ENUM_LISTS.get(usize::from(list)).copied().unwrap_or(&[])),
+        }
+    })
+}
+
 /// A UID without its padding (a trailing NUL or space).
 pub fn trim_uid(uid: &[u8]) -> &[u8] {
     let mut u = uid;

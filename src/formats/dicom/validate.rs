@@ -370,16 +370,36 @@ fn iod(doc: &Document, out: &mut Out) {
     };
     let mut conditions = false;
     let mut seen = BTreeSet::new();
-    for (attrs, usage, _stated) in dict::iod_modules(iod) {
+    for (module, attrs, usage) in dict::iod_modules_indexed(iod) {
         match usage {
             Usage::Conditional => conditions = true,
             Usage::User => {}
             Usage::Mandatory => {
                 for &(tag, ty) in attrs {
                     let ty = dict::iod_override(iod, tag).unwrap_or(ty);
+                    // A 1C or 2C attribute whose condition was read is required as 1 or 2 when
+                    // the condition holds, and not checked otherwise.
+                    let ty = match ty {
+                        AttrType::T1C | AttrType::T2C => {
+                            let mut read = false;
+                            let mut holds = false;
+                            for c in dict::module_conditions(module, tag) {
+                                read = true;
+                                holds |= condition_holds(doc, c);
+                            }
+                            if !read {
+                                conditions = true;
+                                continue;
+                            }
+                            if !holds {
+                                continue;
+                            }
+                            if ty == AttrType::T1C { AttrType::T1 } else { AttrType::T2 }
+                        }
+                        other => other,
+                    };
                     match ty {
-                        AttrType::T1C | AttrType::T2C => conditions = true,
-                        AttrType::T3 => {}
+                        AttrType::T1C | AttrType::T2C | AttrType::T3 => {}
                         AttrType::T1 | AttrType::T2 => {
                             if !seen.insert(tag) {
                                 continue;
@@ -404,6 +424,26 @@ fn iod(doc: &Document, out: &mut Out) {
         out.push(Code::DICOM_CONDITION_UNCHECKED, DicomPosition::new(u64::MAX));
     }
     enumerated(doc, iod, out);
+}
+
+/// True when a condition read from PS3.3 holds in the top-level dataset (an attribute present
+/// with or without a value; a value compared as a code string without its padding).
+fn condition_holds(doc: &Document, c: dict::Condition) -> bool {
+    match c {
+        dict::Condition::Present(t) => doc.top(t).is_some(),
+        dict::Condition::Absent(t) => doc.top(t).is_none(),
+        dict::Condition::OneOf(t, pos, values) => doc.top(t).is_some_and(|i| doc.value(i).classify(|v| value_is(v, pos, values))),
+    }
+}
+
+/// True when the code string's value `pos` (0: its only value) is one of `values` (an absent or
+/// empty value is none of them).
+fn value_is(v: &[u8], pos: u8, values: &[&str]) -> bool {
+    let n = usize::from(pos.max(1)) - 1;
+    v.split(|&b| b == b'\\').nth(n).is_some_and(|part| {
+        let t = part.trim_ascii();
+        !t.is_empty() && values.iter().any(|x| x.as_bytes() == t)
+    })
 }
 
 /// Values outside the enumerated values the IOD's modules list for their attribute (PS3.3
@@ -579,6 +619,22 @@ mod tests {
         // A UI padded with NUL.
         let uids: &[&str] = &["1.2.840.10008.1.2"];
         assert!(enum_ok(Vr(*b"UI"), false, b"1.2.840.10008.1.2\0", 0, uids));
+    }
+
+    #[test]
+    fn condition_values() {
+        let ori: &[&str] = &["MIXED", "ORIGINAL"];
+        assert!(value_is(b"ORIGINAL\\PRIMARY", 1, ori) && value_is(b"MIXED ", 1, ori));
+        assert!(!value_is(b"DERIVED\\PRIMARY", 1, ori) && !value_is(b"", 1, ori) && !value_is(b"\\ORIGINAL", 1, ori));
+        let yes: &[&str] = &["01"];
+        assert!(value_is(b"01", 0, yes) && !value_is(b"00", 0, yes));
+        // The CT IOD has 1C/2C attributes whose conditions are read.
+        let ct = dict::sop_class(b"1.2.840.10008.5.1.4.1.1.2").map_or(u16::MAX, |s| s.3);
+        let read = dict::iod_modules_indexed(ct)
+            .flat_map(|(m, attrs, _)| attrs.iter().map(move |a| (m, a.0)))
+            .filter(|&(m, t)| dict::module_conditions(m, t).next().is_some())
+            .count();
+        assert!(read > 0);
     }
 
     #[test]
