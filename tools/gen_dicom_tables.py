@@ -218,6 +218,7 @@ def main() -> int:
     overrides.sort()
 
     enums, enum_lists, enum_skipped = enumerations(data["module_to_attributes.json"], used_modules, exact)
+    distinct_enum_lists = len(enum_lists)
     conds = conditions(data["module_to_attributes.json"], used_modules, exact, enum_lists)
     # The share of the IOD rows that require something (type 1, 1C, 2, 2C, top level, once per
     # IOD and module) that validate evaluates: the type 1 and 2 rows of the mandatory modules
@@ -352,6 +353,13 @@ def main() -> int:
           "description says its \"type definition shall override the definition in the <X> Module\" (PS3.3",
           "C.8.6.1 SC Equipment's Modality, A.45 Encapsulated Document Series' Modality) gives its type",
           "to that attribute in every IOD that has both modules (`IOD_OVERRIDES`).", "",
+          "Enumerated values (`ENUM_LISTS`, `MODULE_ENUMS`) are the \"Enumerated Values:\" lists of the module",
+          "attributes' descriptions (\"Defined Terms\" are not read); written in the generator from the sections",
+          "the package's rows point to (`SECTION_ENUMS`): General Image's Image Type values 1 and 2 (PS3.3",
+          "C.7.6.1.1.2) and the CT Image Module's Samples per Pixel, Photometric Interpretation, Bits",
+          "Allocated, Bits Stored and High Bit (C.8.2.1.1.2 to C.8.2.1.1.6). 1C/2C conditions",
+          "(`MODULE_CONDITIONS`) are read from the descriptions' \"Required if\" sentences of a few fixed",
+          "forms (see `conditions`).", "",
           f"Counts: {len(exact)} dictionary elements, {len(repeating)} repeating-group elements, "
           f"{len(TRANSFER_SYNTAXES)} transfer syntaxes, {len(sop_classes)} SOP classes, {len(ciods)} IODs, "
           f"{len(used_modules)} modules, {sum(len(v) for v in attrs_of.values())} module attributes, "
@@ -359,7 +367,7 @@ def main() -> int:
           f"conditions are read ({len(conds)} conditions; the IOD rows that require something: {share_all}, "
           f"evaluated {share_eval}, {100.0 * share_eval / share_all:.1f}%), "
           f"{len(enums)} enumerated value lists of module attributes "
-          f"({len(enum_lists)} distinct; {enum_skipped} attributes with an enumerated list left out as "
+          f"({distinct_enum_lists} distinct; {enum_skipped} attributes with an enumerated list left out as "
           "ambiguous, see `enumerations`), "
           f"{len(profile)} profile rows.", ""]
     p += write_codes()

@@ -17,9 +17,15 @@ errors both tools claim to check:
 - `vr`: a value does not match its VR's syntax or length (dciodvfy "Value invalid for this VR",
   "Value exceeds maximum length", phiward DICOM_VALUE_INVALID, DICOM_VALUE_TOO_LONG);
 
-each as (kind, tag), dciodvfy's keywords mapped to tags by pydicom's dictionary. The 1C/2C
-conditions, enumerated values and the IOD-specific rules (dciodvfy's other messages) are not
-compared: phiward does not check them (docs/dicom.md "Not covered").
+each as (kind, tag), dciodvfy's keywords mapped to tags by pydicom's dictionary; and apart
+(its own figures, so the three kinds' figures stay comparable with earlier runs):
+
+- `enum`: a value is not one of its attribute's enumerated values (dciodvfy "Unrecognized
+  enumerated value <...> for value N of attribute <Name>", the name mapped to its tag by
+  pydicom's dictionary, the quoted value never kept; phiward DICOM_ENUMERATED_VALUE), every
+  difference listed by file and tag.
+
+dciodvfy's other messages (the IOD-specific rules, UID roots, defined terms) are not compared.
 
 An error only one tool reports is explained where the reason is structural:
 - `refused`: phiward refuses the file (no verdict: exit 65, a limit); a file broken mid-way
@@ -231,7 +237,8 @@ def main() -> int:
                 + " | "
                 + " / ".join(str(count(rows_pw, k)) for k in KINDS)
                 + f" | {len(matched) + len(dv_enum & pw_enum)} | "
-                + ", ".join(f"{k} {v}" for k, v in reasons.items() if v)
+                + ", ".join([f"{k} {v}" for k, v in reasons.items() if v]
+                            + ([f"enum {len(dv_enum ^ pw_enum)} (listed below)"] if dv_enum ^ pw_enum else []))
                 + " |"
             )
     unmatched = ("refused", "peer-failed", "break", "iod", "nested", "module", "other")
