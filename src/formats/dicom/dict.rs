@@ -308,13 +308,13 @@ pub fn iod_modules_indexed(iod: u16) -> impl Iterator<Item = (u16, &'static [(u3
 /// required); empty when its condition is prose the generator does not read.
 pub fn module_conditions(module: u16, tag: u32) -> impl Iterator<Item = Condition> {
     let start = tables::MODULE_CONDITIONS.partition_point(|c| (c.0, c.1) < (module, tag));
-    tables::MODULE_CONDITIONS[start..].iter().take_while(move |c| (c.0, c.1) == (module, tag)).map(|&(_, _, t, op, pos, list)| {
-        match op {
+    tables::MODULE_CONDITIONS[start..].iter().take_while(move |c| (c.0, c.1) == (module, tag)).map(
+        |&(_, _, t, op, pos, list)| match op {
             0 => Condition::Present(t),
             1 => Condition::Absent(t),
             _ => Condition::OneOf(t, pos, tables::ENUM_LISTS.get(usize::from(list)).copied().unwrap_or(&[])),
-        }
-    })
+        },
+    )
 }
 
 /// A UID without its padding (a trailing NUL or space).

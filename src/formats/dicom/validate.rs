@@ -2,11 +2,12 @@
 //! a verdict (even lengths, ascending tags, private creators, the explicit VR against the
 //! dictionary's), each value against its VR (PS3.5 6.2: syntax and length) and its value
 //! multiplicity (PS3.6), and the IOD of the SOP class (PS3.3 Annex A: the type 1 and 2
-//! attributes of the mandatory modules, top level).
+//! attributes of the mandatory modules, top level, and their type 1C and 2C attributes whose
+//! condition the tables read; the enumerated values of the modules' attributes at any depth).
 //!
-//! What it does not do: evaluate conditions stated in prose (conditional modules, type 1C and
-//! 2C attributes: reported once as `DICOM_CONDITION_UNCHECKED`), check attributes inside
-//! sequences against their macros, or check enumerated values.
+//! What it does not do: evaluate conditions stated in other prose (conditional modules, the
+//! other 1C and 2C attributes: reported once as `DICOM_CONDITION_UNCHECKED`), check the presence
+//! of attributes inside sequences against their macros, or check defined terms.
 
 use std::collections::BTreeSet;
 
@@ -432,7 +433,9 @@ fn condition_holds(doc: &Document, c: dict::Condition) -> bool {
     match c {
         dict::Condition::Present(t) => doc.top(t).is_some(),
         dict::Condition::Absent(t) => doc.top(t).is_none(),
-        dict::Condition::OneOf(t, pos, values) => doc.top(t).is_some_and(|i| doc.value(i).classify(|v| value_is(v, pos, values))),
+        dict::Condition::OneOf(t, pos, values) => {
+            doc.top(t).is_some_and(|i| doc.value(i).classify(|v| value_is(v, pos, values)))
+        }
     }
 }
 
@@ -501,8 +504,12 @@ fn enum_ok(vr: Vr, big: bool, v: &[u8], position: u8, values: &[&str]) -> bool {
             let size = if matches!(&vr.0, b"US" | b"SS") { 2 } else { 4 };
             v.chunks_exact(size).enumerate().filter(|&(n, _)| pick(n)).all(|(_, c)| {
                 let n = match (&vr.0, c) {
-                    (b"US", &[a, b]) => i64::from(if big { u16::from_be_bytes([a, b]) } else { u16::from_le_bytes([a, b]) }),
-                    (b"SS", &[a, b]) => i64::from(if big { i16::from_be_bytes([a, b]) } else { i16::from_le_bytes([a, b]) }),
+                    (b"US", &[a, b]) => {
+                        i64::from(if big { u16::from_be_bytes([a, b]) } else { u16::from_le_bytes([a, b]) })
+                    }
+                    (b"SS", &[a, b]) => {
+                        i64::from(if big { i16::from_be_bytes([a, b]) } else { i16::from_le_bytes([a, b]) })
+                    }
                     (b"UL", &[a, b, c, d]) => {
                         i64::from(if big { u32::from_be_bytes([a, b, c, d]) } else { u32::from_le_bytes([a, b, c, d]) })
                     }
