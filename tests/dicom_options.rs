@@ -106,9 +106,9 @@ fn table_rows() -> Vec<(u32, String)> {
     let mut tag = None;
     for line in text.lines() {
         if let Some(t) = line.strip_prefix("select = \"(").and_then(|t| t.strip_suffix(")\"")) {
-            tag = t.split_once(',').and_then(|(g, e)| {
-                Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?)
-            });
+            tag = t
+                .split_once(',')
+                .and_then(|(g, e)| Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?));
         } else if line.starts_with("[[dicom]]") {
             tag = None;
         } else if let (Some(t), Some(c)) = (tag, line.strip_prefix("# ")) {
@@ -128,9 +128,9 @@ fn option_actions(policy: &str) -> BTreeMap<u32, String> {
     let mut tag = None;
     for line in text.lines() {
         if let Some(t) = line.strip_prefix("select = \"(").and_then(|t| t.strip_suffix(")\"")) {
-            tag = t.split_once(',').and_then(|(g, e)| {
-                Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?)
-            });
+            tag = t
+                .split_once(',')
+                .and_then(|(g, e)| Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?));
         } else if let (Some(t), true) = (tag, line.starts_with("# ")) {
             if let Some((_, opt)) = line.split_once(" Option: ") {
                 out.insert(t, opt.chars().take(1).collect());
@@ -302,8 +302,8 @@ fn every_option_policy_retains_its_column_and_removes_the_rest() {
 }
 
 /// Modified Dates: one shift per patient across files (keyed on Patient ID), another for
-/// another patient, the study's UID when there is no Patient ID, dates removed when the file
-/// has neither; no host time zone is read; another key, another shift.
+/// another patient, the study's UID when there is no Patient ID, the Basic Profile's dummy when
+/// the file has neither; no host time zone is read; another key, another shift.
 #[test]
 fn modified_dates_shift_per_patient_across_files() {
     let key = key();
@@ -342,10 +342,21 @@ fn modified_dates_shift_per_patient_across_files() {
     let (_, s1) = moved(&one(None, Some("1.2.3.9"), "20240115"), "20240115", &[], &key);
     let (_, s2) = moved(&one(Some(""), Some("1.2.3.9"), "20200101"), "20200101", &[], &key);
     assert!(s1.is_some() && s1 == s2, "{s1:?} {s2:?}");
-    // Neither: the dates are removed (fail closed).
-    let (none, nd) = moved(&one(None, None, "20240115"), "20240115", &[], &key);
-    assert_eq!(nd, None);
+    // Neither: not shifted (fail closed): Study Date gets the Basic Profile's dummy (type 1
+    // in a DICOMDIR's study record), Series Date (a dummy too in the Basic Profile) the same.
+    let none = redact(policy, &key, &one(None, None, "20240115"), &[]);
+    let m = model(&none);
+    assert_eq!(text(&m, 0x0008_0020).as_deref(), Some("19000101"));
+    assert_eq!(text(&m, 0x0008_0021).as_deref(), Some("19000101"));
     assert!(!contains(&none, "20240115"));
+    // A value that is not YYYYMMDD is not shifted: Acquisition Date (X/Z) written empty.
+    let mut rows = vec![(0x0008_0016, "UI".to_owned(), "1.2.840.10008.5.1.4.1.1.2".to_owned())];
+    rows.push((0x0008_0022, "DA".into(), "2024011".into()));
+    rows.push((0x0010_0020, "LO".into(), "PAT-A".into()));
+    let odd = redact(policy, &key, &file(&rows), &[]);
+    let m = model(&odd);
+    assert!(m["00080022"].is_object() && m["00080022"].get("Value").is_none(), "{}", m["00080022"]);
+    assert!(!contains(&odd, "2024011"));
     // No host time zone: the same bytes under any TZ.
     let (a_tz, _) =
         moved(&one(Some("PAT-A"), Some("1.2.3.1"), "20240115"), "20240115", &[("TZ", "Pacific/Kiritimati")], &key);

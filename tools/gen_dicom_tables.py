@@ -536,6 +536,10 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict, applied:
         elif option and option[0] == "C" and "Modified Dates" in option[1] and vr in ("DA", "DT"):
             action, val = "date_shift", None
             note = f"shifted by the keyed days of the file's patient, within {SHIFT_DAYS} days either way"
+            # A date it cannot shift: the Basic Profile's dummy where that writes one (D, or Z
+            # on an attribute some IOD makes type 1), else written empty.
+            if vr in DUMMY and ("D" in acts or "Z" in acts and required):
+                otherwise = DUMMY_BY_TAG.get(value, DUMMY[vr])
         elif option and option[0] == "X":
             action, val = "remove", None
         elif vr == "SQ" and ("U" in acts or "K" in acts):
@@ -726,7 +730,8 @@ def option_policy(exact: dict, profile: list, types: dict, name: str, applied: l
         "# the input is written), except under Modified Dates, where C on a date (DA, DT) is a keyed",
         f"# date_shift (within {SHIFT_DAYS} days either way, never 0; the same days for every file of the",
         "# patient, keyed on Patient ID (0010,0020), or on Study Instance UID (0020,000D) when there is no",
-        "# Patient ID, under one key; no time zone is read; a date that cannot be shifted is removed) and",
+        "# Patient ID, under one key; no time zone is read; a date that cannot be shifted is written as",
+        "# the Basic Profile's dummy where the rule names one (otherwise), else empty) and",
         "# C on a time (TM) keeps the time of day, which a whole-day shift leaves as it was. Two options",
         "# that disagree on an attribute: C wins over K. Everything else is the Basic Profile's (see",
         "# policy/dicom-basic.toml's header). (0012,0062) YES, (0012,0063) naming the policy, the profile",

@@ -10,9 +10,13 @@
 //! `empty` (a zero-length value; a sequence without items), `replace` (the rule's `value`),
 //! `hash` (keyed: a UI value becomes `2.25.` and the decimal of 128 bits of an HMAC of the UID,
 //! the same UID for the same input UID and key, across the files of a study; another VR gets
-//! 16 upper-case hex digits), `generalize_date` (DA `YYYY0101`, DT `YYYY`), and `keep`, which
+//! 16 upper-case hex digits), `generalize_date` (DA `YYYY0101`, DT `YYYY`), `date_shift` (a DA
+//! or a DT's date moved by the file's keyed days, never 0, the same for every file of a patient:
+//! keyed on Patient ID (0010,0020), else Study Instance UID (0020,000D); a date it cannot shift
+//! is written as its `otherwise` dummy, else empty), and `keep`, which
 //! keeps only what it proves: a CS, DS, IS, DA, TM, DT or AS of valid syntax, a UID under the
-//! standard's root `1.2.840.10008.` (class and syntax UIDs, not instance UIDs), binary numbers,
+//! standard's root `1.2.840.10008.` (class and syntax UIDs, not instance UIDs; any UID with
+//! `free_text = true`), binary numbers,
 //! OB/OW/OF/OD/OL/OV values and pixel data, and a sequence (whose items' elements are decided
 //! by their own rules); free text (AE, LO, SH, ST, LT, UT, UC, UR, PN) and UN only with
 //! `free_text = true`. What a `keep` cannot prove is removed, or written as its `otherwise`: a
@@ -22,7 +26,7 @@
 //! dataset is written in, phiward's implementation class UID and version name; AE titles and
 //! private information only when a rule naming the tag keeps them. Patient
 //! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
-//! policy are written, and the De-identification Method Code Sequence (0012,0064) of the
+//! policy and the methods it declares are written, and the De-identification Method Code Sequence (0012,0064) of the
 //! profile and options the policy declares (`dicom_deidentification_method`). A file whose
 //! pixel data may show burned-in text ([`dicom_deid::at_risk`]) is refused
 //! (`DICOM_BURNED_IN_ANNOTATION`, nothing written) unless the policy accepts the residual risk.
@@ -425,11 +429,21 @@ impl<'p> Redactor<'p> {
             Action::DateShift(days) => {
                 // Keyed on the file's patient (or study): the same shift for every date of the
                 // patient's files under one key; without a source (or a key), removed.
-                let (Some(key), Some(from)) = (self.key, self.shift_from.as_ref()) else { return Keep::Drop };
+                // A date it cannot shift (no source, not a date, no key) is written as the
+                // rule's `otherwise` dummy (a type 1 attribute stays valued), else empty (no
+                // value; a type 2 attribute stays present).
+                let fallback = |push: &mut dyn FnMut(Vec<u8>) -> Keep| match &rule.otherwise {
+                    Some(Otherwise::Dummy(d)) => push(d.as_bytes().to_vec()),
+                    _ => Keep::Empty,
+                };
                 if e.kind != Kind::Value || doc.elided(i) {
                     return Keep::Drop;
                 }
-                shift_dates(e.vr, value(), shift_days(key, from, *days)).map_or(Keep::Drop, push)
+                let (Some(key), Some(from)) = (self.key, self.shift_from.as_ref()) else { return fallback(&mut push) };
+                match shift_dates(e.vr, value(), shift_days(key, from, *days)) {
+                    Some(v) => push(v),
+                    None => fallback(&mut push),
+                }
             }
             Action::Keep => {
                 if e.kind != Kind::Value {
@@ -650,6 +664,45 @@ fn proven(vr: Vr, v: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `date_shift` of DICOM dates: DA exactly `YYYYMMDD`, a DT's date with its time and offset
+    /// kept, each value of a multi-valued one; anything else is not shifted (None).
+    #[test]
+    fn dicom_dates_shift_or_fail_closed() {
+        let da = Vr(*b"DA");
+        let dt = Vr(*b"DT");
+        assert_eq!(shift_dates(da, b"20240301", -1), Some(b"20240229".to_vec()));
+        assert_eq!(shift_dates(da, b"20231231\\20240101 ", 1), Some(b"20240101\\20240102".to_vec()));
+        assert_eq!(shift_dates(dt, b"20240101120000.5+0100", 1), Some(b"20240102120000.5+0100".to_vec()));
+        assert_eq!(shift_dates(da, b"", 5), Some(Vec::new()));
+        for (vr, bad) in [(dt, &b"2024"[..]), (dt, b"20240101MKR1X"), (da, b"2024.01.01"), (da, b"20241301")] {
+            assert_eq!(shift_dates(vr, bad, 3), None);
+        }
+        assert_eq!(shift_dates(Vr(*b"TM"), b"101500", 3), None);
+        assert_eq!(shift_dates(da, b"20240101\\MKR2X", 3), None, "one bad value fails the element");
+    }
+
+    /// The shift is never 0 and stays within the range; the source and the key decide it.
+    #[test]
+    fn dicom_shift_days_are_never_zero() {
+        let key = Key::from_bytes(b"0123456789abcdef0123456789abcdef".to_vec()).expect("key");
+        let mut seen = std::collections::BTreeSet::new();
+        for n in 0..200u32 {
+            let d = shift_days(&key, format!("(0010,0020)P{n}").as_bytes(), 2);
+            assert!(d != 0 && d.abs() <= 2, "{d}");
+            seen.insert(d);
+        }
+        assert_eq!(seen.len(), 4, "every non-zero shift in range is reached");
+        assert_eq!(shift_days(&key, b"(0010,0020)A", 365), shift_days(&key, b"(0010,0020)A", 365));
+    }
+
+    #[test]
+    fn any_uid_with_free_text() {
+        assert!(is_uid_list(b"1.2.826.0.1.3680043.2\\2.25.7\0"));
+        for bad in [&b""[..], b"1..2", b"1.2.a", b".1", b"MKR1X"] {
+            assert!(!is_uid_list(bad));
+        }
+    }
 
     /// `(60xx,xxxx)`: a repeating group, every element of it (an overlay's whole group).
     #[test]
