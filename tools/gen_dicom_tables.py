@@ -14,7 +14,11 @@ every data file read). From PyPI ``pydicom==3.0.2``'s wheel (MIT licence) it rea
 coded concepts (``pydicom/sr/_concepts_dict.py``, ``_snomed_dict.py``, as Python literals, never
 run) and writes ``src/formats/dicom/codes.rs``: the registered coding scheme designators, the
 concepts with their meanings, the SNOMED RT ids (what `keep` proves a code item with). It also
-writes ``policy/dicom-basic.toml`` and the DICOM section of ``policy/safe-harbor.toml``.
+writes ``policy/dicom-basic.toml``, the PS3.15 Annex E option policies (``policy/dicom-retain-*.toml``,
+``dicom-clean-*.toml``, ``dicom-research.toml``: the Basic Profile with an option's column of
+Table E.1-1 over its actions) and the DICOM section of ``policy/safe-harbor.toml``; with
+``--options NAME,NAME --name NAME --out FILE`` it also writes the Basic Profile with any
+combination of the options (see ``OPTIONS``).
 
 The wheels are downloaded into target/gen-dl and installed under target/ (never system-wide):
 
