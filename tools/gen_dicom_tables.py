@@ -599,8 +599,10 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict, applied:
         if action == "keep":
             out.append(f'reason = "{reason}"')
         head = f"# {exact.get(value, ('', '', ''))[2] or 'retired'}" + (f" ({vr})" if vr else "") + f": {basic}"
-        if option:
-            head += f"; {option[1]}: {option[0]}"
+        # Every applied option that names the row, in the table's column order.
+        for n, col, title in OPTIONS:
+            if n in applied and row_opts[col]:
+                head += f"; {title}: {row_opts[col]}"
         out.append(head + (f" ({note})" if note else ""))
     # Longitudinal Temporal Information Modified (0028,0303) (PS3.3 C.12.1 SOP Common, type 3;
     # PS3.15 E.3.6): whether the dates were kept, shifted or removed, whatever the input said.
