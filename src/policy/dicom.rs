@@ -10,9 +10,13 @@
 //! `empty` (a zero-length value; a sequence without items), `replace` (the rule's `value`),
 //! `hash` (keyed: a UI value becomes `2.25.` and the decimal of 128 bits of an HMAC of the UID,
 //! the same UID for the same input UID and key, across the files of a study; another VR gets
-//! 16 upper-case hex digits), `generalize_date` (DA `YYYY0101`, DT `YYYY`), and `keep`, which
+//! 16 upper-case hex digits), `generalize_date` (DA `YYYY0101`, DT `YYYY`), `date_shift` (a DA
+//! or a DT's date moved by the file's keyed days, never 0, the same for every file of a patient:
+//! keyed on Patient ID (0010,0020), else Study Instance UID (0020,000D); a date it cannot shift
+//! is written as its `otherwise` dummy, else empty), and `keep`, which
 //! keeps only what it proves: a CS, DS, IS, DA, TM, DT or AS of valid syntax, a UID under the
-//! standard's root `1.2.840.10008.` (class and syntax UIDs, not instance UIDs), binary numbers,
+//! standard's root `1.2.840.10008.` (class and syntax UIDs, not instance UIDs; any UID with
+//! `free_text = true`), binary numbers,
 //! OB/OW/OF/OD/OL/OV values and pixel data, and a sequence (whose items' elements are decided
 //! by their own rules); free text (AE, LO, SH, ST, LT, UT, UC, UR, PN) and UN only with
 //! `free_text = true`. What a `keep` cannot prove is removed, or written as its `otherwise`: a
@@ -22,7 +26,7 @@
 //! dataset is written in, phiward's implementation class UID and version name; AE titles and
 //! private information only when a rule naming the tag keeps them. Patient
 //! Identity Removed (0012,0062) `YES` and De-identification Method (0012,0063) naming the
-//! policy are written, and the De-identification Method Code Sequence (0012,0064) of the
+//! policy and the methods it declares are written, and the De-identification Method Code Sequence (0012,0064) of the
 //! profile and options the policy declares (`dicom_deidentification_method`). A file whose
 //! pixel data may show burned-in text ([`dicom_deid::at_risk`]) is refused
 //! (`DICOM_BURNED_IN_ANNOTATION`, nothing written) unless the policy accepts the residual risk.
@@ -37,7 +41,7 @@ use std::ops::Range;
 
 use toml::de::DeTable;
 
-use super::action::Action;
+use super::action::{self, Action};
 use super::dicom_deid::{self, BurnedIn};
 use super::dicom_keep;
 use super::manifest::Counts;
@@ -155,7 +159,13 @@ impl Rule {
         let select = Select::parse(parts.select).map_err(|c| ctx.err(c, parts.select_span.clone()))?;
         let allowed = matches!(
             parts.action,
-            Action::Keep | Action::Remove | Action::Empty | Action::Replace(_) | Action::Hash | Action::GeneralizeDate
+            Action::Keep
+                | Action::Remove
+                | Action::Empty
+                | Action::Replace(_)
+                | Action::Hash
+                | Action::GeneralizeDate
+                | Action::DateShift(_)
         ) && parts.types.is_empty();
         if !allowed {
             return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
@@ -193,6 +203,8 @@ pub struct Redactor<'p> {
     code_items: dicom_keep::Index,
     /// Why the last document was not written, when it was refused (burned-in annotation).
     pub refused: Option<Code>,
+    /// What `date_shift` keys the document's shift on ([`shift_source`]): None, dates removed.
+    shift_from: Option<Vec<u8>>,
 }
 
 /// The VRs of free text.
@@ -203,7 +215,14 @@ fn is_free_text(vr: Vr) -> bool {
 impl<'p> Redactor<'p> {
     /// An engine for `policy`.
     pub fn new(policy: &'p Policy, key: Option<&'p Key>) -> Self {
-        Redactor { policy, key, counts: Counts::new(policy), code_items: dicom_keep::Index::default(), refused: None }
+        Redactor {
+            policy,
+            key,
+            counts: Counts::new(policy),
+            code_items: dicom_keep::Index::default(),
+            refused: None,
+            shift_from: None,
+        }
     }
 
     fn offset(&self) -> usize {
@@ -226,6 +245,10 @@ impl<'p> Redactor<'p> {
         }
         let els = doc.elements();
         self.code_items = dicom_keep::Index::build(els);
+        if let Some(w) = self.shift_from.as_mut() {
+            crate::phi::wipe(w);
+        }
+        self.shift_from = shift_source(doc, disclosure);
         let mut decisions = vec![Keep::Drop; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
         for (i, e) in els.iter().enumerate() {
@@ -247,9 +270,7 @@ impl<'p> Redactor<'p> {
             }
             return;
         };
-        let method = format!("phiward {}", self.policy.name);
-        let mut method = method.into_bytes();
-        method.truncate(64);
+        let method = method_value(&self.policy.name, &self.policy.dicom_methods);
         let mut inserts = vec![(0x0012_0062, Vr(*b"CS"), b"YES".to_vec()), (0x0012_0063, Vr(*b"LO"), method)];
         if !self.policy.dicom_methods.is_empty() {
             // PS3.3 C.12.1: De-identification Method Code Sequence, one code item (Table
@@ -271,6 +292,10 @@ impl<'p> Redactor<'p> {
             inserts.push((0x0012_0064, Vr::SQ, write::sequence_value(doc, &items)));
         }
         let written = write::part10_with(doc, disclosure, &|i, _| decisions[i], &replacements, &meta, &inserts, out);
+        if let Some(w) = self.shift_from.as_mut() {
+            crate::phi::wipe(w);
+        }
+        self.shift_from = None;
         for r in replacements.iter_mut().chain(meta.iter_mut().map(|m| &mut m.2)) {
             crate::phi::wipe(r);
         }
@@ -401,6 +426,25 @@ impl<'p> Redactor<'p> {
                     _ => Keep::Drop,
                 }
             }
+            Action::DateShift(days) => {
+                // Keyed on the file's patient (or study): the same shift for every date of the
+                // patient's files under one key; without a source (or a key), removed.
+                // A date it cannot shift (no source, not a date, no key) is written as the
+                // rule's `otherwise` dummy (a type 1 attribute stays valued), else empty (no
+                // value; a type 2 attribute stays present).
+                let fallback = |push: &mut dyn FnMut(Vec<u8>) -> Keep| match &rule.otherwise {
+                    Some(Otherwise::Dummy(d)) => push(d.as_bytes().to_vec()),
+                    _ => Keep::Empty,
+                };
+                if e.kind != Kind::Value || doc.elided(i) {
+                    return Keep::Drop;
+                }
+                let (Some(key), Some(from)) = (self.key, self.shift_from.as_ref()) else { return fallback(&mut push) };
+                match shift_dates(e.vr, value(), shift_days(key, from, *days)) {
+                    Some(v) => push(v),
+                    None => fallback(&mut push),
+                }
+            }
             Action::Keep => {
                 if e.kind != Kind::Value {
                     return Keep::As;
@@ -423,6 +467,11 @@ impl<'p> Redactor<'p> {
                             return otherwise().map_or(Keep::Drop, push);
                         }
                     }
+                }
+                // `free_text = true` on a UI keeps any UID (PS3.5 9.1: digits and dots, 64
+                // bytes at most), not only the standard's: the Retain UIDs option's K.
+                if e.vr == Vr::UI && rule.free_text && is_uid_list(value()) {
+                    return Keep::As;
                 }
                 if is_free_text(e.vr) {
                     if rule.free_text {
@@ -502,6 +551,95 @@ fn hashed(key: &Key, vr: Vr, v: &[u8], keep_proven: bool) -> Vec<u8> {
     out
 }
 
+/// (0012,0063) De-identification Method (LO, VM 1-n): `phiward <policy name>`, then the
+/// meaning (PS3.16 CID 7050) of each method the policy declares, the profile and its options
+/// (each at most 64 characters, LO's limit).
+fn method_value(name: &str, methods: &[usize]) -> Vec<u8> {
+    let mut out = format!("phiward {name}").into_bytes();
+    out.truncate(64);
+    for m in methods.iter().filter_map(|&m| dicom_deid::METHODS.get(m)) {
+        out.push(b'\\');
+        out.extend_from_slice(m.2.as_bytes());
+    }
+    out
+}
+
+/// What `date_shift` keys a document's shift on: its Patient ID (0010,0020), so every file of
+/// a patient moves by the same days under one key, or, when it has none, its Study Instance UID
+/// (0020,000D) (the files of the study move together); each prefixed by its tag, so a patient
+/// and a study of the same text get different shifts. None (neither present, or empty): the
+/// dates `date_shift` selects are removed.
+#[expect(clippy::disallowed_methods, reason = "a redaction engine: the patient's identifier keys the date shift")]
+fn shift_source(doc: &Document, disclosure: &Disclosure) -> Option<Vec<u8>> {
+    for (tag, name) in [(0x0010_0020u32, &b"(0010,0020)"[..]), (0x0020_000D, &b"(0020,000D)"[..])] {
+        let Some(i) = doc.top(tag).filter(|i| !doc.elided(*i) && doc.elements()[*i].kind == Kind::Value) else {
+            continue;
+        };
+        let v = doc.value(i).expose_value(disclosure);
+        let v = dict::trim_uid(v.trim_ascii());
+        if !v.is_empty() {
+            return Some([name, v].concat());
+        }
+    }
+    None
+}
+
+/// The days a document's dates move under `date_shift` of range `days`: from an HMAC-SHA-256
+/// of the shift source ([`shift_source`]) under the key, in `-days..=-1` or `1..=days` (never
+/// 0: a shift that keeps the dates would release them).
+fn shift_days(key: &Key, from: &[u8], days: u32) -> i64 {
+    let mac = key.mac("phiward/redact/dicom/date_shift/v1", &[from]);
+    let days = u64::from(days.max(1));
+    let n = crate::keys::mac_u64(&mac) % (2 * days);
+    if n < days { -((n + 1) as i64) } else { (n - days + 1) as i64 }
+}
+
+/// `date_shift` of a DA or DT value by `days` (each value of a multi-valued one): a DA is
+/// `YYYYMMDD` exactly, a DT starts with `YYYYMMDD` and goes on with digits, `.`, `+`, `-` only
+/// (time, fraction, UTC offset: kept); the calendar is the proleptic Gregorian one, no time
+/// zone is read. A value of another form (a year or month only, a range, text) or another VR
+/// gives None: removed. An empty value stays empty.
+pub(crate) fn shift_dates(vr: Vr, v: &[u8], days: i64) -> Option<Vec<u8>> {
+    if !matches!(&vr.0, b"DA" | b"DT") {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (k, d) in v.split(|&b| b == b'\\').enumerate() {
+        if k > 0 {
+            out.push(b'\\');
+        }
+        let d = d.trim_ascii_end();
+        if d.is_empty() {
+            continue;
+        }
+        let ok = if vr.0 == *b"DA" {
+            d.len() == 8 && d.iter().all(u8::is_ascii_digit)
+        } else {
+            d.len() >= 8
+                && d[..8].iter().all(u8::is_ascii_digit)
+                && d[8..].iter().all(|&b| b.is_ascii_digit() || b".+-".contains(&b))
+        };
+        if !ok {
+            return None;
+        }
+        out.extend_from_slice(&action::shift_date(d, days, false)?);
+    }
+    Some(out)
+}
+
+/// True when each value of a UI is a UID (PS3.5 9.1: digits and dots, 64 bytes at most) or
+/// empty, and one at least is not.
+fn is_uid_list(v: &[u8]) -> bool {
+    let t = dict::trim_uid(v.trim_ascii_end());
+    !t.is_empty()
+        && t.split(|&b| b == b'\\').map(dict::trim_uid).all(|u| {
+            u.is_empty()
+                || u.len() <= 64
+                    && u.iter().all(|&b| b.is_ascii_digit() || b == b'.')
+                    && u.split(|&b| b == b'.').all(|c| !c.is_empty())
+        })
+}
+
 /// True when a kept value of `vr` is what it claims (a code, a number, a date, a standard UID)
 /// or binary.
 fn proven(vr: Vr, v: &[u8]) -> bool {
@@ -526,6 +664,45 @@ fn proven(vr: Vr, v: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `date_shift` of DICOM dates: DA exactly `YYYYMMDD`, a DT's date with its time and offset
+    /// kept, each value of a multi-valued one; anything else is not shifted (None).
+    #[test]
+    fn dicom_dates_shift_or_fail_closed() {
+        let da = Vr(*b"DA");
+        let dt = Vr(*b"DT");
+        assert_eq!(shift_dates(da, b"20240301", -1), Some(b"20240229".to_vec()));
+        assert_eq!(shift_dates(da, b"20231231\\20240101 ", 1), Some(b"20240101\\20240102".to_vec()));
+        assert_eq!(shift_dates(dt, b"20240101120000.5+0100", 1), Some(b"20240102120000.5+0100".to_vec()));
+        assert_eq!(shift_dates(da, b"", 5), Some(Vec::new()));
+        for (vr, bad) in [(dt, &b"2024"[..]), (dt, b"20240101MKR1X"), (da, b"2024.01.01"), (da, b"20241301")] {
+            assert_eq!(shift_dates(vr, bad, 3), None);
+        }
+        assert_eq!(shift_dates(Vr(*b"TM"), b"101500", 3), None);
+        assert_eq!(shift_dates(da, b"20240101\\MKR2X", 3), None, "one bad value fails the element");
+    }
+
+    /// The shift is never 0 and stays within the range; the source and the key decide it.
+    #[test]
+    fn dicom_shift_days_are_never_zero() {
+        let key = Key::from_bytes(b"0123456789abcdef0123456789abcdef".to_vec()).expect("key");
+        let mut seen = std::collections::BTreeSet::new();
+        for n in 0..200u32 {
+            let d = shift_days(&key, format!("(0010,0020)P{n}").as_bytes(), 2);
+            assert!(d != 0 && d.abs() <= 2, "{d}");
+            seen.insert(d);
+        }
+        assert_eq!(seen.len(), 4, "every non-zero shift in range is reached");
+        assert_eq!(shift_days(&key, b"(0010,0020)A", 365), shift_days(&key, b"(0010,0020)A", 365));
+    }
+
+    #[test]
+    fn any_uid_with_free_text() {
+        assert!(is_uid_list(b"1.2.826.0.1.3680043.2\\2.25.7\0"));
+        for bad in [&b""[..], b"1..2", b"1.2.a", b".1", b"MKR1X"] {
+            assert!(!is_uid_list(bad));
+        }
+    }
 
     /// `(60xx,xxxx)`: a repeating group, every element of it (an overlay's whole group).
     #[test]

@@ -581,7 +581,16 @@ pub(crate) fn rule_parts_in<'a>(
     let (select, select_span) = select.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let (name, action_span) = action_name.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let action = Action::build(name, &params).map_err(|code| ctx.err(code, action_span.clone()))?;
-    if (free_text || documented || !types.is_empty() || otherwise.is_some()) && action != Action::Keep {
+    if (free_text || documented || !types.is_empty()) && action != Action::Keep {
+        return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
+    }
+    // `otherwise` on a `keep`, or a DICOM `date_shift` (a dummy for a date it cannot shift).
+    let otherwise_ok = match (&action, otherwise.as_deref()) {
+        (_, None) | (Action::Keep, Some(_)) => true,
+        (Action::DateShift(_), Some(o)) => o != "@hash",
+        _ => false,
+    };
+    if !otherwise_ok {
         return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
     }
     Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented, otherwise })
@@ -645,6 +654,13 @@ mod tests {
         let (code, line, column) =
             err(&format!("{head}[[dicom]]\nselect = \"@UI\"\naction = \"keep\"\notherwise = \"@hmac\"\n"));
         assert_eq!((code, line, column), (Code::POLICY_INVALID_VALUE, 6, 13));
+        // A DICOM `date_shift` may name the dummy of a date it cannot shift; not `@hash`.
+        let shift =
+            |o: &str| format!("{head}[[dicom]]\nselect = \"(0008,0020)\"\naction = \"date_shift\"\ndays = 30\n{o}");
+        let p = load(shift("otherwise = \"19000101\"\n").as_bytes()).expect("a dummy loads");
+        assert_eq!(p.dicom[0].otherwise, Some(dicom::Otherwise::Dummy("19000101".into())));
+        assert!(load(shift("").as_bytes()).is_ok());
+        assert_eq!(err(&shift("otherwise = \"@hash\"\n")).0, Code::POLICY_INVALID_VALUE);
     }
 
     #[test]

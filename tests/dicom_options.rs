@@ -1,0 +1,374 @@
+//! The PS3.15 Annex E options as shipped policies (policy/dicom-retain-*.toml,
+//! dicom-clean-*.toml, dicom-research.toml): a synthetic file with a unique marker in every
+//! attribute of Table E.1-1 whose VR takes one (text `MKR0001X`, a date, a time, a UID or a
+//! number no other attribute holds), redacted under each policy. What the policy's option
+//! retains is retained (as the input's value; a date under Modified Dates moved by one keyed
+//! number of days for the whole file), every other attribute of the table holds none of the
+//! input's values anywhere in the output, and (0012,0063)/(0012,0064) name the profile and the
+//! options (PS3.16 CID 7050 codes, written here apart from the policies). Hand-picked
+//! attributes each option is known to retain (PS3.15 Table E.1-1) are checked apart from the
+//! policies' own comments. The Modified Dates shift is the same for every file of a patient,
+//! differs between patients, falls back to the study, and reads no time zone.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::common::{code, root, run_stdin, run_with};
+
+/// The shipped option policies, their (0012,0064) codes (PS3.16 CID 7050, in that order) and
+/// tags each must retain, by the standard's Table E.1-1 (K in the option's column).
+const POLICIES: &[(&str, &[&str], &[u32])] = &[
+    ("dicom-retain-uids", &["113100", "113110"], &[0x0020_000D, 0x0020_000E, 0x0008_0018, 0x0020_0052]),
+    ("dicom-retain-device-identity", &["113100", "113109"], &[0x0018_1000, 0x0008_1010, 0x0018_1002]),
+    ("dicom-retain-institution-identity", &["113100", "113112"], &[0x0008_0080, 0x0008_0081, 0x0008_1040]),
+    (
+        "dicom-retain-patient-characteristics",
+        &["113100", "113108"],
+        &[0x0010_1010, 0x0010_0040, 0x0010_1020, 0x0010_1030, 0x0010_2160, 0x0010_21A0],
+    ),
+    ("dicom-retain-longitudinal-full-dates", &["113100", "113106"], &[0x0008_0020, 0x0008_0030, 0x0008_0021]),
+    ("dicom-retain-longitudinal-modified-dates", &["113100", "113107"], &[0x0008_0030]),
+    ("dicom-clean-descriptors", &["113100", "113105"], &[]),
+    ("dicom-clean-structured-content", &["113100", "113104"], &[]),
+    ("dicom-research", &["113100", "113105", "113107", "113108"], &[0x0010_1010, 0x0010_0040, 0x0008_0030]),
+];
+
+/// Tags no option retains: the patient's name and ID, the descriptions the Clean Descriptors
+/// option would clean, the accession number.
+const NEVER: &[u32] = &[0x0010_0010, 0x0010_0020, 0x0008_1030, 0x0008_103E, 0x0008_0050, 0x0010_0030];
+
+/// An explicit VR little endian element (value padded to an even length).
+fn le(tag: u32, vr: &[u8; 2], value: &[u8]) -> Vec<u8> {
+    let mut v = value.to_vec();
+    if v.len() % 2 == 1 {
+        v.push(if vr == b"UI" { 0 } else { b' ' });
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(vr);
+    if matches!(vr, b"OB" | b"UT" | b"UC" | b"UR") {
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    } else {
+        out.extend_from_slice(&(v.len() as u16).to_le_bytes());
+    }
+    out.extend_from_slice(&v);
+    out
+}
+
+/// A Part 10 file (explicit VR little endian) of a CT image's SOP class with `dataset`.
+fn part10(dataset: &[u8]) -> Vec<u8> {
+    let mut meta = le(0x0002_0001, b"OB", b"\x00\x01");
+    meta.extend(le(0x0002_0002, b"UI", b"1.2.840.10008.5.1.4.1.1.2"));
+    meta.extend(le(0x0002_0010, b"UI", b"1.2.840.10008.1.2.1"));
+    let mut out = vec![0u8; 128];
+    out.extend_from_slice(b"DICM");
+    out.extend(le(0x0002_0000, b"UL", &(meta.len() as u32).to_le_bytes()));
+    out.extend(meta);
+    out.extend_from_slice(dataset);
+    out
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date, and back.
+fn days(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+}
+
+fn date(n: i64) -> String {
+    let z = n + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}")
+}
+
+fn parse_date(s: &str) -> Option<i64> {
+    let n = |r: std::ops::Range<usize>| s.get(r).and_then(|t| t.parse::<i64>().ok());
+    Some(days(n(0..4)?, n(4..6)?, n(6..8)?))
+}
+
+/// The rows of Table E.1-1 as policy/dicom-basic.toml states them (a tag rule whose comment
+/// is `# Keyword (VR): ACTION`): tag and VR.
+fn table_rows() -> Vec<(u32, String)> {
+    let text = std::fs::read_to_string(root().join("policy/dicom-basic.toml")).expect("basic policy");
+    let mut rows = Vec::new();
+    let mut tag = None;
+    for line in text.lines() {
+        if let Some(t) = line.strip_prefix("select = \"(").and_then(|t| t.strip_suffix(")\"")) {
+            tag = t
+                .split_once(',')
+                .and_then(|(g, e)| Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?));
+        } else if line.starts_with("[[dicom]]") {
+            tag = None;
+        } else if let (Some(t), Some(c)) = (tag, line.strip_prefix("# ")) {
+            let vr = c.split_once(" (").and_then(|(_, r)| r.split_once("): ")).map(|(vr, _)| vr.to_owned());
+            if let Some(vr) = vr.filter(|v| v.len() == 2) {
+                rows.push((t, vr));
+            }
+        }
+    }
+    rows
+}
+
+/// What a policy's comment says an applied option does to each tag (`; <Option>: K`).
+fn option_actions(policy: &str) -> BTreeMap<u32, String> {
+    let text = std::fs::read_to_string(root().join(format!("policy/{policy}.toml"))).expect("policy");
+    let mut out = BTreeMap::new();
+    let mut tag = None;
+    for line in text.lines() {
+        if let Some(t) = line.strip_prefix("select = \"(").and_then(|t| t.strip_suffix(")\"")) {
+            tag = t
+                .split_once(',')
+                .and_then(|(g, e)| Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?));
+        } else if let (Some(t), true) = (tag, line.starts_with("# ")) {
+            if let Some((_, opt)) = line.split_once(" Option: ") {
+                out.insert(t, opt.chars().take(1).collect());
+            }
+        }
+    }
+    out
+}
+
+/// The marker file: every row of the table whose VR takes a marker, each with its own value.
+/// Values: (tag, VR, value).
+fn marker_rows(patient: &str, date_base: i64) -> Vec<(u32, String, String)> {
+    let mut out = Vec::new();
+    let mut n = 0;
+    for (tag, vr) in table_rows() {
+        if tag >> 16 <= 0x0002 || matches!(tag, 0x0012_0062..=0x0012_0064) {
+            continue;
+        }
+        n += 1;
+        let value = match vr.as_str() {
+            _ if tag == 0x0010_0020 => patient.to_owned(),
+            "AE" | "LO" | "SH" | "ST" | "LT" | "UT" | "UC" | "UR" | "PN" | "CS" => format!("MKR{n:04}X"),
+            "DA" => date(date_base + 800 * n),
+            "DT" => format!("{}1230", date(date_base + 800 * n)),
+            "TM" => format!("{:02}{:02}{:02}", 10 + n / 3600, (n / 60) % 60, n % 60),
+            "UI" => format!("1.2.826.0.1.3680043.99.{n:04}"),
+            "DS" => format!("7{n:04}.25"),
+            "IS" => format!("9{n:04}"),
+            "AS" => "047Y".to_owned(),
+            _ => continue,
+        };
+        out.push((tag, vr, value));
+    }
+    out.push((0x0008_0016, "UI".into(), "1.2.840.10008.5.1.4.1.1.2".into()));
+    out.sort_by_key(|r| r.0);
+    out
+}
+
+fn file(rows: &[(u32, String, String)]) -> Vec<u8> {
+    let mut ds = Vec::new();
+    for (tag, vr, value) in rows {
+        let vr: [u8; 2] = vr.as_bytes().try_into().expect("two-letter VR");
+        ds.extend(le(*tag, &vr, value.as_bytes()));
+    }
+    part10(&ds)
+}
+
+fn key() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = std::env::temp_dir().join(format!("phiward-dicom-options-{}-{n}.key", std::process::id()));
+    std::fs::write(&p, b"0123456789abcdef0123456789abcdef").expect("key");
+    p.to_string_lossy().into_owned()
+}
+
+fn redact(policy: &str, key: &str, input: &[u8], env: &[(&str, &str)]) -> Vec<u8> {
+    let p = root().join(format!("policy/{policy}.toml")).to_string_lossy().into_owned();
+    let o = run_with(&["redact", "--policy", &p, "--key-file", key, "-"], Some(input), env);
+    assert_eq!(code(&o), 0, "{policy}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.stderr.windows(3).any(|w| w == b"MKR"), "{policy}: a marker on stderr");
+    assert_eq!(&o.stdout[128..132], b"DICM", "{policy}: a Part 10 file");
+    o.stdout
+}
+
+fn model(bytes: &[u8]) -> Value {
+    let o = run_stdin(&["parse", "--json", "-"], bytes);
+    assert_eq!(code(&o), 0, "the output parses");
+    serde_json::from_slice::<Value>(&o.stdout).expect("json")["model"].clone()
+}
+
+/// A top-level value of the model as text (PN: its alphabetic group).
+fn text(m: &Value, tag: u32) -> Option<String> {
+    let v = &m[format!("{tag:08X}")]["Value"][0];
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Object(o) => o.get("Alphabetic").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    }
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// The same number as text ("70012.25" and 70012.25 read back as "70012.25").
+fn same(input: &str, vr: &str, out: &str) -> bool {
+    match vr {
+        "DS" | "IS" => input.parse::<f64>().ok() == out.parse::<f64>().ok(),
+        _ => input == out,
+    }
+}
+
+#[test]
+fn every_option_policy_retains_its_column_and_removes_the_rest() {
+    let key = key();
+    let rows = marker_rows("MKR9990X", days(1901, 1, 1));
+    let input = file(&rows);
+    assert!(rows.len() > 250, "{} marked rows", rows.len());
+    for (policy, codes, must_keep) in POLICIES {
+        let out = redact(policy, &key, &input, &[]);
+        let m = model(&out);
+        let actions = option_actions(policy);
+        let modified = codes.contains(&"113107");
+        let mut shifts = BTreeMap::new();
+        let (mut kept, mut removed) = (0, 0);
+        for (tag, vr, value) in &rows {
+            if *tag == 0x0008_0016 {
+                continue;
+            }
+            let act = actions.get(tag).map(String::as_str);
+            let got = text(&m, *tag);
+            let retained = act == Some("K") || modified && act == Some("C") && vr == "TM";
+            if retained {
+                assert!(
+                    got.as_deref().is_some_and(|g| same(value, vr, g)),
+                    "{policy}: ({:04X},{:04X}) {vr} not retained",
+                    tag >> 16,
+                    tag & 0xFFFF
+                );
+                kept += 1;
+            } else if modified && act == Some("C") && matches!(vr.as_str(), "DA" | "DT") {
+                let g = got.unwrap_or_else(|| panic!("{policy}: ({tag:08X}) not shifted"));
+                assert_ne!(&g, value, "{policy}: ({tag:08X}) unchanged");
+                assert!(!contains(&out, &value[..8]), "{policy}: ({tag:08X})'s date left");
+                let moved = parse_date(&g).expect("a date") - parse_date(value).expect("a date");
+                assert_eq!(&g[8..], &value[8..], "{policy}: ({tag:08X}) time kept");
+                shifts.insert(*tag, moved);
+            } else {
+                assert!(!contains(&out, value), "{policy}: ({:04X},{:04X}) {vr} left", tag >> 16, tag & 0xFFFF);
+                removed += 1;
+            }
+        }
+        for tag in *must_keep {
+            let (_, vr, value) = rows.iter().find(|r| r.0 == *tag).expect("a marked row");
+            let got = text(&m, *tag);
+            assert!(got.as_deref().is_some_and(|g| same(value, vr, g)), "{policy}: {tag:08X} not retained");
+        }
+        for tag in NEVER {
+            let (_, _, value) = rows.iter().find(|r| r.0 == *tag).expect("a marked row");
+            assert!(!contains(&out, value), "{policy}: {tag:08X} left");
+        }
+        if modified {
+            let all: Vec<i64> = shifts.values().copied().collect();
+            assert!(all.len() > 20, "{policy}: {} dates shifted", all.len());
+            assert!(all.iter().all(|d| *d == all[0] && *d != 0 && d.abs() <= 365), "{policy}: {all:?}");
+        } else {
+            assert!(shifts.is_empty());
+        }
+        assert!(kept >= must_keep.len() && removed > 100, "{policy}: {kept} kept, {removed} removed");
+        // (0012,0062) YES; (0012,0063) the policy, the profile and the options; (0012,0064)
+        // one DCM code item per method.
+        assert_eq!(m["00120062"]["Value"][0], "YES");
+        let method: Vec<&str> =
+            m["00120063"]["Value"].as_array().expect("(0012,0063)").iter().filter_map(Value::as_str).collect();
+        assert_eq!(method[0], format!("phiward {policy}"));
+        assert_eq!(method[1], "Basic Application Confidentiality Profile");
+        assert_eq!(method.len(), codes.len() + 1, "{method:?}");
+        let items = m["00120064"]["Value"].as_array().expect("(0012,0064)");
+        let got: Vec<&str> = items.iter().filter_map(|i| i["00080100"]["Value"][0].as_str()).collect();
+        assert_eq!(&got, codes, "{policy}");
+        for (i, item) in items.iter().enumerate() {
+            assert_eq!(item["00080102"]["Value"][0], "DCM");
+            assert_eq!(item["00080104"]["Value"][0].as_str(), Some(method[i + 1]), "{policy}: meaning");
+        }
+        // The same input, policy and key: the same bytes.
+        assert_eq!(redact(policy, &key, &input, &[]), out, "{policy}: not deterministic");
+    }
+}
+
+/// Modified Dates: one shift per patient across files (keyed on Patient ID), another for
+/// another patient, the study's UID when there is no Patient ID, the Basic Profile's dummy when
+/// the file has neither; no host time zone is read; another key, another shift.
+#[test]
+fn modified_dates_shift_per_patient_across_files() {
+    let key = key();
+    let policy = "dicom-retain-longitudinal-modified-dates";
+    let study_date = |bytes: &[u8]| {
+        let m = model(bytes);
+        text(&m, 0x0008_0020).and_then(|d| parse_date(&d))
+    };
+    let one = |patient: Option<&str>, study: Option<&str>, day: &str| {
+        let mut rows = vec![(0x0008_0016, "UI".to_owned(), "1.2.840.10008.5.1.4.1.1.2".to_owned())];
+        rows.push((0x0008_0020, "DA".into(), day.into()));
+        rows.push((0x0008_0021, "DA".into(), day.into()));
+        if let Some(p) = patient {
+            rows.push((0x0010_0020, "LO".into(), p.into()));
+        }
+        if let Some(s) = study {
+            rows.push((0x0020_000D, "UI".into(), s.into()));
+        }
+        file(&rows)
+    };
+    let moved = |input: &[u8], day: &str, env: &[(&str, &str)], k: &str| -> (Vec<u8>, Option<i64>) {
+        let out = redact(policy, k, input, env);
+        let d = study_date(&out).map(|d| d - parse_date(day).expect("date"));
+        (out, d)
+    };
+    let (a, da) = moved(&one(Some("PAT-A"), Some("1.2.3.1"), "20240115"), "20240115", &[], &key);
+    let (_, da2) = moved(&one(Some("PAT-A"), Some("1.2.3.2"), "20190630"), "20190630", &[], &key);
+    assert!(da.is_some_and(|d| d != 0 && d.abs() <= 365), "{da:?}");
+    assert_eq!(da, da2, "one patient, two studies: one shift");
+    let others: Vec<Option<i64>> = ["PAT-B", "PAT-C", "PAT-D"]
+        .iter()
+        .map(|p| moved(&one(Some(p), Some("1.2.3.1"), "20240115"), "20240115", &[], &key).1)
+        .collect();
+    assert!(others.iter().any(|d| *d != da), "other patients, other shifts: {others:?}");
+    // No Patient ID: the study's UID keys it; the files of the study move together.
+    let (_, s1) = moved(&one(None, Some("1.2.3.9"), "20240115"), "20240115", &[], &key);
+    let (_, s2) = moved(&one(Some(""), Some("1.2.3.9"), "20200101"), "20200101", &[], &key);
+    assert!(s1.is_some() && s1 == s2, "{s1:?} {s2:?}");
+    // Neither: not shifted (fail closed): Study Date gets the Basic Profile's dummy (type 1
+    // in a DICOMDIR's study record), Series Date (a dummy too in the Basic Profile) the same.
+    let none = redact(policy, &key, &one(None, None, "20240115"), &[]);
+    let m = model(&none);
+    assert_eq!(text(&m, 0x0008_0020).as_deref(), Some("19000101"));
+    assert_eq!(text(&m, 0x0008_0021).as_deref(), Some("19000101"));
+    assert!(!contains(&none, "20240115"));
+    // A value that is not YYYYMMDD is not shifted: Acquisition Date (X/Z) written empty.
+    let mut rows = vec![(0x0008_0016, "UI".to_owned(), "1.2.840.10008.5.1.4.1.1.2".to_owned())];
+    rows.push((0x0008_0022, "DA".into(), "2024011".into()));
+    rows.push((0x0010_0020, "LO".into(), "PAT-A".into()));
+    let odd = redact(policy, &key, &file(&rows), &[]);
+    let m = model(&odd);
+    assert!(m["00080022"].is_object() && m["00080022"].get("Value").is_none(), "{}", m["00080022"]);
+    assert!(!contains(&odd, "2024011"));
+    // No host time zone: the same bytes under any TZ.
+    let (a_tz, _) =
+        moved(&one(Some("PAT-A"), Some("1.2.3.1"), "20240115"), "20240115", &[("TZ", "Pacific/Kiritimati")], &key);
+    assert_eq!(a, a_tz, "the host time zone changed the output");
+    // Another key, (almost surely) another shift: over a few patients at least one differs.
+    let other_key = std::env::temp_dir().join(format!("phiward-dicom-options-other-{}.key", std::process::id()));
+    std::fs::write(&other_key, b"another key, another shift, 32b!").expect("key");
+    let k2 = other_key.to_string_lossy().into_owned();
+    let differ = ["PAT-A", "PAT-B", "PAT-C"].iter().any(|p| {
+        let input = one(Some(p), Some("1.2.3.1"), "20240115");
+        moved(&input, "20240115", &[], &key).1 != moved(&input, "20240115", &[], &k2).1
+    });
+    assert!(differ, "the key does not change the shift");
+    let _ = std::fs::remove_file(other_key);
+}
