@@ -109,7 +109,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 Some(u) => full_urls.push((doc.value(u), version, ty)),
                 // An outcome of a search is no identified resource ("results from operations
                 // might involve resources that are not identified").
-                None if !full_url_optional && !(searchset && search_outcome(doc, e, res)) => {
+                None if !(full_url_optional || searchset && search_outcome(doc, e, res)) => {
                     f.push(Code::BUNDLE_ENTRY_FULLURL_MISSING, Location::Fhir(doc.path(e)));
                 }
                 None => {}
