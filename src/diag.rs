@@ -216,6 +216,8 @@ codes! {
     REFERENCE_AMBIGUOUS => Error, "a reference inside a Bundle matches several entries (entries that share a fullUrl or a type and id, the reference naming no version that tells them apart)";
     BUNDLE_ENTRY_ID_MISSING => Error, "a resource of a searchset Bundle's entry has no id";
     BUNDLE_LINK_DUPLICATE => Error, "a Bundle has two links of the same relation";
+    BUNDLE_ENTRY_FULLURL_MISSING => Error, "an entry of a Bundle other than a transaction or batch (or their responses) has no fullUrl";
+    BUNDLE_REFERENCE_TYPE_MISMATCH => Error, "a relative reference from an entry whose fullUrl is a URN names, by its id, an entry whose resource is of another type than the reference names";
     FULLURL_MISMATCH => Error, "a Bundle entry's fullUrl does not agree with its resource's type and id";
     ATTACHMENT_SIZE_MISMATCH => Error, "an Attachment's size is not the decoded length of its data";
     IDENTIFIER_URI_INVALID => Error, "an Identifier whose system is urn:ietf:rfc:3986 has a value that is not an absolute URI";

@@ -459,6 +459,38 @@ fn rules_from_the_fhir_test_case_suite() {
         "Bundle.entry[0].resource.author[0].reference",
     );
     lacks(document("http://example.invalid/fhir/Composition/c1").as_bytes(), "REFERENCE_UNRESOLVED");
+    // Every entry outside a transaction or batch has a fullUrl (the suite's bundle-with-extensions);
+    // an outcome of a search is exempt (the official example bundle-search-warning).
+    let without_full_url = |ty: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"{ty}\",\"entry\":[{{\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b1\",\"code\":{{\"text\":\"t\"}}}}}}]}}"
+        )
+    };
+    has(without_full_url("collection").as_bytes(), "BUNDLE_ENTRY_FULLURL_MISSING", "error", "Bundle.entry[0]");
+    lacks(without_full_url("transaction").as_bytes(), "BUNDLE_ENTRY_FULLURL_MISSING");
+    lacks(without_full_url("batch-response").as_bytes(), "BUNDLE_ENTRY_FULLURL_MISSING");
+    lacks(
+        b"{\"resourceType\":\"Bundle\",\"type\":\"searchset\",\"entry\":[{\"resource\":{\"resourceType\":\"OperationOutcome\",\"issue\":[{\"severity\":\"warning\",\"code\":\"informational\"}]},\"search\":{\"mode\":\"outcome\"}}]}",
+        "BUNDLE_ENTRY_FULLURL_MISSING",
+    );
+    // Outside documents, `Type/id` from an entry whose fullUrl is a urn:uuid: names the entry
+    // `urn:uuid:id`, as the reference validator resolves it; of another type, it is reported (the
+    // suite's bad-bundle-reference-type-4); in a document it resolves to nothing (see above).
+    let typed = |bundle_type: &str, target: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"{bundle_type}\",\"entry\":[\
+{{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Patient\",\"generalPractitioner\":[{{\"reference\":\"Practitioner/5d9588d8-3cd6-4b32-8fb7-ad13694e069d\"}}]}}}},\
+{{\"fullUrl\":\"urn:uuid:5d9588d8-3cd6-4b32-8fb7-ad13694e069d\",\"resource\":{{\"resourceType\":\"{target}\"}}}}]}}"
+        )
+    };
+    has(
+        typed("collection", "Organization").as_bytes(),
+        "BUNDLE_REFERENCE_TYPE_MISMATCH",
+        "error",
+        "Bundle.entry[0].resource.generalPractitioner[0].reference",
+    );
+    lacks(typed("collection", "Practitioner").as_bytes(), "BUNDLE_REFERENCE_TYPE_MISMATCH");
+    lacks(typed("transaction", "Practitioner").as_bytes(), "REFERENCE_UNRESOLVED");
     // A Coding system in the STU3 namespaces: the code cannot be checked (a warning, not an error).
     has(
         b"{\"resourceType\":\"Patient\",\"maritalStatus\":{\"coding\":[{\"system\":\"http://hl7.org/fhir/v3/MaritalStatus\",\"code\":\"M\"}]}}",

@@ -12,10 +12,14 @@
 //! - relative references (`Patient/123`, optionally with `/_history/v`) resolve against the
 //!   entry's RESTful base, or to an entry with that type and id; in a `document`, which is
 //!   self-contained, only the specification's rule resolves them (the referencing entry's
-//!   `fullUrl` is RESTful and its base joined to the reference is an entry's `fullUrl`; from an
-//!   entry whose `fullUrl` is a `urn:uuid:` a relative reference resolves to nothing) and an
+//!   `fullUrl` is RESTful and its base joined to the reference is an entry's `fullUrl`) and an
 //!   unresolved one is an error; in a `message` it is a warning; elsewhere the server may hold
 //!   it and nothing is reported;
+//! - from an entry whose `fullUrl` is a `urn:uuid:` (or `urn:oid:`), the specification gives a
+//!   relative reference no meaning; outside documents the reference validator resolves
+//!   `Type/id` to the entry whose `fullUrl` is `urn:uuid:id`, and so does phiward, reporting
+//!   `BUNDLE_REFERENCE_TYPE_MISMATCH` when that entry's resource is not a `Type` (in a document,
+//!   such a reference resolves to nothing, as above);
 //! - absolute URLs and local references (`#id`, checked by invariant `ref-1`) are not reported;
 //! - entries may share a `fullUrl` when their `meta.versionId`s differ (`bdl-7`): a version
 //!   specific reference (`/_history/v`) matches only the entry of that version ("remove the
@@ -33,6 +37,13 @@
 //! and a resource lacks an id only while it is submitted to be created (Resource.id):
 //! otherwise `BUNDLE_ENTRY_ID_MISSING` (on the resource). Outcomes of the search (`search.mode`
 //! `outcome`, or an OperationOutcome without a mode) are not search results and need none.
+//!
+//! Every entry of a Bundle other than a `transaction`, `batch` or their responses has a
+//! `fullUrl` (R4 Bundle.entry.fullUrl: it "SHALL have a value" except on a POST): otherwise
+//! `BUNDLE_ENTRY_FULLURL_MISSING` (on the entry), an error, as the reference validator reports it;
+//! an outcome of a search (see below) is exempt, as the specification's other exception says
+//! ("results from operations might involve resources that are not identified"; the official
+//! example bundle-search-warning has one), where the reference validator reports it too.
 //!
 //! What it does not do: fetch anything, check reference target types, or check conditional
 //! references (`Patient?identifier=...`, transactions only).
@@ -75,6 +86,10 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         let gathered = matches!(bundle_type, Some(b"collection" | b"searchset" | b"history"));
         let searchset = bundle_type == Some(b"searchset");
         let document = bundle_type == Some(b"document");
+        // Entries of a transaction or batch (and their responses) may lack a fullUrl (a resource
+        // being created has no identity yet); every other entry has one.
+        let full_url_optional =
+            matches!(bundle_type, Some(b"transaction" | b"transaction-response" | b"batch" | b"batch-response"));
         // Entries: (entry node, fullUrl node, resource node).
         // Sized first: growing it entry by entry costs more than counting.
         let mut entries: Vec<(u32, Option<u32>, Option<u32>)> = Vec::with_capacity(doc.named(b, "entry").count());
@@ -87,10 +102,17 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         // (entries may share a fullUrl when their versions differ: bdl-7).
         let mut full_urls: Vec<FullUrl<'_>> = Vec::with_capacity(entries.len());
         let mut type_ids: Vec<TypeId<'_>> = Vec::with_capacity(entries.len());
-        for &(_, full, res) in &entries {
+        for &(e, full, res) in &entries {
             let version = res.and_then(|r| version_id(doc, r));
-            if let Some(u) = full {
-                full_urls.push((doc.value(u), version));
+            let ty = res.and_then(|r| doc.node(r).ty).map(defs::type_name);
+            match full {
+                Some(u) => full_urls.push((doc.value(u), version, ty)),
+                // An outcome of a search is no identified resource ("results from operations
+                // might involve resources that are not identified").
+                None if !(full_url_optional || searchset && search_outcome(doc, e, res)) => {
+                    f.push(Code::BUNDLE_ENTRY_FULLURL_MISSING, Location::Fhir(doc.path(e)));
+                }
+                None => {}
             }
             if let Some(r) = res {
                 if let (Some(ty), Some(id)) = (doc.node(r).ty, resource_id(doc, r)) {
@@ -102,18 +124,8 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
             // Search results come from a server: they have ids (Resource.id: a resource has no
             // id only while it is submitted to a server to be created). An outcome of the search
             // (`search.mode` `outcome`, or an OperationOutcome with no mode) is no search result.
-            let outcome_ty = defs::known_type!(b"OperationOutcome");
             for &(e, _, res) in &entries {
-                let mode = doc
-                    .named(e, "search")
-                    .flat_map(|s| doc.named(s, "mode"))
-                    .find(|&m| doc.node(m).has_value())
-                    .map(|m| doc.value(m));
-                let outcome = match mode {
-                    Some(m) => m == b"outcome",
-                    None => res.is_some_and(|r| doc.node(r).ty.is_some() && doc.node(r).ty == outcome_ty),
-                };
-                if let (Some(r), false) = (res, outcome) {
+                if let (Some(r), false) = (res, search_outcome(doc, e, res)) {
                     if resource_id(doc, r).is_none() {
                         f.push(Code::BUNDLE_ENTRY_ID_MISSING, Location::Fhir(doc.path(r)));
                     }
@@ -134,7 +146,13 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
         }
         for &(_, full, res) in &entries {
             let Some(r) = res else { continue };
-            let base = full.and_then(|u| restful_base(doc.value(u)));
+            // In a document, the reference validator's document checks resolve a relative
+            // reference by the specification's rule alone, a `urn:` entry's included.
+            let base = full.map(|u| doc.value(u)).and_then(|u| match urn_base(u) {
+                Some(_) if document => None,
+                Some(urn) => Some(Base::Urn(urn)),
+                None => restful_base(u).map(Base::Restful),
+            });
             for n in r..doc.node(r).end {
                 if doc.node(n).ty != Some(reference_ty) || doc.node(n).is_unknown() {
                     continue;
@@ -142,7 +160,7 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 let Some(refn) = doc.named(n, "reference").find(|&x| doc.node(x).has_value()) else { continue };
                 let v = doc.value(refn);
                 let matches = if v.starts_with(b"urn:uuid:") || v.starts_with(b"urn:oid:") {
-                    Matches::of(&full_urls, |&(u, _)| u.cmp(v), |&(_, ver)| ver, None)
+                    Matches::of(&full_urls, |&(u, _, _)| u.cmp(v), |&(_, ver, _)| ver, None)
                 } else if v.starts_with(b"#") || v.contains(&b'?') || is_absolute(v) {
                     Matches::One
                 } else {
@@ -151,6 +169,10 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                 let resolved = match matches {
                     Matches::None => false,
                     Matches::One => true,
+                    Matches::OtherType => {
+                        f.push(Code::BUNDLE_REFERENCE_TYPE_MISMATCH, Location::Fhir(doc.path(refn)));
+                        true
+                    }
                     // A history holds the versions of one resource; elsewhere a reference that
                     // matches several entries names none of them: an error by the rule, a
                     // warning when only the type-and-id fallback finds them.
@@ -177,6 +199,24 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
                     f.push_with(Code::REFERENCE_UNRESOLVED, Severity::Warning, location);
                 }
             }
+        }
+    }
+}
+
+/// Whether searchset entry `e` (resource `res`) is an outcome of the search rather than a
+/// result: its `search.mode` is `outcome`, or it has no mode and its resource is an
+/// OperationOutcome.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
+fn search_outcome(doc: &Document, e: u32, res: Option<u32>) -> bool {
+    let mode = doc.named(e, "search").flat_map(|s| doc.named(s, "mode")).find(|&m| doc.node(m).has_value());
+    match mode {
+        Some(m) => doc.value(m) == b"outcome",
+        None => {
+            let outcome_ty = defs::known_type!(b"OperationOutcome");
+            res.is_some_and(|r| doc.node(r).ty.is_some() && doc.node(r).ty == outcome_ty)
         }
     }
 }
@@ -234,8 +274,29 @@ fn restful_base(url: &[u8]) -> Option<&[u8]> {
     url.len().checked_sub(ty.len() + id.len() + 1).map(|end| &url[..end])
 }
 
-/// An entry's `fullUrl` and its resource's `meta.versionId`.
-type FullUrl<'d> = (&'d [u8], Option<&'d [u8]>);
+/// The base of a `urn:` `fullUrl`: everything up to its last `:` (`urn:uuid:`, `urn:oid:`).
+fn urn_base(url: &[u8]) -> Option<&[u8]> {
+    if !url.starts_with(b"urn:") {
+        return None;
+    }
+    memchr::memrchr(b':', url).map(|p| &url[..=p])
+}
+
+/// The base a relative reference is resolved against: the referencing entry's `fullUrl` without
+/// its last part.
+#[derive(Copy, Clone)]
+enum Base<'d> {
+    /// A RESTful `fullUrl`'s base (`http://x.org/fhir/`): the reference is joined to it.
+    Restful(&'d [u8]),
+    /// A `urn:uuid:` or `urn:oid:` `fullUrl`'s prefix: the specification gives a relative
+    /// reference from such an entry no meaning; the reference validator joins the reference's id
+    /// to it (`Practitioner/1b2c` names the entry `urn:uuid:1b2c`) and reports an entry found that
+    /// way whose resource is of another type than the reference names.
+    Urn(&'d [u8]),
+}
+
+/// An entry's `fullUrl`, its resource's `meta.versionId` and its resource's type.
+type FullUrl<'d> = (&'d [u8], Option<&'d [u8]>, Option<&'static str>);
 
 /// An entry's resource type, id and `meta.versionId`.
 type TypeId<'d> = (&'static str, &'d [u8], Option<&'d [u8]>);
@@ -249,6 +310,9 @@ enum Matches {
     Several,
     /// None by `fullUrl` and several by type and id (a fallback beyond the rule).
     SeveralByTypeAndId,
+    /// One, by the id of a relative reference joined to the `urn:` base of the referencing
+    /// entry, whose resource is of another type than the reference names.
+    OtherType,
 }
 
 impl Matches {
@@ -285,11 +349,13 @@ fn history_version(v: &[u8]) -> Option<&[u8]> {
 }
 
 /// Which entries relative reference `v` matches: those whose `fullUrl` is `base` (the
-/// referencing entry's RESTful base) joined to it, or, when `type_ids` is given and none is,
-/// those whose resource has its type and id; with `/_history/v`, only that version.
+/// referencing entry's RESTful base) joined to it, or, from an entry whose `fullUrl` is a `urn:`,
+/// the entry whose `fullUrl` is that URN's base joined to the reference's id (`OtherType` when
+/// its resource is of another type); or, when `type_ids` is given and none is, those whose
+/// resource has its type and id; with `/_history/v`, only that version.
 fn resolve_relative(
     v: &[u8],
-    base: Option<&[u8]>,
+    base: Option<Base<'_>>,
     full_urls: &[FullUrl<'_>],
     type_ids: Option<&[TypeId<'_>]>,
 ) -> Matches {
@@ -297,15 +363,34 @@ fn resolve_relative(
     let v = without_history(v);
     let mut parts = v.splitn(2, |b| *b == b'/');
     let (Some(ty), Some(id)) = (parts.next(), parts.next()) else { return Matches::None };
-    if let Some(base) = base {
-        let mut url = Vec::with_capacity(base.len() + v.len());
-        url.extend_from_slice(base);
-        url.extend_from_slice(v);
-        let hit = Matches::of(full_urls, |&(u, _)| u.cmp(url.as_slice()), |&(_, ver)| ver, version);
-        zeroize::Zeroize::zeroize(&mut url);
-        if hit != Matches::None {
-            return hit;
+    match base {
+        Some(Base::Restful(base)) => {
+            let mut url = Vec::with_capacity(base.len() + v.len());
+            url.extend_from_slice(base);
+            url.extend_from_slice(v);
+            let hit = Matches::of(full_urls, |&(u, _, _)| u.cmp(url.as_slice()), |&(_, ver, _)| ver, version);
+            zeroize::Zeroize::zeroize(&mut url);
+            if hit != Matches::None {
+                return hit;
+            }
         }
+        // `Type/id` only (the reference validator's rule does not join a versioned reference's
+        // id), and an id without `/`.
+        Some(Base::Urn(base)) if version.is_none() && !id.contains(&b'/') => {
+            let mut url = Vec::with_capacity(base.len() + id.len());
+            url.extend_from_slice(base);
+            url.extend_from_slice(id);
+            let at = full_urls.partition_point(|&(u, _, _)| u < url.as_slice());
+            let hit = Matches::of(full_urls, |&(u, _, _)| u.cmp(url.as_slice()), |&(_, ver, _)| ver, None);
+            let found_type = full_urls.get(at).and_then(|&(_, _, t)| t);
+            zeroize::Zeroize::zeroize(&mut url);
+            match hit {
+                Matches::One if found_type.is_some_and(|t| t.as_bytes() != ty) => return Matches::OtherType,
+                Matches::None => {}
+                hit => return hit,
+            }
+        }
+        _ => {}
     }
     let Some(type_ids) = type_ids else { return Matches::None };
     let Ok(ty) = std::str::from_utf8(ty) else { return Matches::None };

@@ -35,6 +35,11 @@
 //! - references that resolve in the document: the target's type among the target profiles'
 //!   (`PROFILE_REFERENCE_TARGET`).
 //!
+//! While it decides whether an item fits a slice (a `profile` discriminator, or conformance to
+//! the whole slice), a reference that resolves in the document fits only when its target
+//! conforms to one of its loaded target profiles (a Composition whose subject is a Patient
+//! lacking what the Patient profile requires is no Composition of the Bundle's profile).
+//!
 //! What it does not do: conformance of a reference's target to its `targetProfile` outside
 //! slicing, terminology servers (SNOMED CT, LOINC
 //! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
@@ -101,6 +106,7 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
         visits: 0,
         bundles: RefCell::new(BTreeMap::new()),
         conformed: BTreeMap::new(),
+        matching: 0,
     };
     for r in 0..doc.nodes().len() as u32 {
         let node = doc.node(r);
@@ -166,6 +172,10 @@ struct Checker<'d> {
     /// Whether a node conforms to a profile (or one of its elements), once computed: a
     /// resource referred to from many places is checked against a target profile once.
     conformed: BTreeMap<(u32, String, Option<String>), bool>,
+    /// How many conformance questions (does this item fit that slice?) are being answered:
+    /// while one is, a reference that resolves in the document fits only when its target
+    /// conforms to one of the element's target profiles.
+    matching: u32,
 }
 
 /// A Bundle's entries by `fullUrl` and by `(type, id)`; the first entry wins.
@@ -486,7 +496,9 @@ impl<'d> Checker<'d> {
     /// True when node `c` conforms to element `e` of `snap` (checked into scratch findings).
     fn conforms(&mut self, c: u32, snap: &Arc<Snapshot>, e: usize, pid: Option<ProfileId>, depth: u32) -> bool {
         let saved = std::mem::replace(&mut self.f, Findings::new(false));
+        self.matching += 1;
         self.node(c, snap, e, pid, depth + 1);
+        self.matching -= 1;
         let scratch = std::mem::replace(&mut self.f, saved);
         !scratch.has_failure()
     }
@@ -503,6 +515,9 @@ impl<'d> Checker<'d> {
         if let Some(&known) = self.conformed.get(&key) {
             return known;
         }
+        // A question asked again while it is being answered (resources that refer to each
+        // other) is taken to hold; the answer being computed decides.
+        self.conformed.insert(key.clone(), true);
         let fits = self.conforms_to_uncached(c, url, element, depth);
         self.conformed.insert(key, fits);
         fits
@@ -544,6 +559,28 @@ impl<'d> Checker<'d> {
             }
         }
         self.resolve(n).is_none_or(|r| names.iter().any(|name| name == type_of(doc, r)))
+    }
+
+    /// Whether the resource Reference node `n` resolves to in the document conforms to one of
+    /// `targets` (target profiles) that is loaded and constrains its type; true when it leaves
+    /// the document, when no target is a loaded profile (the core definitions are checked
+    /// apart), or when none constrains its type (the type is `target_allowed`'s question).
+    fn target_conforms(&mut self, n: u32, targets: &[&str], depth: u32) -> bool {
+        if targets.is_empty() {
+            return true;
+        }
+        let Some(r) = self.resolve(n) else { return true };
+        let ty = type_of(self.doc, r);
+        let loaded: Vec<String> = targets
+            .iter()
+            .filter(|t| !t.starts_with(conformance::CORE_SD))
+            .filter(|t| self.conf.snapshot(t).is_some_and(|s| s.type_name == ty))
+            .map(|t| (*t).to_owned())
+            .collect();
+        if loaded.is_empty() || targets.iter().any(|t| t.starts_with(conformance::CORE_SD)) {
+            return true;
+        }
+        loaded.iter().any(|p| self.conforms_to(r, p, depth + 1))
     }
 
     /// The type a profile constrains (`Observation` for a loaded Observation profile or the core
@@ -867,6 +904,9 @@ impl<'d> Checker<'d> {
                 .collect();
             if !targets.is_empty() && !self.target_allowed(n, &targets) {
                 self.push(Code::PROFILE_REFERENCE_TARGET, Severity::Error, Location::Fhir(doc.path(n)), pid);
+            } else if self.matching > 0 && !self.target_conforms(n, &targets, depth) {
+                // Only while matching: the item does not fit (the finding goes to scratch).
+                self.push(Code::PROFILE_REFERENCE_TARGET, Severity::Error, Location::Fhir(doc.path(n)), pid);
             }
         }
         if el.max_length.is_some() || el.min_length.is_some() {
@@ -917,6 +957,24 @@ impl<'d> Checker<'d> {
                         })
                         .map(|(p, e)| (p.to_owned(), e.map(str::to_owned))),
                 );
+            }
+        }
+        // A resource whose element's type profiles are all core resource definitions
+        // (`Bundle.entry.resource` profiled as `.../StructureDefinition/DocumentManifest`) is one
+        // of those types.
+        if is_resource {
+            let mut core_types: Vec<String> = Vec::new();
+            let mut other = false;
+            for t in el.types.iter().filter(|t| t.code == "Resource" || t.code == "DomainResource") {
+                for p in &t.profiles {
+                    match p.starts_with(conformance::CORE_SD).then(|| self.type_of_profile(p)).flatten() {
+                        Some(name) if name != "Resource" && name != "DomainResource" => core_types.push(name),
+                        _ => other = true,
+                    }
+                }
+            }
+            if !other && !core_types.is_empty() && !core_types.iter().any(|t| t == tn) {
+                self.push(Code::PROFILE_TYPE, Severity::Error, Location::Fhir(doc.path(n)), pid);
             }
         }
         match wanted.as_slice() {
@@ -1799,6 +1857,57 @@ mod tests {
         // Leaving the Bundle: not judged by the type its URL names.
         let outside = findings(&ctx, &bundle("Group/elsewhere"));
         assert!(!outside.iter().any(|f| f.starts_with("PROFILE_REFERENCE_TARGET")), "{outside:?}");
+    }
+
+    /// The suite's bundle-conformsto: an entry fits a slice by a profile discriminator only
+    /// when the resources its references reach in the Bundle conform to their target profiles.
+    #[test]
+    fn a_slice_by_profile_needs_the_references_targets_to_conform() {
+        let patient = r#"{"resourceType":"StructureDefinition","url":"http://example.org/pat-id","type":"Patient",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+            "differential":{"element":[{"id":"Patient.identifier","path":"Patient.identifier","min":1}]}}"#;
+        let comp = r#"{"resourceType":"StructureDefinition","url":"http://example.org/comp","type":"Composition",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Composition","derivation":"constraint",
+            "differential":{"element":[{"id":"Composition.subject","path":"Composition.subject",
+              "type":[{"code":"Reference","targetProfile":["http://example.org/pat-id"]}]}]}}"#;
+        let bundle = r#"{"resourceType":"StructureDefinition","url":"http://example.org/bundle","type":"Bundle",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Bundle","derivation":"constraint",
+            "differential":{"element":[
+              {"id":"Bundle.entry","path":"Bundle.entry","slicing":{"discriminator":[{"type":"profile","path":"resource"}],"rules":"open"}},
+              {"id":"Bundle.entry:comp","path":"Bundle.entry","sliceName":"comp","min":1,"max":"1"},
+              {"id":"Bundle.entry:comp.resource","path":"Bundle.entry.resource","type":[{"code":"Composition","profile":["http://example.org/comp"]}]}]}}"#;
+        let ctx = context(&[patient, comp, bundle], &[]);
+        let doc = |identifier: &str| {
+            format!(
+                r#"{{"resourceType":"Bundle","meta":{{"profile":["http://example.org/bundle"]}},"type":"collection","entry":[
+                {{"fullUrl":"http://example.org/fhir/Composition/c","resource":{{"resourceType":"Composition","id":"c","status":"final",
+                  "type":{{"text":"t"}},"date":"2024-01-01","author":[{{"reference":"Patient/p"}}],"title":"t","subject":{{"reference":"Patient/p"}}}}}},
+                {{"fullUrl":"http://example.org/fhir/Patient/p","resource":{{"resourceType":"Patient","id":"p"{identifier}}}}}]}}"#
+            )
+        };
+        let with = findings(&ctx, &doc(r#","identifier":[{"value":"1"}]"#));
+        assert!(!with.iter().any(|f| f.starts_with("SLICE_CARDINALITY_MIN")), "{with:?}");
+        let without = findings(&ctx, &doc(""));
+        assert!(without.iter().any(|f| f.starts_with("SLICE_CARDINALITY_MIN error Bundle")), "{without:?}");
+    }
+
+    /// The suite's bundle-ihe-bad: an entry's resource profiled as a core resource definition
+    /// is of that type.
+    #[test]
+    fn a_resource_profiled_as_a_core_type_is_of_that_type() {
+        let bundle = r#"{"resourceType":"StructureDefinition","url":"http://example.org/manifests","type":"Bundle",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Bundle","derivation":"constraint",
+            "differential":{"element":[{"id":"Bundle.entry.resource","path":"Bundle.entry.resource","min":1,
+              "type":[{"code":"Resource","profile":["http://hl7.org/fhir/StructureDefinition/DocumentManifest"]}]}]}}"#;
+        let ctx = context(&[bundle], &["http://example.org/manifests"]);
+        let doc = |resource: &str| {
+            format!(
+                r#"{{"resourceType":"Bundle","type":"collection","entry":[{{"fullUrl":"http://example.org/fhir/{resource}/x","resource":{{"resourceType":"{resource}","id":"x"}}}}]}}"#
+            )
+        };
+        let p = "http://example.org/manifests";
+        assert_eq!(findings(&ctx, &doc("Patient")), [format!("PROFILE_TYPE error Bundle.entry[0].resource {p}")]);
+        assert!(!findings(&ctx, &doc("DocumentManifest")).iter().any(|f| f.starts_with("PROFILE_TYPE")));
     }
 
     #[test]

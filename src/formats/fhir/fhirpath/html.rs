@@ -1,8 +1,12 @@
 //! `htmlChecks()`: the FHIR narrative rules for `Narrative.div` (invariants txt-1 and txt-2).
 //!
 //! txt-1: only the basic HTML formatting elements and attributes (HTML 4.0 chapters 7-11 and
-//! 15, `a`, `img`, internal `style`): no `script`, `form`, `object`, `iframe`..., no event
-//! attribute (`on*`), no `javascript:` link. txt-2: some non-white-space content (text or an
+//! 15, `a`, `img`, internal `style`): no `script`, `form`, `object`, `iframe`..., no
+//! `javascript:` link, and only the attributes of those chapters: the core and language ones
+//! (`id`, `class`, `style`, `title`, `lang`, `xml:lang`, `dir`, ...) and those of tables on any
+//! element, an element's own ones (`a` `href`, `name`...; `img` `src`, `alt`...; `table`
+//! `border`...), namespace declarations and `xml:space` (the reference validator's lists, which
+//! only hint at `xml:space`); an event attribute (`on*`) is none of them. txt-2: some non-white-space content (text or an
 //! image). The outer element is a `div`.
 //!
 //! A small scanner over the markup, linear and allocation-free; it returns a verdict only.
@@ -72,6 +76,85 @@ const ALLOWED: &[&str] = &[
     "area",
 ];
 
+/// Attributes txt-1 allows on every element: HTML 4.0's core and language attributes and those
+/// of its tables chapter.
+const ATTRIBUTES: &[&str] = &[
+    "title",
+    "style",
+    "class",
+    "id",
+    "lang",
+    "xml:lang",
+    "dir",
+    "accesskey",
+    "tabindex",
+    "span",
+    "width",
+    "align",
+    "valign",
+    "char",
+    "charoff",
+    "abbr",
+    "axis",
+    "headers",
+    "scope",
+    "rowspan",
+    "colspan",
+    "xml:space",
+];
+
+/// Attributes txt-1 allows on one element (`element.attribute`).
+const ELEMENT_ATTRIBUTES: &[&str] = &[
+    "a.href",
+    "a.name",
+    "a.charset",
+    "a.type",
+    "a.hreflang",
+    "a.rel",
+    "a.rev",
+    "a.shape",
+    "a.coords",
+    "img.src",
+    "img.border",
+    "img.alt",
+    "img.longdesc",
+    "img.height",
+    "img.width",
+    "img.usemap",
+    "img.ismap",
+    "blockquote.cite",
+    "q.cite",
+    "map.name",
+    "area.shape",
+    "area.coords",
+    "area.href",
+    "area.nohref",
+    "area.alt",
+    "table.summary",
+    "table.width",
+    "table.border",
+    "table.frame",
+    "table.rules",
+    "table.cellspacing",
+    "table.cellpadding",
+    "pre.space",
+    "td.nowrap",
+];
+
+/// Whether txt-1 allows attribute `name` on element `element` (both compared without case).
+fn attribute_allowed(element: &[u8], name: &[u8]) -> bool {
+    if name.get(..5).is_some_and(|p| p.eq_ignore_ascii_case(b"xmlns")) {
+        return true;
+    }
+    if ATTRIBUTES.iter().any(|a| a.as_bytes().eq_ignore_ascii_case(name)) {
+        return true;
+    }
+    ELEMENT_ATTRIBUTES.iter().any(|ea| {
+        let (e, a) = ea.split_once('.').unwrap_or((ea, ""));
+        e.as_bytes().eq_ignore_ascii_case(element) && a.as_bytes().eq_ignore_ascii_case(name)
+    })
+}
+
 /// True when the XHTML of a narrative passes txt-1 and txt-2.
 pub fn checks(v: &[u8]) -> bool {
     let v = v.trim_ascii();
@@ -122,14 +205,14 @@ pub fn checks(v: &[u8]) -> bool {
         if local.eq_ignore_ascii_case(b"img") {
             content = true;
         }
-        if !attributes_ok(&tag[name_end..]) {
+        if !attributes_ok(local, &tag[name_end..]) {
             return false;
         }
     }
     content
 }
 
-fn attributes_ok(attrs: &[u8]) -> bool {
+fn attributes_ok(element: &[u8], attrs: &[u8]) -> bool {
     let mut i = 0;
     while i < attrs.len() {
         while i < attrs.len() && (attrs[i].is_ascii_whitespace() || attrs[i] == b'/') {
@@ -140,7 +223,7 @@ fn attributes_ok(attrs: &[u8]) -> bool {
             i += 1;
         }
         let name = &attrs[s..i];
-        if name.get(..2).is_some_and(|p| p.eq_ignore_ascii_case(b"on")) {
+        if !name.is_empty() && !attribute_allowed(element, name) {
             return false;
         }
         while i < attrs.len() && attrs[i].is_ascii_whitespace() {
@@ -189,5 +272,10 @@ mod tests {
         assert!(!checks(b"<div><a href=\" JavaScript:x\">a</a></div>"));
         assert!(checks(b"<div><img src=\"#a\"/></div>"));
         assert!(!checks(b"<p>a</p>"));
+        // Attributes: the core ones anywhere, an element's own ones on it only.
+        assert!(checks(b"<div xmlns=\"http://www.w3.org/1999/xhtml\" xml:lang=\"en\"><table border=\"1\"><tr><td colspan=\"2\">a</td></tr></table></div>"));
+        assert!(checks(b"<div><a name=\"n\" href=\"#n\" class=\"c\">a</a><img src=\"#i\" alt=\"x\"/></div>"));
+        assert!(!checks(b"<div><table><tr idref=\"x\"><td>a</td></tr></table></div>"));
+        assert!(!checks(b"<div><p href=\"#x\">a</p></div>"));
     }
 }
