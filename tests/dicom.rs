@@ -520,7 +520,7 @@ fn broken_file_is_read_up_to_the_break() {
 }
 
 /// An explicit VR little endian element (value padded to an even length).
-fn le(tag: u32, vr: &[u8; 2], value: &[u8]) -> Vec<u8> {
+pub(crate) fn le(tag: u32, vr: &[u8; 2], value: &[u8]) -> Vec<u8> {
     let mut v = value.to_vec();
     if v.len() % 2 == 1 {
         v.push(if vr == b"UI" { 0 } else { b' ' });

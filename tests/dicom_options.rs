@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::common::{code, root, run_stdin, run_with};
+use crate::dicom::le;
 
 /// The shipped option policies, their (0012,0064) codes (PS3.16 CID 7050, in that order) and
 /// tags each must retain, by the standard's Table E.1-1 (K in the option's column).
@@ -37,26 +38,6 @@ const POLICIES: &[(&str, &[&str], &[u32])] = &[
 /// Tags no option retains: the patient's name and ID, the descriptions the Clean Descriptors
 /// option would clean, the accession number.
 const NEVER: &[u32] = &[0x0010_0010, 0x0010_0020, 0x0008_1030, 0x0008_103E, 0x0008_0050, 0x0010_0030];
-
-/// An explicit VR little endian element (value padded to an even length).
-fn le(tag: u32, vr: &[u8; 2], value: &[u8]) -> Vec<u8> {
-    let mut v = value.to_vec();
-    if v.len() % 2 == 1 {
-        v.push(if vr == b"UI" { 0 } else { b' ' });
-    }
-    let mut out = Vec::new();
-    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
-    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
-    out.extend_from_slice(vr);
-    if matches!(vr, b"OB" | b"UT" | b"UC" | b"UR") {
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-    } else {
-        out.extend_from_slice(&(v.len() as u16).to_le_bytes());
-    }
-    out.extend_from_slice(&v);
-    out
-}
 
 /// A Part 10 file (explicit VR little endian) of a CT image's SOP class with `dataset`.
 fn part10(dataset: &[u8]) -> Vec<u8> {
@@ -98,6 +79,13 @@ fn parse_date(s: &str) -> Option<i64> {
     Some(days(n(0..4)?, n(4..6)?, n(6..8)?))
 }
 
+/// The tag of a rule's `select = "(gggg,eeee)"` line.
+fn select_tag(line: &str) -> Option<u32> {
+    let t = line.strip_prefix("select = \"(")?.strip_suffix(")\"")?;
+    let (g, e) = t.split_once(',')?;
+    Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?)
+}
+
 /// The rows of Table E.1-1 as policy/dicom-basic.toml states them (a tag rule whose comment
 /// is `# Keyword (VR): ACTION`): tag and VR.
 fn table_rows() -> Vec<(u32, String)> {
@@ -105,10 +93,8 @@ fn table_rows() -> Vec<(u32, String)> {
     let mut rows = Vec::new();
     let mut tag = None;
     for line in text.lines() {
-        if let Some(t) = line.strip_prefix("select = \"(").and_then(|t| t.strip_suffix(")\"")) {
-            tag = t
-                .split_once(',')
-                .and_then(|(g, e)| Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?));
+        if line.starts_with("select = \"(") {
+            tag = select_tag(line);
         } else if line.starts_with("[[dicom]]") {
             tag = None;
         } else if let (Some(t), Some(c)) = (tag, line.strip_prefix("# ")) {
@@ -127,10 +113,8 @@ fn option_actions(policy: &str) -> BTreeMap<u32, String> {
     let mut out = BTreeMap::new();
     let mut tag = None;
     for line in text.lines() {
-        if let Some(t) = line.strip_prefix("select = \"(").and_then(|t| t.strip_suffix(")\"")) {
-            tag = t
-                .split_once(',')
-                .and_then(|(g, e)| Some((u32::from_str_radix(g, 16).ok()? << 16) | u32::from_str_radix(e, 16).ok()?));
+        if line.starts_with("select = \"(") {
+            tag = select_tag(line);
         } else if let (Some(t), true) = (tag, line.starts_with("# ")) {
             if let Some((_, opt)) = line.split_once(" Option: ") {
                 out.insert(t, opt.chars().take(1).collect());
