@@ -384,6 +384,7 @@ codes! {
     DICOM_ATTRIBUTE_EMPTY => Error, "an attribute of type 1 of a mandatory module of the SOP class's IOD (or 1C, its condition read and holding) is present without a value";
     DICOM_SOP_CLASS_UNKNOWN => Warning, "the SOP Class UID is absent or not one phiward has the IOD of; the IOD's modules are not checked";
     DICOM_BURNED_IN_ANNOTATION => Fatal, "redact refuses the file: its pixel data may show burned-in text (Burned In Annotation (0028,0301) YES, or absent or empty on a modality or SOP class whose images commonly carry it) and the policy does not accept that residual risk (`dicom_burned_in_annotation`); nothing is written (exit 65)";
+    DICOM_PIXEL_ENCODING_UNKNOWN => Fatal, "redact refuses the file: its pixel data is encapsulated (compressed) and it names no transfer syntax phiward knows, so no transfer syntax can state how the output's pixel data is encoded; nothing is written (exit 65)";
     DICOM_ENUMERATED_VALUE => Error, "a value is not one of the enumerated values PS3.3 lists for its attribute in a module of the SOP class's IOD (per value position where the standard lists them per value; defined terms are not checked)";
     DICOM_CONDITION_UNCHECKED => Information, "the IOD has conditional modules or type 1C/2C attributes whose conditions are stated in prose phiward does not read; they are not evaluated (reported once per file)";
     CCDA_NAMESPACE_INVALID => Fatal, "the root is not a ClinicalDocument or a CDA element in the CDA namespace urn:hl7-org:v3";

@@ -1219,3 +1219,32 @@ fn deidentification_method_code_sequence_names_the_profile() {
     let val = run_stdin(&["validate", "--json", "-"], &o.stdout);
     assert!(!String::from_utf8_lossy(&val.stdout).contains("(0012,0064)"), "{}", String::from_utf8_lossy(&val.stdout));
 }
+
+/// Encapsulated pixel data under a transfer syntax phiward does not know: the compression is
+/// unknown, so no output could say how its pixel data is encoded. redact refuses it with its own
+/// code (exit 65, nothing written), not a limit's; fmt and validate still read it (the dataset
+/// is read as explicit VR little endian, with a warning).
+#[test]
+fn encapsulated_pixel_data_of_an_unknown_syntax_is_refused_with_its_code() {
+    let mut file = std::fs::read(fixture("dicom/valid/encapsulated_jpeg.dcm")).expect("fixture");
+    let known = b"1.2.840.10008.1.2.4.70";
+    let at = file.windows(known.len()).position(|w| w == known).expect("the fixture's transfer syntax");
+    // The same length: the meta's group length stays right.
+    file[at..at + known.len()].copy_from_slice(b"1.2.840.99999.1.2.4.70");
+    let key = key_file();
+    let basic = crate::common::root().join("policy/dicom-basic.toml").to_string_lossy().into_owned();
+    let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &file);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(&o), 65, "{err}");
+    assert!(o.stdout.is_empty(), "something written");
+    assert!(err.contains("DICOM_PIXEL_ENCODING_UNKNOWN"), "{err}");
+    assert!(!err.contains("CLI_INPUT_TOO_LARGE"), "{err}");
+    let v = run_stdin(&["validate", "--json", "-"], &file);
+    let out = String::from_utf8_lossy(&v.stdout);
+    assert!(out.contains("DICOM_TRANSFER_SYNTAX_UNKNOWN"), "{out}");
+    // The known syntax is written as before.
+    let original = std::fs::read(fixture("dicom/valid/encapsulated_jpeg.dcm")).expect("fixture");
+    let o = run_stdin(&["redact", "--policy", &basic, "--key-file", &key, "-"], &original);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.stdout.is_empty());
+}

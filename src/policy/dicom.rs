@@ -201,7 +201,8 @@ pub struct Redactor<'p> {
     pub counts: Counts,
     /// The coded entries of the document being redacted.
     code_items: dicom_keep::Index,
-    /// Why the last document was not written, when it was refused (burned-in annotation).
+    /// Why the last document was not written, when it was refused (burned-in annotation, or
+    /// encapsulated pixel data of an unknown transfer syntax).
     pub refused: Option<Code>,
     /// What `date_shift` keys the document's shift on ([`shift_source`]): None, dates removed.
     shift_from: Option<Vec<u8>>,
@@ -263,7 +264,9 @@ impl<'p> Redactor<'p> {
             };
         }
         let Some(mut meta) = self.meta(doc, disclosure, &decisions, &mut replacements) else {
-            // No transfer syntax holds the dataset as written: nothing is written.
+            // No transfer syntax holds the dataset as written (encapsulated pixel data of an
+            // unknown compression): nothing is written.
+            self.refused = Some(Code::DICOM_PIXEL_ENCODING_UNKNOWN);
             self.counts.fail_closed += 1;
             for r in &mut replacements {
                 crate::phi::wipe(r);
