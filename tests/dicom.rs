@@ -1248,3 +1248,31 @@ fn encapsulated_pixel_data_of_an_unknown_syntax_is_refused_with_its_code() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert!(!o.stdout.is_empty());
 }
+
+/// An item's own Specific Character Set (PS3.5 7.5.3) counts the characters of its values: an
+/// SH of 10 three-byte UTF-8 characters (30 bytes) in an item declaring ISO_IR 192, in a file
+/// whose top level declares none, fits the 16 characters of an SH; 20 do not; and without the
+/// item's declaration the bytes are characters of the default repertoire.
+#[test]
+fn an_items_own_character_set_counts_its_characters() {
+    let file = |own: Option<&[u8]>, n: usize| {
+        let mut item = Vec::new();
+        if let Some(cs) = own {
+            item.extend(le(0x0008_0005, b"CS", cs));
+        }
+        item.extend(le(0x0040_0009, b"SH", "\u{5C71}".repeat(n).as_bytes()));
+        let mut ds = le(0x0008_0016, b"UI", b"1.2.840.10008.5.1.4.1.1.2");
+        ds.extend(le(0x0008_0018, b"UI", b"1.2.3.4"));
+        ds.extend(le(0x0040_0275, b"SQ", &le_item(&item)));
+        le_file(b"1.2.840.10008.5.1.4.1.1.2", b"1.2.3.4", &ds)
+    };
+    let too_long = |bytes: Vec<u8>| {
+        let o = run_stdin(&["validate", "--json", "-"], &bytes);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(out.contains("\"findings\"") || out.contains("\"code\""), "{out}");
+        out.contains("DICOM_VALUE_TOO_LONG")
+    };
+    assert!(!too_long(file(Some(b"ISO_IR 192"), 10)), "10 characters fit an SH");
+    assert!(too_long(file(Some(b"ISO_IR 192"), 20)), "20 characters do not");
+    assert!(too_long(file(None, 10)), "30 bytes of the default repertoire are 30 characters");
+}

@@ -116,7 +116,8 @@ fn same_uid(doc: &Document, a: usize, b: usize) -> bool {
 
 fn elements(doc: &Document, out: &mut Out) {
     let els = doc.elements();
-    let cs = write::charset(doc);
+    let top_cs = write::charset(doc);
+    let mut item_cs = std::collections::BTreeMap::new();
     // Last tag per dataset (the enclosing item's index), and the private blocks with a creator.
     let mut last: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
     let mut creators: BTreeSet<(u32, u32, u32)> = BTreeSet::new();
@@ -156,6 +157,8 @@ fn elements(doc: &Document, out: &mut Out) {
             continue;
         }
         let vm = entry.map_or("", |en| en.vm);
+        // An item's own Specific Character Set counts its values' characters (PS3.5 7.5.3).
+        let cs = if e.depth == 0 { top_cs } else { write::charset_of(doc, i, top_cs, &mut item_cs) };
         let (syntax, multiplicity) = doc.value(i).classify(|v| check(e.vr, vm, v, &cs));
         for code in [syntax, multiplicity].into_iter().flatten() {
             out.push(code, doc.position(i));

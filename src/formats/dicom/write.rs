@@ -37,6 +37,30 @@ pub fn charset(doc: &Document) -> Charset {
     doc.top(0x0008_0005).map_or_else(Charset::default, |i| charset_at(doc, i))
 }
 
+/// The decoder of the Specific Character Set that applies to element `i`: its enclosing item's
+/// own (0008,0005), which applies to the item and what it nests (PS3.5 7.5.3), else the
+/// enclosing dataset's, up to the top level's `top`. `cache` holds the items decided (by index).
+pub fn charset_of(
+    doc: &Document,
+    i: usize,
+    top: Charset,
+    cache: &mut std::collections::BTreeMap<u32, Charset>,
+) -> Charset {
+    let els = doc.elements();
+    let Some(p) = els.get(i).map(|e| e.parent).filter(|&p| p != u32::MAX) else { return top };
+    if let Some(cs) = cache.get(&p) {
+        return *cs;
+    }
+    let item = p as usize;
+    let Some(it) = els.get(item) else { return top };
+    let end = (it.end as usize).max(item + 1).min(els.len());
+    let own = (item + 1..end).find(|&k| els[k].parent == p && els[k].tag == 0x0008_0005 && els[k].kind == Kind::Value);
+    // The item's sequence is an element of the enclosing dataset: its charset is that one's.
+    let cs = own.map_or_else(|| charset_of(doc, it.parent as usize, top, cache), |k| charset_at(doc, k));
+    cache.insert(p, cs);
+    cs
+}
+
 /// The decoder of the Specific Character Set element `i`.
 #[expect(
     clippy::disallowed_methods,
