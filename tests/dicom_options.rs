@@ -8,7 +8,9 @@
 //! options (PS3.16 CID 7050 codes, written here apart from the policies). Hand-picked
 //! attributes each option is known to retain (PS3.15 Table E.1-1) are checked apart from the
 //! policies' own comments. The Modified Dates shift is the same for every file of a patient,
-//! differs between patients, falls back to the study, and reads no time zone.
+//! differs between patients, falls back to the study, and reads no time zone. Retain Safe
+//! Private keeps the private attributes of PS3.15 Table E.3.10-1 by their block's creator,
+//! wherever the block sits, byte for byte, with their creators, and nothing else private.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +35,8 @@ const POLICIES: &[(&str, &[&str], &[u32])] = &[
     ("dicom-clean-descriptors", &["113100", "113105"], &[]),
     ("dicom-clean-structured-content", &["113100", "113104"], &[]),
     ("dicom-research", &["113100", "113105", "113107", "113108"], &[0x0010_1010, 0x0010_0040, 0x0008_0030]),
+    // Retain Safe Private: no column of Table E.1-1 (its private attributes: the test below).
+    ("dicom-retain-safe-private", &["113100", "113111"], &[]),
 ];
 
 /// Tags no option retains: the patient's name and ID, the descriptions the Clean Descriptors
@@ -355,4 +359,108 @@ fn modified_dates_shift_per_patient_across_files() {
     });
     assert!(differ, "the key does not change the shift");
     let _ = std::fs::remove_file(other_key);
+}
+
+/// An explicit VR little endian element of VR UN (4-byte length), as a writer that does not
+/// know a private element's VR writes it.
+fn le_un(tag: u32, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(b"UN\0\0");
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+/// FD values, little endian.
+fn fd(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Retain Safe Private (PS3.15 E.3.10): the attributes of Table E.3.10-1 are found by their
+/// block's private creator and their offset in it, in a block at an unusual offset ((0019,0013)
+/// reserving (0019,13xx)), and kept byte for byte (a DS, an LO the table lists, an FD of VM 3, a
+/// DS read as UN checked as DS, an IS of VM 4) with their creators; everything else private
+/// goes: the same offsets under another creator, offsets the table does not list in a safe
+/// block, a value that is not its VR's (text in a DS) or not its VM (an FD of 5 values where the
+/// table says 6, one DS where it says 3-4), a creator that reserves two blocks of its group, an
+/// element whose creator is missing, and the creators of the blocks that keep nothing. The output
+/// reads back, holds no marker, and (0012,0064) names 113111.
+#[test]
+fn retain_safe_private_keeps_the_tables_attributes_by_creator() {
+    type El = (u32, Vec<u8>);
+    let el = |tag: u32, vr: &[u8; 2], v: &[u8]| -> El { (tag, le(tag, vr, v)) };
+    // Retained: (tag, the element's encoded bytes).
+    let safe: Vec<El> = vec![
+        el(0x0019_0011, b"LO", b"SIEMENS MR HEADER"),
+        el(0x0019_0013, b"LO", b"GEMS_ACQU_01"),
+        el(0x0019_110E, b"FD", &fd(&[0.25, -0.5, 0.75])),
+        el(0x0019_1323, b"DS", b"72222.25"),
+        el(0x0019_1324, b"DS", b"-3.5E2"),
+        el(0x0019_139E, b"LO", b"MKRSAFELO1X"),
+        el(0x0043_0010, b"LO", b"GEMS_PARM_01"),
+        el(0x0043_1039, b"IS", b"1000\\0\\0\\7"),
+        el(0x7053_0010, b"LO", b"Philips PET Private Group"),
+        (0x7053_1009, le_un(0x7053_1009, b"76666.5 ")),
+    ];
+    // Removed: (tag, the element's bytes, a marker its value holds, if text).
+    let gone: Vec<(u32, Vec<u8>, Option<&str>)> = vec![
+        (0x0010_0010, le(0x0010_0010, b"PN", b"MKRPN0001X"), Some("MKRPN0001X")),
+        // Another creator at (0019,0010): the same offsets are not safe there.
+        (0x0019_0010, le(0x0019_0010, b"LO", b"MKRCREATOR1X"), Some("MKRCREATOR1X")),
+        (0x0019_1023, le(0x0019_1023, b"DS", b"71111.5"), Some("71111.5")),
+        (0x0019_109E, le(0x0019_109E, b"LO", b"MKRUNSAFE1X"), Some("MKRUNSAFE1X")),
+        // SIEMENS MR HEADER's B Matrix is FD of VM 6: 5 values are not it.
+        (0x0019_1127, le(0x0019_1127, b"FD", &fd(&[1.5, 2.5, 3.5, 4.5, 5.5])), None),
+        // Safe block, offsets the table does not list, or a value that is not a DS.
+        (0x0019_1327, le(0x0019_1327, b"DS", b"MKRDS01X"), Some("MKRDS01X")),
+        (0x0019_1350, le(0x0019_1350, b"DS", b"74444.5"), Some("74444.5")),
+        (0x0019_13A0, le(0x0019_13A0, b"LO", b"MKRSAFEBLOCK1X"), Some("MKRSAFEBLOCK1X")),
+        (0x0029_0010, le(0x0029_0010, b"LO", b"SIEMENS CSA HEADER"), Some("SIEMENS CSA HEADER")),
+        (0x0029_1010, le(0x0029_1010, b"OB", b"MKRCSAHEADER01X "), Some("MKRCSAHEADER01X")),
+        // GEMS_PARM_01's (0043,xx6F) is DS of VM 3-4: one value is not it.
+        (0x0043_106F, le(0x0043_106F, b"DS", b"75555.5"), Some("75555.5")),
+        // GEMS_HELIOS_01 reserving two blocks of (0045): which one is meant is not known.
+        (0x0045_0010, le(0x0045_0010, b"LO", b"GEMS_HELIOS_01"), None),
+        (0x0045_0011, le(0x0045_0011, b"LO", b"GEMS_HELIOS_01"), None),
+        (0x0045_1001, le(0x0045_1001, b"SS", &7u16.to_le_bytes()), None),
+        (0x0045_1101, le(0x0045_1101, b"SS", &9u16.to_le_bytes()), None),
+        // GEIIS PACS's Reject Image Flag without its creator.
+        (0x0903_1010, le(0x0903_1010, b"US", &1u16.to_le_bytes()), None),
+    ];
+    let mut all: Vec<El> = safe.clone();
+    all.extend(gone.iter().map(|(t, b, _)| (*t, b.clone())));
+    all.push(el(0x0008_0016, b"UI", b"1.2.840.10008.5.1.4.1.1.2"));
+    all.sort_by_key(|e| e.0);
+    let input = part10(&all.iter().flat_map(|e| e.1.clone()).collect::<Vec<u8>>());
+    let key = key();
+    let policy = "dicom-retain-safe-private";
+    let out = redact(policy, &key, &input, &[]);
+    let m = model(&out);
+    for (tag, bytes) in &safe {
+        assert!(out.windows(bytes.len()).any(|w| w == bytes.as_slice()), "{tag:08X} not retained byte for byte");
+        assert!(m.get(format!("{tag:08X}")).is_some(), "{tag:08X} not in the output's model");
+    }
+    for (tag, _, marker) in &gone {
+        // The patient's name stays with the profile's dummy.
+        assert!(*tag == 0x0010_0010 || m.get(format!("{tag:08X}")).is_none(), "{tag:08X} left");
+        if let Some(marker) = marker {
+            assert!(!contains(&out, marker), "{tag:08X}'s value left");
+        }
+    }
+    // No private element but the retained ones.
+    let private: Vec<&String> =
+        m.as_object().expect("model").keys().filter(|k| u32::from_str_radix(&k[..4], 16).is_ok_and(|g| g % 2 == 1)).collect();
+    assert_eq!(private.len(), safe.len(), "{private:?}");
+    let items = m["00120064"]["Value"].as_array().expect("(0012,0064)");
+    let codes: Vec<&str> = items.iter().filter_map(|i| i["00080100"]["Value"][0].as_str()).collect();
+    assert_eq!(codes, ["113100", "113111"]);
+    // The Basic Profile alone keeps nothing private.
+    let basic = redact("dicom-basic", &key, &input, &[]);
+    let b = model(&basic);
+    assert!(b.as_object().expect("model").keys().all(|k| u32::from_str_radix(&k[..4], 16).is_ok_and(|g| g % 2 == 0)));
+    // validate: the output is a file it reads without a new error.
+    let o = run_stdin(&["validate", "--json", "-"], &out);
+    assert!(code(&o) <= 1, "validate ran: {}", String::from_utf8_lossy(&o.stderr));
 }

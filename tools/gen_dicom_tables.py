@@ -375,6 +375,7 @@ def main() -> int:
           "ambiguous, see `enumerations`), "
           f"{len(profile)} profile rows.", ""]
     p += write_codes()
+    p += safe_private_provenance()
     PROVENANCE.write_text("\n".join(p))
     # Every type an attribute has anywhere (modules and macros, at any depth; the directory
     # record keys of PS3.3 F.5): what the policy needs to keep a type 1 attribute valued.
@@ -695,10 +696,10 @@ DUMMY_BY_TAG = {0x00281054: "US"}
 
 # The options of PS3.15 Annex E a policy can apply (Table E.1-1's option columns): the name in the
 # policy language (`dicom_deidentification_method`, src/policy/dicom_deid.rs), the column's index
-# in `tables::PROFILE` (main's `options`), the option's title. Not offered: Retain Safe Private
-# (its list of safe private attributes, Table E.3.10-1, is not in the package or any other
-# machine-readable source pinned here) and Clean Graphics (not asked for; its graphics are
-# removed by the Basic Profile's rules).
+# in `tables::PROFILE` (main's `options`), the option's title. Retain Safe Private is not a column
+# of Table E.1-1 (the package's private row says only C): its rules come from Table E.3.10-1
+# (`SAFE_PRIVATE`, `safe_private_rules`). Not offered: Clean Graphics (not asked for; its
+# graphics are removed by the Basic Profile's rules).
 OPTIONS = [
     ("retain-uids", 1, "Retain UIDs Option"),
     ("retain-device-identity", 2, "Retain Device Identity Option"),
@@ -709,17 +710,109 @@ OPTIONS = [
     ("clean-descriptors", 7, "Clean Descriptors Option"),
     ("clean-structured-content", 8, "Clean Structured Content Option"),
 ]
+SAFE_PRIVATE_NAME = "retain-safe-private"
+SAFE_PRIVATE_TITLE = "Retain Safe Private Option"
+# PS3.15 Table E.3.10-1 (Safe Private Attributes), transcribed from the standard into a committed
+# data file (its header names the source and edition; no machine-readable copy is published in a
+# registry): element (gggg,xxEE), private creator, VR, VM, meaning.
+SAFE_PRIVATE = REPO / "tools" / "data" / "ps3.15-table-E.3.10-1.tsv"
+# The VRs whose values the engine checks (src/policy/dicom.rs, `private_value_ok`), and those of
+# them that are free text (kept with `free_text = true`, as the option retains them).
+SAFE_PRIVATE_VRS = {"US", "SS", "UL", "SL", "FL", "FD", "OB", "IS", "DS", "CS", "LO", "SH", "LT", "UI", "SQ"}
+SAFE_PRIVATE_TEXT = {"LO", "SH", "LT"}
+
+
+def safe_private_table() -> list[tuple[int, int, str, str, str, str]]:
+    """The rows of Table E.3.10-1: (group, element offset, creator, VR, VM, meaning), in the
+    table's order. A row that repeats a creator and element, or is not of the file's form, stops
+    the generator."""
+    rows = []
+    seen = set()
+    lines = [line for line in SAFE_PRIVATE.read_text(encoding="utf-8").split("\n") if line and not line.startswith("#")]
+    if lines[0] != "element\tcreator\tvr\tvm\tmeaning":
+        raise SystemExit(f"{SAFE_PRIVATE.name}: unexpected header")
+    for n, line in enumerate(lines[1:], 2):
+        cols = line.split("\t")
+        m = re.fullmatch(r"\(([0-9A-F]{4}),xx([0-9A-Fa-f]{2})\)", cols[0]) if len(cols) == 5 else None
+        el, creator, vr, vm, meaning = cols if m else ("", "", "", "", "")
+        if not m or not creator or creator != creator.strip() or "\\" in creator or "'" in creator \
+                or vr not in SAFE_PRIVATE_VRS | {""} or not re.fullmatch(r"[0-9]+(-([0-9]+|n))?", vm) \
+                or int(m.group(1), 16) % 2 == 0:
+            raise SystemExit(f"{SAFE_PRIVATE.name}: row {n} is not of the form (gggg,xxEE) creator VR VM meaning")
+        key = (creator, int(m.group(1), 16), int(m.group(2), 16))
+        if key in seen:
+            raise SystemExit(f"{SAFE_PRIVATE.name}: row {n} repeats a creator and element")
+        seen.add(key)
+        rows.append((key[1], key[2], creator, vr, vm, meaning))
+    return rows
+
+
+def safe_private_provenance() -> list[str]:
+    """The provenance of the Retain Safe Private rules: the data file and its sha256."""
+    rows = safe_private_table()
+    return ["", "# Provenance of the Retain Safe Private Option's rules (policy/dicom-retain-safe-private.toml)", "",
+            f"PS3.15 Table E.3.10-1 (Safe Private Attributes), transcribed by hand into "
+            f"`{SAFE_PRIVATE.relative_to(REPO)}` (its header names the rendering of the standard it was read "
+            "from and what is known of its edition): no registry publishes the table in a machine-readable "
+            "form (PyPI dicom-standard 0.1.0's private row says only C; pydicom 3.0.2 and deid do not have it).", "",
+            f"- `{SAFE_PRIVATE.relative_to(REPO)}`: sha256 `{hashlib.sha256(SAFE_PRIVATE.read_bytes()).hexdigest()}`", "",
+            f"Counts: {len(rows)} rows, {len({r[2] for r in rows})} private creators, "
+            f"{sum(1 for r in rows if r[3])} with a VR (retained, their value checked), "
+            f"{sum(1 for r in rows if not r[3])} without (not retained).", ""]
+
+
+def toml_str(text: str) -> str:
+    """A TOML basic string of `text` (JSON's escapes are TOML's for these characters)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def safe_private_rules(applied: tuple) -> list[str]:
+    """One rule per row of Table E.3.10-1 (PS3.15 E.3.10): the private element selected by its
+    block's creator and its offset, `(gggg,"CREATOR",EE)`, kept when its value is a valid
+    instance of the row's VR with the row's VM (text with `free_text = true`; a UID kept when it
+    is the standard's, else the keyed UID as the profile's U, or kept as it is with Retain UIDs;
+    a sequence kept as structure, its items' elements decided by the rules); a row without a VR
+    is removed (its value cannot be checked)."""
+    out = []
+    for group, offset, creator, vr, vm, meaning in safe_private_table():
+        out.append("[[dicom]]")
+        out.append(f"select = '({group:04X},\"{creator}\",{offset:02X})'")
+        what = f"# {creator} ({group:04X},xx{offset:02X}) {vr or 'no VR'} {vm}" + (f": {meaning}" if meaning else "")
+        if not vr:
+            out.append('action = "remove"')
+            out.append(what + " (PS3.15 Table E.3.10-1 gives no VR: the value cannot be checked, not retained, fail closed)")
+            continue
+        out.append('action = "keep"')
+        out.append(f'vr = "{vr}"')
+        out.append(f'vm = "{vm}"')
+        note = "the value checked against the VR and VM (else removed)"
+        if vr in SAFE_PRIVATE_TEXT:
+            out.append("free_text = true")
+            note += "; free text the table lists as safe, kept"
+        elif vr == "UI" and "retain-uids" in applied:
+            out.append("free_text = true")
+            note += "; any UID kept (Retain UIDs Option)"
+        elif vr == "UI":
+            out.append('otherwise = "@hash"')
+            note += "; a UID not under the standard's root becomes the keyed UID (the profile's U)"
+        elif vr == "SQ":
+            note = "a sequence: kept as structure, its items' elements decided by these rules"
+        elif vr == "OB":
+            note = "bytes: kept as they are (PS3.15 E.3.10 note 2: OB may hold a vendor's header; the table lists it as safe)"
+        out.append(f"reason = {toml_str('PS3.15 Table E.3.10-1 ' + SAFE_PRIVATE_TITLE + ': ' + (meaning or 'listed'))}")
+        out.append(f"{what} ({note})")
+    return out
 # The order of PS3.16 CID 7050 (DCM 113100 ... 113112), in which (0012,0064) lists them.
 METHOD_ORDER = ["basic", "clean-structured-content", "clean-descriptors", "retain-longitudinal-full-dates",
                 "retain-longitudinal-modified-dates", "retain-patient-characteristics", "retain-device-identity",
-                "retain-uids", "retain-institution-identity"]
+                "retain-uids", SAFE_PRIVATE_NAME, "retain-institution-identity"]
 # The range of the Modified Dates option's keyed shift, in days (each way).
 SHIFT_DAYS = 365
 TEXT_VRS = {"AE", "LO", "SH", "ST", "LT", "UT", "UC", "UR", "PN"}
 # Shipped policies: one per option, each the Basic Profile with that option's column applied,
 # and one combination common in research (dates shifted, patient characteristics retained,
 # descriptors cleaned).
-SHIPPED = [(f"dicom-{name}", [name]) for name, _, _ in OPTIONS] + [
+SHIPPED = [(f"dicom-{name}", [name]) for name, _, _ in OPTIONS] + [(f"dicom-{SAFE_PRIVATE_NAME}", [SAFE_PRIVATE_NAME])] + [
     ("dicom-research", ["retain-longitudinal-modified-dates", "retain-patient-characteristics", "clean-descriptors"])]
 
 
@@ -885,6 +978,8 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict, applied:
         out.append(f'value = "{DUMMY_BY_TAG.get(tag, DUMMY[vr])}"')
         out.append(f"# {kw}: not in Table E.1-1, type {'/'.join(sorted(types[tag]))}: a dummy value")
     for sel, action, reason in STRUCTURE:
+        if sel == "@private" and SAFE_PRIVATE_NAME in applied:
+            out += safe_private_rules(applied)
         out.append("[[dicom]]")
         out.append(f'select = "{sel}"')
         out.append(f'action = "{action}"')
@@ -955,11 +1050,17 @@ def option_policy(exact: dict, profile: list, types: dict, name: str, applied: l
         for n, col, t in OPTIONS:
             if n in applied and row_opts[col]:
                 rows[t] += 1
+    listed = [f"#   {t} ({rows[t]} rows of Table E.1-1)" for t in titles]
+    if SAFE_PRIVATE_NAME in applied:
+        table = safe_private_table()
+        titles.append(SAFE_PRIVATE_TITLE)
+        listed.append(f"#   {SAFE_PRIVATE_TITLE} ({len(table)} rows of Table E.3.10-1, "
+                      f"{sum(1 for r in table if not r[3])} of them without a VR: not retained)")
     methods = [m for m in METHOD_ORDER if m == "basic" or m in applied]
     head = [
         f"# DICOM PS3.15 Annex E Basic Application Level Confidentiality Profile with the "
         + ("option" if len(titles) == 1 else "options"),
-        *[f"#   {t} ({rows[t]} rows of Table E.1-1)" for t in titles],
+        *listed,
         "# generated by tools/gen_dicom_tables.py from PyPI dicom-standard 0.1.0 (do not edit by hand; another",
         "# combination: tools/gen_dicom_tables.py --options NAME,NAME --name NAME --out FILE). These are",
         "# policy/dicom-basic.toml's rules with, for each attribute an applied option's column of Table",
@@ -979,6 +1080,20 @@ def option_policy(exact: dict, profile: list, types: dict, name: str, applied: l
         "# and the options, and (0012,0064) with one code item each (DCM 113100 and the options' codes)",
         "# are written. Pixel data is not cleaned: a file whose pixel data may show burned-in text is",
         "# refused. A key is required. See docs/dicom.md.",
+        *([] if SAFE_PRIVATE_NAME not in applied else [
+            "# Retain Safe Private (PS3.15 E.3.10): the private attributes of Table E.3.10-1 (tools/data/, transcribed",
+            "# from the standard) are kept, each selected by its block's private creator and its offset in the",
+            "# block, (gggg,\"CREATOR\",EE), wherever the block sits (never by the absolute tag); every other",
+            "# private attribute is removed (@private). An attribute is kept only when its block's creator is",
+            "# unambiguous (one creator element for the block, its value a valid LO that reserves one block",
+            "# of the group) and its value a valid instance of the table's VR with the table's VM (a value",
+            "# read as UN is checked the same way); anything else is removed, fail closed. The creator",
+            "# elements of the blocks that keep something are written with them; a block that keeps nothing",
+            "# loses its creator. Rows without a VR are removed; this edition of the table has no condition",
+            "# column (a row's meaning is not a condition). Private UIDs become keyed UIDs unless Retain UIDs",
+            "# is applied. OB values are kept as bytes, as the table lists them (PS3.15 E.3.10 note 2 warns",
+            "# that OB can hold a vendor's header).",
+        ]),
         "",
         "[policy]",
         f'name = "{name}"',
@@ -1002,16 +1117,14 @@ def parse_combination(argv: list[str]):
         return None
     import argparse
     ap = argparse.ArgumentParser(description="Also write a policy of the Basic Profile with some options.")
-    ap.add_argument("--options", required=True, help="comma-separated: " + ", ".join(n for n, _, _ in OPTIONS))
+    ap.add_argument("--options", required=True,
+                    help="comma-separated: " + ", ".join([n for n, _, _ in OPTIONS] + [SAFE_PRIVATE_NAME]))
     ap.add_argument("--name", required=True, help="the policy's name (written in (0012,0063))")
     ap.add_argument("--out", required=True, help="the policy file to write")
     args = ap.parse_args(argv)
     applied = [o for o in args.options.split(",") if o]
-    known = {n for n, _, _ in OPTIONS}
+    known = {n for n, _, _ in OPTIONS} | {SAFE_PRIVATE_NAME}
     for o in applied:
-        if o == "retain-safe-private":
-            ap.error("retain-safe-private: PS3.15 Table E.3.10-1 (the safe private attributes) is not in a "
-                     "machine-readable source pinned here")
         if o not in known:
             ap.error(f"unknown option {o}; one of: " + ", ".join(sorted(known)))
     if "retain-longitudinal-full-dates" in applied and "retain-longitudinal-modified-dates" in applied:

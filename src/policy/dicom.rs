@@ -2,8 +2,16 @@
 //! `[[dicom]]` rules.
 //!
 //! Selectors: a tag `(GGGG,EEEE)` (hex), a data dictionary keyword (`PatientName`), `@private`
-//! (every element of an odd group: private creators and blocks), and a VR `@UI`, `@CS`, ...
-//! (every element of that VR). A rule matches an element at any depth (inside sequences too).
+//! (every element of an odd group: private creators and blocks), a private element by its
+//! block's creator `(GGGG,"CREATOR",EE)` (PS3.5 7.8.1: the element `EE` of the block that the
+//! private creator element of group `GGGG` whose value is `CREATOR` reserves, wherever the block
+//! sits: a creator at (0019,0010) makes the block (0019,10EE), at (0019,0011) (0019,11EE)), and a
+//! VR `@UI`, `@CS`, ... (every element of that VR). A rule matches an element at any depth
+//! (inside sequences too). A creator selector matches only where the block's creator is
+//! unambiguous ([`block_creators`]); a `keep` of one can check the value against a VR and a
+//! value multiplicity (`vr`, `vm`: PS3.15 Table E.3.10-1's columns, the Retain Safe Private
+//! option), and the creator element of a block whose elements such a rule keeps is written
+//! with them (the output stays readable), the creator of a block with nothing kept is not.
 //!
 //! Every element is decided by the first rule that matches it; an element no rule matches is
 //! removed (fail closed). Actions: `remove` (the element, and a sequence with its items),
@@ -66,6 +74,18 @@ pub enum Select {
     /// Tags matching a pattern with `x` digits, `(60xx,xxxx)`: (mask, value) for
     /// `tag & mask == value` (a repeating group).
     Masked(u32, u32),
+    /// `(GGGG,"CREATOR",EE)`: the element `EE` of the private block of group `GGGG` whose
+    /// creator's value is `CREATOR` (exactly, case-sensitive; the creator's trailing padding
+    /// spaces are not part of it).
+    PrivateBlock {
+        /// The (odd) group.
+        group: u16,
+        /// The private creator (a valid LO value: 1 to 64 bytes, no backslash or control
+        /// character, no leading or trailing space).
+        creator: String,
+        /// The element's offset in the block (its low byte).
+        element: u8,
+    },
 }
 
 impl Select {
@@ -74,6 +94,9 @@ impl Select {
         let bad = Code::POLICY_UNKNOWN_SELECTOR;
         if s == "@private" {
             return Ok(Select::Private);
+        }
+        if s.contains('"') {
+            return Select::parse_private_block(s).ok_or(bad);
         }
         if let Some(v) = s.strip_prefix('@') {
             let b = v.as_bytes();
@@ -108,14 +131,58 @@ impl Select {
         crate::formats::dicom::dict::keyword(s).map(Select::Tag).ok_or(bad)
     }
 
-    fn matches(&self, e: &Element) -> bool {
+    /// `(GGGG,"CREATOR",EE)` (the notation of DCMTK's private dictionary): a private group
+    /// (odd, not 0001 to 0007 or FFFF), a creator that is a valid LO value, two hex digits.
+    fn parse_private_block(s: &str) -> Option<Select> {
+        let t = s.strip_prefix('(')?.strip_suffix(')')?;
+        let (g, rest) = t.split_once(",\"")?;
+        let (creator, e) = rest.rsplit_once("\",")?;
+        let hex_digits = |h: &str, n: usize| h.len() == n && h.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex_digits(g, 4) || !hex_digits(e, 2) {
+            return None;
+        }
+        let group = u16::from_str_radix(g, 16).ok()?;
+        let element = u8::from_str_radix(e, 16).ok()?;
+        let valid = creator_is_lo(creator.as_bytes())
+            && !creator.starts_with(' ')
+            && !creator.ends_with(' ')
+            && dict::is_private(u32::from(group) << 16);
+        valid.then(|| Select::PrivateBlock { group, creator: creator.to_owned(), element })
+    }
+
+    /// True when the selector matches `e`; `creator`: the value of the private creator of
+    /// `e`'s block, trailing spaces trimmed, when it is unambiguous ([`block_creators`]).
+    fn matches(&self, e: &Element, creator: Option<&[u8]>) -> bool {
         match self {
             Select::Tag(t) => *t == e.tag,
             Select::Private => dict::is_private(e.tag),
             Select::Vr(v) => *v == e.vr,
             Select::Masked(mask, value) => e.tag & mask == *value,
+            Select::PrivateBlock { group, creator: c, element } => {
+                e.tag >> 16 == u32::from(*group)
+                    && e.tag & 0xFF == u32::from(*element)
+                    && e.tag & 0xFF00 >= 0x1000
+                    && creator == Some(c.as_bytes())
+            }
         }
     }
+}
+
+/// True for a valid private creator value (LO, PS3.5 6.2 and 7.8.1: 1 to 64 bytes, VM 1: no
+/// backslash, no control character but ESC), trailing spaces already trimmed.
+fn creator_is_lo(v: &[u8]) -> bool {
+    (1..=64).contains(&v.len()) && v.iter().all(|&b| (b >= 0x20 && b != 0x7F && b != b'\\') || b == 0x1B)
+}
+
+/// The value multiplicity a `vm` names: `1`, `3-4`, `1-n` (min, max; `n` is no limit).
+fn parse_vm(s: &str) -> Option<(u32, u32)> {
+    let num = |t: &str| (!t.is_empty() && t.len() <= 4 && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse().ok()).flatten();
+    let (min, max) = match s.split_once('-') {
+        Some((a, "n")) => (num(a)?, u32::MAX),
+        Some((a, b)) => (num(a)?, num(b)?),
+        None => (num(s)?, num(s)?),
+    };
+    (min >= 1 && min <= max).then_some((min, max))
 }
 
 /// A DICOM rule.
@@ -133,6 +200,9 @@ pub struct Rule {
     pub at: (u32, u32),
     /// `otherwise`: what a `keep` writes for a value it cannot prove, instead of removing it.
     pub otherwise: Option<Otherwise>,
+    /// `vr` and `vm` of a `keep` of a private element by its creator: the VR its value must be
+    /// a valid instance of (the element's own VR must be it or UN) and the multiplicity.
+    pub private_vr: Option<(Vr, Option<(u32, u32)>)>,
 }
 
 /// What a DICOM `keep` writes for a value it cannot prove (`otherwise = "..."`).
@@ -171,6 +241,25 @@ impl Rule {
             return Err(ctx.err(Code::POLICY_ACTION_NOT_ALLOWED, parts.action_span));
         }
         let otherwise = parts.otherwise.map(Otherwise::parse);
+        // `vr` (and `vm` with it) only on a `keep` of a private element by its creator, a VR
+        // whose values the engine checks.
+        let private_vr = match (parts.vr, parts.vm) {
+            (None, None) => None,
+            (None, Some((_, span))) => return Err(ctx.err(Code::POLICY_INVALID_VALUE, span)),
+            (Some((v, span)), vm) => {
+                let block = matches!(select, Select::PrivateBlock { .. });
+                let vr = match v.as_bytes() {
+                    [a, b] => Vr::from_bytes([*a, *b]).filter(|vr| CHECKED_VRS.contains(&vr.0)),
+                    _ => None,
+                };
+                let Some(vr) = vr.filter(|_| block) else { return Err(ctx.err(Code::POLICY_INVALID_VALUE, span)) };
+                let vm = match vm {
+                    Some((m, span)) => Some(parse_vm(m).ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, span))?),
+                    None => None,
+                };
+                Some((vr, vm))
+            }
+        };
         Ok(Rule {
             select,
             action: parts.action,
@@ -178,6 +267,7 @@ impl Rule {
             documented: parts.documented,
             at: ctx.at(parts.select_span),
             otherwise,
+            private_vr,
         })
     }
 
@@ -187,6 +277,7 @@ impl Rule {
             (Select::Masked(mask, value), Select::Tag(t)) => t & mask == *value,
             // Every tag the other pattern matches: its fixed digits include ours, equal there.
             (Select::Masked(m1, v1), Select::Masked(m2, v2)) => m1 & m2 == *m1 && v2 & m1 == *v1,
+            (Select::Private, Select::PrivateBlock { .. }) => true,
             (a, b) => a == b,
         }
     }
@@ -206,7 +297,20 @@ pub struct Redactor<'p> {
     pub refused: Option<Code>,
     /// What `date_shift` keys the document's shift on ([`shift_source`]): None, dates removed.
     shift_from: Option<Vec<u8>>,
+    /// Per element of the document, the index of its private block's creator element when it
+    /// is unambiguous ([`block_creators`]); [`NO_CREATOR`] otherwise.
+    creators: Vec<u32>,
+    /// The last [`Redactor::decide`] decided by a creator selector's rule.
+    kept_by_block: bool,
 }
+
+/// No creator (not a private block element, or its creator is missing, duplicated or invalid).
+const NO_CREATOR: u32 = u32::MAX;
+
+/// The VRs a `vr` can name: the ones PS3.15 Table E.3.10-1 gives and [`private_value_ok`]
+/// checks.
+const CHECKED_VRS: &[[u8; 2]] =
+    &[*b"US", *b"SS", *b"UL", *b"SL", *b"FL", *b"FD", *b"OB", *b"IS", *b"DS", *b"CS", *b"LO", *b"SH", *b"LT", *b"UI", *b"SQ"];
 
 /// The VRs of free text.
 fn is_free_text(vr: Vr) -> bool {
@@ -223,6 +327,8 @@ impl<'p> Redactor<'p> {
             code_items: dicom_keep::Index::default(),
             refused: None,
             shift_from: None,
+            creators: Vec::new(),
+            kept_by_block: false,
         }
     }
 
@@ -250,7 +356,9 @@ impl<'p> Redactor<'p> {
             crate::phi::wipe(w);
         }
         self.shift_from = shift_source(doc, disclosure);
+        self.creators = block_creators(doc, disclosure);
         let mut decisions = vec![Keep::Drop; els.len()];
+        let mut by_block = vec![false; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
         for (i, e) in els.iter().enumerate() {
             decisions[i] = match e.kind {
@@ -262,6 +370,16 @@ impl<'p> Redactor<'p> {
                 _ if e.depth == 0 && matches!(e.tag, 0x0012_0062..=0x0012_0064) => Keep::Drop,
                 _ => self.decide(doc, i, disclosure, &mut replacements, true),
             };
+            by_block[i] = self.kept_by_block;
+        }
+        // PS3.15 E.3.10: the private creators that define the retained private attributes are
+        // retained with them (their value is the creator the rule names); a block with nothing
+        // kept loses its creator.
+        for (j, &c) in self.creators.iter().enumerate() {
+            let c = c as usize;
+            if by_block[j] && decisions[j] != Keep::Drop && decisions.get(c) == Some(&Keep::Drop) {
+                decisions[c] = Keep::As;
+            }
         }
         let Some(mut meta) = self.meta(doc, disclosure, &decisions, &mut replacements) else {
             // No transfer syntax holds the dataset as written (encapsulated pixel data of an
@@ -349,8 +467,12 @@ impl<'p> Redactor<'p> {
         for tag in [0x0002_0016u32, 0x0002_0017, 0x0002_0018, 0x0002_0100, 0x0002_0102] {
             let Some(i) = doc.top(tag) else { continue };
             let e = doc.elements()[i];
-            let named =
-                self.policy.dicom.iter().find(|r| r.select.matches(&e)).is_some_and(|r| r.select == Select::Tag(tag));
+            let named = self
+                .policy
+                .dicom
+                .iter()
+                .find(|r| r.select.matches(&e, None))
+                .is_some_and(|r| r.select == Select::Tag(tag));
             if !named || e.kind != Kind::Value {
                 continue;
             }
@@ -386,12 +508,18 @@ impl<'p> Redactor<'p> {
         count: bool,
     ) -> Keep {
         let e = doc.elements()[i];
-        let Some((n, rule)) = self.policy.dicom.iter().enumerate().find(|(_, r)| r.select.matches(&e)) else {
+        self.kept_by_block = false;
+        let creator = self.creators.get(i).filter(|c| **c != NO_CREATOR).map(|&c| {
+            let v = doc.value(c as usize).expose_value(disclosure);
+            &v[..v.len() - v.iter().rev().take_while(|&&b| b == b' ').count()]
+        });
+        let Some((n, rule)) = self.policy.dicom.iter().enumerate().find(|(_, r)| r.select.matches(&e, creator)) else {
             if count {
                 self.counts.fail_closed += 1;
             }
             return Keep::Drop;
         };
+        self.kept_by_block = matches!(rule.select, Select::PrivateBlock { .. });
         if count {
             let at = self.offset() + n;
             if let Some(c) = self.counts.per_rule.get_mut(at) {
@@ -448,6 +576,7 @@ impl<'p> Redactor<'p> {
                     None => fallback(&mut push),
                 }
             }
+            Action::Keep if rule.private_vr.is_some() => self.keep_private(doc, i, rule, disclosure, &mut push),
             Action::Keep => {
                 if e.kind != Kind::Value {
                     return Keep::As;
@@ -494,6 +623,220 @@ impl<'p> Redactor<'p> {
             _ => Keep::Drop,
         }
     }
+}
+
+impl Redactor<'_> {
+    /// A `keep` with `vr` of a private element selected by its creator (PS3.15 E.3.10): kept
+    /// when the element is what the rule says (its own VR the rule's or UN; a sequence for SQ,
+    /// a value otherwise) and its value a valid instance of the VR with the multiplicity;
+    /// anything else is removed (fail closed, counted unproven). Text (LO, SH, LT) is kept only
+    /// with `free_text = true`; a UI's UIDs are kept with `free_text = true`, else those under
+    /// the standard's root stay and the others get the rule's `otherwise` (`@hash`: the keyed
+    /// UID, as the profile's U).
+    #[expect(clippy::disallowed_methods, reason = "a redaction engine: reads a private value to check its VR")]
+    fn keep_private(
+        &mut self,
+        doc: &Document,
+        i: usize,
+        rule: &Rule,
+        disclosure: &Disclosure,
+        push: &mut dyn FnMut(Vec<u8>) -> Keep,
+    ) -> Keep {
+        let e = doc.elements()[i];
+        let Some((vr, vm)) = rule.private_vr else { return Keep::Drop };
+        if e.vr != vr && e.vr != Vr::UN {
+            self.counts.unproven += 1;
+            return Keep::Drop;
+        }
+        if vr == Vr::SQ {
+            return if e.kind == Kind::Sequence {
+                Keep::As
+            } else {
+                self.counts.unproven += 1;
+                Keep::Drop
+            };
+        }
+        if e.kind != Kind::Value {
+            self.counts.unproven += 1;
+            return Keep::Drop;
+        }
+        if doc.elided(i) {
+            // A bulk value not held: an OB's bytes are any bytes (the writer writes or fails the
+            // file); another VR's value cannot be checked.
+            if vr == Vr::OB {
+                return Keep::As;
+            }
+            self.counts.unproven += 1;
+            return Keep::Drop;
+        }
+        let v = doc.value(i).expose_value(disclosure);
+        if !private_value_ok(vr, vm, v) {
+            self.counts.unproven += 1;
+            return Keep::Drop;
+        }
+        match &vr.0 {
+            b"LO" | b"SH" | b"LT" if !rule.free_text => {
+                self.counts.free_text_removed += 1;
+                Keep::Drop
+            }
+            b"UI" if !rule.free_text && !proven(Vr::UI, v) => match (&rule.otherwise, self.key) {
+                (Some(Otherwise::Hash), Some(key)) => push(hashed(key, Vr::UI, v, true)),
+                (Some(Otherwise::Dummy(d)), _) => push(d.as_bytes().to_vec()),
+                _ => {
+                    self.counts.unproven += 1;
+                    Keep::Drop
+                }
+            },
+            _ => Keep::As,
+        }
+    }
+}
+
+/// Per element of `doc`, the index of the private creator element that reserves its block
+/// (PS3.5 7.8.1: element (gggg,xxEE), xx in 10-FF, of the block the creator (gggg,00xx) of the
+/// same dataset reserves), or [`NO_CREATOR`]: not a private block element, or the creator is
+/// missing, there twice (the same tag twice in the dataset), not a single valid LO value
+/// ([`creator_is_lo`], trailing spaces trimmed), or its value reserves two blocks of the group
+/// (which block a reader would take is not known). Nothing is retained by creator there (fail
+/// closed).
+#[expect(clippy::disallowed_methods, reason = "a redaction engine: private creator values name the blocks")]
+pub(crate) fn block_creators(doc: &Document, disclosure: &Disclosure) -> Vec<u32> {
+    use std::collections::BTreeMap;
+    let els = doc.elements();
+    let mut out = vec![NO_CREATOR; els.len()];
+    // (dataset, group, block) -> the creator's index, or NO_CREATOR when ambiguous or invalid.
+    let mut blocks: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
+    // (dataset, group, value) -> how many creators of the group have that value.
+    let mut values: BTreeMap<(u32, u32, &[u8]), u32> = BTreeMap::new();
+    for (i, e) in els.iter().enumerate() {
+        if e.kind == Kind::Item || e.kind == Kind::Fragment || !dict::is_private_creator(e.tag) {
+            continue;
+        }
+        let Ok(index) = u32::try_from(i) else { break };
+        let key = (e.parent, e.tag >> 16, e.tag & 0xFF);
+        let v = if e.kind == Kind::Value && !doc.elided(i) && matches!(&e.vr.0, b"LO" | b"UN") {
+            let v = doc.value(i).expose_value(disclosure);
+            Some(&v[..v.len() - v.iter().rev().take_while(|&&b| b == b' ').count()]).filter(|v| creator_is_lo(v))
+        } else {
+            None
+        };
+        match (blocks.get(&key), v) {
+            (None, Some(v)) => {
+                blocks.insert(key, index);
+                *values.entry((e.parent, e.tag >> 16, v)).or_insert(0) += 1;
+            }
+            _ => {
+                blocks.insert(key, NO_CREATOR);
+            }
+        }
+    }
+    for (j, e) in els.iter().enumerate() {
+        let low = e.tag & 0xFFFF;
+        if e.kind == Kind::Item || e.kind == Kind::Fragment || !dict::is_private(e.tag) || low < 0x1000 {
+            continue;
+        }
+        let Some(&c) = blocks.get(&(e.parent, e.tag >> 16, low >> 8)) else { continue };
+        if c == NO_CREATOR {
+            continue;
+        }
+        let ce = els[c as usize];
+        let v = doc.value(c as usize).expose_value(disclosure);
+        let v = &v[..v.len() - v.iter().rev().take_while(|&&b| b == b' ').count()];
+        if values.get(&(ce.parent, ce.tag >> 16, v)) == Some(&1) {
+            out[j] = c;
+        }
+    }
+    out
+}
+
+/// True when `v` is a valid value of `vr` (PS3.5 6.2) with a multiplicity in `vm` (an empty
+/// value is valid: zero values): binary numbers a whole number of them; IS and DS numbers of
+/// their syntax and length; CS upper-case letters, digits, space and underscore, 16 bytes; LO
+/// 64 and SH 16 bytes without backslash or control characters (ESC aside); LT 10240 bytes,
+/// control characters only CR, LF, FF and ESC; UI UIDs (PS3.5 9.1); OB anything. Lengths are
+/// counted in bytes (a value of multi-byte characters near the limit is refused: fail closed).
+pub(crate) fn private_value_ok(vr: Vr, vm: Option<(u32, u32)>, v: &[u8]) -> bool {
+    let size = match &vr.0 {
+        b"US" | b"SS" => 2,
+        b"UL" | b"SL" | b"FL" => 4,
+        b"FD" => 8,
+        _ => 0,
+    };
+    let count = if size > 0 {
+        if v.len() % size != 0 {
+            return false;
+        }
+        v.len() / size
+    } else if vr == Vr::OB {
+        usize::from(!v.is_empty())
+    } else {
+        let t = if vr == Vr::UI { dict::trim_uid(v) } else { v };
+        let t = &t[..t.len() - t.iter().rev().take_while(|&&b| b == b' ').count()];
+        if t.is_empty() {
+            0
+        } else if vr.0 == *b"LT" {
+            let ok = t.len() <= 10240 && t.iter().all(|&b| b >= 0x20 && b != 0x7F || b"\r\n\x0C\x1B".contains(&b));
+            if !ok {
+                return false;
+            }
+            1
+        } else {
+            let mut n = 0;
+            for value in t.split(|&b| b == b'\\') {
+                n += 1;
+                let ok = match &vr.0 {
+                    b"IS" => value.len() <= 12 && is_integer(value.trim_ascii()),
+                    b"DS" => value.len() <= 16 && is_decimal(value.trim_ascii()),
+                    b"CS" => value.len() <= 16 && value.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ' || b == b'_'),
+                    b"LO" | b"SH" => {
+                        value.len() <= if vr.0 == *b"LO" { 64 } else { 16 }
+                            && value.iter().all(|&b| b >= 0x20 && b != 0x7F || b == 0x1B)
+                    }
+                    b"UI" => {
+                        let u = dict::trim_uid(value);
+                        u.is_empty() || is_uid_list(u) && u.split(|&b| b == b'.').all(|c| c.len() == 1 || c[0] != b'0')
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            n
+        }
+    };
+    let count = u32::try_from(count).unwrap_or(u32::MAX);
+    count == 0 || vm.is_none_or(|(min, max)| (min..=max).contains(&count))
+}
+
+/// An IS value (PS3.5 6.2): an optional sign and digits, within -2^31..2^31-1.
+fn is_integer(t: &[u8]) -> bool {
+    let d = t.strip_prefix(b"+").or_else(|| t.strip_prefix(b"-")).unwrap_or(t);
+    !d.is_empty()
+        && d.iter().all(u8::is_ascii_digit)
+        && std::str::from_utf8(t).ok().and_then(|s| s.trim_start_matches('+').parse::<i64>().ok()).is_some_and(|n| {
+            i64::from(i32::MIN) <= n && n <= i64::from(i32::MAX)
+        })
+}
+
+/// A DS value (PS3.5 6.2): a fixed or floating point number, `[+-]digits[.digits][(e|E)[+-]digits]`
+/// (the integer or the fraction part may be absent, not both).
+fn is_decimal(t: &[u8]) -> bool {
+    let t = t.strip_prefix(b"+").or_else(|| t.strip_prefix(b"-")).unwrap_or(t);
+    let (mantissa, exponent) = match t.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(p) => (&t[..p], Some(&t[p + 1..])),
+        None => (t, None),
+    };
+    let (int, frac) = match mantissa.iter().position(|&b| b == b'.') {
+        Some(p) => (&mantissa[..p], &mantissa[p + 1..]),
+        None => (mantissa, &b""[..]),
+    };
+    let digits = |d: &[u8]| d.iter().all(u8::is_ascii_digit);
+    let exponent_ok = exponent.is_none_or(|x| {
+        let x = x.strip_prefix(b"+").or_else(|| x.strip_prefix(b"-")).unwrap_or(x);
+        !x.is_empty() && digits(x)
+    });
+    (!int.is_empty() || !frac.is_empty()) && digits(int) && digits(frac) && exponent_ok
 }
 
 /// True when the document's pixel data may show burned-in text ([`dicom_deid::at_risk`] of
@@ -728,6 +1071,7 @@ mod tests {
             documented: false,
             at: (1, 1),
             otherwise: None,
+            private_vr: None,
         };
         assert!(rule("(60xx,xxxx)").covers(&rule("(6002,3000)")));
         assert!(rule("(60xx,xxxx)").covers(&rule("(60xx,3000)")));

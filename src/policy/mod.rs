@@ -486,6 +486,11 @@ pub(crate) struct RuleParts<'a> {
     pub documented: bool,
     /// `otherwise`: the dummy a `keep` writes for what it cannot prove (DICOM only).
     pub otherwise: Option<String>,
+    /// `vr`: the VR a DICOM `keep` of a private element checks its value against (PS3.15
+    /// Table E.3.10-1's column; DICOM only), with its span.
+    pub vr: Option<(&'a str, Range<usize>)>,
+    /// `vm`: the value multiplicity checked with `vr` (`1`, `3-4`, `1-n`), with its span.
+    pub vm: Option<(&'a str, Range<usize>)>,
 }
 
 impl RuleParts<'_> {
@@ -529,6 +534,7 @@ pub(crate) fn rule_parts_in<'a>(
     let mut free_text = false;
     let mut types = Vec::new();
     let mut documented = false;
+    let (mut vr, mut vm) = (None, None);
     for (key, value) in t.iter() {
         match key.get_ref().as_ref() {
             "select" => select = Some((string(ctx, value)?, value.span())),
@@ -553,6 +559,9 @@ pub(crate) fn rule_parts_in<'a>(
                 }
                 otherwise = Some(s.to_owned());
             }
+            // DICOM only, as `otherwise`.
+            "vr" if otherwise_allowed => vr = Some((string(ctx, value)?, value.span())),
+            "vm" if otherwise_allowed => vm = Some((string(ctx, value)?, value.span())),
             "keep_last" => params.keep_last = Some(integer(ctx, value, 8)? as u8),
             "days" => params.days = Some(integer(ctx, value, 3650)? as u32),
             "note" => {
@@ -581,7 +590,7 @@ pub(crate) fn rule_parts_in<'a>(
     let (select, select_span) = select.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let (name, action_span) = action_name.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let action = Action::build(name, &params).map_err(|code| ctx.err(code, action_span.clone()))?;
-    if (free_text || documented || !types.is_empty()) && action != Action::Keep {
+    if (free_text || documented || !types.is_empty() || vr.is_some() || vm.is_some()) && action != Action::Keep {
         return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
     }
     // `otherwise` on a `keep`, or a DICOM `date_shift` (a dummy for a date it cannot shift).
@@ -593,7 +602,7 @@ pub(crate) fn rule_parts_in<'a>(
     if !otherwise_ok {
         return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
     }
-    Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented, otherwise })
+    Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented, otherwise, vr, vm })
 }
 
 #[cfg(test)]
