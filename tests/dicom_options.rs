@@ -450,8 +450,12 @@ fn retain_safe_private_keeps_the_tables_attributes_by_creator() {
         }
     }
     // No private element but the retained ones.
-    let private: Vec<&String> =
-        m.as_object().expect("model").keys().filter(|k| u32::from_str_radix(&k[..4], 16).is_ok_and(|g| g % 2 == 1)).collect();
+    let private: Vec<&String> = m
+        .as_object()
+        .expect("model")
+        .keys()
+        .filter(|k| u32::from_str_radix(&k[..4], 16).is_ok_and(|g| g % 2 == 1))
+        .collect();
     assert_eq!(private.len(), safe.len(), "{private:?}");
     let items = m["00120064"]["Value"].as_array().expect("(0012,0064)");
     let codes: Vec<&str> = items.iter().filter_map(|i| i["00080100"]["Value"][0].as_str()).collect();

@@ -926,7 +926,59 @@ fn script_round_trip(data: &[u8]) {
 pub fn dicom(data: &[u8]) {
     logs::install();
     pipeline_one(data, false);
-    pipeline_one(&dicom_markers(data), true);
+    let marked = dicom_markers(data);
+    pipeline_one(&marked, true);
+    dicom_safe_private(data);
+    dicom_safe_private(&marked);
+}
+
+/// In process, redact under policy/dicom-retain-safe-private.toml (a fixed key): what it writes
+/// reads again, and every private block element in it has its block's creator in its dataset
+/// (a kept private attribute stays readable; PS3.15 E.3.10).
+#[expect(clippy::disallowed_methods, reason = "the fuzz harness stands in for ops")]
+fn dicom_safe_private(data: &[u8]) {
+    use crate::formats::dicom::{dict, lex::Kind as DicomKind, read};
+    static POLICY: std::sync::OnceLock<Option<crate::policy::Policy>> = std::sync::OnceLock::new();
+    let Some(policy) =
+        POLICY.get_or_init(|| crate::policy::load(include_bytes!("../../policy/dicom-retain-safe-private.toml")).ok())
+    else {
+        panic!("policy/dicom-retain-safe-private.toml does not load")
+    };
+    let limits = Limits { max_input_bytes: 1 << 20, ..Limits::default() };
+    let Ok(doc) = read::read(data.to_vec(), &limits) else { return };
+    let Ok(key) = crate::keys::Key::from_bytes(b"phiward fuzz key: not a secret!!".to_vec()) else {
+        panic!("a 32-byte key")
+    };
+    let disclosure = Disclosure::grant();
+    let mut r = crate::policy::dicom::Redactor::new(policy, Some(&key));
+    let mut out = Vec::new();
+    r.redact(&doc, &disclosure, &mut out);
+    if out.is_empty() {
+        return;
+    }
+    let again = read::read(out.clone(), &Limits { max_input_bytes: 1 << 22, ..Limits::default() })
+        .unwrap_or_else(|_| panic!("the safe private output does not read"));
+    let els = again.elements();
+    let creators: std::collections::BTreeSet<(u32, u32)> = els
+        .iter()
+        .filter(|e| e.kind != DicomKind::Item && dict::is_private_creator(e.tag))
+        .map(|e| (e.parent, e.tag >> 16 << 8 | e.tag & 0xFF))
+        .collect();
+    for e in els {
+        let low = e.tag & 0xFFFF;
+        if e.kind != DicomKind::Item
+            && e.kind != DicomKind::Fragment
+            && dict::is_private(e.tag)
+            && !dict::is_private_creator(e.tag)
+        {
+            assert!(low >= 0x1000, "a private element outside a block written");
+            assert!(
+                creators.contains(&(e.parent, e.tag >> 16 << 8 | low >> 8)),
+                "a private element written without its creator"
+            );
+        }
+    }
+    crate::phi::wipe(&mut out);
 }
 
 /// The input with each text value of six bytes or more replaced by `MKR<n>X` padded with

@@ -176,7 +176,9 @@ fn creator_is_lo(v: &[u8]) -> bool {
 
 /// The value multiplicity a `vm` names: `1`, `3-4`, `1-n` (min, max; `n` is no limit).
 fn parse_vm(s: &str) -> Option<(u32, u32)> {
-    let num = |t: &str| (!t.is_empty() && t.len() <= 4 && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse().ok()).flatten();
+    let num = |t: &str| {
+        (!t.is_empty() && t.len() <= 4 && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse().ok()).flatten()
+    };
     let (min, max) = match s.split_once('-') {
         Some((a, "n")) => (num(a)?, u32::MAX),
         Some((a, b)) => (num(a)?, num(b)?),
@@ -309,8 +311,10 @@ const NO_CREATOR: u32 = u32::MAX;
 
 /// The VRs a `vr` can name: the ones PS3.15 Table E.3.10-1 gives and [`private_value_ok`]
 /// checks.
-const CHECKED_VRS: &[[u8; 2]] =
-    &[*b"US", *b"SS", *b"UL", *b"SL", *b"FL", *b"FD", *b"OB", *b"IS", *b"DS", *b"CS", *b"LO", *b"SH", *b"LT", *b"UI", *b"SQ"];
+const CHECKED_VRS: &[[u8; 2]] = &[
+    *b"US", *b"SS", *b"UL", *b"SL", *b"FL", *b"FD", *b"OB", *b"IS", *b"DS", *b"CS", *b"LO", *b"SH", *b"LT", *b"UI",
+    *b"SQ",
+];
 
 /// The VRs of free text.
 fn is_free_text(vr: Vr) -> bool {
@@ -787,7 +791,12 @@ pub(crate) fn private_value_ok(vr: Vr, vm: Option<(u32, u32)>, v: &[u8]) -> bool
                 let ok = match &vr.0 {
                     b"IS" => value.len() <= 12 && is_integer(value.trim_ascii()),
                     b"DS" => value.len() <= 16 && is_decimal(value.trim_ascii()),
-                    b"CS" => value.len() <= 16 && value.iter().all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ' || b == b'_'),
+                    b"CS" => {
+                        value.len() <= 16
+                            && value
+                                .iter()
+                                .all(|&b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ' || b == b'_')
+                    }
                     b"LO" | b"SH" => {
                         value.len() <= if vr.0 == *b"LO" { 64 } else { 16 }
                             && value.iter().all(|&b| b >= 0x20 && b != 0x7F || b == 0x1B)
@@ -814,9 +823,10 @@ fn is_integer(t: &[u8]) -> bool {
     let d = t.strip_prefix(b"+").or_else(|| t.strip_prefix(b"-")).unwrap_or(t);
     !d.is_empty()
         && d.iter().all(u8::is_ascii_digit)
-        && std::str::from_utf8(t).ok().and_then(|s| s.trim_start_matches('+').parse::<i64>().ok()).is_some_and(|n| {
-            i64::from(i32::MIN) <= n && n <= i64::from(i32::MAX)
-        })
+        && std::str::from_utf8(t)
+            .ok()
+            .and_then(|s| s.trim_start_matches('+').parse::<i64>().ok())
+            .is_some_and(|n| i64::from(i32::MIN) <= n && n <= i64::from(i32::MAX))
 }
 
 /// A DS value (PS3.5 6.2): a fixed or floating point number, `[+-]digits[.digits][(e|E)[+-]digits]`
@@ -1048,6 +1058,115 @@ mod tests {
         for bad in [&b""[..], b"1..2", b"1.2.a", b".1", b"MKR1X"] {
             assert!(!is_uid_list(bad));
         }
+    }
+
+    /// `(GGGG,"CREATOR",EE)`: a private group, a creator that is a valid LO value without
+    /// leading or trailing space, two hex digits; it matches the element EE of a block whose
+    /// creator has that exact value, wherever the block sits, and is covered by `@private`.
+    #[test]
+    fn private_block_selectors() {
+        let sel = Select::parse("(0019,\"GEMS_ACQU_01\",23)").expect("parses");
+        assert_eq!(sel, Select::PrivateBlock { group: 0x19, creator: "GEMS_ACQU_01".into(), element: 0x23 });
+        assert_eq!(
+            Select::parse("(7E01,\"HOLOGIC, Inc.\",10)"),
+            Ok(Select::PrivateBlock { group: 0x7E01, creator: "HOLOGIC, Inc.".into(), element: 0x10 })
+        );
+        for bad in [
+            "(0018,\"GEMS_ACQU_01\",23)",
+            "(0019,\"\",23)",
+            "(0019,\" GEMS\",23)",
+            "(0019,\"GEMS \",23)",
+            "(0019,\"A\\B\",23)",
+            "(0019,\"GEMS_ACQU_01\",123)",
+            "(0019,\"GEMS_ACQU_01\",2G)",
+            "(019,\"GEMS_ACQU_01\",23)",
+            "(0019,\"GEMS_ACQU_01\")",
+            "(0007,\"GEMS_ACQU_01\",23)",
+        ] {
+            assert_eq!(Select::parse(bad), Err(Code::POLICY_UNKNOWN_SELECTOR), "{bad}");
+        }
+        let at = |tag: u32| Element {
+            tag,
+            vr: Vr(*b"DS"),
+            kind: Kind::Value,
+            syntax: crate::formats::dicom::lex::Syntax { explicit: true, big: false },
+            depth: 0,
+            parent: u32::MAX,
+            number: 0,
+            offset: 0,
+            length: 0,
+            value: crate::formats::dicom::source::Val::Elided,
+            end: 0,
+        };
+        let c = Some(&b"GEMS_ACQU_01"[..]);
+        assert!(sel.matches(&at(0x0019_1023), c));
+        assert!(sel.matches(&at(0x0019_FF23), c), "the block at (0019,00FF)");
+        assert!(!sel.matches(&at(0x0019_1023), Some(b"GEMS_ACQU_0")), "the creator exactly");
+        assert!(!sel.matches(&at(0x0019_1023), Some(b"gems_acqu_01")), "case-sensitive");
+        assert!(!sel.matches(&at(0x0019_1023), None), "no unambiguous creator");
+        assert!(!sel.matches(&at(0x0019_1024), c));
+        assert!(!sel.matches(&at(0x0019_0023), c), "a creator element is not in a block");
+        assert!(!sel.matches(&at(0x001B_1023), c));
+        let rule = |select: Select| Rule {
+            select,
+            action: Action::Remove,
+            free_text: false,
+            documented: false,
+            at: (1, 1),
+            otherwise: None,
+            private_vr: None,
+        };
+        assert!(rule(Select::Private).covers(&rule(sel.clone())));
+        assert!(!rule(sel).covers(&rule(Select::Private)));
+    }
+
+    /// `vm`: `1`, `3-4`, `1-n`; nothing else.
+    #[test]
+    fn value_multiplicities() {
+        assert_eq!(parse_vm("1"), Some((1, 1)));
+        assert_eq!(parse_vm("3-4"), Some((3, 4)));
+        assert_eq!(parse_vm("1-n"), Some((1, u32::MAX)));
+        for bad in ["", "0", "4-3", "n", "1-", "-1", "1-2-3", "x", "12345"] {
+            assert_eq!(parse_vm(bad), None, "{bad}");
+        }
+    }
+
+    /// A private value is kept only as a valid instance of the table's VR with its VM.
+    #[test]
+    fn private_values_checked_by_vr() {
+        let vr = |s: &[u8; 2]| Vr(*s);
+        let one = Some((1, 1));
+        let ok = |v: &[u8; 2], vm: Option<(u32, u32)>, val: &[u8]| private_value_ok(vr(v), vm, val);
+        assert!(ok(b"DS", one, b"72222.25"));
+        assert!(ok(b"DS", one, b" -3.5E2 "));
+        assert!(ok(b"DS", one, b".5"));
+        assert!(ok(b"DS", one, b""), "empty: no value");
+        assert!(!ok(b"DS", one, b"MKR01X"));
+        assert!(!ok(b"DS", one, b"1.5\\2.5"), "VM 2 where 1");
+        assert!(!ok(b"DS", one, b"12345678901234567"), "17 bytes");
+        assert!(!ok(b"DS", one, b"1e"));
+        assert!(ok(b"DS", Some((3, 4)), b"1\\2\\3"));
+        assert!(!ok(b"DS", Some((3, 4)), b"1"));
+        assert!(ok(b"IS", Some((4, 4)), b"1000\\0\\-0\\+7"));
+        assert!(!ok(b"IS", one, b"2147483648"));
+        assert!(!ok(b"IS", one, b"1.0"));
+        assert!(ok(b"CS", one, b"ISOTROPIC "));
+        assert!(!ok(b"CS", one, b"isotropic"));
+        assert!(ok(b"LO", one, b"FIESTA 3D"));
+        assert!(!ok(b"LO", one, b"A\x01B"));
+        assert!(!ok(b"SH", one, b"12345678901234567"));
+        assert!(ok(b"LT", one, b"line one\r\nline \\ two"));
+        assert!(!ok(b"LT", one, b"a\x00b"));
+        assert!(ok(b"UI", one, b"1.2.840.10008.1.2\0"));
+        assert!(!ok(b"UI", one, b"1.02.3"));
+        assert!(!ok(b"UI", one, b"1.2.a"));
+        assert!(ok(b"FD", Some((3, 3)), &[0u8; 24]));
+        assert!(!ok(b"FD", Some((6, 6)), &[0u8; 40]));
+        assert!(!ok(b"FD", one, &[0u8; 7]));
+        assert!(ok(b"US", one, &[1, 0]));
+        assert!(!ok(b"US", one, &[1, 0, 2, 0]));
+        assert!(ok(b"FD", Some((1, u32::MAX)), &[0u8; 800]));
+        assert!(ok(b"OB", one, b"any bytes\x00\xFF"));
     }
 
     /// `(60xx,xxxx)`: a repeating group, every element of it (an overlay's whole group).

@@ -722,6 +722,28 @@ mod tests {
         );
         let both = "[\"basic\", \"retain-longitudinal-full-dates\", \"retain-longitudinal-modified-dates\"]";
         assert_eq!(err(&format!("{head}dicom_deidentification_method = {both}\n")).0, Code::POLICY_INVALID_VALUE);
+        // `vr` and `vm`: on a DICOM `keep` of a private element by its creator only, a VR the
+        // engine checks, a multiplicity of the standard's form.
+        let rule =
+            |extra: &str| format!("{head}[[dicom]]\nselect = '(0019,\"GEMS_ACQU_01\",23)'\naction = \"keep\"\n{extra}");
+        assert!(load(rule("vr = \"DS\"\nvm = \"1\"\n").as_bytes()).is_ok());
+        assert!(load(rule("vr = \"SQ\"\n").as_bytes()).is_ok());
+        for bad in [
+            "vr = \"PN\"\n",
+            "vr = \"D\"\n",
+            "vm = \"1\"\n",
+            "vr = \"DS\"\nvm = \"0\"\n",
+            "vr = \"DS\"\nvm = \"n-1\"\n",
+        ] {
+            assert_eq!(err(&rule(bad)).0, Code::POLICY_INVALID_VALUE, "{bad}");
+        }
+        let tag_rule = format!("{head}[[dicom]]\nselect = \"(0019,1023)\"\naction = \"keep\"\nvr = \"DS\"\n");
+        assert_eq!(err(&tag_rule).0, Code::POLICY_INVALID_VALUE, "vr on a tag selector");
+        let remove =
+            format!("{head}[[dicom]]\nselect = '(0019,\"GEMS_ACQU_01\",23)'\naction = \"remove\"\nvr = \"DS\"\n");
+        assert_eq!(err(&remove).0, Code::POLICY_INVALID_VALUE, "vr on a remove");
+        let hl7 = "[policy]\nname = \"t\"\n[[hl7v2]]\nselect = \"PID-3\"\naction = \"keep\"\nvr = \"DS\"\n";
+        assert_eq!(err(hl7).0, Code::POLICY_UNKNOWN_KEY, "vr is DICOM's");
     }
 
     #[test]
