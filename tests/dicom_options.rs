@@ -383,7 +383,7 @@ fn fd(values: &[f64]) -> Vec<u8> {
 /// reserving (0019,13xx)), and kept byte for byte (a DS, an LO the table lists, an FD of VM 3, a
 /// DS read as UN checked as DS, an IS of VM 4) with their creators; everything else private
 /// goes: the same offsets under another creator, offsets the table does not list in a safe
-/// block, a value that is not its VR's (text in a DS) or not its VM (an FD of 5 values where the
+/// block, an element of another explicit VR, a value that is not its VR's (text in a DS) or not its VM (an FD of 5 values where the
 /// table says 6, one DS where it says 3-4), a creator that reserves two blocks of its group, an
 /// element whose creator is missing, and the creators of the blocks that keep nothing. The output
 /// reads back, holds no marker, and (0012,0064) names 113111.
@@ -411,6 +411,8 @@ fn retain_safe_private_keeps_the_tables_attributes_by_creator() {
         (0x0019_0010, le(0x0019_0010, b"LO", b"MKRCREATOR1X"), Some("MKRCREATOR1X")),
         (0x0019_1023, le(0x0019_1023, b"DS", b"71111.5"), Some("71111.5")),
         (0x0019_109E, le(0x0019_109E, b"LO", b"MKRUNSAFE1X"), Some("MKRUNSAFE1X")),
+        // SIEMENS MR HEADER's B Value is IS: an element the file says is LO is not it.
+        (0x0019_110C, le(0x0019_110C, b"LO", b"1000"), None),
         // SIEMENS MR HEADER's B Matrix is FD of VM 6: 5 values are not it.
         (0x0019_1127, le(0x0019_1127, b"FD", &fd(&[1.5, 2.5, 3.5, 4.5, 5.5])), None),
         // Safe block, offsets the table does not list, or a value that is not a DS.

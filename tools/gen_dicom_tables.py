@@ -16,7 +16,10 @@ run) and writes ``src/formats/dicom/codes.rs``: the registered coding scheme des
 concepts with their meanings, the SNOMED RT ids (what `keep` proves a code item with). It also
 writes ``policy/dicom-basic.toml``, the PS3.15 Annex E option policies (``policy/dicom-retain-*.toml``,
 ``dicom-clean-*.toml``, ``dicom-research.toml``: the Basic Profile with an option's column of
-Table E.1-1 over its actions) and the DICOM section of ``policy/safe-harbor.toml``; with
+Table E.1-1 over its actions), ``policy/dicom-retain-safe-private.toml`` (the Retain Safe Private
+Option: one rule per row of PS3.15 Table E.3.10-1, which no registry publishes in a
+machine-readable form, read from the hand transcription committed as
+``tools/data/ps3.15-table-E.3.10-1.tsv``) and the DICOM section of ``policy/safe-harbor.toml``; with
 ``--options NAME,NAME --name NAME --out FILE`` it also writes the Basic Profile with any
 combination of the options (see ``OPTIONS``).
 
