@@ -360,7 +360,12 @@ impl<'p> Redactor<'p> {
             crate::phi::wipe(w);
         }
         self.shift_from = shift_source(doc, disclosure);
-        self.creators = block_creators(doc, disclosure);
+        // Only a policy that selects by creator reads the creators (the others' speed unchanged).
+        self.creators = if self.policy.dicom.iter().any(|r| matches!(r.select, Select::PrivateBlock { .. })) {
+            block_creators(doc, disclosure)
+        } else {
+            Vec::new()
+        };
         let mut decisions = vec![Keep::Drop; els.len()];
         let mut by_block = vec![false; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
