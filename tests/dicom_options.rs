@@ -470,3 +470,79 @@ fn retain_safe_private_keeps_the_tables_attributes_by_creator() {
     let o = run_stdin(&["validate", "--json", "-"], &out);
     assert!(code(&o) <= 1, "validate ran: {}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// An implicit VR little endian element (even length, space-padded).
+fn implicit(tag: u32, value: &[u8]) -> Vec<u8> {
+    let mut v = value.to_vec();
+    if v.len() % 2 == 1 {
+        v.push(b' ');
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+    out.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    out.extend_from_slice(&v);
+    out
+}
+
+/// Retain Safe Private in an implicit VR file, where every private element reads as UN: each is
+/// checked as the table's VR (a DS that is not one goes), kept byte for byte; a private sequence
+/// of undefined length the table lists (Hologic's High Resolution Data Sequence) is kept with its
+/// item, in which the item's own creator defines the block: a row kept with that creator, an
+/// offset the table does not list removed.
+#[test]
+fn retain_safe_private_in_implicit_vr_and_inside_a_private_sequence() {
+    let undefined = |tag: u32| {
+        let mut h = Vec::new();
+        h.extend_from_slice(&((tag >> 16) as u16).to_le_bytes());
+        h.extend_from_slice(&((tag & 0xFFFF) as u16).to_le_bytes());
+        h.extend_from_slice(&u32::MAX.to_le_bytes());
+        h
+    };
+    let nested_creator = implicit(0x7E01_0011, b"HOLOGIC, Inc.");
+    let nested_safe = implicit(0x7E01_1101, b"MKRCODEC1X");
+    let nested_unsafe = implicit(0x7E01_1150, b"MKRNESTED1X");
+    let mut seq = undefined(0x7E01_1010);
+    seq.extend(undefined(0xFFFE_E000));
+    seq.extend(&nested_creator);
+    seq.extend(&nested_safe);
+    seq.extend(&nested_unsafe);
+    seq.extend(implicit(0xFFFE_E00D, b""));
+    seq.extend(implicit(0xFFFE_E0DD, b""));
+    let safe = [
+        implicit(0x0019_0010, b"GEMS_ACQU_01"),
+        implicit(0x0019_1023, b"72222.25"),
+        implicit(0x0019_109E, b"MKRSAFELO2X"),
+    ];
+    let mut ds = implicit(0x0008_0016, b"1.2.840.10008.5.1.4.1.1.2\0");
+    ds.extend(implicit(0x0010_0020, b"MKRPID0002X"));
+    ds.extend(safe.concat());
+    ds.extend(implicit(0x0019_1024, b"MKRDS02X"));
+    ds.extend(implicit(0x7E01_0010, b"HOLOGIC, Inc."));
+    ds.extend(&seq);
+    let mut meta = le(0x0002_0001, b"OB", b"\x00\x01");
+    meta.extend(le(0x0002_0002, b"UI", b"1.2.840.10008.5.1.4.1.1.2"));
+    meta.extend(le(0x0002_0010, b"UI", b"1.2.840.10008.1.2"));
+    let mut input = vec![0u8; 128];
+    input.extend_from_slice(b"DICM");
+    input.extend(le(0x0002_0000, b"UL", &(meta.len() as u32).to_le_bytes()));
+    input.extend(meta);
+    input.extend(ds);
+    let key = key();
+    let out = redact("dicom-retain-safe-private", &key, &input, &[]);
+    for bytes in safe.iter().chain([&nested_creator, &nested_safe]) {
+        assert!(out.windows(bytes.len()).any(|w| w == bytes.as_slice()), "not retained byte for byte");
+    }
+    for marker in ["MKRPID0002X", "MKRDS02X", "MKRNESTED1X"] {
+        assert!(!contains(&out, marker), "{marker} left");
+    }
+    let m = model(&out);
+    let item = &m["7E011010"]["Value"][0];
+    assert!(
+        item.get("7E011101").is_some() && item.get("7E010011").is_some(),
+        "the item's safe element and its creator"
+    );
+    assert!(item.get("7E011150").is_none());
+    assert!(m.get("7E010010").is_some(), "the sequence's creator");
+    assert!(m.get("00191024").is_none());
+}
