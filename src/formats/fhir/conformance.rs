@@ -25,7 +25,17 @@
 //!   type names an element of that type (a choice as `value[x]` or renamed for one of its types,
 //!   `valueQuantity`; through the data types of the elements): otherwise
 //!   `STRUCTUREDEFINITION_PATH_UNKNOWN` (on the `path`). A path through an element of several
-//!   types, or of a resource type, is not judged.
+//!   types, or of a resource type, is not judged;
+//! - an element type's `profile` "applies to the datatype this element refers to" (R4
+//!   ElementDefinition.type.profile), and a StructureDefinition is about its `type` (a
+//!   `specialization` defines that type): a profile that is a core type's own definition
+//!   (`http://hl7.org/fhir/StructureDefinition/Count`, whose type is Count) on an element of a
+//!   type that is not that type nor derived from it (`Quantity`: Count specializes Quantity, not
+//!   the other way) is `STRUCTUREDEFINITION_TYPE_PROFILE_WRONG` (on the `profile`), in the
+//!   differential and the snapshot. Profiles of other canonicals (core profiles such as
+//!   SimpleQuantity, extension definitions, packages' profiles), `Reference` elements (whose
+//!   targets are `targetProfile`) and elements of type `Resource` or `DomainResource` are not
+//!   judged here.
 //!
 //! What it does not do: rules that need another resource (a supplement's base code system, the
 //! code system a ValueSet filter's property is defined in, the core search parameters a
@@ -145,6 +155,15 @@ fn check_search_parameter(doc: &Document, r: u32, f: &mut Findings) {
 }
 
 fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
+    for part in ["differential", "snapshot"] {
+        for d in doc.named(r, part) {
+            for e in doc.named(d, "element") {
+                for t in doc.named(e, "type") {
+                    check_type_profiles(doc, t, f);
+                }
+            }
+        }
+    }
     if value_of(doc, r, "derivation").is_none_or(|(_, v)| v != b"constraint") {
         return;
     }
@@ -157,6 +176,39 @@ fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
             if element_path_exists(ty, path) == Some(false) {
                 f.push(Code::STRUCTUREDEFINITION_PATH_UNKNOWN, Location::Fhir(doc.path(at)));
             }
+        }
+    }
+}
+
+/// The core definitions' own canonicals, `http://hl7.org/fhir/StructureDefinition/` and a type
+/// name.
+const CORE_SD: &[u8] = b"http://hl7.org/fhir/StructureDefinition/";
+
+/// `STRUCTUREDEFINITION_TYPE_PROFILE_WRONG` on each `profile` of an element type (node `t`)
+/// that is the definition of a core type the type's `code` neither is nor derives from.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
+fn check_type_profiles(doc: &Document, t: u32, f: &mut Findings) {
+    let Some((_, code)) = value_of(doc, t, "code") else { return };
+    // `Reference` elements name their targets' profiles in `targetProfile`; an element of an
+    // abstract resource type (`Bundle.entry.resource`) is where resource profiles go.
+    if matches!(code, b"Reference" | b"Resource" | b"DomainResource") {
+        return;
+    }
+    let Some(code) = defs::type_id(code) else { return };
+    for p in doc.named(t, "profile") {
+        let node = doc.node(p);
+        if !node.has_value() || node.is_unknown() {
+            continue;
+        }
+        let value = doc.value(p);
+        let canonical = value.split(|&b| b == b'|').next().unwrap_or(value);
+        let Some(name) = canonical.strip_prefix(CORE_SD) else { continue };
+        let Some(profiled) = defs::type_id(name) else { continue };
+        if !defs::derives_from(code, defs::type_name(profiled)) {
+            f.push(Code::STRUCTUREDEFINITION_TYPE_PROFILE_WRONG, Location::Fhir(doc.path(p)));
         }
     }
 }
@@ -243,6 +295,32 @@ mod tests {
         // Through a content reference (`Questionnaire.item.item`).
         let q = defs::type_id(b"Questionnaire").expect("Questionnaire");
         assert_eq!(element_path_exists(q, b"Questionnaire.item.item.linkId"), Some(true));
+    }
+
+    /// Regression (observation-bad-profile of the reference suite): a type profile that is a core
+    /// type's own definition applies to that type only; core profiles, other canonicals, and a
+    /// profile of the type an element's type derives from are not reported.
+    #[test]
+    fn type_profiles_name_a_definition_of_the_elements_type() {
+        let sd = |code: &str, profile: &str| {
+            let json = format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.invalid/sd","name":"X","status":"draft","kind":"resource","abstract":false,"type":"Observation","baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint","differential":{{"element":[{{"id":"Observation.value[x]","path":"Observation.value[x]","type":[{{"code":"{code}","profile":["{profile}"]}}]}}]}}}}"#
+            );
+            let doc = crate::formats::fhir::read(json.into_bytes(), &crate::limits::Limits::default()).expect("reads");
+            let mut f = Findings::new(false);
+            check(&doc, &mut f);
+            f.into_list().iter().filter(|d| d.code == Code::STRUCTUREDEFINITION_TYPE_PROFILE_WRONG).count()
+        };
+        let core = "http://hl7.org/fhir/StructureDefinition/";
+        assert_eq!(sd("Quantity", &format!("{core}Count")), 1);
+        assert_eq!(sd("Quantity", &format!("{core}Count|4.0.1")), 1);
+        assert_eq!(sd("string", &format!("{core}Quantity")), 1);
+        assert_eq!(sd("Quantity", &format!("{core}Quantity")), 0);
+        assert_eq!(sd("Quantity", &format!("{core}SimpleQuantity")), 0);
+        assert_eq!(sd("Count", &format!("{core}Quantity")), 0);
+        assert_eq!(sd("Quantity", "http://example.invalid/StructureDefinition/Count"), 0);
+        assert_eq!(sd("Reference", &format!("{core}Patient")), 0);
+        assert_eq!(sd("Resource", &format!("{core}Patient")), 0);
     }
 
     /// The built-in tables are R4's (`hl7.fhir.r4.examples` 4.0.1): EvidenceVariable has R4's
