@@ -2,7 +2,9 @@
 //!
 //! Each resource of the document (the root, contained resources, Bundle entries) is checked
 //! against the profiles its `meta.profile` names that are loaded (`PROFILE_UNKNOWN`, a warning,
-//! for one that is not), and the root against `--profile` too. The walk follows the profile's
+//! for one that is not), against the global profiles of its type that the loaded
+//! ImplementationGuides declare (`ImplementationGuide.global`), and the root against `--profile`
+//! too. The walk follows the profile's
 //! snapshot (see `structure::conformance`) down the element tree:
 //!
 //! - cardinality of every element the profile names (`PROFILE_CARDINALITY_MIN`/`MAX`; what the
@@ -125,6 +127,10 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
             if r == 0 {
                 urls.extend(ctx.profiles.iter().map(|u| (u.clone(), None)));
             }
+            let ty = type_of(doc, r);
+            urls.extend(
+                ctx.conformance.global_profiles().iter().filter(|(t, _)| t == ty).map(|(_, u)| (u.clone(), None)),
+            );
         }
         if let Some(implied) = super::vital_signs::implied_profile(doc, r) {
             // A claimed `bodytemp|4.0.1` is the same profile.
@@ -1419,6 +1425,34 @@ mod tests {
 
     fn obs(body: &str) -> String {
         format!(r#"{{"resourceType":"Observation","meta":{{"profile":["http://example.org/obs"]}},{body}}}"#)
+    }
+
+    /// Regression (patient-ig-bad of the reference suite): a loaded ImplementationGuide's global
+    /// profile applies to every resource of its type (the root and contained ones), named in
+    /// `meta.profile` or not; resources of other types and a guide without `global` add nothing.
+    #[test]
+    fn global_profiles_of_loaded_guides_apply_to_their_type() {
+        let sd = r#"{"resourceType":"StructureDefinition","url":"http://example.org/pat","type":"Patient",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+            "differential":{"element":[{"id":"Patient.name","path":"Patient.name","min":1}]}}"#;
+        let ig = r#"{"resourceType":"ImplementationGuide","url":"http://example.org/ig","status":"active",
+            "packageId":"example.ig","fhirVersion":["4.0.1"],"global":[{"type":"Patient","profile":"http://example.org/pat"}]}"#;
+        let plain = r#"{"resourceType":"ImplementationGuide","url":"http://example.org/ig2","status":"active",
+            "packageId":"example.ig2","fhirVersion":["4.0.1"]}"#;
+        let patient = r##"{"resourceType":"Patient","active":true,"contained":[{"resourceType":"Patient","id":"p"}],"link":[{"other":{"reference":"#p"},"type":"seealso"}]}"##;
+        let p = "http://example.org/pat";
+        assert_eq!(
+            findings(&context(&[sd, ig], &[]), patient),
+            [
+                format!("PROFILE_CARDINALITY_MIN error Patient.name {p}"),
+                format!("PROFILE_CARDINALITY_MIN error Patient.contained[0].name {p}"),
+            ]
+        );
+        assert!(findings(&context(&[sd, plain], &[]), patient).is_empty());
+        let named = r#"{"resourceType":"Patient","name":[{"family":"x"}]}"#;
+        assert!(findings(&context(&[sd, ig], &[]), named).is_empty());
+        let other = r#"{"resourceType":"Organization","name":"o"}"#;
+        assert!(findings(&context(&[sd, ig], &[]), other).is_empty());
     }
 
     #[test]
