@@ -26,6 +26,12 @@
 //!   `valueQuantity`; through the data types of the elements): otherwise
 //!   `STRUCTUREDEFINITION_PATH_UNKNOWN` (on the `path`). A path through an element of several
 //!   types, or of a resource type, is not judged;
+//! - `StructureDefinition.type` is "the type this structure describes": a relative one is
+//!   relative to `http://hl7.org/fhir/StructureDefinition` ("string" is
+//!   `http://hl7.org/fhir/StructureDefinition/string`), so it names a type of the specification
+//!   (a core type, or one of R4's logical models: Definition, Event, FiveWs, MetadataResource,
+//!   Request), and "absolute URLs are only allowed in logical models": otherwise
+//!   `STRUCTUREDEFINITION_TYPE_UNKNOWN` (on `type`);
 //! - an element type's `profile` "applies to the datatype this element refers to" (R4
 //!   ElementDefinition.type.profile), and a StructureDefinition is about its `type` (a
 //!   `specialization` defines that type): a profile that is a core type's own definition
@@ -154,7 +160,18 @@ fn check_search_parameter(doc: &Document, r: u32, f: &mut Findings) {
     }
 }
 
+/// The logical models R4 defines (`kind` logical, a relative `type`).
+const R4_LOGICAL_MODELS: [&[u8]; 5] = [b"Definition", b"Event", b"FiveWs", b"MetadataResource", b"Request"];
+
 fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
+    if let Some((at, ty)) = value_of(doc, r, "type") {
+        let logical = value_of(doc, r, "kind").is_some_and(|(_, k)| k == b"logical");
+        let known =
+            if ty.contains(&b':') { logical } else { defs::type_id(ty).is_some() || R4_LOGICAL_MODELS.contains(&ty) };
+        if !known {
+            f.push(Code::STRUCTUREDEFINITION_TYPE_UNKNOWN, Location::Fhir(doc.path(at)));
+        }
+    }
     for part in ["differential", "snapshot"] {
         for d in doc.named(r, part) {
             for e in doc.named(d, "element") {
@@ -321,6 +338,28 @@ mod tests {
         assert_eq!(sd("Quantity", "http://example.invalid/StructureDefinition/Count"), 0);
         assert_eq!(sd("Reference", &format!("{core}Patient")), 0);
         assert_eq!(sd("Resource", &format!("{core}Patient")), 0);
+    }
+
+    /// Regression (logical-boo-bad1 of the reference suite): a relative type names a type of the
+    /// specification; an absolute one is a logical model's only.
+    #[test]
+    fn types_are_the_specifications_or_a_logical_models_url() {
+        let sd = |kind: &str, ty: &str| {
+            let json = format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.invalid/sd","name":"X","status":"draft","kind":"{kind}","abstract":false,"type":"{ty}","baseDefinition":"http://hl7.org/fhir/StructureDefinition/Base","derivation":"specialization"}}"#
+            );
+            let doc = crate::formats::fhir::read(json.into_bytes(), &crate::limits::Limits::default()).expect("reads");
+            let mut f = Findings::new(false);
+            check(&doc, &mut f);
+            f.into_list().iter().filter(|d| d.code == Code::STRUCTUREDEFINITION_TYPE_UNKNOWN).count()
+        };
+        assert_eq!(sd("logical", "Boo"), 1);
+        assert_eq!(sd("resource", "Boo"), 1);
+        assert_eq!(sd("resource", "http://example.org/StructureDefinition/Boo"), 1);
+        assert_eq!(sd("logical", "http://example.org/StructureDefinition/Boo"), 0);
+        assert_eq!(sd("logical", "Event"), 0);
+        assert_eq!(sd("resource", "Patient"), 0);
+        assert_eq!(sd("complex-type", "Count"), 0);
     }
 
     /// The built-in tables are R4's (`hl7.fhir.r4.examples` 4.0.1): EvidenceVariable has R4's

@@ -128,6 +128,9 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
                 urls.extend(ctx.profiles.iter().map(|u| (u.clone(), None)));
             }
             let ty = type_of(doc, r);
+            if ty == "StructureDefinition" {
+                c.fixed_against_base(r);
+            }
             urls.extend(
                 ctx.conformance.global_profiles().iter().filter(|(t, _)| t == ty).map(|(_, u)| (u.clone(), None)),
             );
@@ -274,6 +277,35 @@ impl<'d> Checker<'d> {
 
     fn once(&mut self, code: Code, key: &str) -> bool {
         self.reported.insert((code, key.to_owned()))
+    }
+
+    /// StructureDefinition node `r`, a constraint on a loaded base: a differential element
+    /// that fixes a primitive to another value than the base's snapshot fixes it to is
+    /// `STRUCTUREDEFINITION_FIXED_CONFLICT` (a constraint only narrows what its base allows,
+    /// and a fixed value allows that value alone: an extension derived from another cannot fix
+    /// `Extension.url` to its own URL). Elements are matched by id (by path without one).
+    fn fixed_against_base(&mut self, r: u32) {
+        let doc = self.doc;
+        let first = |i: u32, name: &str| doc.named(i, name).next().and_then(|c| text(doc, c));
+        if first(r, "derivation") != Some("constraint") {
+            return;
+        }
+        let Some(snap) = first(r, "baseDefinition").and_then(|base| self.conf.snapshot(base)) else { return };
+        let pid = crate::structure::profile_id(&snap.url);
+        for d in doc.named(r, "differential") {
+            for e in doc.named(d, "element") {
+                let Some(k) = first(e, "id").or_else(|| first(e, "path")).and_then(|id| snap.find(id)) else {
+                    continue;
+                };
+                let Some(Value::String(fixed)) = &snap.elements[k].fixed else { continue };
+                for x in doc.named(e, "fixed") {
+                    if doc.node(x).has_value() && value(doc, x) != fixed.as_bytes() {
+                        let location = Location::Fhir(doc.path(x));
+                        self.push(Code::STRUCTUREDEFINITION_FIXED_CONFLICT, Severity::Error, location, pid);
+                    }
+                }
+            }
+        }
     }
 
     /// Checks resource node `r` against profile `url` (`at`: the `meta.profile` node naming it).
@@ -1453,6 +1485,31 @@ mod tests {
         assert!(findings(&context(&[sd, ig], &[]), named).is_empty());
         let other = r#"{"resourceType":"Organization","name":"o"}"#;
         assert!(findings(&context(&[sd, ig], &[]), other).is_empty());
+    }
+
+    /// Regression (ext-derived of the reference suite): an extension derived from a loaded one
+    /// cannot fix `Extension.url` (or another fixed primitive) to another value; the same value,
+    /// an element the base leaves free, and a base that is not loaded are not reported.
+    #[test]
+    fn a_derived_definition_keeps_its_bases_fixed_values() {
+        let base = r#"{"resourceType":"StructureDefinition","url":"http://example.org/ext-base","type":"Extension","kind":"complex-type",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+            "differential":{"element":[{"id":"Extension.url","path":"Extension.url","fixedUri":"http://example.org/ext-base"},
+            {"id":"Extension.value[x]","path":"Extension.value[x]","type":[{"code":"string"}]}]}}"#;
+        let derived = |url: &str, string: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.org/ext-derived","name":"D","status":"draft","kind":"complex-type","abstract":false,"type":"Extension","baseDefinition":"http://example.org/ext-base","derivation":"constraint","differential":{{"element":[{{"id":"Extension.url","path":"Extension.url","fixedUri":"{url}"}},{{"id":"Extension.value[x]","path":"Extension.value[x]","fixedString":"{string}"}}]}}}}"#
+            )
+        };
+        let ctx = context(&[base], &[]);
+        assert_eq!(
+            findings(&ctx, &derived("http://example.org/ext-derived", "s")),
+            [
+                "STRUCTUREDEFINITION_FIXED_CONFLICT error StructureDefinition.differential.element[0].fixedUri http://example.org/ext-base"
+            ]
+        );
+        assert!(findings(&ctx, &derived("http://example.org/ext-base", "s")).is_empty());
+        assert!(findings(&context(&[], &[]), &derived("http://example.org/ext-derived", "s")).is_empty());
     }
 
     #[test]
