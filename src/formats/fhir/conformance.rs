@@ -25,7 +25,11 @@
 //!   type names an element of that type (a choice as `value[x]` or renamed for one of its types,
 //!   `valueQuantity`; through the data types of the elements): otherwise
 //!   `STRUCTUREDEFINITION_PATH_UNKNOWN` (on the `path`). A path through an element of several
-//!   types, or of a resource type, is not judged;
+//!   types, or of a resource type, is not judged. A slicing's discriminator `path` is "a
+//!   FHIRPath expression ... relative to the element that is being sliced": its first step names
+//!   an element of the sliced element (or the stem of one of its choices, `value`): otherwise
+//!   `STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN` (on the discriminator); paths starting with
+//!   `$this`, a function (`resolve()`, `extension(...)`, `ofType(...)`) are not judged;
 //! - `StructureDefinition.type` is "the type this structure describes": a relative one is
 //!   relative to `http://hl7.org/fhir/StructureDefinition` ("string" is
 //!   `http://hl7.org/fhir/StructureDefinition/string`), so it names a type of the specification
@@ -192,9 +196,38 @@ fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
             let Some((at, path)) = value_of(doc, e, "path") else { continue };
             if element_path_exists(ty, path) == Some(false) {
                 f.push(Code::STRUCTUREDEFINITION_PATH_UNKNOWN, Location::Fhir(doc.path(at)));
+                continue;
+            }
+            for slicing in doc.named(e, "slicing") {
+                for discriminator in doc.named(slicing, "discriminator") {
+                    let Some((_, d)) = value_of(doc, discriminator, "path") else { continue };
+                    if discriminator_step_unknown(ty, path, d) {
+                        let location = Location::Fhir(doc.path(discriminator));
+                        f.push(Code::STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN, location);
+                    }
+                }
             }
         }
     }
+}
+
+/// True when the first step of discriminator path `d` of the element at `path` (of core type
+/// `ty`) names no element of it, as the core definitions tell (neither `step` nor `step[x]`);
+/// false when it does or cannot be told (`$this`, a function, a path not judged).
+fn discriminator_step_unknown(ty: defs::TypeId, path: &[u8], d: &[u8]) -> bool {
+    let step = d.split(|&b| b == b'.').next().unwrap_or_default();
+    if step.is_empty() || step.starts_with(b"$") || step.contains(&b'(') {
+        return false;
+    }
+    let under = |suffix: &[u8]| {
+        let mut p = Vec::with_capacity(path.len() + step.len() + 4);
+        p.extend_from_slice(path);
+        p.push(b'.');
+        p.extend_from_slice(step);
+        p.extend_from_slice(suffix);
+        element_path_exists(ty, &p)
+    };
+    under(b"") == Some(false) && under(b"[x]") == Some(false)
 }
 
 /// The core definitions' own canonicals, `http://hl7.org/fhir/StructureDefinition/` and a type
@@ -338,6 +371,27 @@ mod tests {
         assert_eq!(sd("Quantity", "http://example.invalid/StructureDefinition/Count"), 0);
         assert_eq!(sd("Reference", &format!("{core}Patient")), 0);
         assert_eq!(sd("Resource", &format!("{core}Patient")), 0);
+    }
+
+    /// Regression (StructureDefinition-Slice23 of the reference suite): a discriminator's first
+    /// step names an element of the sliced element; `$this`, functions, choice stems and paths
+    /// through elements not judged pass.
+    #[test]
+    fn discriminator_paths_start_with_an_element_of_the_sliced_one() {
+        let audit = defs::type_id(b"AuditEvent").expect("AuditEvent");
+        let obs = defs::type_id(b"Observation").expect("Observation");
+        assert!(discriminator_step_unknown(audit, b"AuditEvent.agent.extension", b"type"));
+        assert!(!discriminator_step_unknown(audit, b"AuditEvent.agent.extension", b"url"));
+        assert!(!discriminator_step_unknown(audit, b"AuditEvent.agent", b"type"));
+        assert!(!discriminator_step_unknown(audit, b"AuditEvent.agent.extension", b"value"));
+        assert!(!discriminator_step_unknown(obs, b"Observation.component", b"code.coding.code"));
+        assert!(discriminator_step_unknown(obs, b"Observation.component", b"coding.code"));
+        for skipped in [&b"$this"[..], b"resolve().code", b"extension('http://x').value", b""] {
+            assert!(!discriminator_step_unknown(obs, b"Observation.component", skipped));
+        }
+        assert!(!discriminator_step_unknown(obs, b"Observation.value[x]", b"$this"));
+        let bundle = defs::type_id(b"Bundle").expect("Bundle");
+        assert!(!discriminator_step_unknown(bundle, b"Bundle.entry.resource", b"meta"));
     }
 
     /// Regression (logical-boo-bad1 of the reference suite): a relative type names a type of the

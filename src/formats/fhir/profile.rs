@@ -279,7 +279,9 @@ impl<'d> Checker<'d> {
         self.reported.insert((code, key.to_owned()))
     }
 
-    /// StructureDefinition node `r`, a constraint on a loaded base: a differential element
+    /// StructureDefinition node `r`, a specialization of a loaded base: the same `type` as the
+    /// base's is `STRUCTUREDEFINITION_SPECIALIZATION_TYPE` (a specialization defines a new
+    /// type). A constraint on a loaded base: a differential element
     /// that fixes a primitive to another value than the base's snapshot fixes it to is
     /// `STRUCTUREDEFINITION_FIXED_CONFLICT` (a constraint only narrows what its base allows,
     /// and a fixed value allows that value alone: an extension derived from another cannot fix
@@ -287,6 +289,24 @@ impl<'d> Checker<'d> {
     fn fixed_against_base(&mut self, r: u32) {
         let doc = self.doc;
         let first = |i: u32, name: &str| doc.named(i, name).next().and_then(|c| text(doc, c));
+        if first(r, "derivation") == Some("specialization") {
+            // "This structure is a specialization of another type": it defines a new type.
+            let base = first(r, "baseDefinition").and_then(|b| self.conf.structure_definition(b));
+            let base_type = base.and_then(|b| b.get("type")).and_then(Value::as_str);
+            if let (Some(bt), Some((at, ty))) =
+                (base_type, doc.named(r, "type").find_map(|t| text(doc, t).map(|v| (t, v))))
+            {
+                if bt == ty {
+                    self.push(
+                        Code::STRUCTUREDEFINITION_SPECIALIZATION_TYPE,
+                        Severity::Error,
+                        Location::Fhir(doc.path(at)),
+                        None,
+                    );
+                }
+            }
+            return;
+        }
         if first(r, "derivation") != Some("constraint") {
             return;
         }
@@ -1509,6 +1529,22 @@ mod tests {
             ]
         );
         assert!(findings(&ctx, &derived("http://example.org/ext-base", "s")).is_empty());
+        // Regression (logical-boo-bad2): a specialization of a loaded logical model defines a
+        // new type, not the base's.
+        let foo = r#"{"resourceType":"StructureDefinition","url":"http://example.org/Foo","type":"http://example.org/Foo","kind":"logical",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Base","derivation":"specialization",
+            "differential":{"element":[{"id":"Foo","path":"Foo"}]}}"#;
+        let boo = |ty: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.org/Boo","name":"Boo","status":"draft","kind":"logical","abstract":false,"type":"{ty}","baseDefinition":"http://example.org/Foo","derivation":"specialization"}}"#
+            )
+        };
+        let ctx = context(&[foo], &[]);
+        assert_eq!(
+            findings(&ctx, &boo("http://example.org/Foo")),
+            ["STRUCTUREDEFINITION_SPECIALIZATION_TYPE error StructureDefinition.type -"]
+        );
+        assert!(findings(&ctx, &boo("http://example.org/Boo")).is_empty());
         assert!(findings(&context(&[], &[]), &derived("http://example.org/ext-derived", "s")).is_empty());
     }
 
