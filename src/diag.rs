@@ -232,6 +232,11 @@ codes! {
     CODESYSTEM_SUPPLEMENT_CONTENT => Error, "a CodeSystem that supplements another has a content other than supplement";
     SEARCHPARAMETER_COMPOSITE_COMPONENTS => Error, "a composite SearchParameter has fewer than two components";
     STRUCTUREDEFINITION_PATH_UNKNOWN => Error, "a constraint StructureDefinition's differential names an element its type does not have";
+    STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN => Error, "a slicing discriminator's path starts with a name that is no element of the sliced element";
+    STRUCTUREDEFINITION_FIXED_CONFLICT => Error, "a constraint StructureDefinition fixes an element to another value than its loaded base fixes it to";
+    STRUCTUREDEFINITION_SPECIALIZATION_TYPE => Error, "a specialization StructureDefinition has the same type as its loaded base";
+    STRUCTUREDEFINITION_TYPE_UNKNOWN => Error, "a StructureDefinition's type is a relative name no type of the specification has, or an absolute URL outside a logical model";
+    STRUCTUREDEFINITION_TYPE_PROFILE_WRONG => Error, "an element type's profile is the definition of a core type that the element's type is not and does not derive from";
     URI_NOT_ABSOLUTE => Error, "an element the specification defines as an absolute URI (Bundle.entry.fullUrl, ValueSet.compose.include.system) holds a relative or local one";
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
     EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";

@@ -403,6 +403,36 @@ impl Expansion {
     }
 }
 
+/// True when version `full` (`0.2.1`) is of the series a partial version names (`0.2`): `full`
+/// starts with it and goes on with `.` (`0.20` is not of `0.2`).
+fn in_series(full: &str, partial: &str) -> bool {
+    full.strip_prefix(partial).is_some_and(|rest| rest.starts_with('.'))
+}
+
+/// The order of two versions by their dot-separated parts, numbers as numbers (`0.2.10` after
+/// `0.2.9`), other parts as text; a missing version first.
+fn version_order(a: &Option<String>, b: &Option<String>) -> std::cmp::Ordering {
+    let (Some(a), Some(b)) = (a, b) else { return a.is_some().cmp(&b.is_some()) };
+    let mut pa = a.split('.');
+    let mut pb = b.split('.');
+    loop {
+        match (pa.next(), pb.next()) {
+            (None, None) => return std::cmp::Ordering::Equal,
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => {
+                let o = match (x.parse::<u64>(), y.parse::<u64>()) {
+                    (Ok(x), Ok(y)) => x.cmp(&y),
+                    _ => x.cmp(y),
+                };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+        }
+    }
+}
+
 /// The conformance resources of the loaded packages.
 #[derive(Debug, Default)]
 pub struct Conformance {
@@ -410,6 +440,8 @@ pub struct Conformance {
     by_url: BTreeMap<String, Vec<usize>>,
     snapshots: Mutex<BTreeMap<String, Option<Arc<Snapshot>>>>,
     expansions: Mutex<BTreeMap<String, Option<Arc<Expansion>>>>,
+    /// [`Conformance::global_profiles`], gathered on first use (reset by each addition).
+    globals: OnceLock<Vec<(String, String)>>,
 }
 
 /// The profile checks' settings: the store, `--profile` and `--must-support`.
@@ -481,6 +513,7 @@ impl Conformance {
         json: OnceLock<Option<Value>>,
     ) {
         let k = self.resources.len();
+        self.globals = OnceLock::new();
         self.by_url.entry(url.clone()).or_default().push(k);
         self.resources.push(Resource { resource_type, url, version, source, json, raw });
     }
@@ -536,6 +569,23 @@ impl Conformance {
             {
                 return Some(k);
             }
+            // A partial version (`0.2`) names the latest of its series (`0.2.1`, not `0.1.3`):
+            // the semver reading of a version with fewer parts, as the FHIR versioning rules
+            // spell it out from R5 on and the reference validator applies to R4.
+            let latest = list
+                .iter()
+                .copied()
+                .filter(|k| fits(k))
+                .filter(|&k| self.resources[k].version.as_deref().is_some_and(|full| in_series(full, v)))
+                .fold(None::<usize>, |best, k| match best {
+                    Some(b) if !version_order(&self.resources[k].version, &self.resources[b].version).is_gt() => {
+                        Some(b)
+                    }
+                    _ => Some(k),
+                });
+            if latest.is_some() {
+                return latest;
+            }
         }
         list.iter().copied().find(|k| fits(k))
     }
@@ -553,6 +603,29 @@ impl Conformance {
     /// A CodeSystem.
     pub fn code_system(&self, canonical: &str) -> Option<&Value> {
         self.resolve("CodeSystem", canonical)
+    }
+
+    /// The global profiles of the loaded ImplementationGuides, `(resource type, profile)` in
+    /// load order: ImplementationGuide.global is "a set of profiles that all resources covered
+    /// by this implementation guide must conform to", so each resource of that type is checked
+    /// against it (as the reference validator does with the guides it loads).
+    pub fn global_profiles(&self) -> &[(String, String)] {
+        self.globals.get_or_init(|| {
+            let mut out = Vec::new();
+            for r in self.resources.iter().filter(|r| r.resource_type == "ImplementationGuide") {
+                let Some(globals) = r.value().and_then(|v| v.get("global")).and_then(Value::as_array) else {
+                    continue;
+                };
+                for g in globals {
+                    if let (Some(ty), Some(profile)) =
+                        (g.get("type").and_then(Value::as_str), g.get("profile").and_then(Value::as_str))
+                    {
+                        out.push((ty.to_owned(), profile.to_owned()));
+                    }
+                }
+            }
+            out
+        })
     }
 
     /// The canonical URLs of the StructureDefinitions held, in order.
@@ -1388,6 +1461,20 @@ mod tests {
         let v = |canonical: &str| c.resolve("", canonical).and_then(|r| r.get("version")).and_then(Value::as_str);
         assert_eq!(v("http://example.org/v|2"), Some("2"));
         assert_eq!(v("http://example.org/v"), Some("1"));
+        // Regression (profile-version-reference-test-instance of the reference suite): a partial
+        // version names the latest of its series, not the first one loaded.
+        let c = store(&[
+            r#"{"resourceType":"ValueSet","url":"http://example.org/p","version":"0.1.3"}"#,
+            r#"{"resourceType":"ValueSet","url":"http://example.org/p","version":"0.2.10"}"#,
+            r#"{"resourceType":"ValueSet","url":"http://example.org/p","version":"0.2.9"}"#,
+            r#"{"resourceType":"ValueSet","url":"http://example.org/p","version":"0.20.0"}"#,
+        ]);
+        let p = |canonical: &str| c.resolve("", canonical).and_then(|r| r.get("version")).and_then(Value::as_str);
+        assert_eq!(p("http://example.org/p|0.2"), Some("0.2.10"));
+        assert_eq!(p("http://example.org/p|0.2.9"), Some("0.2.9"));
+        assert_eq!(p("http://example.org/p|0.20"), Some("0.20.0"));
+        assert_eq!(p("http://example.org/p|0"), Some("0.20.0"));
+        assert_eq!(p("http://example.org/p|0.3"), Some("0.1.3"), "no version of the series: the first one loaded");
         assert!(c.resolve("StructureDefinition", "http://example.org/v").is_none());
         assert_eq!(Conformance::new().add_json(b"[1]", SourceId(0)), Err(Code::CONFORMANCE_RESOURCE_INVALID));
     }

@@ -25,7 +25,27 @@
 //!   type names an element of that type (a choice as `value[x]` or renamed for one of its types,
 //!   `valueQuantity`; through the data types of the elements): otherwise
 //!   `STRUCTUREDEFINITION_PATH_UNKNOWN` (on the `path`). A path through an element of several
-//!   types, or of a resource type, is not judged.
+//!   types, or of a resource type, is not judged. A slicing's discriminator `path` is "a
+//!   FHIRPath expression ... relative to the element that is being sliced": its first step names
+//!   an element of the sliced element (or the stem of one of its choices, `value`): otherwise
+//!   `STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN` (on the discriminator); paths starting with
+//!   `$this`, a function (`resolve()`, `extension(...)`, `ofType(...)`) are not judged;
+//! - `StructureDefinition.type` is "the type this structure describes": a relative one is
+//!   relative to `http://hl7.org/fhir/StructureDefinition` ("string" is
+//!   `http://hl7.org/fhir/StructureDefinition/string`), so it names a type of the specification
+//!   (a core type, or one of R4's logical models: Definition, Event, FiveWs, MetadataResource,
+//!   Request), and "absolute URLs are only allowed in logical models": otherwise
+//!   `STRUCTUREDEFINITION_TYPE_UNKNOWN` (on `type`);
+//! - an element type's `profile` "applies to the datatype this element refers to" (R4
+//!   ElementDefinition.type.profile), and a StructureDefinition is about its `type` (a
+//!   `specialization` defines that type): a profile that is a core type's own definition
+//!   (`http://hl7.org/fhir/StructureDefinition/Count`, whose type is Count) on an element of a
+//!   type that is not that type nor derived from it (`Quantity`: Count specializes Quantity, not
+//!   the other way) is `STRUCTUREDEFINITION_TYPE_PROFILE_WRONG` (on the `profile`), in the
+//!   differential and the snapshot. Profiles of other canonicals (core profiles such as
+//!   SimpleQuantity, extension definitions, packages' profiles), `Reference` elements (whose
+//!   targets are `targetProfile`) and elements of type `Resource` or `DomainResource` are not
+//!   judged here.
 //!
 //! What it does not do: rules that need another resource (a supplement's base code system, the
 //! code system a ValueSet filter's property is defined in, the core search parameters a
@@ -144,7 +164,27 @@ fn check_search_parameter(doc: &Document, r: u32, f: &mut Findings) {
     }
 }
 
+/// The logical models R4 defines (`kind` logical, a relative `type`).
+const R4_LOGICAL_MODELS: [&[u8]; 5] = [b"Definition", b"Event", b"FiveWs", b"MetadataResource", b"Request"];
+
 fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
+    if let Some((at, ty)) = value_of(doc, r, "type") {
+        let logical = value_of(doc, r, "kind").is_some_and(|(_, k)| k == b"logical");
+        let known =
+            if ty.contains(&b':') { logical } else { defs::type_id(ty).is_some() || R4_LOGICAL_MODELS.contains(&ty) };
+        if !known {
+            f.push(Code::STRUCTUREDEFINITION_TYPE_UNKNOWN, Location::Fhir(doc.path(at)));
+        }
+    }
+    for part in ["differential", "snapshot"] {
+        for d in doc.named(r, part) {
+            for e in doc.named(d, "element") {
+                for t in doc.named(e, "type") {
+                    check_type_profiles(doc, t, f);
+                }
+            }
+        }
+    }
     if value_of(doc, r, "derivation").is_none_or(|(_, v)| v != b"constraint") {
         return;
     }
@@ -156,7 +196,69 @@ fn check_structure_definition(doc: &Document, r: u32, f: &mut Findings) {
             let Some((at, path)) = value_of(doc, e, "path") else { continue };
             if element_path_exists(ty, path) == Some(false) {
                 f.push(Code::STRUCTUREDEFINITION_PATH_UNKNOWN, Location::Fhir(doc.path(at)));
+                continue;
             }
+            for slicing in doc.named(e, "slicing") {
+                for discriminator in doc.named(slicing, "discriminator") {
+                    let Some((_, d)) = value_of(doc, discriminator, "path") else { continue };
+                    if discriminator_step_unknown(ty, path, d) {
+                        let location = Location::Fhir(doc.path(discriminator));
+                        f.push(Code::STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN, location);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// True when the first step of discriminator path `d` of the element at `path` (of core type
+/// `ty`) names no element of it, as the core definitions tell (neither `step` nor `step[x]`);
+/// false when it does or cannot be told (`$this`, a function, a path not judged).
+fn discriminator_step_unknown(ty: defs::TypeId, path: &[u8], d: &[u8]) -> bool {
+    let step = d.split(|&b| b == b'.').next().unwrap_or_default();
+    if step.is_empty() || step.starts_with(b"$") || step.contains(&b'(') {
+        return false;
+    }
+    let under = |suffix: &[u8]| {
+        let mut p = Vec::with_capacity(path.len() + step.len() + 4);
+        p.extend_from_slice(path);
+        p.push(b'.');
+        p.extend_from_slice(step);
+        p.extend_from_slice(suffix);
+        element_path_exists(ty, &p)
+    };
+    under(b"") == Some(false) && under(b"[x]") == Some(false)
+}
+
+/// The core definitions' own canonicals, `http://hl7.org/fhir/StructureDefinition/` and a type
+/// name.
+const CORE_SD: &[u8] = b"http://hl7.org/fhir/StructureDefinition/";
+
+/// `STRUCTUREDEFINITION_TYPE_PROFILE_WRONG` on each `profile` of an element type (node `t`)
+/// that is the definition of a core type the type's `code` neither is nor derives from.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
+fn check_type_profiles(doc: &Document, t: u32, f: &mut Findings) {
+    let Some((_, code)) = value_of(doc, t, "code") else { return };
+    // `Reference` elements name their targets' profiles in `targetProfile`; an element of an
+    // abstract resource type (`Bundle.entry.resource`) is where resource profiles go.
+    if matches!(code, b"Reference" | b"Resource" | b"DomainResource") {
+        return;
+    }
+    let Some(code) = defs::type_id(code) else { return };
+    for p in doc.named(t, "profile") {
+        let node = doc.node(p);
+        if !node.has_value() || node.is_unknown() {
+            continue;
+        }
+        let value = doc.value(p);
+        let canonical = value.split(|&b| b == b'|').next().unwrap_or(value);
+        let Some(name) = canonical.strip_prefix(CORE_SD) else { continue };
+        let Some(profiled) = defs::type_id(name) else { continue };
+        if !defs::derives_from(code, defs::type_name(profiled)) {
+            f.push(Code::STRUCTUREDEFINITION_TYPE_PROFILE_WRONG, Location::Fhir(doc.path(p)));
         }
     }
 }
@@ -243,6 +345,75 @@ mod tests {
         // Through a content reference (`Questionnaire.item.item`).
         let q = defs::type_id(b"Questionnaire").expect("Questionnaire");
         assert_eq!(element_path_exists(q, b"Questionnaire.item.item.linkId"), Some(true));
+    }
+
+    /// Regression (observation-bad-profile of the reference suite): a type profile that is a core
+    /// type's own definition applies to that type only; core profiles, other canonicals, and a
+    /// profile of the type an element's type derives from are not reported.
+    #[test]
+    fn type_profiles_name_a_definition_of_the_elements_type() {
+        let sd = |code: &str, profile: &str| {
+            let json = format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.invalid/sd","name":"X","status":"draft","kind":"resource","abstract":false,"type":"Observation","baseDefinition":"http://hl7.org/fhir/StructureDefinition/Observation","derivation":"constraint","differential":{{"element":[{{"id":"Observation.value[x]","path":"Observation.value[x]","type":[{{"code":"{code}","profile":["{profile}"]}}]}}]}}}}"#
+            );
+            let doc = crate::formats::fhir::read(json.into_bytes(), &crate::limits::Limits::default()).expect("reads");
+            let mut f = Findings::new(false);
+            check(&doc, &mut f);
+            f.into_list().iter().filter(|d| d.code == Code::STRUCTUREDEFINITION_TYPE_PROFILE_WRONG).count()
+        };
+        let core = "http://hl7.org/fhir/StructureDefinition/";
+        assert_eq!(sd("Quantity", &format!("{core}Count")), 1);
+        assert_eq!(sd("Quantity", &format!("{core}Count|4.0.1")), 1);
+        assert_eq!(sd("string", &format!("{core}Quantity")), 1);
+        assert_eq!(sd("Quantity", &format!("{core}Quantity")), 0);
+        assert_eq!(sd("Quantity", &format!("{core}SimpleQuantity")), 0);
+        assert_eq!(sd("Count", &format!("{core}Quantity")), 0);
+        assert_eq!(sd("Quantity", "http://example.invalid/StructureDefinition/Count"), 0);
+        assert_eq!(sd("Reference", &format!("{core}Patient")), 0);
+        assert_eq!(sd("Resource", &format!("{core}Patient")), 0);
+    }
+
+    /// Regression (StructureDefinition-Slice23 of the reference suite): a discriminator's first
+    /// step names an element of the sliced element; `$this`, functions, choice stems and paths
+    /// through elements not judged pass.
+    #[test]
+    fn discriminator_paths_start_with_an_element_of_the_sliced_one() {
+        let audit = defs::type_id(b"AuditEvent").expect("AuditEvent");
+        let obs = defs::type_id(b"Observation").expect("Observation");
+        assert!(discriminator_step_unknown(audit, b"AuditEvent.agent.extension", b"type"));
+        assert!(!discriminator_step_unknown(audit, b"AuditEvent.agent.extension", b"url"));
+        assert!(!discriminator_step_unknown(audit, b"AuditEvent.agent", b"type"));
+        assert!(!discriminator_step_unknown(audit, b"AuditEvent.agent.extension", b"value"));
+        assert!(!discriminator_step_unknown(obs, b"Observation.component", b"code.coding.code"));
+        assert!(discriminator_step_unknown(obs, b"Observation.component", b"coding.code"));
+        for skipped in [&b"$this"[..], b"resolve().code", b"extension('http://x').value", b""] {
+            assert!(!discriminator_step_unknown(obs, b"Observation.component", skipped));
+        }
+        assert!(!discriminator_step_unknown(obs, b"Observation.value[x]", b"$this"));
+        let bundle = defs::type_id(b"Bundle").expect("Bundle");
+        assert!(!discriminator_step_unknown(bundle, b"Bundle.entry.resource", b"meta"));
+    }
+
+    /// Regression (logical-boo-bad1 of the reference suite): a relative type names a type of the
+    /// specification; an absolute one is a logical model's only.
+    #[test]
+    fn types_are_the_specifications_or_a_logical_models_url() {
+        let sd = |kind: &str, ty: &str| {
+            let json = format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.invalid/sd","name":"X","status":"draft","kind":"{kind}","abstract":false,"type":"{ty}","baseDefinition":"http://hl7.org/fhir/StructureDefinition/Base","derivation":"specialization"}}"#
+            );
+            let doc = crate::formats::fhir::read(json.into_bytes(), &crate::limits::Limits::default()).expect("reads");
+            let mut f = Findings::new(false);
+            check(&doc, &mut f);
+            f.into_list().iter().filter(|d| d.code == Code::STRUCTUREDEFINITION_TYPE_UNKNOWN).count()
+        };
+        assert_eq!(sd("logical", "Boo"), 1);
+        assert_eq!(sd("resource", "Boo"), 1);
+        assert_eq!(sd("resource", "http://example.org/StructureDefinition/Boo"), 1);
+        assert_eq!(sd("logical", "http://example.org/StructureDefinition/Boo"), 0);
+        assert_eq!(sd("logical", "Event"), 0);
+        assert_eq!(sd("resource", "Patient"), 0);
+        assert_eq!(sd("complex-type", "Count"), 0);
     }
 
     /// The built-in tables are R4's (`hl7.fhir.r4.examples` 4.0.1): EvidenceVariable has R4's

@@ -2,7 +2,9 @@
 //!
 //! Each resource of the document (the root, contained resources, Bundle entries) is checked
 //! against the profiles its `meta.profile` names that are loaded (`PROFILE_UNKNOWN`, a warning,
-//! for one that is not), and the root against `--profile` too. The walk follows the profile's
+//! for one that is not), against the global profiles of its type that the loaded
+//! ImplementationGuides declare (`ImplementationGuide.global`), and the root against `--profile`
+//! too. The walk follows the profile's
 //! snapshot (see `structure::conformance`) down the element tree:
 //!
 //! - cardinality of every element the profile names (`PROFILE_CARDINALITY_MIN`/`MAX`; what the
@@ -125,6 +127,13 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
             if r == 0 {
                 urls.extend(ctx.profiles.iter().map(|u| (u.clone(), None)));
             }
+            let ty = type_of(doc, r);
+            if ty == "StructureDefinition" {
+                c.fixed_against_base(r);
+            }
+            urls.extend(
+                ctx.conformance.global_profiles().iter().filter(|(t, _)| t == ty).map(|(_, u)| (u.clone(), None)),
+            );
         }
         if let Some(implied) = super::vital_signs::implied_profile(doc, r) {
             // A claimed `bodytemp|4.0.1` is the same profile.
@@ -268,6 +277,55 @@ impl<'d> Checker<'d> {
 
     fn once(&mut self, code: Code, key: &str) -> bool {
         self.reported.insert((code, key.to_owned()))
+    }
+
+    /// StructureDefinition node `r`, a specialization of a loaded base: the same `type` as the
+    /// base's is `STRUCTUREDEFINITION_SPECIALIZATION_TYPE` (a specialization defines a new
+    /// type). A constraint on a loaded base: a differential element
+    /// that fixes a primitive to another value than the base's snapshot fixes it to is
+    /// `STRUCTUREDEFINITION_FIXED_CONFLICT` (a constraint only narrows what its base allows,
+    /// and a fixed value allows that value alone: an extension derived from another cannot fix
+    /// `Extension.url` to its own URL). Elements are matched by id (by path without one).
+    fn fixed_against_base(&mut self, r: u32) {
+        let doc = self.doc;
+        let first = |i: u32, name: &str| doc.named(i, name).next().and_then(|c| text(doc, c));
+        if first(r, "derivation") == Some("specialization") {
+            // "This structure is a specialization of another type": it defines a new type.
+            let base = first(r, "baseDefinition").and_then(|b| self.conf.structure_definition(b));
+            let base_type = base.and_then(|b| b.get("type")).and_then(Value::as_str);
+            if let (Some(bt), Some((at, ty))) =
+                (base_type, doc.named(r, "type").find_map(|t| text(doc, t).map(|v| (t, v))))
+            {
+                if bt == ty {
+                    self.push(
+                        Code::STRUCTUREDEFINITION_SPECIALIZATION_TYPE,
+                        Severity::Error,
+                        Location::Fhir(doc.path(at)),
+                        None,
+                    );
+                }
+            }
+            return;
+        }
+        if first(r, "derivation") != Some("constraint") {
+            return;
+        }
+        let Some(snap) = first(r, "baseDefinition").and_then(|base| self.conf.snapshot(base)) else { return };
+        let pid = crate::structure::profile_id(&snap.url);
+        for d in doc.named(r, "differential") {
+            for e in doc.named(d, "element") {
+                let Some(k) = first(e, "id").or_else(|| first(e, "path")).and_then(|id| snap.find(id)) else {
+                    continue;
+                };
+                let Some(Value::String(fixed)) = &snap.elements[k].fixed else { continue };
+                for x in doc.named(e, "fixed") {
+                    if doc.node(x).has_value() && value(doc, x) != fixed.as_bytes() {
+                        let location = Location::Fhir(doc.path(x));
+                        self.push(Code::STRUCTUREDEFINITION_FIXED_CONFLICT, Severity::Error, location, pid);
+                    }
+                }
+            }
+        }
     }
 
     /// Checks resource node `r` against profile `url` (`at`: the `meta.profile` node naming it).
@@ -1419,6 +1477,75 @@ mod tests {
 
     fn obs(body: &str) -> String {
         format!(r#"{{"resourceType":"Observation","meta":{{"profile":["http://example.org/obs"]}},{body}}}"#)
+    }
+
+    /// Regression (patient-ig-bad of the reference suite): a loaded ImplementationGuide's global
+    /// profile applies to every resource of its type (the root and contained ones), named in
+    /// `meta.profile` or not; resources of other types and a guide without `global` add nothing.
+    #[test]
+    fn global_profiles_of_loaded_guides_apply_to_their_type() {
+        let sd = r#"{"resourceType":"StructureDefinition","url":"http://example.org/pat","type":"Patient",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+            "differential":{"element":[{"id":"Patient.name","path":"Patient.name","min":1}]}}"#;
+        let ig = r#"{"resourceType":"ImplementationGuide","url":"http://example.org/ig","status":"active",
+            "packageId":"example.ig","fhirVersion":["4.0.1"],"global":[{"type":"Patient","profile":"http://example.org/pat"}]}"#;
+        let plain = r#"{"resourceType":"ImplementationGuide","url":"http://example.org/ig2","status":"active",
+            "packageId":"example.ig2","fhirVersion":["4.0.1"]}"#;
+        let patient = r##"{"resourceType":"Patient","active":true,"contained":[{"resourceType":"Patient","id":"p"}],"link":[{"other":{"reference":"#p"},"type":"seealso"}]}"##;
+        let p = "http://example.org/pat";
+        assert_eq!(
+            findings(&context(&[sd, ig], &[]), patient),
+            [
+                format!("PROFILE_CARDINALITY_MIN error Patient.name {p}"),
+                format!("PROFILE_CARDINALITY_MIN error Patient.contained[0].name {p}"),
+            ]
+        );
+        assert!(findings(&context(&[sd, plain], &[]), patient).is_empty());
+        let named = r#"{"resourceType":"Patient","name":[{"family":"x"}]}"#;
+        assert!(findings(&context(&[sd, ig], &[]), named).is_empty());
+        let other = r#"{"resourceType":"Organization","name":"o"}"#;
+        assert!(findings(&context(&[sd, ig], &[]), other).is_empty());
+    }
+
+    /// Regression (ext-derived of the reference suite): an extension derived from a loaded one
+    /// cannot fix `Extension.url` (or another fixed primitive) to another value; the same value,
+    /// an element the base leaves free, and a base that is not loaded are not reported.
+    #[test]
+    fn a_derived_definition_keeps_its_bases_fixed_values() {
+        let base = r#"{"resourceType":"StructureDefinition","url":"http://example.org/ext-base","type":"Extension","kind":"complex-type",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+            "differential":{"element":[{"id":"Extension.url","path":"Extension.url","fixedUri":"http://example.org/ext-base"},
+            {"id":"Extension.value[x]","path":"Extension.value[x]","type":[{"code":"string"}]}]}}"#;
+        let derived = |url: &str, string: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.org/ext-derived","name":"D","status":"draft","kind":"complex-type","abstract":false,"type":"Extension","baseDefinition":"http://example.org/ext-base","derivation":"constraint","differential":{{"element":[{{"id":"Extension.url","path":"Extension.url","fixedUri":"{url}"}},{{"id":"Extension.value[x]","path":"Extension.value[x]","fixedString":"{string}"}}]}}}}"#
+            )
+        };
+        let ctx = context(&[base], &[]);
+        assert_eq!(
+            findings(&ctx, &derived("http://example.org/ext-derived", "s")),
+            [
+                "STRUCTUREDEFINITION_FIXED_CONFLICT error StructureDefinition.differential.element[0].fixedUri http://example.org/ext-base"
+            ]
+        );
+        assert!(findings(&ctx, &derived("http://example.org/ext-base", "s")).is_empty());
+        // Regression (logical-boo-bad2): a specialization of a loaded logical model defines a
+        // new type, not the base's.
+        let foo = r#"{"resourceType":"StructureDefinition","url":"http://example.org/Foo","type":"http://example.org/Foo","kind":"logical",
+            "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Base","derivation":"specialization",
+            "differential":{"element":[{"id":"Foo","path":"Foo"}]}}"#;
+        let boo = |ty: &str| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"http://example.org/Boo","name":"Boo","status":"draft","kind":"logical","abstract":false,"type":"{ty}","baseDefinition":"http://example.org/Foo","derivation":"specialization"}}"#
+            )
+        };
+        let ctx = context(&[foo], &[]);
+        assert_eq!(
+            findings(&ctx, &boo("http://example.org/Foo")),
+            ["STRUCTUREDEFINITION_SPECIALIZATION_TYPE error StructureDefinition.type -"]
+        );
+        assert!(findings(&ctx, &boo("http://example.org/Boo")).is_empty());
+        assert!(findings(&context(&[], &[]), &derived("http://example.org/ext-derived", "s")).is_empty());
     }
 
     #[test]

@@ -534,11 +534,24 @@ impl<'d> Env<'d> {
     /// none of the listed values, and no descendant of it refers to its container (`#`). With
     /// no `id`, or one without a value, the test is empty (never unmatched); with several, or
     /// a value that is not text, `'#' + id` stops the engine ([`EvalError`]).
+    fn dom_3(&self) -> Option<Result<Option<bool>, EvalError>> {
+        self.dom_3_counting(false)
+    }
+
+    /// `dom-3` as its text states it, "it SHALL be referred to from elsewhere in the resource":
+    /// [`Env::dom_3`] with the narrative's references counted too, an `img` of an `xhtml`
+    /// descendant whose `src` is `#` and the id (R4 narrative.html: an image of the narrative
+    /// may be a contained resource). The expression cannot see them (to FHIRPath the narrative
+    /// is one `xhtml` value); the reference validator counts them (it enforces dom-3 in code).
+    pub fn dom_3_with_narrative(&self) -> Option<Result<Option<bool>, EvalError>> {
+        self.dom_3_counting(true)
+    }
+
     #[expect(
         clippy::disallowed_methods,
         reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
     )]
-    fn dom_3(&self) -> Option<Result<Option<bool>, EvalError>> {
+    fn dom_3_counting(&self, narrative: bool) -> Option<Result<Option<bool>, EvalError>> {
         let doc = self.doc;
         // The listed values that start with `#`, without it: the ids they point to.
         let mut local: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
@@ -551,6 +564,13 @@ impl<'d> Env<'d> {
                 continue;
             }
             let item = Val::Node(d);
+            if narrative && self.is_type(&item, "xhtml") {
+                html::image_sources(doc.value(d), |src| {
+                    if let Some(id) = src.strip_prefix(b"#") {
+                        local.insert(id);
+                    }
+                });
+            }
             // `descendants().reference`: the children named `reference` of the descendants.
             let listed = (node.parent != r && self.is_named(d, "reference"))
                 || ["canonical", "uri", "url"].iter().any(|ty| self.is_type(&item, ty));

@@ -213,6 +213,19 @@ pub fn checks(v: &[u8]) -> bool {
 }
 
 fn attributes_ok(element: &[u8], attrs: &[u8]) -> bool {
+    each_attribute(attrs, |name, value| {
+        if !name.is_empty() && !attribute_allowed(element, name) {
+            return false;
+        }
+        let link = name.eq_ignore_ascii_case(b"href") || name.eq_ignore_ascii_case(b"src");
+        !(link && value.get(..11).is_some_and(|p| p.eq_ignore_ascii_case(b"javascript:")))
+    })
+}
+
+/// Calls `f` with the name and the value (without its quotes and leading white space; empty
+/// when there is none) of each attribute of a start tag's attribute text, in order, while `f`
+/// returns true; false when `f` stopped it.
+fn each_attribute<'a>(attrs: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8]) -> bool) -> bool {
     let mut i = 0;
     while i < attrs.len() {
         while i < attrs.len() && (attrs[i].is_ascii_whitespace() || attrs[i] == b'/') {
@@ -223,12 +236,10 @@ fn attributes_ok(element: &[u8], attrs: &[u8]) -> bool {
             i += 1;
         }
         let name = &attrs[s..i];
-        if !name.is_empty() && !attribute_allowed(element, name) {
-            return false;
-        }
         while i < attrs.len() && attrs[i].is_ascii_whitespace() {
             i += 1;
         }
+        let mut value: &[u8] = &[];
         if attrs.get(i) == Some(&b'=') {
             i += 1;
             while i < attrs.len() && attrs[i].is_ascii_whitespace() {
@@ -249,19 +260,65 @@ fn attributes_ok(element: &[u8], attrs: &[u8]) -> bool {
                     (start, i)
                 }
             };
-            let value = attrs.get(vs..ve).unwrap_or_default().trim_ascii_start();
-            let link = name.eq_ignore_ascii_case(b"href") || name.eq_ignore_ascii_case(b"src");
-            if link && value.get(..11).is_some_and(|p| p.eq_ignore_ascii_case(b"javascript:")) {
-                return false;
-            }
+            value = attrs.get(vs..ve).unwrap_or_default().trim_ascii_start();
+        }
+        if (!name.is_empty() || !value.is_empty()) && !f(name, value) {
+            return false;
         }
     }
     true
 }
 
+/// Calls `f` with the `src` of each `img` element of a narrative's XHTML, in document order:
+/// the images the narrative shows (R4 narrative.html: an image's source may be a contained
+/// resource of the narrative's resource, `#` and its id). Comments are skipped; the scan stops
+/// at markup it cannot follow (an unclosed comment or tag).
+pub fn image_sources<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'<', &v[i..]) {
+        i += p;
+        if v[i..].starts_with(b"<!--") {
+            match memchr::memmem::find(&v[i..], b"-->") {
+                Some(p) => i += p + 3,
+                None => return,
+            }
+            continue;
+        }
+        let Some(end) = memchr::memchr(b'>', &v[i..]) else { return };
+        let tag = &v[i + 1..i + end];
+        i += end + 1;
+        let name_end = tag.iter().position(|b| b.is_ascii_whitespace() || *b == b'/').unwrap_or(tag.len());
+        let qname = &tag[..name_end];
+        let local = match memchr::memchr(b':', qname) {
+            Some(p) => &qname[p + 1..],
+            None => qname,
+        };
+        if local.eq_ignore_ascii_case(b"img") {
+            each_attribute(&tag[name_end..], |name, value| {
+                if name.eq_ignore_ascii_case(b"src") {
+                    f(value);
+                }
+                true
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::checks;
+    use super::{checks, image_sources};
+
+    #[test]
+    fn image_sources_in_document_order() {
+        let div = b"<div xmlns=\"http://www.w3.org/1999/xhtml\"><!-- <img src=\"#c\"/> --><p><img alt='x' src = '#a'/>\
+            <h:img xmlns:h=\"http://www.w3.org/1999/xhtml\" src=\"b.png\"></h:img><a href=\"#d\">d</a><img/></p></div>";
+        let mut seen = Vec::new();
+        image_sources(div, |s| seen.push(s.to_vec()));
+        assert_eq!(seen, [b"#a".to_vec(), b"b.png".to_vec()]);
+        let mut none = 0;
+        image_sources(b"<div><img src=\"#a\"", |_| none += 1);
+        assert_eq!(none, 0, "an unclosed tag ends the scan");
+    }
 
     #[test]
     fn narrative_rules() {
