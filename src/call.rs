@@ -439,6 +439,7 @@ pub fn run(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config, w
         key: config.key.clone(),
         model: input.model,
         structures: config.structures.clone(),
+        fhir: input.fhir,
     };
     let redacted = request.redaction().map(|p| (p.name.clone(), p.digest.clone()));
     let mut sink = Collect { keep_bytes: tool == Tool::Redact, watch: Some(watch.clone()), ..Collect::default() };
@@ -491,6 +492,7 @@ pub fn redact_for_disclosure(bytes: Vec<u8>, config: &Config) -> Result<Option<(
         key: config.key.clone(),
         model: ModelShape::Positional,
         structures: None,
+        fhir: crate::formats::fhir::checks::Checks::default(),
     };
     let mut sink = Collect { keep_bytes: true, ..Collect::default() };
     let outcome = ops::run(request, &mut sink);
@@ -545,6 +547,8 @@ struct Input {
     model: ModelShape,
     /// `inspect`: how much it says (`detail`).
     detail: crate::formats::codec::Detail,
+    /// `validate` (FHIR): the reference validator's optional checks (`security_checks`, ...).
+    fhir: crate::formats::fhir::checks::Checks,
 }
 
 /// Reads the declared properties; ignores the others.
@@ -622,7 +626,83 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, config: &Config) ->
         (Tool::Inspect, Some(v)) if !v.is_null() => return Err(ArgError::usage("detail")),
         _ => crate::formats::codec::Detail::Summary,
     };
-    Ok(Input { bytes, format, framing, ndjson, convert, model, detail })
+    let fhir = if tool == Tool::Validate { fhir_checks(args, config)? } else { Default::default() };
+    Ok(Input { bytes, format, framing, ndjson, convert, model, detail, fhir })
+}
+
+/// The arguments of `validate`'s optional FHIR checks (the CLI's `--security-checks`, ...):
+/// booleans `security_checks`, `no_html_in_markdown`, `allow_comments`,
+/// `assume_valid_rest_references`; `validate_reference` (`ignore`, `check-exists`,
+/// `check-exists-and-type`); `bundle_profiles`, an array of `RULE=URL` whose profiles the server's
+/// `--ig` loads. A value of another type or out of range is a usage error naming the argument.
+fn fhir_checks(args: &Map<String, Value>, config: &Config) -> Result<crate::formats::fhir::checks::Checks, ArgError> {
+    use crate::formats::fhir::checks::{BundleProfile, Checks, ReferencePolicy};
+    let flag = |name: &'static str| match args.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(ArgError::usage(name)),
+    };
+    let references = match args.get("validate_reference") {
+        None | Some(Value::Null) => ReferencePolicy::Ignore,
+        Some(Value::String(s)) => ReferencePolicy::from_name(s).ok_or(ArgError::usage("validate_reference"))?,
+        Some(_) => return Err(ArgError::usage("validate_reference")),
+    };
+    let mut bundle_profiles = Vec::new();
+    match args.get("bundle_profiles") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for item in items {
+                let rule = item.as_str().and_then(BundleProfile::parse).ok_or(ArgError::usage("bundle_profiles"))?;
+                let loaded = config
+                    .structures
+                    .as_ref()
+                    .is_some_and(|c| c.conformance.structure_definition(&rule.profile).is_some());
+                if !loaded {
+                    return Err(ArgError::usage("bundle_profiles"));
+                }
+                bundle_profiles.push(rule);
+            }
+        }
+        Some(_) => return Err(ArgError::usage("bundle_profiles")),
+    }
+    Ok(Checks {
+        security: flag("security_checks")?,
+        no_html_in_markdown: flag("no_html_in_markdown")?,
+        allow_comments: flag("allow_comments")?,
+        assume_valid_rest_references: flag("assume_valid_rest_references")?,
+        references,
+        bundle_profiles,
+    })
+}
+
+/// The tool arguments that ask for `checks` (the inverse of `fhir_checks`): the CLI's options of a
+/// json-lines run, given to every record.
+pub fn checks_arguments(checks: &crate::formats::fhir::checks::Checks) -> Map<String, Value> {
+    use crate::formats::fhir::checks::ReferencePolicy;
+    let mut out = Map::new();
+    for (name, on) in [
+        ("security_checks", checks.security),
+        ("no_html_in_markdown", checks.no_html_in_markdown),
+        ("allow_comments", checks.allow_comments),
+        ("assume_valid_rest_references", checks.assume_valid_rest_references),
+    ] {
+        if on {
+            out.insert(name.to_owned(), Value::Bool(true));
+        }
+    }
+    let policy = match checks.references {
+        ReferencePolicy::Ignore => None,
+        ReferencePolicy::CheckExists => Some("check-exists"),
+        ReferencePolicy::CheckExistsAndType => Some("check-exists-and-type"),
+    };
+    if let Some(p) = policy {
+        out.insert("validate_reference".to_owned(), Value::from(p));
+    }
+    if !checks.bundle_profiles.is_empty() {
+        let rules = checks.bundle_profiles.iter().map(|b| Value::from(b.to_arg())).collect();
+        out.insert("bundle_profiles".to_owned(), Value::Array(rules));
+    }
+    out
 }
 
 /// Zeroizes the strings of the arguments that were not consumed, then drops them.

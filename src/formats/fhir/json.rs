@@ -140,6 +140,13 @@ pub struct Error {
 
 /// Parses one JSON text (surrounding white space allowed, nothing else after the value).
 pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
+    parse_with(input, limits, false)
+}
+
+/// [`parse`], with JSON5's comments allowed where white space is when `comments`: `//` to the
+/// end of the line and `/* ... */` (an unterminated one is `MALFORMED_JSON` at its start). The
+/// reference validator's `allow-comments`; JSON itself (RFC 8259) has no comments.
+pub fn parse_with(input: &[u8], limits: &Limits, comments: bool) -> Result<Tree, Error> {
     if input.len() > u32::MAX as usize - 1 {
         return Err(Error { code: Code::CLI_INPUT_TOO_LARGE, offset: 0 });
     }
@@ -153,10 +160,11 @@ pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
         // One check of the whole text instead of one per string (107,500 calls for a 3 MB
         // Bundle, 4% of its validation).
         utf8: std::str::from_utf8(input).is_ok(),
+        comments,
     };
-    p.ws();
+    p.ws_or_comments()?;
     p.value(None, 0)?;
-    p.ws();
+    p.ws_or_comments()?;
     if p.i < p.b.len() {
         return Err(p.err(Code::MALFORMED_JSON));
     }
@@ -172,6 +180,8 @@ struct Parser<'a> {
     limits: &'a Limits,
     /// The whole text is UTF-8: so is every run of a string (a run is cut at ASCII bytes).
     utf8: bool,
+    /// JSON5 comments are white space ([`parse_with`]).
+    comments: bool,
 }
 
 impl Parser<'_> {
@@ -183,6 +193,30 @@ impl Parser<'_> {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
         }
+    }
+
+    /// White space, and the comments between when they are allowed.
+    fn ws_or_comments(&mut self) -> Result<(), Error> {
+        self.ws();
+        while self.comments && self.b.get(self.i) == Some(&b'/') {
+            let start = self.i;
+            match self.b.get(self.i + 1) {
+                Some(b'/') => {
+                    let rest = self.b.get(self.i..).unwrap_or_default();
+                    self.i += memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+                }
+                Some(b'*') => {
+                    let rest = self.b.get(self.i + 2..).unwrap_or_default();
+                    match memchr::memmem::find(rest, b"*/") {
+                        Some(k) => self.i += 2 + k + 2,
+                        None => return Err(Error { code: Code::MALFORMED_JSON, offset: start as u64 }),
+                    }
+                }
+                _ => return Ok(()),
+            }
+            self.ws();
+        }
+        Ok(())
     }
 
     fn push(&mut self, kind: Kind, key: Option<(Span, u32)>) -> Result<usize, Error> {
@@ -258,28 +292,28 @@ impl Parser<'_> {
     }
 
     fn object(&mut self, depth: u32) -> Result<(), Error> {
-        self.ws();
+        self.ws_or_comments()?;
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;
             return Ok(());
         }
         let mut keys: Vec<(Span, u32)> = Vec::new();
         loop {
-            self.ws();
+            self.ws_or_comments()?;
             if self.b.get(self.i) != Some(&b'"') {
                 return Err(self.err(Code::MALFORMED_JSON));
             }
             let key_offset = self.i as u32;
             let key = self.string()?;
             keys.push((key, key_offset));
-            self.ws();
+            self.ws_or_comments()?;
             if self.b.get(self.i) != Some(&b':') {
                 return Err(self.err(Code::MALFORMED_JSON));
             }
             self.i += 1;
-            self.ws();
+            self.ws_or_comments()?;
             self.value(Some((key, key_offset)), depth + 1)?;
-            self.ws();
+            self.ws_or_comments()?;
             match self.b.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
@@ -302,15 +336,15 @@ impl Parser<'_> {
     }
 
     fn array(&mut self, depth: u32) -> Result<(), Error> {
-        self.ws();
+        self.ws_or_comments()?;
         if self.b.get(self.i) == Some(&b']') {
             self.i += 1;
             return Ok(());
         }
         loop {
-            self.ws();
+            self.ws_or_comments()?;
             self.value(None, depth + 1)?;
-            self.ws();
+            self.ws_or_comments()?;
             match self.b.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(b']') => {
