@@ -630,77 +630,36 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, config: &Config) ->
     Ok(Input { bytes, format, framing, ndjson, convert, model, detail, fhir })
 }
 
-/// The arguments of `validate`'s optional FHIR checks (the CLI's `--security-checks`, ...):
-/// booleans `security_checks`, `no_html_in_markdown`, `allow_comments`,
-/// `assume_valid_rest_references`; `validate_reference` (`ignore`, `check-exists`,
-/// `check-exists-and-type`); `bundle_profiles`, an array of `RULE=URL` whose profiles the server's
-/// `--ig` loads. A value of another type or out of range is a usage error naming the argument.
+/// `validate`'s optional FHIR checks: `fhir_checks`, an array of the CLI's options spelled
+/// without their `--` (`security-checks`, `validate-reference=check-exists`,
+/// `bundle-profile=Patient:0=URL`, ...; see [`crate::formats::fhir::checks::Checks::from_args`]),
+/// a `bundle-profile`'s profile one the server's `--ig` loads. Anything else is a usage error
+/// naming `fhir_checks`.
 fn fhir_checks(args: &Map<String, Value>, config: &Config) -> Result<crate::formats::fhir::checks::Checks, ArgError> {
-    use crate::formats::fhir::checks::{BundleProfile, Checks, ReferencePolicy};
-    let flag = |name: &'static str| match args.get(name) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ArgError::usage(name)),
-    };
-    let references = match args.get("validate_reference") {
-        None | Some(Value::Null) => ReferencePolicy::Ignore,
-        Some(Value::String(s)) => ReferencePolicy::from_name(s).ok_or(ArgError::usage("validate_reference"))?,
-        Some(_) => return Err(ArgError::usage("validate_reference")),
-    };
-    let mut bundle_profiles = Vec::new();
-    match args.get("bundle_profiles") {
-        None | Some(Value::Null) => {}
+    use crate::formats::fhir::checks::Checks;
+    let bad = || ArgError::usage("fhir_checks");
+    let checks = match args.get("fhir_checks") {
+        None | Some(Value::Null) => Checks::default(),
         Some(Value::Array(items)) => {
-            for item in items {
-                let rule = item.as_str().and_then(BundleProfile::parse).ok_or(ArgError::usage("bundle_profiles"))?;
-                let loaded = config
-                    .structures
-                    .as_ref()
-                    .is_some_and(|c| c.conformance.structure_definition(&rule.profile).is_some());
-                if !loaded {
-                    return Err(ArgError::usage("bundle_profiles"));
-                }
-                bundle_profiles.push(rule);
-            }
+            let names = items.iter().map(Value::as_str).collect::<Option<Vec<&str>>>().ok_or_else(bad)?;
+            Checks::from_args(names).ok_or_else(bad)?
         }
-        Some(_) => return Err(ArgError::usage("bundle_profiles")),
+        Some(_) => return Err(bad()),
+    };
+    let loaded =
+        |url: &str| config.structures.as_ref().is_some_and(|c| c.conformance.structure_definition(url).is_some());
+    if checks.bundle_profiles.iter().any(|b| !loaded(&b.profile)) {
+        return Err(bad());
     }
-    Ok(Checks {
-        security: flag("security_checks")?,
-        no_html_in_markdown: flag("no_html_in_markdown")?,
-        allow_comments: flag("allow_comments")?,
-        assume_valid_rest_references: flag("assume_valid_rest_references")?,
-        references,
-        bundle_profiles,
-    })
+    Ok(checks)
 }
 
-/// The tool arguments that ask for `checks` (the inverse of `fhir_checks`): the CLI's options of a
-/// json-lines run, given to every record.
+/// The tool arguments that ask for `checks` (the CLI's options of a json-lines run, given to
+/// every record).
 pub fn checks_arguments(checks: &crate::formats::fhir::checks::Checks) -> Map<String, Value> {
-    use crate::formats::fhir::checks::ReferencePolicy;
     let mut out = Map::new();
-    for (name, on) in [
-        ("security_checks", checks.security),
-        ("no_html_in_markdown", checks.no_html_in_markdown),
-        ("allow_comments", checks.allow_comments),
-        ("assume_valid_rest_references", checks.assume_valid_rest_references),
-    ] {
-        if on {
-            out.insert(name.to_owned(), Value::Bool(true));
-        }
-    }
-    let policy = match checks.references {
-        ReferencePolicy::Ignore => None,
-        ReferencePolicy::CheckExists => Some("check-exists"),
-        ReferencePolicy::CheckExistsAndType => Some("check-exists-and-type"),
-    };
-    if let Some(p) = policy {
-        out.insert("validate_reference".to_owned(), Value::from(p));
-    }
-    if !checks.bundle_profiles.is_empty() {
-        let rules = checks.bundle_profiles.iter().map(|b| Value::from(b.to_arg())).collect();
-        out.insert("bundle_profiles".to_owned(), Value::Array(rules));
+    if !checks.is_default() {
+        out.insert("fhir_checks".to_owned(), Value::Array(checks.to_args().into_iter().map(Value::from).collect()));
     }
     out
 }

@@ -857,17 +857,6 @@ pub enum ReferencePolicyArg {
     CheckExistsAndType,
 }
 
-impl ReferencePolicyArg {
-    /// The name the MCP argument `validate_reference` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReferencePolicyArg::Ignore => "ignore",
-            ReferencePolicyArg::CheckExists => "check-exists",
-            ReferencePolicyArg::CheckExistsAndType => "check-exists-and-type",
-        }
-    }
-}
-
 impl ValidateArgs {
     /// The optional FHIR checks; `Err` names the option at fault (a malformed `--bundle-profile`).
     pub fn checks(&self) -> Result<crate::formats::fhir::checks::Checks, &'static str> {
@@ -882,7 +871,11 @@ impl ValidateArgs {
             no_html_in_markdown: self.no_html_in_markdown,
             allow_comments: self.allow_comments,
             assume_valid_rest_references: self.assume_valid_rest_references,
-            references: ReferencePolicy::from_name(self.validate_reference.name()).unwrap_or_default(),
+            references: match self.validate_reference {
+                ReferencePolicyArg::Ignore => ReferencePolicy::Ignore,
+                ReferencePolicyArg::CheckExists => ReferencePolicy::CheckExists,
+                ReferencePolicyArg::CheckExistsAndType => ReferencePolicy::CheckExistsAndType,
+            },
             bundle_profiles,
         })
     }

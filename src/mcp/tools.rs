@@ -248,41 +248,14 @@ impl Tool {
     }
 }
 
-/// `validate`'s optional FHIR checks (the CLI's `--security-checks`, ...; docs/fhir-profiles.md),
-/// all off by default.
+/// `validate`'s optional FHIR checks: the CLI's options without their `--`
+/// (`security-checks`, `validate-reference=check-exists`, `bundle-profile=RULE=URL`; see
+/// `formats::fhir::checks::Checks::from_args` and docs/fhir-profiles.md). One array, not a
+/// property per option, and the items' type left to the description: `tools/list` stays under
+/// 32 KB.
 fn fhir_check_properties() -> Map<String, Value> {
-    let flag = |description: &str| json!({"type": "boolean", "default": false, "description": description});
     let mut props = Map::new();
-    props.insert(
-        "security_checks".to_owned(),
-        flag("FHIR: a string or markdown value that looks like an HTML tag is an error (STRING_HTML_CONTENT)."),
-    );
-    props.insert(
-        "no_html_in_markdown".to_owned(),
-        flag("FHIR: raw HTML in a markdown value is an error (MARKDOWN_HTML)."),
-    );
-    props.insert("allow_comments".to_owned(), flag("FHIR JSON: JSON5 comments (// and /* */) are white space."));
-    props.insert(
-        "assume_valid_rest_references".to_owned(),
-        flag("FHIR: an unresolved reference Type/id is a Type, which the profiles' target types must allow."),
-    );
-    props.insert(
-        "validate_reference".to_owned(),
-        json!({
-            "type": "string",
-            "enum": crate::formats::fhir::checks::ReferencePolicy::NAMES,
-            "default": "ignore",
-            "description": "FHIR: check-exists: a reference must resolve to a resource of the input (REFERENCE_TARGET_ABSENT)."
-        }),
-    );
-    props.insert(
-        "bundle_profiles".to_owned(),
-        json!({
-            "type": "array",
-            "items": {"type": "string", "pattern": "^([A-Za-z]+(:[0-9]+)?|[0-9]+)=\\S+$"},
-            "description": "FHIR: RULE=URL: entries of the input Bundle (Type, Type:N, or N, from 0) against a profile the server's --ig loads."
-        }),
-    );
+    props.insert("fhir_checks".to_owned(), json!({"type": "array", "description": "FHIR: the CLI's options, no --"}));
     props
 }
 

@@ -61,6 +61,46 @@ impl Checks {
     pub fn is_default(&self) -> bool {
         *self == Checks::default()
     }
+
+    /// The checks the CLI's options name, spelled without their `--` (the MCP argument
+    /// `fhir_checks`): `security-checks`, `no-html-in-markdown`, `allow-comments`,
+    /// `assume-valid-rest-references`, `validate-reference=POLICY`, `bundle-profile=RULE=URL`.
+    /// `None` when one is unknown or malformed.
+    pub fn from_args<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<Checks> {
+        let mut c = Checks::default();
+        for item in items {
+            match item.split_once('=') {
+                None if item == "security-checks" => c.security = true,
+                None if item == "no-html-in-markdown" => c.no_html_in_markdown = true,
+                None if item == "allow-comments" => c.allow_comments = true,
+                None if item == "assume-valid-rest-references" => c.assume_valid_rest_references = true,
+                Some(("validate-reference", policy)) => c.references = ReferencePolicy::from_name(policy)?,
+                Some(("bundle-profile", rule)) => c.bundle_profiles.push(BundleProfile::parse(rule)?),
+                _ => return None,
+            }
+        }
+        Some(c)
+    }
+
+    /// The items of [`Self::from_args`] that give these checks.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, on) in [
+            ("security-checks", self.security),
+            ("no-html-in-markdown", self.no_html_in_markdown),
+            ("allow-comments", self.allow_comments),
+            ("assume-valid-rest-references", self.assume_valid_rest_references),
+        ] {
+            if on {
+                out.push(name.to_owned());
+            }
+        }
+        if self.references != ReferencePolicy::Ignore {
+            out.push(format!("validate-reference={}", self.references.name()));
+        }
+        out.extend(self.bundle_profiles.iter().map(|b| format!("bundle-profile={}", b.to_arg())));
+        out
+    }
 }
 
 /// How references that leave the resource are checked (`--validate-reference`).
@@ -78,6 +118,15 @@ pub enum ReferencePolicy {
 impl ReferencePolicy {
     /// The names the CLI and the MCP tool accept.
     pub const NAMES: [&'static str; 3] = ["ignore", "check-exists", "check-exists-and-type"];
+
+    /// The policy's name, of [`Self::NAMES`].
+    pub fn name(self) -> &'static str {
+        match self {
+            ReferencePolicy::Ignore => "ignore",
+            ReferencePolicy::CheckExists => "check-exists",
+            ReferencePolicy::CheckExistsAndType => "check-exists-and-type",
+        }
+    }
 
     /// The policy of a name of [`Self::NAMES`].
     pub fn from_name(name: &str) -> Option<ReferencePolicy> {
@@ -252,11 +301,7 @@ pub fn markdown_has_html(v: &[u8]) -> bool {
         let rest = &v[lt + 1..];
         match rest.first() {
             Some(b'!' | b'?') => return true,
-            Some(b'/') => {
-                if rest.get(1).is_some_and(u8::is_ascii_alphabetic) {
-                    return true;
-                }
-            }
+            Some(b'/') if rest.get(1).is_some_and(u8::is_ascii_alphabetic) => return true,
             Some(b) if b.is_ascii_alphabetic() => {
                 let name = rest.iter().position(|&b| !(b.is_ascii_alphanumeric() || b == b'-')).unwrap_or(rest.len());
                 match rest.get(name) {
@@ -380,6 +425,24 @@ mod tests {
         assert_eq!((p.resource_type, p.index), (Some("Composition"), None));
         for bad in ["Patient:0", "Nothing:0=http://x", "Patient:x=http://x", "=http://x", "Patient=", "string=u"] {
             assert!(BundleProfile::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn checks_round_trip_through_their_arguments() {
+        let all = Checks {
+            security: true,
+            no_html_in_markdown: true,
+            allow_comments: true,
+            assume_valid_rest_references: true,
+            references: ReferencePolicy::CheckExists,
+            bundle_profiles: vec![BundleProfile::parse("Patient:0=http://x/P").expect("a rule")],
+        };
+        let args = all.to_args();
+        assert_eq!(Checks::from_args(args.iter().map(String::as_str)), Some(all));
+        assert_eq!(Checks::from_args([]), Some(Checks::default()));
+        for bad in ["--security-checks", "security", "validate-reference=all", "bundle-profile=x", "allow-comments=1"] {
+            assert_eq!(Checks::from_args([bad]), None, "{bad}");
         }
     }
 
