@@ -33,7 +33,9 @@
 //! the element's path, value-free.
 //!
 //! - references that resolve in the document: the target's type among the target profiles'
-//!   (`PROFILE_REFERENCE_TARGET`).
+//!   (`PROFILE_REFERENCE_TARGET`); with `--assume-valid-rest-references`, also those that do
+//!   not, by the type their URL names ([`super::checks`]);
+//! - `--bundle-profile`: the entries of the root Bundle a rule selects, against its profile.
 //!
 //! While it decides whether an item fits a slice (a `profile` discriminator, or conformance to
 //! the whole slice), a reference that resolves in the document fits only when its target
