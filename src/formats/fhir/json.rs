@@ -150,7 +150,13 @@ pub fn parse_with(input: &[u8], limits: &Limits, comments: bool) -> Result<Tree,
     if input.len() > u32::MAX as usize - 1 {
         return Err(Error { code: Code::CLI_INPUT_TOO_LARGE, offset: 0 });
     }
-    let mut p = Parser {
+    // Two parsers, so that JSON without comments (the common case) is read by code in which the
+    // comment check is compiled out.
+    if comments { run::<true>(input, limits) } else { run::<false>(input, limits) }
+}
+
+fn run<const COMMENTS: bool>(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
+    let mut p = Parser::<COMMENTS> {
         b: input,
         i: 0,
         nodes: Vec::new(),
@@ -160,7 +166,6 @@ pub fn parse_with(input: &[u8], limits: &Limits, comments: bool) -> Result<Tree,
         // One check of the whole text instead of one per string (107,500 calls for a 3 MB
         // Bundle, 4% of its validation).
         utf8: std::str::from_utf8(input).is_ok(),
-        comments,
     };
     p.ws_or_comments()?;
     p.value(None, 0)?;
@@ -171,7 +176,8 @@ pub fn parse_with(input: &[u8], limits: &Limits, comments: bool) -> Result<Tree,
     Ok(Tree { nodes: p.nodes, text: p.text, duplicate_keys: p.dups })
 }
 
-struct Parser<'a> {
+/// `COMMENTS`: JSON5 comments are white space ([`parse_with`]).
+struct Parser<'a, const COMMENTS: bool> {
     b: &'a [u8],
     i: usize,
     nodes: Vec<Node>,
@@ -180,11 +186,9 @@ struct Parser<'a> {
     limits: &'a Limits,
     /// The whole text is UTF-8: so is every run of a string (a run is cut at ASCII bytes).
     utf8: bool,
-    /// JSON5 comments are white space ([`parse_with`]).
-    comments: bool,
 }
 
-impl Parser<'_> {
+impl<const COMMENTS: bool> Parser<'_, COMMENTS> {
     fn err(&self, code: Code) -> Error {
         Error { code, offset: self.i as u64 }
     }
@@ -198,7 +202,7 @@ impl Parser<'_> {
     /// White space, and the comments between when they are allowed.
     fn ws_or_comments(&mut self) -> Result<(), Error> {
         self.ws();
-        while self.comments && self.b.get(self.i) == Some(&b'/') {
+        while COMMENTS && self.b.get(self.i) == Some(&b'/') {
             let start = self.i;
             match self.b.get(self.i + 1) {
                 Some(b'/') => {
