@@ -439,6 +439,7 @@ pub fn run(tool: Tool, arguments: Option<Map<String, Value>>, config: &Config, w
         key: config.key.clone(),
         model: input.model,
         structures: config.structures.clone(),
+        fhir: input.fhir,
     };
     let redacted = request.redaction().map(|p| (p.name.clone(), p.digest.clone()));
     let mut sink = Collect { keep_bytes: tool == Tool::Redact, watch: Some(watch.clone()), ..Collect::default() };
@@ -491,6 +492,7 @@ pub fn redact_for_disclosure(bytes: Vec<u8>, config: &Config) -> Result<Option<(
         key: config.key.clone(),
         model: ModelShape::Positional,
         structures: None,
+        fhir: crate::formats::fhir::checks::Checks::default(),
     };
     let mut sink = Collect { keep_bytes: true, ..Collect::default() };
     let outcome = ops::run(request, &mut sink);
@@ -545,6 +547,8 @@ struct Input {
     model: ModelShape,
     /// `inspect`: how much it says (`detail`).
     detail: crate::formats::codec::Detail,
+    /// `validate` (FHIR): the reference validator's optional checks (`security_checks`, ...).
+    fhir: crate::formats::fhir::checks::Checks,
 }
 
 /// Reads the declared properties; ignores the others.
@@ -622,7 +626,42 @@ fn read_arguments(tool: Tool, args: &mut Map<String, Value>, config: &Config) ->
         (Tool::Inspect, Some(v)) if !v.is_null() => return Err(ArgError::usage("detail")),
         _ => crate::formats::codec::Detail::Summary,
     };
-    Ok(Input { bytes, format, framing, ndjson, convert, model, detail })
+    let fhir = if tool == Tool::Validate { fhir_checks(args, config)? } else { Default::default() };
+    Ok(Input { bytes, format, framing, ndjson, convert, model, detail, fhir })
+}
+
+/// `validate`'s optional FHIR checks: `fhir_checks`, an array of the CLI's options spelled
+/// without their `--` (`security-checks`, `validate-reference=check-exists`,
+/// `bundle-profile=Patient:0=URL`, ...; see [`crate::formats::fhir::checks::Checks::from_args`]),
+/// a `bundle-profile`'s profile one the server's `--ig` loads. Anything else is a usage error
+/// naming `fhir_checks`.
+fn fhir_checks(args: &Map<String, Value>, config: &Config) -> Result<crate::formats::fhir::checks::Checks, ArgError> {
+    use crate::formats::fhir::checks::Checks;
+    let bad = || ArgError::usage("fhir_checks");
+    let checks = match args.get("fhir_checks") {
+        None | Some(Value::Null) => Checks::default(),
+        Some(Value::Array(items)) => {
+            let names = items.iter().map(Value::as_str).collect::<Option<Vec<&str>>>().ok_or_else(bad)?;
+            Checks::from_args(names).ok_or_else(bad)?
+        }
+        Some(_) => return Err(bad()),
+    };
+    let loaded =
+        |url: &str| config.structures.as_ref().is_some_and(|c| c.conformance.structure_definition(url).is_some());
+    if checks.bundle_profiles.iter().any(|b| !loaded(&b.profile)) {
+        return Err(bad());
+    }
+    Ok(checks)
+}
+
+/// The tool arguments that ask for `checks` (the CLI's options of a json-lines run, given to
+/// every record).
+pub fn checks_arguments(checks: &crate::formats::fhir::checks::Checks) -> Map<String, Value> {
+    let mut out = Map::new();
+    if !checks.is_default() {
+        out.insert("fhir_checks".to_owned(), Value::Array(checks.to_args().into_iter().map(Value::from).collect()));
+    }
+    out
 }
 
 /// Zeroizes the strings of the arguments that were not consumed, then drops them.

@@ -289,6 +289,9 @@ codes! {
     PROFILE_MIN_VALUE => Error, "a value is below its profile's minValue";
     PROFILE_MAX_VALUE => Error, "a value is above its profile's maxValue";
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
+    STRING_HTML_CONTENT => Error, "a string or markdown value holds text that looks like an HTML tag (reported only with --security-checks)";
+    MARKDOWN_HTML => Error, "a markdown value holds raw HTML (reported only with --no-html-in-markdown)";
+    REFERENCE_TARGET_ABSENT => Error, "a reference names a resource the input does not hold (reported only with --validate-reference check-exists)";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
     PROFILE_VALUE_ABSENT => Error, "a primitive element has no value where its profile requires one (mustHaveValue), or none of the extensions its profile allows in place of the value (valueAlternatives)";
     PROFILE_NARRATIVE_LANGUAGE => Error, "the narrative's language sections are not what its profile requires (narrative-language-control)";

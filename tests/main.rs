@@ -5,6 +5,8 @@
 //! - `cli_contract`: exit-code matrix, stderr line grammar, --help/--version, limits.
 //! - `fhir`: every fixture under fixtures/fhir through every command, against its manifest;
 //!   round trips, XML/JSON agreement, exact decimals, NDJSON, markers.
+//! - `fhir_options`: validate's optional FHIR checks (the reference validator's options), each
+//!   off by default and changing a verdict both ways.
 //! - `fhir_profiles`: `validate --ig --profile --must-support` over the synthetic IG of
 //!   fixtures/fhir/ig: each profile rule at its element, the profile named, no value out.
 //! - `hl7v2_fixtures`: every fixture under fixtures/hl7v2 through every command, against the manifest.
@@ -81,6 +83,7 @@ mod convert;
 mod dicom;
 mod dicom_options;
 mod fhir;
+mod fhir_options;
 mod fhir_profiles;
 mod first_run;
 mod fuzz_replay;

@@ -311,6 +311,18 @@ fn argument_errors_are_cli_usage_and_echo_nothing() {
         ("convert", json!({ "content": msg, "default_timezone": "MKR00008X" }), "default_timezone"),
         ("convert", json!({ "to": "fhir" }), "content"),
         ("validate", json!({ "content": msg, "ndjson": "MKR00006X" }), "ndjson"),
+        ("validate", json!({ "content": msg, "fhir_checks": "security-checks" }), "fhir_checks"),
+        ("validate", json!({ "content": msg, "fhir_checks": ["MKR00009X"] }), "fhir_checks"),
+        ("validate", json!({ "content": msg, "fhir_checks": [true] }), "fhir_checks"),
+        ("validate", json!({ "content": msg, "fhir_checks": ["--security-checks"] }), "fhir_checks"),
+        ("validate", json!({ "content": msg, "fhir_checks": ["validate-reference=MKR00010X"] }), "fhir_checks"),
+        ("validate", json!({ "content": msg, "fhir_checks": ["bundle-profile=MKR00011X"] }), "fhir_checks"),
+        // A well-formed rule whose profile the server does not load (it loads none).
+        (
+            "validate",
+            json!({ "content": msg, "fhir_checks": ["bundle-profile=Patient:0=http://example.org/MKR00012X"] }),
+            "fhir_checks",
+        ),
     ];
     for (tool, args, argument) in cases {
         let reply = call(tool, args.clone());
@@ -318,6 +330,39 @@ fn argument_errors_are_cli_usage_and_echo_nothing() {
         assert_eq!(reply, usage(argument), "{tool} {args}");
         assert!(!has_marker(reply.to_string().as_bytes()));
     }
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn validate_declares_the_fhir_options_off_by_default() {
+    let tools = mcp::definitions();
+    let schema = |name: &str| {
+        let t = tools.iter().find(|t| t.name == name).expect("a tool");
+        serde_json::to_value(t).expect("a tool serializes")["inputSchema"].clone()
+    };
+    let checks = &schema("validate")["properties"]["fhir_checks"];
+    assert_eq!(checks["type"], "array");
+    assert!(checks["description"].as_str().is_some_and(|d| d.contains("CLI")), "{checks}");
+    assert!(checks.get("default").is_none(), "none by default");
+    assert!(schema("parse")["properties"].get("fhir_checks").is_none(), "validate's alone");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn validate_applies_the_fhir_options_asked() {
+    let patient = json!({"resourceType": "Patient", "name": [{"text": "MKR00001X <script>"}]}).to_string();
+    let plain = call("validate", json!({ "content": patient }));
+    assert_eq!(plain["data"]["valid"], true, "{plain}");
+    let checked = call("validate", json!({ "content": patient, "fhir_checks": ["security-checks"] }));
+    assert_eq!(checked["data"]["valid"], false, "{checked}");
+    let codes: Vec<&str> =
+        checked["data"]["findings"].as_array().into_iter().flatten().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"STRING_HTML_CONTENT"), "{codes:?}");
+    assert!(!has_marker(checked.to_string().as_bytes()));
+    let commented = format!("// MKR00002X\n{patient}");
+    assert_eq!(call("validate", json!({ "content": commented }))["status"], "failed");
+    let read = call("validate", json!({ "content": commented, "fhir_checks": ["allow-comments"] }));
+    assert_eq!(read["data"]["valid"], true, "{read}");
 }
 
 #[cfg(feature = "mcp")]

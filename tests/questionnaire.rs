@@ -64,7 +64,13 @@ fn phiward_valid(file: &Path, resources: &[serde_json::Value]) -> bool {
     let Ok(bytes) = std::fs::read(file) else { return false };
     let Ok(doc) = phiward::formats::fhir::read(bytes, &Limits::default()) else { return false };
     let resolve = |canonical: &str| find(resources, canonical);
-    validate::is_valid(&validate::validate_with(&doc, Options::default(), None, &resolve))
+    validate::is_valid(&validate::validate_with(
+        &doc,
+        Options::default(),
+        &phiward::formats::fhir::checks::Checks::default(),
+        None,
+        &resolve,
+    ))
 }
 
 #[test]

@@ -685,6 +685,8 @@ pub struct InputArgs {
     pub select: Option<serde_json::Map<String, serde_json::Value>>,
     /// `validate` (FHIR): the loaded packages and profiles.
     pub structures: Option<std::sync::Arc<crate::structure::Context>>,
+    /// `validate` (FHIR): the reference validator's optional checks.
+    pub fhir: crate::formats::fhir::checks::Checks,
 }
 
 impl InputArgs {
@@ -704,6 +706,7 @@ impl InputArgs {
             model: crate::formats::codec::ModelShape::Positional,
             select: None,
             structures: None,
+            fhir: crate::formats::fhir::checks::Checks::default(),
         }
     }
 
@@ -818,6 +821,64 @@ pub struct ValidateArgs {
     /// FHIR: report the absent must-support elements of the profiles (as information).
     #[arg(long)]
     pub must_support: bool,
+    /// FHIR: a string or markdown value that looks like it holds an HTML tag is an error
+    /// (STRING_HTML_CONTENT), as the reference validator's -security-checks.
+    #[arg(long)]
+    pub security_checks: bool,
+    /// FHIR: raw HTML in a markdown value is an error (MARKDOWN_HTML).
+    #[arg(long)]
+    pub no_html_in_markdown: bool,
+    /// FHIR: JSON5 comments (// and /* */) are allowed in FHIR JSON, as white space.
+    #[arg(long)]
+    pub allow_comments: bool,
+    /// FHIR: a reference that does not resolve in the input is taken to point to a resource of
+    /// the type its URL names (Patient/123), which the profiles' target types must then allow.
+    #[arg(long)]
+    pub assume_valid_rest_references: bool,
+    /// FHIR: whether references must resolve to a resource of the input (REFERENCE_TARGET_ABSENT).
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "ignore")]
+    pub validate_reference: ReferencePolicyArg,
+    /// FHIR: validate entries of the input Bundle against a profile that --ig loads: RULE is
+    /// Type (every entry of that resource type), Type:N (the N-th of them, from 0) or N (the N-th
+    /// entry). Repeatable.
+    #[arg(long = "bundle-profile", value_name = "RULE=URL")]
+    pub bundle_profiles: Vec<String>,
+}
+
+/// `validate --validate-reference`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum ReferencePolicyArg {
+    /// References need not resolve (the default).
+    #[default]
+    Ignore,
+    /// A reference must resolve to a resource of the input (absolute http(s) URLs aside).
+    CheckExists,
+    /// As check-exists (the type of a target found is always checked against the profiles).
+    CheckExistsAndType,
+}
+
+impl ValidateArgs {
+    /// The optional FHIR checks; `Err` names the option at fault (a malformed `--bundle-profile`).
+    pub fn checks(&self) -> Result<crate::formats::fhir::checks::Checks, &'static str> {
+        use crate::formats::fhir::checks::{BundleProfile, Checks, ReferencePolicy};
+        let bundle_profiles = self
+            .bundle_profiles
+            .iter()
+            .map(|b| BundleProfile::parse(b).ok_or("--bundle-profile"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Checks {
+            security: self.security_checks,
+            no_html_in_markdown: self.no_html_in_markdown,
+            allow_comments: self.allow_comments,
+            assume_valid_rest_references: self.assume_valid_rest_references,
+            references: match self.validate_reference {
+                ReferencePolicyArg::Ignore => ReferencePolicy::Ignore,
+                ReferencePolicyArg::CheckExists => ReferencePolicy::CheckExists,
+                ReferencePolicyArg::CheckExistsAndType => ReferencePolicy::CheckExistsAndType,
+            },
+            bundle_profiles,
+        })
+    }
 }
 
 /// `fmt` options.

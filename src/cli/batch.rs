@@ -382,6 +382,7 @@ pub fn run(
                     key: None,
                     model: crate::formats::codec::ModelShape::Positional,
                     structures: a.structures.clone(),
+                    fhir: a.fhir.clone(),
                 };
                 let digest = match (entry, log) {
                     (Entry::File(p), Some(log)) if log.key.is_some() => {

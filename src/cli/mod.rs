@@ -156,21 +156,38 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
         Cmd::Parse(a) => run_input(Command::Parse, a.into(), false),
         Cmd::Validate(mut v) => {
             let strict = v.strict;
+            let fhir = match v.checks() {
+                Ok(c) => c,
+                Err(flag) => {
+                    output::failure_hint(Code::CLI_USAGE, &format!("{flag} takes RULE=URL: RULE is Type, Type:N or N"));
+                    return exit::USAGE;
+                }
+            };
             let structures = match ig::structures(&v.packages, &v.profiles, v.must_support) {
                 Ok(s) => s,
                 Err(exit) => return exit,
             };
+            let loaded =
+                |url: &str| structures.as_ref().is_some_and(|c| c.conformance.structure_definition(url).is_some());
+            if fhir.bundle_profiles.iter().any(|b| !loaded(&b.profile)) {
+                output::failure_hint(
+                    Code::CLI_USAGE,
+                    "--bundle-profile names no StructureDefinition of the packages --ig loads",
+                );
+                return exit::USAGE;
+            }
             if v.stream.json_lines() {
                 let conflict = (v.batch.any() || v.quiet).then_some("batch options and --quiet");
                 let stream = Stream { strict, structures, conflict, ..Stream::default() };
-                return run_stream(Tool::Validate, v.into(), serde_json::Map::new(), stream, record);
+                let base = crate::call::checks_arguments(&fhir);
+                return run_stream(Tool::Validate, v.into(), base, stream, record);
             }
             let batch = std::mem::take(&mut v.batch);
             if batch.any() || v.read.input.is_dir() {
-                let a = InputArgs { structures, ..v.into() };
+                let a = InputArgs { structures, fhir, ..v.into() };
                 return batch::run(Command::Validate, a, batch, strict, log.map(|l| &**l), record);
             }
-            run_input(Command::Validate, InputArgs { structures, ..v.into() }, strict)
+            run_input(Command::Validate, InputArgs { structures, fhir, ..v.into() }, strict)
         }
         Cmd::Inspect(a) if a.stream.json_lines() => {
             let conflict = (a.batch.any() || a.quiet).then_some("batch options and --quiet");
@@ -620,6 +637,7 @@ fn run_request(
         key,
         model: a.model,
         structures: a.structures.clone(),
+        fhir: a.fhir.clone(),
     };
     let lf = match a.line_ending {
         args::LineEnding::Lf => true,

@@ -234,6 +234,7 @@ pub fn run(
             key: key.clone(),
             model: crate::formats::codec::ModelShape::Positional,
             structures: None,
+            fhir: crate::formats::fhir::checks::Checks::default(),
         };
         let mut bytes = Bytes::default();
         let outcome = ops::run(request, &mut bytes);

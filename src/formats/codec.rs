@@ -177,6 +177,9 @@ pub struct Settings {
     /// FHIR: the loaded conformance resources and profiles to validate against (`--ig`,
     /// `--profile`); `None`: the core only.
     pub structures: Option<std::sync::Arc<crate::structure::Context>>,
+    /// FHIR: the reference validator's optional checks (`--security-checks`, ...); none by
+    /// default.
+    pub fhir: crate::formats::fhir::checks::Checks,
     /// The command writes the bytes of bulk values back out (`fmt`, `redact`, `convert`,
     /// `ack`). False for `parse`, `validate` and `inspect`, which read structure and write a
     /// bulk value as a value-free descriptor: a codec may then leave bulk values out of its
@@ -197,6 +200,7 @@ impl Settings {
             framing: None,
             model: ModelShape::Positional,
             structures: None,
+            fhir: crate::formats::fhir::checks::Checks::default(),
             bulk_values,
         }
     }

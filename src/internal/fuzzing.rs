@@ -505,6 +505,7 @@ fn run_op(input: &[u8], command: Command, format: Option<&str>, strict: bool) ->
         key: None,
         model: crate::formats::codec::ModelShape::Positional,
         structures: None,
+        fhir: crate::formats::fhir::checks::Checks::default(),
     };
     let mut sink = Collect::default();
     let outcome = ops::run(request, &mut sink);

@@ -144,6 +144,9 @@ impl Tool {
                     }),
                 );
             }
+            if self == Tool::Validate {
+                props.extend(fhir_check_properties());
+            }
             if self == Tool::Parse {
                 props.insert(
                     "model".to_owned(),
@@ -243,6 +246,17 @@ impl Tool {
             .with_raw_output_schema(schema_object(self.output_schema()))
             .with_annotations(annotations)
     }
+}
+
+/// `validate`'s optional FHIR checks: the CLI's options without their `--`
+/// (`security-checks`, `validate-reference=check-exists`, `bundle-profile=RULE=URL`; see
+/// `formats::fhir::checks::Checks::from_args` and docs/fhir-profiles.md). One array, not a
+/// property per option, and the items' type left to the description: `tools/list` stays under
+/// 32 KB.
+fn fhir_check_properties() -> Map<String, Value> {
+    let mut props = Map::new();
+    props.insert("fhir_checks".to_owned(), json!({"type": "array", "description": "FHIR: the CLI's options, no --"}));
+    props
 }
 
 /// Every tool definition, in `tools/list` order.

@@ -86,6 +86,11 @@ pub fn run(mut request: Request, sink: &mut dyn Sink) -> Outcome {
         }
         let format = match request.format {
             Some(f) => f,
+            // JSON5 comments before a FHIR resource (`--allow-comments`).
+            None if request.fhir.allow_comments => {
+                detect::detect(crate::formats::fhir::checks::skip_leading_comments(&prefix))
+                    .map_err(|code| Failure { excerpt: excerpt_of(show, &prefix, 0), ..Failure::code(code) })?
+            }
             None => detect::detect(&prefix)
                 .map_err(|code| Failure { excerpt: excerpt_of(show, &prefix, 0), ..Failure::code(code) })?,
         };
@@ -431,6 +436,7 @@ mod tests {
                 key: None,
                 model: crate::formats::codec::ModelShape::Positional,
                 structures: None,
+                fhir: crate::formats::fhir::checks::Checks::default(),
             };
             let before = crate::phi::grants();
             super::run(request, &mut Null);
@@ -603,6 +609,7 @@ mod tests {
                 key: None,
                 model: crate::formats::codec::ModelShape::Positional,
                 structures: None,
+                fhir: crate::formats::fhir::checks::Checks::default(),
             };
             let mut sink = Keep { parts, ..Keep::default() };
             let outcome = super::run(request, &mut sink);
@@ -654,6 +661,7 @@ mod tests {
                 key: None,
                 model,
                 structures: None,
+                fhir: crate::formats::fhir::checks::Checks::default(),
             };
             let mut sink = Keep { parts, ..Keep::default() };
             let outcome = super::run(request, &mut sink);

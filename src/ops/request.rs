@@ -107,6 +107,8 @@ pub struct Request {
     pub model: crate::formats::codec::ModelShape,
     /// `validate` (FHIR): the loaded packages and profiles (`--ig`, `--profile`).
     pub structures: Option<Arc<crate::structure::Context>>,
+    /// `validate` (FHIR): the reference validator's optional checks (`--security-checks`, ...).
+    pub fhir: crate::formats::fhir::checks::Checks,
 }
 
 impl Request {

@@ -56,6 +56,7 @@ pub(super) fn settings(request: &Request) -> Settings {
         framing: request.framing,
         model: request.model,
         structures: request.structures.clone(),
+        fhir: request.fhir.clone(),
         bulk_values: !matches!(request.command, Command::Parse | Command::Validate | Command::Inspect { .. }),
     }
 }

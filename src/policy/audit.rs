@@ -342,6 +342,7 @@ fn redact(policy: &Arc<Policy>, key: &Arc<Key>, bytes: &[u8], ndjson: bool, limi
         key: Some(Arc::clone(key)),
         model: crate::formats::codec::ModelShape::Positional,
         structures: None,
+        fhir: crate::formats::fhir::checks::Checks::default(),
         convert: crate::convert::Options::default(),
     };
     let mut sink = Collect(Vec::new());

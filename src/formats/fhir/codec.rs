@@ -84,7 +84,8 @@ impl Codec for Fhir {
         keep: bool,
     ) -> Result<Document, Fatal> {
         let kept = keep.then(|| Phi::new(bytes.clone()));
-        super::read(bytes, &settings.limits).map_err(|cause| Fatal { cause, bytes: kept })
+        super::read_with(bytes, &settings.limits, settings.fhir.allow_comments)
+            .map_err(|cause| Fatal { cause, bytes: kept })
     }
 
     fn findings(doc: &Document, _kind: Kind<NoEnvelope>, check: Check, settings: &Settings) -> Vec<Diagnostic> {
@@ -97,6 +98,7 @@ impl Codec for Fhir {
                 validate::validate_with(
                     doc,
                     validate::Options { strict: settings.strict, core_only: false },
+                    &settings.fhir,
                     structures,
                     &resolve,
                 )

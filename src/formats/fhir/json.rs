@@ -140,10 +140,23 @@ pub struct Error {
 
 /// Parses one JSON text (surrounding white space allowed, nothing else after the value).
 pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
+    parse_with(input, limits, false)
+}
+
+/// [`parse`], with JSON5's comments allowed where white space is when `comments`: `//` to the
+/// end of the line and `/* ... */` (an unterminated one is `MALFORMED_JSON` at its start). The
+/// reference validator's `allow-comments`; JSON itself (RFC 8259) has no comments.
+pub fn parse_with(input: &[u8], limits: &Limits, comments: bool) -> Result<Tree, Error> {
     if input.len() > u32::MAX as usize - 1 {
         return Err(Error { code: Code::CLI_INPUT_TOO_LARGE, offset: 0 });
     }
-    let mut p = Parser {
+    // Two parsers, so that JSON without comments (the common case) is read by code in which the
+    // comment check is compiled out.
+    if comments { run::<true>(input, limits) } else { run::<false>(input, limits) }
+}
+
+fn run<const COMMENTS: bool>(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
+    let mut p = Parser::<COMMENTS> {
         b: input,
         i: 0,
         nodes: Vec::new(),
@@ -154,16 +167,17 @@ pub fn parse(input: &[u8], limits: &Limits) -> Result<Tree, Error> {
         // Bundle, 4% of its validation).
         utf8: std::str::from_utf8(input).is_ok(),
     };
-    p.ws();
+    p.ws_or_comments()?;
     p.value(None, 0)?;
-    p.ws();
+    p.ws_or_comments()?;
     if p.i < p.b.len() {
         return Err(p.err(Code::MALFORMED_JSON));
     }
     Ok(Tree { nodes: p.nodes, text: p.text, duplicate_keys: p.dups })
 }
 
-struct Parser<'a> {
+/// `COMMENTS`: JSON5 comments are white space ([`parse_with`]).
+struct Parser<'a, const COMMENTS: bool> {
     b: &'a [u8],
     i: usize,
     nodes: Vec<Node>,
@@ -174,7 +188,7 @@ struct Parser<'a> {
     utf8: bool,
 }
 
-impl Parser<'_> {
+impl<const COMMENTS: bool> Parser<'_, COMMENTS> {
     fn err(&self, code: Code) -> Error {
         Error { code, offset: self.i as u64 }
     }
@@ -183,6 +197,30 @@ impl Parser<'_> {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
         }
+    }
+
+    /// White space, and the comments between when they are allowed.
+    fn ws_or_comments(&mut self) -> Result<(), Error> {
+        self.ws();
+        while COMMENTS && self.b.get(self.i) == Some(&b'/') {
+            let start = self.i;
+            match self.b.get(self.i + 1) {
+                Some(b'/') => {
+                    let rest = self.b.get(self.i..).unwrap_or_default();
+                    self.i += memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+                }
+                Some(b'*') => {
+                    let rest = self.b.get(self.i + 2..).unwrap_or_default();
+                    match memchr::memmem::find(rest, b"*/") {
+                        Some(k) => self.i += 2 + k + 2,
+                        None => return Err(Error { code: Code::MALFORMED_JSON, offset: start as u64 }),
+                    }
+                }
+                _ => return Ok(()),
+            }
+            self.ws();
+        }
+        Ok(())
     }
 
     fn push(&mut self, kind: Kind, key: Option<(Span, u32)>) -> Result<usize, Error> {
@@ -258,28 +296,28 @@ impl Parser<'_> {
     }
 
     fn object(&mut self, depth: u32) -> Result<(), Error> {
-        self.ws();
+        self.ws_or_comments()?;
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;
             return Ok(());
         }
         let mut keys: Vec<(Span, u32)> = Vec::new();
         loop {
-            self.ws();
+            self.ws_or_comments()?;
             if self.b.get(self.i) != Some(&b'"') {
                 return Err(self.err(Code::MALFORMED_JSON));
             }
             let key_offset = self.i as u32;
             let key = self.string()?;
             keys.push((key, key_offset));
-            self.ws();
+            self.ws_or_comments()?;
             if self.b.get(self.i) != Some(&b':') {
                 return Err(self.err(Code::MALFORMED_JSON));
             }
             self.i += 1;
-            self.ws();
+            self.ws_or_comments()?;
             self.value(Some((key, key_offset)), depth + 1)?;
-            self.ws();
+            self.ws_or_comments()?;
             match self.b.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
@@ -302,15 +340,15 @@ impl Parser<'_> {
     }
 
     fn array(&mut self, depth: u32) -> Result<(), Error> {
-        self.ws();
+        self.ws_or_comments()?;
         if self.b.get(self.i) == Some(&b']') {
             self.i += 1;
             return Ok(());
         }
         loop {
-            self.ws();
+            self.ws_or_comments()?;
             self.value(None, depth + 1)?;
-            self.ws();
+            self.ws_or_comments()?;
             match self.b.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(b']') => {

@@ -158,6 +158,7 @@ mod tests {
             framing: None,
             model: crate::formats::codec::ModelShape::Positional,
             structures: None,
+            fhir: crate::formats::fhir::checks::Checks::default(),
             bulk_values: true,
         };
         let doc = super::super::Fhir::read(json.into_bytes(), 0, Kind::Message, &(), &settings, false).expect("reads");

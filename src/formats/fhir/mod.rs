@@ -19,6 +19,7 @@
 //! need SNOMED CT, LOINC, ... are not checked), FHIR versions other than R4, RDF/Turtle.
 
 pub mod bundle;
+pub mod checks;
 mod codec;
 mod codings;
 mod conformance;
@@ -48,14 +49,24 @@ pub use model::{Document, Syntax};
 
 /// Reads one FHIR resource, JSON or XML (chosen by the first byte after a BOM and white
 /// space). A fatal diagnostic (syntax, limits, no resource) is an `Err`.
-pub fn read(mut input: Vec<u8>, limits: &crate::limits::Limits) -> Result<Document, crate::diag::Diagnostic> {
+pub fn read(input: Vec<u8>, limits: &crate::limits::Limits) -> Result<Document, crate::diag::Diagnostic> {
+    read_with(input, limits, false)
+}
+
+/// [`read`], with JSON5 comments allowed in JSON when `comments` (`--allow-comments`; see
+/// [`json::parse_with`]). A comment before the value is read as JSON.
+pub fn read_with(
+    mut input: Vec<u8>,
+    limits: &crate::limits::Limits,
+    comments: bool,
+) -> Result<Document, crate::diag::Diagnostic> {
     let bom = input.starts_with(b"\xEF\xBB\xBF");
     if bom {
         // Offsets stay those of the input: the mark becomes white space.
         input[..3].copy_from_slice(b"   ");
     }
     let xml = crate::detect::skip_bom_and_space(&input).first() == Some(&b'<');
-    let mut doc = if xml { read_xml::read(input, limits)? } else { read_json::read(input, limits)? };
+    let mut doc = if xml { read_xml::read(input, limits)? } else { read_json::read_with(input, limits, comments)? };
     if bom {
         doc.findings
             .insert(0, crate::diag::Diagnostic::new(crate::diag::Code::BOM_PRESENT, crate::diag::Location::Input));

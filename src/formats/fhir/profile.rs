@@ -35,7 +35,9 @@
 //! the element's path, value-free.
 //!
 //! - references that resolve in the document: the target's type among the target profiles'
-//!   (`PROFILE_REFERENCE_TARGET`).
+//!   (`PROFILE_REFERENCE_TARGET`); with `--assume-valid-rest-references`, also those that do
+//!   not, by the type their URL names ([`super::checks`]);
+//! - `--bundle-profile`: the entries of the root Bundle a rule selects, against its profile.
 //!
 //! While it decides whether an item fits a slice (a `profile` discriminator, or conformance to
 //! the whole slice), a reference that resolves in the document fits only when its target
@@ -60,6 +62,7 @@ use crate::formats::xml::{NsId, XML_NAMESPACE};
 use crate::structure::conformance::{self, ContextKind, DiscriminatorKind, Element, Slicing, Snapshot, Strength};
 use crate::structure::{Conformance, Context};
 
+use super::checks::Checks;
 use super::definitions::{self as defs, ElemRef};
 use super::fhirpath::{self, eval::NavCache, parse};
 use super::model::{Document, NONE};
@@ -72,13 +75,14 @@ const MAX_VISITS: u64 = 2_000_000;
 /// Validates `doc` against the profiles of `ctx`: the findings of the profile checks only.
 pub fn check(doc: &Document, ctx: &Context) -> Vec<Diagnostic> {
     let mut f = Findings::new(false);
-    check_into(doc, ctx, Options::default(), &mut f);
+    check_into(doc, ctx, Options::default(), &Checks::default(), &mut f);
     f.into_list()
 }
 
-/// [`check`], adding to `f`.
-pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, f: &mut Findings) {
-    run(doc, ctx, true, f);
+/// [`check`], adding to `f`, with the options of `checks` that concern profiles
+/// (`--assume-valid-rest-references`, `--bundle-profile`).
+pub(super) fn check_into(doc: &Document, ctx: &Context, _options: Options, checks: &Checks, f: &mut Findings) {
+    run(doc, ctx, true, checks, f);
 }
 
 /// The profiles every validation applies, packages loaded or not: the vital signs profile of each
@@ -88,19 +92,29 @@ pub(super) fn check_implied(doc: &Document, f: &mut Findings) {
         .any(|r| doc.node(r).is_resource() && super::vital_signs::implied_profile(doc, r).is_some());
     if any {
         static NOTHING_LOADED: OnceLock<Context> = OnceLock::new();
-        run(doc, NOTHING_LOADED.get_or_init(Context::default), false, f);
+        run(doc, NOTHING_LOADED.get_or_init(Context::default), false, &Checks::default(), f);
     }
 }
 
 /// Checks each resource against its profiles: those its `meta.profile` claims and `--profile`
 /// (the root), when `loaded` (packages are loaded: `ctx`), and its implied vital signs profile;
 /// then, when `loaded`, every extension against its definition.
-fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
+fn run(doc: &Document, ctx: &Context, loaded: bool, checks: &Checks, f: &mut Findings) {
     let nav = NavCache::default();
+    // `--bundle-profile`: the profiles of the root Bundle's entries.
+    let mut by_rule: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    if loaded {
+        for rule in &checks.bundle_profiles {
+            for r in rule.select(doc) {
+                by_rule.entry(r).or_default().push(rule.profile.clone());
+            }
+        }
+    }
     let mut c = Checker {
         doc,
         conf: &ctx.conformance,
         must_support: ctx.must_support,
+        assume_valid_rest_references: checks.assume_valid_rest_references,
         f: std::mem::replace(f, Findings::new(false)),
         nav: &nav,
         compiled: BTreeMap::new(),
@@ -134,6 +148,9 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, f: &mut Findings) {
             urls.extend(
                 ctx.conformance.global_profiles().iter().filter(|(t, _)| t == ty).map(|(_, u)| (u.clone(), None)),
             );
+            if let Some(rules) = by_rule.get(&r) {
+                urls.extend(rules.iter().map(|u| (u.clone(), None)));
+            }
         }
         if let Some(implied) = super::vital_signs::implied_profile(doc, r) {
             // A claimed `bodytemp|4.0.1` is the same profile.
@@ -168,6 +185,9 @@ struct Checker<'d> {
     doc: &'d Document,
     conf: &'d Conformance,
     must_support: bool,
+    /// `--assume-valid-rest-references`: a reference that does not resolve is of the type its
+    /// URL names.
+    assume_valid_rest_references: bool,
     f: Findings,
     nav: &'d NavCache<'d>,
     compiled: BTreeMap<String, Option<Arc<parse::Expr>>>,
@@ -616,7 +636,19 @@ impl<'d> Checker<'d> {
                 None => return true,
             }
         }
-        self.resolve(n).is_none_or(|r| names.iter().any(|name| name == type_of(doc, r)))
+        match self.resolve(n) {
+            Some(r) => names.iter().any(|name| name == type_of(doc, r)),
+            None if self.assume_valid_rest_references => {
+                // The type the URL names (`Patient/123`), as the reference validator takes it
+                // with `assumeValidRestReferences`; a URL naming none is not judged.
+                let named = doc
+                    .named(n, "reference")
+                    .find(|&x| doc.node(x).has_value())
+                    .and_then(|x| super::checks::type_and_id(value(doc, x)));
+                named.is_none_or(|(ty, _)| names.iter().any(|name| name == ty))
+            }
+            None => true,
+        }
     }
 
     /// Whether the resource Reference node `n` resolves to in the document conforms to one of

@@ -960,7 +960,7 @@ mod tests {
                 .iter()
                 .find(|r| r["url"].as_str() == Some(url) && version.is_none_or(|v| r["version"].as_str() == Some(v)))
         };
-        validate_with(&doc, Options::default(), None, &resolve)
+        validate_with(&doc, Options::default(), &crate::formats::fhir::checks::Checks::default(), None, &resolve)
             .iter()
             .filter(|d| d.code.as_str().starts_with("QR_") || d.code.as_str().starts_with("QUESTIONNAIRE_"))
             .map(|d| format!("{} {} {}", d.code.as_str(), d.severity.as_str(), d.location))

@@ -22,13 +22,19 @@ use super::json::{self, Kind as J, Tree};
 use super::model::{self, Builder, Document, NONE, Node, Syntax, ValueKind, flag};
 
 /// Reads one FHIR JSON resource. A fatal diagnostic (syntax, limits, no resource) is an `Err`.
+pub fn read(input: Vec<u8>, limits: &Limits) -> Result<Document, Diagnostic> {
+    read_with(input, limits, false)
+}
+
+/// [`read`], with JSON5 comments allowed when `comments` (see [`json::parse_with`]).
 #[expect(
     clippy::disallowed_methods,
     reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
 )]
-pub fn read(input: Vec<u8>, limits: &Limits) -> Result<Document, Diagnostic> {
+pub fn read_with(input: Vec<u8>, limits: &Limits, comments: bool) -> Result<Document, Diagnostic> {
     let input = Phi::new(input);
-    let mut tree = json::parse(input.span().raw(), limits).map_err(|e| fatal(e.code, Location::Offset(e.offset)))?;
+    let mut tree = json::parse_with(input.span().raw(), limits, comments)
+        .map_err(|e| fatal(e.code, Location::Offset(e.offset)))?;
     let root = tree.node(0);
     if root.kind != J::Object {
         return Err(fatal(Code::RESOURCE_TYPE_MISSING, Location::Offset(u64::from(root.offset))));

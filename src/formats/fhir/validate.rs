@@ -111,16 +111,18 @@ impl Findings {
 /// Validates a document, with the conformance resources it holds (a QuestionnaireResponse's
 /// Questionnaire contained or in the same Bundle).
 pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
-    validate_with(doc, options, None, &|_: &str| None)
+    validate_with(doc, options, &super::checks::Checks::default(), None, &|_: &str| None)
 }
 
 /// Validates a document, against the profiles of `structures` when given (see
 /// [`super::profile`]); `resolve` supplies, by canonical URL (`url` or `url|version`), the
 /// conformance resources the document refers to and does not hold (a QuestionnaireResponse's
-/// Questionnaire, the value sets of its answers): see [`questionnaire::Resolve`].
+/// Questionnaire, the value sets of its answers): see [`questionnaire::Resolve`]. `checks`: the
+/// optional checks of the reference validator ([`super::checks`]; none by default).
 pub fn validate_with(
     doc: &Document,
     options: Options,
+    checks: &super::checks::Checks,
     structures: Option<&crate::structure::Context>,
     resolve: questionnaire::Resolve<'_>,
 ) -> Vec<Diagnostic> {
@@ -154,8 +156,9 @@ pub fn validate_with(
     super::measure::check(doc, resolve, &mut f);
     super::codings::check(doc, resolve, &mut f);
     fhirpath::check_invariants(doc, &mut f);
+    super::checks::check(doc, checks, &mut f);
     match structures {
-        Some(ctx) => super::profile::check_into(doc, ctx, options, &mut f),
+        Some(ctx) => super::profile::check_into(doc, ctx, options, checks, &mut f),
         None if !options.core_only => super::profile::check_implied(doc, &mut f),
         None => {}
     }

@@ -1,0 +1,230 @@
+//! `validate`'s optional FHIR checks, the reference validator's options (docs/fhir-profiles.md,
+//! "Options of the reference validator"): each one off by default, and each changing a verdict
+//! both ways (what it reports, what it leaves alone); a malformed value is `CLI_USAGE` naming the
+//! option; no value of the input in any output (the inputs carry `MARKERSECRET`). The profiles
+//! are those of fixtures/fhir/options: `options-observation` allows only a Patient as
+//! `Observation.subject`, `options-patient` requires a name.
+
+use serde_json::Value;
+
+use crate::common::{code, fixture, run, run_stdin};
+
+const OBSERVATION: &str = "http://example.org/fhir/phiward/StructureDefinition/options-observation";
+const PATIENT: &str = "http://example.org/fhir/phiward/StructureDefinition/options-patient";
+
+fn profiles() -> String {
+    fixture("fhir/options").to_string_lossy().into_owned()
+}
+
+/// `validate --json ARGS -` on `input`: the exit code and `(code, location)` of each error.
+fn validate(args: &[&str], input: &str) -> (i32, Vec<(String, String)>) {
+    let mut all = vec!["validate", "--json"];
+    all.extend_from_slice(args);
+    all.push("-");
+    let o = run_stdin(&all, input.as_bytes());
+    for out in [&o.stdout, &o.stderr] {
+        assert!(!String::from_utf8_lossy(out).contains("MARKERSECRET"), "a value reached the output");
+    }
+    let errors = serde_json::from_slice::<Value>(&o.stdout)
+        .ok()
+        .and_then(|v| v["findings"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| (f["code"].as_str().unwrap_or("-").to_owned(), f["location"].as_str().unwrap_or("-").to_owned()))
+        .collect();
+    (code(&o), errors)
+}
+
+fn error(c: &str, at: &str) -> (String, String) {
+    (c.to_owned(), at.to_owned())
+}
+
+fn patient_named(text: &str) -> String {
+    serde_json::json!({"resourceType": "Patient", "id": "p", "name": [{"text": text}]}).to_string()
+}
+
+#[test]
+fn help_shows_the_options() {
+    let o = run(&["validate", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in [
+        "--security-checks",
+        "--no-html-in-markdown",
+        "--allow-comments",
+        "--assume-valid-rest-references",
+        "--validate-reference",
+        "--bundle-profile",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from validate --help");
+    }
+}
+
+#[test]
+fn security_checks_report_strings_that_look_like_html() {
+    let script = patient_named("MARKERSECRET <script>MARKERSECRET</script>");
+    assert_eq!(validate(&[], &script), (0, vec![]));
+    assert_eq!(
+        validate(&["--security-checks"], &script),
+        (1, vec![error("STRING_HTML_CONTENT", "Patient.name[0].text")])
+    );
+    // Angle brackets that are no tag by the reference validator's test.
+    assert_eq!(validate(&["--security-checks"], &patient_named("MARKERSECRET a < b > c")), (0, vec![]));
+}
+
+#[test]
+fn no_html_in_markdown_reports_raw_html_only_in_markdown() {
+    let note = |t: &str| {
+        serde_json::json!({"resourceType": "Communication", "status": "completed", "note": [{"text": t}]}).to_string()
+    };
+    let html = note("MARKERSECRET <resource type>\\<id>");
+    assert_eq!(validate(&[], &html).0, 0);
+    assert_eq!(
+        validate(&["--no-html-in-markdown"], &html).1,
+        vec![error("MARKDOWN_HTML", "Communication.note[0].text")]
+    );
+    // An autolink is markdown, and a string is not markdown.
+    assert_eq!(validate(&["--no-html-in-markdown"], &note("MARKERSECRET <https://example.org>")).0, 0);
+    assert_eq!(validate(&["--no-html-in-markdown"], &patient_named("MARKERSECRET <b>")).0, 0);
+}
+
+#[test]
+fn allow_comments_reads_json5_comments() {
+    let leading = "// MARKERSECRET\n{\"resourceType\": \"Patient\", \"id\": \"p\"}";
+    let inside = "{\"resourceType\": \"Patient\", /* MARKERSECRET */ \"id\": \"p\"\n // MARKERSECRET\n}";
+    for input in [leading, inside] {
+        assert_ne!(validate(&[], input).0, 0, "JSON has no comments");
+        assert_eq!(validate(&["--allow-comments"], input), (0, vec![]));
+    }
+    // An unterminated comment is still malformed JSON.
+    let open = "{\"resourceType\": \"Patient\" /* MARKERSECRET }";
+    assert_eq!(validate(&["--allow-comments"], open).0, 65);
+}
+
+fn observation(subject: &str) -> String {
+    serde_json::json!({
+        "resourceType": "Observation",
+        "meta": {"profile": [OBSERVATION]},
+        "status": "final",
+        "code": {"text": "MARKERSECRET"},
+        "subject": {"reference": subject, "display": "MARKERSECRET"}
+    })
+    .to_string()
+}
+
+#[test]
+fn assume_valid_rest_references_checks_the_type_a_url_names() {
+    let ig = profiles();
+    let group = observation("Group/MARKERSECRET");
+    assert_eq!(validate(&["--ig", &ig], &group), (0, vec![]));
+    assert_eq!(
+        validate(&["--ig", &ig, "--assume-valid-rest-references"], &group),
+        (1, vec![error("PROFILE_REFERENCE_TARGET", "Observation.subject")])
+    );
+    for fine in ["Patient/MARKERSECRET", "http://example.org/fhir/Patient/1/_history/2", "urn:uuid:MARKERSECRET"] {
+        assert_eq!(
+            validate(&["--ig", &ig, "--assume-valid-rest-references"], &observation(fine)),
+            (0, vec![]),
+            "{fine}"
+        );
+    }
+}
+
+fn parameters(beneficiary: &str) -> String {
+    serde_json::json!({
+        "resourceType": "Parameters",
+        "parameter": [
+            {"name": "MemberPatient", "resource": {"resourceType": "Patient", "id": "1"}},
+            {"name": "Coverage", "resource": {
+                "resourceType": "Coverage", "id": "c", "status": "active",
+                "beneficiary": {"reference": beneficiary},
+                "payor": [{"reference": "http://example.org/fhir/Organization/MARKERSECRET"}]
+            }}
+        ]
+    })
+    .to_string()
+}
+
+#[test]
+fn validate_reference_check_exists_requires_a_target_in_the_input() {
+    let absent = parameters("Patient/MARKERSECRET");
+    assert_eq!(validate(&[], &absent), (0, vec![]));
+    for policy in ["check-exists", "check-exists-and-type"] {
+        assert_eq!(
+            validate(&["--validate-reference", policy], &absent),
+            (1, vec![error("REFERENCE_TARGET_ABSENT", "Parameters.parameter[1].resource.beneficiary")]),
+            "{policy}"
+        );
+        // Patient/1 is a resource of the input; the payor's absolute URL is another server's.
+        assert_eq!(validate(&["--validate-reference", policy], &parameters("Patient/1")), (0, vec![]));
+    }
+    assert_eq!(validate(&["--validate-reference", "ignore"], &absent), (0, vec![]));
+    assert_eq!(validate(&["--validate-reference", "MARKERSECRET"], &absent).0, 2);
+}
+
+fn bundle() -> String {
+    serde_json::json!({
+        "resourceType": "Bundle",
+        "type": "collection",
+        "entry": [
+            {"fullUrl": "http://example.org/fhir/Patient/a", "resource": {"resourceType": "Patient", "id": "a", "name": [{"text": "MARKERSECRET"}]}},
+            {"fullUrl": "http://example.org/fhir/Patient/b", "resource": {"resourceType": "Patient", "id": "b", "gender": "other"}}
+        ]
+    })
+    .to_string()
+}
+
+#[test]
+fn bundle_profile_validates_the_entries_a_rule_selects() {
+    let ig = profiles();
+    let input = bundle();
+    assert_eq!(validate(&["--ig", &ig], &input), (0, vec![]));
+    let missing = (1, vec![error("PROFILE_CARDINALITY_MIN", "Bundle.entry[1].resource.name")]);
+    for rule in ["Patient:1", "Patient", "1"] {
+        assert_eq!(
+            validate(&["--ig", &ig, "--bundle-profile", &format!("{rule}={PATIENT}")], &input),
+            missing,
+            "{rule}"
+        );
+    }
+    for rule in ["Patient:0", "0", "Patient:2", "Observation"] {
+        assert_eq!(
+            validate(&["--ig", &ig, "--bundle-profile", &format!("{rule}={PATIENT}")], &input),
+            (0, vec![]),
+            "{rule}"
+        );
+    }
+    // A malformed rule, and a profile --ig does not load, are usage errors naming the option.
+    for (args, _why) in [
+        (vec!["--ig", ig.as_str(), "--bundle-profile", "MARKERSECRET"], "no URL"),
+        (vec!["--ig", ig.as_str(), "--bundle-profile", "Nothing:0=http://x"], "no resource type"),
+        (vec!["--bundle-profile", "Patient:0=http://example.org/none"], "not loaded"),
+    ] {
+        let mut all = vec!["validate", "--json"];
+        all.extend(args);
+        all.push("-");
+        let o = run_stdin(&all, input.as_bytes());
+        assert_eq!(code(&o), 2);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains("CLI_USAGE") && stderr.contains("--bundle-profile"), "{stderr}");
+        assert!(!stderr.contains("MARKERSECRET"));
+    }
+}
+
+#[test]
+fn the_options_reach_a_json_lines_run() {
+    let line = serde_json::json!({"id": "1", "content": patient_named("MARKERSECRET <script>")}).to_string() + "\n";
+    let o = run_stdin(&["validate", "--input-format", "json-lines", "--security-checks", "-"], line.as_bytes());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("STRING_HTML_CONTENT"), "{out}");
+    assert!(!out.contains("MARKERSECRET"));
+    // The profiles of --ig reach every record's --bundle-profile.
+    let line = serde_json::json!({"id": "2", "content": bundle()}).to_string() + "\n";
+    let rule = format!("Patient:1={PATIENT}");
+    let ig = profiles();
+    let args = ["validate", "--input-format", "json-lines", "--ig", &ig, "--bundle-profile", &rule, "-"];
+    let o = run_stdin(&args, line.as_bytes());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("PROFILE_CARDINALITY_MIN"), "{out}");
+    assert!(!out.contains("MARKERSECRET"));
+}
