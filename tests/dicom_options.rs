@@ -620,6 +620,7 @@ fn clean_descriptors_keep_known_words_and_fall_back() {
         assert_eq!(manifest["dicomClean"]["kept"], 1, "{policy}: {manifest}");
         assert_eq!(manifest["dicomClean"]["fellBack"], 4, "{policy}: {manifest}");
         assert!(manifest["actions"]["clean"].as_u64().is_some_and(|n| n == 5), "{policy}: {manifest}");
+        assert!(manifest["residualRisks"].to_string().contains("(clean)"), "{policy}: {manifest}");
     }
     // The Study Description falls back to the Basic Profile's empty value (type 2).
     let bad = clean_file(&[le(0x0008_1030, b"LO", b"CT CHEST FIELD")]);

@@ -163,6 +163,11 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
     if policy.keeps_free_text() {
         risks.push("free text kept by a rule (may name people)");
     }
+    if policy.dicom.iter().any(|r| r.clean) {
+        risks.push(
+            "DICOM text kept where every word is the standard's vocabulary or a short number (clean): words are judged one by one, not what they say together",
+        );
+    }
     if all().any(|a| *a == Action::GeneralizeBirthDate) {
         risks.push(
             "birth years kept when the record's reference year is less than 90 years later (the record's dates are the clock: a reader who knows today's date can still tell an age over 89)",
