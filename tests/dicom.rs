@@ -540,7 +540,7 @@ pub(crate) fn le(tag: u32, vr: &[u8; 2], value: &[u8]) -> Vec<u8> {
 }
 
 /// An item of defined length.
-fn le_item(body: &[u8]) -> Vec<u8> {
+pub(crate) fn le_item(body: &[u8]) -> Vec<u8> {
     let mut out = vec![0xFE, 0xFF, 0x00, 0xE0];
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(body);

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::common::{code, root, run_stdin, run_with};
-use crate::dicom::le;
+use crate::dicom::{le, le_item};
 
 /// The shipped option policies, their (0012,0064) codes (PS3.16 CID 7050, in that order) and
 /// tags each must retain, by the standard's Table E.1-1 (K in the option's column).
@@ -545,4 +545,146 @@ fn retain_safe_private_in_implicit_vr_and_inside_a_private_sequence() {
     assert!(item.get("7E011150").is_none());
     assert!(m.get("7E010010").is_some(), "the sequence's creator");
     assert!(m.get("00191024").is_none());
+}
+
+/// A dataset of a CT image's SOP class (no pixel data) of the patient FIELD^ANN ("field" is a
+/// word of the vocabulary: only the dataset's own names keep it out), with `more` elements
+/// (ascending tags after (0010,0020)).
+fn clean_file(more: &[Vec<u8>]) -> Vec<u8> {
+    let mut ds = le(0x0008_0016, b"UI", b"1.2.840.10008.5.1.4.1.1.2");
+    ds.extend(le(0x0008_0018, b"UI", b"2.25.4242"));
+    ds.extend(le(0x0008_0050, b"SH", b"ACC77"));
+    for e in more.iter().filter(|e| u16::from_le_bytes([e[0], e[1]]) == 0x0008) {
+        ds.extend_from_slice(e);
+    }
+    ds.extend(le(0x0010_0010, b"PN", b"FIELD^ANN"));
+    ds.extend(le(0x0010_0020, b"LO", b"PID555"));
+    for e in more.iter().filter(|e| u16::from_le_bytes([e[0], e[1]]) > 0x0010) {
+        ds.extend_from_slice(e);
+    }
+    part10(&ds)
+}
+
+/// `redact` under `policy` with a manifest: the output and the manifest.
+fn redact_manifest(policy: &str, input: &[u8]) -> (Vec<u8>, Value) {
+    // One folder per call: the tests of this file run in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("phiward-dicom-clean-{}-{n}-{policy}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("folder");
+    let (file, m) = (dir.join("in.dcm"), dir.join("m.json"));
+    std::fs::write(&file, input).expect("write");
+    let p = root().join(format!("policy/{policy}.toml")).to_string_lossy().into_owned();
+    let key = key();
+    let args =
+        ["redact", "--policy", &p, "--key-file", &key, "--manifest", &m.to_string_lossy(), &file.to_string_lossy()];
+    let o = run_with(&args, None, &[]);
+    assert_eq!(code(&o), 0, "{policy}: {}", String::from_utf8_lossy(&o.stderr));
+    let manifest: Value = serde_json::from_slice(&std::fs::read(&m).expect("manifest")).expect("manifest JSON");
+    for v in ["FIELD", "ANN", "PID555", "ACC77", "1234567", "2024", "ZQXWV"] {
+        assert!(!contains(&o.stderr, v) && !manifest.to_string().contains(v), "{policy}: {v} in a diagnostic");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    (o.stdout, manifest)
+}
+
+/// Clean Descriptors (PS3.15 E.1's C): a description whose every word is the standard's (or a
+/// short number, a number with a unit) is kept as it is; one holding the patient's own family
+/// name, a long number, a date or an unknown word gets the Basic Profile's action (Study
+/// Description written empty, the others removed); the manifest counts both, value-free. Under
+/// dicom-basic.toml none is kept.
+#[test]
+fn clean_descriptors_keep_known_words_and_fall_back() {
+    let more = [
+        le(0x0008_1030, b"LO", b"CT CHEST W CONTRAST 5.0mm AXIAL"),
+        le(0x0008_103E, b"LO", b"CT CHEST FIELD"),
+        le(0x0018_1030, b"LO", b"CHEST 1234567"),
+        le(0x0020_4000, b"LT", b"CHEST 2024-01-05"),
+        le(0x0040_0254, b"LO", b"CHEST ZQXWV"),
+    ];
+    let input = clean_file(&more);
+    let (basic_out, basic_manifest) = redact_manifest("dicom-basic", &input);
+    assert!(!contains(&basic_out, "CONTRAST"), "the Basic Profile cleans nothing");
+    assert!(basic_manifest.get("dicomClean").is_none(), "no clean rule: no clean counts");
+    let basic = model(&basic_out);
+    for policy in ["dicom-clean-descriptors", "dicom-research"] {
+        let (out, manifest) = redact_manifest(policy, &input);
+        let m = model(&out);
+        assert_eq!(text(&m, 0x0008_1030).as_deref(), Some("CT CHEST W CONTRAST 5.0mm AXIAL"), "{policy}: kept");
+        // The fallback is what the Basic Profile writes: removed, a dummy (Protocol Name's D).
+        for (tag, what) in
+            [(0x0008_103E, "FIELD"), (0x0018_1030, "1234567"), (0x0020_4000, "2024"), (0x0040_0254, "ZQXWV")]
+        {
+            let key = format!("{tag:08X}");
+            assert_eq!(m.get(&key), basic.get(&key), "{policy}: {tag:08X} fell back");
+            assert!(!contains(&out, what), "{policy}: {what} left");
+        }
+        assert_eq!(text(&m, 0x0018_1030).as_deref(), Some("ANONYMOUS"), "{policy}: D's dummy");
+        assert_eq!(manifest["dicomClean"]["kept"], 1, "{policy}: {manifest}");
+        assert_eq!(manifest["dicomClean"]["fellBack"], 4, "{policy}: {manifest}");
+        assert!(manifest["actions"]["clean"].as_u64().is_some_and(|n| n == 5), "{policy}: {manifest}");
+        assert!(manifest["residualRisks"].to_string().contains("(clean)"), "{policy}: {manifest}");
+    }
+    // The Study Description falls back to the Basic Profile's empty value (type 2).
+    let bad = clean_file(&[le(0x0008_1030, b"LO", b"CT CHEST FIELD")]);
+    let m = model(&redact_manifest("dicom-clean-descriptors", &bad).0);
+    assert!(m.get("00081030").is_some() && text(&m, 0x0008_1030).is_none(), "written empty");
+}
+
+/// The few hand-listed imaging terms that are also common names (`head`, a surname of rank 962
+/// in the Census list the generator takes out of the standard's words) are words: "CT HEAD WO"
+/// is kept, and falls back as soon as one of the file's person names holds the word (a
+/// Referring Physician HEAD^JOHN).
+#[test]
+fn clean_descriptors_listed_terms_that_are_names_yield_to_the_files_names() {
+    let series = le(0x0008_103E, b"LO", b"CT HEAD WO");
+    let (out, manifest) = redact_manifest("dicom-clean-descriptors", &clean_file(std::slice::from_ref(&series)));
+    assert_eq!(text(&model(&out), 0x0008_103E).as_deref(), Some("CT HEAD WO"), "kept");
+    assert_eq!(manifest["dicomClean"]["kept"], 1, "{manifest}");
+    let named = clean_file(&[le(0x0008_0090, b"PN", b"HEAD^JOHN"), series]);
+    let (out, manifest) = redact_manifest("dicom-clean-descriptors", &named);
+    assert!(!contains(&out, "HEAD") && !contains(&out, "JOHN"), "a name left");
+    assert_eq!(manifest["dicomClean"]["fellBack"], 1, "{manifest}");
+}
+
+/// Clean Structured Content: the Acquisition Context Sequence (X/Z in the Basic Profile) is
+/// kept as structure under the option and the Content Sequence's items too; a TEXT content
+/// item's Text Value of known words is kept, one naming the patient becomes the dummy; code
+/// items are kept only when proven (a DCM concept kept, a local one made a dummy item). Under
+/// dicom-basic.toml the acquisition context is written empty and every Text Value a dummy.
+#[test]
+fn clean_structured_content_cleans_content_items() {
+    let concept = |code: &[u8], scheme: &[u8], meaning: &[u8]| {
+        let mut b = le(0x0008_0100, b"SH", code);
+        b.extend(le(0x0008_0102, b"SH", scheme));
+        b.extend(le(0x0008_0104, b"LO", meaning));
+        le(0x0040_A043, b"SQ", &le_item(&b))
+    };
+    let text_item = |code: &[u8], scheme: &[u8], value: &[u8]| {
+        let mut b = le(0x0040_A040, b"CS", b"TEXT");
+        b.extend(concept(code, scheme, b"MKR meaning"));
+        b.extend(le(0x0040_A160, b"UT", value));
+        le_item(&b)
+    };
+    let acquisition = text_item(b"121071", b"DCM", b"AXIAL CONTRAST");
+    let mut content = text_item(b"121071", b"DCM", b"CHEST CONTRAST 5mm");
+    content.extend(text_item(b"MKRLOCAL", b"99LOCAL", b"FIELD 12345"));
+    let more = [le(0x0040_0555, b"SQ", &acquisition), le(0x0040_A730, b"SQ", &content)];
+    let input = clean_file(&more);
+    let (out, manifest) = redact_manifest("dicom-clean-structured-content", &input);
+    assert!(!contains(&out, "MKR") && !contains(&out, "FIELD") && !contains(&out, "12345"), "a value left");
+    let m = model(&out);
+    let item = |seq: &str, n: usize| m[seq]["Value"][n].clone();
+    let value = |i: &Value| i["0040A160"]["Value"][0].as_str().map(str::to_owned);
+    assert_eq!(value(&item("00400555", 0)).as_deref(), Some("AXIAL CONTRAST"), "acquisition context cleaned");
+    assert_eq!(value(&item("0040A730", 0)).as_deref(), Some("CHEST CONTRAST 5mm"));
+    assert_eq!(value(&item("0040A730", 1)).as_deref(), Some("ANONYMOUS"), "the patient's name: the dummy");
+    let code_of = |i: &Value| i["0040A043"]["Value"][0]["00080102"]["Value"][0].as_str().map(str::to_owned);
+    assert_eq!(code_of(&item("0040A730", 0)).as_deref(), Some("DCM"), "a proven concept kept");
+    assert_eq!(code_of(&item("0040A730", 1)).as_deref(), Some("99PHIWARD"), "an unproven one a dummy item");
+    assert_eq!(manifest["dicomClean"]["kept"], 2, "{manifest}");
+    assert_eq!(manifest["dicomClean"]["fellBack"], 1, "{manifest}");
+    let m = model(&redact_manifest("dicom-basic", &input).0);
+    assert!(m["00400555"]["Value"].as_array().is_none_or(Vec::is_empty), "the Basic Profile empties it");
+    assert_eq!(m["0040A730"]["Value"][0]["0040A160"]["Value"][0], "ANONYMOUS");
 }

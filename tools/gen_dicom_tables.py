@@ -13,7 +13,11 @@ writes ``src/formats/dicom/tables.rs`` (static, sorted Rust tables) and
 every data file read). From PyPI ``pydicom==3.0.2``'s wheel (MIT licence) it reads PS3.16's
 coded concepts (``pydicom/sr/_concepts_dict.py``, ``_snomed_dict.py``, as Python literals, never
 run) and writes ``src/formats/dicom/codes.rs``: the registered coding scheme designators, the
-concepts with their meanings, the SNOMED RT ids (what `keep` proves a code item with). It also
+concepts with their meanings, the SNOMED RT ids (what `keep` proves a code item with), and
+``src/formats/dicom/vocab.rs``: the Clean Descriptors and Clean Structured Content options'
+vocabulary (words of those meanings, of PS3.3's enumerated values and PS3.6's attribute names,
+less the common names of PyPI ``names==0.3.0``'s US Census 1990 lists, read from its sdist, never
+installed or run; and every term of ``tools/data/dicom-clean-terms.txt``). It also
 writes ``policy/dicom-basic.toml``, the PS3.15 Annex E option policies (``policy/dicom-retain-*.toml``,
 ``dicom-clean-*.toml``, ``dicom-research.toml``: the Basic Profile with an option's column of
 Table E.1-1 over its actions), ``policy/dicom-retain-safe-private.toml`` (the Retain Safe Private
@@ -28,6 +32,7 @@ The wheels are downloaded into target/gen-dl and installed under target/ (never 
     python3 -m venv target/gen-dicom-venv
     target/gen-dicom-venv/bin/python -m pip download --no-deps dicom-standard==0.1.0 -d target/gen-dl
     target/gen-dicom-venv/bin/python -m pip download --no-deps pydicom==3.0.2 -d target/gen-dl
+    target/gen-dicom-venv/bin/python -m pip download --no-deps --no-binary=:all: names==0.3.0 -d target/gen-dl
     target/gen-dicom-venv/bin/python -m pip install --no-deps target/gen-dl/dicom_standard-0.1.0-py3-none-any.whl
     target/gen-dicom-venv/bin/python tools/gen_dicom_tables.py
 
@@ -378,6 +383,7 @@ def main() -> int:
           "ambiguous, see `enumerations`), "
           f"{len(profile)} profile rows.", ""]
     p += write_codes()
+    p += write_vocab(exact, enum_lists, [a["name"] for a in data["attributes.json"]])
     p += safe_private_provenance()
     PROVENANCE.write_text("\n".join(p))
     # Every type an attribute has anywhere (modules and macros, at any depth; the directory
@@ -599,6 +605,10 @@ def write_codes() -> list[str]:
             elif key == "SCT":
                 srt.update(val.values())
     schemes = sorted(set(concepts) | set(EXTRA_SCHEMES))
+    # Every concept's meaning (SNOMED CT's too): words of the Clean options' vocabulary.
+    for by_keyword in concepts.values():
+        for codes in by_keyword.values():
+            VOCAB_MEANINGS.extend(meaning for meaning, _ in codes.values())
     rows: dict[tuple[str, str], str] = {}
     for scheme, by_keyword in concepts.items():
         if scheme == "SCT":
@@ -634,6 +644,119 @@ def write_codes() -> list[str]:
           "from PS3.16 Table 8-1, `EXTRA_SCHEMES`), "
           f"{len(rows)} concepts with their meanings, {len(srt)} SNOMED RT ids.", ""]
     return p
+
+
+# The Clean Descriptors and Clean Structured Content options' vocabulary (PS3.15 E.1: C is
+# "replace with values of similar meaning known not to contain identifying information"): a text
+# value is kept only when every word of it is one of these (see src/policy/dicom_clean.rs).
+VOCAB_OUT = REPO / "src" / "formats" / "dicom" / "vocab.rs"
+VOCAB_MEANINGS: list[str] = []
+TERMS = REPO / "tools" / "data" / "dicom-clean-terms.txt"
+# PyPI names 0.3.0 (MIT licence): the US Census 1990 name lists (dist.male.first,
+# dist.female.first, dist.all.last: name, frequency %, cumulative %, rank). Read from the sdist
+# (its sha256 checked), never installed or run.
+NAMES_SDIST = REPO / "target" / "gen-dl" / "names-0.3.0.tar.gz"
+NAMES_PIN = "names==0.3.0"
+NAMES_SHA256 = "726e46254f2ed03f1ffb5d941dae3bc67c35123941c29becd02d48d0caa2a671"
+# A common name: a given name among those of 80% of the people counted (cumulative frequency), a
+# surname among the 1,000 most frequent (43% of the people). What is left out of the vocabulary.
+FIRST_CUMULATIVE = 80.0
+LAST_RANK = 1000
+# Dates are not descriptions: month and day names and their abbreviations are not words of the
+# vocabulary (a value naming one falls back).
+CALENDAR = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+            "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct",
+            "nov", "dec", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon",
+            "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"}
+WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+
+
+def standard_words(text: str) -> set[str]:
+    """Words of the standard's text: runs of ASCII letters (split at any other character, a
+    CamelCase keyword at its capitals), two letters or more, lowercase. A run with a digit is not
+    a word here (a code, a version): only the committed list gives such terms."""
+    out = set()
+    for part in WORD_SPLIT.split(text):
+        for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", part) if part.isalpha() else []:
+            if len(w) >= 2 and w.isascii():
+                out.add(w.lower())
+    return out
+
+
+def common_names() -> set[str]:
+    import tarfile  # noqa: PLC0415
+
+    blob = NAMES_SDIST.read_bytes()
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != NAMES_SHA256:
+        raise SystemExit(f"{NAMES_SDIST.name}: sha256 {digest}, expected {NAMES_SHA256}")
+    names = set()
+    with tarfile.open(NAMES_SDIST) as t:
+        for f, first in (("dist.male.first", True), ("dist.female.first", True), ("dist.all.last", False)):
+            member = t.extractfile(f"names-0.3.0/names/{f}")
+            assert member is not None
+            for line in member.read().decode("ascii").splitlines():
+                cols = line.split()
+                if len(cols) == 4 and (float(cols[2]) <= FIRST_CUMULATIVE if first else int(cols[3]) <= LAST_RANK):
+                    names.add(cols[0].lower())
+    return names
+
+
+def write_vocab(exact: dict, enum_lists: list, attribute_names: list) -> list[str]:
+    """`src/formats/dicom/vocab.rs`: the words and units the Clean options keep text of.
+    Returns the provenance lines."""
+    words = set()
+    for m in VOCAB_MEANINGS:
+        words |= standard_words(m)
+    from_codes = len(words)
+    for vals in enum_lists:
+        for v in vals:
+            words |= standard_words(v)
+    for n in attribute_names:
+        words |= standard_words(n)
+    for _, _, kw in exact.values():
+        words |= standard_words(kw)
+    terms, units = set(), set()
+    raw_terms = TERMS.read_bytes()
+    for line in raw_terms.decode("ascii").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("unit "):
+            units.add(line[5:])
+        else:
+            terms.add(line)
+    for t in terms | units:
+        if not re.fullmatch(r"[a-z0-9]+", t):
+            raise SystemExit(f"{TERMS.name}: not a lowercase term")
+    names = common_names()
+    # The committed terms are read by hand (no person, place or institution names); the few of
+    # them that are also common names (`head`, `colon`, `long`, `short`, ...) stay words: the
+    # file's own person names and identifiers still refuse a value holding one of them.
+    vocab = sorted(((words - names) | terms) - CALENDAR)
+    o = ["//! The Clean Descriptors and Clean Structured Content options' vocabulary, @generated by",
+         "//! tools/gen_dicom_tables.py: do not edit (provenance: PROVENANCE.md beside this file). Words",
+         "//! of PS3.16's code meanings, PS3.3's enumerated values and PS3.6's attribute names, and the",
+         "//! committed list tools/data/dicom-clean-terms.txt; the standard's words less the common given",
+         "//! names and surnames of PyPI names 0.3.0; none of the names of months and days.", "",
+         "/// Words a cleaned value may hold (lowercase ASCII), sorted.",
+         "pub static WORDS: &[&str] = &["]
+    o += [f"    {rust_str(w)}," for w in vocab]
+    o += ["];", "", "/// Units a number may carry in a cleaned value (`5mm`, `120kv`; lowercase), sorted.",
+          "pub static UNITS: &[&str] = &["]
+    o += [f"    {rust_str(u)}," for u in sorted(units - names - CALENDAR)]
+    o += ["];"]
+    VOCAB_OUT.write_text("\n".join(o) + "\n")
+    return ["", "# Provenance of src/formats/dicom/vocab.rs", "",
+            "The words the Clean Descriptors and Clean Structured Content options keep text of: words",
+            f"(two ASCII letters or more) of the code meanings above ({from_codes} words), of PS3.3's",
+            "enumerated values and of PS3.6's attribute names and keywords (dicom-standard above), and the",
+            f"terms of `tools/data/{TERMS.name}` (sha256 `{hashlib.sha256(raw_terms).hexdigest()}`, every",
+            "one of them); the standard's words less the common names of PyPI",
+            f"`{NAMES_PIN}` (MIT licence; the US Census 1990 lists; sdist `{NAMES_SDIST.name}`: sha256",
+            f"`{NAMES_SHA256}`): a given name of the {FIRST_CUMULATIVE:.0f}% of people the lists count, a",
+            f"surname of rank {LAST_RANK} or better ({len(names)} names); none of the names of months and",
+            "days.", "",
+            f"Counts: {len(vocab)} words, {len(units - names - CALENDAR)} units.", ""]
 
 
 # Dummy values of the profile's D action, by VR (valid for the VR, about no one).
@@ -812,6 +935,15 @@ METHOD_ORDER = ["basic", "clean-structured-content", "clean-descriptors", "retai
 # The range of the Modified Dates option's keyed shift, in days (each way).
 SHIFT_DAYS = 365
 TEXT_VRS = {"AE", "LO", "SH", "ST", "LT", "UT", "UC", "UR", "PN"}
+# The text a C (clean) is done on: descriptions, comments and labels. Not PN (a name has no
+# clean value), AE or UR (a system's address), CS (the values the standard defines are proven as
+# codes), dates, numbers or bytes: those keep the Basic Profile's action.
+CLEAN_VRS = {"LO", "SH", "ST", "LT", "UT", "UC"}
+# The text of a content item (PS3.3 C.17.3, Table C.18.1-1: TEXT Value Type): Text Value
+# (0040,A160), which Table E.1-1 does not name; under Clean Structured Content it is cleaned
+# wherever it appears (a content item of the Content, Acquisition Context or Specimen
+# Preparation sequences, their only place in the standard's modules).
+CONTENT_TEXT = {0x0040A160}
 # Shipped policies: one per option, each the Basic Profile with that option's column applied,
 # and one combination common in research (dates shifted, patient characteristics retained,
 # descriptors cleaned).
@@ -911,11 +1043,30 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict, applied:
             note = "X, type 2 in some IOD: written empty (no value, still present)"
         else:
             action, val = "remove", None
-        if option and option[0] == "C" and action not in ("date_shift", "keep") or \
-                option and option[0] == "C" and action == "keep" and vr != "TM":
-            # C (clean): nothing here cleans free text; fail closed, the Basic Profile's action
-            # (no value of the input is written: removed, empty or a dummy).
+        if option and option[0] == "C" and action in ("replace", "empty", "remove") and vr in CLEAN_VRS and \
+                "Modified Dates" not in option[1]:
+            # C (clean): the value is kept when every word of it is known not to identify
+            # (src/policy/dicom_clean.rs), else the Basic Profile's action (fail closed: a dummy,
+            # empty, or removed).
+            otherwise = val if action == "replace" else "@empty" if action == "empty" else None
+            fallback = {"replace": "a dummy", "empty": "empty", "remove": "removed"}[action]
+            action, val = "clean", None
+            note = f"C: cleaned, else the Basic Profile's action ({fallback})" + (f"; {note}" if note else "")
+        elif option and option[0] == "C" and vr == "SQ" and action in ("empty", "remove"):
+            # C on a sequence (Clean Structured Content's Acquisition Context and Specimen
+            # Preparation): its items are kept as structure and each of their attributes decided
+            # by these rules (text cleaned where a rule says clean, codes kept only when proven).
+            action, val = "keep", None
+            reason = f"PS3.15 Table E.1-1 {option[1]}: C"
+            note = "C on a sequence: its items are kept as structure, their attributes decided by these rules"
+        elif option and option[0] == "C" and action not in ("date_shift", "keep") or \
+                option and option[0] == "C" and action == "keep" and vr not in ("TM", "SQ"):
+            # C (clean) on what is not text (a name, a date, bytes): not cleaned; fail closed, the
+            # Basic Profile's action (no value of the input is written: removed, empty or a dummy).
             note = "C not cleaned (fail closed): the Basic Profile's action" + (f"; {note}" if note else "")
+        elif option and option[0] == "C" and action == "keep" and vr == "SQ":
+            note = "C on a sequence: its items kept as structure, their attributes decided by these rules" + \
+                (f"; {note}" if note else "")
         out.append("[[dicom]]")
         out.append(f'select = "({value >> 16:04X},{value & 0xFFFF:04X})"')
         out.append(f'action = "{action}"')
@@ -977,6 +1128,12 @@ def profile_rules(exact: dict, profile: list, keyed: bool, types: dict, applied:
             continue
         out.append("[[dicom]]")
         out.append(f'select = "({tag >> 16:04X},{tag & 0xFFFF:04X})"')
+        if tag in CONTENT_TEXT and "clean-structured-content" in applied:
+            out.append('action = "clean"')
+            out.append(f'otherwise = "{DUMMY_BY_TAG.get(tag, DUMMY[vr])}"')
+            out.append(f"# {kw}: not in Table E.1-1, type {'/'.join(sorted(types[tag]))}; Clean Structured Content "
+                       "Option: the text of a content item, cleaned, else a dummy value")
+            continue
         out.append('action = "replace"')
         out.append(f'value = "{DUMMY_BY_TAG.get(tag, DUMMY[vr])}"')
         out.append(f"# {kw}: not in Table E.1-1, type {'/'.join(sorted(types[tag]))}: a dummy value")
@@ -1070,9 +1227,14 @@ def option_policy(exact: dict, profile: list, types: dict, name: str, applied: l
         "# E.1-1 names, that column's action over the Basic Profile's (PS3.15 E.3: the option overrides",
         "# the profile); each such rule's comment names the option and its action after the Basic",
         "# Profile's. K: keep (free text and any UID too: the option retains them; a date, number or code",
-        "# that is not one is still removed, or a dummy where some IOD makes it type 1). C (clean): nothing",
-        "# here cleans free text, so the attribute gets the Basic Profile's action (fail closed: no value of",
-        "# the input is written), except under Modified Dates, where C on a date (DA, DT) is a keyed",
+        "# that is not one is still removed, or a dummy where some IOD makes it type 1). C (clean) on text",
+        "# (LO, SH, ST, LT, UT, UC): action clean, the value kept as it is when every word of it is known",
+        "# not to identify (a word of the standard's vocabulary, src/formats/dicom/vocab.rs, or a short",
+        "# number, with a unit; none a token of a name or identifier of the file), else the Basic",
+        "# Profile's action (otherwise: a dummy, @empty, or removed); C on a sequence keeps its items as",
+        "# structure, their attributes decided by these rules; C on anything else (a name, bytes) gets",
+        "# the Basic Profile's action (fail closed: no value of the input is written). Under Modified",
+        "# Dates, C on a date (DA, DT) is a keyed",
         f"# date_shift (within {SHIFT_DAYS} days either way, never 0; the same days for every file of the",
         "# patient, keyed on Patient ID (0010,0020), or on Study Instance UID (0020,000D) when there is no",
         "# Patient ID, under one key; no time zone is read; a date that cannot be shifted is written as",

@@ -931,6 +931,50 @@ pub fn dicom(data: &[u8]) {
     pipeline_one(&marked, true);
     dicom_safe_private(data);
     dicom_safe_private(&marked);
+    dicom_clean(&marked);
+}
+
+/// In process, redact the marked input under policy/dicom-clean-descriptors.toml and
+/// dicom-clean-structured-content.toml (a fixed key): what is written reads again, and no text
+/// value (LO, SH, ST, LT, UT, UC: what `clean` decides) holds a marker (a marker is never a word
+/// of the Clean options' vocabulary nor a short number: every `clean` falls back, and neither
+/// policy keeps free text otherwise). A CS is kept by the profile's code rules when its syntax
+/// is valid (a marker's is), as under every DICOM policy.
+#[expect(clippy::disallowed_methods, reason = "the fuzz harness stands in for ops")]
+fn dicom_clean(marked: &[u8]) {
+    use crate::formats::dicom::read;
+    static POLICIES: std::sync::OnceLock<Vec<crate::policy::Policy>> = std::sync::OnceLock::new();
+    let policies = POLICIES.get_or_init(|| {
+        [
+            &include_bytes!("../../policy/dicom-clean-descriptors.toml")[..],
+            include_bytes!("../../policy/dicom-clean-structured-content.toml"),
+        ]
+        .iter()
+        .map(|p| crate::policy::load(p).unwrap_or_else(|_| panic!("a shipped clean policy does not load")))
+        .collect()
+    });
+    let limits = Limits { max_input_bytes: 1 << 20, ..Limits::default() };
+    let Ok(doc) = read::read(marked.to_vec(), &limits) else { return };
+    let Ok(key) = crate::keys::Key::from_bytes(b"phiward fuzz key: not a secret!!".to_vec()) else {
+        panic!("a 32-byte key")
+    };
+    let disclosure = Disclosure::grant();
+    for policy in policies {
+        let mut r = crate::policy::dicom::Redactor::new(policy, Some(&key));
+        let mut out = Vec::new();
+        r.redact(&doc, &disclosure, &mut out);
+        if out.is_empty() {
+            continue;
+        }
+        let again = read::read(out.clone(), &Limits { max_input_bytes: 1 << 22, ..Limits::default() })
+            .unwrap_or_else(|_| panic!("the clean output does not read"));
+        for (i, e) in again.elements().iter().enumerate() {
+            let text = matches!(&e.vr.0, b"LO" | b"SH" | b"ST" | b"LT" | b"UT" | b"UC");
+            let v = again.value(i).expose_value(&disclosure);
+            assert!(!text || memchr::memmem::find(v, values::MARKER_PREFIX).is_none(), "a marker cleaned-kept");
+        }
+        crate::phi::wipe(&mut out);
+    }
 }
 
 /// In process, redact under policy/dicom-retain-safe-private.toml (a fixed key): what it writes

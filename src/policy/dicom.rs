@@ -50,6 +50,7 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::action::{self, Action};
+use super::dicom_clean;
 use super::dicom_deid::{self, BurnedIn};
 use super::dicom_keep;
 use super::manifest::Counts;
@@ -205,6 +206,10 @@ pub struct Rule {
     /// `vr` and `vm` of a `keep` of a private element by its creator: the VR its value must be
     /// a valid instance of (the element's own VR must be it or UN) and the multiplicity.
     pub private_vr: Option<(Vr, Option<(u32, u32)>)>,
+    /// `action = "clean"` (PS3.15 E.1's C; [`Rule::action`] is `keep`): text kept when every
+    /// word of it is known not to identify (`dicom_clean`), else the `otherwise` (a dummy,
+    /// `@empty`: written empty, or none: removed).
+    pub clean: bool,
 }
 
 /// What a DICOM `keep` writes for a value it cannot prove (`otherwise = "..."`).
@@ -216,12 +221,18 @@ pub enum Otherwise {
     /// unproven UID becomes `2.25.<decimal>`, the same for the same UID and key, and a UID the
     /// `keep` proves stays); without a key, removed.
     Hash,
+    /// `otherwise = "@empty"` (a `clean` only): written empty, the element still present.
+    Empty,
 }
 
 impl Otherwise {
     /// `@hash`, or a dummy (the policy loader refuses another `@` name).
     fn parse(s: String) -> Otherwise {
-        if s == "@hash" { Otherwise::Hash } else { Otherwise::Dummy(s) }
+        match s.as_str() {
+            "@hash" => Otherwise::Hash,
+            "@empty" => Otherwise::Empty,
+            _ => Otherwise::Dummy(s),
+        }
     }
 }
 
@@ -270,7 +281,13 @@ impl Rule {
             at: ctx.at(parts.select_span),
             otherwise,
             private_vr,
+            clean: parts.clean,
         })
+    }
+
+    /// The action's name as the policy spells it (`clean` for a clean rule).
+    pub fn action_name(&self) -> &'static str {
+        if self.clean { "clean" } else { self.action.name() }
     }
 
     /// True when this rule selects everything `other` selects.
@@ -304,6 +321,46 @@ pub struct Redactor<'p> {
     creators: Vec<u32>,
     /// The last [`Redactor::decide`] decided by a creator selector's rule.
     kept_by_block: bool,
+    /// The document's person name and identifier tokens, sorted (`dicom_clean`): read only
+    /// under a policy with a `clean` rule, wiped after each file.
+    forbidden: Vec<Vec<u8>>,
+}
+
+impl Redactor<'_> {
+    fn wipe_forbidden(&mut self) {
+        for t in &mut self.forbidden {
+            crate::phi::wipe(t);
+        }
+        self.forbidden.clear();
+    }
+}
+
+/// The tokens of every PN element of `doc` (any depth) and of its identifiers
+/// ([`dicom_clean::IDENTIFIERS`]), lowercase, sorted and deduplicated: what a cleaned value may
+/// not hold.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a redaction engine: a cleaned value may not repeat a name or identifier"
+)]
+fn forbidden_tokens(doc: &Document, disclosure: &Disclosure) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (i, e) in doc.elements().iter().enumerate() {
+        if e.kind == Kind::Value
+            && !doc.elided(i)
+            && (e.vr == Vr(*b"PN") || dicom_clean::IDENTIFIERS.binary_search(&e.tag).is_ok())
+        {
+            dicom_clean::name_tokens(doc.value(i).expose_value(disclosure), &mut out);
+        }
+    }
+    out.sort();
+    out.dedup_by(|a, b| {
+        let same = a == b;
+        if same {
+            crate::phi::wipe(a);
+        }
+        same
+    });
+    out
 }
 
 /// No creator (not a private block element, or its creator is missing, duplicated or invalid).
@@ -333,6 +390,7 @@ impl<'p> Redactor<'p> {
             shift_from: None,
             creators: Vec::new(),
             kept_by_block: false,
+            forbidden: Vec::new(),
         }
     }
 
@@ -366,6 +424,8 @@ impl<'p> Redactor<'p> {
         } else {
             Vec::new()
         };
+        self.forbidden =
+            if self.policy.dicom.iter().any(|r| r.clean) { forbidden_tokens(doc, disclosure) } else { Vec::new() };
         let mut decisions = vec![Keep::Drop; els.len()];
         let mut by_block = vec![false; els.len()];
         let mut replacements: Vec<Vec<u8>> = Vec::new();
@@ -395,6 +455,7 @@ impl<'p> Redactor<'p> {
             // unknown compression): nothing is written.
             self.refused = Some(Code::DICOM_PIXEL_ENCODING_UNKNOWN);
             self.counts.fail_closed += 1;
+            self.wipe_forbidden();
             for r in &mut replacements {
                 crate::phi::wipe(r);
             }
@@ -422,6 +483,7 @@ impl<'p> Redactor<'p> {
             inserts.push((0x0012_0064, Vr::SQ, write::sequence_value(doc, &items)));
         }
         let written = write::part10_with(doc, disclosure, &|i, _| decisions[i], &replacements, &meta, &inserts, out);
+        self.wipe_forbidden();
         if let Some(w) = self.shift_from.as_mut() {
             crate::phi::wipe(w);
         }
@@ -583,6 +645,21 @@ impl<'p> Redactor<'p> {
                 match shift_dates(e.vr, value(), shift_days(key, from, *days)) {
                     Some(v) => push(v),
                     None => fallback(&mut push),
+                }
+            }
+            Action::Keep if rule.clean => {
+                // PS3.15 E.1's C on text: kept as it is when every word is known not to
+                // identify, else the rule's fallback (the Basic Profile's action).
+                let text = matches!(&e.vr.0, b"LO" | b"SH" | b"ST" | b"LT" | b"UT" | b"UC");
+                if e.kind == Kind::Value && text && !doc.elided(i) && dicom_clean::clean_ok(value(), &self.forbidden) {
+                    self.counts.cleaned += 1;
+                    return Keep::As;
+                }
+                self.counts.clean_fallback += 1;
+                match &rule.otherwise {
+                    Some(Otherwise::Dummy(d)) if e.kind == Kind::Value => push(d.as_bytes().to_vec()),
+                    Some(Otherwise::Dummy(_) | Otherwise::Empty) => Keep::Empty,
+                    _ => Keep::Drop,
                 }
             }
             Action::Keep if rule.private_vr.is_some() => self.keep_private(doc, i, rule, disclosure, &mut push),
@@ -1120,6 +1197,7 @@ mod tests {
             at: (1, 1),
             otherwise: None,
             private_vr: None,
+            clean: false,
         };
         assert!(rule(Select::Private).covers(&rule(sel.clone())));
         assert!(!rule(sel).covers(&rule(Select::Private)));
@@ -1196,6 +1274,7 @@ mod tests {
             at: (1, 1),
             otherwise: None,
             private_vr: None,
+            clean: false,
         };
         assert!(rule("(60xx,xxxx)").covers(&rule("(6002,3000)")));
         assert!(rule("(60xx,xxxx)").covers(&rule("(60xx,3000)")));

@@ -28,6 +28,11 @@ pub struct Counts {
     /// DICOM files written whose pixel data may show burned-in text (the policy accepts the
     /// residual risk).
     pub burned_in_accepted: u64,
+    /// DICOM values a `clean` rule kept (every word known not to identify).
+    pub cleaned: u64,
+    /// DICOM values a `clean` rule could not keep: its fallback written (a dummy, empty or
+    /// removed).
+    pub clean_fallback: u64,
 }
 
 impl Counts {
@@ -70,6 +75,8 @@ impl Counts {
         self.ids_rewritten += other.ids_rewritten;
         self.unproven += other.unproven;
         self.burned_in_accepted += other.burned_in_accepted;
+        self.cleaned += other.cleaned;
+        self.clean_fallback += other.clean_fallback;
     }
 }
 
@@ -87,23 +94,23 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
     let rules = policy
         .hl7v2
         .iter()
-        .map(|r| ("hl7v2", r.at, &r.action))
-        .chain(policy.fhir.iter().map(|r| ("fhir", r.at, &r.action)))
-        .chain(policy.x12.iter().map(|r| ("x12", r.at, &r.action)))
-        .chain(policy.astm.iter().map(|r| ("astm", r.at, &r.action)))
-        .chain(policy.dicom.iter().map(|r| ("dicom", r.at, &r.action)))
-        .chain(policy.ncpdp.iter().map(|r| ("ncpdp", r.at, &r.action)))
-        .chain(policy.ccda.iter().map(|r| ("ccda", r.at, &r.action)))
-        .chain(policy.ncpdp_script.iter().map(|r| ("ncpdp-script", r.at, &r.action)));
+        .map(|r| ("hl7v2", r.at, r.action.name()))
+        .chain(policy.fhir.iter().map(|r| ("fhir", r.at, r.action.name())))
+        .chain(policy.x12.iter().map(|r| ("x12", r.at, r.action.name())))
+        .chain(policy.astm.iter().map(|r| ("astm", r.at, r.action.name())))
+        .chain(policy.dicom.iter().map(|r| ("dicom", r.at, r.action_name())))
+        .chain(policy.ncpdp.iter().map(|r| ("ncpdp", r.at, r.action.name())))
+        .chain(policy.ccda.iter().map(|r| ("ccda", r.at, r.action.name())))
+        .chain(policy.ncpdp_script.iter().map(|r| ("ncpdp-script", r.at, r.action.name())));
     let mut actions: std::collections::BTreeMap<&'static str, u64> = std::collections::BTreeMap::new();
     for (i, (list, at, action)) in rules.enumerate() {
         let n = counts.per_rule.get(i).copied().unwrap_or(0);
         if i > 0 {
             out.push(b',');
         }
-        *actions.entry(action.name()).or_default() += n;
+        *actions.entry(action).or_default() += n;
         out.extend_from_slice(format!("{{\"list\":\"{list}\",\"line\":{},\"action\":", at.0).as_bytes());
-        string(&mut out, action.name());
+        string(&mut out, action);
         out.extend_from_slice(format!(",\"count\":{n}}}").as_bytes());
     }
     out.extend_from_slice(b"],\"actions\":{");
@@ -114,9 +121,18 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
         string(&mut out, name);
         out.extend_from_slice(format!(":{n}").as_bytes());
     }
+    out.extend_from_slice(b"}");
+    // DICOM `clean` (PS3.15 E.1's C), under a policy that has such a rule: values kept as known
+    // not to identify, and values that fell back to the rule's Basic Profile action.
+    if policy.dicom.iter().any(|r| r.clean) {
+        out.extend_from_slice(
+            format!(",\"dicomClean\":{{\"kept\":{},\"fellBack\":{}}}", counts.cleaned, counts.clean_fallback)
+                .as_bytes(),
+        );
+    }
     out.extend_from_slice(
         format!(
-            "}},\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"unprovenRemovals\":{},\"idsRewritten\":{},\"burnedInAnnotationAccepted\":{},\"keyed\":{keyed},\"residualRisks\":[",
+            ",\"failClosedRemovals\":{},\"freeTextRemoved\":{},\"unprovenRemovals\":{},\"idsRewritten\":{},\"burnedInAnnotationAccepted\":{},\"keyed\":{keyed},\"residualRisks\":[",
             counts.fail_closed,
             counts.free_text_removed,
             counts.unproven,
@@ -146,6 +162,11 @@ pub fn json(policy: &Policy, counts: &Counts, keyed: bool) -> Vec<u8> {
     }
     if policy.keeps_free_text() {
         risks.push("free text kept by a rule (may name people)");
+    }
+    if policy.dicom.iter().any(|r| r.clean) {
+        risks.push(
+            "DICOM text kept where every word is the standard's vocabulary or a short number (clean): words are judged one by one, not what they say together",
+        );
     }
     if all().any(|a| *a == Action::GeneralizeBirthDate) {
         risks.push(

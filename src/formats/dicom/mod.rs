@@ -6,6 +6,7 @@
 //! - [`lex`]: the lexer (meta group, transfer syntax, sequences, items, fragments, limits);
 //! - [`read`]: a record into a [`read::Document`] (values in `Phi`);
 //! - [`codes`]: PS3.16 coding scheme designators and concepts (generated, see PROVENANCE.md);
+//! - [`vocab`]: the Clean options' words and units (generated, see PROVENANCE.md);
 //! - [`dict`]: the data dictionary and the standard's tables (generated into `tables.rs` by
 //!   `tools/gen_dicom_tables.py`, see PROVENANCE.md);
 //! - [`validate`]: file meta, encoding, VR syntax and length, VM, the IOD's modules;
@@ -28,6 +29,9 @@ pub mod codes;
 #[allow(clippy::all)]
 mod tables;
 pub mod validate;
+#[rustfmt::skip]
+#[allow(clippy::all)]
+pub mod vocab;
 pub mod write;
 
 pub use codec::{Dicom, Envelope};
