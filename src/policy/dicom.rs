@@ -1145,6 +1145,20 @@ mod tests {
     /// `(GGGG,"CREATOR",EE)`: a private group, a creator that is a valid LO value without
     /// leading or trailing space, two hex digits; it matches the element EE of a block whose
     /// creator has that exact value, wherever the block sits, and is covered by `@private`.
+    /// A `remove` rule of `select` (for the policy lint's `covers`).
+    fn remove(select: Select) -> Rule {
+        Rule {
+            select,
+            action: Action::Remove,
+            free_text: false,
+            documented: false,
+            at: (1, 1),
+            otherwise: None,
+            private_vr: None,
+            clean: false,
+        }
+    }
+
     #[test]
     fn private_block_selectors() {
         let sel = Select::parse("(0019,\"GEMS_ACQU_01\",23)").expect("parses");
@@ -1189,18 +1203,8 @@ mod tests {
         assert!(!sel.matches(&at(0x0019_1024), c));
         assert!(!sel.matches(&at(0x0019_0023), c), "a creator element is not in a block");
         assert!(!sel.matches(&at(0x001B_1023), c));
-        let rule = |select: Select| Rule {
-            select,
-            action: Action::Remove,
-            free_text: false,
-            documented: false,
-            at: (1, 1),
-            otherwise: None,
-            private_vr: None,
-            clean: false,
-        };
-        assert!(rule(Select::Private).covers(&rule(sel.clone())));
-        assert!(!rule(sel).covers(&rule(Select::Private)));
+        assert!(remove(Select::Private).covers(&remove(sel.clone())));
+        assert!(!remove(sel).covers(&remove(Select::Private)));
     }
 
     /// `vm`: `1`, `3-4`, `1-n`; nothing else.
@@ -1266,16 +1270,7 @@ mod tests {
             assert_eq!(tag & mask == value, hit, "{tag:08X}");
         }
         // A masked rule shadows the tags and narrower patterns it matches (policy lint).
-        let rule = |s: &str| Rule {
-            select: Select::parse(s).expect("selector"),
-            action: Action::Remove,
-            free_text: false,
-            documented: false,
-            at: (1, 1),
-            otherwise: None,
-            private_vr: None,
-            clean: false,
-        };
+        let rule = |s: &str| remove(Select::parse(s).expect("selector"));
         assert!(rule("(60xx,xxxx)").covers(&rule("(6002,3000)")));
         assert!(rule("(60xx,xxxx)").covers(&rule("(60xx,3000)")));
         assert!(!rule("(60xx,3000)").covers(&rule("(60xx,xxxx)")));
