@@ -45,9 +45,14 @@ const NEVER: &[u32] = &[0x0010_0010, 0x0010_0020, 0x0008_1030, 0x0008_103E, 0x00
 
 /// A Part 10 file (explicit VR little endian) of a CT image's SOP class with `dataset`.
 fn part10(dataset: &[u8]) -> Vec<u8> {
+    part10_in(b"1.2.840.10008.1.2.1", dataset)
+}
+
+/// A Part 10 file of a CT image's SOP class with `dataset` in the transfer syntax `ts`.
+fn part10_in(ts: &[u8], dataset: &[u8]) -> Vec<u8> {
     let mut meta = le(0x0002_0001, b"OB", b"\x00\x01");
     meta.extend(le(0x0002_0002, b"UI", b"1.2.840.10008.5.1.4.1.1.2"));
-    meta.extend(le(0x0002_0010, b"UI", b"1.2.840.10008.1.2.1"));
+    meta.extend(le(0x0002_0010, b"UI", ts));
     let mut out = vec![0u8; 128];
     out.extend_from_slice(b"DICM");
     out.extend(le(0x0002_0000, b"UL", &(meta.len() as u32).to_le_bytes()));
@@ -520,14 +525,7 @@ fn retain_safe_private_in_implicit_vr_and_inside_a_private_sequence() {
     ds.extend(implicit(0x0019_1024, b"MKRDS02X"));
     ds.extend(implicit(0x7E01_0010, b"HOLOGIC, Inc."));
     ds.extend(&seq);
-    let mut meta = le(0x0002_0001, b"OB", b"\x00\x01");
-    meta.extend(le(0x0002_0002, b"UI", b"1.2.840.10008.5.1.4.1.1.2"));
-    meta.extend(le(0x0002_0010, b"UI", b"1.2.840.10008.1.2"));
-    let mut input = vec![0u8; 128];
-    input.extend_from_slice(b"DICM");
-    input.extend(le(0x0002_0000, b"UL", &(meta.len() as u32).to_le_bytes()));
-    input.extend(meta);
-    input.extend(ds);
+    let input = part10_in(b"1.2.840.10008.1.2", &ds);
     let key = key();
     let out = redact("dicom-retain-safe-private", &key, &input, &[]);
     for bytes in safe.iter().chain([&nested_creator, &nested_safe]) {
