@@ -232,6 +232,12 @@ def main() -> int:
     enums, enum_lists, enum_skipped = enumerations(data["module_to_attributes.json"], used_modules, exact)
     distinct_enum_lists = len(enum_lists)
     conds = conditions(data["module_to_attributes.json"], used_modules, exact, enum_lists)
+    # The Clean options' vocabulary reads the enumerated values and the conditions' values (not the
+    # lists added below for the Basic Directory and the items' conditions).
+    vocab_lists = [list(v) for v in enum_lists]
+    items, item_sets, item_conds, item_counts = item_requirements(data["module_to_attributes.json"], used_modules,
+                                                                  exact, enum_lists)
+    directory = [(path, pos, enum_list_index(enum_lists, vals)) for path, pos, vals in BASIC_DIRECTORY_ENUMS]
     # The share of the IOD rows that require something (type 1, 1C, 2, 2C, top level, once per
     # IOD and module) that validate evaluates: the type 1 and 2 rows of the mandatory modules
     # (after the overrides) and their 1C and 2C rows whose conditions `conditions` reads.
@@ -340,6 +346,53 @@ def main() -> int:
         o.append(f"    ({m}, 0x{tag:08X}, 0x{ctag:08X}, {op}, {pos}, {li}),")
     o.append("];")
     o.append("")
+    o.append("/// What an item of a module's sequence requires (PS3.3, a macro's rows as the package flattens them")
+    o.append("/// into the module): sets of (tag, type) of the item's type 1, 2, 1C and 2C attributes, by index.")
+    o.append("pub static ITEM_SETS: &[&[(u32, super::dict::AttrType)]] = &[")
+    for req in item_sets:
+        o.append("    &[" + ", ".join(f"(0x{t:08X}, super::dict::AttrType::{ty})" for t, ty in req) + "],")
+    o.append("];")
+    o.append("")
+    o.append("/// The sequences of each module: (index in `MODULES`, the sequence's tag path from the top level,")
+    o.append("/// index in `ITEM_SETS`, or 0xFFFF: its items are not checked (see the generator's")
+    o.append("/// `item_requirements`)), sorted.")
+    o.append("pub static MODULE_ITEMS: &[(u16, &[u32], u16)] = &[")
+    for m, path, si in items:
+        tags = ", ".join(f"0x{t:08X}" for t in path)
+        o.append(f"    ({m}, &[{tags}], {si}),")
+    o.append("];")
+    o.append("")
+    o.append("/// Conditions of the 1C and 2C attributes of an item set, read as `MODULE_CONDITIONS` and evaluated on")
+    o.append("/// the item: (index in `ITEM_SETS`, tag, the condition's tag (another attribute of the item), op,")
+    o.append("/// value position, index in `ENUM_LISTS`), sorted. Rows of one (set, tag) are alternatives.")
+    o.append("pub static ITEM_CONDITIONS: &[(u16, u32, u32, u8, u8, u16)] = &[")
+    for si, tag, ctag, op, pos, li in item_conds:
+        o.append(f"    ({si}, 0x{tag:08X}, 0x{ctag:08X}, {op}, {pos}, {li}),")
+    o.append("];")
+    o.append("")
+    o.append("/// Enumerated values of the Basic Directory IOD (PS3.3 F.3.2.2, Table F.3-3; the package does not")
+    o.append("/// ship Annex F): (tag path, value position, index in `ENUM_LISTS`).")
+    o.append("pub static DIRECTORY_ENUMS: &[(&[u32], u8, u16)] = &[")
+    for path, pos, li in directory:
+        o.append(f"    (&[{', '.join(f'0x{t:08X}' for t in path)}], {pos}, {li}),")
+    o.append("];")
+    o.append("")
+    o.append("/// The Photometric Interpretations PS3.5 Section 8.2 allows with an encapsulated transfer syntax")
+    o.append("/// (Tables 8.2.1-1, 8.2.1-2, 8.2.2-1, 8.2.3-1, 8.2.4-1): (transfer syntax UID, Samples per Pixel,")
+    o.append("/// the standard Photometric Interpretations valid with them), sorted.")
+    o.append("pub static PHOTOMETRIC_ENCAPSULATED: &[(&str, u8, &[&str])] = &[")
+    for uid, spp, terms in sorted(PHOTOMETRIC_ENCAPSULATED):
+        o.append(f"    ({rust_str(uid)}, {spp}, &[{', '.join(rust_str(t) for t in sorted(terms))}]),")
+    o.append("];")
+    o.append("")
+    o.append("/// The standard Photometric Interpretations (PS3.3 C.7.6.3.1.2's defined terms): the ones PS3.5 8.2")
+    o.append("/// constrains (\"No other Standard Photometric Interpretation values shall be used\").")
+    o.append(f"pub static PHOTOMETRIC_STANDARD: &[&str] = &[{', '.join(rust_str(t) for t in sorted(PHOTOMETRIC_STANDARD))}];")
+    o.append("")
+    o.append("/// Photometric Interpretations native (uncompressed) pixel data may not have (PS3.5 Section 8.2: \"not")
+    o.append("/// encodable in an uncompressed form\").")
+    o.append(f"pub static PHOTOMETRIC_NOT_NATIVE: &[&str] = &[{', '.join(rust_str(t) for t in sorted(PHOTOMETRIC_NOT_NATIVE))}];")
+    o.append("")
 
     o.append(f"/// {', '.join(options)}), sorted by value.")
     o.append("pub static PROFILE: &[(u32, u32, &str, [&str; 10])] = &[")
@@ -372,6 +425,23 @@ def main() -> int:
           "Allocated, Bits Stored and High Bit (C.8.2.1.1.2 to C.8.2.1.1.6). 1C/2C conditions",
           "(`MODULE_CONDITIONS`) are read from the descriptions' \"Required if\" sentences of a few fixed",
           "forms (see `conditions`).", "",
+          "Sequence items (`ITEM_SETS`, `MODULE_ITEMS`, `ITEM_CONDITIONS`): for every sequence of a module at any",
+          "depth (a macro's rows as the package flattens them into the module, with `>`-depth paths), its",
+          "items' type 1, 2, 1C and 2C attributes; a 1C or 2C one's conditions read as above when each names",
+          "another attribute of the same item (evaluated on the item), else unread. Not checked, as the",
+          "package's rows cannot tell which of them an item holds (`item_requirements`): the items of the",
+          "Shared and Per-Frame Functional Groups Sequences (5200,9229), (5200,9230) and all under them (PS3.3",
+          "C.7.6.16: the functional group macros each enhanced IOD names, some conditional), and the items of a",
+          "content item (an item with Value Type (0040,A040): PS3.3 C.17.3, C.18, Table 10-2 include the macro",
+          "of the item's value type only, and the package lists every macro's rows).", "",
+          "Written in the generator from the standard, not read from the package: the Basic Directory",
+          "IOD's enumerated values (PS3.3 F.3.2.2, Table F.3-3: Directory Record Type (0004,1430) of the",
+          "Directory Record Sequence's items, the record types of Table F.4-1 and F.5, the retired ones kept;",
+          "`DIRECTORY_ENUMS`), the Photometric Interpretations valid with each encapsulated transfer syntax",
+          "and Samples per Pixel (PS3.5 Section 8.2, Tables 8.2.1-1, 8.2.1-2, 8.2.2-1, 8.2.3-1, 8.2.4-1;",
+          "`PHOTOMETRIC_ENCAPSULATED`), the standard terms those tables constrain (PS3.3 C.7.6.3.1.2;",
+          "`PHOTOMETRIC_STANDARD`) and the ones native pixel data may not have (PS3.5 Section 8.2:",
+          "YBR_RCT, YBR_ICT, YBR_PARTIAL_420; `PHOTOMETRIC_NOT_NATIVE`).", "",
           f"Counts: {len(exact)} dictionary elements, {len(repeating)} repeating-group elements, "
           f"{len(TRANSFER_SYNTAXES)} transfer syntaxes, {len(sop_classes)} SOP classes, {len(ciods)} IODs, "
           f"{len(used_modules)} modules, {sum(len(v) for v in attrs_of.values())} module attributes, "
@@ -381,9 +451,13 @@ def main() -> int:
           f"{len(enums)} enumerated value lists of module attributes "
           f"({distinct_enum_lists} distinct; {enum_skipped} attributes with an enumerated list left out as "
           "ambiguous, see `enumerations`), "
-          f"{len(profile)} profile rows.", ""]
+          f"{len(profile)} profile rows; sequence items: {item_counts['paths']} sequences of the modules, "
+          f"{len(item_sets)} distinct item sets ({item_counts['rows']} item attribute rows of type 1, 2, 1C or 2C, "
+          f"{item_counts['read']} 1C/2C with conditions read, {item_counts['unread']} unread), not checked: "
+          f"{item_counts['functional groups']} under the functional groups, {item_counts['content items']} content "
+          f"items, {item_counts['repeating']} through a repeating group.", ""]
     p += write_codes()
-    p += write_vocab(exact, enum_lists, [a["name"] for a in data["attributes.json"]])
+    p += write_vocab(exact, vocab_lists, [a["name"] for a in data["attributes.json"]])
     p += safe_private_provenance()
     PROVENANCE.write_text("\n".join(p))
     # Every type an attribute has anywhere (modules and macros, at any depth; the directory
@@ -424,6 +498,59 @@ CT_IMAGE = {
 }
 SECTION_ENUMS = {("general-image", "general-image:00080008"): {1: ["ORIGINAL", "DERIVED"], 2: ["PRIMARY", "SECONDARY"]},
                  **{("ct-image", k): v for k, v in CT_IMAGE.items()}}
+# PS3.3 F.3.2.2 (Directory Information Module, Table F.3-3): Directory Record Type (0004,1430) of
+# the items of Directory Record Sequence (0004,1220), "Enumerated Values" (the record types of
+# Table F.4-1, F.5). The package does not ship Annex F; written here from the standard: the types
+# of the 2020 edition's table and of later editions (INVENTORY, WF PRESENTATION), and the
+# retired ones (HL7 STRUC DOC, and the record types of earlier editions: OVERLAY, MODALITY LUT,
+# VOI LUT, CURVE, TOPIC, VISIT, RESULTS, INTERPRETATION, STUDY COMPONENT, STORED PRINT, MRDR),
+# which a file-set written under an earlier edition holds.
+DIRECTORY_RECORD_TYPES = [
+    "PATIENT", "STUDY", "SERIES", "IMAGE", "RT DOSE", "RT STRUCTURE SET", "RT PLAN", "RT TREAT RECORD",
+    "PRESENTATION", "WAVEFORM", "SR DOCUMENT", "KEY OBJECT DOC", "SPECTROSCOPY", "RAW DATA", "REGISTRATION",
+    "FIDUCIAL", "HANGING PROTOCOL", "ENCAP DOC", "VALUE MAP", "STEREOMETRIC", "PALETTE", "IMPLANT",
+    "IMPLANT GROUP", "IMPLANT ASSY", "PLAN", "MEASUREMENT", "SURFACE", "SURFACE SCAN", "TRACT", "ASSESSMENT",
+    "RADIOTHERAPY", "ANNOTATION", "INVENTORY", "WF PRESENTATION", "PRIVATE",
+    "HL7 STRUC DOC", "OVERLAY", "MODALITY LUT", "VOI LUT", "CURVE", "TOPIC", "VISIT", "RESULTS",
+    "INTERPRETATION", "STUDY COMPONENT", "STORED PRINT", "MRDR",
+]
+BASIC_DIRECTORY_ENUMS = [((0x00041220, 0x00041430), 0, DIRECTORY_RECORD_TYPES)]
+# PS3.5 Section 8.2 (the edition read: a public reStructuredText rendering of PS3.5 whose tables
+# have no HTJ2K rows): "The requirements when using a Standard Photometric Interpretation (i.e.,
+# a Defined Term from PS3.3 C.7.6.3.1.2) are specified in Table ... No other Standard Photometric
+# Interpretation values shall be used." Tables 8.2.1-1 (JPEG lossy), 8.2.1-2 (JPEG lossless),
+# 8.2.2-1 (RLE), 8.2.3-1 (JPEG-LS), 8.2.4-1 (JPEG 2000): (transfer syntax UID, Samples per Pixel,
+# the valid Photometric Interpretations). The MPEG syntaxes (8.2.5 and on) and HTJ2K are not
+# written (not read here).
+_MONO = ["MONOCHROME1", "MONOCHROME2"]
+PHOTOMETRIC_ENCAPSULATED = [
+    ("1.2.840.10008.1.2.4.50", 1, _MONO), ("1.2.840.10008.1.2.4.50", 3, ["YBR_FULL_422", "RGB"]),
+    ("1.2.840.10008.1.2.4.51", 1, _MONO),
+    *[(ts, 1, _MONO + ["PALETTE COLOR"]) for ts in ("1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70")],
+    *[(ts, 3, ["YBR_FULL", "RGB"]) for ts in ("1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70")],
+    ("1.2.840.10008.1.2.5", 1, _MONO + ["PALETTE COLOR"]), ("1.2.840.10008.1.2.5", 3, ["YBR_FULL", "RGB"]),
+    ("1.2.840.10008.1.2.4.80", 1, _MONO + ["PALETTE COLOR"]), ("1.2.840.10008.1.2.4.80", 3, ["YBR_FULL", "RGB"]),
+    ("1.2.840.10008.1.2.4.81", 1, _MONO), ("1.2.840.10008.1.2.4.81", 3, ["YBR_FULL", "RGB"]),
+    ("1.2.840.10008.1.2.4.90", 1, _MONO + ["PALETTE COLOR"]),
+    ("1.2.840.10008.1.2.4.90", 3, ["YBR_RCT", "RGB", "YBR_FULL"]),
+    ("1.2.840.10008.1.2.4.91", 1, _MONO), ("1.2.840.10008.1.2.4.91", 3, ["YBR_RCT", "YBR_ICT", "RGB", "YBR_FULL"]),
+]
+# PS3.3 C.7.6.3.1.2's defined terms (the retired ones too: they are standard terms).
+PHOTOMETRIC_STANDARD = ["MONOCHROME1", "MONOCHROME2", "PALETTE COLOR", "RGB", "HSV", "ARGB", "CMYK", "YBR_FULL",
+                        "YBR_FULL_422", "YBR_PARTIAL_422", "YBR_PARTIAL_420", "YBR_ICT", "YBR_RCT"]
+# PS3.5 Section 8.2: "If Pixel Data (7FE0,0010) is sent in a Native Format, then the Photometric
+# Interpretation (0028,0004) shall be other than: YBR_RCT, YBR_ICT, YBR_PARTIAL_420".
+PHOTOMETRIC_NOT_NATIVE = ["YBR_RCT", "YBR_ICT", "YBR_PARTIAL_420"]
+
+
+def enum_list_index(lists: list, values: list) -> int:
+    """The index of a value list in `lists`, added when new."""
+    v = sorted(set(values))
+    if v not in lists:
+        lists.append(v)
+    return lists.index(v)
+
+
 # VRs whose enumerated values are checked: text compared after trimming its padding, and
 # integers (binary or IS) compared as numbers.
 ENUM_TEXT_VRS = {"CS", "SH", "LO", "UI", "AE"}
@@ -524,6 +651,46 @@ COND = re.compile(r"^Required if (?:the )?" + NAME + r" \(([0-9A-F]{4}),([0-9A-F
 COND_VALUE = re.compile(r'"?([A-Z0-9_ ]{1,16})"?')
 
 
+def read_condition(a: dict, exact: dict, lists: list, known: dict) -> list | None:
+    """The conditions of one type 1C or 2C row when its every "Required if" sentence is one of
+    the forms `conditions` reads: [(the condition's tag, op, position, list index)], the
+    value lists added to `lists` (`known` indexes them); None when any sentence is another
+    wording (or there is none)."""
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", a.get("description", "") or "")).replace(" .", ".")
+    sentences = REQUIRED.findall(text)
+    if not sentences:
+        return None
+    parsed = []
+    for sentence in sentences:
+        m = COND.match(sentence.strip())
+        if not m:
+            return None
+        ctag = int(m.group(1) + m.group(2), 16)
+        entry = exact.get(ctag)
+        if entry is None or entry[0] in ("SQ", ""):
+            if m.group(3) not in ("is present", "is not present") or entry is None:
+                return None
+        if m.group(3) == "is present":
+            parsed.append((ctag, 0, 0, 0))
+            continue
+        if m.group(3) == "is not present":
+            parsed.append((ctag, 1, 0, 0))
+            continue
+        pos = 1 if m.group(4) else 0
+        if entry[0] != "CS" or (pos == 0 and entry[1] != "1"):
+            return None
+        words = re.split(r", or |, | or ", m.group(5))
+        vals = [COND_VALUE.fullmatch(w.strip()) for w in words]
+        if not all(vals):
+            return None
+        v = tuple(sorted({x.group(1) for x in vals}))
+        if v not in known:
+            known[v] = len(lists)
+            lists.append(list(v))
+        parsed.append((ctag, 2, pos, known[v]))
+    return parsed
+
+
 def conditions(rows: list, used_modules: list, exact: dict, lists: list) -> list:
     """The conditions of the type 1C and 2C top-level module attributes whose every "Required
     if" sentence is one of: "<attribute> (gggg,eeee) is present", "... is not present", "...
@@ -542,41 +709,91 @@ def conditions(rows: list, used_modules: list, exact: dict, lists: list) -> list
         mask, tag = parse_tag(a["tag"])
         if mask != 0xFFFFFFFF:
             continue
-        text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", a.get("description", "") or "")).replace(" .", ".")
-        sentences = REQUIRED.findall(text)
-        parsed = []
-        for sentence in sentences:
-            m = COND.match(sentence.strip())
-            if not m:
-                break
-            ctag = int(m.group(1) + m.group(2), 16)
-            entry = exact.get(ctag)
-            if entry is None or entry[0] in ("SQ", ""):
-                if m.group(3) not in ("is present", "is not present") or entry is None:
-                    break
-            if m.group(3) == "is present":
-                parsed.append((ctag, 0, 0, 0))
-                continue
-            if m.group(3) == "is not present":
-                parsed.append((ctag, 1, 0, 0))
-                continue
-            pos = 1 if m.group(4) else 0
-            if entry[0] != "CS" or (pos == 0 and entry[1] != "1"):
-                break
-            words = re.split(r", or |, | or ", m.group(5))
-            vals = [COND_VALUE.fullmatch(w.strip()) for w in words]
-            if not all(vals):
-                break
-            v = tuple(sorted({x.group(1) for x in vals}))
-            if v not in known:
-                known[v] = len(lists)
-                lists.append(list(v))
-            parsed.append((ctag, 2, pos, known[v]))
-        else:
-            if sentences:
-                for p in parsed:
-                    out.append((index[a["moduleId"]], tag, *p))
+        for p in read_condition(a, exact, lists, known) or []:
+            out.append((index[a["moduleId"]], tag, *p))
     return sorted(set(out))
+
+
+# Sequences whose items the package's flattened rows cannot describe (PS3.3): the functional
+# groups of the enhanced multi-frame IODs (C.7.6.16: Shared and Per-Frame Functional Groups
+# Sequences, whose items hold the macros each IOD's table of functional groups names, some of
+# them conditional), and the items of a content item (C.17.3, C.18, Table 10-2: an item with a
+# Value Type (0040,A040) holds the macro of its value type only, and the package lists every
+# macro's rows in it).
+FUNCTIONAL_GROUPS = {0x52009229, 0x52009230}
+VALUE_TYPE = 0x0040A040
+
+
+def item_requirements(rows: list, used_modules: list, exact: dict, lists: list) -> tuple[list, list, list, dict]:
+    """What an item of a module's sequence requires (PS3.3: a macro's rows flattened into the
+    module, at any depth): for every sequence path of a module, its direct children of type 1,
+    2, 1C and 2C, a 1C or 2C one with its conditions when `read_condition` reads them and every
+    condition's attribute is another child of the same item (so the condition is evaluated on
+    the item); any other 1C or 2C child stays unread (`DICOM_CONDITION_UNCHECKED`).
+
+    Not checked, as ambiguous (the row is written with the set `NOT_CHECKED`): the items of the
+    functional group sequences and everything under them, the items of a content item (a
+    Value Type child), a path through a repeating group. Returns (rows (module index, sequence
+    path, set index), sets [(tag, type, conditions)], conditions (set index, tag, condition's
+    tag, op, position, list index), counts)."""
+    index = {m: n for n, m in enumerate(used_modules)}
+    known = {tuple(v): n for n, v in enumerate(lists)}
+    children: dict[tuple[str, tuple[str, ...]], list] = {}
+    for a in rows:
+        if a["moduleId"] not in index:
+            continue
+        parts = a["path"].split(":")[1:]
+        if len(parts) < 2:
+            continue
+        children.setdefault((a["moduleId"], tuple(parts[:-1])), []).append(a)
+    sets: dict[tuple, int] = {}
+    out = []
+    counts = {"paths": 0, "functional groups": 0, "content items": 0, "repeating": 0, "rows": 0, "read": 0, "unread": 0}
+    for (mid, parent), kids in sorted(children.items()):
+        counts["paths"] += 1
+        if not all(re.fullmatch(r"[0-9a-f]{8}", p) for p in parent):
+            counts["repeating"] += 1
+            continue
+        path = tuple(int(p, 16) for p in parent)
+        if any(t in FUNCTIONAL_GROUPS for t in path):
+            counts["functional groups"] += 1
+            out.append((index[mid], path, "skip"))
+            continue
+        tags = {}
+        for a in kids:
+            mask, tag = parse_tag(a["tag"])
+            if mask == 0xFFFFFFFF:
+                tags[tag] = a
+        if VALUE_TYPE in tags:
+            counts["content items"] += 1
+            out.append((index[mid], path, "skip"))
+            continue
+        req = []
+        for tag, a in sorted(tags.items()):
+            kind = a["type"]
+            if kind in ("1", "2"):
+                req.append((tag, TYPES[kind], ()))
+            elif kind in ("1C", "2C"):
+                cond = read_condition(a, exact, lists, known)
+                if cond is not None and all(c[0] in tags and c[0] != tag for c in cond):
+                    req.append((tag, TYPES[kind], tuple(sorted(set(cond)))))
+                    counts["read"] += 1
+                else:
+                    req.append((tag, TYPES[kind], None))
+                    counts["unread"] += 1
+        counts["rows"] += len(req)
+        key = tuple(req)
+        sets.setdefault(key, len(sets))
+        out.append((index[mid], path, key))
+    set_list = sorted(sets, key=lambda k: sets[k])
+    renumber = {k: n for n, k in enumerate(set_list)}
+    rows_out = sorted((m, p, 0xFFFF if k == "skip" else renumber[k]) for m, p, k in out)
+    conds_out = []
+    for n, key in enumerate(set_list):
+        for tag, _, cond in key:
+            for c in cond or ():
+                conds_out.append((n, tag, *c))
+    return rows_out, [[(t, ty) for t, ty, _ in k] for k in set_list], sorted(set(conds_out)), counts
 
 
 def write_codes() -> list[str]:

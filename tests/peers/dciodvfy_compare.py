@@ -22,8 +22,9 @@ each as (kind, tag), dciodvfy's keywords mapped to tags by pydicom's dictionary;
 
 - `enum`: a value is not one of its attribute's enumerated values (dciodvfy "Unrecognized
   enumerated value <...> for value N of attribute <Name>", the name mapped to its tag by
-  pydicom's dictionary, the quoted value never kept; phiward DICOM_ENUMERATED_VALUE), every
-  difference listed by file and tag.
+  pydicom's dictionary, the quoted value never kept; phiward DICOM_ENUMERATED_VALUE, and
+  DICOM_PHOTOMETRIC_INVALID and DICOM_MULTI_FRAME_INVALID, which dciodvfy reports with the same
+  words), every difference listed by file and tag.
 
 dciodvfy's other messages (the IOD-specific rules, UID roots, defined terms) are not compared.
 
@@ -41,8 +42,7 @@ An error only one tool reports is explained where the reason is structural:
 - `iod`: phiward has no IOD for the SOP class (DICOM_SOP_CLASS_UNKNOWN), or dciodvfy has none
   ("Information Object Not found");
 - `nested`: dciodvfy's missing attribute is present at the top level of the file, so dciodvfy
-  speaks of an item of a sequence (a macro; its messages name no path), which phiward does not
-  check;
+  speaks of an item of a sequence (a macro; its messages name no path) where phiward finds it;
 - `module`: the attribute's module is not a mandatory module of phiward's IOD tables (the
   2020 standard's tables; dciodvfy applies a module it finds present, or a later edition);
 - otherwise `other` (printed, to be explained in docs/dicom.md).
@@ -79,6 +79,11 @@ PW_KIND = {
     "DICOM_VALUE_INVALID": "vr",
     "DICOM_VALUE_TOO_LONG": "vr",
     "DICOM_ENUMERATED_VALUE": "enum",
+    # dciodvfy reports these as enumerated values too ("Unrecognized enumerated value" of
+    # Photometric Interpretation, its lists per transfer syntax; of Number of Frames, its
+    # single-frame pseudo-module).
+    "DICOM_PHOTOMETRIC_INVALID": "enum",
+    "DICOM_MULTI_FRAME_INVALID": "enum",
 }
 KINDS = ("missing", "empty", "vr", "enum")
 

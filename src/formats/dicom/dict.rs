@@ -317,6 +317,86 @@ pub fn module_conditions(module: u16, tag: u32) -> impl Iterator<Item = Conditio
     )
 }
 
+/// What a module says of the items of one of its sequences (PS3.3, a macro's rows flattened into
+/// the module at any depth; see the generator's `item_requirements`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ItemRule {
+    /// The items' type 1, 2, 1C and 2C attributes: (tag, type), and the set's index for
+    /// [`item_conditions`].
+    Attributes(u16, &'static [(u32, AttrType)]),
+    /// The package's rows cannot tell which attributes an item holds (the functional groups, a
+    /// content item): the items are not checked.
+    NotChecked,
+}
+
+/// What `module` says of the items of the sequence at `path` (the sequences' tags from the top
+/// level to it), when the module has that sequence.
+pub fn module_item_rule(module: u16, path: &[u32]) -> Option<ItemRule> {
+    let i = tables::MODULE_ITEMS.binary_search_by(|&(m, p, _)| (m, p).cmp(&(module, path))).ok()?;
+    let set = tables::MODULE_ITEMS.get(i)?.2;
+    Some(match tables::ITEM_SETS.get(usize::from(set)) {
+        Some(attrs) => ItemRule::Attributes(set, attrs),
+        None => ItemRule::NotChecked,
+    })
+}
+
+/// The conditions read for a 1C or 2C attribute of an item set (alternatives; each names another
+/// attribute of the same item); empty when its condition is not read.
+pub fn item_conditions(set: u16, tag: u32) -> impl Iterator<Item = Condition> {
+    let start = tables::ITEM_CONDITIONS.partition_point(|c| (c.0, c.1) < (set, tag));
+    tables::ITEM_CONDITIONS[start..].iter().take_while(move |c| (c.0, c.1) == (set, tag)).map(
+        |&(_, _, t, op, pos, list)| match op {
+            0 => Condition::Present(t),
+            1 => Condition::Absent(t),
+            _ => Condition::OneOf(t, pos, tables::ENUM_LISTS.get(usize::from(list)).copied().unwrap_or(&[])),
+        },
+    )
+}
+
+/// True when a module of the IOD has Number of Frames (0028,0008) at its top level (the
+/// Multi-frame Module, PS3.3 C.7.6.6, or another module of a multi-frame IOD).
+pub fn iod_has_frames(iod: u16) -> bool {
+    iod_modules(iod).any(|(attrs, _, _)| attrs.iter().any(|a| a.0 == 0x0028_0008))
+}
+
+/// The Media Storage SOP Class of a DICOMDIR (PS3.4 Annex F, PS3.10 8.6): its IOD, the Basic
+/// Directory (PS3.3 F.3), is not in the package's tables.
+pub const MEDIA_STORAGE_DIRECTORY: &str = "1.2.840.10008.1.3.10";
+
+/// The enumerated values of the Basic Directory IOD (PS3.3 F.3.2.2, written in the generator).
+pub fn directory_enumerations() -> Vec<Enumeration> {
+    tables::DIRECTORY_ENUMS
+        .iter()
+        .map(|&(path, position, list)| Enumeration {
+            path,
+            position,
+            values: tables::ENUM_LISTS.get(usize::from(list)).copied().unwrap_or(&[]),
+        })
+        .collect()
+}
+
+/// Whether PS3.5 Section 8.2 allows the standard Photometric Interpretation `pi` (PS3.3
+/// C.7.6.3.1.2) for pixel data encapsulated under transfer syntax `encapsulated` (its UID, a
+/// constant of the tables) or native (`None`), with `samples` Samples per Pixel (`None`: absent
+/// or unreadable, any row of the syntax). `None` when the section does not constrain the pair
+/// here (a term that is not a standard one; a syntax whose table is not written, as MPEG and
+/// HTJ2K; a Samples per Pixel none of its rows has), else whether it is valid. Native pixel data
+/// may have any standard term but YBR_RCT, YBR_ICT and YBR_PARTIAL_420.
+pub fn photometric_allowed(encapsulated: Option<&str>, samples: Option<u16>, pi: &[u8]) -> Option<bool> {
+    if !tables::PHOTOMETRIC_STANDARD.iter().any(|t| t.as_bytes() == pi) {
+        return None;
+    }
+    let Some(ts) = encapsulated else {
+        return Some(!tables::PHOTOMETRIC_NOT_NATIVE.iter().any(|t| t.as_bytes() == pi));
+    };
+    let mut rows = tables::PHOTOMETRIC_ENCAPSULATED
+        .iter()
+        .filter(|r| r.0 == ts && samples.is_none_or(|n| u16::from(r.1) == n))
+        .peekable();
+    rows.peek()?;
+    Some(rows.any(|r| r.2.iter().any(|t| t.as_bytes() == pi)))
+}
+
 /// A UID without its padding (a trailing NUL or space).
 pub fn trim_uid(uid: &[u8]) -> &[u8] {
     let mut u = uid;
@@ -349,5 +429,50 @@ mod tests {
         assert!(iod_modules(sop_class(b"1.2.840.10008.5.1.4.1.1.2").map_or(0, |s| s.3)).count() > 10);
         assert_eq!(profile(0x0010_0010).map(|p| p.0), Some("Z"));
         assert!(Vr::from_bytes(*b"ZZ").is_none());
+    }
+
+    fn iod_of(uid: &[u8]) -> u16 {
+        sop_class(uid).map_or(u16::MAX, |s| s.3)
+    }
+
+    #[test]
+    fn item_rules_of_the_ct_iod() {
+        let ct = iod_of(b"1.2.840.10008.5.1.4.1.1.2");
+        let rules = |path: &[u32]| {
+            iod_modules_indexed(ct).filter_map(|(m, _, _)| module_item_rule(m, path)).collect::<Vec<_>>()
+        };
+        // Source Image Sequence (General Image): the Image SOP Instance Reference Macro's type 1 UIDs.
+        let source = rules(&[0x0008_2112]);
+        assert!(!source.is_empty());
+        for r in &source {
+            let ItemRule::Attributes(_, attrs) = r else { panic!("Source Image Sequence not checked") };
+            assert!(attrs.contains(&(0x0008_1150, AttrType::T1)) && attrs.contains(&(0x0008_1155, AttrType::T1)));
+        }
+        // Acquisition Context Sequence (Enhanced CT's Acquisition Context Module): content
+        // items, not checked.
+        let enhanced = iod_of(b"1.2.840.10008.5.1.4.1.1.2.1");
+        let context: Vec<_> =
+            iod_modules_indexed(enhanced).filter_map(|(m, _, _)| module_item_rule(m, &[0x0040_0555])).collect();
+        assert_eq!(context, vec![ItemRule::NotChecked]);
+        // A path no module has.
+        assert!(rules(&[0x0008_2112, 0x0010_0010]).is_empty());
+    }
+
+    #[test]
+    fn frames_and_photometric_interpretations() {
+        assert!(!iod_has_frames(iod_of(b"1.2.840.10008.5.1.4.1.1.2")));
+        assert!(!iod_has_frames(iod_of(b"1.2.840.10008.5.1.4.1.1.7")));
+        assert!(iod_has_frames(iod_of(b"1.2.840.10008.5.1.4.1.1.3.1")));
+        assert!(iod_has_frames(iod_of(b"1.2.840.10008.5.1.4.1.1.2.1")));
+        let baseline = Some("1.2.840.10008.1.2.4.50");
+        assert_eq!(photometric_allowed(baseline, Some(3), b"YBR_FULL_422"), Some(true));
+        assert_eq!(photometric_allowed(baseline, Some(3), b"YBR_FULL"), Some(false));
+        assert_eq!(photometric_allowed(baseline, None, b"MONOCHROME2"), Some(true));
+        // Samples per Pixel no row of the table has, a syntax without a table, a local term.
+        assert_eq!(photometric_allowed(baseline, Some(4), b"YBR_FULL"), None);
+        assert_eq!(photometric_allowed(Some("1.2.840.10008.1.2.4.100"), Some(3), b"RGB"), None);
+        assert_eq!(photometric_allowed(baseline, Some(3), b"LOCAL"), None);
+        assert_eq!(photometric_allowed(None, Some(3), b"YBR_ICT"), Some(false));
+        assert_eq!(photometric_allowed(None, Some(3), b"YBR_FULL_422"), Some(true));
     }
 }

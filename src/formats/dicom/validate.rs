@@ -61,6 +61,7 @@ pub fn validate(doc: &Document, options: Options) -> Vec<Diagnostic> {
         meta(doc, &mut out);
         elements(doc, &mut out);
         iod(doc, &mut out);
+        photometric(doc, &mut out);
     }
     let mut f = out.findings;
     if options.strict {
@@ -370,6 +371,11 @@ fn vm_ok(vm: &str, n: usize) -> bool {
 fn iod(doc: &Document, out: &mut Out) {
     let Some((_, _, iod)) = write::sop_class(doc) else {
         out.push(Code::DICOM_SOP_CLASS_UNKNOWN, tag_only(0x0008_0016));
+        // A DICOMDIR: the Basic Directory IOD's enumerated values (PS3.3 F.3.2.2), written in the
+        // generator (the package has no Annex F); its modules are not checked.
+        if is_directory(doc) {
+            check_enumerations(doc, &dict::directory_enumerations(), out);
+        }
         return;
     };
     let mut conditions = false;
@@ -424,10 +430,207 @@ fn iod(doc: &Document, out: &mut Out) {
             }
         }
     }
+    conditions |= items(doc, iod, out);
     if conditions {
         out.push(Code::DICOM_CONDITION_UNCHECKED, DicomPosition::new(u64::MAX));
     }
     enumerated(doc, iod, out);
+    frames(doc, iod, out);
+}
+
+/// True when the file's SOP class (the dataset's, else the file meta's) is the Media Storage
+/// Directory Storage of a DICOMDIR.
+fn is_directory(doc: &Document) -> bool {
+    let Some(i) = doc.top(0x0008_0016).or_else(|| doc.top(0x0002_0002)) else { return false };
+    doc.value(i).classify(|v| dict::trim_uid(v) == dict::MEDIA_STORAGE_DIRECTORY.as_bytes())
+}
+
+/// Number of Frames (0028,0008) greater than 1 in an instance of an IOD none of whose modules
+/// has the attribute (PS3.3 C.7.6.6, the Multi-frame Module, defines it; the CT Image and
+/// Secondary Capture Image IODs, A.3 and A.8.1, do not include that module: their instances are
+/// single images): `DICOM_MULTI_FRAME_INVALID` at the element.
+fn frames(doc: &Document, iod: u16, out: &mut Out) {
+    let Some(i) = doc.top(0x0028_0008) else { return };
+    if dict::iod_has_frames(iod) || doc.elements()[i].kind != Kind::Value {
+        return;
+    }
+    let (vr, big) = (doc.elements()[i].vr, doc.elements()[i].syntax.big);
+    if doc.value(i).classify(|v| integer(vr, big, v).is_some_and(|n| n > 1)) {
+        out.push(Code::DICOM_MULTI_FRAME_INVALID, doc.position(i));
+    }
+}
+
+/// The first value of an integer attribute (IS, or US/SS/UL/SL in the dataset's byte order).
+fn integer(vr: Vr, big: bool, v: &[u8]) -> Option<i64> {
+    match (&vr.0, v) {
+        (b"IS", _) => {
+            let first = v.split(|&b| b == b'\\').next()?;
+            std::str::from_utf8(first.trim_ascii()).ok()?.trim_start_matches('+').parse::<i64>().ok()
+        }
+        (b"US", &[a, b, ..]) => {
+            Some(i64::from(if big { u16::from_be_bytes([a, b]) } else { u16::from_le_bytes([a, b]) }))
+        }
+        (b"SS", &[a, b, ..]) => {
+            Some(i64::from(if big { i16::from_be_bytes([a, b]) } else { i16::from_le_bytes([a, b]) }))
+        }
+        (b"UL", &[a, b, c, d, ..]) => {
+            Some(i64::from(if big { u32::from_be_bytes([a, b, c, d]) } else { u32::from_le_bytes([a, b, c, d]) }))
+        }
+        (b"SL", &[a, b, c, d, ..]) => {
+            Some(i64::from(if big { i32::from_be_bytes([a, b, c, d]) } else { i32::from_le_bytes([a, b, c, d]) }))
+        }
+        _ => None,
+    }
+}
+
+/// Photometric Interpretation (0028,0004) against the encoding of the top-level Pixel Data
+/// (7FE0,0010) (PS3.5 Section 8.2): encapsulated under a transfer syntax whose table of valid
+/// values the generator writes (JPEG, JPEG-LS, JPEG 2000, RLE; by Samples per Pixel
+/// (0028,0002)), or native (not YBR_RCT, YBR_ICT, YBR_PARTIAL_420). A term that is not one of
+/// PS3.3 C.7.6.3.1.2's is not constrained. `DICOM_PHOTOMETRIC_INVALID` at the element.
+fn photometric(doc: &Document, out: &mut Out) {
+    let (Some(px), Some(pi)) = (doc.top(0x7FE0_0010), doc.top(0x0028_0004)) else { return };
+    let els = doc.elements();
+    let encapsulated = match els[px].kind {
+        Kind::Encapsulated => match doc.lexed.syntax {
+            Some(ts) if ts.encapsulated => Some(ts.uid),
+            // Fragments under a syntax that names none, or an unknown one: the compression is
+            // not known.
+            _ => return,
+        },
+        Kind::Value => None,
+        _ => return,
+    };
+    if els[pi].kind != Kind::Value {
+        return;
+    }
+    // Samples per Pixel: 1 or 3 (the tables' rows), another number (no row: not constrained),
+    // or absent or unreadable (any row).
+    let samples = doc.top(0x0028_0002).and_then(|i| {
+        let (vr, big) = (els[i].vr, els[i].syntax.big);
+        let ((one, three), number) = doc.value(i).classify(|v| {
+            let n = integer(vr, big, v);
+            ((n == Some(1), n == Some(3)), n.is_some())
+        });
+        if one {
+            Some(1)
+        } else if three {
+            Some(3)
+        } else {
+            number.then_some(0)
+        }
+    });
+    let bad = doc.value(pi).classify(|v| {
+        let term = trim_end(v, false).trim_ascii_start();
+        dict::photometric_allowed(encapsulated, samples, term) == Some(false)
+    });
+    if bad {
+        out.push(Code::DICOM_PHOTOMETRIC_INVALID, doc.position(pi));
+    }
+}
+
+/// Type 1 and 2 attributes (and 1C and 2C ones whose condition is read and holds on the item) of
+/// every item of a sequence the IOD's modules define (PS3.3's macros, as the package flattens
+/// them into each module): absent (`DICOM_ATTRIBUTE_MISSING`) or type 1 without a value
+/// (`DICOM_ATTRIBUTE_EMPTY`), at the item's path and the attribute's tag
+/// (`(0008,1140)[1].(0008,1150)`). An attribute is required only when every module of the IOD
+/// that has the sequence at that path requires it (two modules may define one sequence
+/// differently); a sequence some module marks not checked (functional groups, content items) is
+/// not checked. Returns whether an item held an attribute whose condition is not read.
+fn items(doc: &Document, iod: u16, out: &mut Out) -> bool {
+    let els = doc.elements();
+    let modules: Vec<u16> = dict::iod_modules_indexed(iod).map(|(m, _, _)| m).collect();
+    // Each item's children: (item index, tag) -> element index (the first of a tag).
+    let mut children: std::collections::BTreeMap<(u32, u32), usize> = std::collections::BTreeMap::new();
+    for (i, e) in els.iter().enumerate().skip(doc.lexed.dataset) {
+        if matches!(e.kind, Kind::Item | Kind::Fragment) {
+            continue;
+        }
+        if els.get(e.parent as usize).is_some_and(|p| p.kind == Kind::Item) {
+            children.entry((e.parent, e.tag)).or_insert(i);
+        }
+    }
+    let mut unread = false;
+    for (item, e) in els.iter().enumerate().skip(doc.lexed.dataset) {
+        if e.kind != Kind::Item {
+            continue;
+        }
+        if els.get(e.parent as usize).is_none_or(|s| s.kind != Kind::Sequence) {
+            continue;
+        }
+        let path = tag_path(els, e.parent as usize);
+        let mut rules = Vec::new();
+        let mut skip = false;
+        for &m in &modules {
+            match dict::module_item_rule(m, &path) {
+                Some(dict::ItemRule::Attributes(set, attrs)) => rules.push((set, attrs)),
+                Some(dict::ItemRule::NotChecked) => skip = true,
+                None => {}
+            }
+        }
+        let Some(&(_, first)) = rules.first() else { continue };
+        if skip {
+            continue;
+        }
+        let item32 = item as u32;
+        let child = |tag: u32| children.get(&(item32, tag)).copied();
+        for &(tag, _) in first {
+            // The requirement every module having the sequence agrees on: the weakest.
+            let mut need = Some(AttrType::T1);
+            for &(set, attrs) in &rules {
+                let ty = attrs.iter().find(|a| a.0 == tag).map(|a| a.1);
+                let this = match ty {
+                    Some(AttrType::T1) => Some(AttrType::T1),
+                    Some(AttrType::T2) => Some(AttrType::T2),
+                    Some(t @ (AttrType::T1C | AttrType::T2C)) => {
+                        let mut read = false;
+                        let mut holds = false;
+                        for c in dict::item_conditions(set, tag) {
+                            read = true;
+                            holds |= condition_holds_in(doc, c, &child);
+                        }
+                        if !read {
+                            unread = true;
+                        }
+                        (read && holds).then_some(if t == AttrType::T1C { AttrType::T1 } else { AttrType::T2 })
+                    }
+                    _ => None,
+                };
+                need = match (need, this) {
+                    (Some(AttrType::T1), Some(t)) => Some(t),
+                    (Some(AttrType::T2), Some(_)) => Some(AttrType::T2),
+                    _ => None,
+                };
+            }
+            let Some(need) = need else { continue };
+            let mut p = doc.position(item);
+            match child(tag) {
+                None => {
+                    p.push(tag, 0);
+                    out.push(Code::DICOM_ATTRIBUTE_MISSING, p);
+                }
+                Some(i) => {
+                    let c = els[i];
+                    let empty = c.length == 0 || (c.kind == Kind::Sequence && c.number == 0);
+                    if need == AttrType::T1 && empty {
+                        out.push(Code::DICOM_ATTRIBUTE_EMPTY, doc.position(i));
+                    }
+                }
+            }
+        }
+    }
+    unread
+}
+
+/// True when a condition read from PS3.3 holds in an item (its attributes found by `child`).
+fn condition_holds_in(doc: &Document, c: dict::Condition, child: &dyn Fn(u32) -> Option<usize>) -> bool {
+    match c {
+        dict::Condition::Present(t) => child(t).is_some(),
+        dict::Condition::Absent(t) => child(t).is_none(),
+        dict::Condition::OneOf(t, pos, values) => {
+            child(t).is_some_and(|i| doc.value(i).classify(|v| value_is(v, pos, values)))
+        }
+    }
 }
 
 /// True when a condition read from PS3.3 holds in the top-level dataset (an attribute present
@@ -456,7 +659,11 @@ fn value_is(v: &[u8], pos: u8, values: &[&str]) -> bool {
 /// "Enumerated Values:"; "Defined Terms" may be extended and are not checked), at any depth:
 /// `DICOM_ENUMERATED_VALUE` at the element's tag path, once per element.
 fn enumerated(doc: &Document, iod: u16, out: &mut Out) {
-    let lists = dict::iod_enumerations(iod);
+    check_enumerations(doc, &dict::iod_enumerations(iod), out);
+}
+
+/// `DICOM_ENUMERATED_VALUE` for each element whose tag path has a list its value is not in.
+fn check_enumerations(doc: &Document, lists: &[dict::Enumeration], out: &mut Out) {
     if lists.is_empty() {
         return;
     }
