@@ -3,11 +3,16 @@
 //! dictionary's), each value against its VR (PS3.5 6.2: syntax and length) and its value
 //! multiplicity (PS3.6), and the IOD of the SOP class (PS3.3 Annex A: the type 1 and 2
 //! attributes of the mandatory modules, top level, and their type 1C and 2C attributes whose
-//! condition the tables read; the enumerated values of the modules' attributes at any depth).
+//! condition the tables read; in every item of a sequence the IOD's modules define, the type 1
+//! and 2 attributes of its macro and the 1C and 2C ones whose condition on the item is read; the
+//! enumerated values of the modules' attributes at any depth, and of the Basic Directory's;
+//! Number of Frames in a single-frame IOD), and Photometric Interpretation against the pixel
+//! data's encoding (PS3.5 Section 8.2).
 //!
 //! What it does not do: evaluate conditions stated in other prose (conditional modules, the
-//! other 1C and 2C attributes: reported once as `DICOM_CONDITION_UNCHECKED`), check the presence
-//! of attributes inside sequences against their macros, or check defined terms.
+//! other 1C and 2C attributes: reported once as `DICOM_CONDITION_UNCHECKED`), check the items of
+//! the functional group sequences and of content items (which macro an item holds depends on
+//! what the package's rows do not say), or check defined terms.
 
 use std::collections::BTreeSet;
 
