@@ -230,6 +230,12 @@ codes! {
     CODESYSTEM_CONCEPT_PROPERTY_TYPE => Error, "a concept's property value has another type than the CodeSystem's property of that code";
     CODESYSTEM_PROPERTY_UNDEFINED => Warning, "a concept's property names a code the CodeSystem defines no property for";
     CODESYSTEM_SUPPLEMENT_CONTENT => Error, "a CodeSystem that supplements another has a content other than supplement";
+    VALUESET_EXPRESSION_LANGUAGE => Error, "a ValueSet filter's parameter expression (cqf-expression) has a language other than text/fhirpath";
+    VALUESET_EXPRESSION_INVALID => Error, "a ValueSet filter's parameter expression (cqf-expression) is not FHIRPath by the grammar";
+    VALUESET_PARAMETER_UNKNOWN => Error, "a ValueSet filter's parameter expression uses a %variable that is neither a parameter the ValueSet declares (valueset-parameter) nor a FHIRPath or FHIR environment variable";
+    VALUESET_PARAMETER_UNUSED => Warning, "a parameter a ValueSet declares (valueset-parameter) is used by none of its filter expressions";
+    VALUESET_FILTER_VALUE_TYPE => Error, "a ValueSet filter's value is not true or false where its operator (exists) or its property (inactive, notSelectable with =) asks for a boolean";
+    VALUESET_FILTER_ECL_INVALID => Error, "a SNOMED CT ValueSet filter on property constraint holds a value that is not ECL 2.x by the grammar";
     SEARCHPARAMETER_COMPOSITE_COMPONENTS => Error, "a composite SearchParameter has fewer than two components";
     STRUCTUREDEFINITION_PATH_UNKNOWN => Error, "a constraint StructureDefinition's differential names an element its type does not have";
     STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN => Error, "a slicing discriminator's path starts with a name that is no element of the sliced element";

@@ -25,6 +25,7 @@ mod codings;
 mod conformance;
 pub mod definitions;
 pub mod direct;
+mod ecl;
 pub mod extensions;
 pub mod fhirpath;
 pub mod fmt;
@@ -41,6 +42,7 @@ pub mod read_xml;
 pub mod rules;
 pub mod ucum;
 pub mod validate;
+mod valueset;
 pub mod vital_signs;
 pub mod write;
 

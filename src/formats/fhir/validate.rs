@@ -152,6 +152,7 @@ pub fn validate_with(
     }
     bundle::check(doc, &mut f);
     super::conformance::check(doc, &mut f);
+    super::valueset::check(doc, &mut f);
     questionnaire::check(doc, resolve, &mut f);
     super::measure::check(doc, resolve, &mut f);
     super::codings::check(doc, resolve, &mut f);

@@ -565,6 +565,8 @@ impl Parser {
             Tok::Dollar(d) => match d.as_str() {
                 "this" => Expr::This,
                 "index" => Expr::Index,
+                // `$` alone names nothing: not in the grammar.
+                "" => return Err(CompileError::Syntax),
                 _ => return Err(CompileError::UnsupportedFunction),
             },
             Tok::Ident(name) => match name.as_str() {
