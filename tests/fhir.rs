@@ -499,3 +499,77 @@ fn rules_from_the_fhir_test_case_suite() {
         "Patient.maritalStatus.coding[0].system",
     );
 }
+
+/// A ValueSet whose single include has `filters` (JSON), with a declared parameter `p-active`.
+fn value_set_with(system: &str, filters: &str) -> Vec<u8> {
+    format!(
+        "{{\"resourceType\":\"ValueSet\",\"url\":\"http://example.invalid/fhir/ValueSet/v\",\"status\":\"draft\",\
+         \"extension\":[{{\"url\":\"http://hl7.org/fhir/tools/StructureDefinition/valueset-parameter\",\
+         \"extension\":[{{\"url\":\"name\",\"valueCode\":\"p-active\"}}]}}],\
+         \"compose\":{{\"include\":[{{\"system\":\"{system}\",\"filter\":[{filters}]}}]}}}}"
+    )
+    .into_bytes()
+}
+
+/// A filter whose value is given by an expression.
+fn by_expression(language: &str, expression: &str) -> String {
+    format!(
+        "{{\"property\":\"inactive\",\"op\":\"=\",\"_value\":{{\"extension\":[{{\"url\":\"http://hl7.org/fhir/StructureDefinition/cqf-expression\",\
+         \"valueExpression\":{{\"language\":\"{language}\",\"expression\":\"{expression}\"}}}}]}}}}"
+    )
+}
+
+/// ValueSet compose rules (valueset.rs), both directions: parameter expressions, boolean filter
+/// values, SNOMED CT ECL; the reference suite's vs-params-2/3/4, vs-bad-ecl and vs-bad-props.
+#[test]
+fn value_set_filters_are_checked() {
+    const SCT: &str = "http://snomed.info/sct";
+    let errors = |input: &[u8]| -> Vec<(String, String)> {
+        findings_of(input).into_iter().filter(|(_, s, _)| s == "error").map(|(c, _, l)| (c, l)).collect()
+    };
+    let codes_of = |input: &[u8]| -> Vec<String> { findings_of(input).into_iter().map(|(c, _, _)| c).collect() };
+    let expression_at = "ValueSet.compose.include[0].filter[0].value.extension[0].valueExpression";
+    // Valid: a declared parameter used by a FHIRPath expression, ECL, booleans.
+    let good = value_set_with(
+        SCT,
+        &[
+            by_expression("text/fhirpath", "%p-active.not() and %context.exists()"),
+            r#"{"property":"constraint","op":"=","value":"(< 404684003 : 363698007 = << 39057004) OR ^ 700043003"}"#
+                .into(),
+            r#"{"property":"notSelectable","op":"=","value":"false"}"#.into(),
+            r#"{"property":"concept","op":"exists","value":"true"}"#.into(),
+        ]
+        .join(","),
+    );
+    assert_eq!(errors(&good), Vec::<(String, String)>::new());
+    assert!(!codes_of(&good).contains(&"VALUESET_PARAMETER_UNUSED".to_owned()));
+    // Another language: the expression is not read, so the parameter is unused.
+    let cql = value_set_with(SCT, &by_expression("text/cql", "%p-active"));
+    assert_eq!(errors(&cql), vec![("VALUESET_EXPRESSION_LANGUAGE".to_owned(), expression_at.to_owned())]);
+    assert!(codes_of(&cql).contains(&"VALUESET_PARAMETER_UNUSED".to_owned()));
+    // Not FHIRPath: `$` names nothing.
+    let broken = value_set_with(SCT, &by_expression("text/fhirpath", "$ and %p-active"));
+    assert_eq!(errors(&broken), vec![("VALUESET_EXPRESSION_INVALID".to_owned(), expression_at.to_owned())]);
+    // A parameter the ValueSet does not declare.
+    let unknown = value_set_with(SCT, &by_expression("text/fhirpath", "%p-active2"));
+    assert_eq!(errors(&unknown), vec![("VALUESET_PARAMETER_UNKNOWN".to_owned(), expression_at.to_owned())]);
+    // Not ECL; the same text under another property or system is not judged.
+    let ecl = r#"{"property":"constraint","op":"=","value":"404684003 << 404684003"}"#;
+    assert_eq!(
+        errors(&value_set_with(SCT, ecl)),
+        vec![("VALUESET_FILTER_ECL_INVALID".to_owned(), "ValueSet.compose.include[0].filter[0]".to_owned())]
+    );
+    assert_eq!(errors(&value_set_with("http://example.invalid/cs", ecl)), Vec::<(String, String)>::new());
+    // Booleans: notSelectable with =, exists with any property; `in` on notSelectable is not judged.
+    let not_boolean = value_set_with(
+        "http://example.invalid/cs",
+        r#"{"property":"notSelectable","op":"=","value":"1"},{"property":"status","op":"exists","value":"yes"},{"property":"notSelectable","op":"in","value":"1"}"#,
+    );
+    assert_eq!(
+        errors(&not_boolean),
+        vec![
+            ("VALUESET_FILTER_VALUE_TYPE".to_owned(), "ValueSet.compose.include[0].filter[0]".to_owned()),
+            ("VALUESET_FILTER_VALUE_TYPE".to_owned(), "ValueSet.compose.include[0].filter[1]".to_owned()),
+        ]
+    );
+}
