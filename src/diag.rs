@@ -241,6 +241,7 @@ codes! {
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
     EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
     EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";
+    EXTENSION_UNKNOWN => Error, "an extension's url is in the namespace of the core and extensions pack definitions (http://hl7.org/fhir/StructureDefinition/) and names none of them";
     EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";

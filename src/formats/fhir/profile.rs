@@ -1309,13 +1309,25 @@ impl<'d> Checker<'d> {
                 continue;
             }
             let Some(url) = doc.named(i, "url").find_map(|u| text(doc, u)) else { continue };
-            if !url.contains(':') || super::extensions::is_core(url.as_bytes()) {
-                // A part of a complex extension, or a core extension (checked by the core).
+            if !url.contains(':') || super::extensions::is_known(url.as_bytes()) {
+                // A part of a complex extension, or a core or extensions pack extension
+                // (checked by the core).
                 continue;
             }
-            let Some(snap) = self.conf.snapshot(url) else {
-                // The core namespace (the extensions pack), the tools' and the cross-version
-                // extensions' are defined in packages phiward may not have loaded: a warning.
+            let core_namespace = super::extensions::in_core_namespace(url.as_bytes());
+            let snap = self.conf.snapshot(url);
+            if core_namespace {
+                // The core's check reported it unknown (`EXTENSION_UNKNOWN`): a loaded package
+                // that defines it (a newer extensions pack) makes it known.
+                if snap.is_some() {
+                    self.f.retract(Code::EXTENSION_UNKNOWN, Location::Fhir(doc.path(i)));
+                } else {
+                    continue;
+                }
+            }
+            let Some(snap) = snap else {
+                // The tools' and the cross-version extensions' are defined in packages phiward
+                // may not have loaded: a warning.
                 // Anything else (an IG's own namespace, example domains) cannot be checked: an
                 // error, as the reference validator reports.
                 let lenient = hl7_shared_extension(url);
@@ -1398,9 +1410,7 @@ fn quantity_order(doc: &Document, n: u32, bound: &Value) -> Option<Ordering> {
 /// (`http://hl7.org/fhir/tools/`) and the cross-version extensions (`http://hl7.org/fhir/5.0/...`).
 fn hl7_shared_extension(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://hl7.org/fhir/") else { return false };
-    rest.starts_with("StructureDefinition/")
-        || rest.starts_with("tools/")
-        || rest.starts_with(|c: char| c.is_ascii_digit())
+    rest.starts_with("tools/") || rest.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The slicing assumed when a profile slices without saying how: extensions by url, choices by
@@ -2081,10 +2091,10 @@ mod tests {
         );
         assert_eq!(with("urn:oid:1.2.3.4"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
         assert_eq!(with("https://fhir.example.org/x"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
-        assert_eq!(
-            with("http://hl7.org/fhir/StructureDefinition/organization-brand"),
-            ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
-        );
+        // The core and extensions pack namespace: a known definition is the core's check, an
+        // unknown one its EXTENSION_UNKNOWN (see the next test), neither is reported here.
+        assert_eq!(with("http://hl7.org/fhir/StructureDefinition/organization-brand"), Vec::<String>::new());
+        assert_eq!(with("http://hl7.org/fhir/StructureDefinition/not-defined"), Vec::<String>::new());
         assert_eq!(
             with("http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x"),
             ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
@@ -2094,6 +2104,34 @@ mod tests {
             with("http://hl7.org/fhirx/StructureDefinition/x"),
             ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]
         );
+    }
+
+    #[test]
+    fn an_unknown_core_namespace_extension_is_reported_once_and_withdrawn_when_a_package_defines_it() {
+        let url = "http://hl7.org/fhir/StructureDefinition/invented-newer-extension";
+        let input = format!(r#"{{"resourceType":"Patient","extension":[{{"url":"{url}","valueCode":"x"}}]}}"#);
+        let doc = crate::formats::fhir::read(input.into_bytes(), &Limits::default()).expect("reads");
+        let all = |ctx: Option<&Context>| {
+            super::super::validate::validate_with(&doc, Options::default(), &Checks::default(), ctx, &|_: &str| None)
+                .iter()
+                .filter(|d| d.code.as_str().contains("EXTENSION"))
+                .map(|d| format!("{} {} {}", d.code.as_str(), d.severity.as_str(), d.location))
+                .collect::<Vec<_>>()
+        };
+        let unknown = ["EXTENSION_UNKNOWN error Patient.extension[0]"];
+        // Nothing loaded, and a package loaded that does not define it: the core's finding alone.
+        assert_eq!(all(None), unknown);
+        assert_eq!(all(Some(&context(&[], &[]))), unknown);
+        // A loaded package (a newer extensions pack) that defines it: known, checked by it.
+        let def = format!(
+            r#"{{"resourceType":"StructureDefinition","url":"{url}","type":"Extension","kind":"complex-type","abstract":false,
+              "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+              "context":[{{"type":"element","expression":"Patient"}}],
+              "differential":{{"element":[{{"id":"Extension","path":"Extension"}},
+                {{"id":"Extension.url","path":"Extension.url","fixedUri":"{url}"}},
+                {{"id":"Extension.value[x]","path":"Extension.value[x]","type":[{{"code":"code"}}]}}]}}}}"#
+        );
+        assert_eq!(all(Some(&context(&[&def], &[]))), Vec::<String>::new());
     }
 
     #[test]
