@@ -22,11 +22,13 @@
 //!   their own locations, of each item that matched every discriminator but the profile;
 //! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
-//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), value types, nested
-//!   parts; an extension that is neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`:
-//!   an error, as the reference validator reports it, except a warning in HL7's shared
-//!   namespaces (the extensions pack, the tools, cross-version extensions) whose packages may
-//!   not be loaded;
+//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), `modifierExtension`
+//!   exactly when it is a modifier (`EXTENSION_MODIFIER_MISMATCH`), value types, nested parts;
+//!   an extension that is neither loaded nor a core or extensions pack one is
+//!   `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference validator reports it, except a
+//!   warning in HL7's shared namespaces (the tools, cross-version extensions) whose packages
+//!   may not be loaded; in the core's namespace the core's check reports it
+//!   (`EXTENSION_UNKNOWN`), withdrawn when a loaded package defines it;
 //! - invariants of the profile (those not of the core) through the FHIRPath engine
 //!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
@@ -1345,6 +1347,11 @@ impl<'d> Checker<'d> {
             {
                 self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
             }
+            // `modifierExtension` exactly when the definition is a modifier (its root's
+            // `isModifier`), as for the core's definitions.
+            if snap.elements.first().is_some_and(|root| root.is_modifier) != (node.name == "modifierExtension") {
+                self.push(Code::EXTENSION_MODIFIER_MISMATCH, Severity::Error, Location::Fhir(doc.path(i)), pid);
+            }
             self.node(i, &snap, 0, pid, 0);
         }
     }
@@ -2132,6 +2139,35 @@ mod tests {
                 {{"id":"Extension.value[x]","path":"Extension.value[x]","type":[{{"code":"code"}}]}}]}}}}"#
         );
         assert_eq!(all(Some(&context(&[&def], &[]))), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_loaded_extension_definition_says_whether_it_is_a_modifier() {
+        let def = |url: &str, modifier: bool| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"{url}","type":"Extension","kind":"complex-type","abstract":false,
+                  "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+                  "context":[{{"type":"element","expression":"Patient"}}],
+                  "differential":{{"element":[{{"id":"Extension","path":"Extension","isModifier":{modifier}}},
+                    {{"id":"Extension.url","path":"Extension.url","fixedUri":"{url}"}},
+                    {{"id":"Extension.value[x]","path":"Extension.value[x]","type":[{{"code":"code"}}]}}]}}}}"#
+            )
+        };
+        let (plain, modifier) = ("http://example.org/plain", "http://example.org/modifier");
+        let ctx = context(&[&def(plain, false), &def(modifier, true)], &[]);
+        let with = |name: &str, url: &str| {
+            findings(&ctx, &format!(r#"{{"resourceType":"Patient","{name}":[{{"url":"{url}","valueCode":"x"}}]}}"#))
+        };
+        assert_eq!(with("extension", plain), Vec::<String>::new());
+        assert_eq!(with("modifierExtension", modifier), Vec::<String>::new());
+        assert_eq!(
+            with("modifierExtension", plain),
+            [format!("EXTENSION_MODIFIER_MISMATCH error Patient.modifierExtension[0] {plain}")]
+        );
+        assert_eq!(
+            with("extension", modifier),
+            [format!("EXTENSION_MODIFIER_MISMATCH error Patient.extension[0] {modifier}")]
+        );
     }
 
     #[test]
