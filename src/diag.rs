@@ -239,9 +239,10 @@ codes! {
     STRUCTUREDEFINITION_TYPE_PROFILE_WRONG => Error, "an element type's profile is the definition of a core type that the element's type is not and does not derive from";
     URI_NOT_ABSOLUTE => Error, "an element the specification defines as an absolute URI (Bundle.entry.fullUrl, ValueSet.compose.include.system) holds a relative or local one";
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
-    EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
+    EXTENSION_CONTEXT_INVALID => Error, "a core or extensions pack extension is used on an element that its definition's contexts do not allow";
     EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";
-    EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
+    EXTENSION_UNKNOWN => Error, "an extension's url is in the namespace of the core and extensions pack definitions (http://hl7.org/fhir/StructureDefinition/) and names none of them";
+    EXTENSION_MODIFIER_MISMATCH => Error, "a core, extensions pack or loaded extension is used as modifierExtension and is not a modifier, or as extension and is one";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
     // Codings against the loaded CodeSystems (formats/fhir/codings.rs).
@@ -300,7 +301,7 @@ codes! {
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
     PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";
     PROFILE_MUST_SUPPORT => Information, "a must-support element of the profile is absent (reported only with --must-support)";
-    PROFILE_EXTENSION_UNKNOWN => Error, "an extension's definition is not among the loaded packages";
+    PROFILE_EXTENSION_UNKNOWN => Error, "an extension's definition is not among the loaded packages, the core or the extensions pack";
     PROFILE_EXTENSION_CONTEXT => Error, "an extension of a loaded definition is used on an element its contexts do not allow";
     SLICE_UNMATCHED => Error, "an element of a closed slicing matches none of its slices";
     SLICE_CARDINALITY_MIN => Error, "a slice occurs fewer times than its profile requires";
