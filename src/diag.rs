@@ -291,6 +291,7 @@ codes! {
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     STRING_HTML_CONTENT => Error, "a string or markdown value holds text that looks like an HTML tag (reported only with --security-checks)";
     MARKDOWN_HTML => Error, "a markdown value holds raw HTML (reported only with --no-html-in-markdown)";
+    URL_EXAMPLE => Error, "a URL names an example domain (example.org, acme.com) that nothing loaded answers to (reported only with --no-example-urls)";
     REFERENCE_TARGET_ABSENT => Error, "a reference names a resource the input does not hold (reported only with --validate-reference check-exists)";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
     PROFILE_VALUE_ABSENT => Error, "a primitive element has no value where its profile requires one (mustHaveValue), or none of the extensions its profile allows in place of the value (valueAlternatives)";
