@@ -231,6 +231,9 @@ codes! {
     CODESYSTEM_PROPERTY_UNDEFINED => Warning, "a concept's property names a code the CodeSystem defines no property for";
     CODESYSTEM_SUPPLEMENT_CONTENT => Error, "a CodeSystem that supplements another has a content other than supplement";
     SEARCHPARAMETER_COMPOSITE_COMPONENTS => Error, "a composite SearchParameter has fewer than two components";
+    SEARCHPARAMETER_DERIVED_BASE => Error, "a SearchParameter derived from a core one has a base resource type the core one does not";
+    SEARCHPARAMETER_DERIVED_TYPE => Error, "a SearchParameter derived from a core one has another type";
+    CAPABILITYSTATEMENT_SEARCHPARAM_TYPE => Error, "a CapabilityStatement's searchParam has another type than the core search parameter its definition names";
     STRUCTUREDEFINITION_PATH_UNKNOWN => Error, "a constraint StructureDefinition's differential names an element its type does not have";
     STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN => Error, "a slicing discriminator's path starts with a name that is no element of the sliced element";
     STRUCTUREDEFINITION_FIXED_CONFLICT => Error, "a constraint StructureDefinition fixes an element to another value than its loaded base fixes it to";

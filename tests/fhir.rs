@@ -499,3 +499,62 @@ fn rules_from_the_fhir_test_case_suite() {
         "Patient.maritalStatus.coding[0].system",
     );
 }
+
+/// A SearchParameter derived from a core one keeps its base resource types and its type; a
+/// CapabilityStatement's searchParam whose definition is a core parameter has its type
+/// (docs/fhir-profiles.md; the suite's sp-diff-base, sp-diff-type and capstmt).
+#[test]
+fn search_parameters_agree_with_the_core_ones() {
+    let errors = |input: &str| {
+        findings_of(input.as_bytes())
+            .into_iter()
+            .filter(|(_, s, _)| s == "error")
+            .map(|(c, _, l)| (c, l))
+            .collect::<Vec<_>>()
+    };
+    let derived = |base: &str, ty: &str, from: &str| {
+        format!(
+            "{{\"resourceType\":\"SearchParameter\",\"url\":\"http://example.invalid/fhir/SearchParameter/s\",\"name\":\"s\",\
+\"status\":\"draft\",\"description\":\"d\",\"code\":\"name\",\"derivedFrom\":\"{from}\",\"base\":[{base}],\"type\":\"{ty}\",\
+\"expression\":\"Organization.name\"}}"
+        )
+    };
+    let core = "http://hl7.org/fhir/SearchParameter/Organization-name";
+    assert_eq!(errors(&derived("\"Organization\"", "string", core)), vec![]);
+    assert_eq!(errors(&derived("\"Organization\"", "string", &format!("{core}|4.0.1"))), vec![]);
+    assert_eq!(
+        errors(&derived("\"Organization\",\"Patient\"", "string", core)),
+        vec![("SEARCHPARAMETER_DERIVED_BASE".to_owned(), "SearchParameter.base[1]".to_owned())]
+    );
+    assert_eq!(
+        errors(&derived("\"Organization\"", "token", core)),
+        vec![("SEARCHPARAMETER_DERIVED_TYPE".to_owned(), "SearchParameter.type".to_owned())]
+    );
+    // A core parameter on Resource applies to every resource type.
+    assert_eq!(errors(&derived("\"Patient\"", "token", "http://hl7.org/fhir/SearchParameter/Resource-id")), vec![]);
+    // A parameter that is not one of the core's is not judged (it is not carried).
+    assert_eq!(errors(&derived("\"Patient\"", "token", "http://example.invalid/fhir/SearchParameter/x")), vec![]);
+
+    let capability = |system_type: &str, resource_type: &str| {
+        format!(
+            "{{\"resourceType\":\"CapabilityStatement\",\"status\":\"draft\",\"date\":\"2024-01-01\",\"kind\":\"instance\",\
+\"implementation\":{{\"description\":\"d\"}},\"fhirVersion\":\"4.0.1\",\"format\":[\"json\"],\"rest\":[{{\"mode\":\"server\",\
+\"resource\":[{{\"type\":\"AllergyIntolerance\",\"searchParam\":[{{\"name\":\"clinical-status\",\
+\"definition\":\"http://hl7.org/fhir/SearchParameter/AllergyIntolerance-clinical-status\",\"type\":\"{resource_type}\"}},\
+{{\"name\":\"own\",\"definition\":\"http://example.invalid/fhir/SearchParameter/own\",\"type\":\"date\"}}]}}],\
+\"searchParam\":[{{\"name\":\"_id\",\"definition\":\"http://hl7.org/fhir/SearchParameter/Resource-id\",\"type\":\"{system_type}\"}}]}}]}}"
+        )
+    };
+    assert_eq!(errors(&capability("token", "token")), vec![]);
+    assert_eq!(
+        errors(&capability("token", "date")),
+        vec![(
+            "CAPABILITYSTATEMENT_SEARCHPARAM_TYPE".to_owned(),
+            "CapabilityStatement.rest[0].resource[0].searchParam[0]".to_owned()
+        )]
+    );
+    assert_eq!(
+        errors(&capability("string", "token")),
+        vec![("CAPABILITYSTATEMENT_SEARCHPARAM_TYPE".to_owned(), "CapabilityStatement.rest[0].searchParam[0]".to_owned())]
+    );
+}

@@ -33,6 +33,10 @@ NO_BASE = "SearchParameter.base is required (1..*) and absent"
 OID_AS_URI = ("an Identifier with system urn:ietf:rfc:3986 (the value is a URI) holds a bare OID, "
               "not urn:oid:... (IDENTIFIER_URI_INVALID)")
 
+CS_SP_TYPE = ("a searchParam's type differs from the type of the core SearchParameter its definition names "
+              "(CAPABILITYSTATEMENT_SEARCHPARAM_TYPE): ")
+VERSION_STRING = CS_SP_TYPE + "each resource's 'version' is declared string; the core <Type>-version parameters are token"
+
 UCUM_BAD = ("a Quantity with system http://unitsofmeasure.org whose code is not a UCUM expression "
             "(UCUM_CODE_INVALID): ")
 
@@ -102,6 +106,12 @@ KNOWN_WRONG = {
     "MedicationRequest-medrx0334.json": UCUM_BAD + "'ea'",
     "MedicationRequest-medrx0335.json": UCUM_BAD + "'ea'",
     "VisionPrescription-33124.json": UCUM_BAD + "'month' (UCUM: mo)",
+    "CapabilityStatement-base.json": CS_SP_TYPE + "'_sort' is declared token with the definition Resource-source, a uri",
+    "CapabilityStatement-knowledge-repository.json": VERSION_STRING,
+    "CapabilityStatement-measure-processor.json": VERSION_STRING,
+    "CapabilityStatement-terminology-server.json": CS_SP_TYPE + ("ValueSet 'reference' is declared token (the core "
+                                                                 "ValueSet-reference is a uri), ConceptMap 'source' and "
+                                                                 "'target' uri (the core ones are references)"),
 }
 
 
