@@ -252,6 +252,8 @@ codes! {
     CODE_UNKNOWN_IN_CODESYSTEM => Error, "a Coding's code is not a concept of its loaded CodeSystem whose content is complete";
     // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
     MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
+    MEASUREREPORT_SUBJECTS_NOT_LIST => Error, "a MeasureReport population's subjectResults refers to a resource that is not a List";
+    MEASUREREPORT_COUNT_MISMATCH => Error, "a MeasureReport population's count differs from the number of entries of its subjectResults List";
     MEASUREREPORT_GROUP_UNMATCHED => Error, "a MeasureReport group matches no group of its Measure (by code, or as the only group of both)";
     MEASUREREPORT_SCORE_UNEXPECTED => Error, "a MeasureReport group has a measureScore and its Measure's scoring is cohort (no score)";
     MEASUREREPORT_POPULATION_UNMATCHED => Error, "a MeasureReport population's code is not a population of the matching group of its Measure";

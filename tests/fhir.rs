@@ -558,3 +558,47 @@ fn search_parameters_agree_with_the_core_ones() {
         vec![("CAPABILITYSTATEMENT_SEARCHPARAM_TYPE".to_owned(), "CapabilityStatement.rest[0].searchParam[0]".to_owned())]
     );
 }
+
+/// A MeasureReport population's subjectResults is a Reference(List) whose entries, one per
+/// subject, number the population's count (the suite's mr-single-subj-list).
+#[test]
+fn measure_report_subject_lists() {
+    let errors = |input: &str| {
+        findings_of(input.as_bytes())
+            .into_iter()
+            .filter(|(_, s, _)| s == "error")
+            .map(|(c, _, l)| (c, l))
+            .collect::<Vec<_>>()
+    };
+    let report = |count: u32, reference: &str, entries: usize| {
+        let entry = vec!["{\"item\":{\"reference\":\"Patient/p\"}}"; entries].join(",");
+        // The List is contained only where it is referenced (dom-3).
+        let contained = if reference.starts_with('#') {
+            format!(
+                "\"contained\":[{{\"resourceType\":\"List\",\"id\":\"l1\",\"status\":\"current\",\"mode\":\"working\",\
+\"entry\":[{entry}]}}],"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{{\"resourceType\":\"MeasureReport\",{contained}\"status\":\"complete\",\"type\":\"subject-list\",\
+\"measure\":\"http://example.invalid/fhir/Measure/m\",\"period\":{{\"start\":\"2024-01-01\",\"end\":\"2024-12-31\"}},\
+\"group\":[{{\"population\":[{{\"count\":{count},\"subjectResults\":{{\"reference\":\"{reference}\"}}}}]}}]}}"
+        )
+    };
+    assert_eq!(errors(&report(2, "#l1", 2)), vec![]);
+    assert_eq!(
+        errors(&report(3, "#l1", 2)),
+        vec![("MEASUREREPORT_COUNT_MISMATCH".to_owned(), "MeasureReport.group[0].population[0]".to_owned())]
+    );
+    // A List elsewhere (on a server) is not counted; a reference to a Patient is no List.
+    assert_eq!(errors(&report(500, "List/elsewhere", 2)), vec![]);
+    assert_eq!(
+        errors(&report(2, "Patient/p", 2)),
+        vec![(
+            "MEASUREREPORT_SUBJECTS_NOT_LIST".to_owned(),
+            "MeasureReport.group[0].population[0].subjectResults".to_owned()
+        )]
+    );
+}
