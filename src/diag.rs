@@ -245,6 +245,10 @@ codes! {
     EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
     EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";
     EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
+    NARRATIVE_LINK_UNRESOLVED => Error, "a # link of the narrative names no id or anchor of its resource (nor of the Bundle around it)";
+    NARRATIVE_LINK_AMBIGUOUS => Warning, "a # link of the narrative names more than one id or anchor";
+    NARRATIVE_LINK_EMPTY => Error, "a link of the narrative has an empty href";
+    NARRATIVE_LINK_SCHEME => Error, "a link of the narrative is a urn: or cid: identifier, not a location to follow";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
     // Codings against the loaded CodeSystems (formats/fhir/codings.rs).

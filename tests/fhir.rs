@@ -602,3 +602,66 @@ fn measure_report_subject_lists() {
         )]
     );
 }
+
+/// A narrative's `#` links name an id or anchor of the resource (or of the Bundle around it), as
+/// the reference validator checks them; empty links and `urn:` links are no locations (the
+/// suite's ab-list-slicing, bundle-enrl, message-base).
+#[test]
+fn narrative_links_resolve() {
+    let codes = |input: &str| {
+        findings_of(input.as_bytes())
+            .into_iter()
+            .filter(|(c, _, _)| c.starts_with("NARRATIVE_LINK"))
+            .map(|(c, s, l)| (c, s, l))
+            .collect::<Vec<_>>()
+    };
+    let basic = |div: &str| {
+        format!(
+            "{{\"resourceType\":\"Basic\",\"id\":\"b1\",\"text\":{{\"status\":\"generated\",\"div\":\"<div xmlns=\\\"http://www.w3.org/1999/xhtml\\\">{div}</div>\"}},\
+\"contained\":[{{\"resourceType\":\"Basic\",\"id\":\"c1\",\"code\":{{\"text\":\"t\"}}}}],\"code\":{{\"text\":\"t\",\"coding\":[{{\"id\":\"cd1\",\"code\":\"x\"}}]}},\
+\"subject\":{{\"reference\":\"#c1\"}}}}"
+        )
+    };
+    let div_at = "Basic.text.div".to_owned();
+    let one = |code: &str, severity: &str| vec![(code.to_owned(), severity.to_owned(), div_at.clone())];
+    // An anchor of the narrative, a contained resource's id, an element's id, the resource's id.
+    for ok in [
+        "<a name=\\\"top\\\"/><a href=\\\"#top\\\">x</a>",
+        "<p id=\\\"p1\\\">y</p><a href=\\\"#p1\\\">x</a>",
+        "<a href=\\\"#c1\\\">x</a>",
+        "<a href=\\\"#cd1\\\">x</a>",
+        "<a href=\\\"#b1\\\">x</a>",
+        "<a href=\\\"#\\\">x</a><a href=\\\"https://example.invalid/x\\\">y</a>",
+    ] {
+        assert_eq!(codes(&basic(ok)), vec![], "{ok}");
+    }
+    assert_eq!(codes(&basic("<a href=\\\"#nowhere\\\">x</a>")), one("NARRATIVE_LINK_UNRESOLVED", "error"));
+    assert_eq!(
+        codes(&basic("<a name=\\\"p1\\\"/><p id=\\\"p1\\\">y</p><a href=\\\"#p1\\\">x</a>")),
+        one("NARRATIVE_LINK_AMBIGUOUS", "warning")
+    );
+    assert_eq!(codes(&basic("<a href=\\\"\\\">x</a>")), one("NARRATIVE_LINK_EMPTY", "error"));
+    assert_eq!(
+        codes(&basic("<a href=\\\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\\\">x</a>")),
+        one("NARRATIVE_LINK_SCHEME", "error")
+    );
+    // In a Bundle, an anchor of another entry resolves.
+    let bundle = |target: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"collection\",\"entry\":[\
+{{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b1\",\
+\"text\":{{\"status\":\"generated\",\"div\":\"<div xmlns=\\\"http://www.w3.org/1999/xhtml\\\"><a href=\\\"#{target}\\\">x</a></div>\"}},\"code\":{{\"text\":\"t\"}}}}}},\
+{{\"fullUrl\":\"urn:uuid:00000000-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b2\",\
+\"text\":{{\"status\":\"generated\",\"div\":\"<div xmlns=\\\"http://www.w3.org/1999/xhtml\\\"><a name=\\\"there\\\">y</a></div>\"}},\"code\":{{\"text\":\"t\"}}}}}}]}}"
+        )
+    };
+    assert_eq!(codes(&bundle("there")), vec![]);
+    assert_eq!(
+        codes(&bundle("elsewhere")),
+        vec![(
+            "NARRATIVE_LINK_UNRESOLVED".to_owned(),
+            "error".to_owned(),
+            "Bundle.entry[0].resource.text.div".to_owned()
+        )]
+    );
+}

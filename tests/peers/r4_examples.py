@@ -37,6 +37,13 @@ CS_SP_TYPE = ("a searchParam's type differs from the type of the core SearchPara
               "(CAPABILITYSTATEMENT_SEARCHPARAM_TYPE): ")
 VERSION_STRING = CS_SP_TYPE + "each resource's 'version' is declared string; the core <Type>-version parameters are token"
 
+V3_LINKS = ("narrative links '#CODE' to concepts whose anchors are named 'v3-<system>-CODE': they resolve to no "
+            "id or anchor of the resource (NARRATIVE_LINK_UNRESOLVED, the reference validator's "
+            "TYPE_SPECIFIC_CHECKS_DT_XHTML_RESOLVE error)")
+V3_NAMES = ["ActCode", "ActReason", "ActRelationshipType", "CalendarCycle", "ContextControl", "EntityCode",
+            "EntityNamePartQualifier", "NullFlavor", "ObservationInterpretation", "RoleCode", "RouteOfAdministration",
+            "hl7Realm", "orderableDrugForm"]
+
 UCUM_BAD = ("a Quantity with system http://unitsofmeasure.org whose code is not a UCUM expression "
             "(UCUM_CODE_INVALID): ")
 
@@ -112,6 +119,8 @@ KNOWN_WRONG = {
     "CapabilityStatement-terminology-server.json": CS_SP_TYPE + ("ValueSet 'reference' is declared token (the core "
                                                                  "ValueSet-reference is a uri), ConceptMap 'source' and "
                                                                  "'target' uri (the core ones are references)"),
+    "Bundle-v3-valuesets.json": V3_LINKS + ", in its copies of the v3 code systems and value sets",
+    **{f"{kind}-v3-{name}.json": V3_LINKS for kind in ("CodeSystem", "ValueSet") for name in V3_NAMES},
 }
 
 

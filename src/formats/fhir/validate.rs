@@ -155,6 +155,7 @@ pub fn validate_with(
     questionnaire::check(doc, resolve, &mut f);
     super::measure::check(doc, resolve, &mut f);
     super::codings::check(doc, resolve, &mut f);
+    super::narrative::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
     super::checks::check(doc, checks, structures, &mut f);
     match structures {
