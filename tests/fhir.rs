@@ -555,7 +555,10 @@ fn search_parameters_agree_with_the_core_ones() {
     );
     assert_eq!(
         errors(&capability("string", "token")),
-        vec![("CAPABILITYSTATEMENT_SEARCHPARAM_TYPE".to_owned(), "CapabilityStatement.rest[0].searchParam[0]".to_owned())]
+        vec![(
+            "CAPABILITYSTATEMENT_SEARCHPARAM_TYPE".to_owned(),
+            "CapabilityStatement.rest[0].searchParam[0]".to_owned()
+        )]
     );
 }
 
@@ -612,7 +615,6 @@ fn narrative_links_resolve() {
         findings_of(input.as_bytes())
             .into_iter()
             .filter(|(c, _, _)| c.starts_with("NARRATIVE_LINK"))
-            .map(|(c, s, l)| (c, s, l))
             .collect::<Vec<_>>()
     };
     let basic = |div: &str| {

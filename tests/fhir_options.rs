@@ -261,8 +261,5 @@ fn no_example_urls_reports_links_to_example_domains() {
     })
     .to_string();
     assert_eq!(validate(&["--ig", &ig, "--no-example-urls"], &claimed), (0, vec![]));
-    assert_eq!(
-        validate(&["--no-example-urls"], &claimed).1,
-        vec![error("URL_EXAMPLE", "Patient.meta.profile[0]")]
-    );
+    assert_eq!(validate(&["--no-example-urls"], &claimed).1, vec![error("URL_EXAMPLE", "Patient.meta.profile[0]")]);
 }

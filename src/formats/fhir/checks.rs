@@ -248,12 +248,7 @@ fn value(doc: &Document, i: u32) -> &[u8] {
 /// The checks of the options that look at values and references (the profile-side options are
 /// read by [`super::profile`], comments by the reader). `structures`: the loaded packages, whose
 /// canonical URLs resolve (`--no-example-urls`).
-pub(super) fn check(
-    doc: &Document,
-    checks: &Checks,
-    structures: Option<&crate::structure::Context>,
-    f: &mut Findings,
-) {
+pub(super) fn check(doc: &Document, checks: &Checks, structures: Option<&crate::structure::Context>, f: &mut Findings) {
     if checks.security || checks.no_html_in_markdown {
         for i in 0..doc.nodes().len() as u32 {
             let node = doc.node(i);
@@ -302,9 +297,8 @@ fn example_urls(doc: &Document, structures: Option<&crate::structure::Context>, 
         if !is_example_url(v) {
             continue;
         }
-        let loaded = structures.is_some_and(|ctx| {
-            std::str::from_utf8(v).is_ok_and(|url| ctx.conformance.resolve("", url).is_some())
-        });
+        let loaded = structures
+            .is_some_and(|ctx| std::str::from_utf8(v).is_ok_and(|url| ctx.conformance.resolve("", url).is_some()));
         if !loaded {
             f.push(Code::URL_EXAMPLE, Location::Fhir(doc.path(i)));
         }
