@@ -231,6 +231,9 @@ codes! {
     CODESYSTEM_PROPERTY_UNDEFINED => Warning, "a concept's property names a code the CodeSystem defines no property for";
     CODESYSTEM_SUPPLEMENT_CONTENT => Error, "a CodeSystem that supplements another has a content other than supplement";
     SEARCHPARAMETER_COMPOSITE_COMPONENTS => Error, "a composite SearchParameter has fewer than two components";
+    SEARCHPARAMETER_DERIVED_BASE => Error, "a SearchParameter derived from a core one has a base resource type the core one does not";
+    SEARCHPARAMETER_DERIVED_TYPE => Error, "a SearchParameter derived from a core one has another type";
+    CAPABILITYSTATEMENT_SEARCHPARAM_TYPE => Error, "a CapabilityStatement's searchParam has another type than the core search parameter its definition names";
     STRUCTUREDEFINITION_PATH_UNKNOWN => Error, "a constraint StructureDefinition's differential names an element its type does not have";
     STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN => Error, "a slicing discriminator's path starts with a name that is no element of the sliced element";
     STRUCTUREDEFINITION_FIXED_CONFLICT => Error, "a constraint StructureDefinition fixes an element to another value than its loaded base fixes it to";
@@ -243,6 +246,10 @@ codes! {
     EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";
     EXTENSION_UNKNOWN => Error, "an extension's url is in the namespace of the core and extensions pack definitions (http://hl7.org/fhir/StructureDefinition/) and names none of them";
     EXTENSION_MODIFIER_MISMATCH => Error, "a core, extensions pack or loaded extension is used as modifierExtension and is not a modifier, or as extension and is one";
+    NARRATIVE_LINK_UNRESOLVED => Error, "a # link of the narrative names no id or anchor of its resource (nor of the Bundle around it)";
+    NARRATIVE_LINK_AMBIGUOUS => Warning, "a # link of the narrative names more than one id or anchor";
+    NARRATIVE_LINK_EMPTY => Error, "a link of the narrative has an empty href";
+    NARRATIVE_LINK_SCHEME => Error, "a link of the narrative is a urn: or cid: identifier, not a location to follow";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
     // Codings against the loaded CodeSystems (formats/fhir/codings.rs).
@@ -250,6 +257,8 @@ codes! {
     CODE_UNKNOWN_IN_CODESYSTEM => Error, "a Coding's code is not a concept of its loaded CodeSystem whose content is complete";
     // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
     MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
+    MEASUREREPORT_SUBJECTS_NOT_LIST => Error, "a MeasureReport population's subjectResults refers to a resource that is not a List";
+    MEASUREREPORT_COUNT_MISMATCH => Error, "a MeasureReport population's count differs from the number of entries of its subjectResults List";
     MEASUREREPORT_GROUP_UNMATCHED => Error, "a MeasureReport group matches no group of its Measure (by code, or as the only group of both)";
     MEASUREREPORT_SCORE_UNEXPECTED => Error, "a MeasureReport group has a measureScore and its Measure's scoring is cohort (no score)";
     MEASUREREPORT_POPULATION_UNMATCHED => Error, "a MeasureReport population's code is not a population of the matching group of its Measure";
@@ -292,6 +301,7 @@ codes! {
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     STRING_HTML_CONTENT => Error, "a string or markdown value holds text that looks like an HTML tag (reported only with --security-checks)";
     MARKDOWN_HTML => Error, "a markdown value holds raw HTML (reported only with --no-html-in-markdown)";
+    URL_EXAMPLE => Error, "a URL names an example domain (example.org, acme.com) that nothing loaded answers to (reported only with --no-example-urls)";
     REFERENCE_TARGET_ABSENT => Error, "a reference names a resource the input does not hold (reported only with --validate-reference check-exists)";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
     PROFILE_VALUE_ABSENT => Error, "a primitive element has no value where its profile requires one (mustHaveValue), or none of the extensions its profile allows in place of the value (valueAlternatives)";

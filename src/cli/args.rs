@@ -843,6 +843,11 @@ pub struct ValidateArgs {
     /// entry). Repeatable.
     #[arg(long = "bundle-profile", value_name = "RULE=URL")]
     pub bundle_profiles: Vec<String>,
+    /// FHIR: a uri, url or canonical naming an example domain (example.org, acme.com) that
+    /// nothing loaded answers to is an error (URL_EXAMPLE), as the reference validator's
+    /// -allow-example-urls false.
+    #[arg(long)]
+    pub no_example_urls: bool,
 }
 
 /// `validate --validate-reference`.
@@ -877,6 +882,7 @@ impl ValidateArgs {
                 ReferencePolicyArg::CheckExistsAndType => ReferencePolicy::CheckExistsAndType,
             },
             bundle_profiles,
+            no_example_urls: self.no_example_urls,
         })
     }
 }

@@ -165,8 +165,9 @@ pub fn validate_with(
     questionnaire::check(doc, resolve, &mut f);
     super::measure::check(doc, resolve, &mut f);
     super::codings::check(doc, resolve, &mut f);
+    super::narrative::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
-    super::checks::check(doc, checks, &mut f);
+    super::checks::check(doc, checks, structures, &mut f);
     match structures {
         Some(ctx) => super::profile::check_into(doc, ctx, options, checks, &mut f),
         None if !options.core_only => super::profile::check_implied(doc, &mut f),
