@@ -237,6 +237,9 @@ codes! {
     VALUESET_FILTER_VALUE_TYPE => Error, "a ValueSet filter's value is not true or false where its operator (exists) or its property (inactive, notSelectable with =) asks for a boolean";
     VALUESET_FILTER_ECL_INVALID => Error, "a SNOMED CT ValueSet filter on property constraint holds a value that is not ECL 2.x by the grammar";
     SEARCHPARAMETER_COMPOSITE_COMPONENTS => Error, "a composite SearchParameter has fewer than two components";
+    SEARCHPARAMETER_DERIVED_BASE => Error, "a SearchParameter derived from a core one has a base resource type the core one does not";
+    SEARCHPARAMETER_DERIVED_TYPE => Error, "a SearchParameter derived from a core one has another type";
+    CAPABILITYSTATEMENT_SEARCHPARAM_TYPE => Error, "a CapabilityStatement's searchParam has another type than the core search parameter its definition names";
     STRUCTUREDEFINITION_PATH_UNKNOWN => Error, "a constraint StructureDefinition's differential names an element its type does not have";
     STRUCTUREDEFINITION_DISCRIMINATOR_PATH_UNKNOWN => Error, "a slicing discriminator's path starts with a name that is no element of the sliced element";
     STRUCTUREDEFINITION_FIXED_CONFLICT => Error, "a constraint StructureDefinition fixes an element to another value than its loaded base fixes it to";
@@ -245,9 +248,14 @@ codes! {
     STRUCTUREDEFINITION_TYPE_PROFILE_WRONG => Error, "an element type's profile is the definition of a core type that the element's type is not and does not derive from";
     URI_NOT_ABSOLUTE => Error, "an element the specification defines as an absolute URI (Bundle.entry.fullUrl, ValueSet.compose.include.system) holds a relative or local one";
     EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
-    EXTENSION_CONTEXT_INVALID => Error, "a core extension is used on an element that its definition's contexts do not allow";
+    EXTENSION_CONTEXT_INVALID => Error, "a core or extensions pack extension is used on an element that its definition's contexts do not allow";
     EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";
-    EXTENSION_MODIFIER_MISMATCH => Error, "a core extension is used as modifierExtension and is not a modifier, or as extension and is one";
+    EXTENSION_UNKNOWN => Error, "an extension's url is in the namespace of the core and extensions pack definitions (http://hl7.org/fhir/StructureDefinition/) and names none of them";
+    EXTENSION_MODIFIER_MISMATCH => Error, "a core, extensions pack or loaded extension is used as modifierExtension and is not a modifier, or as extension and is one";
+    NARRATIVE_LINK_UNRESOLVED => Error, "a # link of the narrative names no id or anchor of its resource (nor of the Bundle around it)";
+    NARRATIVE_LINK_AMBIGUOUS => Warning, "a # link of the narrative names more than one id or anchor";
+    NARRATIVE_LINK_EMPTY => Error, "a link of the narrative has an empty href";
+    NARRATIVE_LINK_SCHEME => Error, "a link of the narrative is a urn: or cid: identifier, not a location to follow";
     INVARIANT_VIOLATED => Error, "an invariant of the FHIR core definitions is not met; its key is in the location";
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
     // Codings against the loaded CodeSystems (formats/fhir/codings.rs).
@@ -255,6 +263,8 @@ codes! {
     CODE_UNKNOWN_IN_CODESYSTEM => Error, "a Coding's code is not a concept of its loaded CodeSystem whose content is complete";
     // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
     MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
+    MEASUREREPORT_SUBJECTS_NOT_LIST => Error, "a MeasureReport population's subjectResults refers to a resource that is not a List";
+    MEASUREREPORT_COUNT_MISMATCH => Error, "a MeasureReport population's count differs from the number of entries of its subjectResults List";
     MEASUREREPORT_GROUP_UNMATCHED => Error, "a MeasureReport group matches no group of its Measure (by code, or as the only group of both)";
     MEASUREREPORT_SCORE_UNEXPECTED => Error, "a MeasureReport group has a measureScore and its Measure's scoring is cohort (no score)";
     MEASUREREPORT_POPULATION_UNMATCHED => Error, "a MeasureReport population's code is not a population of the matching group of its Measure";
@@ -297,6 +307,7 @@ codes! {
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     STRING_HTML_CONTENT => Error, "a string or markdown value holds text that looks like an HTML tag (reported only with --security-checks)";
     MARKDOWN_HTML => Error, "a markdown value holds raw HTML (reported only with --no-html-in-markdown)";
+    URL_EXAMPLE => Error, "a URL names an example domain (example.org, acme.com) that nothing loaded answers to (reported only with --no-example-urls)";
     REFERENCE_TARGET_ABSENT => Error, "a reference names a resource the input does not hold (reported only with --validate-reference check-exists)";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
     PROFILE_VALUE_ABSENT => Error, "a primitive element has no value where its profile requires one (mustHaveValue), or none of the extensions its profile allows in place of the value (valueAlternatives)";
@@ -306,7 +317,7 @@ codes! {
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
     PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";
     PROFILE_MUST_SUPPORT => Information, "a must-support element of the profile is absent (reported only with --must-support)";
-    PROFILE_EXTENSION_UNKNOWN => Error, "an extension's definition is not among the loaded packages";
+    PROFILE_EXTENSION_UNKNOWN => Error, "an extension's definition is not among the loaded packages, the core or the extensions pack";
     PROFILE_EXTENSION_CONTEXT => Error, "an extension of a loaded definition is used on an element its contexts do not allow";
     SLICE_UNMATCHED => Error, "an element of a closed slicing matches none of its slices";
     SLICE_CARDINALITY_MIN => Error, "a slice occurs fewer times than its profile requires";

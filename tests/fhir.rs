@@ -571,5 +571,170 @@ fn value_set_filters_are_checked() {
             ("VALUESET_FILTER_VALUE_TYPE".to_owned(), "ValueSet.compose.include[0].filter[0]".to_owned()),
             ("VALUESET_FILTER_VALUE_TYPE".to_owned(), "ValueSet.compose.include[0].filter[1]".to_owned()),
         ]
+/// A SearchParameter derived from a core one keeps its base resource types and its type; a
+/// CapabilityStatement's searchParam whose definition is a core parameter has its type
+/// (docs/fhir-profiles.md; the suite's sp-diff-base, sp-diff-type and capstmt).
+#[test]
+fn search_parameters_agree_with_the_core_ones() {
+    let errors = |input: &str| {
+        findings_of(input.as_bytes())
+            .into_iter()
+            .filter(|(_, s, _)| s == "error")
+            .map(|(c, _, l)| (c, l))
+            .collect::<Vec<_>>()
+    };
+    let derived = |base: &str, ty: &str, from: &str| {
+        format!(
+            "{{\"resourceType\":\"SearchParameter\",\"url\":\"http://example.invalid/fhir/SearchParameter/s\",\"name\":\"s\",\
+\"status\":\"draft\",\"description\":\"d\",\"code\":\"name\",\"derivedFrom\":\"{from}\",\"base\":[{base}],\"type\":\"{ty}\",\
+\"expression\":\"Organization.name\"}}"
+        )
+    };
+    let core = "http://hl7.org/fhir/SearchParameter/Organization-name";
+    assert_eq!(errors(&derived("\"Organization\"", "string", core)), vec![]);
+    assert_eq!(errors(&derived("\"Organization\"", "string", &format!("{core}|4.0.1"))), vec![]);
+    assert_eq!(
+        errors(&derived("\"Organization\",\"Patient\"", "string", core)),
+        vec![("SEARCHPARAMETER_DERIVED_BASE".to_owned(), "SearchParameter.base[1]".to_owned())]
+    );
+    assert_eq!(
+        errors(&derived("\"Organization\"", "token", core)),
+        vec![("SEARCHPARAMETER_DERIVED_TYPE".to_owned(), "SearchParameter.type".to_owned())]
+    );
+    // A core parameter on Resource applies to every resource type.
+    assert_eq!(errors(&derived("\"Patient\"", "token", "http://hl7.org/fhir/SearchParameter/Resource-id")), vec![]);
+    // A parameter that is not one of the core's is not judged (it is not carried).
+    assert_eq!(errors(&derived("\"Patient\"", "token", "http://example.invalid/fhir/SearchParameter/x")), vec![]);
+
+    let capability = |system_type: &str, resource_type: &str| {
+        format!(
+            "{{\"resourceType\":\"CapabilityStatement\",\"status\":\"draft\",\"date\":\"2024-01-01\",\"kind\":\"instance\",\
+\"implementation\":{{\"description\":\"d\"}},\"fhirVersion\":\"4.0.1\",\"format\":[\"json\"],\"rest\":[{{\"mode\":\"server\",\
+\"resource\":[{{\"type\":\"AllergyIntolerance\",\"searchParam\":[{{\"name\":\"clinical-status\",\
+\"definition\":\"http://hl7.org/fhir/SearchParameter/AllergyIntolerance-clinical-status\",\"type\":\"{resource_type}\"}},\
+{{\"name\":\"own\",\"definition\":\"http://example.invalid/fhir/SearchParameter/own\",\"type\":\"date\"}}]}}],\
+\"searchParam\":[{{\"name\":\"_id\",\"definition\":\"http://hl7.org/fhir/SearchParameter/Resource-id\",\"type\":\"{system_type}\"}}]}}]}}"
+        )
+    };
+    assert_eq!(errors(&capability("token", "token")), vec![]);
+    assert_eq!(
+        errors(&capability("token", "date")),
+        vec![(
+            "CAPABILITYSTATEMENT_SEARCHPARAM_TYPE".to_owned(),
+            "CapabilityStatement.rest[0].resource[0].searchParam[0]".to_owned()
+        )]
+    );
+    assert_eq!(
+        errors(&capability("string", "token")),
+        vec![(
+            "CAPABILITYSTATEMENT_SEARCHPARAM_TYPE".to_owned(),
+            "CapabilityStatement.rest[0].searchParam[0]".to_owned()
+        )]
+    );
+}
+
+/// A MeasureReport population's subjectResults is a Reference(List) whose entries, one per
+/// subject, number the population's count (the suite's mr-single-subj-list).
+#[test]
+fn measure_report_subject_lists() {
+    let errors = |input: &str| {
+        findings_of(input.as_bytes())
+            .into_iter()
+            .filter(|(_, s, _)| s == "error")
+            .map(|(c, _, l)| (c, l))
+            .collect::<Vec<_>>()
+    };
+    let report = |count: u32, reference: &str, entries: usize| {
+        let entry = vec!["{\"item\":{\"reference\":\"Patient/p\"}}"; entries].join(",");
+        // The List is contained only where it is referenced (dom-3).
+        let contained = if reference.starts_with('#') {
+            format!(
+                "\"contained\":[{{\"resourceType\":\"List\",\"id\":\"l1\",\"status\":\"current\",\"mode\":\"working\",\
+\"entry\":[{entry}]}}],"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{{\"resourceType\":\"MeasureReport\",{contained}\"status\":\"complete\",\"type\":\"subject-list\",\
+\"measure\":\"http://example.invalid/fhir/Measure/m\",\"period\":{{\"start\":\"2024-01-01\",\"end\":\"2024-12-31\"}},\
+\"group\":[{{\"population\":[{{\"count\":{count},\"subjectResults\":{{\"reference\":\"{reference}\"}}}}]}}]}}"
+        )
+    };
+    assert_eq!(errors(&report(2, "#l1", 2)), vec![]);
+    assert_eq!(
+        errors(&report(3, "#l1", 2)),
+        vec![("MEASUREREPORT_COUNT_MISMATCH".to_owned(), "MeasureReport.group[0].population[0]".to_owned())]
+    );
+    // A List elsewhere (on a server) is not counted; a reference to a Patient is no List.
+    assert_eq!(errors(&report(500, "List/elsewhere", 2)), vec![]);
+    assert_eq!(
+        errors(&report(2, "Patient/p", 2)),
+        vec![(
+            "MEASUREREPORT_SUBJECTS_NOT_LIST".to_owned(),
+            "MeasureReport.group[0].population[0].subjectResults".to_owned()
+        )]
+    );
+}
+
+/// A narrative's `#` links name an id or anchor of the resource (or of the Bundle around it), as
+/// the reference validator checks them; empty links and `urn:` links are no locations (the
+/// suite's ab-list-slicing, bundle-enrl, message-base).
+#[test]
+fn narrative_links_resolve() {
+    let codes = |input: &str| {
+        findings_of(input.as_bytes())
+            .into_iter()
+            .filter(|(c, _, _)| c.starts_with("NARRATIVE_LINK"))
+            .collect::<Vec<_>>()
+    };
+    let basic = |div: &str| {
+        format!(
+            "{{\"resourceType\":\"Basic\",\"id\":\"b1\",\"text\":{{\"status\":\"generated\",\"div\":\"<div xmlns=\\\"http://www.w3.org/1999/xhtml\\\">{div}</div>\"}},\
+\"contained\":[{{\"resourceType\":\"Basic\",\"id\":\"c1\",\"code\":{{\"text\":\"t\"}}}}],\"code\":{{\"text\":\"t\",\"coding\":[{{\"id\":\"cd1\",\"code\":\"x\"}}]}},\
+\"subject\":{{\"reference\":\"#c1\"}}}}"
+        )
+    };
+    let div_at = "Basic.text.div".to_owned();
+    let one = |code: &str, severity: &str| vec![(code.to_owned(), severity.to_owned(), div_at.clone())];
+    // An anchor of the narrative, a contained resource's id, an element's id, the resource's id.
+    for ok in [
+        "<a name=\\\"top\\\"/><a href=\\\"#top\\\">x</a>",
+        "<p id=\\\"p1\\\">y</p><a href=\\\"#p1\\\">x</a>",
+        "<a href=\\\"#c1\\\">x</a>",
+        "<a href=\\\"#cd1\\\">x</a>",
+        "<a href=\\\"#b1\\\">x</a>",
+        "<a href=\\\"#\\\">x</a><a href=\\\"https://example.invalid/x\\\">y</a>",
+    ] {
+        assert_eq!(codes(&basic(ok)), vec![], "{ok}");
+    }
+    assert_eq!(codes(&basic("<a href=\\\"#nowhere\\\">x</a>")), one("NARRATIVE_LINK_UNRESOLVED", "error"));
+    assert_eq!(
+        codes(&basic("<a name=\\\"p1\\\"/><p id=\\\"p1\\\">y</p><a href=\\\"#p1\\\">x</a>")),
+        one("NARRATIVE_LINK_AMBIGUOUS", "warning")
+    );
+    assert_eq!(codes(&basic("<a href=\\\"\\\">x</a>")), one("NARRATIVE_LINK_EMPTY", "error"));
+    assert_eq!(
+        codes(&basic("<a href=\\\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\\\">x</a>")),
+        one("NARRATIVE_LINK_SCHEME", "error")
+    );
+    // In a Bundle, an anchor of another entry resolves.
+    let bundle = |target: &str| {
+        format!(
+            "{{\"resourceType\":\"Bundle\",\"type\":\"collection\",\"entry\":[\
+{{\"fullUrl\":\"urn:uuid:8c4b8a0e-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b1\",\
+\"text\":{{\"status\":\"generated\",\"div\":\"<div xmlns=\\\"http://www.w3.org/1999/xhtml\\\"><a href=\\\"#{target}\\\">x</a></div>\"}},\"code\":{{\"text\":\"t\"}}}}}},\
+{{\"fullUrl\":\"urn:uuid:00000000-2f55-4d3b-9a0e-6c1d2b3a4f50\",\"resource\":{{\"resourceType\":\"Basic\",\"id\":\"b2\",\
+\"text\":{{\"status\":\"generated\",\"div\":\"<div xmlns=\\\"http://www.w3.org/1999/xhtml\\\"><a name=\\\"there\\\">y</a></div>\"}},\"code\":{{\"text\":\"t\"}}}}}}]}}"
+        )
+    };
+    assert_eq!(codes(&bundle("there")), vec![]);
+    assert_eq!(
+        codes(&bundle("elsewhere")),
+        vec![(
+            "NARRATIVE_LINK_UNRESOLVED".to_owned(),
+            "error".to_owned(),
+            "Bundle.entry[0].resource.text.div".to_owned()
+        )]
     );
 }

@@ -55,6 +55,7 @@ fn help_shows_the_options() {
         "--assume-valid-rest-references",
         "--validate-reference",
         "--bundle-profile",
+        "--no-example-urls",
     ] {
         assert!(help.contains(flag), "{flag} missing from validate --help");
     }
@@ -227,4 +228,38 @@ fn the_options_reach_a_json_lines_run() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("PROFILE_CARDINALITY_MIN"), "{out}");
     assert!(!out.contains("MARKERSECRET"));
+}
+
+#[test]
+fn no_example_urls_reports_links_to_example_domains() {
+    let doc = |url: &str| {
+        serde_json::json!({
+            "resourceType": "DocumentReference",
+            "status": "current",
+            "content": [{"attachment": {"url": url, "title": "MARKERSECRET"}}]
+        })
+        .to_string()
+    };
+    let example = doc("http://repository.example.org/fhir/MARKERSECRET");
+    // Off by default: R4 allows any URL.
+    assert_eq!(validate(&[], &example).0, 0);
+    assert_eq!(
+        validate(&["--no-example-urls"], &example),
+        (1, vec![error("URL_EXAMPLE", "DocumentReference.content[0].attachment.url")])
+    );
+    // A resource's own canonical is its identity, not a link.
+    let own = r#"{"resourceType": "ValueSet", "url": "http://example.org/fhir/ValueSet/v", "status": "draft"}"#;
+    assert_eq!(validate(&["--no-example-urls"], own), (0, vec![]));
+    // Another domain is a link like any other.
+    assert_eq!(validate(&["--no-example-urls"], &doc("https://records.hospital.test/MARKERSECRET")), (0, vec![]));
+    // An example URL that a loaded package defines resolves: the options profiles' canonicals.
+    let ig = profiles();
+    let claimed = serde_json::json!({
+        "resourceType": "Patient",
+        "meta": {"profile": [PATIENT]},
+        "name": [{"text": "MARKERSECRET"}]
+    })
+    .to_string();
+    assert_eq!(validate(&["--ig", &ig, "--no-example-urls"], &claimed), (0, vec![]));
+    assert_eq!(validate(&["--no-example-urls"], &claimed).1, vec![error("URL_EXAMPLE", "Patient.meta.profile[0]")]);
 }

@@ -159,3 +159,40 @@ fn a_code_that_a_loaded_complete_code_system_lacks_is_found_without_its_value() 
     let alone = run(&["validate", "--json", &file]);
     assert!(!findings(&alone.stdout).iter().any(|f| f.0 == "CODE_UNKNOWN_IN_CODESYSTEM"));
 }
+
+#[test]
+fn a_loaded_extension_is_used_as_modifier_extension_exactly_when_its_definition_is_a_modifier() {
+    // test-method is not a modifier: as a modifierExtension it is EXTENSION_MODIFIER_MISMATCH,
+    // naming the extension's definition; as an extension (observation-valid.json) it is clean.
+    let o = run(&["validate", "--json", "--ig", &ig(), &instance("observation-extension-as-modifier.json")]);
+    assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stdout));
+    let found = findings(&o.stdout);
+    assert!(
+        found.iter().any(|f| f.0 == "EXTENSION_MODIFIER_MISMATCH"
+            && f.1 == "error"
+            && f.2 == "Observation.modifierExtension[0]"
+            && f.3 == EXTENSION),
+        "{found:?}"
+    );
+    assert_no_marker(&o);
+    let valid = run(&["validate", "--json", "--ig", &ig(), &instance("observation-valid.json")]);
+    assert!(!findings(&valid.stdout).iter().any(|f| f.0 == "EXTENSION_MODIFIER_MISMATCH"));
+}
+
+#[test]
+fn an_undefined_url_of_the_core_and_extensions_pack_namespace_is_unknown_with_or_without_packages() {
+    // Neither R4 nor the extensions pack defines it: EXTENSION_UNKNOWN once, at the extension,
+    // with the IG loaded (not also PROFILE_EXTENSION_UNKNOWN) and without.
+    let file = instance("observation-core-namespace-extension.json");
+    for o in [run(&["validate", "--json", "--ig", &ig(), &file]), run(&["validate", "--json", &file])] {
+        assert_eq!(code(&o), 1, "{}", String::from_utf8_lossy(&o.stdout));
+        let found = findings(&o.stdout);
+        let unknown: Vec<_> = found.iter().filter(|f| f.0.ends_with("EXTENSION_UNKNOWN")).collect();
+        assert_eq!(unknown.len(), 1, "{found:?}");
+        assert_eq!(
+            (unknown[0].0.as_str(), unknown[0].1.as_str(), unknown[0].2.as_str()),
+            ("EXTENSION_UNKNOWN", "error", "Observation.extension[1]")
+        );
+        assert_no_marker(&o);
+    }
+}

@@ -26,7 +26,7 @@ pub struct Cli {
     pub audit: AuditArgs,
 }
 
-/// The audit log options, of every command and of the `phiward-mcp` binary.
+// The audit log options, of every command and of the `phiward-mcp` binary.
 #[derive(Debug, Args, Default)]
 pub struct AuditArgs {
     /// Append one value-free, hash-chained JSON line about this run to FILE (created when
@@ -40,7 +40,14 @@ pub struct AuditArgs {
 }
 
 /// The commands.
+// `defer`: a command's arguments are built only when it is the one being parsed (or its help,
+// completions or man page is written), not all of them at every start: building the whole tree
+// was about half of the instructions of `phiward parse --json` on a 1 KB message (issue 32).
+// The nested command groups below defer theirs too. A deferred command's arguments are added
+// after its variant's doc comment has set its help text, so the `Args` structs carry plain `//`
+// comments: a `///` on one would become that command's `about` and replace the variant's.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Cmd {
     /// Print the message as typed JSON (the data channel). Multi-record input gives one JSON
     /// line per record.
@@ -88,7 +95,7 @@ pub enum Cmd {
     Man,
 }
 
-/// `completions` options.
+// `completions` options.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell.
@@ -98,13 +105,14 @@ pub struct CompletionsArgs {
 
 /// `audit` subcommands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum AuditCmd {
     /// Check the hash chain: exit 0 and `ok: N lines, head HASH`, or exit 1 naming the first
     /// broken line.
     Verify(AuditVerifyArgs),
 }
 
-/// `audit verify` options.
+// `audit verify` options.
 #[derive(Debug, Args)]
 pub struct AuditVerifyArgs {
     /// The audit log.
@@ -116,7 +124,7 @@ pub struct AuditVerifyArgs {
     pub head: Option<String>,
 }
 
-/// `find-equivalent` options.
+// `find-equivalent` options.
 #[derive(Debug, Args)]
 pub struct FindArgs {
     /// The term to look up, or `-` to read it from standard input (keeps it off the argument list).
@@ -173,6 +181,7 @@ impl SystemArg {
 
 /// `terminology` subcommands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum TerminologyCmd {
     /// What is available: bundled and imported datasets, vintage, licence, citation.
     List(ListArgs),
@@ -180,7 +189,7 @@ pub enum TerminologyCmd {
     Import(ImportArgs),
 }
 
-/// `terminology list` options.
+// `terminology list` options.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Compact JSON.
@@ -191,7 +200,7 @@ pub struct ListArgs {
     pub data_dir: Option<PathBuf>,
 }
 
-/// `terminology import` options.
+// `terminology import` options.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The code system: rxnorm (RXNCONSO.RRF), loinc (Loinc.csv), icd11 (WHO linearization
@@ -209,7 +218,7 @@ pub struct ImportArgs {
     pub data_dir: Option<PathBuf>,
 }
 
-/// `map-codes` options.
+// `map-codes` options.
 #[derive(Debug, Args)]
 pub struct MapArgs {
     /// The ConceptMap: a FHIR R4 JSON file, or the URL of a bundled one (`terminology list`).
@@ -236,6 +245,7 @@ pub struct MapArgs {
 
 /// `ig` subcommands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum IgCmd {
     /// The packages `--ig` loads and their dependencies from the package cache (those missing
     /// too); without `--ig`, every package in the cache.
@@ -245,7 +255,7 @@ pub enum IgCmd {
     Info(IgInfoArgs),
 }
 
-/// Where FHIR packages come from (`validate`, `ig`).
+// Where FHIR packages come from (`validate`, `ig`).
 #[derive(Debug, Args, Default, Clone)]
 pub struct PackageArgs {
     /// A FHIR package to validate against: a `.tgz`, an unpacked package folder, a folder of
@@ -265,7 +275,7 @@ impl PackageArgs {
     }
 }
 
-/// `ig list` options.
+// `ig list` options.
 #[derive(Debug, Args)]
 pub struct IgListArgs {
     #[command(flatten)]
@@ -275,7 +285,7 @@ pub struct IgListArgs {
     pub json: bool,
 }
 
-/// `ig info` options.
+// `ig info` options.
 #[derive(Debug, Args)]
 pub struct IgInfoArgs {
     /// The package: a `.tgz`, a folder, a resource file, or NAME#VERSION in the package cache.
@@ -291,6 +301,7 @@ pub struct IgInfoArgs {
 
 /// `policy` subcommands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum PolicyCmd {
     /// Load and lint a policy: exit 0 when it loads with no findings, 1 otherwise.
     Check(PolicyCheckArgs),
@@ -300,7 +311,7 @@ pub enum PolicyCmd {
     Test(PolicyTestArgs),
 }
 
-/// `policy test` options.
+// `policy test` options.
 #[derive(Debug, Args)]
 pub struct PolicyTestArgs {
     /// The policy file.
@@ -317,7 +328,7 @@ pub struct PolicyTestArgs {
     pub json: bool,
 }
 
-/// `policy check` options.
+// `policy check` options.
 #[derive(Debug, Args)]
 pub struct PolicyCheckArgs {
     /// The policy file.
@@ -328,7 +339,7 @@ pub struct PolicyCheckArgs {
     pub json: bool,
 }
 
-/// `redact` options.
+// `redact` options.
 #[derive(Debug, Args)]
 pub struct RedactArgs {
     #[command(flatten)]
@@ -389,8 +400,8 @@ fn format_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(crate::formats::built_names())
 }
 
-/// What every command that reads a message takes: the input, its format, the operator's door
-/// and the limits.
+// What every command that reads a message takes: the input, its format, the operator's door
+// and the limits.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
     /// The input file, or `-` for standard input.
@@ -407,8 +418,8 @@ pub struct ReadArgs {
     pub limits: LimitArgs,
 }
 
-/// `--input-format`, for the commands that take a record stream (`parse`, `validate`,
-/// `inspect`, `convert`, `redact`).
+// `--input-format`, for the commands that take a record stream (`parse`, `validate`,
+// `inspect`, `convert`, `redact`).
 #[derive(Debug, Args, Default)]
 pub struct StreamArgs {
     /// `json-lines`: the input is a stream of records, one JSON object a line (`{"id", "format"?,
@@ -432,7 +443,7 @@ pub enum InputFormat {
     JsonLines,
 }
 
-/// `--policy` and `--key-file`, for the commands that return data.
+// `--policy` and `--key-file`, for the commands that return data.
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
     /// A policy file (TOML, policy/README.md): data is redacted under it when its disclosure is
@@ -445,7 +456,7 @@ pub struct PolicyArgs {
     pub key_file: Option<PathBuf>,
 }
 
-/// `--line-ending`, for the commands that write HL7 v2 messages (`fmt`, `redact`).
+// `--line-ending`, for the commands that write HL7 v2 messages (`fmt`, `redact`).
 #[derive(Debug, Args)]
 pub struct LineEndingArg {
     /// HL7 v2 segment terminators written: `cr` (the standard), `lf` (readable on a terminal),
@@ -465,7 +476,7 @@ pub enum LineEnding {
     Lf,
 }
 
-/// `parse` options.
+// `parse` options.
 #[derive(Debug, Args)]
 pub struct ParseArgs {
     #[command(flatten)]
@@ -489,8 +500,8 @@ pub struct ParseArgs {
     pub policy: PolicyArgs,
 }
 
-/// Selection and findings filters of the commands that print a model (`parse`, `convert`): the
-/// MCP tools' arguments of the same names (README, "Size and selection"), per record.
+// Selection and findings filters of the commands that print a model (`parse`, `convert`): the
+// MCP tools' arguments of the same names (README, "Size and selection"), per record.
 #[derive(Debug, Args, Default)]
 pub struct SelectArgs {
     /// HL7 v2: only these segments (comma-separated ids: PID,OBX).
@@ -580,7 +591,7 @@ impl From<ModelArg> for crate::formats::codec::ModelShape {
     }
 }
 
-/// `ack` options.
+// `ack` options.
 #[derive(Debug, Args)]
 pub struct AckArgs {
     #[command(flatten)]
@@ -609,7 +620,7 @@ impl From<AckArgs> for InputArgs {
     }
 }
 
-/// `inspect` options.
+// `inspect` options.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
     #[command(flatten)]
@@ -760,7 +771,7 @@ impl From<RedactArgs> for InputArgs {
     }
 }
 
-/// Limits on what is read.
+// Limits on what is read.
 #[derive(Debug, Args)]
 pub struct LimitArgs {
     /// Largest input (or record of a stream) read into memory, in bytes.
@@ -786,7 +797,7 @@ impl LimitArgs {
     }
 }
 
-/// `validate` options.
+// `validate` options.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     #[command(flatten)]
@@ -843,6 +854,11 @@ pub struct ValidateArgs {
     /// entry). Repeatable.
     #[arg(long = "bundle-profile", value_name = "RULE=URL")]
     pub bundle_profiles: Vec<String>,
+    /// FHIR: a uri, url or canonical naming an example domain (example.org, acme.com) that
+    /// nothing loaded answers to is an error (URL_EXAMPLE), as the reference validator's
+    /// -allow-example-urls false.
+    #[arg(long)]
+    pub no_example_urls: bool,
 }
 
 /// `validate --validate-reference`.
@@ -877,11 +893,12 @@ impl ValidateArgs {
                 ReferencePolicyArg::CheckExistsAndType => ReferencePolicy::CheckExistsAndType,
             },
             bundle_profiles,
+            no_example_urls: self.no_example_urls,
         })
     }
 }
 
-/// `fmt` options.
+// `fmt` options.
 #[derive(Debug, Args)]
 pub struct FmtArgs {
     #[command(flatten)]
@@ -917,7 +934,7 @@ pub enum SyntaxArg {
     Xml,
 }
 
-/// `mcp` options.
+// `mcp` options.
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// A policy file (TOML, policy/README.md): redaction of every tool's data, allowed tools,
@@ -934,10 +951,10 @@ pub struct McpArgs {
     pub limits: McpLimitArgs,
 }
 
-/// The MCP server's limits: the same as the commands', but a message of at most 32 MiB by
-/// default. A tool's content arrives on one JSON-RPC line that must be held whole to be
-/// parsed: the cap keeps the server's memory bounded (a line over it is refused as soon as it
-/// passes it), and an agent's context could not hold a larger reply anyway.
+// The MCP server's limits: the same as the commands', but a message of at most 32 MiB by
+// default. A tool's content arrives on one JSON-RPC line that must be held whole to be
+// parsed: the cap keeps the server's memory bounded (a line over it is refused as soon as it
+// passes it), and an agent's context could not hold a larger reply anyway.
 #[derive(Debug, Args)]
 pub struct McpLimitArgs {
     /// Largest message of a tool call (its content, decoded), in bytes.
@@ -963,7 +980,7 @@ impl McpLimitArgs {
     }
 }
 
-/// `convert` options.
+// `convert` options.
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
     #[command(flatten)]
@@ -1019,9 +1036,9 @@ pub enum BundleTypeArg {
     Transaction,
 }
 
-/// Many files at once (`validate`, `inspect`): more paths, directory walks, reports for CI,
-/// thresholds and baselines (docs/ci.md). Any of these options, a second path or a directory
-/// runs the command in batch mode: one record per file, a summary on stderr.
+// Many files at once (`validate`, `inspect`): more paths, directory walks, reports for CI,
+// thresholds and baselines (docs/ci.md). Any of these options, a second path or a directory
+// runs the command in batch mode: one record per file, a summary on stderr.
 #[derive(Debug, Args, Default)]
 pub struct BatchArgs {
     /// More files or directories (directories are walked recursively, honouring .gitignore,

@@ -201,6 +201,8 @@ pub struct Element {
     pub slicing: Option<Slicing>,
     /// `mustSupport`.
     pub must_support: bool,
+    /// `isModifier` (on an extension definition's root: the extension is a modifier one).
+    pub is_modifier: bool,
     /// `contentReference` (`#Questionnaire.item`).
     pub content_reference: Option<String>,
     /// `minValue[x]`: the type suffix (`Quantity`, `Integer`, `Date`...) and the value.
@@ -1028,6 +1030,9 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
     }
     if let Some(ms) = e.get("mustSupport").and_then(Value::as_bool) {
         out.must_support = ms;
+    }
+    if let Some(m) = e.get("isModifier").and_then(Value::as_bool) {
+        out.is_modifier = m;
     }
     if let Some(c) = e.get("contentReference").and_then(Value::as_str) {
         out.content_reference = Some(c.to_owned());

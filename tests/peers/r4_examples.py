@@ -33,6 +33,17 @@ NO_BASE = "SearchParameter.base is required (1..*) and absent"
 OID_AS_URI = ("an Identifier with system urn:ietf:rfc:3986 (the value is a URI) holds a bare OID, "
               "not urn:oid:... (IDENTIFIER_URI_INVALID)")
 
+CS_SP_TYPE = ("a searchParam's type differs from the type of the core SearchParameter its definition names "
+              "(CAPABILITYSTATEMENT_SEARCHPARAM_TYPE): ")
+VERSION_STRING = CS_SP_TYPE + "each resource's 'version' is declared string; the core <Type>-version parameters are token"
+
+V3_LINKS = ("narrative links '#CODE' to concepts whose anchors are named 'v3-<system>-CODE': they resolve to no "
+            "id or anchor of the resource (NARRATIVE_LINK_UNRESOLVED, the reference validator's "
+            "TYPE_SPECIFIC_CHECKS_DT_XHTML_RESOLVE error)")
+V3_NAMES = ["ActCode", "ActReason", "ActRelationshipType", "CalendarCycle", "ContextControl", "EntityCode",
+            "EntityNamePartQualifier", "NullFlavor", "ObservationInterpretation", "RoleCode", "RouteOfAdministration",
+            "hl7Realm", "orderableDrugForm"]
+
 UCUM_BAD = ("a Quantity with system http://unitsofmeasure.org whose code is not a UCUM expression "
             "(UCUM_CODE_INVALID): ")
 
@@ -102,6 +113,14 @@ KNOWN_WRONG = {
     "MedicationRequest-medrx0334.json": UCUM_BAD + "'ea'",
     "MedicationRequest-medrx0335.json": UCUM_BAD + "'ea'",
     "VisionPrescription-33124.json": UCUM_BAD + "'month' (UCUM: mo)",
+    "CapabilityStatement-base.json": CS_SP_TYPE + "'_sort' is declared token with the definition Resource-source, a uri",
+    "CapabilityStatement-knowledge-repository.json": VERSION_STRING,
+    "CapabilityStatement-measure-processor.json": VERSION_STRING,
+    "CapabilityStatement-terminology-server.json": CS_SP_TYPE + ("ValueSet 'reference' is declared token (the core "
+                                                                 "ValueSet-reference is a uri), ConceptMap 'source' and "
+                                                                 "'target' uri (the core ones are references)"),
+    "Bundle-v3-valuesets.json": V3_LINKS + ", in its copies of the v3 code systems and value sets",
+    **{f"{kind}-v3-{name}.json": V3_LINKS for kind in ("CodeSystem", "ValueSet") for name in V3_NAMES},
 }
 
 

@@ -26,7 +26,12 @@
 //!   Reference, an error;
 //! - `--bundle-profile RULE=URL` (`-bundle RULE URL`): entries of the input Bundle validated
 //!   against a profile: `Type` (every entry whose resource is a `Type`), `Type:N` (the N-th such,
-//!   from 0), `N` (the N-th entry, from 0) ([`super::profile`]).
+//!   from 0), `N` (the N-th entry, from 0) ([`super::profile`]);
+//! - `--no-example-urls` (`-allow-example-urls false`, the suite's `"examples": false`): a `uri`,
+//!   `url` or `canonical` value naming an example domain (`example.org`, `acme.com`, the
+//!   reference validator's list) that no loaded conformance resource answers to is
+//!   `URL_EXAMPLE`, an error, as the reference's "Example URLs are not allowed in this context".
+//!   A resource's own canonical `url` (its identity, not a link) is not judged.
 //!
 //! What it does not do: fetch anything. An absolute `http(s)` reference that is no entry's
 //! `fullUrl` points to another server, which phiward does not ask (no network at run time): it is
@@ -54,6 +59,8 @@ pub struct Checks {
     pub references: ReferencePolicy,
     /// `--bundle-profile`: entries of the input Bundle against profiles.
     pub bundle_profiles: Vec<BundleProfile>,
+    /// `--no-example-urls`: URLs of example domains that resolve to nothing loaded.
+    pub no_example_urls: bool,
 }
 
 impl Checks {
@@ -64,7 +71,8 @@ impl Checks {
 
     /// The checks the CLI's options name, spelled without their `--` (the MCP argument
     /// `fhir_checks`): `security-checks`, `no-html-in-markdown`, `allow-comments`,
-    /// `assume-valid-rest-references`, `validate-reference=POLICY`, `bundle-profile=RULE=URL`.
+    /// `assume-valid-rest-references`, `validate-reference=POLICY`, `bundle-profile=RULE=URL`,
+    /// `no-example-urls`.
     /// `None` when one is unknown or malformed.
     pub fn from_args<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<Checks> {
         let mut c = Checks::default();
@@ -74,6 +82,7 @@ impl Checks {
                 None if item == "no-html-in-markdown" => c.no_html_in_markdown = true,
                 None if item == "allow-comments" => c.allow_comments = true,
                 None if item == "assume-valid-rest-references" => c.assume_valid_rest_references = true,
+                None if item == "no-example-urls" => c.no_example_urls = true,
                 Some(("validate-reference", policy)) => c.references = ReferencePolicy::from_name(policy)?,
                 Some(("bundle-profile", rule)) => c.bundle_profiles.push(BundleProfile::parse(rule)?),
                 _ => return None,
@@ -90,6 +99,7 @@ impl Checks {
             ("no-html-in-markdown", self.no_html_in_markdown),
             ("allow-comments", self.allow_comments),
             ("assume-valid-rest-references", self.assume_valid_rest_references),
+            ("no-example-urls", self.no_example_urls),
         ] {
             if on {
                 out.push(name.to_owned());
@@ -236,8 +246,9 @@ fn value(doc: &Document, i: u32) -> &[u8] {
 }
 
 /// The checks of the options that look at values and references (the profile-side options are
-/// read by [`super::profile`], comments by the reader).
-pub(super) fn check(doc: &Document, checks: &Checks, f: &mut Findings) {
+/// read by [`super::profile`], comments by the reader). `structures`: the loaded packages, whose
+/// canonical URLs resolve (`--no-example-urls`).
+pub(super) fn check(doc: &Document, checks: &Checks, structures: Option<&crate::structure::Context>, f: &mut Findings) {
     if checks.security || checks.no_html_in_markdown {
         for i in 0..doc.nodes().len() as u32 {
             let node = doc.node(i);
@@ -255,6 +266,42 @@ pub(super) fn check(doc: &Document, checks: &Checks, f: &mut Findings) {
     }
     if checks.references != ReferencePolicy::Ignore {
         references_exist(doc, f);
+    }
+    if checks.no_example_urls {
+        example_urls(doc, structures, f);
+    }
+}
+
+/// The domains the reference validator takes for examples (its `example.org`/`acme.com` test,
+/// a substring of the URL).
+const EXAMPLE_DOMAINS: [&[u8]; 2] = [b"example.org", b"acme.com"];
+
+/// True when a URL names one of the example domains.
+pub fn is_example_url(v: &[u8]) -> bool {
+    EXAMPLE_DOMAINS.iter().any(|d| memchr::memmem::find(v, d).is_some())
+}
+
+/// `--no-example-urls`: each `uri`, `url` or `canonical` value naming an example domain that no
+/// loaded conformance resource answers to (a profile, an extension's definition, a value set of
+/// a package) is `URL_EXAMPLE`; a resource's own `url` (its canonical identity) is not a link.
+fn example_urls(doc: &Document, structures: Option<&crate::structure::Context>, f: &mut Findings) {
+    for i in 0..doc.nodes().len() as u32 {
+        let node = doc.node(i);
+        if node.is_unknown() || !node.has_value() || !matches!(type_name(doc, i), "uri" | "url" | "canonical") {
+            continue;
+        }
+        if node.name == "url" && node.parent != NONE && doc.node(node.parent).is_resource() {
+            continue;
+        }
+        let v = value(doc, i);
+        if !is_example_url(v) {
+            continue;
+        }
+        let loaded = structures
+            .is_some_and(|ctx| std::str::from_utf8(v).is_ok_and(|url| ctx.conformance.resolve("", url).is_some()));
+        if !loaded {
+            f.push(Code::URL_EXAMPLE, Location::Fhir(doc.path(i)));
+        }
     }
 }
 
@@ -437,12 +484,23 @@ mod tests {
             assume_valid_rest_references: true,
             references: ReferencePolicy::CheckExists,
             bundle_profiles: vec![BundleProfile::parse("Patient:0=http://x/P").expect("a rule")],
+            no_example_urls: true,
         };
         let args = all.to_args();
         assert_eq!(Checks::from_args(args.iter().map(String::as_str)), Some(all));
         assert_eq!(Checks::from_args([]), Some(Checks::default()));
         for bad in ["--security-checks", "security", "validate-reference=all", "bundle-profile=x", "allow-comments=1"] {
             assert_eq!(Checks::from_args([bad]), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn example_domains() {
+        for yes in ["http://example.org/x", "https://www.acme.com/fhir", "http://repository.example.org/a"] {
+            assert!(is_example_url(yes.as_bytes()), "{yes}");
+        }
+        for no in ["http://hl7.org/fhir", "http://example.com/x", "urn:uuid:1"] {
+            assert!(!is_example_url(no.as_bytes()), "{no}");
         }
     }
 

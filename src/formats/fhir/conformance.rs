@@ -47,9 +47,22 @@
 //!   targets are `targetProfile`) and elements of type `Resource` or `DomainResource` are not
 //!   judged here.
 //!
+//! - a SearchParameter's `derivedFrom` names "the definition from which this search parameter is
+//!   derived"; when that is one of R4's core search parameters (`definitions/searchparams.txt`,
+//!   generated from the R4 build), a derived parameter applies to resources the original does
+//!   (each `base` one of its bases, or the original's base is `Resource`): otherwise
+//!   `SEARCHPARAMETER_DERIVED_BASE` (on the `base`), and is searched the same way (its `type` the
+//!   original's): otherwise `SEARCHPARAMETER_DERIVED_TYPE` (on `type`), as the reference
+//!   validator reports both;
+//! - a CapabilityStatement's `searchParam` (of a resource, or of the whole system) whose
+//!   `definition` is a core search parameter has that parameter's `type` ("the type of value a
+//!   search parameter refers to", which the definition fixes): otherwise
+//!   `CAPABILITYSTATEMENT_SEARCHPARAM_TYPE` (on the `searchParam`).
+//!
 //! What it does not do: rules that need another resource (a supplement's base code system, the
-//! code system a ValueSet filter's property is defined in, the core search parameters a
-//! SearchParameter derives from).
+//! code system a ValueSet filter's property is defined in, a search parameter of a package that
+//! a SearchParameter derives from or a CapabilityStatement names), nor the FHIRPath of a search
+//! parameter's `expression` against its base types.
 
 use crate::diag::{Code, Location};
 
@@ -69,13 +82,46 @@ const CONCEPT_PROPERTIES: [(&[u8], &[u8]); 5] = [
 /// The property types of R4 (`property-type`), each the name of the `value[x]` type it asks for.
 const PROPERTY_TYPES: [&str; 7] = ["code", "Coding", "string", "integer", "boolean", "dateTime", "decimal"];
 
-/// Runs the rules over every CodeSystem, SearchParameter and StructureDefinition of the
-/// document.
+/// R4's core search parameters, generated (`tools/gen_fhir_tables.py`): a line per parameter,
+/// `id<TAB>type<TAB>base,base...`, sorted by id; the canonical is [`CORE_SP`] and the id.
+static SEARCH_PARAMS: &str = include_str!("definitions/searchparams.txt");
+
+/// The canonical prefix of the core search parameters.
+const CORE_SP: &[u8] = b"http://hl7.org/fhir/SearchParameter/";
+
+/// The core search parameters, `(id, type, bases)`, decoded on first use.
+fn search_params() -> &'static [(&'static str, &'static str, &'static str)] {
+    static TABLE: std::sync::OnceLock<Vec<(&str, &str, &str)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        SEARCH_PARAMS
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let mut parts = l.split('\t');
+                Some((parts.next()?, parts.next()?, parts.next()?))
+            })
+            .collect()
+    })
+}
+
+/// The type and base resource types (comma separated) of the core search parameter a canonical
+/// names (`http://hl7.org/fhir/SearchParameter/<id>`, a `|version` aside).
+pub fn core_search_parameter(canonical: &[u8]) -> Option<(&'static str, &'static str)> {
+    let url = canonical.split(|&b| b == b'|').next()?;
+    let id = url.strip_prefix(CORE_SP)?;
+    let table = search_params();
+    let k = table.binary_search_by(|(i, _, _)| i.as_bytes().cmp(id)).ok()?;
+    Some((table[k].1, table[k].2))
+}
+
+/// Runs the rules over every CodeSystem, SearchParameter, StructureDefinition and
+/// CapabilityStatement of the document.
 pub(super) fn check(doc: &Document, f: &mut Findings) {
-    let (Some(code_system), Some(search_parameter), Some(structure_definition)) = (
+    let (Some(code_system), Some(search_parameter), Some(structure_definition), Some(capability_statement)) = (
         defs::known_type!(b"CodeSystem"),
         defs::known_type!(b"SearchParameter"),
         defs::known_type!(b"StructureDefinition"),
+        defs::known_type!(b"CapabilityStatement"),
     ) else {
         return;
     };
@@ -90,6 +136,8 @@ pub(super) fn check(doc: &Document, f: &mut Findings) {
             check_search_parameter(doc, r, f);
         } else if node.ty == Some(structure_definition) {
             check_structure_definition(doc, r, f);
+        } else if node.ty == Some(capability_statement) {
+            check_capability_statement(doc, r, f);
         }
     }
 }
@@ -161,6 +209,49 @@ fn check_search_parameter(doc: &Document, r: u32, f: &mut Findings) {
     let composite = value_of(doc, r, "type").is_some_and(|(_, v)| v == b"composite");
     if composite && doc.named(r, "component").count() < 2 {
         f.push(Code::SEARCHPARAMETER_COMPOSITE_COMPONENTS, Location::Fhir(doc.path(r)));
+    }
+    let Some((ty, bases)) = value_of(doc, r, "derivedFrom").and_then(|(_, v)| core_search_parameter(v)) else {
+        return;
+    };
+    if !bases.split(',').any(|b| b == "Resource") {
+        for b in doc.named(r, "base") {
+            let node = doc.node(b);
+            if node.is_unknown() || !node.has_value() {
+                continue;
+            }
+            if !bases.split(',').any(|x| x.as_bytes() == plain(doc, b)) {
+                f.push(Code::SEARCHPARAMETER_DERIVED_BASE, Location::Fhir(doc.path(b)));
+            }
+        }
+    }
+    if let Some((t, v)) = value_of(doc, r, "type") {
+        if v != ty.as_bytes() {
+            f.push(Code::SEARCHPARAMETER_DERIVED_TYPE, Location::Fhir(doc.path(t)));
+        }
+    }
+}
+
+/// The value of a primitive node (a code of the document compared with the core tables).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a validator: it compares a code with the core search parameters; what it returns is value-free"
+)]
+fn plain(doc: &Document, i: u32) -> &[u8] {
+    doc.value(i)
+}
+
+fn check_capability_statement(doc: &Document, r: u32, f: &mut Findings) {
+    for rest in doc.named(r, "rest") {
+        let system = doc.named(rest, "searchParam");
+        let of_resources = doc.named(rest, "resource").flat_map(|res| doc.named(res, "searchParam"));
+        for p in system.chain(of_resources) {
+            let Some((ty, _)) = value_of(doc, p, "definition").and_then(|(_, v)| core_search_parameter(v)) else {
+                continue;
+            };
+            if value_of(doc, p, "type").is_some_and(|(_, v)| v != ty.as_bytes()) {
+                f.push(Code::CAPABILITYSTATEMENT_SEARCHPARAM_TYPE, Location::Fhir(doc.path(p)));
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! The core extension definitions of FHIR R4 (the 393 `StructureDefinition`s of extensions
 //! published with the specification: `patient-birthTime`, `data-absent-reason`,
-//! `patient-animal`, ...), and the checks of an extension that names one of them:
+//! `patient-animal`, ...) and those of the FHIR extensions pack (`hl7.fhir.uv.extensions.r4`,
+//! which the reference validator loads with every R4 validation: 291 more, `individual-pronouns`,
+//! `patient-bornStatus`, ...), and the checks of an extension that names one of them:
 //!
 //! - where it is used: the parent element matches one of the definition's contexts (a type or
 //!   a type it derives from, an element path, `Element` for any element), otherwise
@@ -17,10 +19,18 @@
 //!
 //! And for every extension: the url of an extension that is not the part of another one is an
 //! absolute URI ("the definition SHALL be a URI for the Structure Definition defining the
-//! extension", Extension.url), otherwise `EXTENSION_URL_INVALID`.
+//! extension", Extension.url), otherwise `EXTENSION_URL_INVALID`; a url in the namespace of the
+//! core and the pack (`http://hl7.org/fhir/StructureDefinition/`) that neither defines is
+//! `EXTENSION_UNKNOWN` (the reference validator's "could not be found so is not allowed here":
+//! that namespace is HL7's, and its definitions are all known). Urls of other namespaces (an
+//! IG's: US Core's, Synthea's) are not reported without packages (docs/fhir-profiles.md,
+//! "Unknown extensions with no package loaded"); with packages, by [`super::profile`].
 //!
-//! The table (`definitions/extensions.txt`) comes from the same generator and package as the
-//! structure tables (`tools/gen_fhir_tables.py`, provenance in `definitions/PROVENANCE.md`).
+//! The tables: `definitions/extensions.txt` comes from the same generator and package as the
+//! structure tables (`tools/gen_fhir_tables.py`), `definitions/extensions-pack.txt` from the
+//! extensions pack (`tools/gen_fhir_extpack.py`: the pack's definitions of urls the core does
+//! not define; a url both define keeps the core's); provenance in `definitions/PROVENANCE.md`.
+//! Both are text decoded together on the first extension checked.
 //!
 //! What it does not do: extensions of implementation guides (not loaded), the invariants and
 //! bindings of the extension definitions, or parts of parts.
@@ -35,6 +45,11 @@ use super::rules::child_value;
 use super::validate::Findings;
 
 static TABLE: &str = include_str!("definitions/extensions.txt");
+/// The extensions pack's definitions of the urls `TABLE` does not hold (same format).
+static PACK: &str = include_str!("definitions/extensions-pack.txt");
+
+/// The namespace of the core extensions and of the extensions pack.
+const CORE_NAMESPACE: &[u8] = b"http://hl7.org/fhir/StructureDefinition/";
 
 /// What an extension (or a part of a complex one) may hold.
 #[derive(Debug)]
@@ -56,7 +71,7 @@ struct Part {
     shape: Shape,
 }
 
-/// A core extension definition.
+/// A core or extensions pack extension definition.
 #[derive(Debug)]
 struct Definition {
     url: &'static str,
@@ -80,12 +95,13 @@ fn shape(fields: &[&'static str]) -> Shape {
     Shape { value_min: field(0).parse().unwrap_or(0), value_max: max_of(field(1)), types, ext_max: max_of(field(3)) }
 }
 
-/// The definitions, sorted by url (decoded on first use).
+/// The definitions of the core and of the pack, sorted by url (decoded on first use); a url
+/// both tables held would keep the core's.
 fn definitions() -> &'static [Definition] {
     static DEFS: OnceLock<Vec<Definition>> = OnceLock::new();
     DEFS.get_or_init(|| {
         let mut out: Vec<Definition> = Vec::new();
-        for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
+        for line in TABLE.lines().chain(PACK.lines()).filter(|l| !l.starts_with('#')) {
             let f: Vec<&'static str> = line.split('\t').collect();
             match f.first().copied() {
                 Some("X") if f.len() >= 8 => out.push(Definition {
@@ -108,7 +124,9 @@ fn definitions() -> &'static [Definition] {
                 _ => {}
             }
         }
+        // Stable: of equal urls, the core's (read first) is kept.
         out.sort_by(|a, b| a.url.cmp(b.url));
+        out.dedup_by(|later, first| later.url == first.url);
         out
     })
 }
@@ -119,12 +137,19 @@ fn find(url: &[u8]) -> Option<&'static Definition> {
     defs.binary_search_by(|d| d.url.as_bytes().cmp(url)).ok().and_then(|k| defs.get(k))
 }
 
-/// True when `url` names a core extension definition.
-pub(super) fn is_core(url: &[u8]) -> bool {
+/// True when `url` names a core or extensions pack extension definition.
+pub(super) fn is_known(url: &[u8]) -> bool {
     find(url).is_some()
 }
 
-/// The number of core extension definitions, and of their parts (for the documentation test).
+/// True when `url` is in the namespace of the core and pack extensions
+/// (`http://hl7.org/fhir/StructureDefinition/`), where every definition is known.
+pub(super) fn in_core_namespace(url: &[u8]) -> bool {
+    url.starts_with(CORE_NAMESPACE)
+}
+
+/// The number of core and pack extension definitions, and of their parts (for the
+/// documentation test).
 pub fn counts() -> (usize, usize) {
     let d = definitions();
     (d.len(), d.iter().map(|d| d.parts.len()).sum())
@@ -177,7 +202,12 @@ pub(super) fn check(doc: &Document, i: u32, f: &mut Findings) {
         f.push(Code::EXTENSION_URL_INVALID, Location::Fhir(doc.path(url_node)));
         return;
     }
-    let Some(def) = find(url) else { return };
+    let Some(def) = find(url) else {
+        if in_core_namespace(url) {
+            f.push(Code::EXTENSION_UNKNOWN, Location::Fhir(doc.path(i)));
+        }
+        return;
+    };
     if (node.name == "modifierExtension") != def.modifier {
         f.push(Code::EXTENSION_MODIFIER_MISMATCH, Location::Fhir(doc.path(i)));
     }
@@ -346,10 +376,50 @@ mod tests {
     }
 
     #[test]
+    fn the_extensions_pack_and_its_namespace() {
+        let sd = "http://hl7.org/fhir/StructureDefinition/";
+        let patient = |ext: &str| format!(r#"{{"resourceType":"Patient","extension":[{ext}]}}"#);
+        // A pack definition: its context, value type and parts are checked like the core's.
+        assert_eq!(
+            findings(&patient(&format!(r#"{{"url":"{sd}patient-bornStatus","valueCode":"born"}}"#))),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            findings(&patient(&format!(r#"{{"url":"{sd}patient-bornStatus","valueBoolean":true}}"#))),
+            ["EXTENSION_TYPE_INVALID Patient.extension[0].valueBoolean"]
+        );
+        let org = format!(
+            r#"{{"resourceType":"Organization","name":"x","extension":[{{"url":"{sd}individual-pronouns","extension":[{{"url":"value","valueCodeableConcept":{{"text":"x"}}}}]}}]}}"#
+        );
+        assert_eq!(findings(&org), ["EXTENSION_CONTEXT_INVALID Organization.extension[0]"]);
+        // Defined by neither, in their namespace (a version suffix does not change that).
+        assert_eq!(
+            findings(&patient(&format!(r#"{{"url":"{sd}patient-not-defined|5.0.0","valueCode":"x"}}"#))),
+            ["EXTENSION_UNKNOWN Patient.extension[0]"]
+        );
+        // Other namespaces (an IG's, the cross-version ones) are not reported with nothing loaded.
+        for url in [
+            "http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex",
+            "http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x",
+            "http://hl7.org/fhir/StructureDefinitionX/x",
+        ] {
+            assert_eq!(findings(&patient(&format!(r#"{{"url":"{url}","valueCode":"x"}}"#))), Vec::<String>::new());
+        }
+        // The url R4's own expansions use that nothing defines (USED_BY_R4 in the generator).
+        let vs = format!(
+            r#"{{"resourceType":"ValueSet","status":"draft","expansion":{{"timestamp":"2019-11-01T09:29:23+11:00","contains":[{{"system":"http://example.invalid/cs","code":"1",
+              "extension":[{{"url":"{sd}valueset-definition","valueString":"x"}}]}}]}}}}"#
+        );
+        assert_eq!(findings(&vs), Vec::<String>::new());
+    }
+
+    #[test]
     fn table_decodes() {
         let (n, parts) = counts();
-        assert!(n >= 390, "{n}");
-        assert!(parts >= 90, "{parts}");
+        // 393 of the core, 291 of the pack, 1 used by R4 (the core's 4 not in the pack included).
+        assert!(n >= 680, "{n}");
+        assert!(parts >= 300, "{parts}");
+        assert!(definitions().windows(2).all(|w| w[0].url < w[1].url), "sorted, one per url");
         let d = find(b"http://hl7.org/fhir/StructureDefinition/patient-birthTime|4.0.1").expect("birthTime");
         assert_eq!(d.contexts, ["Patient.birthDate"]);
         assert_eq!(d.shape.types.as_ref().map(Vec::len), Some(1));

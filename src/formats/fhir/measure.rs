@@ -5,6 +5,12 @@
 //!   level MeasureReport resources, one for each subject in this population": only a report of
 //!   type `subject-list` ("a listing of subjects that satisfied each population criteria") lists
 //!   subjects; in any other report it is `MEASUREREPORT_SUBJECTS_UNEXPECTED` (on the population);
+//! - `subjectResults` is a `Reference(List)`: a literal reference naming another resource type
+//!   (`Patient/123`, or a contained or same-document resource of another type) is
+//!   `MEASUREREPORT_SUBJECTS_NOT_LIST` (on the `subjectResults`); a List it resolves to in the
+//!   document (contained `#id`, or a `List` with that id) holds "one for each subject in this
+//!   population", so its number of `entry` is the population's `count` ("the number of members
+//!   of the population"): otherwise `MEASUREREPORT_COUNT_MISMATCH` (on the population);
 //! - when the Measure of `MeasureReport.measure` can be found (contained, in the same document,
 //!   or through the validation's resolver, by `url` or `url|version`), each `group` reports a
 //!   group of the Measure ("the meaning of the population group as defined in the measure
@@ -19,7 +25,8 @@
 //!   `measureScore`: one is `MEASUREREPORT_SCORE_UNEXPECTED` (on it).
 //!
 //! What it does not do: evaluate the Measure's criteria (CQL, FHIRPath), compare counts with
-//! the subject lists (a List resolved elsewhere), scores of other scorings, or stratifiers.
+//! subject lists outside the document (a List on a server), scores of other scorings, or
+//! stratifiers.
 
 use crate::diag::{Code, Location};
 
@@ -43,11 +50,49 @@ pub(super) fn check(doc: &Document, resolve: Resolve<'_>, f: &mut Findings) {
                 }
             }
         }
+        subject_results(doc, r, f);
         let Some(canonical) = questionnaire::child_text(doc, r, "measure") else { continue };
         match find_measure(doc, r, canonical, resolve) {
             Some(Found::Here(m)) => groups(doc, r, doc, m, f),
             Some(Found::Outside(md)) => groups(doc, r, &md, 0, f),
             None => {}
+        }
+    }
+}
+
+/// The `subjectResults` of report `r`'s populations: a reference to a List whose entries are
+/// the population's `count` subjects.
+fn subject_results(doc: &Document, r: u32, f: &mut Findings) {
+    for n in r + 1..doc.node(r).end {
+        let node = doc.node(n);
+        if node.name != "subjectResults" || node.is_unknown() || doc.resource_of(n) != r {
+            continue;
+        }
+        let Some(reference) = questionnaire::child_text(doc, n, "reference") else { continue };
+        let target = match reference.strip_prefix(b"#") {
+            Some(id) => questionnaire::contained(doc, r, id),
+            None => super::checks::type_and_id(reference).and_then(|(ty, id)| {
+                if ty != "List" {
+                    return None;
+                }
+                questionnaire::resources_of(doc, "List").find(|&l| questionnaire::child_text(doc, l, "id") == Some(id))
+            }),
+        };
+        let named_type = match target {
+            Some(t) => doc.node(t).ty.map(super::definitions::type_name),
+            None => super::checks::type_and_id(reference).map(|(ty, _)| ty),
+        };
+        if named_type.is_some_and(|t| t != "List") {
+            f.push(Code::MEASUREREPORT_SUBJECTS_NOT_LIST, Location::Fhir(doc.path(n)));
+            continue;
+        }
+        let Some(list) = target else { continue };
+        let population = node.parent;
+        let count = questionnaire::child_text(doc, population, "count")
+            .and_then(|c| std::str::from_utf8(c).ok())
+            .and_then(|c| c.parse::<usize>().ok());
+        if count.is_some_and(|c| c != doc.named(list, "entry").count()) {
+            f.push(Code::MEASUREREPORT_COUNT_MISMATCH, Location::Fhir(doc.path(population)));
         }
     }
 }

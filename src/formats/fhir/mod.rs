@@ -34,6 +34,7 @@ pub mod json;
 mod locate;
 mod measure;
 pub mod model;
+mod narrative;
 pub mod primitive;
 pub mod profile;
 pub mod questionnaire;

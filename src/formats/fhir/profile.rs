@@ -22,11 +22,13 @@
 //!   their own locations, of each item that matched every discriminator but the profile;
 //! - type profiles of elements (`Quantity` as SimpleQuantity, a Bundle entry's resource as a
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
-//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), value types, nested
-//!   parts; an extension that is neither loaded nor a core one is `PROFILE_EXTENSION_UNKNOWN`:
-//!   an error, as the reference validator reports it, except a warning in HL7's shared
-//!   namespaces (the extensions pack, the tools, cross-version extensions) whose packages may
-//!   not be loaded;
+//!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), `modifierExtension`
+//!   exactly when it is a modifier (`EXTENSION_MODIFIER_MISMATCH`), value types, nested parts;
+//!   an extension that is neither loaded nor a core or extensions pack one is
+//!   `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference validator reports it, except a
+//!   warning in HL7's shared namespaces (the tools, cross-version extensions) whose packages
+//!   may not be loaded; in the core's namespace the core's check reports it
+//!   (`EXTENSION_UNKNOWN`), withdrawn when a loaded package defines it;
 //! - invariants of the profile (those not of the core) through the FHIRPath engine
 //!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
@@ -1309,13 +1311,25 @@ impl<'d> Checker<'d> {
                 continue;
             }
             let Some(url) = doc.named(i, "url").find_map(|u| text(doc, u)) else { continue };
-            if !url.contains(':') || super::extensions::is_core(url.as_bytes()) {
-                // A part of a complex extension, or a core extension (checked by the core).
+            if !url.contains(':') || super::extensions::is_known(url.as_bytes()) {
+                // A part of a complex extension, or a core or extensions pack extension
+                // (checked by the core).
                 continue;
             }
-            let Some(snap) = self.conf.snapshot(url) else {
-                // The core namespace (the extensions pack), the tools' and the cross-version
-                // extensions' are defined in packages phiward may not have loaded: a warning.
+            let core_namespace = super::extensions::in_core_namespace(url.as_bytes());
+            let snap = self.conf.snapshot(url);
+            if core_namespace {
+                // The core's check reported it unknown (`EXTENSION_UNKNOWN`): a loaded package
+                // that defines it (a newer extensions pack) makes it known.
+                if snap.is_some() {
+                    self.f.retract(Code::EXTENSION_UNKNOWN, Location::Fhir(doc.path(i)));
+                } else {
+                    continue;
+                }
+            }
+            let Some(snap) = snap else {
+                // The tools' and the cross-version extensions' are defined in packages phiward
+                // may not have loaded: a warning.
                 // Anything else (an IG's own namespace, example domains) cannot be checked: an
                 // error, as the reference validator reports.
                 let lenient = hl7_shared_extension(url);
@@ -1332,6 +1346,11 @@ impl<'d> Checker<'d> {
                     || !snap.context_invariants.iter().all(|c| self.context_invariant_holds(parent, c)))
             {
                 self.push(Code::PROFILE_EXTENSION_CONTEXT, Severity::Error, Location::Fhir(doc.path(i)), pid);
+            }
+            // `modifierExtension` exactly when the definition is a modifier (its root's
+            // `isModifier`), as for the core's definitions.
+            if snap.elements.first().is_some_and(|root| root.is_modifier) != (node.name == "modifierExtension") {
+                self.push(Code::EXTENSION_MODIFIER_MISMATCH, Severity::Error, Location::Fhir(doc.path(i)), pid);
             }
             self.node(i, &snap, 0, pid, 0);
         }
@@ -1398,9 +1417,7 @@ fn quantity_order(doc: &Document, n: u32, bound: &Value) -> Option<Ordering> {
 /// (`http://hl7.org/fhir/tools/`) and the cross-version extensions (`http://hl7.org/fhir/5.0/...`).
 fn hl7_shared_extension(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://hl7.org/fhir/") else { return false };
-    rest.starts_with("StructureDefinition/")
-        || rest.starts_with("tools/")
-        || rest.starts_with(|c: char| c.is_ascii_digit())
+    rest.starts_with("tools/") || rest.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The slicing assumed when a profile slices without saying how: extensions by url, choices by
@@ -2081,10 +2098,10 @@ mod tests {
         );
         assert_eq!(with("urn:oid:1.2.3.4"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
         assert_eq!(with("https://fhir.example.org/x"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
-        assert_eq!(
-            with("http://hl7.org/fhir/StructureDefinition/organization-brand"),
-            ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
-        );
+        // The core and extensions pack namespace: a known definition is the core's check, an
+        // unknown one its EXTENSION_UNKNOWN (see the next test), neither is reported here.
+        assert_eq!(with("http://hl7.org/fhir/StructureDefinition/organization-brand"), Vec::<String>::new());
+        assert_eq!(with("http://hl7.org/fhir/StructureDefinition/not-defined"), Vec::<String>::new());
         assert_eq!(
             with("http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x"),
             ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
@@ -2093,6 +2110,63 @@ mod tests {
         assert_eq!(
             with("http://hl7.org/fhirx/StructureDefinition/x"),
             ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_core_namespace_extension_is_reported_once_and_withdrawn_when_a_package_defines_it() {
+        let url = "http://hl7.org/fhir/StructureDefinition/invented-newer-extension";
+        let input = format!(r#"{{"resourceType":"Patient","extension":[{{"url":"{url}","valueCode":"x"}}]}}"#);
+        let doc = crate::formats::fhir::read(input.into_bytes(), &Limits::default()).expect("reads");
+        let all = |ctx: Option<&Context>| {
+            super::super::validate::validate_with(&doc, Options::default(), &Checks::default(), ctx, &|_: &str| None)
+                .iter()
+                .filter(|d| d.code.as_str().contains("EXTENSION"))
+                .map(|d| format!("{} {} {}", d.code.as_str(), d.severity.as_str(), d.location))
+                .collect::<Vec<_>>()
+        };
+        let unknown = ["EXTENSION_UNKNOWN error Patient.extension[0]"];
+        // Nothing loaded, and a package loaded that does not define it: the core's finding alone.
+        assert_eq!(all(None), unknown);
+        assert_eq!(all(Some(&context(&[], &[]))), unknown);
+        // A loaded package (a newer extensions pack) that defines it: known, checked by it.
+        let def = format!(
+            r#"{{"resourceType":"StructureDefinition","url":"{url}","type":"Extension","kind":"complex-type","abstract":false,
+              "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+              "context":[{{"type":"element","expression":"Patient"}}],
+              "differential":{{"element":[{{"id":"Extension","path":"Extension"}},
+                {{"id":"Extension.url","path":"Extension.url","fixedUri":"{url}"}},
+                {{"id":"Extension.value[x]","path":"Extension.value[x]","type":[{{"code":"code"}}]}}]}}}}"#
+        );
+        assert_eq!(all(Some(&context(&[&def], &[]))), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_loaded_extension_definition_says_whether_it_is_a_modifier() {
+        let def = |url: &str, modifier: bool| {
+            format!(
+                r#"{{"resourceType":"StructureDefinition","url":"{url}","type":"Extension","kind":"complex-type","abstract":false,
+                  "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Extension","derivation":"constraint",
+                  "context":[{{"type":"element","expression":"Patient"}}],
+                  "differential":{{"element":[{{"id":"Extension","path":"Extension","isModifier":{modifier}}},
+                    {{"id":"Extension.url","path":"Extension.url","fixedUri":"{url}"}},
+                    {{"id":"Extension.value[x]","path":"Extension.value[x]","type":[{{"code":"code"}}]}}]}}}}"#
+            )
+        };
+        let (plain, modifier) = ("http://example.org/plain", "http://example.org/modifier");
+        let ctx = context(&[&def(plain, false), &def(modifier, true)], &[]);
+        let with = |name: &str, url: &str| {
+            findings(&ctx, &format!(r#"{{"resourceType":"Patient","{name}":[{{"url":"{url}","valueCode":"x"}}]}}"#))
+        };
+        assert_eq!(with("extension", plain), Vec::<String>::new());
+        assert_eq!(with("modifierExtension", modifier), Vec::<String>::new());
+        assert_eq!(
+            with("modifierExtension", plain),
+            [format!("EXTENSION_MODIFIER_MISMATCH error Patient.modifierExtension[0] {plain}")]
+        );
+        assert_eq!(
+            with("extension", modifier),
+            [format!("EXTENSION_MODIFIER_MISMATCH error Patient.extension[0] {modifier}")]
         );
     }
 

@@ -69,6 +69,16 @@ impl Findings {
         self.push_profiled(code, severity, location, None);
     }
 
+    /// Drops the findings of `code` at `location` (a finding a later, better informed check
+    /// withdraws: an extension a loaded package defines).
+    pub(super) fn retract(&mut self, code: Code, location: Location) {
+        let before = self.list.len();
+        self.list.retain(|d| !(d.code == code && d.location == location));
+        if self.list.len() != before {
+            self.has_failure = self.list.iter().any(|d| d.severity.is_failure());
+        }
+    }
+
     /// True once a finding of severity error or fatal is kept.
     pub(super) fn has_failure(&self) -> bool {
         self.has_failure
@@ -156,8 +166,9 @@ pub fn validate_with(
     questionnaire::check(doc, resolve, &mut f);
     super::measure::check(doc, resolve, &mut f);
     super::codings::check(doc, resolve, &mut f);
+    super::narrative::check(doc, &mut f);
     fhirpath::check_invariants(doc, &mut f);
-    super::checks::check(doc, checks, &mut f);
+    super::checks::check(doc, checks, structures, &mut f);
     match structures {
         Some(ctx) => super::profile::check_into(doc, ctx, options, checks, &mut f),
         None if !options.core_only => super::profile::check_implied(doc, &mut f),

@@ -269,6 +269,64 @@ fn each_attribute<'a>(attrs: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8]) -> 
     true
 }
 
+/// Calls `f` with the local name and the attribute text of each start tag of a narrative's
+/// XHTML, in document order. Comments are skipped; the scan stops at markup it cannot follow
+/// (an unclosed comment or tag).
+fn each_start_tag<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8], &'v [u8])) {
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'<', &v[i..]) {
+        i += p;
+        if v[i..].starts_with(b"<!--") {
+            match memchr::memmem::find(&v[i..], b"-->") {
+                Some(p) => i += p + 3,
+                None => return,
+            }
+            continue;
+        }
+        let Some(end) = memchr::memchr(b'>', &v[i..]) else { return };
+        let tag = &v[i + 1..i + end];
+        i += end + 1;
+        if tag.starts_with(b"/") || tag.starts_with(b"!") || tag.starts_with(b"?") {
+            continue;
+        }
+        let name_end = tag.iter().position(|b| b.is_ascii_whitespace() || *b == b'/').unwrap_or(tag.len());
+        let qname = &tag[..name_end];
+        let local = match memchr::memchr(b':', qname) {
+            Some(p) => &qname[p + 1..],
+            None => qname,
+        };
+        f(local, &tag[name_end..]);
+    }
+}
+
+/// Calls `f` with the `href` of each `a` element of a narrative's XHTML, in document order.
+pub fn link_targets<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
+    each_start_tag(v, |local, attrs| {
+        if local.eq_ignore_ascii_case(b"a") {
+            each_attribute(attrs, |name, value| {
+                if name.eq_ignore_ascii_case(b"href") {
+                    f(value);
+                }
+                true
+            });
+        }
+    });
+}
+
+/// Calls `f` with each anchor of a narrative's XHTML a `#` link may name: the `id` of any
+/// element, the `name` of an `a` element.
+pub fn anchors<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
+    each_start_tag(v, |local, attrs| {
+        let a = local.eq_ignore_ascii_case(b"a");
+        each_attribute(attrs, |name, value| {
+            if name.eq_ignore_ascii_case(b"id") || (a && name.eq_ignore_ascii_case(b"name")) {
+                f(value);
+            }
+            true
+        });
+    });
+}
+
 /// Calls `f` with the `src` of each `img` element of a narrative's XHTML, in document order:
 /// the images the narrative shows (R4 narrative.html: an image's source may be a contained
 /// resource of the narrative's resource, `#` and its id). Comments are skipped; the scan stops
@@ -306,7 +364,19 @@ pub fn image_sources<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
 
 #[cfg(test)]
 mod tests {
-    use super::{checks, image_sources};
+    use super::{anchors, checks, image_sources, link_targets};
+
+    #[test]
+    fn links_and_anchors() {
+        let div = b"<div xmlns=\"http://www.w3.org/1999/xhtml\"><!-- <a href=\"#c\"/> --><p id='p1'><a name=\"n1\" href=\"#x\">x</a>\
+            <span name=\"not-an-anchor\"/><h:a xmlns:h=\"http://www.w3.org/1999/xhtml\" href=\"http://h/\">y</h:a></p></div>";
+        let mut hrefs = Vec::new();
+        link_targets(div, |h| hrefs.push(h.to_vec()));
+        assert_eq!(hrefs, [b"#x".to_vec(), b"http://h/".to_vec()]);
+        let mut ids = Vec::new();
+        anchors(div, |a| ids.push(a.to_vec()));
+        assert_eq!(ids, [b"p1".to_vec(), b"n1".to_vec()]);
+    }
 
     #[test]
     fn image_sources_in_document_order() {
