@@ -571,6 +571,9 @@ fn value_set_filters_are_checked() {
             ("VALUESET_FILTER_VALUE_TYPE".to_owned(), "ValueSet.compose.include[0].filter[0]".to_owned()),
             ("VALUESET_FILTER_VALUE_TYPE".to_owned(), "ValueSet.compose.include[0].filter[1]".to_owned()),
         ]
+    );
+}
+
 /// A SearchParameter derived from a core one keeps its base resource types and its type; a
 /// CapabilityStatement's searchParam whose definition is a core parameter has its type
 /// (docs/fhir-profiles.md; the suite's sp-diff-base, sp-diff-type and capstmt).
