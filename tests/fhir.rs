@@ -298,6 +298,11 @@ fn findings_of(input: &[u8]) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The (code, location) of each error finding `validate` reports for `input`.
+fn errors(input: impl AsRef<[u8]>) -> Vec<(String, String)> {
+    findings_of(input.as_ref()).into_iter().filter(|(_, s, _)| s == "error").map(|(c, _, l)| (c, l)).collect()
+}
+
 /// The built-in definitions are FHIR R4's (4.0.1) exactly: an EvidenceVariable that uses the
 /// characteristic elements R4 has (and R5 dropped) is valid; elements of R5 or of other
 /// packages' variants of the core types are unknown.
@@ -524,9 +529,6 @@ fn by_expression(language: &str, expression: &str) -> String {
 #[test]
 fn value_set_filters_are_checked() {
     const SCT: &str = "http://snomed.info/sct";
-    let errors = |input: &[u8]| -> Vec<(String, String)> {
-        findings_of(input).into_iter().filter(|(_, s, _)| s == "error").map(|(c, _, l)| (c, l)).collect()
-    };
     let codes_of = |input: &[u8]| -> Vec<String> { findings_of(input).into_iter().map(|(c, _, _)| c).collect() };
     let expression_at = "ValueSet.compose.include[0].filter[0].value.extension[0].valueExpression";
     // Valid: a declared parameter used by a FHIRPath expression, ECL, booleans.
@@ -579,13 +581,6 @@ fn value_set_filters_are_checked() {
 /// (docs/fhir-profiles.md; the suite's sp-diff-base, sp-diff-type and capstmt).
 #[test]
 fn search_parameters_agree_with_the_core_ones() {
-    let errors = |input: &str| {
-        findings_of(input.as_bytes())
-            .into_iter()
-            .filter(|(_, s, _)| s == "error")
-            .map(|(c, _, l)| (c, l))
-            .collect::<Vec<_>>()
-    };
     let derived = |base: &str, ty: &str, from: &str| {
         format!(
             "{{\"resourceType\":\"SearchParameter\",\"url\":\"http://example.invalid/fhir/SearchParameter/s\",\"name\":\"s\",\
@@ -640,13 +635,6 @@ fn search_parameters_agree_with_the_core_ones() {
 /// subject, number the population's count (the suite's mr-single-subj-list).
 #[test]
 fn measure_report_subject_lists() {
-    let errors = |input: &str| {
-        findings_of(input.as_bytes())
-            .into_iter()
-            .filter(|(_, s, _)| s == "error")
-            .map(|(c, _, l)| (c, l))
-            .collect::<Vec<_>>()
-    };
     let report = |count: u32, reference: &str, entries: usize| {
         let entry = vec!["{\"item\":{\"reference\":\"Patient/p\"}}"; entries].join(",");
         // The List is contained only where it is referenced (dom-3).

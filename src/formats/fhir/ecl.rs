@@ -372,21 +372,33 @@ impl P<'_> {
         }
     }
 
+    /// `( inner )` at the cursor: true when it is there and read whole; false (the cursor put
+    /// back) when the cursor is not at `(` or what follows is not `inner` then `)`, so that the
+    /// caller tries its other alternative; a limit is an error.
+    fn parenthesized(&mut self, inner: fn(&mut Self) -> R) -> Result<bool, Error> {
+        if !self.at(b"(") {
+            return Ok(false);
+        }
+        let save = self.i;
+        self.i += 1;
+        match inner(self).and_then(|()| {
+            self.ws()?;
+            self.expect(b")")
+        }) {
+            Ok(()) => Ok(true),
+            Err(Error::Limit) => Err(Error::Limit),
+            Err(Error::Syntax) => {
+                self.i = save;
+                Ok(false)
+            }
+        }
+    }
+
     /// subRefinement: an attribute set, a group, or a refinement in parentheses.
     fn sub_refinement(&mut self) -> R {
         self.nest(|p| {
-            if p.at(b"(") {
-                let save = p.i;
-                p.i += 1;
-                let inner = p.refinement().and_then(|()| {
-                    p.ws()?;
-                    p.expect(b")")
-                });
-                match inner {
-                    Ok(()) => return Ok(()),
-                    Err(Error::Limit) => return Err(Error::Limit),
-                    Err(Error::Syntax) => p.i = save,
-                }
+            if p.parenthesized(Self::refinement)? {
+                return Ok(());
             }
             p.attribute_or_group()
         })
@@ -411,18 +423,8 @@ impl P<'_> {
 
     fn sub_attribute_set(&mut self) -> R {
         self.nest(|p| {
-            if p.at(b"(") {
-                let save = p.i;
-                p.i += 1;
-                let inner = p.attribute_set().and_then(|()| {
-                    p.ws()?;
-                    p.expect(b")")
-                });
-                match inner {
-                    Ok(()) => return Ok(()),
-                    Err(Error::Limit) => return Err(Error::Limit),
-                    Err(Error::Syntax) => p.i = save,
-                }
+            if p.parenthesized(Self::attribute_set)? {
+                return Ok(());
             }
             p.cardinality()?;
             p.attribute_after_cardinality()

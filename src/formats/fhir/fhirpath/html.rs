@@ -332,34 +332,16 @@ pub fn anchors<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
 /// resource of the narrative's resource, `#` and its id). Comments are skipped; the scan stops
 /// at markup it cannot follow (an unclosed comment or tag).
 pub fn image_sources<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
-    let mut i = 0;
-    while let Some(p) = memchr::memchr(b'<', &v[i..]) {
-        i += p;
-        if v[i..].starts_with(b"<!--") {
-            match memchr::memmem::find(&v[i..], b"-->") {
-                Some(p) => i += p + 3,
-                None => return,
-            }
-            continue;
-        }
-        let Some(end) = memchr::memchr(b'>', &v[i..]) else { return };
-        let tag = &v[i + 1..i + end];
-        i += end + 1;
-        let name_end = tag.iter().position(|b| b.is_ascii_whitespace() || *b == b'/').unwrap_or(tag.len());
-        let qname = &tag[..name_end];
-        let local = match memchr::memchr(b':', qname) {
-            Some(p) => &qname[p + 1..],
-            None => qname,
-        };
+    each_start_tag(v, |local, attrs| {
         if local.eq_ignore_ascii_case(b"img") {
-            each_attribute(&tag[name_end..], |name, value| {
+            each_attribute(attrs, |name, value| {
                 if name.eq_ignore_ascii_case(b"src") {
                     f(value);
                 }
                 true
             });
         }
-    }
+    });
 }
 
 #[cfg(test)]
