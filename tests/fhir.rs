@@ -299,7 +299,7 @@ fn findings_of(input: &[u8]) -> Vec<(String, String, String)> {
 }
 
 /// The (code, location) of each error finding `validate` reports for `input`.
-fn errors(input: impl AsRef<[u8]>) -> Vec<(String, String)> {
+fn errors(input: &(impl AsRef<[u8]> + ?Sized)) -> Vec<(String, String)> {
     findings_of(input.as_ref()).into_iter().filter(|(_, s, _)| s == "error").map(|(c, _, l)| (c, l)).collect()
 }
 
