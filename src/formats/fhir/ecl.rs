@@ -580,14 +580,14 @@ mod tests {
     #[test]
     fn the_specifications_examples_are_ecl() {
         for e in VALID {
-            assert_eq!(parse(e.as_bytes()), Ok(()), "{e}");
+            assert_eq!(parse(e.as_bytes()), Ok(()), "{e}"); // value-free: a test constant of the ECL specification, not a message value
         }
     }
 
     #[test]
     fn broken_expressions_are_not() {
         for e in INVALID {
-            assert_eq!(parse(e.as_bytes()), Err(Error::Syntax), "{e}");
+            assert_eq!(parse(e.as_bytes()), Err(Error::Syntax), "{e}"); // value-free: a test constant, not a message value
         }
     }
 

@@ -300,11 +300,17 @@ fn each_start_tag<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8], &'v [u8])) {
 }
 
 /// Calls `f` with the `href` of each `a` element of a narrative's XHTML, in document order.
-pub fn link_targets<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
+pub fn link_targets<'v>(v: &'v [u8], f: impl FnMut(&'v [u8])) {
+    attribute_of_each(v, b"a", b"href", f);
+}
+
+/// Calls `f` with the value of attribute `attribute` of each `element` element (local names,
+/// ASCII case ignored) of a narrative's XHTML, in document order.
+fn attribute_of_each<'v>(v: &'v [u8], element: &[u8], attribute: &[u8], mut f: impl FnMut(&'v [u8])) {
     each_start_tag(v, |local, attrs| {
-        if local.eq_ignore_ascii_case(b"a") {
+        if local.eq_ignore_ascii_case(element) {
             each_attribute(attrs, |name, value| {
-                if name.eq_ignore_ascii_case(b"href") {
+                if name.eq_ignore_ascii_case(attribute) {
                     f(value);
                 }
                 true
@@ -331,17 +337,8 @@ pub fn anchors<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
 /// the images the narrative shows (R4 narrative.html: an image's source may be a contained
 /// resource of the narrative's resource, `#` and its id). Comments are skipped; the scan stops
 /// at markup it cannot follow (an unclosed comment or tag).
-pub fn image_sources<'v>(v: &'v [u8], mut f: impl FnMut(&'v [u8])) {
-    each_start_tag(v, |local, attrs| {
-        if local.eq_ignore_ascii_case(b"img") {
-            each_attribute(attrs, |name, value| {
-                if name.eq_ignore_ascii_case(b"src") {
-                    f(value);
-                }
-                true
-            });
-        }
-    });
+pub fn image_sources<'v>(v: &'v [u8], f: impl FnMut(&'v [u8])) {
+    attribute_of_each(v, b"img", b"src", f);
 }
 
 #[cfg(test)]
