@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """PS3.15 Annex E on public samples: phiward redact --policy policy/dicom-basic.toml, checked.
 
-    target/peers-venv/bin/python tests/peers/annex_e_check.py [--policy NAME] PHIWARD DIR...
+    target/peers-venv/bin/python tests/peers/annex_e_check.py [--policy NAME]... PHIWARD DIR...
 
-`--policy NAME` checks policy/NAME.toml instead (an option policy: dicom-research, ...), the same
-way: its tag rules other than `keep` and `clean` (a `date_shift` among them: a shifted date is
+`--policy NAME` (repeatable) checks policy/NAME.toml instead (an option policy: dicom-research,
+...), each the same way, one after another over the same files (the inputs read and run through
+dciodvfy once; two files at a time, one per core): its tag rules other than `keep` and `clean` (a `date_shift` among them: a shifted date is
 never the input's) must leave none of the input's values (a `clean` keeps a value whose every
 word is known not to identify, as a `keep` keeps what it proves).
 
@@ -34,15 +35,16 @@ budget) is counted by its code, not checked: a refusal, not a failure. A file re
 `DICOM_BURNED_IN_ANNOTATION` (pixel data that may show burned-in text; see docs/dicom.md) is
 counted as refused and then redacted again under the same policy with the residual risk
 accepted (`dicom_burned_in_annotation = "accept-residual-risk"`, written to
-target/annex-e-accepting.toml), and that output is checked as above. Output: one line per file
-with its verdict, the new dciodvfy error kinds with their counts (schema names only: attribute
-keywords, module names, no value), and a summary line. Exit 1 when an output does not read or
+target/annex-e-accepting-NAME.toml), and that output is checked as above. Output: one line per file
+with its verdict, per policy the new dciodvfy error kinds with their counts (schema names only: attribute
+keywords, module names, no value), and at the end a summary line per policy. Exit 1 when an output does not read or
 carries an original value.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
 import struct
 import subprocess
@@ -50,27 +52,29 @@ import sys
 import tomllib
 import warnings
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-POLICY = ROOT / "policy" / "dicom-basic.toml"
-# The same policy with the residual risk of burned-in text accepted: the files dicom-basic
-# refuses for it are checked on this policy's output.
-ACCEPTING = ROOT / "target" / "annex-e-accepting.toml"
 
 
-def use_policy(name: str) -> None:
-    """Check policy/NAME.toml (its accepting copy under target/ named after it)."""
-    global POLICY, ACCEPTING
-    POLICY = ROOT / "policy" / f"{name}.toml"
-    ACCEPTING = ROOT / "target" / f"annex-e-accepting-{name}.toml"
+class Policy:
+    """policy/NAME.toml, and its copy under target/ with the residual risk of burned-in text
+    accepted (the files NAME refuses for it are checked on that copy's output)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.path = ROOT / "policy" / f"{name}.toml"
+        self.accepting = ROOT / "target" / f"annex-e-accepting-{name}.toml"
+
+
 BURNED_IN = "DICOM_BURNED_IN_ANNOTATION"
 KEY = ROOT / "target" / "annex-e.key"
 
 
-def profile_tags() -> tuple[set[int], dict[int, str]]:
+def profile_tags(policy: Path) -> tuple[set[int], dict[int, str]]:
     """The tags the policy does not keep, and the dummy it writes for each that it replaces."""
-    rules = tomllib.loads(POLICY.read_text())["dicom"]
+    rules = tomllib.loads(policy.read_text())["dicom"]
     out = set()
     dummies: dict[int, str] = {}
     for r in rules:
@@ -187,123 +191,166 @@ def naming_transfer_syntax(data: bytes, uid: str) -> bytes | None:
     return data[:140] + struct.pack("<I", length + len(element)) + data[144:at] + element + data[at:]
 
 
+def check_file(exe: str, policy: Policy, tags: set[int], dummies: dict[int, str], path: Path,
+               name: str, slot: int) -> tuple[list[str], Counter, Counter, Counter, Counter]:
+    """One file under one policy: its report lines, and the counts it adds (verdicts, refusals by
+    code, new dciodvfy error kinds, the input's own kinds)."""
+    import pydicom  # noqa: PLC0415
+
+    lines: list[str] = []
+    counts: Counter = Counter()
+    refused_by: Counter = Counter()
+    new_kinds: Counter = Counter()
+    input_kinds: Counter = Counter()
+    result = (lines, counts, refused_by, new_kinds, input_kinds)
+    before = pydicom.dcmread(str(path))
+    o = subprocess.run([exe, "redact", "--policy", str(policy.path), "--key-file", str(KEY), str(path)],
+                       capture_output=True, check=False)
+    if o.returncode != 0 or not o.stdout:
+        err = o.stderr.decode("utf-8", "replace")
+        # The cause: the code in `(CODE at POSITION)`, else the command's code.
+        found = re.search(r"\(([A-Z][A-Z0-9_]+) at ", err)
+        cause = found.group(1) if found else err.split(":")[1].strip() if ":" in err else ""
+        refused_by[cause] += 1
+        if cause != BURNED_IN:
+            counts["refused"] += 1
+            lines.append(f"refused    {name} exit {o.returncode} {cause}")
+            return result
+        # Refused as the profile asks (pixel data that may show burned-in text): the rest of the
+        # profile is still checked, on the output of the same policy with the residual risk
+        # accepted.
+        lines.append(f"refused    {name} exit {o.returncode} {cause}: checked below with the risk accepted")
+        o = subprocess.run([exe, "redact", "--policy", str(policy.accepting), "--key-file", str(KEY), str(path)],
+                           capture_output=True, check=False)
+        if o.returncode != 0 or not o.stdout:
+            counts["refused"] += 1
+            lines.append(f"refused    {name} exit {o.returncode} with the risk accepted")
+            return result
+    try:
+        after = pydicom.dcmread(io.BytesIO(o.stdout))
+        list(after.iterall())
+    except Exception:  # noqa: BLE001
+        counts["unreadable"] += 1
+        lines.append(f"UNREADABLE {name}")
+        return result
+    was: dict[int, set[str]] = {}
+    now: dict[int, set[str]] = {}
+    values_by_tag(before, tags, was)
+    values_by_tag(after, tags, now)
+    # The policy's dummy of a tag is a constant, written whatever the input holds: an input value
+    # equal to it (a study time of 000000) is not carried over.
+    leaks = sorted(t for t in was if (was[t] & now.get(t, set())) - {dummies.get(t)})
+    if leaks:
+        counts["leak"] += 1
+        lines.append(f"LEAK       {name} " + " ".join(f"({t >> 16:04X},{t & 0xFFFF:04X})" for t in leaks))
+        return result
+    tmp = ROOT / "target" / f"annex-e-out-{slot}.dcm"
+    tmp.write_bytes(o.stdout)
+    try:
+        added = sorted(k for k in error_kinds(tmp) - error_kinds_cache(path))
+    finally:
+        tmp.unlink(missing_ok=True)
+    own: list[str] = []
+    if added and OUT_OF_ORDER in error_kinds_cache(path):
+        cut = without_forbidden_groups(path)
+        if cut is not None and NO_SYNTAX in error_kinds_cache(path):
+            cut = naming_transfer_syntax(cut, SYNTAX_UID.get(tuple(before.original_encoding), ""))
+        if cut is not None:
+            tmp_in = ROOT / "target" / f"annex-e-in-{slot}.dcm"
+            tmp_in.write_bytes(cut)
+            try:
+                found = error_kinds(tmp_in)
+            finally:
+                tmp_in.unlink(missing_ok=True)
+            own = [k for k in added if k in found]
+            added = [k for k in added if k not in found]
+    for k in added:
+        new_kinds[k] += 1
+    for k in own:
+        input_kinds[k] += 1
+    verdict = "new-kinds" if added else "input-err" if own else "ok"
+    counts[{"ok": "clean", "input-err": "input-error"}.get(verdict, verdict)] += 1
+    lines.append(f"{verdict:<10} {name} {len(added)} new dciodvfy error kinds"
+                 + (f", {len(own)} the input's (found once its elements of groups 0001/0003/0005/0007 are cut out"
+                    + (" and its transfer syntax named" if NO_SYNTAX in error_kinds_cache(path) else "") + ")"
+                    if own else ""))
+    return result
+
+
 def main() -> int:
-    if sys.argv[1:2] == ["--policy"] and len(sys.argv) > 2:
-        use_policy(sys.argv[2])
-        del sys.argv[1:3]
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    names: list[str] = []
+    while args[:1] == ["--policy"] and len(args) > 1:
+        names.append(args[1])
+        del args[:2]
+    if len(args) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     import pydicom  # noqa: PLC0415
 
     warnings.simplefilter("ignore")
-    exe = sys.argv[1]
+    exe = args[0]
     KEY.parent.mkdir(exist_ok=True)
     KEY.write_bytes(b"annex-e-check-key-0123456789abcdef")
-    policy = POLICY.read_text()
     refuse = 'dicom_burned_in_annotation = "refuse"'
-    if refuse not in policy:
-        print(f"{POLICY} does not say {refuse}", file=sys.stderr)
-        return 2
-    ACCEPTING.write_text(policy.replace(refuse, 'dicom_burned_in_annotation = "accept-residual-risk"'))
-    tags, dummies = profile_tags()
-    counts: Counter = Counter()
-    refused_by: Counter = Counter()
-    new_kinds: Counter = Counter()
-    failed = 0
-    input_kinds: Counter = Counter()
-    tmp = ROOT / "target" / "annex-e-out.dcm"
-    tmp_in = ROOT / "target" / "annex-e-in.dcm"
-    for d in sys.argv[2:]:
+    policies = [Policy(n) for n in names or ["dicom-basic"]]
+    for policy in policies:
+        text = policy.path.read_text()
+        if refuse not in text:
+            print(f"{policy.path} does not say {refuse}", file=sys.stderr)
+            return 2
+        policy.accepting.write_text(text.replace(refuse, 'dicom_burned_in_annotation = "accept-residual-risk"'))
+    files: list[tuple[Path, str]] = []
+    for d in args[1:]:
         root = Path(d)
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             try:
-                before = pydicom.dcmread(str(path))
+                pydicom.dcmread(str(path))
             except Exception:  # noqa: BLE001 - not DICOM for pydicom: not checked
                 continue
-            name = path.relative_to(root).as_posix()
-            o = subprocess.run([exe, "redact", "--policy", str(POLICY), "--key-file", str(KEY), str(path)],
-                               capture_output=True, check=False)
-            if o.returncode != 0 or not o.stdout:
-                err = o.stderr.decode("utf-8", "replace")
-                # The cause: the code in `(CODE at POSITION)`, else the command's code.
-                found = re.search(r"\(([A-Z][A-Z0-9_]+) at ", err)
-                cause = found.group(1) if found else err.split(":")[1].strip() if ":" in err else ""
-                refused_by[cause] += 1
-                if cause != BURNED_IN:
-                    counts["refused"] += 1
-                    print(f"refused    {name} exit {o.returncode} {cause}")
-                    continue
-                # Refused as the profile asks (pixel data that may show burned-in text): the
-                # rest of the profile is still checked, on the output of the same policy with
-                # the residual risk accepted.
-                print(f"refused    {name} exit {o.returncode} {cause}: checked below with the risk accepted")
-                o = subprocess.run([exe, "redact", "--policy", str(ACCEPTING), "--key-file", str(KEY), str(path)],
-                                   capture_output=True, check=False)
-                if o.returncode != 0 or not o.stdout:
-                    counts["refused"] += 1
-                    print(f"refused    {name} exit {o.returncode} with the risk accepted")
-                    continue
-            try:
-                after = pydicom.dcmread(io.BytesIO(o.stdout))
-                list(after.iterall())
-            except Exception:  # noqa: BLE001
-                counts["unreadable"] += 1
-                failed += 1
-                print(f"UNREADABLE {name}")
-                continue
-            was: dict[int, set[str]] = {}
-            now: dict[int, set[str]] = {}
-            values_by_tag(before, tags, was)
-            values_by_tag(after, tags, now)
-            # The policy's dummy of a tag is a constant, written whatever the input holds: an input
-            # value equal to it (a study time of 000000) is not carried over.
-            leaks = sorted(t for t in was if (was[t] & now.get(t, set())) - {dummies.get(t)})
-            if leaks:
-                counts["leak"] += 1
-                failed += 1
-                print(f"LEAK       {name} " + " ".join(f"({t >> 16:04X},{t & 0xFFFF:04X})" for t in leaks))
-                continue
-            tmp.write_bytes(o.stdout)
-            new = error_kinds(tmp) - error_kinds(path)
-            added = sorted(k for k in new if k not in error_kinds_cache(path))
-            own: list[str] = []
-            if added and OUT_OF_ORDER in error_kinds_cache(path):
-                cut = without_forbidden_groups(path)
-                if cut is not None and NO_SYNTAX in error_kinds_cache(path):
-                    cut = naming_transfer_syntax(cut, SYNTAX_UID.get(tuple(before.original_encoding), ""))
-                if cut is not None:
-                    tmp_in.write_bytes(cut)
-                    found = error_kinds(tmp_in)
-                    own = [k for k in added if k in found]
-                    added = [k for k in added if k not in found]
-            for k in added:
-                new_kinds[k] += 1
-            for k in own:
-                input_kinds[k] += 1
-            verdict = "new-kinds" if added else "input-err" if own else "ok"
-            counts[{"ok": "clean", "input-err": "input-error"}.get(verdict, verdict)] += 1
-            print(f"{verdict:<10} {name} {len(added)} new dciodvfy error kinds"
-                  + (f", {len(own)} the input's (found once its elements of groups 0001/0003/0005/0007 are cut out"
-                     + (" and its transfer syntax named" if NO_SYNTAX in error_kinds_cache(path) else "") + ")"
-                     if own else ""))
-    tmp.unlink(missing_ok=True)
-    tmp_in.unlink(missing_ok=True)
-    for k, n in sorted(refused_by.items()):
-        print(f"{n:4} files: refused, {k}")
-    for k, n in new_kinds.most_common():
-        print(f"{n:4} files: {k}")
-    for k, n in input_kinds.most_common():
-        print(f"{n:4} files: the input's own, behind a forbidden group: {k}")
-    print(
-        f"{sum(counts.values())} files: {counts['clean']} redacted with no new dciodvfy error kind, "
-        f"{counts['input-error']} whose only new kinds are the input's (dciodvfy stops reading the input at a "
-        f"group PS3.5 7.8.1 forbids), "
-        f"{counts['new-kinds']} with new kinds, {counts['refused']} refused with a code "
-        f"(and {refused_by[BURNED_IN]} refused for burned-in text, checked with the residual risk accepted: "
-        f"counted above), "
-        f"{counts['unreadable']} unreadable by pydicom, {counts['leak']} with an original value left"
-    )
+            files.append((path, path.relative_to(root).as_posix()))
+    # The work is dciodvfy and phiward processes: one file per core at a time. The inputs'
+    # dciodvfy kinds first, once for every policy.
+    workers = os.cpu_count() or 2
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda f: error_kinds_cache(f[0]), files))
+    failed = 0
+    summaries: list[str] = []
+    for policy in policies:
+        tags, dummies = profile_tags(policy.path)
+        counts: Counter = Counter()
+        refused_by: Counter = Counter()
+        new_kinds: Counter = Counter()
+        input_kinds: Counter = Counter()
+        print(f"== {policy.name}")
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = pool.map(lambda a: check_file(exe, policy, tags, dummies, a[1][0], a[1][1], a[0]),
+                               enumerate(files))
+            for lines, c, r, n, i in results:
+                for line in lines:
+                    print(line)
+                counts += c
+                refused_by += r
+                new_kinds += n
+                input_kinds += i
+        failed += counts["unreadable"] + counts["leak"]
+        for k, n in sorted(refused_by.items()):
+            print(f"{n:4} files: refused, {k}")
+        for k, n in new_kinds.most_common():
+            print(f"{n:4} files: {k}")
+        for k, n in input_kinds.most_common():
+            print(f"{n:4} files: the input's own, behind a forbidden group: {k}")
+        summaries.append(
+            f"{policy.name}: {sum(counts.values())} files: {counts['clean']} redacted with no new dciodvfy "
+            f"error kind, {counts['input-error']} whose only new kinds are the input's (dciodvfy stops reading "
+            f"the input at a group PS3.5 7.8.1 forbids), "
+            f"{counts['new-kinds']} with new kinds, {counts['refused']} refused with a code "
+            f"(and {refused_by[BURNED_IN]} refused for burned-in text, checked with the residual risk accepted: "
+            f"counted above), "
+            f"{counts['unreadable']} unreadable by pydicom, {counts['leak']} with an original value left"
+        )
+    for line in summaries:
+        print(line)
     return 1 if failed else 0
 
 
