@@ -196,3 +196,93 @@ fn an_undefined_url_of_the_core_and_extensions_pack_namespace_is_unknown_with_or
         assert_no_marker(&o);
     }
 }
+
+/// A folder of files for one test (`name` keeps tests apart), written afresh.
+fn scratch(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("phiward-profiles-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).expect("scratch file");
+    }
+    dir
+}
+
+const MEMBER_OF_VS: &str = r#"{"resourceType":"ValueSet","url":"http://example.org/fhir/ValueSet/low-criticality",
+ "status":"draft","compose":{"include":[{"system":"http://hl7.org/fhir/allergy-intolerance-criticality",
+ "concept":[{"code":"low"}]}]}}"#;
+
+const MEMBER_OF_PROFILE: &str = r#"{"resourceType":"StructureDefinition",
+ "url":"http://example.org/fhir/StructureDefinition/basic-member-of","name":"BasicMemberOf","status":"draft",
+ "fhirVersion":"4.0.1","kind":"resource","abstract":false,"type":"Basic",
+ "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Basic","derivation":"constraint",
+ "differential":{"element":[{"id":"Basic.code","path":"Basic.code","constraint":[{"key":"mo-1",
+ "severity":"error","human":"in the value set","expression":"memberOf('VALUESET')"}]}]}}"#;
+
+fn basic_coded(code: &str) -> String {
+    format!(
+        r#"{{"resourceType":"Basic","code":{{"coding":[{{"system":"http://example.org/other","code":"MARKERSECRET"}},
+        {{"system":"http://hl7.org/fhir/allergy-intolerance-criticality","code":"{code}"}}]}}}}"#
+    )
+}
+
+#[test]
+fn member_of_in_a_profile_invariant_asks_the_loaded_value_set() {
+    let profile = MEMBER_OF_PROFILE.replace("VALUESET", "http://example.org/fhir/ValueSet/low-criticality");
+    let dir = scratch(
+        "member-of",
+        &[
+            ("vs.json", MEMBER_OF_VS),
+            ("profile.json", &profile),
+            ("in.json", &basic_coded("low")),
+            ("out.json", &basic_coded("high")),
+        ],
+    );
+    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let validate = |f: &str| {
+        run(&[
+            "validate",
+            "--json",
+            "--ig",
+            &path("vs.json"),
+            "--ig",
+            &path("profile.json"),
+            "--profile",
+            "http://example.org/fhir/StructureDefinition/basic-member-of",
+            &path(f),
+        ])
+    };
+    // One of the codings is in the value set: a member.
+    let inside = validate("in.json");
+    assert_eq!(code(&inside), 0, "{}", String::from_utf8_lossy(&inside.stdout));
+    assert!(!findings(&inside.stdout).iter().any(|f| f.0.starts_with("PROFILE_INVARIANT")));
+    // None is: the invariant fails at the element.
+    let outside = validate("out.json");
+    assert_eq!(code(&outside), 1);
+    let f = findings(&outside.stdout);
+    assert!(
+        f.iter().any(|f| f.0 == "PROFILE_INVARIANT" && f.1 == "error" && f.2 == "Basic.code/invariant:mo-1"),
+        "{f:?}"
+    );
+    assert_no_marker(&outside);
+}
+
+#[test]
+fn member_of_a_value_set_that_cannot_be_expanded_leaves_the_invariant_unchecked() {
+    let profile = MEMBER_OF_PROFILE.replace("VALUESET", "http://example.org/fhir/ValueSet/not-loaded");
+    let dir = scratch("member-of-unknown", &[("profile.json", &profile), ("out.json", &basic_coded("high"))]);
+    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let o = run(&[
+        "validate",
+        "--json",
+        "--ig",
+        &path("profile.json"),
+        "--profile",
+        "http://example.org/fhir/StructureDefinition/basic-member-of",
+        &path("out.json"),
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    let unchecked: Vec<_> = findings(&o.stdout).into_iter().filter(|f| f.0 == "PROFILE_INVARIANT_UNCHECKED").collect();
+    assert_eq!(unchecked.len(), 1, "{unchecked:?}");
+    assert_eq!(unchecked[0].1, "information");
+}

@@ -29,8 +29,9 @@
 //!   warning in HL7's shared namespaces (the tools, cross-version extensions) whose packages
 //!   may not be loaded; in the core's namespace the core's check reports it
 //!   (`EXTENSION_UNKNOWN`), withdrawn when a loaded package defines it;
-//! - invariants of the profile (those not of the core) through the FHIRPath engine
-//!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
+//! - invariants of the profile (those not of the core) through the FHIRPath engine, whose
+//!   `memberOf()` asks the value sets expanded offline (`PROFILE_INVARIANT`,
+//!   `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
 //!
 //! Every finding carries the profile's canonical (a [`crate::diag::ProfileId`]); the location is
@@ -48,8 +49,8 @@
 //!
 //! What it does not do: conformance of a reference's target to its `targetProfile` outside
 //! slicing, terminology servers (SNOMED CT, LOINC
-//! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
-//! functions in invariants.
+//! value sets with filters are unexpandable), reslicing, `conformsTo()` and the
+//! `%terminologies` functions in invariants.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -1178,26 +1179,7 @@ impl<'d> Checker<'d> {
 
     /// Whether a code-bearing node is in an expansion; `None` without a code.
     fn in_expansion(&self, n: u32, exp: &conformance::Expansion) -> Option<bool> {
-        let doc = self.doc;
-        let coding = |i: u32| -> Option<bool> {
-            let code = doc.named(i, "code").find(|&c| doc.node(c).has_value())?;
-            let system = doc.named(i, "system").find(|&c| doc.node(c).has_value());
-            Some(exp.contains(system.map(|s| value(doc, s)), value(doc, code)))
-        };
-        match type_of(doc, n) {
-            "code" | "string" | "uri" => doc.node(n).has_value().then(|| exp.contains(None, value(doc, n))),
-            "Coding" | "Quantity" => coding(n),
-            "CodeableConcept" => {
-                let mut any = None;
-                for c in doc.named(n, "coding") {
-                    if let Some(hit) = coding(c) {
-                        any = Some(any.unwrap_or(false) || hit);
-                    }
-                }
-                any
-            }
-            _ => None,
-        }
+        in_expansion(self.doc, n, exp)
     }
 
     fn binding(&mut self, n: u32, strength: Strength, vs: &str, pid: Option<ProfileId>) {
@@ -1240,7 +1222,9 @@ impl<'d> Checker<'d> {
             }
         };
         let result = match expr {
-            Some(e) => fhirpath::env_for(doc, n, self.nav).run(&e).ok(),
+            Some(e) => {
+                fhirpath::env_for(doc, n, self.nav).with_value_sets(Box::new(StoreValueSets(self.conf))).run(&e).ok()
+            }
             None => None,
         };
         match result {
@@ -1354,6 +1338,49 @@ impl<'d> Checker<'d> {
             }
             self.node(i, &snap, 0, pid, 0);
         }
+    }
+}
+
+/// Whether a code-bearing node is in an expansion: a code, string or uri by its value, a
+/// Coding or Quantity by system and code, a CodeableConcept when one of its codings is; `None`
+/// without a code.
+fn in_expansion(doc: &Document, n: u32, exp: &conformance::Expansion) -> Option<bool> {
+    let coding = |i: u32| -> Option<bool> {
+        let code = doc.named(i, "code").find(|&c| doc.node(c).has_value())?;
+        let system = doc.named(i, "system").find(|&c| doc.node(c).has_value());
+        Some(exp.contains(system.map(|s| value(doc, s)), value(doc, code)))
+    };
+    match type_of(doc, n) {
+        "code" | "string" | "uri" => doc.node(n).has_value().then(|| exp.contains(None, value(doc, n))),
+        "Coding" | "Quantity" => coding(n),
+        "CodeableConcept" => {
+            let mut any = None;
+            for c in doc.named(n, "coding") {
+                if let Some(hit) = coding(c) {
+                    any = Some(any.unwrap_or(false) || hit);
+                }
+            }
+            any
+        }
+        _ => None,
+    }
+}
+
+/// `memberOf()` for the invariants of profiles: the value sets the conformance store expands
+/// offline (loaded packages and files, the built-in core expansions).
+struct StoreValueSets<'d>(&'d Conformance);
+
+impl std::fmt::Debug for StoreValueSets<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreValueSets")
+    }
+}
+
+impl fhirpath::eval::ValueSets for StoreValueSets<'_> {
+    fn member_of(&self, doc: &Document, n: u32, canonical: &str) -> Option<bool> {
+        let exp = self.0.expansion(canonical)?;
+        // A node with no code (a CodeableConcept with text only) is no member.
+        Some(in_expansion(doc, n, &exp).unwrap_or(false))
     }
 }
 
