@@ -304,6 +304,7 @@ codes! {
     PROFILE_PATTERN => Error, "an element does not contain the pattern value of its profile";
     PROFILE_MIN_VALUE => Error, "a value is below its profile's minValue";
     PROFILE_MAX_VALUE => Error, "a value is above its profile's maxValue";
+    PROFILE_VALUE_DURATION_NO_NOW => Information, "a minValueDuration/maxValueDuration bound (relative to the current time) was not compared: no --now was given; reported once per profile element";
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     STRING_HTML_CONTENT => Error, "a string or markdown value holds text that looks like an HTML tag (reported only with --security-checks)";
     MARKDOWN_HTML => Error, "a markdown value holds raw HTML (reported only with --no-html-in-markdown)";

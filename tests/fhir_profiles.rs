@@ -286,3 +286,72 @@ fn member_of_a_value_set_that_cannot_be_expanded_leaves_the_invariant_unchecked(
     assert_eq!(unchecked.len(), 1, "{unchecked:?}");
     assert_eq!(unchecked[0].1, "information");
 }
+
+const DURATION_PROFILE: &str = r#"{"resourceType":"StructureDefinition",
+ "url":"http://example.org/fhir/StructureDefinition/patient-born-recently","name":"PatientBornRecently",
+ "status":"draft","fhirVersion":"4.0.1","kind":"resource","abstract":false,"type":"Patient",
+ "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+ "differential":{"element":[{"id":"Patient.birthDate","path":"Patient.birthDate",
+ "minValueDuration":{"value":100,"system":"http://unitsofmeasure.org","code":"a"},
+ "maxValueDuration":{"value":1,"system":"http://unitsofmeasure.org","code":"mo"}}]}}"#;
+
+fn born(date: &str) -> String {
+    format!(r#"{{"resourceType":"Patient","name":[{{"family":"MARKERSECRET"}}],"birthDate":"{date}"}}"#)
+}
+
+#[test]
+fn duration_bounds_are_compared_with_now_and_said_unchecked_without_it() {
+    let dir = scratch(
+        "durations",
+        &[
+            ("profile.json", DURATION_PROFILE),
+            ("old.json", &born("1925-01-30")),
+            ("edge.json", &born("1925-01")),
+            ("future.json", &born("2025-03-01")),
+            ("ok.json", &born("2025-02-28")),
+            ("day.json", &born("1925-01-31")),
+        ],
+    );
+    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let validate = |f: &str, now: &[&str]| {
+        let profile = path("profile.json");
+        let file = path(f);
+        let mut args = vec!["validate", "--json", "--ig", &profile];
+        args.extend_from_slice(now);
+        args.extend(["--profile", "http://example.org/fhir/StructureDefinition/patient-born-recently", &file]);
+        run(&args)
+    };
+    // Now is 2025-01-31 (noon, UTC): 100 years before is 1925-01-31, one month after is
+    // 2025-02-28 (the end of the shorter month).
+    let now = ["--now", "2025-01-31T12:00:00Z"];
+    let findings_of = |o: &std::process::Output| -> Vec<(String, String)> {
+        findings(&o.stdout).into_iter().filter(|f| f.3 != "-").map(|f| (f.0, f.1)).collect()
+    };
+    let old = validate("old.json", &now);
+    assert_eq!(code(&old), 1);
+    assert_eq!(findings_of(&old), [("PROFILE_MIN_VALUE".to_owned(), "error".to_owned())]);
+    assert_no_marker(&old);
+    // A month's precision compares with the bound's month: within it.
+    assert_eq!(code(&validate("edge.json", &now)), 0);
+    let future = validate("future.json", &now);
+    assert_eq!(findings_of(&future), [("PROFILE_MAX_VALUE".to_owned(), "error".to_owned())]);
+    let ok = validate("ok.json", &now);
+    assert_eq!(code(&ok), 0);
+    assert!(findings_of(&ok).is_empty(), "{:?}", findings_of(&ok));
+    // A date is compared with the calendar date of now's offset: 2025-01-31T21:00Z is
+    // 2025-02-01 in Tokyo, whose bound is 1925-02-01.
+    assert_eq!(code(&validate("day.json", &["--now", "2025-01-31T21:00:00Z"])), 0);
+    let tokyo = validate("day.json", &["--now", "2025-02-01T06:00:00+09:00"]);
+    assert_eq!(findings_of(&tokyo), [("PROFILE_MIN_VALUE".to_owned(), "error".to_owned())]);
+    // Without --now: not compared, said once for the element (two bounds, one finding).
+    let unchecked = validate("old.json", &[]);
+    assert_eq!(code(&unchecked), 0);
+    assert_eq!(findings_of(&unchecked), [("PROFILE_VALUE_DURATION_NO_NOW".to_owned(), "information".to_owned())]);
+    // The output is the same bytes for the same input and options.
+    assert_eq!(validate("old.json", &now).stdout, old.stdout);
+    // A --now that is not an RFC 3339 instant with an offset is a usage error naming it.
+    let bad = validate("old.json", &["--now", "2025-01-31"]);
+    assert_eq!(code(&bad), 2);
+    assert_failure_line(&bad, "CLI_USAGE");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--now"));
+}

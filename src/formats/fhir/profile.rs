@@ -118,6 +118,7 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, checks: &Checks, f: &mut Fin
         conf: &ctx.conformance,
         must_support: ctx.must_support,
         assume_valid_rest_references: checks.assume_valid_rest_references,
+        now: checks.now,
         f: std::mem::replace(f, Findings::new(false)),
         nav: &nav,
         compiled: BTreeMap::new(),
@@ -191,6 +192,8 @@ struct Checker<'d> {
     /// `--assume-valid-rest-references`: a reference that does not resolve is of the type its
     /// URL names.
     assume_valid_rest_references: bool,
+    /// `--now`: what `minValueDuration`/`maxValueDuration` are relative to.
+    now: Option<super::now::Now>,
     f: Findings,
     nav: &'d NavCache<'d>,
     compiled: BTreeMap<String, Option<Arc<parse::Expr>>>,
@@ -982,7 +985,11 @@ impl<'d> Checker<'d> {
             [(&el.min_value, Code::PROFILE_MIN_VALUE, true), (&el.max_value, Code::PROFILE_MAX_VALUE, false)]
         {
             let Some((kind, v)) = bound else { continue };
-            let ord = if kind == "Quantity" { quantity_order(doc, n, v) } else { primitive_order(doc, n, kind, v) };
+            let ord = match kind.as_str() {
+                "Quantity" => quantity_order(doc, n, v),
+                "Duration" => self.duration_order(n, v, below, snap, el, pid),
+                _ => primitive_order(doc, n, kind, v),
+            };
             let out = if below { ord == Some(Ordering::Less) } else { ord == Some(Ordering::Greater) };
             if out {
                 self.push(code, Severity::Error, Location::Fhir(doc.path(n)), pid);
@@ -1175,6 +1182,34 @@ impl<'d> Checker<'d> {
         };
         let pid = crate::structure::profile_id(&snap.url);
         self.node(n, &snap, e, pid, depth + 1);
+    }
+
+    /// How a `date`, `dateTime` or `instant` node orders against a `minValueDuration`
+    /// (`below`) or `maxValueDuration` bound: now minus or plus the duration ([`super::now`]).
+    /// Without `--now` the bound is not compared, and that is said once per profile element
+    /// (`PROFILE_VALUE_DURATION_NO_NOW`).
+    fn duration_order(
+        &mut self,
+        n: u32,
+        duration: &Value,
+        below: bool,
+        snap: &Snapshot,
+        el: &Element,
+        pid: Option<ProfileId>,
+    ) -> Option<Ordering> {
+        let doc = self.doc;
+        if !matches!(type_of(doc, n), "date" | "dateTime" | "instant") {
+            return None;
+        }
+        let text = text(doc, n)?;
+        let Some(now) = self.now else {
+            let key = format!("{}#{}", snap.url, el.id);
+            if self.once(Code::PROFILE_VALUE_DURATION_NO_NOW, &key) {
+                self.push(Code::PROFILE_VALUE_DURATION_NO_NOW, Severity::Information, Location::Fhir(doc.path(n)), pid);
+            }
+            return None;
+        };
+        now.bound(duration, below)?.order_of(text)
     }
 
     /// Whether a code-bearing node is in an expansion; `None` without a code.
