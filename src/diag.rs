@@ -315,6 +315,7 @@ codes! {
     PROFILE_NARRATIVE_LANGUAGE => Error, "the narrative's language sections are not what its profile requires (narrative-language-control)";
     PROFILE_NARRATIVE_SOURCE => Warning, "the narrative holds content without a source class where its profile asks for one (narrative-source-control)";
     PROFILE_BINDING => Error, "a code is not in the value set its profile binds (error for required, warning for extensible)";
+    PROFILE_BINDING_ADDITIONAL => Error, "a code is not in the value set of an additional binding of its profile (error for the purposes required and maximum, warning for extensible)";
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
     PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";
     PROFILE_MUST_SUPPORT => Information, "a must-support element of the profile is absent (reported only with --must-support)";

@@ -355,3 +355,83 @@ fn duration_bounds_are_compared_with_now_and_said_unchecked_without_it() {
     assert_failure_line(&bad, "CLI_USAGE");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--now"));
 }
+
+fn additional_binding_profile(url: &str, parts: &str) -> String {
+    format!(
+        r#"{{"resourceType":"StructureDefinition",
+ "url":"http://example.org/fhir/StructureDefinition/basic-additional","name":"BasicAdditional","status":"draft",
+ "fhirVersion":"4.0.1","kind":"resource","abstract":false,"type":"Basic",
+ "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Basic","derivation":"constraint",
+ "differential":{{"element":[{{"id":"Basic.code","path":"Basic.code","binding":{{"strength":"example",
+ "valueSet":"http://hl7.org/fhir/ValueSet/basic-resource-type","extension":[{{"url":"{url}","extension":[{parts},
+ {{"url":"valueSet","valueCanonical":"http://example.org/fhir/ValueSet/low-criticality"}}]}}]}}}}]}}}}"#
+    )
+}
+
+#[test]
+fn additional_bindings_are_checked_by_purpose() {
+    const XVER: &str = "http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.binding.additional";
+    const TOOLS: &str = "http://hl7.org/fhir/tools/StructureDefinition/additional-binding";
+    let purpose = |p: &str| format!(r#"{{"url":"purpose","valueCode":"{p}"}}"#);
+    // (extension, parts, severity of a code outside the value set, or none)
+    let cases = [
+        (XVER, purpose("required"), Some("error")),
+        (TOOLS, purpose("required"), Some("error")),
+        (XVER, purpose("maximum"), Some("error")),
+        (XVER, purpose("extensible"), Some("warning")),
+        (XVER, purpose("preferred"), None),
+        (XVER, purpose("minimum"), None),
+        // Limited to a usage context phiward cannot know: not checked.
+        (
+            XVER,
+            format!(
+                r#"{},{{"url":"usage","valueUsageContext":{{"code":{{"system":"http://terminology.hl7.org/CodeSystem/usage-context-type","code":"focus"}},"valueCodeableConcept":{{"text":"x"}}}}}}"#,
+                purpose("required")
+            ),
+            None,
+        ),
+    ];
+    for (k, (url, parts, severity)) in cases.iter().enumerate() {
+        let profile = additional_binding_profile(url, parts);
+        let dir = scratch(
+            &format!("additional-{k}"),
+            &[
+                ("vs.json", MEMBER_OF_VS),
+                ("profile.json", &profile),
+                ("in.json", &basic_coded("low")),
+                ("out.json", &basic_coded("high")),
+            ],
+        );
+        let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+        let validate = |f: &str| {
+            run(&[
+                "validate",
+                "--json",
+                "--ig",
+                &path("vs.json"),
+                "--ig",
+                &path("profile.json"),
+                "--profile",
+                "http://example.org/fhir/StructureDefinition/basic-additional",
+                &path(f),
+            ])
+        };
+        let of = |o: &std::process::Output| -> Vec<(String, String, String)> {
+            findings(&o.stdout)
+                .into_iter()
+                .filter(|f| f.0 == "PROFILE_BINDING_ADDITIONAL")
+                .map(|f| (f.0, f.1, f.2))
+                .collect()
+        };
+        let inside = validate("in.json");
+        assert!(of(&inside).is_empty(), "{k}: {:?}", of(&inside));
+        let outside = validate("out.json");
+        let want: Vec<(String, String, String)> = severity
+            .iter()
+            .map(|s| ("PROFILE_BINDING_ADDITIONAL".to_owned(), (*s).to_owned(), "Basic.code".to_owned()))
+            .collect();
+        assert_eq!(of(&outside), want, "{k}");
+        assert_eq!(code(&outside), if *severity == Some("error") { 1 } else { 0 }, "{k}");
+        assert_no_marker(&outside);
+    }
+}

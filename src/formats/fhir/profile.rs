@@ -12,7 +12,9 @@
 //! - `fixed[x]` (exact, `PROFILE_FIXED`) and `pattern[x]` (contained, `PROFILE_PATTERN`);
 //! - bindings by strength (`PROFILE_BINDING`: required an error, extensible a warning) to value
 //!   sets expanded from the packages or the core tables; one that cannot be expanded offline is
-//!   reported once as information (`CONFORMANCE_VALUESET_UNEXPANDABLE`);
+//!   reported once as information (`CONFORMANCE_VALUESET_UNEXPANDABLE`); additional bindings
+//!   (`PROFILE_BINDING_ADDITIONAL`: purposes `required` and `maximum` an error, `extensible` a
+//!   warning; the others, and those limited by `usage`, not checked);
 //! - slicing: each repetition is matched to a slice by the discriminators (value, pattern,
 //!   exists, type, profile; paths of element names, `$this`, `resolve()` to the resource a
 //!   reference points to in the same Bundle or among the contained resources, and, failing
@@ -981,6 +983,9 @@ impl<'d> Checker<'d> {
                 self.binding(n, *strength, vs, pid);
             }
         }
+        for ab in &el.additional_bindings {
+            self.additional_binding(n, ab, pid);
+        }
         for (bound, code, below) in
             [(&el.min_value, Code::PROFILE_MIN_VALUE, true), (&el.max_value, Code::PROFILE_MAX_VALUE, false)]
         {
@@ -1215,6 +1220,54 @@ impl<'d> Checker<'d> {
     /// Whether a code-bearing node is in an expansion; `None` without a code.
     fn in_expansion(&self, n: u32, exp: &conformance::Expansion) -> Option<bool> {
         in_expansion(self.doc, n, exp)
+    }
+
+    /// An additional binding (R5's `binding.additional`, R4's extensions), by its purpose, as
+    /// the reference validator checks them: `required` and `maximum` (the codes shall come from
+    /// the value set) an error when the element (none of its codings) is not in it, `extensible`
+    /// a warning. The others say what systems support or show (`minimum`, `current`,
+    /// `preferred`, `ui`, `starter`, `component`) and are not checked; neither is a binding
+    /// limited to usage contexts (`usage`: phiward does not know the context of the data). With
+    /// `any`, one repetition of the element in the value set is enough.
+    fn additional_binding(&mut self, n: u32, ab: &conformance::AdditionalBinding, pid: Option<ProfileId>) {
+        let doc = self.doc;
+        let severity = match ab.purpose.as_str() {
+            "required" | "maximum" => Severity::Error,
+            "extensible" => Severity::Warning,
+            _ => return,
+        };
+        if ab.has_usage
+            || !matches!(type_of(doc, n), "code" | "string" | "uri" | "Coding" | "Quantity" | "CodeableConcept")
+        {
+            return;
+        }
+        let Some(exp) = self.conf.expansion(&ab.value_set) else {
+            let bare = ab.value_set.split('|').next().unwrap_or(&ab.value_set);
+            if self.once(Code::CONFORMANCE_VALUESET_UNEXPANDABLE, bare) {
+                self.push(
+                    Code::CONFORMANCE_VALUESET_UNEXPANDABLE,
+                    Severity::Information,
+                    Location::Fhir(doc.path(n)),
+                    pid,
+                );
+            }
+            return;
+        };
+        if self.in_expansion(n, &exp) != Some(false) {
+            return;
+        }
+        let node = doc.node(n);
+        if ab.any && node.parent != NONE {
+            // Another repetition of the element in the value set meets the binding.
+            let name = node.name;
+            if doc
+                .children(node.parent)
+                .any(|c| c != n && doc.node(c).name == name && self.in_expansion(c, &exp) == Some(true))
+            {
+                return;
+            }
+        }
+        self.push(Code::PROFILE_BINDING_ADDITIONAL, severity, Location::Fhir(doc.path(n)), pid);
     }
 
     fn binding(&mut self, n: u32, strength: Strength, vs: &str, pid: Option<ProfileId>) {
