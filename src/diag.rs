@@ -304,6 +304,7 @@ codes! {
     PROFILE_PATTERN => Error, "an element does not contain the pattern value of its profile";
     PROFILE_MIN_VALUE => Error, "a value is below its profile's minValue";
     PROFILE_MAX_VALUE => Error, "a value is above its profile's maxValue";
+    PROFILE_VALUE_DURATION_NO_NOW => Information, "a minValueDuration/maxValueDuration bound (relative to the current time) was not compared: no --now was given; reported once per profile element";
     PROFILE_REFERENCE_TARGET => Error, "a reference points to a resource type its profile's target profiles do not allow";
     STRING_HTML_CONTENT => Error, "a string or markdown value holds text that looks like an HTML tag (reported only with --security-checks)";
     MARKDOWN_HTML => Error, "a markdown value holds raw HTML (reported only with --no-html-in-markdown)";
@@ -314,6 +315,7 @@ codes! {
     PROFILE_NARRATIVE_LANGUAGE => Error, "the narrative's language sections are not what its profile requires (narrative-language-control)";
     PROFILE_NARRATIVE_SOURCE => Warning, "the narrative holds content without a source class where its profile asks for one (narrative-source-control)";
     PROFILE_BINDING => Error, "a code is not in the value set its profile binds (error for required, warning for extensible)";
+    PROFILE_BINDING_ADDITIONAL => Error, "a code is not in the value set of an additional binding of its profile (error for the purposes required and maximum, warning for extensible)";
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
     PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";
     PROFILE_MUST_SUPPORT => Information, "a must-support element of the profile is absent (reported only with --must-support)";

@@ -196,3 +196,242 @@ fn an_undefined_url_of_the_core_and_extensions_pack_namespace_is_unknown_with_or
         assert_no_marker(&o);
     }
 }
+
+/// A folder of files for one test (`name` keeps tests apart), written afresh.
+fn scratch(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("phiward-profiles-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).expect("scratch file");
+    }
+    dir
+}
+
+const MEMBER_OF_VS: &str = r#"{"resourceType":"ValueSet","url":"http://example.org/fhir/ValueSet/low-criticality",
+ "status":"draft","compose":{"include":[{"system":"http://hl7.org/fhir/allergy-intolerance-criticality",
+ "concept":[{"code":"low"}]}]}}"#;
+
+const MEMBER_OF_PROFILE: &str = r#"{"resourceType":"StructureDefinition",
+ "url":"http://example.org/fhir/StructureDefinition/basic-member-of","name":"BasicMemberOf","status":"draft",
+ "fhirVersion":"4.0.1","kind":"resource","abstract":false,"type":"Basic",
+ "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Basic","derivation":"constraint",
+ "differential":{"element":[{"id":"Basic.code","path":"Basic.code","constraint":[{"key":"mo-1",
+ "severity":"error","human":"in the value set","expression":"memberOf('VALUESET')"}]}]}}"#;
+
+fn basic_coded(code: &str) -> String {
+    format!(
+        r#"{{"resourceType":"Basic","code":{{"coding":[{{"system":"http://example.org/other","code":"MARKERSECRET"}},
+        {{"system":"http://hl7.org/fhir/allergy-intolerance-criticality","code":"{code}"}}]}}}}"#
+    )
+}
+
+#[test]
+fn member_of_in_a_profile_invariant_asks_the_loaded_value_set() {
+    let profile = MEMBER_OF_PROFILE.replace("VALUESET", "http://example.org/fhir/ValueSet/low-criticality");
+    let dir = scratch(
+        "member-of",
+        &[
+            ("vs.json", MEMBER_OF_VS),
+            ("profile.json", &profile),
+            ("in.json", &basic_coded("low")),
+            ("out.json", &basic_coded("high")),
+        ],
+    );
+    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let validate = |f: &str| {
+        run(&[
+            "validate",
+            "--json",
+            "--ig",
+            &path("vs.json"),
+            "--ig",
+            &path("profile.json"),
+            "--profile",
+            "http://example.org/fhir/StructureDefinition/basic-member-of",
+            &path(f),
+        ])
+    };
+    // One of the codings is in the value set: a member.
+    let inside = validate("in.json");
+    assert_eq!(code(&inside), 0, "{}", String::from_utf8_lossy(&inside.stdout));
+    assert!(!findings(&inside.stdout).iter().any(|f| f.0.starts_with("PROFILE_INVARIANT")));
+    // None is: the invariant fails at the element.
+    let outside = validate("out.json");
+    assert_eq!(code(&outside), 1);
+    let f = findings(&outside.stdout);
+    assert!(
+        f.iter().any(|f| f.0 == "PROFILE_INVARIANT" && f.1 == "error" && f.2 == "Basic.code/invariant:mo-1"),
+        "{f:?}"
+    );
+    assert_no_marker(&outside);
+}
+
+#[test]
+fn member_of_a_value_set_that_cannot_be_expanded_leaves_the_invariant_unchecked() {
+    let profile = MEMBER_OF_PROFILE.replace("VALUESET", "http://example.org/fhir/ValueSet/not-loaded");
+    let dir = scratch("member-of-unknown", &[("profile.json", &profile), ("out.json", &basic_coded("high"))]);
+    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let o = run(&[
+        "validate",
+        "--json",
+        "--ig",
+        &path("profile.json"),
+        "--profile",
+        "http://example.org/fhir/StructureDefinition/basic-member-of",
+        &path("out.json"),
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
+    let unchecked: Vec<_> = findings(&o.stdout).into_iter().filter(|f| f.0 == "PROFILE_INVARIANT_UNCHECKED").collect();
+    assert_eq!(unchecked.len(), 1, "{unchecked:?}");
+    assert_eq!(unchecked[0].1, "information");
+}
+
+const DURATION_PROFILE: &str = r#"{"resourceType":"StructureDefinition",
+ "url":"http://example.org/fhir/StructureDefinition/patient-born-recently","name":"PatientBornRecently",
+ "status":"draft","fhirVersion":"4.0.1","kind":"resource","abstract":false,"type":"Patient",
+ "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Patient","derivation":"constraint",
+ "differential":{"element":[{"id":"Patient.birthDate","path":"Patient.birthDate",
+ "minValueDuration":{"value":100,"system":"http://unitsofmeasure.org","code":"a"},
+ "maxValueDuration":{"value":1,"system":"http://unitsofmeasure.org","code":"mo"}}]}}"#;
+
+fn born(date: &str) -> String {
+    format!(r#"{{"resourceType":"Patient","name":[{{"family":"MARKERSECRET"}}],"birthDate":"{date}"}}"#)
+}
+
+#[test]
+fn duration_bounds_are_compared_with_now_and_said_unchecked_without_it() {
+    let dir = scratch(
+        "durations",
+        &[
+            ("profile.json", DURATION_PROFILE),
+            ("old.json", &born("1925-01-30")),
+            ("edge.json", &born("1925-01")),
+            ("future.json", &born("2025-03-01")),
+            ("ok.json", &born("2025-02-28")),
+            ("day.json", &born("1925-01-31")),
+        ],
+    );
+    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let validate = |f: &str, now: &[&str]| {
+        let profile = path("profile.json");
+        let file = path(f);
+        let mut args = vec!["validate", "--json", "--ig", &profile];
+        args.extend_from_slice(now);
+        args.extend(["--profile", "http://example.org/fhir/StructureDefinition/patient-born-recently", &file]);
+        run(&args)
+    };
+    // Now is 2025-01-31 (noon, UTC): 100 years before is 1925-01-31, one month after is
+    // 2025-02-28 (the end of the shorter month).
+    let now = ["--now", "2025-01-31T12:00:00Z"];
+    let findings_of = |o: &std::process::Output| -> Vec<(String, String)> {
+        findings(&o.stdout).into_iter().filter(|f| f.3 != "-").map(|f| (f.0, f.1)).collect()
+    };
+    let old = validate("old.json", &now);
+    assert_eq!(code(&old), 1);
+    assert_eq!(findings_of(&old), [("PROFILE_MIN_VALUE".to_owned(), "error".to_owned())]);
+    assert_no_marker(&old);
+    // A month's precision compares with the bound's month: within it.
+    assert_eq!(code(&validate("edge.json", &now)), 0);
+    let future = validate("future.json", &now);
+    assert_eq!(findings_of(&future), [("PROFILE_MAX_VALUE".to_owned(), "error".to_owned())]);
+    let ok = validate("ok.json", &now);
+    assert_eq!(code(&ok), 0);
+    assert!(findings_of(&ok).is_empty(), "{:?}", findings_of(&ok));
+    // A date is compared with the calendar date of now's offset: 2025-01-31T21:00Z is
+    // 2025-02-01 in Tokyo, whose bound is 1925-02-01.
+    assert_eq!(code(&validate("day.json", &["--now", "2025-01-31T21:00:00Z"])), 0);
+    let tokyo = validate("day.json", &["--now", "2025-02-01T06:00:00+09:00"]);
+    assert_eq!(findings_of(&tokyo), [("PROFILE_MIN_VALUE".to_owned(), "error".to_owned())]);
+    // Without --now: not compared, said once for the element (two bounds, one finding).
+    let unchecked = validate("old.json", &[]);
+    assert_eq!(code(&unchecked), 0);
+    assert_eq!(findings_of(&unchecked), [("PROFILE_VALUE_DURATION_NO_NOW".to_owned(), "information".to_owned())]);
+    // The output is the same bytes for the same input and options.
+    assert_eq!(validate("old.json", &now).stdout, old.stdout);
+    // A --now that is not an RFC 3339 instant with an offset is a usage error naming it.
+    let bad = validate("old.json", &["--now", "2025-01-31"]);
+    assert_eq!(code(&bad), 2);
+    assert_failure_line(&bad, "CLI_USAGE");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--now"));
+}
+
+fn additional_binding_profile(url: &str, parts: &str) -> String {
+    format!(
+        r#"{{"resourceType":"StructureDefinition",
+ "url":"http://example.org/fhir/StructureDefinition/basic-additional","name":"BasicAdditional","status":"draft",
+ "fhirVersion":"4.0.1","kind":"resource","abstract":false,"type":"Basic",
+ "baseDefinition":"http://hl7.org/fhir/StructureDefinition/Basic","derivation":"constraint",
+ "differential":{{"element":[{{"id":"Basic.code","path":"Basic.code","binding":{{"strength":"example",
+ "valueSet":"http://hl7.org/fhir/ValueSet/basic-resource-type","extension":[{{"url":"{url}","extension":[{parts},
+ {{"url":"valueSet","valueCanonical":"http://example.org/fhir/ValueSet/low-criticality"}}]}}]}}}}]}}}}"#
+    )
+}
+
+#[test]
+fn additional_bindings_are_checked_by_purpose() {
+    const XVER: &str = "http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.binding.additional";
+    const TOOLS: &str = "http://hl7.org/fhir/tools/StructureDefinition/additional-binding";
+    let purpose = |p: &str| format!(r#"{{"url":"purpose","valueCode":"{p}"}}"#);
+    // (extension, parts, severity of a code outside the value set, or none)
+    let cases = [
+        (XVER, purpose("required"), Some("error")),
+        (TOOLS, purpose("required"), Some("error")),
+        (XVER, purpose("maximum"), Some("error")),
+        (XVER, purpose("extensible"), Some("warning")),
+        (XVER, purpose("preferred"), None),
+        (XVER, purpose("minimum"), None),
+        // Limited to a usage context phiward cannot know: not checked.
+        (
+            XVER,
+            format!(
+                r#"{},{{"url":"usage","valueUsageContext":{{"code":{{"system":"http://terminology.hl7.org/CodeSystem/usage-context-type","code":"focus"}},"valueCodeableConcept":{{"text":"x"}}}}}}"#,
+                purpose("required")
+            ),
+            None,
+        ),
+    ];
+    for (k, (url, parts, severity)) in cases.iter().enumerate() {
+        let profile = additional_binding_profile(url, parts);
+        let dir = scratch(
+            &format!("additional-{k}"),
+            &[
+                ("vs.json", MEMBER_OF_VS),
+                ("profile.json", &profile),
+                ("in.json", &basic_coded("low")),
+                ("out.json", &basic_coded("high")),
+            ],
+        );
+        let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+        let validate = |f: &str| {
+            run(&[
+                "validate",
+                "--json",
+                "--ig",
+                &path("vs.json"),
+                "--ig",
+                &path("profile.json"),
+                "--profile",
+                "http://example.org/fhir/StructureDefinition/basic-additional",
+                &path(f),
+            ])
+        };
+        let of = |o: &std::process::Output| -> Vec<(String, String, String)> {
+            findings(&o.stdout)
+                .into_iter()
+                .filter(|f| f.0 == "PROFILE_BINDING_ADDITIONAL")
+                .map(|f| (f.0, f.1, f.2))
+                .collect()
+        };
+        let inside = validate("in.json");
+        assert!(of(&inside).is_empty(), "{k}: {:?}", of(&inside));
+        let outside = validate("out.json");
+        let want: Vec<(String, String, String)> = severity
+            .iter()
+            .map(|s| ("PROFILE_BINDING_ADDITIONAL".to_owned(), (*s).to_owned(), "Basic.code".to_owned()))
+            .collect();
+        assert_eq!(of(&outside), want, "{k}");
+        assert_eq!(code(&outside), if *severity == Some("error") { 1 } else { 0 }, "{k}");
+        assert_no_marker(&outside);
+    }
+}

@@ -859,6 +859,12 @@ pub struct ValidateArgs {
     /// -allow-example-urls false.
     #[arg(long)]
     pub no_example_urls: bool,
+    /// FHIR: the current time, an RFC 3339 instant with an offset (2026-01-31T12:00:00Z): a
+    /// profile's minValueDuration/maxValueDuration bound (100 years before now) is compared with
+    /// it. Without it such bounds are not compared (PROFILE_VALUE_DURATION_NO_NOW): the output
+    /// depends on the input and the options only.
+    #[arg(long, value_name = "DATETIME")]
+    pub now: Option<String>,
 }
 
 /// `validate --validate-reference`.
@@ -894,6 +900,10 @@ impl ValidateArgs {
             },
             bundle_profiles,
             no_example_urls: self.no_example_urls,
+            now: match &self.now {
+                Some(text) => Some(crate::formats::fhir::now::Now::parse(text).ok_or("--now")?),
+                None => None,
+            },
         })
     }
 }

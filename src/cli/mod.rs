@@ -159,7 +159,12 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
             let fhir = match v.checks() {
                 Ok(c) => c,
                 Err(flag) => {
-                    output::failure_hint(Code::CLI_USAGE, &format!("{flag} takes RULE=URL: RULE is Type, Type:N or N"));
+                    let takes = if flag == "--now" {
+                        "an RFC 3339 instant with an offset (2026-01-31T12:00:00Z)"
+                    } else {
+                        "RULE=URL: RULE is Type, Type:N or N"
+                    };
+                    output::failure_hint(Code::CLI_USAGE, &format!("{flag} takes {takes}"));
                     return exit::USAGE;
                 }
             };

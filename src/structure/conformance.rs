@@ -226,6 +226,67 @@ pub struct Element {
     /// R5's `valueAlternatives` (in R4 the cross-version extension): the extensions that may
     /// stand in for an absent primitive value; one of them must then be present.
     pub value_alternatives: Vec<String>,
+    /// R5's additional bindings (`binding.additional`; in R4 the cross-version extension or the
+    /// tools' `additional-binding`).
+    pub additional_bindings: Vec<AdditionalBinding>,
+}
+
+/// One additional binding of an element: a value set with a purpose beside the binding's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdditionalBinding {
+    /// `purpose`: `required`, `extensible`, `maximum`, `minimum`, `current`, `preferred`, `ui`,
+    /// `starter`, `component`.
+    pub purpose: String,
+    /// `valueSet` (a canonical).
+    pub value_set: String,
+    /// `any`: one of the repetitions of the element meeting the binding is enough.
+    pub any: bool,
+    /// `usage`: the binding applies only in some usage contexts.
+    pub has_usage: bool,
+}
+
+/// The extensions of `ElementDefinition.binding` that carry an additional binding in R4.
+const ADDITIONAL_BINDING_EXTENSIONS: [&str; 2] = [
+    "http://hl7.org/fhir/5.0/StructureDefinition/extension-ElementDefinition.binding.additional",
+    "http://hl7.org/fhir/tools/StructureDefinition/additional-binding",
+];
+
+/// The additional bindings of a `binding` object (its extensions, R4's form; `additional`, R5's).
+fn additional_bindings(binding: &Value) -> Vec<AdditionalBinding> {
+    let mut out = Vec::new();
+    let exts = binding.get("extension").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    for x in exts {
+        if !ADDITIONAL_BINDING_EXTENSIONS.contains(&x.get("url").and_then(Value::as_str).unwrap_or("")) {
+            continue;
+        }
+        let parts = x.get("extension").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let part =
+            |name: &'static str| parts.iter().filter(move |p| p.get("url").and_then(Value::as_str) == Some(name));
+        let purpose = part("purpose").find_map(|p| p.get("valueCode").and_then(Value::as_str));
+        let value_set = part("valueSet")
+            .find_map(|p| p.get("valueCanonical").or_else(|| p.get("valueUri")).and_then(Value::as_str));
+        let (Some(purpose), Some(value_set)) = (purpose, value_set) else { continue };
+        out.push(AdditionalBinding {
+            purpose: purpose.to_owned(),
+            value_set: value_set.to_owned(),
+            any: part("any").any(|p| p.get("valueBoolean").and_then(Value::as_bool) == Some(true)),
+            has_usage: part("usage").next().is_some(),
+        });
+    }
+    for a in binding.get("additional").and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
+        let (Some(purpose), Some(value_set)) =
+            (a.get("purpose").and_then(Value::as_str), a.get("valueSet").and_then(Value::as_str))
+        else {
+            continue;
+        };
+        out.push(AdditionalBinding {
+            purpose: purpose.to_owned(),
+            value_set: value_set.to_owned(),
+            any: a.get("any").and_then(Value::as_bool) == Some(true),
+            has_usage: a.get("usage").is_some(),
+        });
+    }
+    out
 }
 
 impl Element {
@@ -985,6 +1046,7 @@ fn parse_element(e: &Value, base: Option<&Element>) -> Element {
         if let Some(vs) = b.get("valueSet").and_then(Value::as_str) {
             out.binding = Some((strength, vs.to_owned()));
         }
+        out.additional_bindings = additional_bindings(b);
     }
     if let Some(cs) = e.get("constraint").and_then(Value::as_array) {
         for c in cs {

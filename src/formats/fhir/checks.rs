@@ -31,7 +31,10 @@
 //!   `url` or `canonical` value naming an example domain (`example.org`, `acme.com`, the
 //!   reference validator's list) that no loaded conformance resource answers to is
 //!   `URL_EXAMPLE`, an error, as the reference's "Example URLs are not allowed in this context".
-//!   A resource's own canonical `url` (its identity, not a link) is not judged.
+//!   A resource's own canonical `url` (its identity, not a link) is not judged;
+//! - `--now DATETIME` (the reference validator's clock): the current time, an RFC 3339 instant
+//!   with an offset, that a profile's `minValueDuration`/`maxValueDuration` bounds are relative
+//!   to ([`super::now`]); without it they are not compared (`PROFILE_VALUE_DURATION_NO_NOW`).
 //!
 //! What it does not do: fetch anything. An absolute `http(s)` reference that is no entry's
 //! `fullUrl` points to another server, which phiward does not ask (no network at run time): it is
@@ -61,6 +64,9 @@ pub struct Checks {
     pub bundle_profiles: Vec<BundleProfile>,
     /// `--no-example-urls`: URLs of example domains that resolve to nothing loaded.
     pub no_example_urls: bool,
+    /// `--now`: the current time, which a profile's `minValueDuration`/`maxValueDuration`
+    /// bounds are relative to ([`super::now`]); without it they are not compared.
+    pub now: Option<super::now::Now>,
 }
 
 impl Checks {
@@ -72,7 +78,7 @@ impl Checks {
     /// The checks the CLI's options name, spelled without their `--` (the MCP argument
     /// `fhir_checks`): `security-checks`, `no-html-in-markdown`, `allow-comments`,
     /// `assume-valid-rest-references`, `validate-reference=POLICY`, `bundle-profile=RULE=URL`,
-    /// `no-example-urls`.
+    /// `no-example-urls`, `now=DATETIME`.
     /// `None` when one is unknown or malformed.
     pub fn from_args<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<Checks> {
         let mut c = Checks::default();
@@ -85,6 +91,7 @@ impl Checks {
                 None if item == "no-example-urls" => c.no_example_urls = true,
                 Some(("validate-reference", policy)) => c.references = ReferencePolicy::from_name(policy)?,
                 Some(("bundle-profile", rule)) => c.bundle_profiles.push(BundleProfile::parse(rule)?),
+                Some(("now", instant)) => c.now = Some(super::now::Now::parse(instant)?),
                 _ => return None,
             }
         }
@@ -109,6 +116,9 @@ impl Checks {
             out.push(format!("validate-reference={}", self.references.name()));
         }
         out.extend(self.bundle_profiles.iter().map(|b| format!("bundle-profile={}", b.to_arg())));
+        if let Some(now) = &self.now {
+            out.push(format!("now={}", now.to_rfc3339()));
+        }
         out
     }
 }
@@ -485,11 +495,21 @@ mod tests {
             references: ReferencePolicy::CheckExists,
             bundle_profiles: vec![BundleProfile::parse("Patient:0=http://x/P").expect("a rule")],
             no_example_urls: true,
+            now: super::super::now::Now::parse("2026-01-31T12:00:00.25+01:00"),
         };
+        assert!(all.now.is_some());
         let args = all.to_args();
         assert_eq!(Checks::from_args(args.iter().map(String::as_str)), Some(all));
         assert_eq!(Checks::from_args([]), Some(Checks::default()));
-        for bad in ["--security-checks", "security", "validate-reference=all", "bundle-profile=x", "allow-comments=1"] {
+        for bad in [
+            "--security-checks",
+            "security",
+            "validate-reference=all",
+            "bundle-profile=x",
+            "allow-comments=1",
+            "now=2026-01-31",
+            "now",
+        ] {
             assert_eq!(Checks::from_args([bad]), None, "{bad}");
         }
     }

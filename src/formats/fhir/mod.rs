@@ -35,6 +35,7 @@ mod locate;
 mod measure;
 pub mod model;
 mod narrative;
+pub mod now;
 pub mod primitive;
 pub mod profile;
 pub mod questionnaire;

@@ -12,7 +12,9 @@
 //! - `fixed[x]` (exact, `PROFILE_FIXED`) and `pattern[x]` (contained, `PROFILE_PATTERN`);
 //! - bindings by strength (`PROFILE_BINDING`: required an error, extensible a warning) to value
 //!   sets expanded from the packages or the core tables; one that cannot be expanded offline is
-//!   reported once as information (`CONFORMANCE_VALUESET_UNEXPANDABLE`);
+//!   reported once as information (`CONFORMANCE_VALUESET_UNEXPANDABLE`); additional bindings
+//!   (`PROFILE_BINDING_ADDITIONAL`: purposes `required` and `maximum` an error, `extensible` a
+//!   warning; the others, and those limited by `usage`, not checked);
 //! - slicing: each repetition is matched to a slice by the discriminators (value, pattern,
 //!   exists, type, profile; paths of element names, `$this`, `resolve()` to the resource a
 //!   reference points to in the same Bundle or among the contained resources, and, failing
@@ -29,8 +31,9 @@
 //!   warning in HL7's shared namespaces (the tools, cross-version extensions) whose packages
 //!   may not be loaded; in the core's namespace the core's check reports it
 //!   (`EXTENSION_UNKNOWN`), withdrawn when a loaded package defines it;
-//! - invariants of the profile (those not of the core) through the FHIRPath engine
-//!   (`PROFILE_INVARIANT`, `PROFILE_INVARIANT_UNCHECKED`);
+//! - invariants of the profile (those not of the core) through the FHIRPath engine, whose
+//!   `memberOf()` asks the value sets expanded offline (`PROFILE_INVARIANT`,
+//!   `PROFILE_INVARIANT_UNCHECKED`);
 //! - must-support elements that are absent, only when asked (`PROFILE_MUST_SUPPORT`).
 //!
 //! Every finding carries the profile's canonical (a [`crate::diag::ProfileId`]); the location is
@@ -48,8 +51,8 @@
 //!
 //! What it does not do: conformance of a reference's target to its `targetProfile` outside
 //! slicing, terminology servers (SNOMED CT, LOINC
-//! value sets with filters are unexpandable), reslicing, `conformsTo()` and other terminology
-//! functions in invariants.
+//! value sets with filters are unexpandable), reslicing, `conformsTo()` and the
+//! `%terminologies` functions in invariants.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -117,6 +120,7 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, checks: &Checks, f: &mut Fin
         conf: &ctx.conformance,
         must_support: ctx.must_support,
         assume_valid_rest_references: checks.assume_valid_rest_references,
+        now: checks.now,
         f: std::mem::replace(f, Findings::new(false)),
         nav: &nav,
         compiled: BTreeMap::new(),
@@ -190,6 +194,8 @@ struct Checker<'d> {
     /// `--assume-valid-rest-references`: a reference that does not resolve is of the type its
     /// URL names.
     assume_valid_rest_references: bool,
+    /// `--now`: what `minValueDuration`/`maxValueDuration` are relative to.
+    now: Option<super::now::Now>,
     f: Findings,
     nav: &'d NavCache<'d>,
     compiled: BTreeMap<String, Option<Arc<parse::Expr>>>,
@@ -977,11 +983,18 @@ impl<'d> Checker<'d> {
                 self.binding(n, *strength, vs, pid);
             }
         }
+        for ab in &el.additional_bindings {
+            self.additional_binding(n, ab, pid);
+        }
         for (bound, code, below) in
             [(&el.min_value, Code::PROFILE_MIN_VALUE, true), (&el.max_value, Code::PROFILE_MAX_VALUE, false)]
         {
             let Some((kind, v)) = bound else { continue };
-            let ord = if kind == "Quantity" { quantity_order(doc, n, v) } else { primitive_order(doc, n, kind, v) };
+            let ord = match kind.as_str() {
+                "Quantity" => quantity_order(doc, n, v),
+                "Duration" => self.duration_order(n, v, below, snap, el, pid),
+                _ => primitive_order(doc, n, kind, v),
+            };
             let out = if below { ord == Some(Ordering::Less) } else { ord == Some(Ordering::Greater) };
             if out {
                 self.push(code, Severity::Error, Location::Fhir(doc.path(n)), pid);
@@ -1176,28 +1189,85 @@ impl<'d> Checker<'d> {
         self.node(n, &snap, e, pid, depth + 1);
     }
 
+    /// How a `date`, `dateTime` or `instant` node orders against a `minValueDuration`
+    /// (`below`) or `maxValueDuration` bound: now minus or plus the duration ([`super::now`]).
+    /// Without `--now` the bound is not compared, and that is said once per profile element
+    /// (`PROFILE_VALUE_DURATION_NO_NOW`).
+    fn duration_order(
+        &mut self,
+        n: u32,
+        duration: &Value,
+        below: bool,
+        snap: &Snapshot,
+        el: &Element,
+        pid: Option<ProfileId>,
+    ) -> Option<Ordering> {
+        let doc = self.doc;
+        if !matches!(type_of(doc, n), "date" | "dateTime" | "instant") {
+            return None;
+        }
+        let text = text(doc, n)?;
+        let Some(now) = self.now else {
+            let key = format!("{}#{}", snap.url, el.id);
+            if self.once(Code::PROFILE_VALUE_DURATION_NO_NOW, &key) {
+                self.push(Code::PROFILE_VALUE_DURATION_NO_NOW, Severity::Information, Location::Fhir(doc.path(n)), pid);
+            }
+            return None;
+        };
+        now.bound(duration, below)?.order_of(text)
+    }
+
     /// Whether a code-bearing node is in an expansion; `None` without a code.
     fn in_expansion(&self, n: u32, exp: &conformance::Expansion) -> Option<bool> {
+        in_expansion(self.doc, n, exp)
+    }
+
+    /// An additional binding (R5's `binding.additional`, R4's extensions), by its purpose, as
+    /// the reference validator checks them: `required` and `maximum` (the codes shall come from
+    /// the value set) an error when the element (none of its codings) is not in it, `extensible`
+    /// a warning. The others say what systems support or show (`minimum`, `current`,
+    /// `preferred`, `ui`, `starter`, `component`) and are not checked; neither is a binding
+    /// limited to usage contexts (`usage`: phiward does not know the context of the data). With
+    /// `any`, one repetition of the element in the value set is enough.
+    fn additional_binding(&mut self, n: u32, ab: &conformance::AdditionalBinding, pid: Option<ProfileId>) {
         let doc = self.doc;
-        let coding = |i: u32| -> Option<bool> {
-            let code = doc.named(i, "code").find(|&c| doc.node(c).has_value())?;
-            let system = doc.named(i, "system").find(|&c| doc.node(c).has_value());
-            Some(exp.contains(system.map(|s| value(doc, s)), value(doc, code)))
+        let severity = match ab.purpose.as_str() {
+            "required" | "maximum" => Severity::Error,
+            "extensible" => Severity::Warning,
+            _ => return,
         };
-        match type_of(doc, n) {
-            "code" | "string" | "uri" => doc.node(n).has_value().then(|| exp.contains(None, value(doc, n))),
-            "Coding" | "Quantity" => coding(n),
-            "CodeableConcept" => {
-                let mut any = None;
-                for c in doc.named(n, "coding") {
-                    if let Some(hit) = coding(c) {
-                        any = Some(any.unwrap_or(false) || hit);
-                    }
-                }
-                any
-            }
-            _ => None,
+        if ab.has_usage
+            || !matches!(type_of(doc, n), "code" | "string" | "uri" | "Coding" | "Quantity" | "CodeableConcept")
+        {
+            return;
         }
+        let Some(exp) = self.conf.expansion(&ab.value_set) else {
+            let bare = ab.value_set.split('|').next().unwrap_or(&ab.value_set);
+            if self.once(Code::CONFORMANCE_VALUESET_UNEXPANDABLE, bare) {
+                self.push(
+                    Code::CONFORMANCE_VALUESET_UNEXPANDABLE,
+                    Severity::Information,
+                    Location::Fhir(doc.path(n)),
+                    pid,
+                );
+            }
+            return;
+        };
+        if self.in_expansion(n, &exp) != Some(false) {
+            return;
+        }
+        let node = doc.node(n);
+        if ab.any && node.parent != NONE {
+            // Another repetition of the element in the value set meets the binding.
+            let name = node.name;
+            if doc
+                .children(node.parent)
+                .any(|c| c != n && doc.node(c).name == name && self.in_expansion(c, &exp) == Some(true))
+            {
+                return;
+            }
+        }
+        self.push(Code::PROFILE_BINDING_ADDITIONAL, severity, Location::Fhir(doc.path(n)), pid);
     }
 
     fn binding(&mut self, n: u32, strength: Strength, vs: &str, pid: Option<ProfileId>) {
@@ -1240,7 +1310,9 @@ impl<'d> Checker<'d> {
             }
         };
         let result = match expr {
-            Some(e) => fhirpath::env_for(doc, n, self.nav).run(&e).ok(),
+            Some(e) => {
+                fhirpath::env_for(doc, n, self.nav).with_value_sets(Box::new(StoreValueSets(self.conf))).run(&e).ok()
+            }
             None => None,
         };
         match result {
@@ -1354,6 +1426,49 @@ impl<'d> Checker<'d> {
             }
             self.node(i, &snap, 0, pid, 0);
         }
+    }
+}
+
+/// Whether a code-bearing node is in an expansion: a code, string or uri by its value, a
+/// Coding or Quantity by system and code, a CodeableConcept when one of its codings is; `None`
+/// without a code.
+fn in_expansion(doc: &Document, n: u32, exp: &conformance::Expansion) -> Option<bool> {
+    let coding = |i: u32| -> Option<bool> {
+        let code = doc.named(i, "code").find(|&c| doc.node(c).has_value())?;
+        let system = doc.named(i, "system").find(|&c| doc.node(c).has_value());
+        Some(exp.contains(system.map(|s| value(doc, s)), value(doc, code)))
+    };
+    match type_of(doc, n) {
+        "code" | "string" | "uri" => doc.node(n).has_value().then(|| exp.contains(None, value(doc, n))),
+        "Coding" | "Quantity" => coding(n),
+        "CodeableConcept" => {
+            let mut any = None;
+            for c in doc.named(n, "coding") {
+                if let Some(hit) = coding(c) {
+                    any = Some(any.unwrap_or(false) || hit);
+                }
+            }
+            any
+        }
+        _ => None,
+    }
+}
+
+/// `memberOf()` for the invariants of profiles: the value sets the conformance store expands
+/// offline (loaded packages and files, the built-in core expansions).
+struct StoreValueSets<'d>(&'d Conformance);
+
+impl std::fmt::Debug for StoreValueSets<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreValueSets")
+    }
+}
+
+impl fhirpath::eval::ValueSets for StoreValueSets<'_> {
+    fn member_of(&self, doc: &Document, n: u32, canonical: &str) -> Option<bool> {
+        let exp = self.0.expansion(canonical)?;
+        // A node with no code (a CodeableConcept with text only) is no member.
+        Some(in_expansion(doc, n, &exp).unwrap_or(false))
     }
 }
 

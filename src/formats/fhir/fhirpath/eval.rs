@@ -12,8 +12,12 @@
 //! items found, an unknown variable) stops with an [`EvalError`]; its invariant is then
 //! reported as unchecked rather than guessed.
 //!
-//! What it does not do: terminology (`memberOf`), `conformsTo`, dates relative to now,
-//! resolution of references outside the document.
+//! `memberOf(valueset)` asks the [`ValueSets`] the environment was given (the value sets the
+//! validation can expand offline); without one, or for a value set it cannot expand, the
+//! evaluation stops with an [`EvalError`] (the invariant is unchecked, not guessed).
+//!
+//! What it does not do: terminology servers, `conformsTo`, dates relative to now, resolution
+//! of references outside the document.
 
 use std::cmp::Ordering;
 
@@ -29,6 +33,15 @@ use crate::formats::fhir::primitive;
 pub struct EvalError;
 
 type R = Result<Vec<Val>, EvalError>;
+
+/// The value sets `memberOf()` can ask about: those the validation expands offline.
+pub trait ValueSets: std::fmt::Debug {
+    /// Whether node `n` of `doc` (a code, a Coding, a CodeableConcept...) is in the value set
+    /// `canonical`: `Some(true)` when it (one of its codings) is in its expansion, `Some(false)`
+    /// when none is, `None` when the value set cannot be expanded offline or the node carries
+    /// no code it can compare.
+    fn member_of(&self, doc: &Document, n: u32, canonical: &str) -> Option<bool>;
+}
 
 /// The environment of one evaluation.
 #[derive(Debug)]
@@ -50,6 +63,8 @@ pub struct Env<'d> {
     /// as `%resource.snapshot.element.first().path`), by expression, once evaluated: `sdf-8`
     /// evaluates one for every element of a snapshot ([`rooted_at_variable`]).
     memo: Memo,
+    /// What `memberOf()` asks; `None`: every `memberOf()` is an [`EvalError`].
+    value_sets: Option<Box<dyn ValueSets + 'd>>,
 }
 
 /// See [`Env::memo`]; `Debug` prints a count (the values may be message values).
@@ -133,7 +148,22 @@ struct Scope<'a> {
 impl<'d> Env<'d> {
     /// The environment of the invariants of node `context`.
     pub fn new(doc: &'d Document, resource: u32, root_resource: u32, context: u32, cache: &'d NavCache<'d>) -> Self {
-        Env { doc, resource, root_resource, context, cache, scanned: std::cell::Cell::new(0), memo: Memo::default() }
+        Env {
+            doc,
+            resource,
+            root_resource,
+            context,
+            cache,
+            scanned: std::cell::Cell::new(0),
+            memo: Memo::default(),
+            value_sets: None,
+        }
+    }
+
+    /// The same environment, with the value sets `memberOf()` asks.
+    pub fn with_value_sets(mut self, value_sets: Box<dyn ValueSets + 'd>) -> Self {
+        self.value_sets = Some(value_sets);
+        self
     }
 
     /// Whether the context node has children that navigation to `contained` and to `text` find:
@@ -1410,6 +1440,18 @@ impl<'d> Env<'d> {
                 Ok(out)
             }
             Func::Resolve => Ok(input.iter().filter_map(|v| self.resolve(v)).map(Val::Node).collect()),
+            Func::MemberOf => {
+                // FHIRPath (fhirpath.html, "memberOf"): on one code-valued element, whether its
+                // code (a concept: any of its codings) is in the value set; empty in, empty out.
+                let n = match input.as_slice() {
+                    [] => return Ok(Vec::new()),
+                    [Val::Node(n)] => *n,
+                    _ => return Err(EvalError),
+                };
+                let Some(url) = self.single_str(&arg(0)?)? else { return Ok(Vec::new()) };
+                let vs = self.value_sets.as_deref().ok_or(EvalError)?;
+                b(vs.member_of(doc, n, url.as_str()).ok_or(EvalError)?)
+            }
             Func::Extension => {
                 let Some(url) = self.single_str(&arg(0)?)? else { return Ok(Vec::new()) };
                 let mut out = Vec::new();

@@ -140,6 +140,7 @@ pub enum Func {
     Exclude,
     Resolve,
     Extension,
+    MemberOf,
 }
 
 impl Func {
@@ -193,6 +194,7 @@ impl Func {
             "exclude" => Func::Exclude,
             "resolve" => Func::Resolve,
             "extension" => Func::Extension,
+            "memberOf" => Func::MemberOf,
             _ => return None,
         })
     }
@@ -600,7 +602,8 @@ mod tests {
         ] {
             assert!(compile(src).is_ok(), "{src}");
         }
-        assert_eq!(compile("a.memberOf('x')").err(), Some(CompileError::UnsupportedFunction));
+        assert_eq!(compile("a.conformsTo('x')").err(), Some(CompileError::UnsupportedFunction));
+        assert!(compile("code.memberOf('http://example.org/ValueSet/x')").is_ok());
         assert_eq!(compile("a..b").err(), Some(CompileError::Syntax));
     }
 }
