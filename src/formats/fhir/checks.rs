@@ -32,6 +32,12 @@
 //!   reference validator's list) that no loaded conformance resource answers to is
 //!   `URL_EXAMPLE`, an error, as the reference's "Example URLs are not allowed in this context".
 //!   A resource's own canonical `url` (its identity, not a link) is not judged.
+//! - `--allow-extension-domain URL` (`-allowed-extension-domain`, the suite's
+//!   `allowed-extension-domain`; repeatable) and `--allow-any-extensions`
+//!   (`-allow-any-extensions`): an extension whose definition phiward does not have is not
+//!   reported when its url starts with one of the domains, or at all
+//!   ([`super::extensions::unknown_allowed`]; docs/fhir-profiles.md, "Unknown extensions").
+//!   These two relax a check that is on by default.
 //!
 //! What it does not do: fetch anything. An absolute `http(s)` reference that is no entry's
 //! `fullUrl` points to another server, which phiward does not ask (no network at run time): it is
@@ -59,8 +65,14 @@ pub struct Checks {
     pub references: ReferencePolicy,
     /// `--bundle-profile`: entries of the input Bundle against profiles.
     pub bundle_profiles: Vec<BundleProfile>,
-    /// `--no-example-urls`: URLs of example domains that resolve to nothing loaded.
+    /// `--no-example-urls`: URLs of example domains that resolve to nothing loaded (and no
+    /// unknown extension of an example domain allowed).
     pub no_example_urls: bool,
+    /// `--allow-extension-domain`: unknown extensions whose url starts with one of these are
+    /// not reported.
+    pub allowed_extension_domains: Vec<String>,
+    /// `--allow-any-extensions`: no unknown extension is reported.
+    pub allow_any_extensions: bool,
 }
 
 impl Checks {
@@ -72,7 +84,7 @@ impl Checks {
     /// The checks the CLI's options name, spelled without their `--` (the MCP argument
     /// `fhir_checks`): `security-checks`, `no-html-in-markdown`, `allow-comments`,
     /// `assume-valid-rest-references`, `validate-reference=POLICY`, `bundle-profile=RULE=URL`,
-    /// `no-example-urls`.
+    /// `no-example-urls`, `allow-extension-domain=URL`, `allow-any-extensions`.
     /// `None` when one is unknown or malformed.
     pub fn from_args<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<Checks> {
         let mut c = Checks::default();
@@ -83,6 +95,10 @@ impl Checks {
                 None if item == "allow-comments" => c.allow_comments = true,
                 None if item == "assume-valid-rest-references" => c.assume_valid_rest_references = true,
                 None if item == "no-example-urls" => c.no_example_urls = true,
+                None if item == "allow-any-extensions" => c.allow_any_extensions = true,
+                Some(("allow-extension-domain", domain)) if !domain.is_empty() => {
+                    c.allowed_extension_domains.push(domain.to_owned())
+                }
                 Some(("validate-reference", policy)) => c.references = ReferencePolicy::from_name(policy)?,
                 Some(("bundle-profile", rule)) => c.bundle_profiles.push(BundleProfile::parse(rule)?),
                 _ => return None,
@@ -100,6 +116,7 @@ impl Checks {
             ("allow-comments", self.allow_comments),
             ("assume-valid-rest-references", self.assume_valid_rest_references),
             ("no-example-urls", self.no_example_urls),
+            ("allow-any-extensions", self.allow_any_extensions),
         ] {
             if on {
                 out.push(name.to_owned());
@@ -109,6 +126,7 @@ impl Checks {
             out.push(format!("validate-reference={}", self.references.name()));
         }
         out.extend(self.bundle_profiles.iter().map(|b| format!("bundle-profile={}", b.to_arg())));
+        out.extend(self.allowed_extension_domains.iter().map(|d| format!("allow-extension-domain={d}")));
         out
     }
 }
@@ -485,11 +503,20 @@ mod tests {
             references: ReferencePolicy::CheckExists,
             bundle_profiles: vec![BundleProfile::parse("Patient:0=http://x/P").expect("a rule")],
             no_example_urls: true,
+            allowed_extension_domains: vec!["https://fhir.nhs.uk/StructureDefinition".to_owned()],
+            allow_any_extensions: true,
         };
         let args = all.to_args();
         assert_eq!(Checks::from_args(args.iter().map(String::as_str)), Some(all));
         assert_eq!(Checks::from_args([]), Some(Checks::default()));
-        for bad in ["--security-checks", "security", "validate-reference=all", "bundle-profile=x", "allow-comments=1"] {
+        for bad in [
+            "--security-checks",
+            "security",
+            "validate-reference=all",
+            "bundle-profile=x",
+            "allow-comments=1",
+            "allow-extension-domain=",
+        ] {
             assert_eq!(Checks::from_args([bad]), None, "{bad}");
         }
     }
