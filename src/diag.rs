@@ -247,11 +247,11 @@ codes! {
     STRUCTUREDEFINITION_TYPE_UNKNOWN => Error, "a StructureDefinition's type is a relative name no type of the specification has, or an absolute URL outside a logical model";
     STRUCTUREDEFINITION_TYPE_PROFILE_WRONG => Error, "an element type's profile is the definition of a core type that the element's type is not and does not derive from";
     URI_NOT_ABSOLUTE => Error, "an element the specification defines as an absolute URI (Bundle.entry.fullUrl, ValueSet.compose.include.system) holds a relative or local one";
-    EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core complex extension it is in";
+    EXTENSION_URL_INVALID => Error, "an extension's url is not an absolute URI (outside a complex extension), or names no part of the core (or cross-version) complex extension it is in";
     EXTENSION_CONTEXT_INVALID => Error, "a core or extensions pack extension is used on an element that its definition's contexts do not allow";
-    EXTENSION_TYPE_INVALID => Error, "the value of a core extension (or of a part of one) has a type that its definition does not allow";
-    EXTENSION_UNKNOWN => Error, "an extension's url is in the namespace of the core and extensions pack definitions (http://hl7.org/fhir/StructureDefinition/) and names none of them";
-    EXTENSION_MODIFIER_MISMATCH => Error, "a core, extensions pack or loaded extension is used as modifierExtension and is not a modifier, or as extension and is one";
+    EXTENSION_TYPE_INVALID => Error, "the value of a core or cross-version extension (or of a part of one) has a type that its definition does not allow";
+    EXTENSION_UNKNOWN => Error, "an extension's url is in the namespace of the core and extensions pack definitions (http://hl7.org/fhir/StructureDefinition/) and names none of them, or is a cross-version url whose version or element has no definition";
+    EXTENSION_MODIFIER_MISMATCH => Error, "a core, extensions pack, cross-version or loaded extension is used as modifierExtension and is not a modifier, or as extension and is one";
     NARRATIVE_LINK_UNRESOLVED => Error, "a # link of the narrative names no id or anchor of its resource (nor of the Bundle around it)";
     NARRATIVE_LINK_AMBIGUOUS => Warning, "a # link of the narrative names more than one id or anchor";
     NARRATIVE_LINK_EMPTY => Error, "a link of the narrative has an empty href";
@@ -319,7 +319,7 @@ codes! {
     PROFILE_INVARIANT => Error, "an invariant of a profile is not met; its key is in the location";
     PROFILE_INVARIANT_UNCHECKED => Information, "an invariant of a profile uses FHIRPath that phiward does not evaluate; reported once per key";
     PROFILE_MUST_SUPPORT => Information, "a must-support element of the profile is absent (reported only with --must-support)";
-    PROFILE_EXTENSION_UNKNOWN => Error, "an extension's definition is not among the loaded packages, the core or the extensions pack";
+    PROFILE_EXTENSION_UNKNOWN => Error, "an extension's definition is not among the loaded packages, the core or the extensions pack, and no option allows it (example domains, --allow-extension-domain, --allow-any-extensions)";
     PROFILE_EXTENSION_CONTEXT => Error, "an extension of a loaded definition is used on an element its contexts do not allow";
     SLICE_UNMATCHED => Error, "an element of a closed slicing matches none of its slices";
     SLICE_CARDINALITY_MIN => Error, "a slice occurs fewer times than its profile requires";

@@ -729,3 +729,59 @@ fn narrative_links_resolve() {
         )]
     );
 }
+
+/// Cross-version extensions, by the other version's element (hl7.fhir.xver-extensions): DSTU2's
+/// `Patient.animal` is a modifier with the parts `species`, `breed`, `genderStatus`; R5's
+/// `DeviceRequest.doNotPerform` a modifier boolean.
+#[test]
+fn cross_version_extensions_are_checked_against_the_other_versions_element() {
+    let animal = "http://hl7.org/fhir/1.0/StructureDefinition/extension-Patient.animal";
+    let patient = |field: &str, part: &str| {
+        serde_json::json!({"resourceType": "Patient", field: [{"url": animal, "extension": [
+            {"url": "species", "valueCodeableConcept": {"text": "MARKERSECRET"}},
+            {"url": part, "valueCodeableConcept": {"text": "MARKERSECRET"}}]}]})
+        .to_string()
+    };
+    let codes = |input: String| -> (i32, Vec<String>) {
+        let o = run_stdin(&["validate", "--json", "-"], input.as_bytes());
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("MARKERSECRET"));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let errors = v["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["severity"] == "error")
+            .map(|f| format!("{} {}", f["code"].as_str().unwrap_or("-"), f["location"].as_str().unwrap_or("-")))
+            .collect();
+        (code(&o), errors)
+    };
+    assert_eq!(codes(patient("modifierExtension", "breed")), (0, vec![]));
+    assert_eq!(
+        codes(patient("extension", "breed")),
+        (1, vec!["EXTENSION_MODIFIER_MISMATCH Patient.extension[0]".to_owned()])
+    );
+    assert_eq!(
+        codes(patient("modifierExtension", "x-breed")),
+        (1, vec!["EXTENSION_URL_INVALID Patient.modifierExtension[0].extension[1].url".to_owned()])
+    );
+    // A path R5 does not have, a version with no table: unknown.
+    for url in [
+        "http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.animal",
+        "http://hl7.org/fhir/4.3/StructureDefinition/extension-Patient.animal",
+    ] {
+        let input =
+            serde_json::json!({"resourceType": "Patient", "extension": [{"url": url, "valueString": "MARKERSECRET"}]});
+        assert_eq!(codes(input.to_string()), (1, vec!["EXTENSION_UNKNOWN Patient.extension[0]".to_owned()]));
+    }
+    let request = |field: &str| {
+        serde_json::json!({"resourceType": "DeviceRequest", "status": "completed", "intent": "order",
+            "codeCodeableConcept": {"text": "MARKERSECRET"}, "subject": {"reference": "Patient/p"},
+            field: [{"url": "http://hl7.org/fhir/5.0/StructureDefinition/extension-DeviceRequest.doNotPerform", "valueBoolean": true}]})
+        .to_string()
+    };
+    assert_eq!(codes(request("modifierExtension")), (0, vec![]));
+    assert_eq!(
+        codes(request("extension")),
+        (1, vec!["EXTENSION_MODIFIER_MISMATCH DeviceRequest.extension[0]".to_owned()])
+    );
+}

@@ -56,6 +56,8 @@ fn help_shows_the_options() {
         "--validate-reference",
         "--bundle-profile",
         "--no-example-urls",
+        "--allow-extension-domain",
+        "--allow-any-extensions",
     ] {
         assert!(help.contains(flag), "{flag} missing from validate --help");
     }
@@ -262,4 +264,53 @@ fn no_example_urls_reports_links_to_example_domains() {
     .to_string();
     assert_eq!(validate(&["--ig", &ig, "--no-example-urls"], &claimed), (0, vec![]));
     assert_eq!(validate(&["--no-example-urls"], &claimed).1, vec![error("URL_EXAMPLE", "Patient.meta.profile[0]")]);
+}
+
+#[test]
+fn unknown_extensions_are_errors_unless_an_option_allows_them() {
+    let patient = |url: &str| {
+        serde_json::json!({
+            "resourceType": "Patient",
+            "extension": [{"url": url, "valueString": "MARKERSECRET"}],
+            "name": [{"text": "MARKERSECRET"}]
+        })
+        .to_string()
+    };
+    let nhs = patient("https://fhir.nhs.uk/StructureDefinition/Extension-Invented");
+    let us_core = patient("http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex");
+    let unknown = (1, vec![error("PROFILE_EXTENSION_UNKNOWN", "Patient.extension[0]")]);
+    // By default, packages loaded or not: defined nowhere phiward looks is an error.
+    assert_eq!(validate(&[], &nhs), unknown);
+    assert_eq!(validate(&["--ig", &profiles()], &nhs), unknown);
+    assert_eq!(validate(&[], &us_core), unknown);
+    // --allow-extension-domain: the urls it starts, with packages or without; others still.
+    let domain = ["--allow-extension-domain", "https://fhir.nhs.uk/StructureDefinition"];
+    assert_eq!(validate(&domain, &nhs), (0, vec![]));
+    let ig = profiles();
+    assert_eq!(validate(&[&domain[..], &["--ig", &ig]].concat(), &nhs), (0, vec![]));
+    assert_eq!(validate(&domain, &us_core), unknown);
+    let both =
+        ["--allow-extension-domain", "https://fhir.nhs.uk/", "--allow-extension-domain", "http://hl7.org/fhir/us/"];
+    assert_eq!(validate(&both, &us_core), (0, vec![]));
+    // --allow-any-extensions: none is reported.
+    assert_eq!(validate(&["--allow-any-extensions"], &us_core), (0, vec![]));
+    // An example domain is allowed, unless example URLs are not.
+    let example = patient("http://example.org/fhir/StructureDefinition/invented");
+    assert_eq!(validate(&[], &example), (0, vec![]));
+    assert!(
+        validate(&["--no-example-urls"], &example)
+            .1
+            .contains(&error("PROFILE_EXTENSION_UNKNOWN", "Patient.extension[0]"))
+    );
+    // An empty domain would allow everything: a usage error naming the option.
+    let o = run_stdin(&["validate", "--allow-extension-domain", "", "-"], nhs.as_bytes());
+    assert_eq!(code(&o), 2);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("CLI_USAGE") && stderr.contains("--allow-extension-domain"), "{stderr}");
+    // The MCP spelling reaches a json-lines run as every record's option.
+    let line = serde_json::json!({"id": "1", "content": us_core}).to_string() + "\n";
+    let o = run_stdin(&["validate", "--input-format", "json-lines", "--allow-any-extensions", "-"], line.as_bytes());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("PROFILE_EXTENSION_UNKNOWN"), "{out}");
+    assert!(!out.contains("MARKERSECRET"));
 }

@@ -14,7 +14,8 @@ only version on the npm registry) and writes, under ``src/formats/fhir/definitio
   decoded by ``src/formats/fhir/extensions.rs`` on the first extension it checks;
 * the section "The extensions pack" of ``PROVENANCE.md`` (package, version, sha256 of the
   archive and of the files read; ``tools/gen_fhir_tables.py`` keeps that section when it
-  rewrites the file).
+  rewrites the file, and this script keeps the cross-version section of
+  ``tools/gen_fhir_xver.py`` after it).
 
 A url both the core and the pack define keeps the core's definition (R4 as published: the
 5,306 official R4 examples are checked against it).
@@ -49,6 +50,8 @@ PACKAGE_VERSION = "5.3.0-ballot-tc1"
 PREFIX = REPO / "target" / "gen-npm-fhir-pack"
 ARCHIVE = PREFIX / f"{PACKAGE}-{PACKAGE_VERSION}.tgz"
 SRC = PREFIX / PACKAGE / "package"
+# The section of PROVENANCE.md that tools/gen_fhir_xver.py writes, after this one.
+XVER_SECTION = "## Cross-version extensions"
 
 
 # Extension urls in the core namespace that the R4 specification's own resources use and that
@@ -142,9 +145,14 @@ or `scripts/check-generated fhirpack`, which checks the archive's sha256 against
 """
     prov = OUT / "PROVENANCE.md"
     text = prov.read_text(encoding="utf-8")
+    # The cross-version section (tools/gen_fhir_xver.py) stays last.
+    xver = text[text.index(XVER_SECTION):] if XVER_SECTION in text else ""
     if core.PACK_SECTION in text:
         text = text[: text.index(core.PACK_SECTION)]
-    prov.write_text(text.rstrip("\n") + "\n\n" + section, encoding="utf-8")
+    text = text.rstrip("\n") + "\n\n" + section
+    if xver:
+        text = text.rstrip("\n") + "\n\n" + xver
+    prov.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -865,6 +865,15 @@ pub struct ValidateArgs {
     /// depends on the input and the options only.
     #[arg(long, value_name = "DATETIME")]
     pub now: Option<String>,
+    /// FHIR: an extension whose definition is not known and whose url starts with URL is not
+    /// reported (PROFILE_EXTENSION_UNKNOWN), as the reference validator's
+    /// -allowed-extension-domain. Repeatable.
+    #[arg(long = "allow-extension-domain", value_name = "URL")]
+    pub allow_extension_domains: Vec<String>,
+    /// FHIR: no extension whose definition is not known is reported (PROFILE_EXTENSION_UNKNOWN),
+    /// as the reference validator's -allow-any-extensions.
+    #[arg(long)]
+    pub allow_any_extensions: bool,
 }
 
 /// `validate --validate-reference`.
@@ -880,7 +889,8 @@ pub enum ReferencePolicyArg {
 }
 
 impl ValidateArgs {
-    /// The optional FHIR checks; `Err` names the option at fault (a malformed `--bundle-profile`).
+    /// The optional FHIR checks; `Err` names the option at fault (a malformed `--bundle-profile`,
+    /// an empty `--allow-extension-domain`).
     pub fn checks(&self) -> Result<crate::formats::fhir::checks::Checks, &'static str> {
         use crate::formats::fhir::checks::{BundleProfile, Checks, ReferencePolicy};
         let bundle_profiles = self
@@ -888,6 +898,10 @@ impl ValidateArgs {
             .iter()
             .map(|b| BundleProfile::parse(b).ok_or("--bundle-profile"))
             .collect::<Result<Vec<_>, _>>()?;
+        if self.allow_extension_domains.iter().any(String::is_empty) {
+            // An empty domain would allow every url: --allow-any-extensions says that.
+            return Err("--allow-extension-domain");
+        }
         Ok(Checks {
             security: self.security_checks,
             no_html_in_markdown: self.no_html_in_markdown,
@@ -904,6 +918,8 @@ impl ValidateArgs {
                 Some(text) => Some(crate::formats::fhir::now::Now::parse(text).ok_or("--now")?),
                 None => None,
             },
+            allowed_extension_domains: self.allow_extension_domains.clone(),
+            allow_any_extensions: self.allow_any_extensions,
         })
     }
 }

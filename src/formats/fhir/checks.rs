@@ -34,7 +34,13 @@
 //!   A resource's own canonical `url` (its identity, not a link) is not judged;
 //! - `--now DATETIME` (the reference validator's clock): the current time, an RFC 3339 instant
 //!   with an offset, that a profile's `minValueDuration`/`maxValueDuration` bounds are relative
-//!   to ([`super::now`]); without it they are not compared (`PROFILE_VALUE_DURATION_NO_NOW`).
+//!   to ([`super::now`]); without it they are not compared (`PROFILE_VALUE_DURATION_NO_NOW`);
+//! - `--allow-extension-domain URL` (`-allowed-extension-domain`, the suite's
+//!   `allowed-extension-domain`; repeatable) and `--allow-any-extensions`
+//!   (`-allow-any-extensions`): an extension whose definition phiward does not have is not
+//!   reported when its url starts with one of the domains, or at all
+//!   ([`super::extensions::unknown_allowed`]; docs/fhir-profiles.md, "Unknown extensions").
+//!   These two relax a check that is on by default.
 //!
 //! What it does not do: fetch anything. An absolute `http(s)` reference that is no entry's
 //! `fullUrl` points to another server, which phiward does not ask (no network at run time): it is
@@ -62,11 +68,17 @@ pub struct Checks {
     pub references: ReferencePolicy,
     /// `--bundle-profile`: entries of the input Bundle against profiles.
     pub bundle_profiles: Vec<BundleProfile>,
-    /// `--no-example-urls`: URLs of example domains that resolve to nothing loaded.
+    /// `--no-example-urls`: URLs of example domains that resolve to nothing loaded (and no
+    /// unknown extension of an example domain allowed).
     pub no_example_urls: bool,
     /// `--now`: the current time, which a profile's `minValueDuration`/`maxValueDuration`
     /// bounds are relative to ([`super::now`]); without it they are not compared.
     pub now: Option<super::now::Now>,
+    /// `--allow-extension-domain`: unknown extensions whose url starts with one of these are
+    /// not reported.
+    pub allowed_extension_domains: Vec<String>,
+    /// `--allow-any-extensions`: no unknown extension is reported.
+    pub allow_any_extensions: bool,
 }
 
 impl Checks {
@@ -78,7 +90,7 @@ impl Checks {
     /// The checks the CLI's options name, spelled without their `--` (the MCP argument
     /// `fhir_checks`): `security-checks`, `no-html-in-markdown`, `allow-comments`,
     /// `assume-valid-rest-references`, `validate-reference=POLICY`, `bundle-profile=RULE=URL`,
-    /// `no-example-urls`, `now=DATETIME`.
+    /// `no-example-urls`, `now=DATETIME`, `allow-extension-domain=URL`, `allow-any-extensions`.
     /// `None` when one is unknown or malformed.
     pub fn from_args<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<Checks> {
         let mut c = Checks::default();
@@ -89,6 +101,10 @@ impl Checks {
                 None if item == "allow-comments" => c.allow_comments = true,
                 None if item == "assume-valid-rest-references" => c.assume_valid_rest_references = true,
                 None if item == "no-example-urls" => c.no_example_urls = true,
+                None if item == "allow-any-extensions" => c.allow_any_extensions = true,
+                Some(("allow-extension-domain", domain)) if !domain.is_empty() => {
+                    c.allowed_extension_domains.push(domain.to_owned())
+                }
                 Some(("validate-reference", policy)) => c.references = ReferencePolicy::from_name(policy)?,
                 Some(("bundle-profile", rule)) => c.bundle_profiles.push(BundleProfile::parse(rule)?),
                 Some(("now", instant)) => c.now = Some(super::now::Now::parse(instant)?),
@@ -107,6 +123,7 @@ impl Checks {
             ("allow-comments", self.allow_comments),
             ("assume-valid-rest-references", self.assume_valid_rest_references),
             ("no-example-urls", self.no_example_urls),
+            ("allow-any-extensions", self.allow_any_extensions),
         ] {
             if on {
                 out.push(name.to_owned());
@@ -119,6 +136,7 @@ impl Checks {
         if let Some(now) = &self.now {
             out.push(format!("now={}", now.to_rfc3339()));
         }
+        out.extend(self.allowed_extension_domains.iter().map(|d| format!("allow-extension-domain={d}")));
         out
     }
 }
@@ -496,6 +514,8 @@ mod tests {
             bundle_profiles: vec![BundleProfile::parse("Patient:0=http://x/P").expect("a rule")],
             no_example_urls: true,
             now: super::super::now::Now::parse("2026-01-31T12:00:00.25+01:00"),
+            allowed_extension_domains: vec!["https://fhir.nhs.uk/StructureDefinition".to_owned()],
+            allow_any_extensions: true,
         };
         assert!(all.now.is_some());
         let args = all.to_args();
@@ -509,6 +529,7 @@ mod tests {
             "allow-comments=1",
             "now=2026-01-31",
             "now",
+            "allow-extension-domain=",
         ] {
             assert_eq!(Checks::from_args([bad]), None, "{bad}");
         }

@@ -22,9 +22,13 @@
 //! extension", Extension.url), otherwise `EXTENSION_URL_INVALID`; a url in the namespace of the
 //! core and the pack (`http://hl7.org/fhir/StructureDefinition/`) that neither defines is
 //! `EXTENSION_UNKNOWN` (the reference validator's "could not be found so is not allowed here":
-//! that namespace is HL7's, and its definitions are all known). Urls of other namespaces (an
-//! IG's: US Core's, Synthea's) are not reported without packages (docs/fhir-profiles.md,
-//! "Unknown extensions with no package loaded"); with packages, by [`super::profile`].
+//! that namespace is HL7's, and its definitions are all known). A cross-version url is checked
+//! against the definition [`super::xver`] makes of it as above (its context aside), and is
+//! `EXTENSION_UNKNOWN` when there is none. Urls of other namespaces (an IG's: US Core's,
+//! Synthea's) that nothing defines are `PROFILE_EXTENSION_UNKNOWN`, packages loaded or not
+//! ([`report_unknown`] without packages, [`super::profile`] with them), unless the reference
+//! validator's `allowUnknownExtension` holds ([`unknown_allowed`]; docs/fhir-profiles.md,
+//! "Unknown extensions").
 //!
 //! The tables: `definitions/extensions.txt` comes from the same generator and package as the
 //! structure tables (`tools/gen_fhir_tables.py`), `definitions/extensions-pack.txt` from the
@@ -71,9 +75,10 @@ struct Part {
     shape: Shape,
 }
 
-/// A core or extensions pack extension definition.
+/// A core or extensions pack extension definition (or a cross-version one, made per use).
 #[derive(Debug)]
 struct Definition {
+    /// The url (empty for a cross-version definition, which is not looked up by it).
     url: &'static str,
     modifier: bool,
     /// Context expressions; `*` for any.
@@ -148,6 +153,54 @@ pub(super) fn in_core_namespace(url: &[u8]) -> bool {
     url.starts_with(CORE_NAMESPACE)
 }
 
+/// True when the core's check ([`check`]) decides on an extension of `url`: a core or pack
+/// definition, a url of their namespace (known to be undefined when neither defines it), a
+/// cross-version url ([`super::xver`]).
+pub(super) fn decided_by_core(url: &[u8]) -> bool {
+    is_known(url) || in_core_namespace(url) || super::xver::matching(url)
+}
+
+/// True when the core's check reports an extension of `url` unknown (`EXTENSION_UNKNOWN`): a url
+/// of the core's namespace that neither the core nor the pack defines, a cross-version url
+/// with no definition (a loaded package that defines it withdraws that finding).
+pub(super) fn core_reports_unknown(url: &[u8]) -> bool {
+    !is_known(url)
+        && (if super::xver::matching(url) { super::xver::element(url).is_none() } else { in_core_namespace(url) })
+}
+
+/// The reference validator's `allowUnknownExtension`: an extension whose definition is not
+/// known is allowed (not reported) when its url contains an example domain (`example.org`,
+/// `acme.com`) while example URLs are allowed (no `--no-example-urls`), contains `nema.org`
+/// (DICOM's), is one of the FHIR tools IG's (`http://hl7.org/fhir/tools/StructureDefinition/`),
+/// starts with a domain of `--allow-extension-domain`, or when `--allow-any-extensions` is set.
+pub(super) fn unknown_allowed(url: &[u8], checks: &super::checks::Checks) -> bool {
+    let contains = |needle: &[u8]| memchr::memmem::find(url, needle).is_some();
+    checks.allow_any_extensions
+        || (!checks.no_example_urls && super::checks::is_example_url(url))
+        || contains(b"nema.org")
+        || url.starts_with(b"http://hl7.org/fhir/tools/StructureDefinition/")
+        || checks.allowed_extension_domains.iter().any(|d| url.starts_with(d.as_bytes()))
+}
+
+/// Every extension of a validation with no package loaded whose url no core check decides on
+/// ([`decided_by_core`]) and no option allows ([`unknown_allowed`]): `PROFILE_EXTENSION_UNKNOWN`,
+/// an error, the reference validator's "could not be found so is not allowed here" (with
+/// packages, [`super::profile`] reports it when no loaded package defines the url either). A
+/// relative url is a part of a complex extension (or `EXTENSION_URL_INVALID` at the top).
+pub(super) fn report_unknown(doc: &Document, checks: &super::checks::Checks, f: &mut Findings) {
+    let Some(e) = elems() else { return };
+    for i in 0..doc.nodes().len() as u32 {
+        let node = doc.node(i);
+        if node.is_unknown() || node.ty != Some(e.extension) || node.parent == NONE {
+            continue;
+        }
+        let Some((_, url)) = child_value(doc, i, e.url) else { continue };
+        if super::rules::is_absolute_uri(url) && !decided_by_core(url) && !unknown_allowed(url, checks) {
+            f.push(Code::PROFILE_EXTENSION_UNKNOWN, Location::Fhir(doc.path(i)));
+        }
+    }
+}
+
 /// The number of core and pack extension definitions, and of their parts (for the
 /// documentation test).
 pub fn counts() -> (usize, usize) {
@@ -203,15 +256,58 @@ pub(super) fn check(doc: &Document, i: u32, f: &mut Findings) {
         return;
     }
     let Some(def) = find(url) else {
-        if in_core_namespace(url) {
+        if super::xver::matching(url) {
+            // A cross-version extension: its definition made from the other version's element.
+            // Where it is used is not checked (see `xver`).
+            match xver_definition(url) {
+                Some(def) => check_against(doc, i, &def, true, e, f),
+                None => f.push(Code::EXTENSION_UNKNOWN, Location::Fhir(doc.path(i))),
+            }
+        } else if in_core_namespace(url) {
             f.push(Code::EXTENSION_UNKNOWN, Location::Fhir(doc.path(i)));
         }
         return;
     };
+    let in_context = def.contexts.iter().any(|c| in_context(doc, node.parent, c));
+    check_against(doc, i, def, in_context, e, f);
+}
+
+/// The definition of a cross-version extension ([`super::xver`]), as the reference validator
+/// makes it; `None` when its version or path has none.
+fn xver_definition(url: &[u8]) -> Option<Definition> {
+    let element = super::xver::element(url)?;
+    let (shape, parts) = if element.is_complex() {
+        let parts: Vec<Part> = element
+            .parts()
+            .map(|name| Part {
+                url: name,
+                min: 0,
+                max: u32::MAX,
+                shape: Shape {
+                    value_min: 1,
+                    value_max: 1,
+                    types: super::xver::part(url, name).and_then(super::xver::Element::value_types),
+                    ext_max: 0,
+                },
+            })
+            .collect();
+        // No typed child: no sub-extension is defined, none is allowed.
+        let ext_max = if parts.is_empty() { 0 } else { u32::MAX };
+        (Shape { value_min: 0, value_max: 0, types: Some(Vec::new()), ext_max }, parts)
+    } else {
+        (Shape { value_min: 1, value_max: 1, types: element.value_types(), ext_max: 0 }, Vec::new())
+    };
+    Some(Definition { url: "", modifier: element.modifier, contexts: Vec::new(), shape, parts })
+}
+
+/// Extension node `i` against its definition `def` (`in_context`: the use is in one of its
+/// contexts).
+fn check_against(doc: &Document, i: u32, def: &Definition, in_context: bool, e: &Elems, f: &mut Findings) {
+    let node = doc.node(i);
     if (node.name == "modifierExtension") != def.modifier {
         f.push(Code::EXTENSION_MODIFIER_MISMATCH, Location::Fhir(doc.path(i)));
     }
-    if !def.contexts.iter().any(|c| in_context(doc, node.parent, c)) {
+    if !in_context {
         f.push(Code::EXTENSION_CONTEXT_INVALID, Location::Fhir(doc.path(i)));
     }
     check_shape(doc, i, &def.shape, e, f);
@@ -324,6 +420,7 @@ mod tests {
         super::super::validate::validate(&doc, Default::default())
             .iter()
             .filter(|d| d.code.as_str().starts_with("EXTENSION") || d.code.as_str().starts_with("CARDINALITY"))
+            .filter(|d| d.code != Code::PROFILE_EXTENSION_UNKNOWN)
             .map(|d| format!("{} {}", d.code.as_str(), d.location))
             .collect()
     }
@@ -397,13 +494,22 @@ mod tests {
             findings(&patient(&format!(r#"{{"url":"{sd}patient-not-defined|5.0.0","valueCode":"x"}}"#))),
             ["EXTENSION_UNKNOWN Patient.extension[0]"]
         );
-        // Other namespaces (an IG's, the cross-version ones) are not reported with nothing loaded.
+        // Other namespaces (an IG's) are not this check's (see `report_unknown`).
         for url in [
             "http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex",
-            "http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x",
             "http://hl7.org/fhir/StructureDefinitionX/x",
         ] {
             assert_eq!(findings(&patient(&format!(r#"{{"url":"{url}","valueCode":"x"}}"#))), Vec::<String>::new());
+        }
+        // A cross-version url with no definition (no such path in R5, no table for 4.3).
+        for url in [
+            "http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x",
+            "http://hl7.org/fhir/4.3/StructureDefinition/extension-Patient.animal",
+        ] {
+            assert_eq!(
+                findings(&patient(&format!(r#"{{"url":"{url}","valueCode":"x"}}"#))),
+                ["EXTENSION_UNKNOWN Patient.extension[0]"]
+            );
         }
         // The url R4's own expansions use that nothing defines (USED_BY_R4 in the generator).
         let vs = format!(
@@ -411,6 +517,63 @@ mod tests {
               "extension":[{{"url":"{sd}valueset-definition","valueString":"x"}}]}}]}}}}"#
         );
         assert_eq!(findings(&vs), Vec::<String>::new());
+    }
+
+    #[test]
+    fn cross_version_extensions_by_the_other_versions_element() {
+        let xver = |v: &str, path: &str| format!("http://hl7.org/fhir/{v}/StructureDefinition/extension-{path}");
+        let animal = xver("1.0", "Patient.animal");
+        let parts = r#"[{"url":"species","valueCodeableConcept":{"text":"dog"}},{"url":"breed","valueCodeableConcept":{"text":"x"}}]"#;
+        // DSTU2's Patient.animal is a modifier: a modifierExtension, not an extension.
+        let as_modifier =
+            format!(r#"{{"resourceType":"Patient","modifierExtension":[{{"url":"{animal}","extension":{parts}}}]}}"#);
+        assert_eq!(findings(&as_modifier), Vec::<String>::new());
+        let as_extension =
+            format!(r#"{{"resourceType":"Patient","extension":[{{"url":"{animal}","extension":{parts}}}]}}"#);
+        assert_eq!(findings(&as_extension), ["EXTENSION_MODIFIER_MISMATCH Patient.extension[0]"]);
+        // The STU3 ballot's (1.4) is no modifier.
+        let ballot = xver("1.4", "Patient.animal");
+        assert_eq!(
+            findings(&format!(
+                r#"{{"resourceType":"Patient","extension":[{{"url":"{ballot}","extension":{parts}}}]}}"#
+            )),
+            Vec::<String>::new()
+        );
+        // A part the element does not have; a part's value of another type; a value on a complex one.
+        let bad = format!(
+            r#"{{"resourceType":"Patient","modifierExtension":[{{"url":"{animal}","valueString":"x","extension":[{{"url":"x-breed","valueCodeableConcept":{{"text":"x"}}}},{{"url":"species","valueString":"dog"}}]}}]}}"#
+        );
+        assert_eq!(
+            findings(&bad),
+            [
+                "CARDINALITY_MAX Patient.modifierExtension[0].valueString",
+                "EXTENSION_URL_INVALID Patient.modifierExtension[0].extension[0].url",
+                "EXTENSION_TYPE_INVALID Patient.modifierExtension[0].extension[1].valueString",
+            ]
+        );
+        // R5's DeviceRequest.doNotPerform: a modifier boolean.
+        let dnp = xver("5.0", "DeviceRequest.doNotPerform");
+        let request = |name: &str, value: &str| {
+            format!(
+                r#"{{"resourceType":"DeviceRequest","status":"completed","intent":"order","codeCodeableConcept":{{"text":"x"}},"subject":{{"reference":"Patient/p"}},"{name}":[{{"url":"{dnp}",{value}}}]}}"#
+            )
+        };
+        assert_eq!(findings(&request("modifierExtension", r#""valueBoolean":true"#)), Vec::<String>::new());
+        assert_eq!(
+            findings(&request("extension", r#""valueBoolean":true"#)),
+            ["EXTENSION_MODIFIER_MISMATCH DeviceRequest.extension[0]"]
+        );
+        assert_eq!(
+            findings(&request("modifierExtension", r#""valueString":"true""#)),
+            ["EXTENSION_TYPE_INVALID DeviceRequest.modifierExtension[0].valueString"]
+        );
+        assert_eq!(
+            findings(&request("modifierExtension", r#""extension":[{"url":"x","valueString":"y"}]"#)),
+            [
+                "CARDINALITY_MIN DeviceRequest.modifierExtension[0].value",
+                "CARDINALITY_MAX DeviceRequest.modifierExtension[0].extension[0]"
+            ]
+        );
     }
 
     #[test]

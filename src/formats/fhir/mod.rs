@@ -47,6 +47,7 @@ pub mod validate;
 mod valueset;
 pub mod vital_signs;
 pub mod write;
+mod xver;
 
 pub use codec::{Fhir, NoEnvelope};
 pub use model::{Document, Syntax};

@@ -26,10 +26,11 @@
 //!   Composition profile) and, for every extension whose definition is loaded, that definition:
 //!   its contexts and context invariants (`PROFILE_EXTENSION_CONTEXT`), `modifierExtension`
 //!   exactly when it is a modifier (`EXTENSION_MODIFIER_MISMATCH`), value types, nested parts;
-//!   an extension that is neither loaded nor a core or extensions pack one is
-//!   `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference validator reports it, except a
-//!   warning in HL7's shared namespaces (the tools, cross-version extensions) whose packages
-//!   may not be loaded; in the core's namespace the core's check reports it
+//!   an extension that is neither loaded nor a core, extensions pack or cross-version one is
+//!   `PROFILE_EXTENSION_UNKNOWN`: an error, as the reference validator reports it, unless its
+//!   options allow it (`super::extensions::unknown_allowed`: example domains, DICOM's, the tools
+//!   IG's, `--allow-extension-domain`, `--allow-any-extensions`); in the core's namespace, and
+//!   for a cross-version url with no definition, the core's check reports it
 //!   (`EXTENSION_UNKNOWN`), withdrawn when a loaded package defines it;
 //! - invariants of the profile (those not of the core) through the FHIRPath engine, whose
 //!   `memberOf()` asks the value sets expanded offline (`PROFILE_INVARIANT`,
@@ -121,6 +122,7 @@ fn run(doc: &Document, ctx: &Context, loaded: bool, checks: &Checks, f: &mut Fin
         must_support: ctx.must_support,
         assume_valid_rest_references: checks.assume_valid_rest_references,
         now: checks.now,
+        checks,
         f: std::mem::replace(f, Findings::new(false)),
         nav: &nav,
         compiled: BTreeMap::new(),
@@ -196,6 +198,8 @@ struct Checker<'d> {
     assume_valid_rest_references: bool,
     /// `--now`: what `minValueDuration`/`maxValueDuration` are relative to.
     now: Option<super::now::Now>,
+    /// The options, of which the unknown extensions' (`--allow-extension-domain`...).
+    checks: &'d Checks,
     f: Findings,
     nav: &'d NavCache<'d>,
     compiled: BTreeMap<String, Option<Arc<parse::Expr>>>,
@@ -1383,16 +1387,17 @@ impl<'d> Checker<'d> {
                 continue;
             }
             let Some(url) = doc.named(i, "url").find_map(|u| text(doc, u)) else { continue };
-            if !url.contains(':') || super::extensions::is_known(url.as_bytes()) {
-                // A part of a complex extension, or a core or extensions pack extension
-                // (checked by the core).
+            let decided_by_core = super::extensions::decided_by_core(url.as_bytes());
+            if !url.contains(':') || (decided_by_core && !super::extensions::core_reports_unknown(url.as_bytes())) {
+                // A part of a complex extension, or a core, extensions pack or cross-version
+                // extension (checked by the core).
                 continue;
             }
-            let core_namespace = super::extensions::in_core_namespace(url.as_bytes());
             let snap = self.conf.snapshot(url);
-            if core_namespace {
-                // The core's check reported it unknown (`EXTENSION_UNKNOWN`): a loaded package
-                // that defines it (a newer extensions pack) makes it known.
+            if decided_by_core {
+                // The core's check reported it unknown (`EXTENSION_UNKNOWN`: undefined in the
+                // core's namespace, or no element of the version a cross-version url names): a
+                // loaded package that defines it (a newer extensions pack) makes it known.
                 if snap.is_some() {
                     self.f.retract(Code::EXTENSION_UNKNOWN, Location::Fhir(doc.path(i)));
                 } else {
@@ -1400,13 +1405,11 @@ impl<'d> Checker<'d> {
                 }
             }
             let Some(snap) = snap else {
-                // The tools' and the cross-version extensions' are defined in packages phiward
-                // may not have loaded: a warning.
-                // Anything else (an IG's own namespace, example domains) cannot be checked: an
-                // error, as the reference validator reports.
-                let lenient = hl7_shared_extension(url);
-                let severity = if lenient { Severity::Warning } else { Severity::Error };
-                self.push(Code::PROFILE_EXTENSION_UNKNOWN, severity, Location::Fhir(doc.path(i)), None);
+                // Defined nowhere: an error, as the reference validator reports it, unless its
+                // options allow it (example domains, `--allow-extension-domain`...).
+                if !super::extensions::unknown_allowed(url.as_bytes(), self.checks) {
+                    self.push(Code::PROFILE_EXTENSION_UNKNOWN, Severity::Error, Location::Fhir(doc.path(i)), None);
+                }
                 continue;
             };
             let pid = crate::structure::profile_id(&snap.url);
@@ -1525,14 +1528,6 @@ fn quantity_order(doc: &Document, n: u32, bound: &Value) -> Option<Ordering> {
         _ => return None,
     };
     a.partial_cmp(&b)
-}
-
-/// True for an extension URL in a namespace HL7 publishes outside the R4 core and the IGs: the
-/// extensions pack (`http://hl7.org/fhir/StructureDefinition/`), the tools
-/// (`http://hl7.org/fhir/tools/`) and the cross-version extensions (`http://hl7.org/fhir/5.0/...`).
-fn hl7_shared_extension(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://hl7.org/fhir/") else { return false };
-    rest.starts_with("tools/") || rest.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The slicing assumed when a profile slices without saying how: extensions by url, choices by
@@ -1788,7 +1783,7 @@ mod tests {
         assert!(ok.is_empty(), "{ok:?}");
         let bad = findings(
             &ctx,
-            r#"{"resourceType":"Patient","extension":[{"url":"http://example.org/unknown","valueCode":"x"}],"identifier":[{"type":{"coding":[{"code":"MR"}]}},{"type":{"coding":[{"code":"MR"}]}}],"name":[{"extension":[{"url":"http://example.org/eye","valueString":"blue"}]}]}"#,
+            r#"{"resourceType":"Patient","extension":[{"url":"http://extensions.test/unknown","valueCode":"x"}],"identifier":[{"type":{"coding":[{"code":"MR"}]}},{"type":{"coding":[{"code":"MR"}]}}],"name":[{"extension":[{"url":"http://example.org/eye","valueString":"blue"}]}]}"#,
         );
         let p = "http://example.org/pat";
         let e = "http://example.org/eye";
@@ -2202,30 +2197,43 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_extension_is_an_error_outside_hl7s_shared_namespaces() {
+    fn an_unknown_extension_is_an_error_unless_the_reference_validator_allows_it() {
         let ctx = context(&[], &[]);
-        let with = |url: &str| {
-            findings(&ctx, &format!(r#"{{"resourceType":"Patient","extension":[{{"url":"{url}","valueCode":"x"}}]}}"#))
+        let with_checks = |url: &str, checks: &Checks| -> Vec<String> {
+            let input = format!(r#"{{"resourceType":"Patient","extension":[{{"url":"{url}","valueCode":"x"}}]}}"#);
+            let doc = crate::formats::fhir::read(input.into_bytes(), &Limits::default()).expect("reads");
+            let mut f = Findings::new(false);
+            check_into(&doc, &ctx, Options::default(), checks, &mut f);
+            f.into_list()
+                .iter()
+                .map(|d| format!("{} {} {}", d.code.as_str(), d.severity.as_str(), d.location))
+                .collect()
         };
-        assert_eq!(
-            with("http://hl7.org/fhir/uv/ips/StructureDefinition/not-defined"),
-            ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]
-        );
-        assert_eq!(with("urn:oid:1.2.3.4"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
-        assert_eq!(with("https://fhir.example.org/x"), ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]);
-        // The core and extensions pack namespace: a known definition is the core's check, an
-        // unknown one its EXTENSION_UNKNOWN (see the next test), neither is reported here.
+        let with = |url: &str| with_checks(url, &Checks::default());
+        let unknown = ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0]"];
+        assert_eq!(with("http://hl7.org/fhir/uv/ips/StructureDefinition/not-defined"), unknown);
+        assert_eq!(with("urn:oid:1.2.3.4"), unknown);
+        // A look-alike of HL7's namespace is not it.
+        assert_eq!(with("http://hl7.org/fhirx/StructureDefinition/x"), unknown);
+        // Allowed: example domains (unless --no-example-urls), DICOM's, the tools IG's.
+        let no_examples = Checks { no_example_urls: true, ..Checks::default() };
+        assert_eq!(with("https://fhir.example.org/x"), Vec::<String>::new());
+        assert_eq!(with_checks("https://fhir.example.org/x", &no_examples), unknown);
+        assert_eq!(with("http://www.acme.com/ext"), Vec::<String>::new());
+        assert_eq!(with("http://dicom.nema.org/x"), Vec::<String>::new());
+        assert_eq!(with("http://hl7.org/fhir/tools/StructureDefinition/not-defined"), Vec::<String>::new());
+        // --allow-extension-domain (a prefix of the url) and --allow-any-extensions.
+        let domain = Checks { allowed_extension_domains: vec!["https://fhir.nhs.uk/".to_owned()], ..Checks::default() };
+        assert_eq!(with_checks("https://fhir.nhs.uk/StructureDefinition/x", &domain), Vec::<String>::new());
+        assert_eq!(with_checks("https://fhir.nhs.uk.example.net/x", &domain), unknown);
+        let any = Checks { allow_any_extensions: true, ..Checks::default() };
+        assert_eq!(with_checks("urn:oid:1.2.3.4", &any), Vec::<String>::new());
+        // The core and extensions pack namespace and the cross-version urls: a known definition
+        // is the core's check, an unknown one its EXTENSION_UNKNOWN (see the next test), neither
+        // is reported here.
         assert_eq!(with("http://hl7.org/fhir/StructureDefinition/organization-brand"), Vec::<String>::new());
         assert_eq!(with("http://hl7.org/fhir/StructureDefinition/not-defined"), Vec::<String>::new());
-        assert_eq!(
-            with("http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x"),
-            ["PROFILE_EXTENSION_UNKNOWN warning Patient.extension[0] -"]
-        );
-        // A look-alike of HL7's namespace is not it.
-        assert_eq!(
-            with("http://hl7.org/fhirx/StructureDefinition/x"),
-            ["PROFILE_EXTENSION_UNKNOWN error Patient.extension[0] -"]
-        );
+        assert_eq!(with("http://hl7.org/fhir/5.0/StructureDefinition/extension-Patient.x"), Vec::<String>::new());
     }
 
     #[test]

@@ -171,8 +171,12 @@ pub fn validate_with(
     super::checks::check(doc, checks, structures, &mut f);
     match structures {
         Some(ctx) => super::profile::check_into(doc, ctx, options, checks, &mut f),
-        None if !options.core_only => super::profile::check_implied(doc, &mut f),
-        None => {}
+        None => {
+            super::extensions::report_unknown(doc, checks, &mut f);
+            if !options.core_only {
+                super::profile::check_implied(doc, &mut f);
+            }
+        }
     }
     // The room given at the first finding is not kept when most of it is unused (the findings
     // of a record may wait in the output queue).
