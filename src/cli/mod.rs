@@ -172,6 +172,13 @@ fn dispatch(command: Cmd, log: Option<&Arc<audit::Log>>, record: &mut audit::Rec
                 Ok(s) => s,
                 Err(exit) => return exit,
             };
+            // The process ends with the command: the conformance store (thousands of indexed
+            // definitions, the used ones parsed) is left to the operating system instead of
+            // being freed piece by piece at exit, as compilers do. Here only: the MCP server
+            // and the library drop theirs.
+            if let Some(s) = &structures {
+                std::mem::forget(Arc::clone(s));
+            }
             let loaded =
                 |url: &str| structures.as_ref().is_some_and(|c| c.conformance.structure_definition(url).is_some());
             if fhir.bundle_profiles.iter().any(|b| !loaded(&b.profile)) {

@@ -95,6 +95,56 @@ impl Resource {
     }
 }
 
+impl Resource {
+    /// The top-level member `key` of the resource: from the parsed resource when it is parsed,
+    /// else read from its text without building the rest (a package's ImplementationGuide,
+    /// megabytes listing every resource, is read for its `global` alone). `None` when the text
+    /// is not a JSON object (as [`Resource::value`]) or has no such member.
+    fn member(&self, key: &str) -> Option<Value> {
+        if let Some(parsed) = self.json.get() {
+            return parsed.as_ref()?.get(key).cloned();
+        }
+        let read;
+        let bytes: &[u8] = match &self.raw {
+            Raw::Parsed => return None,
+            Raw::Bytes(b) => b,
+            Raw::File(p) => {
+                read = read_capped(p)?;
+                &read
+            }
+        };
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let found = serde::de::Deserializer::deserialize_map(&mut de, Member(key)).ok()?;
+        // The whole text is one value, as `serde_json::from_slice` requires.
+        de.end().ok()?;
+        found
+    }
+}
+
+/// Reads one member of a JSON object, skipping the others' values without building them (the
+/// last of duplicate keys wins, as in a parsed `Value`).
+struct Member<'k>(&'k str);
+
+impl<'de> serde::de::Visitor<'de> for Member<'_> {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == self.0 {
+                found = Some(map.next_value::<Value>()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
 /// The binding strengths a profile check enforces.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Strength {
@@ -676,10 +726,8 @@ impl Conformance {
         self.globals.get_or_init(|| {
             let mut out = Vec::new();
             for r in self.resources.iter().filter(|r| r.resource_type == "ImplementationGuide") {
-                let Some(globals) = r.value().and_then(|v| v.get("global")).and_then(Value::as_array) else {
-                    continue;
-                };
-                for g in globals {
+                let Some(Value::Array(globals)) = r.member("global") else { continue };
+                for g in &globals {
                     if let (Some(ty), Some(profile)) =
                         (g.get("type").and_then(Value::as_str), g.get("profile").and_then(Value::as_str))
                     {
@@ -1442,6 +1490,35 @@ mod tests {
             c.add_json(r.as_bytes(), SourceId(0)).expect("adds");
         }
         c
+    }
+
+    #[test]
+    fn global_profiles_are_read_without_parsing_the_guide_and_as_a_parsed_guide_gives_them() {
+        let ig = |globals: &str| {
+            format!(
+                r#"{{"resourceType":"ImplementationGuide","url":"http://example.org/ig","version":"1","definition":{{"resource":[{{"reference":{{"reference":"StructureDefinition/x"}}}}]}},{globals}}}"#
+            )
+        };
+        // The last of two `global` members wins, as in a parsed object.
+        let two = ig(r#""global":[{"type":"Patient","profile":"http://example.org/a"}],"x":[1,{"y":"global"}],
+            "global":[{"type":"Observation","profile":"http://example.org/b"},{"type":"Patient"}]"#);
+        let c = store(&[&two]);
+        assert_eq!(c.global_profiles(), [("Observation".to_owned(), "http://example.org/b".to_owned())]);
+        assert!(c.resources[0].json.get().is_none(), "the guide is not parsed");
+        let parsed: Value = serde_json::from_str(&two).expect("test input");
+        assert_eq!(c.resources[0].member("global"), parsed.get("global").cloned());
+        // A text that is not one JSON object gives none, as when parsed.
+        let broken = ig(r#""global":[{"type":"Patient","profile":"http://example.org/a"}]"#) + " {}";
+        let mut c = Conformance::new();
+        c.push(
+            "ImplementationGuide".into(),
+            "u".into(),
+            None,
+            SourceId(0),
+            Raw::Bytes(broken.into_bytes()),
+            OnceLock::new(),
+        );
+        assert!(c.global_profiles().is_empty());
     }
 
     #[test]

@@ -255,6 +255,17 @@ fn resolve_dependencies(loaded: &mut Loaded, cache: Option<&Path>, limits: &Limi
                     }
                 },
             };
+            // A cache folder already loaded (the same substitute for two dependents: IPS and
+            // the extensions pack both name hl7.terminology.r4 6.5.0) is not read again.
+            if let Some(p) =
+                loaded.packages.iter().find(|p| !p.version.is_empty() && p.origin == Origin::Cache(folder.clone()))
+            {
+                if substituted {
+                    let substituted = Some(p.version.clone());
+                    loaded.missing.push(Missing { name, version, needed_by: parent.clone(), substituted });
+                }
+                continue;
+            }
             let mut package = read_folder(&folder, limits).map_err(|code| LoadError {
                 code,
                 argument: None,
@@ -582,19 +593,18 @@ fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
         loose(name, Origin::Folder(dir.to_owned()))
     };
     let is_package = manifest.is_file();
-    let mut names: Vec<(String, PathBuf)> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
     let entries = std::fs::read_dir(&root).map_err(|_| Code::CLI_IG_UNREADABLE)?;
     for entry in entries.flatten() {
-        let path = entry.path();
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        let Ok(name) = entry.file_name().into_string() else { continue };
         // The type from the directory listing (no stat per file), following a symbolic link.
         let is_dir = match entry.file_type() {
             Ok(t) if !t.is_symlink() => t.is_dir(),
-            _ => path.is_dir(),
+            _ => entry.path().is_dir(),
         };
         if is_dir {
             if is_package && (name == "example" || name == "examples") {
-                p.examples = std::fs::read_dir(&path)
+                p.examples = std::fs::read_dir(entry.path())
                     .map(|d| {
                         d.flatten().filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json"))).count()
                     })
@@ -603,26 +613,33 @@ fn read_folder(dir: &Path, limits: &Limits) -> Result<Package, Code> {
             }
             continue;
         }
-        names.push((name, path));
+        names.push(name);
         if names.len() as u64 > u64::from(limits.max_entries) {
             return Err(Code::CLI_IG_INVALID);
         }
     }
-    names.sort();
+    names.sort_unstable();
     // The package's `.index.json` (written by the FHIR package tooling into the cache) gives
     // each file's head without opening the file.
-    let index = if is_package { read_index(&root, limits) } else { BTreeMap::new() };
+    let index_bytes = if is_package { read_capped(&root.join(".index.json"), limits).ok() } else { None };
+    let mut index = index_bytes.as_deref().map(read_index).unwrap_or_default();
     let mut total = 0u64;
-    for (name, path) in names {
+    for name in names {
+        let path = root.join(&name);
         match classify(&name) {
             Class::Resource => {
-                if let Some(h) = index.get(&name) {
+                if let Some(h) = index.remove(name.as_str()) {
                     // Not opened now: its size is checked against `max_resource_bytes` when it
                     // is first read (and only what is read counts).
                     if h.resource_type == "Bundle" {
                         p.skipped += 1;
                     } else {
-                        p.resources.push(Entry { file: name, bytes: Vec::new(), lazy: Some((path, h.clone())) });
+                        let head = Head {
+                            resource_type: h.resource_type.into_owned(),
+                            url: h.url.map(std::borrow::Cow::into_owned),
+                            version: h.version.map(std::borrow::Cow::into_owned),
+                        };
+                        p.resources.push(Entry { file: name, bytes: Vec::new(), lazy: Some((path, head)) });
                     }
                     continue;
                 }
@@ -694,32 +711,37 @@ fn read_capped(path: &Path, limits: &Limits) -> Result<Vec<u8>, Code> {
     std::fs::read(path).map_err(|_| Code::CLI_IG_UNREADABLE)
 }
 
-/// The heads of a package folder's `.index.json` by file name (FHIR package specification:
-/// `{"index-version": n, "files": [{"filename", "resourceType", "url", "version", ...}]}`);
-/// empty when there is none or it does not read (the files are then read for their heads).
-fn read_index(root: &Path, limits: &Limits) -> BTreeMap<String, Head> {
-    let path = root.join(".index.json");
-    let Ok(bytes) = read_capped(&path, limits) else { return BTreeMap::new() };
+/// One file's head in a package's `.index.json`, borrowed from its text.
+#[derive(serde::Deserialize)]
+struct IndexFile<'a> {
+    #[serde(borrow)]
+    filename: std::borrow::Cow<'a, str>,
+    #[serde(rename = "resourceType", borrow)]
+    resource_type: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    url: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    version: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The heads of a package folder's `.index.json` (its bytes) by file name (FHIR package
+/// specification: `{"index-version": n, "files": [{"filename", "resourceType", "url",
+/// "version", ...}]}`); empty when it does not read (the files are then read for their heads).
+/// The last of a file listed twice wins.
+fn read_index(bytes: &[u8]) -> std::collections::HashMap<std::borrow::Cow<'_, str>, IndexFile<'_>> {
     #[derive(serde::Deserialize)]
-    struct Index {
-        files: Vec<File>,
-    }
-    #[derive(serde::Deserialize)]
-    struct File {
-        filename: String,
-        #[serde(rename = "resourceType")]
-        resource_type: String,
-        url: Option<String>,
-        version: Option<String>,
+    struct Index<'a> {
+        #[serde(borrow)]
+        files: Vec<IndexFile<'a>>,
     }
     // serde's error text may quote the file: dropped (the files are read instead).
-    let Ok(index) = serde_json::from_slice::<Index>(&bytes) else { return BTreeMap::new() };
+    let Ok(index) = serde_json::from_slice::<Index>(bytes) else { return Default::default() };
     index
         .files
         .into_iter()
         .filter(|f| !f.resource_type.is_empty() && f.resource_type.bytes().all(|c| c.is_ascii_alphanumeric()))
         .filter(|f| classify(&f.filename) == Class::Resource)
-        .map(|f| (f.filename, Head { resource_type: f.resource_type, url: f.url, version: f.version }))
+        .map(|f| (f.filename.clone(), f))
         .collect()
 }
 
@@ -1014,6 +1036,37 @@ mod tests {
         // NAME#VERSION names a cached package directly.
         let direct = load(&["example.base#2.1.0".to_owned()], Some(&cache), &Limits::default()).expect("test setup");
         assert_eq!(direct.packages[0].id(), "example.base#2.1.0");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_substitute_two_packages_need_is_loaded_once_and_reported_for_each() {
+        let dir = scratch("substitute");
+        let cache = dir.join("packages");
+        for (folder, deps) in [("example.base#2.0.0", r#"{"example.leaf":"0.9.0"}"#), ("example.leaf#1.0.0", "{}")] {
+            let (name, version) = folder.split_once('#').expect("test setup");
+            let root = cache.join(folder).join("package");
+            std::fs::create_dir_all(&root).expect("test setup");
+            std::fs::write(
+                root.join("package.json"),
+                format!(r#"{{"name":"{name}","version":"{version}","dependencies":{deps}}}"#),
+            )
+            .expect("test setup");
+            std::fs::write(root.join("StructureDefinition-a.json"), SD).expect("test setup");
+        }
+        let ig = dir.join("ig");
+        std::fs::create_dir_all(ig.join("package")).expect("test setup");
+        std::fs::write(
+            ig.join("package").join("package.json"),
+            br#"{"name":"example.ig","version":"1.0.0","dependencies":{"example.base":"2.0.0","example.leaf":"0.9.0"}}"#,
+        )
+        .expect("test setup");
+        let loaded = load(&[ig.to_string_lossy().into_owned()], Some(&cache), &Limits::default()).expect("test setup");
+        let ids: Vec<String> = loaded.packages.iter().map(Package::id).collect();
+        assert_eq!(ids, ["example.ig#1.0.0", "example.base#2.0.0", "example.leaf#1.0.0"]);
+        let reported: Vec<(&str, Option<&str>)> =
+            loaded.missing.iter().map(|m| (m.needed_by.as_str(), m.substituted.as_deref())).collect();
+        assert_eq!(reported, [("example.base#2.0.0", Some("1.0.0")), ("example.ig#1.0.0", Some("1.0.0"))]);
         let _ = std::fs::remove_dir_all(dir);
     }
 
