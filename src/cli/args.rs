@@ -859,6 +859,12 @@ pub struct ValidateArgs {
     /// -allow-example-urls false.
     #[arg(long)]
     pub no_example_urls: bool,
+    /// FHIR: HL7's publication rules, as the reference validator's -forPublication: a canonical
+    /// resource under http://hl7.org/fhir/ names its work group (HL7_WORKGROUP_MISSING); a
+    /// ValueSet, CodeSystem or ConceptMap has url, version, title, name, status, experimental and
+    /// description (SHAREABLE_ELEMENT_MISSING).
+    #[arg(long)]
+    pub for_publication: bool,
 }
 
 /// `validate --validate-reference`.
@@ -894,6 +900,7 @@ impl ValidateArgs {
             },
             bundle_profiles,
             no_example_urls: self.no_example_urls,
+            for_publication: self.for_publication,
         })
     }
 }
