@@ -212,6 +212,7 @@ codes! {
     PRIMITIVE_INVALID => Error, "a primitive value does not match the syntax or range of its type";
     CODE_INVALID => Error, "a code is not in the value set of a required binding";
     CODE_NOT_IN_VALUESET => Warning, "a code is not in the value set of an extensible (warning) or preferred (information) binding";
+    CODE_MISSING => Error, "a bound element holds no code: a primitive with no value under a required binding, or a CodeableConcept with no coding (error for a required binding, warning for extensible)";
     REFERENCE_UNRESOLVED => Error, "a reference to a Bundle entry or a contained resource does not resolve";
     REFERENCE_AMBIGUOUS => Error, "a reference inside a Bundle matches several entries (entries that share a fullUrl or a type and id, the reference naming no version that tells them apart)";
     BUNDLE_ENTRY_ID_MISSING => Error, "a resource of a searchset Bundle's entry has no id";
@@ -260,7 +261,7 @@ codes! {
     INVARIANT_UNCHECKED => Information, "an invariant uses FHIRPath that phiward does not evaluate; reported once per key";
     // Codings against the loaded CodeSystems (formats/fhir/codings.rs).
     CODING_SYSTEM_SUPPLEMENT => Error, "a Coding's system is the url of a loaded CodeSystem that is a supplement (it defines no codes of its own)";
-    CODE_UNKNOWN_IN_CODESYSTEM => Error, "a Coding's code is not a concept of its loaded CodeSystem whose content is complete";
+    CODE_UNKNOWN_IN_CODESYSTEM => Error, "a Coding's code is not a concept of its CodeSystem whose content is complete (a loaded one, or one of FHIR R4's own code systems)";
     // MeasureReport against its type and its Measure (formats/fhir/measure.rs).
     MEASUREREPORT_SUBJECTS_UNEXPECTED => Error, "a population of a MeasureReport whose type is not subject-list lists subjects (subjectResults)";
     MEASUREREPORT_SUBJECTS_NOT_LIST => Error, "a MeasureReport population's subjectResults refers to a resource that is not a List";
@@ -309,6 +310,8 @@ codes! {
     STRING_HTML_CONTENT => Error, "a string or markdown value holds text that looks like an HTML tag (reported only with --security-checks)";
     MARKDOWN_HTML => Error, "a markdown value holds raw HTML (reported only with --no-html-in-markdown)";
     URL_EXAMPLE => Error, "a URL names an example domain (example.org, acme.com) that nothing loaded answers to (reported only with --no-example-urls)";
+    HL7_WORKGROUP_MISSING => Error, "a canonical resource HL7 publishes (url under http://hl7.org/fhir/) does not name its owning work group with the structuredefinition-wg extension (reported only with --for-publication)";
+    SHAREABLE_ELEMENT_MISSING => Error, "a ValueSet, CodeSystem or ConceptMap lacks an element a shareable one has: url, version, title, status, experimental, description (error when its url is HL7's, warning otherwise) or name (warning); reported only with --for-publication";
     REFERENCE_TARGET_ABSENT => Error, "a reference names a resource the input does not hold (reported only with --validate-reference check-exists)";
     PROFILE_LENGTH => Error, "a string value is longer than its profile's maxLength or shorter than its minLength";
     PROFILE_VALUE_ABSENT => Error, "a primitive element has no value where its profile requires one (mustHaveValue), or none of the extensions its profile allows in place of the value (valueAlternatives)";
@@ -492,7 +495,7 @@ codes! {
     CONVERT_SEGMENT_UNMAPPED => Warning, "a segment has no mapping here (or nothing to attach to); none of its fields is in the Bundle";
     CONVERT_FIELD_UNMAPPED => Information, "a populated field (or a further repetition) has no mapping; it is not in the Bundle";
     CONVERT_COMPONENT_UNMAPPED => Information, "a populated component has no mapping; it is not in the Bundle";
-    CONVERT_CODE_UNMAPPED => Warning, "a code has no equivalent in the FHIR value set; it is kept (v2 table coding or originalText extension), not coerced";
+    CONVERT_CODE_UNMAPPED => Warning, "a code has no equivalent in the FHIR value set; it is kept (v2 table coding, or the originalText extension beside the closest code of a required status) or its optional element left out, never coerced";
     CONVERT_CODE_SYSTEM_UNKNOWN => Warning, "a coding system name has no known URI and no naming-system entry; the coding has no system";
     CONVERT_IDENTIFIER_SYSTEM_UNKNOWN => Warning, "an assigning authority has no naming-system entry; the identifier has no system (the authority is kept as assigner)";
     CONVERT_TIMEZONE_MISSING => Warning, "a time without offset, and no --default-timezone: reduced to the date (or left out where FHIR needs an instant)";

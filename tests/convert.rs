@@ -298,12 +298,15 @@ fn patient_entry(out: &Value) -> Value {
 }
 
 #[test]
-fn unknown_codes_are_kept_and_reported() {
+fn unknown_codes_are_reported_and_never_coerced() {
     let (_, out) = convert(&[], NO_OFFSET);
     assert!(codes_at(&out[0], "CONVERT_CODE_UNMAPPED").iter().any(|l| l == "PID[1]-8[1]->Patient.gender"));
     let patient = patient_entry(&out[0]);
     assert!(patient["resource"].get("gender").is_none(), "never coerced");
-    assert_eq!(patient["resource"]["_gender"]["extension"][0]["valueString"], "X", "kept");
+    // Not kept as an extension of `_gender`: a required-bound primitive with no value is
+    // invalid (CODE_MISSING), so the optional element is left out.
+    assert!(patient["resource"].get("_gender").is_none(), "no extension-only code");
+    check_bundle(&out[0], "message", "unknown PID-8");
 }
 
 #[test]

@@ -785,3 +785,76 @@ fn cross_version_extensions_are_checked_against_the_other_versions_element() {
         (1, vec!["EXTENSION_MODIFIER_MISMATCH DeviceRequest.extension[0]".to_owned()])
     );
 }
+
+/// The code systems FHIR R4 defines in its own namespace, content complete, are checked in every
+/// Coding whatever the binding (the reference validator's "Unknown code ... in the CodeSystem
+/// 'http://hl7.org/fhir/contract-legalstate' version '4.0.1'"): contract-legalstate is bound
+/// extensible, contract-asset-type example, Contract.term.asset.relationship's Coding only
+/// preferred.
+#[test]
+fn codings_of_core_code_systems_are_checked() {
+    let contract = |legal: &str, asset: &str, version: &str| {
+        format!(
+            "{{\"resourceType\":\"Contract\",\"legalState\":{{\"coding\":[{{\"system\":\"http://hl7.org/fhir/contract-legalstate\",\
+\"code\":\"{legal}\"{version}}}]}},\"term\":[{{\"offer\":{{\"text\":\"t\"}},\"asset\":[{{\"type\":[{{\"coding\":[{{\
+\"system\":\"http://hl7.org/fhir/contract-asset-type\",\"code\":\"{asset}\"}}]}}],\"relationship\":{{\
+\"system\":\"http://hl7.org/fhir/resource-types\",\"code\":\"Account\"}}}}]}}]}}"
+        )
+    };
+    assert_eq!(errors(&contract("amended", "participation", "")), vec![]);
+    let unknown = |at: &str| ("CODE_UNKNOWN_IN_CODESYSTEM".to_owned(), at.to_owned());
+    assert_eq!(
+        errors(&contract("invalid-code-test", "participation", "")),
+        vec![unknown("Contract.legalState.coding[0].code")]
+    );
+    assert_eq!(
+        errors(&contract("amended", "Participation", "")),
+        vec![unknown("Contract.term[0].asset[0].type[0].coding[0].code")],
+        "case sensitive"
+    );
+    // The version R4's code systems have is 4.0.1; a Coding naming another is not judged.
+    assert_eq!(errors(&contract("invalid-code-test", "participation", ",\"version\":\"4.0.1\"")).len(), 1);
+    assert_eq!(errors(&contract("invalid-code-test", "participation", ",\"version\":\"5.0.0\"")), vec![]);
+    // A nested concept is a code (issue-type: `structure` under `invalid`).
+    let issue = |code: &str| {
+        format!(
+            "{{\"resourceType\":\"Basic\",\"code\":{{\"coding\":[{{\"system\":\"http://hl7.org/fhir/issue-type\",\"code\":\"{code}\"}}]}}}}"
+        )
+    };
+    assert_eq!(errors(&issue("structure")), vec![]);
+    assert_eq!(errors(&issue("nonsense")), vec![unknown("Basic.code.coding[0].code")]);
+    // terminology.hl7.org's code systems are not R4's to judge.
+    let v2 = "{\"resourceType\":\"Basic\",\"code\":{\"coding\":[{\"system\":\"http://terminology.hl7.org/CodeSystem/v2-0203\",\"code\":\"nonsense\"}]}}";
+    assert_eq!(errors(v2), vec![]);
+}
+
+/// A required binding needs a code: a primitive with only an extension (a data-absent-reason)
+/// has none, as the reference validator's "No code provided, and a code is required from the
+/// value set"; a cross-version extension carrying the code of another version is only a
+/// warning. A CodeableConcept with text and no coding: an error under a required binding, a
+/// warning under an extensible one.
+#[test]
+fn required_bindings_need_a_code() {
+    let allergy = |category: &str, clinical: &str| {
+        format!(
+            "{{\"resourceType\":\"AllergyIntolerance\",\"clinicalStatus\":{clinical},{category}\"patient\":{{\"reference\":\"Patient/p\"}}}}"
+        )
+    };
+    let coded = "{\"coding\":[{\"system\":\"http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical\",\"code\":\"active\"}]}";
+    assert_eq!(errors(&allergy("\"category\":[\"food\"],", coded)), vec![]);
+    let absent = "\"_category\":[{\"extension\":[{\"url\":\"http://hl7.org/fhir/StructureDefinition/data-absent-reason\",\"valueCode\":\"unknown\"}]}],";
+    let missing = |at: &str| ("CODE_MISSING".to_owned(), at.to_owned());
+    assert_eq!(errors(&allergy(absent, coded)), vec![missing("AllergyIntolerance.category[0]")]);
+    let xver = "\"_category\":[{\"extension\":[{\"url\":\"http://hl7.org/fhir/5.0/StructureDefinition/extension-AllergyIntolerance.category\",\"valueCode\":\"food\"}]}],";
+    assert_eq!(errors(&allergy(xver, coded)), vec![]);
+    assert!(findings_of(allergy(xver, coded).as_bytes()).contains(&(
+        "CODE_MISSING".to_owned(),
+        "warning".to_owned(),
+        "AllergyIntolerance.category[0]".to_owned()
+    )));
+    // clinicalStatus is bound required: text alone is no code.
+    assert_eq!(errors(&allergy("", "{\"text\":\"active\"}")), vec![missing("AllergyIntolerance.clinicalStatus")]);
+    // Condition.code is bound example: text alone is fine; Condition.severity preferred too.
+    let condition = "{\"resourceType\":\"Condition\",\"code\":{\"text\":\"x\"},\"severity\":{\"text\":\"y\"},\"subject\":{\"reference\":\"Patient/p\"}}";
+    assert!(findings_of(condition.as_bytes()).iter().all(|(c, _, _)| c != "CODE_MISSING"));
+}

@@ -58,6 +58,7 @@ fn help_shows_the_options() {
         "--no-example-urls",
         "--allow-extension-domain",
         "--allow-any-extensions",
+        "--for-publication",
     ] {
         assert!(help.contains(flag), "{flag} missing from validate --help");
     }
@@ -313,4 +314,39 @@ fn unknown_extensions_are_errors_unless_an_option_allows_them() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("PROFILE_EXTENSION_UNKNOWN"), "{out}");
     assert!(!out.contains("MARKERSECRET"));
+}
+
+/// `--for-publication`: a canonical resource HL7 publishes names its work group, and a
+/// shareable ValueSet, CodeSystem or ConceptMap has its identifying elements.
+#[test]
+fn for_publication_applies_hl7_publication_rules() {
+    let cs = |extension: &str, url: &str| {
+        format!(
+            "{{\"resourceType\":\"CodeSystem\",{extension}\"url\":\"{url}\",\"version\":\"1.0.0\",\"name\":\"N\",\"title\":\"T\",\
+\"status\":\"draft\",\"experimental\":false,\"description\":\"d\",\"content\":\"complete\",\"concept\":[{{\"code\":\"a\"}}]}}"
+        )
+    };
+    let wg = "\"extension\":[{\"url\":\"http://hl7.org/fhir/StructureDefinition/structuredefinition-wg\",\"valueCode\":\"fhir\"}],";
+    let hl7 = "http://hl7.org/fhir/narrative-status-test";
+    assert_eq!(validate(&[], &cs("", hl7)), (0, vec![]), "not without the option");
+    assert_eq!(validate(&["--for-publication"], &cs("", hl7)), (1, vec![error("HL7_WORKGROUP_MISSING", "CodeSystem")]));
+    assert_eq!(validate(&["--for-publication"], &cs(wg, hl7)), (0, vec![]));
+    // Not HL7's: no work group asked for.
+    assert_eq!(validate(&["--for-publication"], &cs("", "https://records.hospital.test/cs")), (0, vec![]));
+    // A shareable code system HL7 publishes lacks no identifying element.
+    let bare = format!(
+        "{{\"resourceType\":\"CodeSystem\",{wg}\"url\":\"{hl7}\",\"status\":\"draft\",\"content\":\"complete\"}}"
+    );
+    assert_eq!(
+        validate(&["--for-publication"], &bare),
+        (
+            1,
+            ["version", "title", "experimental", "description"]
+                .iter()
+                .map(|e| error("SHAREABLE_ELEMENT_MISSING", &format!("CodeSystem.{e}")))
+                .collect()
+        )
+    );
+    let local = "{\"resourceType\":\"CodeSystem\",\"url\":\"https://records.hospital.test/cs\",\"status\":\"draft\",\"content\":\"complete\"}";
+    assert_eq!(validate(&["--for-publication"], local), (0, vec![]), "warnings only when not HL7's");
 }

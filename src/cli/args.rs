@@ -874,6 +874,12 @@ pub struct ValidateArgs {
     /// as the reference validator's -allow-any-extensions.
     #[arg(long)]
     pub allow_any_extensions: bool,
+    /// FHIR: HL7's publication rules, as the reference validator's -forPublication: a canonical
+    /// resource under http://hl7.org/fhir/ names its work group (HL7_WORKGROUP_MISSING); a
+    /// ValueSet, CodeSystem or ConceptMap has url, version, title, name, status, experimental and
+    /// description (SHAREABLE_ELEMENT_MISSING).
+    #[arg(long)]
+    pub for_publication: bool,
 }
 
 /// `validate --validate-reference`.
@@ -920,6 +926,7 @@ impl ValidateArgs {
             },
             allowed_extension_domains: self.allow_extension_domains.clone(),
             allow_any_extensions: self.allow_any_extensions,
+            for_publication: self.for_publication,
         })
     }
 }

@@ -458,11 +458,11 @@ fn service_request(
     Some(i)
 }
 
-/// A priority code (OBR-5, TQ1-9; tables 0027 and 0485) as a ServiceRequest's `priority`, or
-/// kept in `_priority` and reported.
+/// A priority code (OBR-5, TQ1-9; tables 0027 and 0485) as a ServiceRequest's `priority`; an
+/// unknown one is reported and leaves `priority` out (a later TQ1-9 may then give it).
 fn request_priority(ctx: &mut Ctx<'_>, rep: Rep<'_>, sr: &mut Obj) {
     let code = ctx.r.code_text(rep.c(1));
-    ctx.mapped_code(sr, "priority", "_priority", code, rep.pos, "ServiceRequest.priority", vocab::request_priority);
+    ctx.mapped_code(sr, "priority", code, rep.pos, "ServiceRequest.priority", vocab::request_priority);
 }
 
 /// TQ1 to the timing of a ServiceRequest (the IG's TQ1[ServiceRequest]): TQ1-7 and TQ1-8
@@ -489,7 +489,7 @@ fn order_timing(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>, entry: usize) {
         }
     }
     if let Some(rep) = ctx.r.first(seg, 9) {
-        if !ctx.entry_mut(entry).has("priority") && !ctx.entry_mut(entry).has("_priority") {
+        if !ctx.entry_mut(entry).has("priority") {
             let mut sr = std::mem::take(ctx.entry_mut(entry));
             request_priority(ctx, rep, &mut sr);
             *ctx.entry_mut(entry) = sr;
@@ -1535,15 +1535,7 @@ fn document(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     d.set("status", V::code("current"));
     if let Some(rep) = ctx.r.first(seg, 17) {
         let code = ctx.r.text(rep.c(1));
-        ctx.mapped_code(
-            &mut d,
-            "docStatus",
-            "_docStatus",
-            code,
-            rep.pos,
-            "DocumentReference.docStatus",
-            vocab::doc_status,
-        );
+        ctx.mapped_code(&mut d, "docStatus", code, rep.pos, "DocumentReference.docStatus", vocab::doc_status);
     }
     if let Some(rep) = ctx.r.first(seg, 2) {
         let cc = ctx.codeable(rep, Some("0270"), "DocumentReference.type");

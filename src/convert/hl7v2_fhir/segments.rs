@@ -74,14 +74,14 @@ fn extension_part(name: &'static str, key: &'static str, v: V) -> Option<Obj> {
 }
 
 impl Ctx<'_> {
-    /// Maps a code through `map` into `key` of `res`; an unknown code is kept in the
-    /// `originalText` extension of `_key` and reported.
-    #[allow(clippy::too_many_arguments)]
+    /// Maps a code through `map` into `key` of `res` (an optional element with a required
+    /// binding); an unknown code is reported and the element left out: a primitive with only an
+    /// extension (the code in `originalText`) has no code, which a required binding forbids
+    /// (the reference validator's "No code provided, and a code is required").
     pub fn mapped_code(
         &mut self,
         res: &mut Obj,
         key: &'static str,
-        under: &'static str,
         code: Option<String>,
         pos: crate::diag::Hl7Position,
         path: &'static str,
@@ -95,7 +95,8 @@ impl Ctx<'_> {
             }
             None => {
                 self.note(Code::CONVERT_CODE_UNMAPPED, pos, path);
-                res.obj(under, original(code));
+                let mut code = code;
+                crate::phi::wipe_string(&mut code);
                 false
             }
         }
@@ -660,7 +661,7 @@ pub fn pid(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
     }
     if let Some(rep) = ctx.r.first(seg, 8) {
         let code = ctx.r.text(rep.c(1));
-        ctx.mapped_code(&mut p, "gender", "_gender", code, rep.pos, "Patient.gender", vocab::gender);
+        ctx.mapped_code(&mut p, "gender", code, rep.pos, "Patient.gender", vocab::gender);
     }
     if let Some(rep) = ctx.r.first(seg, 7) {
         if let Some(text) = ctx.r.text(rep.c(1)) {
@@ -864,7 +865,7 @@ pub fn nk1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) {
     }
     if let Some(rep) = ctx.r.first(seg, 15) {
         let code = ctx.r.text(rep.c(1));
-        ctx.mapped_code(&mut rp, "gender", "_gender", code, rep.pos, "RelatedPerson.gender", vocab::gender);
+        ctx.mapped_code(&mut rp, "gender", code, rep.pos, "RelatedPerson.gender", vocab::gender);
     }
     if let Some(rep) = ctx.r.first(seg, 16) {
         let d = ctx.date(rep, 1, "RelatedPerson.birthDate");
@@ -1103,7 +1104,6 @@ pub fn al1(ctx: &mut Ctx<'_>, seg: SegmentRef<'_>) -> Option<usize> {
         ctx.mapped_code(
             &mut a,
             "criticality",
-            "_criticality",
             code,
             rep.pos,
             "AllergyIntolerance.criticality",

@@ -40,14 +40,25 @@
 //!   (`-allow-any-extensions`): an extension whose definition phiward does not have is not
 //!   reported when its url starts with one of the domains, or at all
 //!   ([`super::extensions::unknown_allowed`]; docs/fhir-profiles.md, "Unknown extensions").
-//!   These two relax a check that is on by default.
+//!   These two relax a check that is on by default;
+//! - `--for-publication` (the reference's `-forPublication`, the suite's `"for-publication"`):
+//!   what HL7 requires of a resource it publishes. A canonical resource (R4's definitional
+//!   resources: CodeSystem, StructureDefinition, ValueSet, ...) whose `url` is under
+//!   `http://hl7.org/fhir/` (not a `.../sid/` naming system) must name its owning work group with
+//!   the `structuredefinition-wg` extension (`HL7_WORKGROUP_MISSING`, an error: "When HL7 is
+//!   publishing a resource, the owning committee must be stated"); a ValueSet, CodeSystem or
+//!   ConceptMap that is not contained must have the elements of a shareable one
+//!   (`SHAREABLE_ELEMENT_MISSING` at the missing element: `url`, `version`, `title`, `status`,
+//!   `experimental` and `description` are errors when its `url` is HL7's (holds `hl7`),
+//!   warnings otherwise; `name` a warning). The reference's mode also warns about references to
+//!   draft or experimental content, which phiward does not report.
 //!
 //! What it does not do: fetch anything. An absolute `http(s)` reference that is no entry's
 //! `fullUrl` points to another server, which phiward does not ask (no network at run time): it is
 //! not reported by `check-exists`. The reference validator's `check-valid` (the target validated
 //! against its target profile wherever it is) is not offered.
 
-use crate::diag::{Code, Location};
+use crate::diag::{Code, Location, Severity};
 
 use super::definitions as defs;
 use super::model::{Document, NONE};
@@ -79,6 +90,8 @@ pub struct Checks {
     pub allowed_extension_domains: Vec<String>,
     /// `--allow-any-extensions`: no unknown extension is reported.
     pub allow_any_extensions: bool,
+    /// `--for-publication`: what HL7 requires of the resources it publishes.
+    pub for_publication: bool,
 }
 
 impl Checks {
@@ -90,7 +103,8 @@ impl Checks {
     /// The checks the CLI's options name, spelled without their `--` (the MCP argument
     /// `fhir_checks`): `security-checks`, `no-html-in-markdown`, `allow-comments`,
     /// `assume-valid-rest-references`, `validate-reference=POLICY`, `bundle-profile=RULE=URL`,
-    /// `no-example-urls`, `now=DATETIME`, `allow-extension-domain=URL`, `allow-any-extensions`.
+    /// `no-example-urls`, `now=DATETIME`, `allow-extension-domain=URL`, `allow-any-extensions`,
+    /// `for-publication`.
     /// `None` when one is unknown or malformed.
     pub fn from_args<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<Checks> {
         let mut c = Checks::default();
@@ -105,6 +119,7 @@ impl Checks {
                 Some(("allow-extension-domain", domain)) if !domain.is_empty() => {
                     c.allowed_extension_domains.push(domain.to_owned())
                 }
+                None if item == "for-publication" => c.for_publication = true,
                 Some(("validate-reference", policy)) => c.references = ReferencePolicy::from_name(policy)?,
                 Some(("bundle-profile", rule)) => c.bundle_profiles.push(BundleProfile::parse(rule)?),
                 Some(("now", instant)) => c.now = Some(super::now::Now::parse(instant)?),
@@ -124,6 +139,7 @@ impl Checks {
             ("assume-valid-rest-references", self.assume_valid_rest_references),
             ("no-example-urls", self.no_example_urls),
             ("allow-any-extensions", self.allow_any_extensions),
+            ("for-publication", self.for_publication),
         ] {
             if on {
                 out.push(name.to_owned());
@@ -298,6 +314,97 @@ pub(super) fn check(doc: &Document, checks: &Checks, structures: Option<&crate::
     if checks.no_example_urls {
         example_urls(doc, structures, f);
     }
+    if checks.for_publication {
+        for_publication(doc, f);
+    }
+}
+
+/// The canonical resources of R4 (the reference validator's list for 4.0): the resources whose
+/// `url` is their canonical identity.
+const CANONICAL_RESOURCES: [&str; 29] = [
+    "ActivityDefinition",
+    "CapabilityStatement",
+    "ChargeItemDefinition",
+    "CodeSystem",
+    "CompartmentDefinition",
+    "ConceptMap",
+    "EffectEvidenceSynthesis",
+    "EventDefinition",
+    "Evidence",
+    "EvidenceVariable",
+    "ExampleScenario",
+    "GraphDefinition",
+    "ImplementationGuide",
+    "Library",
+    "Measure",
+    "MessageDefinition",
+    "NamingSystem",
+    "OperationDefinition",
+    "PlanDefinition",
+    "Questionnaire",
+    "ResearchDefinition",
+    "ResearchElementDefinition",
+    "RiskEvidenceSynthesis",
+    "SearchParameter",
+    "StructureDefinition",
+    "StructureMap",
+    "TerminologyCapabilities",
+    "TestScript",
+    "ValueSet",
+];
+
+/// The extension naming the HL7 work group that owns a resource.
+const EXT_WORKGROUP: &[u8] = b"http://hl7.org/fhir/StructureDefinition/structuredefinition-wg";
+
+/// What a shareable ValueSet, CodeSystem or ConceptMap has (the reference validator's
+/// `checkShareable...`): the element, and whether it is an error (HL7's own) or only a warning.
+const SHAREABLE: [(&str, bool); 7] = [
+    ("url", true),
+    ("version", true),
+    ("title", true),
+    ("name", false),
+    ("status", true),
+    ("experimental", true),
+    ("description", true),
+];
+
+/// `--for-publication`: each resource of the document, as HL7's publication rules judge it.
+fn for_publication(doc: &Document, f: &mut Findings) {
+    for i in 0..doc.nodes().len() as u32 {
+        let node = doc.node(i);
+        if !node.is_resource() || node.is_unknown() {
+            continue;
+        }
+        let ty = type_name(doc, i);
+        if !CANONICAL_RESOURCES.contains(&ty) {
+            continue;
+        }
+        let url = doc.named(i, "url").find(|&u| doc.node(u).has_value()).map(|u| value(doc, u));
+        let hl7_org = url.is_some_and(|u| u.starts_with(b"http://hl7.org/fhir/"));
+        let sid = url.is_some_and(|u| memchr::memmem::find(u, b"http://hl7.org/fhir/sid").is_some());
+        if hl7_org && !sid && !has_extension(doc, i, EXT_WORKGROUP) {
+            f.push(Code::HL7_WORKGROUP_MISSING, Location::Fhir(doc.path(i)));
+        }
+        let contained = node.parent != NONE && node.name == "contained";
+        if contained || !matches!(ty, "ValueSet" | "CodeSystem" | "ConceptMap") {
+            continue;
+        }
+        let hl7 = url.is_some_and(|u| memchr::memmem::find(u, b"hl7").is_some());
+        let Some(root) = node.ty.map(|t| defs::ElemRef { ty: t, idx: 0 }) else { continue };
+        for (name, required) in SHAREABLE {
+            if doc.named(i, name).next().is_some() {
+                continue;
+            }
+            let Some((elem, _)) = defs::child(root, name.as_bytes()) else { continue };
+            let severity = if hl7 && required { Severity::Error } else { Severity::Warning };
+            f.push_with(Code::SHAREABLE_ELEMENT_MISSING, severity, Location::Fhir(doc.path_of_missing(i, elem)));
+        }
+    }
+}
+
+/// True when node `i` has an extension with `url`.
+fn has_extension(doc: &Document, i: u32, url: &[u8]) -> bool {
+    doc.named(i, "extension").any(|e| doc.named(e, "url").any(|u| doc.node(u).has_value() && value(doc, u) == url))
 }
 
 /// The domains the reference validator takes for examples (its `example.org`/`acme.com` test,
@@ -516,6 +623,7 @@ mod tests {
             now: super::super::now::Now::parse("2026-01-31T12:00:00.25+01:00"),
             allowed_extension_domains: vec!["https://fhir.nhs.uk/StructureDefinition".to_owned()],
             allow_any_extensions: true,
+            for_publication: true,
         };
         assert!(all.now.is_some());
         let args = all.to_args();

@@ -9,11 +9,18 @@
 //!   `complete` ("all the concepts defined by the code system are included"), a `code` that is
 //!   none of its concepts (nested ones included; compared without case when the code system
 //!   says `caseSensitive` false) is `CODE_UNKNOWN_IN_CODESYSTEM` (on `code`). A Coding whose
-//!   `version` differs from the loaded code system's is not checked.
+//!   `version` differs from the loaded code system's is not checked;
+//! - the same for the code systems FHIR R4 defines in its own namespace (`http://hl7.org/fhir/`,
+//!   version-locked to 4.0.1) whose content is complete, bundled ([`defs::core_code_system`]),
+//!   when the validation did not load a code system of that url: the reference validator checks
+//!   every Coding of a code system it holds complete, whatever the strength of the element's
+//!   binding (extensible, preferred, example or none), so an unknown code of
+//!   `contract-legalstate` or `resource-types` is an error there too.
 //!
-//! What it does not do: code systems that are not loaded (the core's are bound through value
-//! sets; LOINC, SNOMED CT are a terminology server's work), code systems in the document itself,
-//! displays, or `fragment`, `example` and `not-present` content.
+//! What it does not do: code systems that are neither loaded nor core (LOINC, SNOMED CT are a
+//! terminology server's work; the v2 and v3 code systems of terminology.hl7.org have moved on
+//! since R4), code systems in the document itself, displays, or `fragment`, `example` and
+//! `not-present` content.
 
 use crate::diag::{Code, Location};
 
@@ -36,12 +43,14 @@ enum System {
         case_sensitive: bool,
         version: Option<String>,
     },
+    /// Not loaded, and a core code system of FHIR R4 (content complete, version 4.0.1).
+    Core(&'static defs::CoreCodeSystem),
 }
 
 impl System {
-    fn of(value: Option<&serde_json::Value>) -> System {
+    fn of(system: &[u8], value: Option<&serde_json::Value>) -> System {
         let Some(v) = value.filter(|v| v.get("resourceType").and_then(|t| t.as_str()) == Some("CodeSystem")) else {
-            return System::Unchecked;
+            return defs::core_code_system(system).map_or(System::Unchecked, System::Core);
         };
         // A code system that `supplements` another is a supplement, whatever its `content`
         // says (a content other than `supplement` is its own error there).
@@ -93,7 +102,7 @@ pub(super) fn check(doc: &Document, resolve: Resolve<'_>, f: &mut Findings) {
             Some(k) => k,
             None => {
                 let resolved = std::str::from_utf8(system).ok().and_then(resolve);
-                systems.push((system, System::of(resolved)));
+                systems.push((system, System::of(system, resolved)));
                 systems.len() - 1
             }
         };
@@ -115,6 +124,17 @@ pub(super) fn check(doc: &Document, resolve: Resolve<'_>, f: &mut Findings) {
                     codes.binary_search_by(|c| c.as_slice().cmp(lower.as_slice())).is_ok()
                 };
                 if !known {
+                    f.push(Code::CODE_UNKNOWN_IN_CODESYSTEM, Location::Fhir(doc.path(code_node)));
+                }
+            }
+            System::Core(cs) => {
+                let coding_version = questionnaire::child_text(doc, i, "version");
+                if coding_version.is_some_and(|cv| cv != defs::CORE_CODE_SYSTEM_VERSION.as_bytes()) {
+                    continue;
+                }
+                let Some(code_node) = doc.named(i, "code").find(|&c| doc.node(c).has_value()) else { continue };
+                let Some(code) = questionnaire::child_text(doc, i, "code") else { continue };
+                if !cs.contains(code) {
                     f.push(Code::CODE_UNKNOWN_IN_CODESYSTEM, Location::Fhir(doc.path(code_node)));
                 }
             }

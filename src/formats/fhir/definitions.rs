@@ -16,6 +16,10 @@
 //!
 //! `valuesets.txt`: `V  index  url  count|?` then `S  system  code  code ...` lines.
 //!
+//! `codesystems.txt`: `url  s|i  code  code ...`, one line per core code system of the FHIR
+//! namespace whose content is complete (4.0.1), sorted by url, its codes sorted (`i`: not case
+//! sensitive, the codes lowercased).
+//!
 //! The index of types (a few hundred lines) is built on first use; a type's elements are
 //! decoded the first time the type is needed, a value set the first time it is checked. Every
 //! name handed out is a `&'static str` slice of the embedded tables: a schema name, never input.
@@ -29,6 +33,7 @@ use crate::diag::FhirName;
 
 static STRUCTURES: &str = include_str!("definitions/structures.txt");
 static VALUESETS: &str = include_str!("definitions/valuesets.txt");
+static CODESYSTEMS: &str = include_str!("definitions/codesystems.txt");
 
 /// R4's vital signs profiles (snapshots without documentation) and the value sets they bind that
 /// [`VALUESETS`] does not expand: a JSON array of resources (see `tools/gen_fhir_tables.py`).
@@ -634,9 +639,82 @@ pub fn value_set_counts() -> (usize, usize) {
     (idx.entries.len(), idx.entries.iter().filter(|e| e.body.is_some()).count())
 }
 
+// ---- core code systems -----------------------------------------------------------------------
+
+/// The version of the core code systems of [`core_code_system`]: FHIR's own code systems are
+/// version-locked to the specification's version.
+pub const CORE_CODE_SYSTEM_VERSION: &str = "4.0.1";
+
+/// A code system the FHIR specification defines in its own namespace (`http://hl7.org/fhir/`),
+/// content `complete`: every code of its concepts (nested ones included).
+#[derive(Debug)]
+pub struct CoreCodeSystem {
+    /// The canonical URL.
+    pub url: &'static str,
+    /// `caseSensitive` (when false, the codes are held lowercased).
+    pub case_sensitive: bool,
+    /// The codes, sorted.
+    codes: Vec<&'static str>,
+}
+
+impl CoreCodeSystem {
+    /// True when `code` is a concept of the code system (compared without ASCII case when the
+    /// code system is not case sensitive).
+    pub fn contains(&self, code: &[u8]) -> bool {
+        if self.case_sensitive {
+            self.codes.binary_search_by(|c| c.as_bytes().cmp(code)).is_ok()
+        } else {
+            let lower = zeroize::Zeroizing::new(code.to_ascii_lowercase());
+            self.codes.binary_search_by(|c| c.as_bytes().cmp(lower.as_slice())).is_ok()
+        }
+    }
+}
+
+fn core_code_systems() -> &'static [CoreCodeSystem] {
+    static ALL: OnceLock<Vec<CoreCodeSystem>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<CoreCodeSystem> = CODESYSTEMS
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|line| {
+                let mut f = split_byte(line, b'\t');
+                let url = f.next().unwrap_or("");
+                let case_sensitive = f.next() != Some("i");
+                let mut codes: Vec<&'static str> = f.collect();
+                codes.sort_unstable();
+                CoreCodeSystem { url, case_sensitive, codes }
+            })
+            .collect();
+        all.sort_unstable_by(|a, b| a.url.cmp(b.url));
+        all
+    })
+}
+
+/// The core code system with canonical `url` (see [`CoreCodeSystem`]).
+pub fn core_code_system(url: &[u8]) -> Option<&'static CoreCodeSystem> {
+    let all = core_code_systems();
+    all.binary_search_by(|c| c.url.as_bytes().cmp(url)).ok().map(|i| &all[i])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn core_code_systems_decode() {
+        let legal = core_code_system(b"http://hl7.org/fhir/contract-legalstate").expect("contract-legalstate");
+        assert!(legal.case_sensitive);
+        assert!(legal.contains(b"amended"));
+        assert!(!legal.contains(b"Amended"));
+        assert!(!legal.contains(b"invalid-code-test"));
+        // Nested concepts are codes too (issue-type: `structure` under `invalid`).
+        let issues = core_code_system(b"http://hl7.org/fhir/issue-type").expect("issue-type");
+        assert!(issues.contains(b"invalid") && issues.contains(b"structure"));
+        // Not in the FHIR namespace, or not complete: not carried.
+        assert!(core_code_system(b"http://terminology.hl7.org/CodeSystem/v2-0203").is_none());
+        assert!(core_code_system(b"http://hl7.org/fhir/CodeSystem/example").is_none());
+        assert!(core_code_systems().len() > 200);
+    }
 
     #[test]
     fn every_type_decodes() {

@@ -316,9 +316,12 @@ fn primitive_check(doc: &Document, i: u32, ty: defs::TypeId, f: &mut Findings) {
 }
 
 fn binding(doc: &Document, i: u32, strength: Strength, vs: u16, f: &mut Findings) {
-    let Some(set) = defs::value_set(vs) else { return };
     let node = doc.node(i);
     let Some(ty) = node.ty else { return };
+    if no_code(doc, i, ty, strength, f) {
+        return;
+    }
+    let Some(set) = defs::value_set(vs) else { return };
     let in_set = match defs::type_name(ty) {
         "code" | "string" | "uri" => {
             if !node.has_value() {
@@ -362,6 +365,60 @@ fn binding(doc: &Document, i: u32, strength: Strength, vs: u16, f: &mut Findings
         Strength::Extensible => f.push_with(Code::CODE_NOT_IN_VALUESET, Severity::Warning, location),
         Strength::Preferred => f.push_with(Code::CODE_NOT_IN_VALUESET, Severity::Information, location),
     }
+}
+
+/// A bound element that holds no code, as the reference validator judges it whatever the value
+/// set (`CODE_MISSING`): a primitive with no value (or a blank one: extensions only, such as a
+/// `data-absent-reason`) under a `required` binding is an error (R4 gives no exception, and a
+/// required binding leaves no room for another code), a warning when a cross-version extension
+/// (`http://hl7.org/fhir/<version>/StructureDefinition/extension-...`) carries the code of
+/// another FHIR version instead; a
+/// CodeableConcept with no `coding` (text or extensions only) is an error under a `required`
+/// binding and a warning under an `extensible` one ("a code should be provided"). A Coding
+/// without a code, and a `preferred` binding, are not reported. True when the element holds no
+/// code (nothing else of the binding to check).
+fn no_code(doc: &Document, i: u32, ty: defs::TypeId, strength: Strength, f: &mut Findings) -> bool {
+    let node = doc.node(i);
+    if defs::kind(ty) == defs::Kind::Primitive {
+        if node.has_value() && !doc.value_span(i).classify(|v| v.iter().all(u8::is_ascii_whitespace)) {
+            return false;
+        }
+        if strength == Strength::Required {
+            let severity = if has_cross_version_extension(doc, i) { Severity::Warning } else { Severity::Error };
+            f.push_with(Code::CODE_MISSING, severity, Location::Fhir(doc.path(i)));
+        }
+        return true;
+    }
+    if defs::type_name(ty) != "CodeableConcept" || doc.named(i, "coding").next().is_some() {
+        return false;
+    }
+    let location = Location::Fhir(doc.path(i));
+    match strength {
+        Strength::Required => f.push(Code::CODE_MISSING, location),
+        Strength::Extensible => f.push_with(Code::CODE_MISSING, Severity::Warning, location),
+        Strength::Preferred => {}
+    }
+    true
+}
+
+/// True when node `i` has an extension whose url is a cross-version extension's
+/// (`http://hl7.org/fhir/<version>/StructureDefinition/extension-<path>`, the version digits and
+/// dots).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a parser or validator: it reads bytes to build structure or check syntax; what it returns is value-free"
+)]
+fn has_cross_version_extension(doc: &Document, i: u32) -> bool {
+    doc.named(i, "extension").any(|e| {
+        let Some(url) = doc.named(e, "url").find(|&u| doc.node(u).has_value()) else { return false };
+        let Some(rest) = doc.value(url).strip_prefix(b"http://hl7.org/fhir/".as_slice()) else { return false };
+        let Some(slash) = rest.iter().position(|&b| b == b'/') else { return false };
+        let (version, tail) = rest.split_at(slash);
+        !version.is_empty()
+            && version.contains(&b'.')
+            && version.iter().all(|&b| b.is_ascii_digit() || b == b'.')
+            && tail.starts_with(b"/StructureDefinition/extension-")
+    })
 }
 
 /// Whether a Coding-like node (`system` + `code` children) is in the set; `None` without a code.
