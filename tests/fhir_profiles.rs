@@ -238,32 +238,42 @@ fn basic_coded(code: &str) -> String {
     )
 }
 
-#[test]
-fn member_of_in_a_profile_invariant_asks_the_loaded_value_set() {
-    let profile = MEMBER_OF_PROFILE.replace("VALUESET", "http://example.org/fhir/ValueSet/low-criticality");
-    let dir = scratch(
-        "member-of",
+/// A scratch folder with the value set `MEMBER_OF_VS`, `profile`, and a Basic coded `low`
+/// (`in.json`, in the value set) and `high` (`out.json`, not in it).
+fn basic_coded_case(name: &str, profile: &str) -> std::path::PathBuf {
+    scratch(
+        name,
         &[
             ("vs.json", MEMBER_OF_VS),
-            ("profile.json", &profile),
+            ("profile.json", profile),
             ("in.json", &basic_coded("low")),
             ("out.json", &basic_coded("high")),
         ],
-    );
+    )
+}
+
+/// `validate --json` of `file` of a [`basic_coded_case`] folder against `profile_url`, with the
+/// folder's value set and profile loaded.
+fn validate_basic(dir: &std::path::Path, profile_url: &str, file: &str) -> std::process::Output {
     let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
-    let validate = |f: &str| {
-        run(&[
-            "validate",
-            "--json",
-            "--ig",
-            &path("vs.json"),
-            "--ig",
-            &path("profile.json"),
-            "--profile",
-            "http://example.org/fhir/StructureDefinition/basic-member-of",
-            &path(f),
-        ])
-    };
+    run(&[
+        "validate",
+        "--json",
+        "--ig",
+        &path("vs.json"),
+        "--ig",
+        &path("profile.json"),
+        "--profile",
+        profile_url,
+        &path(file),
+    ])
+}
+
+#[test]
+fn member_of_in_a_profile_invariant_asks_the_loaded_value_set() {
+    let profile = MEMBER_OF_PROFILE.replace("VALUESET", "http://example.org/fhir/ValueSet/low-criticality");
+    let dir = basic_coded_case("member-of", &profile);
+    let validate = |f: &str| validate_basic(&dir, "http://example.org/fhir/StructureDefinition/basic-member-of", f);
     // One of the codings is in the value set: a member.
     let inside = validate("in.json");
     assert_eq!(code(&inside), 0, "{}", String::from_utf8_lossy(&inside.stdout));
@@ -405,29 +415,9 @@ fn additional_bindings_are_checked_by_purpose() {
     ];
     for (k, (url, parts, severity)) in cases.iter().enumerate() {
         let profile = additional_binding_profile(url, parts);
-        let dir = scratch(
-            &format!("additional-{k}"),
-            &[
-                ("vs.json", MEMBER_OF_VS),
-                ("profile.json", &profile),
-                ("in.json", &basic_coded("low")),
-                ("out.json", &basic_coded("high")),
-            ],
-        );
-        let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
-        let validate = |f: &str| {
-            run(&[
-                "validate",
-                "--json",
-                "--ig",
-                &path("vs.json"),
-                "--ig",
-                &path("profile.json"),
-                "--profile",
-                "http://example.org/fhir/StructureDefinition/basic-additional",
-                &path(f),
-            ])
-        };
+        let dir = basic_coded_case(&format!("additional-{k}"), &profile);
+        let validate =
+            |f: &str| validate_basic(&dir, "http://example.org/fhir/StructureDefinition/basic-additional", f);
         let of = |o: &std::process::Output| -> Vec<(String, String, String)> {
             findings(&o.stdout)
                 .into_iter()

@@ -286,8 +286,9 @@ pub fn cap_age(value: &[u8], over: &[u8]) -> Option<Vec<u8>> {
     Some(if n > 89 { over.to_vec() } else { value.to_vec() })
 }
 
-/// Days from 1970-01-01 to a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+/// Days from 1970-01-01 to a civil date (proleptic Gregorian; H. Hinnant's `days_from_civil`).
+/// Also the calendar of FHIR's `--now` bounds (`formats::fhir::now`).
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -297,7 +298,8 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// The civil date of a day number from 1970-01-01 (the inverse of [`days_from_civil`]).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

@@ -993,6 +993,32 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// A package `NAME#VERSION` in the cache folder `cache`, with `deps` (a JSON object) as its
+    /// dependencies and one StructureDefinition.
+    fn cached_package(cache: &Path, folder: &str, version: &str, deps: &str) {
+        let name = folder.split('#').next().expect("test setup");
+        let root = cache.join(folder).join("package");
+        std::fs::create_dir_all(&root).expect("test setup");
+        std::fs::write(
+            root.join("package.json"),
+            format!(r#"{{"name":"{name}","version":"{version}","dependencies":{deps}}}"#),
+        )
+        .expect("test setup");
+        std::fs::write(root.join("StructureDefinition-a.json"), SD).expect("test setup");
+    }
+
+    /// The unpacked package `example.ig#1.0.0` under `dir/ig`, with `deps` as its dependencies.
+    fn ig_package(dir: &Path, deps: &str) -> std::path::PathBuf {
+        let ig = dir.join("ig");
+        std::fs::create_dir_all(ig.join("package")).expect("test setup");
+        std::fs::write(
+            ig.join("package").join("package.json"),
+            format!(r#"{{"name":"example.ig","version":"1.0.0","dependencies":{deps}}}"#),
+        )
+        .expect("test setup");
+        ig
+    }
+
     #[test]
     fn dependencies_come_from_the_cache_by_exact_version_or_the_highest_wildcard_match() {
         let dir = scratch("cache");
@@ -1003,23 +1029,9 @@ mod tests {
             ("example.base#2.1.0", "2.1.0", "{}"),
             ("example.leaf#1.0.0", "1.0.0", "{}"),
         ] {
-            let name = folder.split('#').next().expect("test setup");
-            let root = cache.join(folder).join("package");
-            std::fs::create_dir_all(&root).expect("test setup");
-            std::fs::write(
-                root.join("package.json"),
-                format!(r#"{{"name":"{name}","version":"{version}","dependencies":{deps}}}"#),
-            )
-            .expect("test setup");
-            std::fs::write(root.join("StructureDefinition-a.json"), SD).expect("test setup");
+            cached_package(&cache, folder, version, deps);
         }
-        let ig = dir.join("ig");
-        std::fs::create_dir_all(ig.join("package")).expect("test setup");
-        std::fs::write(
-            ig.join("package").join("package.json"),
-            br#"{"name":"example.ig","version":"1.0.0","dependencies":{"example.base":"2.0.x","example.gone":"9.9.9","example.leaf":"0.9.0"}}"#,
-        )
-        .expect("test setup");
+        let ig = ig_package(&dir, r#"{"example.base":"2.0.x","example.gone":"9.9.9","example.leaf":"0.9.0"}"#);
         let loaded = load(&[ig.to_string_lossy().into_owned()], Some(&cache), &Limits::default()).expect("test setup");
         let ids: Vec<String> = loaded.packages.iter().map(Package::id).collect();
         assert_eq!(ids, ["example.ig#1.0.0", "example.base#2.0.10", "example.leaf#1.0.0"]);
@@ -1044,23 +1056,10 @@ mod tests {
         let dir = scratch("substitute");
         let cache = dir.join("packages");
         for (folder, deps) in [("example.base#2.0.0", r#"{"example.leaf":"0.9.0"}"#), ("example.leaf#1.0.0", "{}")] {
-            let (name, version) = folder.split_once('#').expect("test setup");
-            let root = cache.join(folder).join("package");
-            std::fs::create_dir_all(&root).expect("test setup");
-            std::fs::write(
-                root.join("package.json"),
-                format!(r#"{{"name":"{name}","version":"{version}","dependencies":{deps}}}"#),
-            )
-            .expect("test setup");
-            std::fs::write(root.join("StructureDefinition-a.json"), SD).expect("test setup");
+            let version = folder.split_once('#').expect("test setup").1;
+            cached_package(&cache, folder, version, deps);
         }
-        let ig = dir.join("ig");
-        std::fs::create_dir_all(ig.join("package")).expect("test setup");
-        std::fs::write(
-            ig.join("package").join("package.json"),
-            br#"{"name":"example.ig","version":"1.0.0","dependencies":{"example.base":"2.0.0","example.leaf":"0.9.0"}}"#,
-        )
-        .expect("test setup");
+        let ig = ig_package(&dir, r#"{"example.base":"2.0.0","example.leaf":"0.9.0"}"#);
         let loaded = load(&[ig.to_string_lossy().into_owned()], Some(&cache), &Limits::default()).expect("test setup");
         let ids: Vec<String> = loaded.packages.iter().map(Package::id).collect();
         assert_eq!(ids, ["example.ig#1.0.0", "example.base#2.0.0", "example.leaf#1.0.0"]);

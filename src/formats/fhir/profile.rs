@@ -1245,16 +1245,7 @@ impl<'d> Checker<'d> {
         {
             return;
         }
-        let Some(exp) = self.conf.expansion(&ab.value_set) else {
-            let bare = ab.value_set.split('|').next().unwrap_or(&ab.value_set);
-            if self.once(Code::CONFORMANCE_VALUESET_UNEXPANDABLE, bare) {
-                self.push(
-                    Code::CONFORMANCE_VALUESET_UNEXPANDABLE,
-                    Severity::Information,
-                    Location::Fhir(doc.path(n)),
-                    pid,
-                );
-            }
+        let Some(exp) = self.expansion_or_note(n, &ab.value_set, pid) else {
             return;
         };
         if self.in_expansion(n, &exp) != Some(false) {
@@ -1274,6 +1265,25 @@ impl<'d> Checker<'d> {
         self.push(Code::PROFILE_BINDING_ADDITIONAL, severity, Location::Fhir(doc.path(n)), pid);
     }
 
+    /// The offline expansion of the value set `vs` a binding at node `n` names; when there is
+    /// none, `CONFORMANCE_VALUESET_UNEXPANDABLE` once per value set (information).
+    fn expansion_or_note(
+        &mut self,
+        n: u32,
+        vs: &str,
+        pid: Option<ProfileId>,
+    ) -> Option<std::sync::Arc<conformance::Expansion>> {
+        let exp = self.conf.expansion(vs);
+        if exp.is_none() {
+            let bare = vs.split('|').next().unwrap_or(vs);
+            if self.once(Code::CONFORMANCE_VALUESET_UNEXPANDABLE, bare) {
+                let at = Location::Fhir(self.doc.path(n));
+                self.push(Code::CONFORMANCE_VALUESET_UNEXPANDABLE, Severity::Information, at, pid);
+            }
+        }
+        exp
+    }
+
     fn binding(&mut self, n: u32, strength: Strength, vs: &str, pid: Option<ProfileId>) {
         let doc = self.doc;
         if !matches!(type_of(doc, n), "code" | "string" | "uri" | "Coding" | "Quantity" | "CodeableConcept") {
@@ -1286,15 +1296,7 @@ impl<'d> Checker<'d> {
         if core.is_some_and(|c| c.url == bare) {
             return;
         }
-        let Some(exp) = self.conf.expansion(vs) else {
-            if self.once(Code::CONFORMANCE_VALUESET_UNEXPANDABLE, bare) {
-                self.push(
-                    Code::CONFORMANCE_VALUESET_UNEXPANDABLE,
-                    Severity::Information,
-                    Location::Fhir(doc.path(n)),
-                    pid,
-                );
-            }
+        let Some(exp) = self.expansion_or_note(n, vs, pid) else {
             return;
         };
         if self.in_expansion(n, &exp) == Some(false) {
