@@ -9,6 +9,7 @@
 //! delimiter rules); it knows nothing of `policy`, `convert`, `ops`, `cli` or `mcp`.
 
 pub mod astm;
+pub(crate) mod calendar;
 pub mod ccda;
 pub mod codec;
 pub mod dicom;

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::diag::Code;
+use crate::formats::calendar::{civil_from_days, days_from_civil};
 use crate::keys::{self, Key};
 
 /// Parameters a rule can give its action.
@@ -284,32 +285,6 @@ pub fn cap_age(value: &[u8], over: &[u8]) -> Option<Vec<u8>> {
     }
     let n: u32 = std::str::from_utf8(int).ok()?.parse().ok()?;
     Some(if n > 89 { over.to_vec() } else { value.to_vec() })
-}
-
-/// Days from 1970-01-01 to a civil date (proleptic Gregorian; H. Hinnant's `days_from_civil`).
-/// Also the calendar of FHIR's `--now` bounds (`formats::fhir::now`).
-pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(m) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date of a day number from 1970-01-01 (the inverse of [`days_from_civil`]).
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 fn num(s: &[u8]) -> Option<u32> {

@@ -19,7 +19,7 @@
 
 use std::cmp::Ordering;
 
-use crate::policy::action::{civil_from_days, days_from_civil};
+use crate::formats::calendar::{civil_from_days, days_from_civil};
 use serde_json::Value;
 
 /// `--now`: an instant, as its local date and time and the offset they are in.
